@@ -1,0 +1,3 @@
+<?php
+// The page of the classic experiments: a full phpinfo().
+phpinfo();

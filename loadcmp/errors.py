@@ -1,0 +1,73 @@
+"""The one error hierarchy of loadcmp.
+
+Library code raises these; only the CLI turns them into a one-line message and
+an exit code. Anything else that escapes is a bug and is shown as one.
+
+    LoadcmpError                 exit 1 unless noted
+    ├── UsageError               exit 2: bad flags, bad values, bad experiment file
+    │   └── ConfigError          exit 2: unknown --set key, bad tunable value, TOML errors
+    ├── LabError                 the Docker side
+    │   ├── DockerUnavailable    no engine answers
+    │   ├── BuildError           an image did not build (names the step and the log)
+    │   └── ServerStartError     a container exited or never answered
+    ├── LoadError                the client side (file limits, engine failure)
+    ├── PrimerError              the page served is not the page expected
+    ├── StoreError               a results folder is unreadable or of an older format
+    └── ThresholdFailed          exit 3: a smoke check was not met
+"""
+
+from __future__ import annotations
+
+
+class LoadcmpError(Exception):
+    """Base of every error loadcmp raises on purpose."""
+
+    exit_code: int = 1
+
+
+class UsageError(LoadcmpError):
+    """The user asked for something that cannot be done as asked."""
+
+    exit_code = 2
+
+
+class ConfigError(UsageError):
+    """A configuration value or file is wrong; may carry several messages."""
+
+    def __init__(self, message: str, errors: list[str] | None = None) -> None:
+        self.errors = errors or [message]
+        super().__init__(message)
+
+
+class LabError(LoadcmpError):
+    """Something on the Docker side failed."""
+
+
+class DockerUnavailable(LabError):
+    """No Docker engine answers."""
+
+
+class BuildError(LabError):
+    """An image build failed."""
+
+
+class ServerStartError(LabError):
+    """A server container exited or never became ready."""
+
+
+class LoadError(LoadcmpError):
+    """The load client cannot do what was asked (limits, engine failure)."""
+
+
+class PrimerError(LoadcmpError):
+    """The primer requests did not get the page that was expected."""
+
+
+class StoreError(LoadcmpError):
+    """A results folder cannot be read or written."""
+
+
+class ThresholdFailed(LoadcmpError):
+    """At least one smoke check was not met."""
+
+    exit_code = 3

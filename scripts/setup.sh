@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Idempotent set-up for loadcmp on a Debian/Ubuntu machine.
+#   - a venv in .venv with loadcmp installed (editable, with test extras)
+#   - a Docker engine: if `docker info` fails, install Debian's docker.io and
+#     debootstrap with apt and start dockerd in the background with a raised
+#     open-file limit, then wait until it answers.
+# Running it twice does nothing the second time that is already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+VENV=${VENV:-.venv}
+PY=${PYTHON:-python3}
+
+need_apt=()
+apt_ready=0
+apt_install() {
+    if [ "$(id -u)" != 0 ]; then
+        log "need root to install: $* (or install them yourself)"; exit 1
+    fi
+    if [ "$apt_ready" = 0 ]; then
+        log "apt-get update"
+        apt-get update -q >/dev/null
+        apt_ready=1
+    fi
+    log "apt-get install $*"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends "$@" >/dev/null
+}
+
+# --- Python venv -----------------------------------------------------------
+if ! "$PY" -c 'import venv, ensurepip' 2>/dev/null; then
+    apt_install python3-venv
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+    log "creating venv $VENV"
+    "$PY" -m venv "$VENV"
+fi
+stamp="$VENV/.loadcmp-installed"
+if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+    log "installing loadcmp into $VENV"
+    "$VENV/bin/pip" install -q --upgrade pip >/dev/null
+    "$VENV/bin/pip" install -q -e '.[test]'
+    touch "$stamp"
+fi
+
+# --- tools the benchmarks and report tests use -----------------------------
+for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium; do
+    cmd=${pair%%:*}; pkg=${pair#*:}
+    command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
+done
+
+# --- Docker engine -----------------------------------------------------------
+docker_ok() { timeout 10 docker info >/dev/null 2>&1; }
+if ! docker_ok; then
+    if ! command -v dockerd >/dev/null 2>&1; then
+        need_apt+=(docker.io)
+    fi
+fi
+if [ ${#need_apt[@]} -gt 0 ]; then
+    apt_install "${need_apt[@]}" ca-certificates
+fi
+if ! docker_ok; then
+    if [ "$(id -u)" != 0 ]; then
+        log "no Docker engine answers and I am not root: start dockerd, or run this as root"; exit 1
+    fi
+    # A dockerd that was killed leaves a pid file and a socket behind; a new
+    # dockerd refuses to start over the pid file.
+    if [ -f /var/run/docker.pid ] && ! kill -0 "$(cat /var/run/docker.pid)" 2>/dev/null; then
+        log "removing stale /var/run/docker.pid"
+        rm -f /var/run/docker.pid
+    fi
+    pgrep -x dockerd >/dev/null && { log "dockerd runs but does not answer; killing it"; pkill -x dockerd; sleep 2; }
+    pgrep -x containerd >/dev/null && ! pgrep -x dockerd >/dev/null && true
+    rm -f /var/run/docker.sock
+    log "starting dockerd (log: /var/log/loadcmp-dockerd.log)"
+    # Raise the open-file limit as far as this machine lets root (containers
+    # cannot get more than dockerd has; some sandboxes cap the hard limit).
+    ulimit -Hn 1048576 2>/dev/null || true
+    ulimit -n "$(ulimit -Hn)"
+    nofile=$(ulimit -n)
+    nohup setsid dockerd --default-ulimit "nofile=$nofile:$nofile" >/var/log/loadcmp-dockerd.log 2>&1 </dev/null &
+    for _ in $(seq 1 60); do
+        docker_ok && break
+        sleep 1
+    done
+    docker_ok || { log "dockerd did not answer within 60 s; see /var/log/loadcmp-dockerd.log"; tail -5 /var/log/loadcmp-dockerd.log >&2; exit 1; }
+fi
+log "docker engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+
+# --- leftovers of an earlier run --------------------------------------------
+left=$(docker ps -aq --filter label=loadcmp=1)
+if [ -n "$left" ]; then
+    log "removing $(echo "$left" | wc -w) leftover loadcmp container(s)"
+    docker rm -f $left >/dev/null
+fi
+log "ready"
