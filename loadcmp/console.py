@@ -1,0 +1,113 @@
+"""What people see in the terminal: live lines, progress, result tables.
+
+Everything goes to stderr except what a command was asked to print (JSON,
+tables at the end), so `--json` leaves stdout with one document.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from rich.console import Console
+from rich.live import Live as RichLive
+from rich.table import Table
+from rich.text import Text
+
+from .load.engine import Live
+from .load.recorder import Histogram
+from .units import format_bytes
+
+err = Console(stderr=True, highlight=False)
+out = Console(highlight=False)
+
+
+class LiveLine:
+    """One line on stderr, redrawn every second while a load runs."""
+
+    def __init__(self, label: str = "", console: Console = err) -> None:
+        self.label = label
+        self.console = console
+        self.live: RichLive | None = None
+        self.last = ""
+
+    def __enter__(self) -> LiveLine:
+        self.live = RichLive(Text(""), console=self.console, refresh_per_second=4, transient=True)
+        self.live.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        if self.live is not None:
+            self.live.__exit__(*exc)
+
+    def __call__(self, lv: Live) -> None:
+        phase = "measuring" if lv.measuring else "warm-up"
+        self.last = (
+            f"{self.label}{phase} {max(0.0, lv.elapsed):5.1f}s  req/s {lv.rps:9.0f}  ok {lv.ok:9d}  "
+            f"failed {lv.failed:7d}  in flight {lv.inflight:6d}"
+        )
+        if self.live is not None:
+            self.live.update(Text(self.last))
+
+
+def latency_histogram(h: Histogram, bins: int = 10, width: int = 40) -> list[tuple[float, int, str]]:
+    """hey-like linear histogram rows (upper edge ms, count, bar) from a log histogram."""
+    if h.count == 0:
+        return []
+    lo, hi = h.min_s * 1000, h.max_s * 1000
+    if hi <= lo:
+        return [(hi, h.count, "■" * width)]
+    step = (hi - lo) / bins
+    counts = [0] * bins
+    for a, b, c in h.buckets_ms():
+        mid = (a * b) ** 0.5
+        i = min(bins - 1, max(0, int((mid - lo) / step)))
+        counts[i] += c
+    top = max(counts) or 1
+    return [(lo + step * (i + 1), c, "■" * max(1 if c else 0, round(width * c / top))) for i, c in enumerate(counts)]
+
+
+def print_result(doc: dict[str, Any], hist: Histogram | None, console: Console = out) -> None:
+    """The end-of-bench summary: counts, rates, latency and its histogram."""
+    t = Table(title=f"{doc.get('url', '')}  ({doc.get('schedule', {}).get('kind', '')}, {doc.get('engine', '')} engine)",
+              show_header=False, title_justify="left")
+    t.add_column("what", style="bold")
+    t.add_column("value", justify="right")
+    t.add_row("measured", f"{doc['duration_s']:.1f} s" + ("  (interrupted)" if doc.get("interrupted") else ""))
+    t.add_row("started", f"{doc['started']:,}")
+    t.add_row("ok", f"{doc['ok']:,}")
+    t.add_row("failed", f"{doc['failed']:,}")
+    for k, v in doc["failures"].items():
+        if v:
+            t.add_row(f"  {k}", f"{v:,}")
+    t.add_row("unfinished", f"{doc['unfinished']:,}")
+    t.add_row("requests/s (ok)", f"{doc['rps']:,.1f}")
+    t.add_row("completions/s", f"{doc['completions_per_s']:,.1f}")
+    t.add_row("received", f"{format_bytes(doc['bytes'])} ({format_bytes(doc['bytes_per_s'])}/s)")
+    wb = doc["webbench"]
+    t.add_row("webbench", f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
+              f"Requests: {wb['susceed']:,} susceed, {wb['failed']:,} failed")
+    console.print(t)
+    lat = Table(title="latency (ms, from intended start)", title_justify="left")
+    for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max"):
+        lat.add_column(k.replace("_", "."), justify="right")
+    lat.add_row(*[_fmt_ms(doc["latency_ms"].get(k)) for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max")])
+    if doc.get("schedule", {}).get("kind") in ("rate", "ramp"):
+        lat.add_row(*[_fmt_ms(doc["service_ms"].get(k)) for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max")],
+                    style="dim")
+        lat.caption = "second row: service time (from the actual send)"
+    console.print(lat)
+    if hist is not None and hist.count:
+        console.print("histogram:")
+        for edge, c, bar in latency_histogram(hist):
+            console.print(f"  {edge:10.3f} ms [{c:>9,}] |{bar}")
+    for w in doc.get("warnings", []):
+        console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+def _fmt_ms(v: float | None) -> str:
+    return "-" if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
+
+
+def now_iso() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

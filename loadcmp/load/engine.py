@@ -1,0 +1,807 @@
+"""How requests are sent: the fast engine (uvloop + httptools) and the aiohttp one.
+
+One `Engine` runs one schedule in one process against one target and feeds a
+`Recorder`. The fast engine speaks HTTP/1.x itself: requests are encoded once,
+responses are parsed by httptools (Content-Length, chunked, read-to-close).
+In the closed loop with keep-alive the next request is written straight from
+the protocol callback, with no coroutine switch in between, which is what
+keeps it near wrk's speed. Everything else runs one small coroutine per client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import resource
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httptools
+
+from ..errors import LoadError, UsageError
+from .recorder import (
+    CONNECT_REFUSED,
+    CONNECT_TIMEOUT,
+    HTTP_4XX,
+    HTTP_5XX,
+    OK,
+    PROTOCOL_ERROR,
+    RESET,
+    TIMEOUT,
+    Recorder,
+    Result,
+)
+from .schedules import Closed, Ramp, Rate, Schedule
+
+now = time.monotonic
+"""CLOCK_MONOTONIC: shared by all processes, so workers line up their seconds."""
+
+DEFAULT_TIMEOUT = 10.0
+"""Per-request timeout (connect + response) unless --timeout says otherwise."""
+
+
+@dataclass(frozen=True)
+class Target:
+    """What to request, validated and pre-encoded."""
+
+    url: str
+    scheme: str
+    host: str
+    port: int
+    path: str
+    method: str = "GET"
+    headers: tuple[tuple[str, str], ...] = ()
+    body: bytes = b""
+    http10: bool = False
+    keepalive: bool = False
+
+    @property
+    def addr(self) -> str:
+        return self.host
+
+    def encode(self) -> bytes:
+        """The request as sent by the fast engine, every time the same bytes."""
+        version = "HTTP/1.0" if self.http10 else "HTTP/1.1"
+        names = {k.lower() for k, _ in self.headers}
+        lines = [f"{self.method} {self.path} {version}"]
+        if "host" not in names:
+            default = 443 if self.scheme == "https" else 80
+            lines.append(f"Host: {self.host}" + (f":{self.port}" if self.port != default else ""))
+        if "user-agent" not in names:
+            lines.append("User-Agent: loadcmp")
+        if "connection" not in names:
+            lines.append("Connection: " + ("keep-alive" if self.keepalive else "close"))
+        if self.body and "content-length" not in names:
+            lines.append(f"Content-Length: {len(self.body)}")
+        lines += [f"{k}: {v}" for k, v in self.headers]
+        return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + self.body
+
+
+def make_target(
+    url: str,
+    *,
+    method: str = "GET",
+    headers: list[str] | tuple[str, ...] = (),
+    body: str | bytes | None = None,
+    http10: bool = False,
+    keepalive: bool = False,
+    resolve: bool = True,
+) -> Target:
+    """Validate a URL and options into a Target; one-line UsageErrors."""
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise UsageError(f"bad URL {url!r}: give an http:// or https:// URL with a host")
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise UsageError(f"bad URL {url!r}: the port is not a number in 1..65535") from None
+    host = parts.hostname
+    if resolve:
+        try:
+            socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+        except socket.gaierror:
+            raise UsageError(f"cannot resolve host {host!r} of {url}") from None
+    path = parts.path or "/"
+    if parts.query:
+        path += "?" + parts.query
+    hdrs: list[tuple[str, str]] = []
+    for h in headers:
+        if ":" not in h or not h.split(":", 1)[0].strip() or any(c in h for c in "\r\n"):
+            raise UsageError(f"bad header {h!r}: use -H 'Name: value'")
+        k, v = h.split(":", 1)
+        if any(c.isspace() for c in k.strip()):
+            raise UsageError(f"bad header {h!r}: the name has spaces")
+        hdrs.append((k.strip(), v.strip()))
+    m = method.upper()
+    if not m.isalpha():
+        raise UsageError(f"bad method {method!r}")
+    data = body.encode() if isinstance(body, str) else (body or b"")
+    return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive)
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """Everything one engine needs; picklable, so workers get their share."""
+
+    target: Target
+    schedule: Schedule
+    duration: float
+    warmup: float = 0.0
+    timeout: float = DEFAULT_TIMEOUT
+    engine: str = "fast"
+    spread_sources: bool = False
+    """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
+    worker_index: int = 0
+
+
+@dataclass
+class Live:
+    """What the live line shows; one per engine per second."""
+
+    elapsed: float
+    ok: int
+    failed: int
+    inflight: int
+    rps: float
+    measuring: bool
+    worker: int = 0
+
+
+LiveFn = Callable[[Live], None]
+
+
+def raise_nofile(needed: int) -> int:
+    """Raise the soft open-file limit to the hard one; fail clearly if short."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if hard != resource.RLIM_INFINITY else max(soft, needed)
+    if soft < target:
+        with contextlib.suppress(ValueError, OSError):
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    if needed > soft:
+        raise LoadError(
+            f"{needed - 64} clients need about {needed} open files in one process; this machine allows {soft}: "
+            f"use --workers {-(-needed // max(1, soft - 64)) + 0} or fewer clients"
+        )
+    return soft
+
+
+def kind_of_status(status: int) -> int:
+    if status >= 500:
+        return HTTP_5XX
+    if status >= 400:
+        return HTTP_4XX
+    return OK
+
+
+def kind_of_oserror(e: BaseException) -> tuple[int, str | None]:
+    """Map a socket error to an outcome kind, and name it if it is the client's fault."""
+    if isinstance(e, ConnectionRefusedError):
+        return CONNECT_REFUSED, None
+    if isinstance(e, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+        return RESET, None
+    if isinstance(e, (TimeoutError, asyncio.TimeoutError)):
+        return CONNECT_TIMEOUT, None
+    if isinstance(e, OSError) and e.errno in (errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.ENOBUFS):
+        return CONNECT_REFUSED, errno.errorcode.get(e.errno or 0, "OSError")
+    if isinstance(e, OSError) and e.errno in (errno.ETIMEDOUT,):
+        return CONNECT_TIMEOUT, None
+    if isinstance(e, OSError) and e.errno in (errno.ECONNRESET, errno.EPIPE):
+        return RESET, None
+    return RESET, type(e).__name__
+
+
+class Conn(asyncio.Protocol):
+    """One client connection of the fast engine; one request at a time."""
+
+    __slots__ = (
+        "engine", "transport", "parser", "on_done", "active", "nbytes", "status",
+        "framed", "headers_done", "closed", "closed_fut", "is_head", "ka_ok",
+        "t_int", "t_sent", "counted", "timer",
+    )
+
+    def __init__(self, engine: FastEngine) -> None:
+        self.engine = engine
+        self.transport: Any = None
+        self.parser = httptools.HttpResponseParser(self)
+        self.on_done: Callable[[Conn, int], None] | None = None
+        self.active = False
+        self.nbytes = 0
+        self.status = 0
+        self.framed = False
+        self.headers_done = False
+        self.closed = False
+        self.closed_fut: asyncio.Future[None] | None = None
+        self.is_head = engine.is_head
+        self.ka_ok = True
+        self.t_int = 0.0
+        self.t_sent = 0.0
+        self.counted = False
+        self.timer: Any = None
+
+    # asyncio.Protocol
+    def connection_made(self, transport: Any) -> None:
+        self.transport = transport
+        self.engine.conns.add(self)
+
+    def data_received(self, data: bytes) -> None:
+        self.nbytes += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self.ka_ok = False
+            self._finish(PROTOCOL_ERROR)
+            self.transport.abort()
+
+    def eof_received(self) -> bool:
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.closed = True
+        self.engine.conns.discard(self)
+        if self.active:
+            if exc is None and self.headers_done and not self.framed and self.status:
+                self._finish(kind_of_status(self.status))  # read-to-close body ended
+            else:
+                self._finish(RESET)
+        if self.closed_fut is not None and not self.closed_fut.done():
+            self.closed_fut.set_result(None)
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        n = len(name)
+        if n == 14 or n == 17:
+            low = name.lower()
+            if low == b"content-length" or low == b"transfer-encoding":
+                self.framed = True
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        self.status = self.parser.get_status_code()
+        if self.is_head or self.status in (204, 304):
+            self.framed = True
+            self.on_message_complete()
+
+    def on_message_complete(self) -> None:
+        if self.active:
+            self.ka_ok = self.parser.should_keep_alive()
+            self._finish(kind_of_status(self.status))
+
+    # ours
+    def send(self, request: bytes) -> None:
+        self.active = True
+        self.nbytes = 0
+        self.status = 0
+        self.framed = False
+        self.headers_done = False
+        self.transport.write(request)
+
+    def _finish(self, kind: int) -> None:
+        if not self.active:
+            return
+        self.active = False
+        if self.on_done is not None:
+            self.on_done(self, kind)
+
+
+class Engine:
+    """Drives a schedule; subclasses say how one request is sent."""
+
+    name = "base"
+
+    def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        self.spec = spec
+        self.target = spec.target
+        self.timeout = spec.timeout
+        self.live = live
+        self.running = False
+        self.stopping: asyncio.Event | None = None
+        self.rec: Recorder | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.is_head = spec.target.method == "HEAD"
+        self.t_load0 = 0.0
+        self._cpu_prev = 0.0
+        self._wall_prev = 0.0
+        self._lag_max = 0.0
+        self.lags: list[float] = []
+        self.cpus: list[float] = []
+
+    # --- to be provided -------------------------------------------------------
+    async def request(self, t_int: float, counted: bool, state: Any) -> Any:
+        """Send one request intended to start at t_int; record it if counted;
+        return the connection state to reuse (keep-alive) or None."""
+        raise NotImplementedError
+
+    async def open(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    def abort_all(self) -> None:
+        pass
+
+    def release(self, state: Any) -> None:
+        """A client's state will not be used again."""
+
+    # --- the run ------------------------------------------------------------------
+    async def run(self, t_load0: float, stop: asyncio.Event | None = None) -> Result:
+        """Load from t_load0 (warm-up first), measure `duration`, then stop."""
+        spec = self.spec
+        self.t_load0 = t_load0
+        t0 = t_load0 + spec.warmup
+        self.rec = Recorder(t0, spec.duration)
+        self.stopping = stop or asyncio.Event()
+        await self.open()
+        await asyncio.sleep(max(0.0, t_load0 - now()))
+        self.running = True
+        self._cpu_prev, self._wall_prev = _cpu_time(), now()
+        ticker = asyncio.ensure_future(self._ticker(t0))
+        lagger = asyncio.ensure_future(self._lag_probe())
+        self._start_schedule()
+        end = t0 + spec.duration
+        interrupted = False
+        with contextlib.suppress(TimeoutError, asyncio.TimeoutError):
+            await asyncio.wait_for(self.stopping.wait(), timeout=max(0.0, end - now()))
+            interrupted = True
+        t_stop = now()
+        self.running = False
+        measured = max(0.0, min(spec.duration, t_stop - t0))
+        result = self.rec.close(measured if interrupted else None)
+        result.interrupted = interrupted
+        ticker.cancel()
+        lagger.cancel()
+        for t in list(self.tasks):
+            t.cancel()
+        self.abort_all()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=2.0)
+        await self.close()
+        result.warnings.extend(self._saturation_warnings())
+        if result.client_errors:
+            errs = ", ".join(f"{k} x{v}" for k, v in result.client_errors.items())
+            result.warnings.append(f"client-side socket errors (counted as connect_refused): {errs}")
+        return result
+
+    def _spawn(self, coro: Any) -> None:
+        t = asyncio.ensure_future(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    def _start_schedule(self) -> None:
+        sched = self.spec.schedule
+        if isinstance(sched, Closed):
+            self._start_closed(sched.clients)
+        elif isinstance(sched, Ramp):
+            for u in range(sched.users):
+                self._spawn(self._ramp_user(sched, u))
+        elif isinstance(sched, Rate):
+            self._spawn(self._rate_loop(sched))
+
+    def _start_closed(self, clients: int) -> None:
+        for _ in range(clients):
+            self._spawn(self._closed_client())
+
+    async def _closed_client(self) -> None:
+        state = None
+        rec = self.rec
+        assert rec is not None
+        while self.running:
+            t = now()
+            state = await self.request(t, rec.start(t), state)
+
+    async def _ramp_user(self, sched: Ramp, user: int) -> None:
+        rec = self.rec
+        assert rec is not None
+        due = self.t_load0 + sched.start_offset(user)
+        state = None
+        while self.running:
+            delay = due - now()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if not self.running:
+                return
+            state = await self.request(due, rec.start(due), state)
+            due = self.t_load0 + sched.next_due(due - self.t_load0, now() - self.t_load0)
+
+    async def _rate_loop(self, sched: Rate) -> None:
+        rec = self.rec
+        assert rec is not None
+        k = 0
+        idle: list[Any] = []
+        inflight = [0]
+
+        async def one(due: float) -> None:
+            state = idle.pop() if idle else None
+            if state is not None and hasattr(state, "task"):
+                state.task = None  # a new task sends on this slot
+            try:
+                state = await self.request(due, rec.start(due), state)
+            finally:
+                inflight[0] -= 1
+            if state is not None and self.running and getattr(state, "conn", None) is not None:
+                idle.append(state)
+            else:
+                self.release(state)
+
+        while self.running:
+            t = now()
+            n_due = sched.count_before(t - self.t_load0 + 1e-9)
+            while k < n_due:
+                due = self.t_load0 + sched.due(k)
+                k += 1
+                if inflight[0] < sched.max_inflight:
+                    inflight[0] += 1
+                    self._spawn(one(due))
+                else:
+                    rec.drop(due)
+            nxt = self.t_load0 + sched.due(k)
+            await asyncio.sleep(max(0.0005, nxt - now()))
+
+    async def _lag_probe(self) -> None:
+        step = 0.05
+        while True:
+            t = now()
+            await asyncio.sleep(step)
+            lag = now() - t - step
+            if lag > self._lag_max:
+                self._lag_max = lag
+
+    async def _ticker(self, t0: float) -> None:
+        rec = self.rec
+        assert rec is not None
+        nxt = self.t_load0 + 1.0
+        prev_ok = 0
+        while True:
+            await asyncio.sleep(max(0.0, nxt - now()))
+            t = now()
+            cpu = _cpu_time()
+            cpu_pct = 100.0 * (cpu - self._cpu_prev) / max(1e-6, t - self._wall_prev)
+            self._cpu_prev, self._wall_prev = cpu, t
+            lag_ms = self._lag_max * 1000
+            self._lag_max = 0.0
+            measuring = t > t0
+            if measuring:
+                self.cpus.append(cpu_pct)
+                self.lags.append(lag_ms)
+            rec.tick(t, cpu_pct, lag_ms)
+            if self.live is not None:
+                ok = fails = 0
+                for s in rec.seconds:
+                    ok += s.counts[OK]
+                    fails += sum(s.counts) - s.counts[OK]
+                last = rec.seconds[min(max(int(t - t0) - 1, 0), rec.nsec - 1)].counts[OK] if measuring else 0
+                self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, float(last if measuring else ok - prev_ok), measuring, self.spec.worker_index))
+                prev_ok = ok
+            nxt += 1.0
+
+    def _saturation_warnings(self) -> list[str]:
+        out = []
+        if self.cpus:
+            busy = sorted(self.cpus)[len(self.cpus) // 2]
+            if busy >= 90:
+                out.append(
+                    f"client saturated: worker {self.spec.worker_index} used {busy:.0f}% of a core (median), "
+                    "so the client may have limited the rate; add --workers or a CPU"
+                )
+        if self.lags:
+            worst = sorted(self.lags)[int(len(self.lags) * 0.9)]
+            if worst >= 100:
+                out.append(
+                    f"client event loop lagged {worst:.0f} ms (p90 per second) in worker {self.spec.worker_index}: "
+                    "latencies include client delay"
+                )
+        return out
+
+
+def _cpu_time() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class Slot:
+    """One client's place in the fast engine: its connection and its deadline.
+
+    A single sweeper checks every slot ten times a second instead of arming a
+    timer per request, which costs more than the request itself at wrk speed.
+    """
+
+    __slots__ = ("task", "conn", "deadline", "phase", "timed_out")
+
+    IDLE, CONNECTING, WAITING = 0, 1, 2
+
+    def __init__(self) -> None:
+        self.task: asyncio.Task[Any] | None = None
+        self.conn: Conn | None = None
+        self.deadline = 0.0
+        self.phase = 0
+        self.timed_out = False
+
+
+class FastEngine(Engine):
+    """uvloop + asyncio.Protocol + httptools: the default."""
+
+    name = "fast"
+
+    def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        super().__init__(spec, live)
+        if spec.target.scheme != "http":
+            raise UsageError("the fast engine speaks plain http only; use --engine aiohttp for https")
+        self.req = spec.target.encode()
+        self.conns: set[Conn] = set()
+        self.slots: set[Slot] = set()
+        self.host = spec.target.host
+        self.port = spec.target.port
+        self._src = 0
+
+    async def open(self) -> None:
+        self._spawn(self._sweeper())
+
+    async def _sweeper(self) -> None:
+        """Time out what has run past its deadline (0.1 s resolution)."""
+        while True:
+            await asyncio.sleep(0.1)
+            t = now()
+            for slot in list(self.slots):
+                if slot.phase and slot.deadline < t:
+                    slot.timed_out = True
+                    if slot.phase == Slot.CONNECTING:
+                        slot.phase = Slot.IDLE
+                        if slot.task is not None:
+                            slot.task.cancel()
+                    else:
+                        slot.phase = Slot.IDLE
+                        conn = slot.conn
+                        if conn is not None and conn.active:
+                            conn.ka_ok = False
+                            conn._finish(TIMEOUT)
+                            conn.transport.abort()
+
+    def _local_addr(self) -> tuple[str, int] | None:
+        if not self.spec.spread_sources:
+            return None
+        self._src += 1
+        return (f"127.0.{(self._src // 250) % 250}.{2 + self._src % 250}", 0)
+
+    def abort_all(self) -> None:
+        for c in list(self.conns):
+            with contextlib.suppress(Exception):
+                c.transport.abort()
+
+    def _start_closed(self, clients: int) -> None:
+        if self.target.keepalive:
+            for _ in range(clients):
+                self._spawn(self._ka_client())
+        else:
+            super()._start_closed(clients)
+
+    async def _connect(self, slot: Slot) -> Conn | int:
+        """Open a connection for `slot`, or return the failure kind."""
+        if slot.task is None:
+            slot.task = asyncio.current_task()
+        slot.timed_out = False
+        slot.deadline = now() + self.timeout
+        slot.phase = Slot.CONNECTING
+        try:
+            _, conn = await asyncio.get_running_loop().create_connection(
+                lambda: Conn(self), self.host, self.port, local_addr=self._local_addr()
+            )
+        except asyncio.CancelledError:
+            slot.phase = Slot.IDLE
+            if slot.timed_out and self.running:
+                return CONNECT_TIMEOUT
+            raise
+        except OSError as e:
+            slot.phase = Slot.IDLE
+            kind, name = kind_of_oserror(e)
+            if name:
+                self._client_err = name
+            return kind
+        slot.phase = Slot.IDLE
+        slot.conn = conn
+        return conn
+
+    # closed loop + keep-alive: the callback path -------------------------------
+    async def _ka_client(self) -> None:
+        """Connects (and reconnects); the requests go from the callback."""
+        loop = asyncio.get_running_loop()
+        rec = self.rec
+        assert rec is not None
+        slot = Slot()
+        self.slots.add(slot)
+        try:
+            while self.running:
+                t = now()
+                counted = rec.start(t)
+                self._client_err = None
+                got = await self._connect(slot)
+                if isinstance(got, int):
+                    if counted:
+                        if self._client_err:
+                            rec.client_error(self._client_err)
+                        rec.done(got, t, t, now(), 0)
+                    if self._client_err:
+                        await asyncio.sleep(0.01)
+                    continue
+                conn = got
+                conn.closed_fut = loop.create_future()
+                conn.on_done = lambda c, k, slot=slot: self._ka_done(slot, c, k)
+                self._ka_send(slot, conn, t, counted)
+                await conn.closed_fut
+        finally:
+            self.slots.discard(slot)
+
+    def _ka_send(self, slot: Slot, conn: Conn, t: float, counted: bool) -> None:
+        conn.t_int = t
+        conn.counted = counted
+        slot.deadline = t + self.timeout
+        slot.phase = Slot.WAITING
+        conn.send(self.req)
+
+    def _ka_done(self, slot: Slot, conn: Conn, kind: int) -> None:
+        t = now()
+        slot.phase = Slot.IDLE
+        rec = self.rec
+        assert rec is not None
+        if conn.counted:
+            rec.done(kind, conn.t_int, conn.t_int, t, conn.nbytes)
+        if self.running and conn.ka_ok and kind <= HTTP_5XX and not conn.closed:
+            self._ka_send(slot, conn, t, rec.start(t))
+        elif not conn.closed:
+            conn.transport.close()
+
+    # one request, any schedule --------------------------------------------------
+    async def request(self, t_int: float, counted: bool, state: Any) -> Any:
+        """Returns the slot (keeping its connection when it may be reused)."""
+        loop = asyncio.get_running_loop()
+        rec = self.rec
+        assert rec is not None
+        slot: Slot
+        if state is None:
+            slot = Slot()
+            self.slots.add(slot)
+        else:
+            slot = state
+        t_sent = now()
+        conn = slot.conn if slot.conn is not None and not slot.conn.closed else None
+        self._client_err = None
+        if conn is None:
+            got = await self._connect(slot)
+            if isinstance(got, int):
+                if counted:
+                    if self._client_err:
+                        rec.client_error(self._client_err)
+                    rec.done(got, t_int, t_sent, now(), 0)
+                if self._client_err:
+                    await asyncio.sleep(0.01)
+                slot.conn = None
+                return slot
+            conn = got
+        fut: asyncio.Future[int] = loop.create_future()
+        conn.on_done = lambda c, k: fut.done() or fut.set_result(k)
+        slot.deadline = now() + self.timeout
+        slot.phase = Slot.WAITING
+        slot.timed_out = False
+        conn.send(self.req)
+        kind = await fut
+        slot.phase = Slot.IDLE
+        if counted:
+            rec.done(kind, t_int, t_sent, now(), conn.nbytes)
+        if self.target.keepalive and kind <= HTTP_5XX and conn.ka_ok and not conn.closed:
+            return slot
+        if not conn.closed:
+            conn.transport.close()
+        slot.conn = None
+        return slot
+
+    def release(self, state: Any) -> None:
+        if state is not None:
+            self.slots.discard(state)
+
+
+class AiohttpEngine(Engine):
+    """The same schedules through aiohttp: TLS, redirects, cookies."""
+
+    name = "aiohttp"
+
+    async def open(self) -> None:
+        import aiohttp
+
+        self.aiohttp = aiohttp
+        sched = self.spec.schedule
+        limit = sched.clients if isinstance(sched, Closed) else sched.users if isinstance(sched, Ramp) else sched.max_inflight
+        self.connector = aiohttp.TCPConnector(
+            limit=limit, limit_per_host=0, force_close=not self.target.keepalive, ssl=False, ttl_dns_cache=3600
+        )
+        self.session = aiohttp.ClientSession(
+            connector=self.connector,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout),
+            version=aiohttp.HttpVersion10 if self.target.http10 else aiohttp.HttpVersion11,
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent",),
+            headers={"User-Agent": "loadcmp"},
+        )
+        self.headers = dict(self.target.headers)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.session.close(), 2.0)
+
+    def abort_all(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connector._close()  # drop open sockets now; close() is async
+
+    async def request(self, t_int: float, counted: bool, state: Any) -> Any:
+        aiohttp = self.aiohttp
+        rec = self.rec
+        assert rec is not None
+        t_sent = now()
+        nbytes = 0
+        client_err = None
+        phase = "connect"
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self.session.request(
+                    self.target.method, self.target.url, headers=self.headers, data=self.target.body or None,
+                    allow_redirects=True,
+                ) as resp:
+                    phase = "response"
+                    body = await resp.read()
+                    nbytes = len(body) + sum(len(k) + len(v) + 4 for k, v in resp.raw_headers) + 17
+                    kind = kind_of_status(resp.status)
+        except (TimeoutError, asyncio.TimeoutError):
+            kind = CONNECT_TIMEOUT if phase == "connect" else TIMEOUT
+        except aiohttp.ClientConnectorError as e:
+            kind, client_err = kind_of_oserror(e.os_error)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            kind = RESET
+        except (aiohttp.ClientPayloadError, aiohttp.ClientResponseError):
+            kind = PROTOCOL_ERROR
+        except aiohttp.ClientError:
+            kind = PROTOCOL_ERROR
+        except OSError as e:
+            kind, client_err = kind_of_oserror(e)
+        if counted:
+            if client_err:
+                rec.client_error(client_err)
+            rec.done(kind, t_int, t_sent, now(), nbytes)
+        if client_err:
+            await asyncio.sleep(0.01)
+        return None
+
+
+ENGINES: dict[str, type[Engine]] = {"fast": FastEngine, "aiohttp": AiohttpEngine}
+
+
+def make_engine(spec: LoadSpec, live: LiveFn | None = None) -> Engine:
+    if spec.engine not in ENGINES:
+        raise UsageError(f"unknown engine {spec.engine!r}: use {' or '.join(ENGINES)}")
+    return ENGINES[spec.engine](spec, live)
+
+
+def clients_of(schedule: Schedule) -> int:
+    """How many connections a schedule may hold open at once."""
+    if isinstance(schedule, Closed):
+        return schedule.clients
+    if isinstance(schedule, Ramp):
+        return schedule.users
+    return schedule.max_inflight
+
+
+@dataclass
+class RunHandle:
+    """Lets the caller stop an in-process run from a signal handler."""
+
+    stop: asyncio.Event | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    interrupted: bool = field(default=False)
+
+    def request_stop(self) -> None:
+        self.interrupted = True
+        if self.loop is not None and self.stop is not None:
+            self.loop.call_soon_threadsafe(self.stop.set)

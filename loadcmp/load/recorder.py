@@ -1,0 +1,336 @@
+"""What happened: outcomes in per-second buckets and mergeable latency histograms.
+
+The engine calls `start()` when a request begins and `done()` when it ends;
+nothing else. Per-second buckets are folded into sparse log histograms once
+their second is over, so memory stays bounded on long runs: raw latencies live
+for one second at most. Recorders of several workers merge exactly
+(`Result.merge`): counts add, histograms add, percentiles are read from the
+merged histogram (within 0.5 %, see `Histogram`).
+"""
+
+from __future__ import annotations
+
+import math
+from array import array
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+KINDS: tuple[str, ...] = (
+    "ok",
+    "http_4xx",
+    "http_5xx",
+    "connect_refused",
+    "connect_timeout",
+    "reset",
+    "timeout",
+    "protocol_error",
+)
+"""Every way a started request can end (besides `unfinished`), DESIGN.md §5."""
+FAIL_KINDS: tuple[str, ...] = KINDS[1:]
+OK, HTTP_4XX, HTTP_5XX, CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT, PROTOCOL_ERROR = range(len(KINDS))
+RESPONSE_KINDS = (OK, HTTP_4XX, HTTP_5XX)
+"""Kinds with a complete response, hence a latency."""
+
+_BASE = 1.01
+_LOG_BASE = math.log(_BASE)
+
+
+@dataclass
+class Histogram:
+    """Sparse log-bucketed latency histogram (microseconds, buckets 1 % wide).
+
+    A value is reported as its bucket's geometric middle, so any percentile is
+    within 0.5 % of the exact one. Adding two histograms is exact.
+    """
+
+    idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    """Bucket numbers present, ascending."""
+    cnt: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """How many values fell in each of those buckets."""
+    total_s: float = 0.0
+    """Exact sum of the values (seconds), for the mean."""
+    max_s: float = 0.0
+    """Exact largest value (seconds)."""
+    min_s: float = math.inf
+    """Exact smallest value (seconds)."""
+
+    @classmethod
+    def of(cls, values_s: Any) -> Histogram:
+        v = np.asarray(values_s, dtype=np.float64)
+        if v.size == 0:
+            return cls()
+        us = np.maximum(v * 1e6, 1.0)
+        b = np.floor(np.log(us) / _LOG_BASE).astype(np.int32)
+        idx, cnt = np.unique(b, return_counts=True)
+        return cls(idx.astype(np.int32), cnt.astype(np.int64), float(v.sum()), float(v.max()), float(v.min()))
+
+    @property
+    def count(self) -> int:
+        return int(self.cnt.sum())
+
+    def merge(self, other: Histogram) -> Histogram:
+        if other.cnt.size == 0:
+            return self
+        if self.cnt.size == 0:
+            return other
+        allidx = np.concatenate([self.idx, other.idx])
+        allcnt = np.concatenate([self.cnt, other.cnt])
+        idx, inv = np.unique(allidx, return_inverse=True)
+        cnt = np.bincount(inv, weights=allcnt).astype(np.int64)
+        return Histogram(
+            idx.astype(np.int32),
+            cnt,
+            self.total_s + other.total_s,
+            max(self.max_s, other.max_s),
+            min(self.min_s, other.min_s),
+        )
+
+    def percentile(self, q: float) -> float | None:
+        """The q-th percentile (0..100) in seconds, or None when empty."""
+        n = self.count
+        if n == 0:
+            return None
+        if q >= 100:
+            return self.max_s
+        if q <= 0:
+            return self.min_s
+        rank = max(1, math.ceil(q / 100.0 * n))
+        pos = int(np.searchsorted(np.cumsum(self.cnt), rank))
+        value = _BASE ** (float(self.idx[pos]) + 0.5) / 1e6
+        return min(max(value, self.min_s), self.max_s)
+
+    @property
+    def mean(self) -> float | None:
+        n = self.count
+        return self.total_s / n if n else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "base": _BASE,
+            "unit": "us",
+            "idx": self.idx.tolist(),
+            "cnt": self.cnt.tolist(),
+            "total_s": self.total_s,
+            "max_s": self.max_s,
+            "min_s": None if math.isinf(self.min_s) else self.min_s,
+        }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> Histogram:
+        return cls(
+            np.asarray(d["idx"], dtype=np.int32),
+            np.asarray(d["cnt"], dtype=np.int64),
+            float(d["total_s"]),
+            float(d["max_s"]),
+            math.inf if d.get("min_s") is None else float(d["min_s"]),
+        )
+
+    def buckets_ms(self) -> list[tuple[float, float, int]]:
+        """(low ms, high ms, count) per bucket, for plots."""
+        return [
+            (_BASE ** float(i) / 1e3, _BASE ** float(i + 1) / 1e3, int(c)) for i, c in zip(self.idx, self.cnt, strict=True)
+        ]
+
+
+@dataclass
+class Second:
+    """One second of the measured window (by completion time)."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * len(KINDS))
+    """Outcomes that ended in this second, by kind."""
+    started: int = 0
+    """Requests started (and counted) in this second."""
+    dropped: int = 0
+    """Requests the rate schedule could not start in this second."""
+    bytes: int = 0
+    """Bytes received in this second's completed requests."""
+    inflight: int = 0
+    """Requests in flight when the second was closed (a sample)."""
+    lat: Any = field(default_factory=lambda: array("d"))
+    """Raw latencies from the intended start; folded away at the end of the second."""
+    svc: Any = field(default_factory=lambda: array("d"))
+    """Raw service times (from the actual send) when they differ from `lat`."""
+    lat_h: Histogram = field(default_factory=Histogram)
+    svc_h: Histogram | None = None
+    client_cpu: float | None = None
+    """Client process CPU % over this second (100 = one core)."""
+    loop_lag_ms: float | None = None
+    """Largest event-loop lag seen in this second."""
+
+    def fold(self) -> None:
+        """Turn the raw arrays into histograms (bounded memory)."""
+        if len(self.lat):
+            self.lat_h = self.lat_h.merge(Histogram.of(self.lat))
+            self.lat = array("d")
+        if len(self.svc):
+            h = Histogram.of(self.svc)
+            self.svc_h = h if self.svc_h is None else self.svc_h.merge(h)
+            self.svc = array("d")
+
+    def merge(self, o: Second) -> Second:
+        self.fold()
+        o.fold()
+        out = Second(
+            [a + b for a, b in zip(self.counts, o.counts, strict=True)],
+            self.started + o.started,
+            self.dropped + o.dropped,
+            self.bytes + o.bytes,
+            self.inflight + o.inflight,
+        )
+        out.lat_h = self.lat_h.merge(o.lat_h)
+        if self.svc_h is not None or o.svc_h is not None:
+            out.svc_h = (self.svc_h or Histogram()).merge(o.svc_h or Histogram())
+        cpus = [c for c in (self.client_cpu, o.client_cpu) if c is not None]
+        out.client_cpu = sum(cpus) if cpus else None
+        lags = [c for c in (self.loop_lag_ms, o.loop_lag_ms) if c is not None]
+        out.loop_lag_ms = max(lags) if lags else None
+        return out
+
+
+class Recorder:
+    """Counts one worker's requests during the measured window.
+
+    A request counts when it *starts* inside the window [t0, t0 + duration);
+    those still in flight when the window closes are `unfinished`, so
+    `sum(kinds) + unfinished == started - dropped` holds by construction.
+    """
+
+    def __init__(self, t0: float, duration: float) -> None:
+        self.t0 = t0
+        self.duration = duration
+        self.end = t0 + duration
+        self.nsec = max(1, math.ceil(duration))
+        self.seconds = [Second() for _ in range(self.nsec)]
+        self.started = 0
+        self.dropped = 0
+        self.inflight = 0
+        self.closed = False
+        self.unfinished = 0
+        self.folded_upto = 0
+        self.client_errors: dict[str, int] = {}
+
+    def _sec(self, t: float) -> Second:
+        i = int(t - self.t0)
+        return self.seconds[i if 0 <= i < self.nsec else (0 if i < 0 else self.nsec - 1)]
+
+    def start(self, t: float) -> bool:
+        """A request begins at `t`; returns whether it counts."""
+        if self.closed or t < self.t0 or t >= self.end:
+            return False
+        self.started += 1
+        self.inflight += 1
+        self._sec(t).started += 1
+        return True
+
+    def drop(self, t: float) -> None:
+        """The rate schedule wanted a request at `t` but could not start it."""
+        if self.closed or t < self.t0 or t >= self.end:
+            return
+        self.started += 1
+        self.dropped += 1
+        self._sec(t).dropped += 1
+
+    def done(self, kind: int, t_intended: float, t_sent: float, t_end: float, nbytes: int) -> None:
+        """A counted request ended as `kind` at `t_end`."""
+        if self.closed:
+            return
+        self.inflight -= 1
+        s = self._sec(t_end)
+        s.counts[kind] += 1
+        s.bytes += nbytes
+        if kind <= HTTP_5XX:
+            s.lat.append(t_end - t_intended)
+            if t_sent != t_intended:
+                s.svc.append(t_end - t_sent)
+
+    def client_error(self, name: str) -> None:
+        self.client_errors[name] = self.client_errors.get(name, 0) + 1
+
+    def tick(self, now: float, cpu: float | None = None, lag_ms: float | None = None) -> None:
+        """Once a second: fold finished seconds, sample in-flight and client load."""
+        i = int(now - self.t0)
+        if 0 < i <= self.nsec:
+            s = self.seconds[i - 1]
+            s.inflight = self.inflight
+            s.client_cpu = cpu
+            s.loop_lag_ms = lag_ms
+        for j in range(self.folded_upto, min(max(i, 0), self.nsec)):
+            self.seconds[j].fold()
+            self.folded_upto = j + 1
+
+    def close(self, measured_s: float | None = None) -> Result:
+        """End of the window: what is still in flight is unfinished."""
+        self.closed = True
+        self.unfinished = self.inflight
+        for s in self.seconds:
+            s.fold()
+        n = self.nsec if measured_s is None else max(0, min(self.nsec, math.ceil(measured_s)))
+        return Result(
+            seconds=self.seconds[: max(n, 1)],
+            started=self.started,
+            dropped=self.dropped,
+            unfinished=self.unfinished,
+            duration_s=self.duration if measured_s is None else measured_s,
+            client_errors=dict(self.client_errors),
+        )
+
+
+@dataclass
+class Result:
+    """A finished measurement: per-second rows plus totals; mergeable."""
+
+    seconds: list[Second]
+    started: int
+    dropped: int
+    unfinished: int
+    duration_s: float
+    client_errors: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
+
+    @classmethod
+    def merge(cls, parts: list[Result]) -> Result:
+        """Merge the results of workers that measured the same window."""
+        n = max(len(p.seconds) for p in parts)
+        secs: list[Second] = []
+        for i in range(n):
+            acc = Second()
+            for p in parts:
+                if i < len(p.seconds):
+                    acc = acc.merge(p.seconds[i])
+            secs.append(acc)
+        errs: dict[str, int] = {}
+        for p in parts:
+            for k, v in p.client_errors.items():
+                errs[k] = errs.get(k, 0) + v
+        return cls(
+            secs,
+            sum(p.started for p in parts),
+            sum(p.dropped for p in parts),
+            sum(p.unfinished for p in parts),
+            max(p.duration_s for p in parts),
+            errs,
+            [w for p in parts for w in p.warnings],
+            any(p.interrupted for p in parts),
+        )
+
+    def counts(self) -> dict[str, int]:
+        tot = [0] * len(KINDS)
+        for s in self.seconds:
+            for k, v in enumerate(s.counts):
+                tot[k] += v
+        return dict(zip(KINDS, tot, strict=True))
+
+    def latency(self) -> Histogram:
+        h = Histogram()
+        for s in self.seconds:
+            h = h.merge(s.lat_h)
+        return h
+
+    def service(self) -> Histogram:
+        h = Histogram()
+        for s in self.seconds:
+            h = h.merge(s.svc_h if s.svc_h is not None else s.lat_h)
+        return h

@@ -1,0 +1,153 @@
+"""When requests start: the closed loop, the JMeter-style ramp, the open rate.
+
+Pure data and arithmetic, no I/O: the engine asks a schedule when the next
+request of a client is due and does the sending itself. All times are offsets
+in seconds from the start of the load (warm-up included).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from ..errors import UsageError
+
+ScheduleKind = Literal["closed", "ramp", "rate"]
+
+
+@dataclass(frozen=True)
+class Closed:
+    """webbench: N clients, each sending its next request as soon as the last ended."""
+
+    clients: int
+
+    kind: ScheduleKind = "closed"
+
+    def split(self, n: int) -> list[Closed]:
+        return [Closed(c) for c in _split(self.clients, n)]
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "clients": self.clients}
+
+
+@dataclass(frozen=True)
+class Ramp:
+    """JMeter thread group: users started evenly over `ramp_up`, each sending
+    one request every `pace` seconds, start to start; a late one goes at once."""
+
+    users: int
+    ramp_up: float
+    pace: float
+
+    kind: ScheduleKind = "ramp"
+    first_user: int = 0
+    """Index of this part's first user when split across workers."""
+    total_users: int = 0
+    """Users in the whole schedule (0: same as `users`)."""
+
+    def start_offset(self, user: int) -> float:
+        """When user number `user` (0-based, of this part) starts."""
+        total = self.total_users or self.users
+        return (self.first_user + user) * self.ramp_up / total
+
+    def next_due(self, last_due: float, now: float) -> float:
+        """The next intended start after one due at `last_due` that ended at `now`."""
+        nxt = last_due + self.pace
+        return nxt if nxt > now else now
+
+    def split(self, n: int) -> list[Ramp]:
+        out, first = [], 0
+        total = self.total_users or self.users
+        for c in _split(self.users, n):
+            out.append(Ramp(c, self.ramp_up, self.pace, "ramp", self.first_user + first, total))
+            first += c
+        return out
+
+    def peak_rate(self) -> float:
+        return (self.total_users or self.users) / self.pace
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "users": self.total_users or self.users, "ramp_up_s": self.ramp_up, "pace_s": self.pace}
+
+
+@dataclass(frozen=True)
+class Rate:
+    """wrk2 / k6 constant arrival rate: `rate` requests per second whatever the
+    responses; at most `max_inflight` at once, the rest is dropped, not queued."""
+
+    rate: float
+    max_inflight: int
+
+    kind: ScheduleKind = "rate"
+    phase: float = 0.0
+    """Offset of this part's first request (workers interleave their ticks)."""
+
+    def due(self, k: int) -> float:
+        """Intended start of the k-th request (0-based)."""
+        return self.phase + k / self.rate
+
+    def count_before(self, t: float) -> int:
+        """How many requests are due strictly before offset t."""
+        if t <= self.phase:
+            return 0
+        return math.ceil((t - self.phase) * self.rate)
+
+    def split(self, n: int) -> list[Rate]:
+        if n <= 1:
+            return [self]
+        per = self.rate / n
+        return [Rate(per, max(1, c), "rate", i / self.rate) for i, c in enumerate(_split(self.max_inflight, n))]
+
+    def describe(self) -> dict[str, object]:
+        return {"kind": self.kind, "rate": self.rate, "max_inflight": self.max_inflight}
+
+
+Schedule = Closed | Ramp | Rate
+
+
+def _split(total: int, n: int) -> list[int]:
+    """Split `total` into n near-equal positive parts (fewer if total < n)."""
+    n = max(1, min(n, total))
+    base, extra = divmod(total, n)
+    return [base + (1 if i < extra else 0) for i in range(n)]
+
+
+def make_schedule(
+    kind: str,
+    clients: int,
+    *,
+    ramp_up: float | None = None,
+    pace: float | None = None,
+    rate: float | None = None,
+    max_inflight: int | None = None,
+) -> Schedule:
+    """Build a schedule from CLI-level values, refusing combinations that make no sense."""
+    if clients < 1:
+        raise UsageError(f"bad concurrency {clients}: clients must be >= 1")
+    if kind == "closed":
+        if rate is not None:
+            raise UsageError("--rate needs --schedule rate (the closed loop sends as fast as responses come)")
+        if pace is not None or ramp_up is not None:
+            raise UsageError("--pace and --ramp-up need --schedule ramp")
+        return Closed(clients)
+    if kind == "ramp":
+        if rate is not None:
+            raise UsageError("--rate needs --schedule rate, not ramp")
+        p = 5.0 if pace is None else pace
+        r = 0.0 if ramp_up is None else ramp_up
+        if p <= 0:
+            raise UsageError("--pace must be positive")
+        if r < 0:
+            raise UsageError("--ramp-up must be zero or more")
+        return Ramp(clients, r, p)
+    if kind == "rate":
+        if rate is None or rate <= 0:
+            raise UsageError("--schedule rate needs --rate R (requests per second, > 0)")
+        if pace is not None or ramp_up is not None:
+            raise UsageError("--pace and --ramp-up need --schedule ramp")
+        mi = max_inflight if max_inflight is not None else clients
+        if mi < 1:
+            raise UsageError("--max-inflight must be >= 1")
+        return Rate(float(rate), mi)
+    raise UsageError(f"unknown schedule {kind!r}: use closed, ramp or rate")
