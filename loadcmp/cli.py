@@ -263,3 +263,61 @@ def bench(url: str, clients: str, duration: str, schedule: str, keepalive: bool,
                      engine=engine, workers=workers, client_cpus=client_cpus, out_dir=out_dir, as_json=as_json)
     if code:
         sys.exit(code)
+
+
+# --- run -------------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("experiment", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers_", multiple=True, help="Stack to run (repeatable, or 'all').")
+@click.option("-c", "--clients", help="Concurrency: a number or a list, e.g. 50,100,500.")
+@click.option("-t", "--time", "duration", help="Measured time per trial (default 30s).")
+@click.option("--page", help="Path requested (default /info.php).")
+@click.option("--trials", type=int, help="Repeat every server x level this many times (mean and 95 % interval).")
+@click.option("--schedule", type=click.Choice(["closed", "ramp", "rate"]), help="closed (default), ramp or rate.")
+@click.option("--keepalive/--no-keepalive", "-k", default=None, help="Reuse connections (default: a new one per request).")
+@click.option("--ramp-up", help="ramp: time over which the users start.")
+@click.option("--pace", help="ramp: time between one user's requests (default 5s).")
+@click.option("--rate", type=float, help="rate: requests per second.")
+@click.option("--max-inflight", type=int, help="rate: most requests in flight.")
+@click.option("--warmup", help="Load before measuring, not counted (default 2s).")
+@click.option("--timeout", "req_timeout", help="Per request (default 10s).")
+@click.option("--engine", type=click.Choice(["fast", "aiohttp"]))
+@click.option("--workers", type=int, help="Client processes (default 1).")
+@click.option("--client-cpus", metavar="CPUS", help="Pin the client to these CPUs.")
+@server_options
+@click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
+@click.option("--out", "out_dir", help="Where results folders go (default results/).")
+@click.option("--name", help="Name of the run (part of its folder's name).")
+@click.option("--json", "as_json", is_flag=True, help="Print the summary as one JSON document.")
+def run(experiment: str | None, servers_: tuple[str, ...], clients: str | None, duration: str | None,
+        page: str | None, trials: int | None, schedule: str | None, keepalive: bool | None, ramp_up: str | None,
+        pace: str | None, rate: float | None, max_inflight: int | None, warmup: str | None, req_timeout: str | None,
+        engine: str | None, workers: int | None, client_cpus: str | None, server_cpus: str | None,
+        server_memory: str | None, sets: tuple[str, ...], reuse_server: bool | None, out_dir: str | None,
+        name: str | None, as_json: bool) -> None:
+    """Start servers, load them at each level, measure both sides, store it all."""
+    from . import run_cmd
+    from . import stacks as st
+    from .units import parse_duration, parse_levels
+
+    flags: dict[str, Any] = {
+        "servers": tuple(servers_) or None,
+        "levels": tuple(parse_levels(clients)) if clients else None,
+        "duration": parse_duration(duration, "-t/--time", allow_zero=False) if duration else None,
+        "page": page, "trials": trials, "schedule": schedule,
+        "keepalive": None if keepalive is None else (keepalive,),
+        "ramp_up": parse_duration(ramp_up, "--ramp-up") if ramp_up else None,
+        "pace": parse_duration(pace, "--pace", allow_zero=False) if pace else None,
+        "rate": rate, "max_inflight": max_inflight,
+        "warmup": parse_duration(warmup, "--warmup") if warmup else None,
+        "timeout": parse_duration(req_timeout, "--timeout", allow_zero=False) if req_timeout else None,
+        "engine": engine, "workers": workers, "client_cpus": client_cpus, "server_cpus": server_cpus,
+        "server_memory": parse_memory(server_memory), "settings": st.parse_overrides(sets) if sets else None,
+        "reuse_server": reuse_server, "out": out_dir, "name": name,
+    }
+    spec, _ = run_cmd.build_spec(experiment, flags)
+    _, code = run_cmd.run(spec, as_json)
+    if code:
+        sys.exit(code)

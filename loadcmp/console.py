@@ -6,6 +6,7 @@ tables at the end), so `--json` leaves stdout with one document.
 
 from __future__ import annotations
 
+import sys
 import time
 from typing import Any
 
@@ -19,7 +20,7 @@ from .load.recorder import Histogram
 from .units import format_bytes
 
 err = Console(stderr=True, highlight=False)
-out = Console(highlight=False)
+out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 class LiveLine:

@@ -684,7 +684,8 @@ class FastEngine(Engine):
             conn = got
         fut: asyncio.Future[int] = loop.create_future()
         conn.on_done = lambda c, k: fut.done() or fut.set_result(k)
-        slot.deadline = now() + self.timeout
+        t_sent = now()  # service time starts when the request goes out on an open connection
+        slot.deadline = t_sent + self.timeout
         slot.phase = Slot.WAITING
         slot.timed_out = False
         conn.send(self.req)
@@ -718,7 +719,15 @@ class AiohttpEngine(Engine):
         self.connector = aiohttp.TCPConnector(
             limit=limit, limit_per_host=0, force_close=not self.target.keepalive, ssl=False, ttl_dns_cache=3600
         )
+        trace = aiohttp.TraceConfig()
+
+        async def connected(session: Any, ctx: Any, params: Any) -> None:
+            ctx.trace_request_ctx["t_sent"] = now()
+
+        trace.on_connection_create_end.append(connected)
+        trace.on_connection_reuseconn.append(connected)
         self.session = aiohttp.ClientSession(
+            trace_configs=[trace],
             connector=self.connector,
             timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout),
             version=aiohttp.HttpVersion10 if self.target.http10 else aiohttp.HttpVersion11,
@@ -740,22 +749,20 @@ class AiohttpEngine(Engine):
         aiohttp = self.aiohttp
         rec = self.rec
         assert rec is not None
-        t_sent = now()
+        trace: dict[str, float] = {}
         nbytes = 0
         client_err = None
-        phase = "connect"
         try:
             async with asyncio.timeout(self.timeout):
                 async with self.session.request(
                     self.target.method, self.target.url, headers=self.headers, data=self.target.body or None,
-                    allow_redirects=True,
+                    allow_redirects=True, trace_request_ctx=trace,
                 ) as resp:
-                    phase = "response"
                     body = await resp.read()
                     nbytes = len(body) + sum(len(k) + len(v) + 4 for k, v in resp.raw_headers) + 17
                     kind = kind_of_status(resp.status)
         except (TimeoutError, asyncio.TimeoutError):
-            kind = CONNECT_TIMEOUT if phase == "connect" else TIMEOUT
+            kind = TIMEOUT if "t_sent" in trace else CONNECT_TIMEOUT
         except aiohttp.ClientConnectorError as e:
             kind, client_err = kind_of_oserror(e.os_error)
         except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
@@ -769,7 +776,7 @@ class AiohttpEngine(Engine):
         if counted:
             if client_err:
                 rec.client_error(client_err)
-            rec.done(kind, t_int, t_sent, now(), nbytes)
+            rec.done(kind, t_int, trace.get("t_sent", t_int), now(), nbytes)
         if client_err:
             await asyncio.sleep(0.01)
         return None

@@ -76,8 +76,13 @@ def run_load(
     live: LiveFn | None = None,
     stopper: Stopper | None = None,
     handle_sigint: bool = True,
+    start_at: float | None = None,
 ) -> Result:
-    """Run `spec` with `workers` processes (1 = in this process) and merge."""
+    """Run `spec` with `workers` processes (1 = in this process) and merge.
+
+    `start_at` (CLOCK_MONOTONIC) is when the load starts, warm-up included;
+    by default a moment from now. The caller may line other samplers up on it.
+    """
     if workers < 1:
         raise UsageError("--workers must be >= 1")
     conns = clients_of(spec.schedule)
@@ -87,7 +92,7 @@ def run_load(
     if workers == 1:
         raise_nofile(conns + 64)
         _pin(cpus)
-        return _run_here(spec, now() + START_DELAY, live, stopper or Stopper(), handle_sigint)
+        return _run_here(spec, start_at or now() + START_DELAY, live, stopper or Stopper(), handle_sigint)
     per = -(-conns // workers)
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
     if hard != resource.RLIM_INFINITY and per + 64 > hard:
@@ -95,7 +100,7 @@ def run_load(
         raise LoadError(
             f"{per} clients per worker need about {per + 64} open files; this machine allows {hard}: use --workers {need}"
         )
-    return _run_workers(spec, workers, cpus, live, stopper or Stopper(), handle_sigint)
+    return _run_workers(spec, workers, cpus, live, stopper or Stopper(), handle_sigint, start_at)
 
 
 def _run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stopper, handle_sigint: bool) -> Result:
@@ -153,12 +158,13 @@ def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_
         q.put(("error", spec.worker_index, f"{type(e).__name__}: {e}"))
 
 
-def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, stopper: Stopper, handle_sigint: bool) -> Result:
+def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, stopper: Stopper, handle_sigint: bool,
+                 start_at: float | None = None) -> Result:
     ctx = mp.get_context("spawn")
     q: Any = ctx.Queue()
     stop_ev = ctx.Event()
     parts = spec.schedule.split(n)
-    t_load0 = now() + SPAWN_DELAY
+    t_load0 = start_at or now() + SPAWN_DELAY
     procs = []
     old = None
     if handle_sigint:

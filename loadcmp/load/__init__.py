@@ -1,0 +1,1 @@
+"""The load generator: schedules (when), engines (how), recorder (what happened)."""

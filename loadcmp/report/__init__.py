@@ -1,0 +1,1 @@
+"""Reports built from stored results only."""

@@ -1,0 +1,189 @@
+"""Tables from a results folder: per server x level, with means and 95 % intervals.
+
+Built from stored results only (`store.Results`), so the run's end-of-sweep
+table, `--json`, the HTML and the Markdown report all say the same numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import pandas as pd
+
+from ..store import Results
+
+# Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
+_T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+
+
+def t95(df: int) -> float:
+    return _T95[df - 1] if 1 <= df <= len(_T95) else 1.96
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over trials with its 95 % confidence interval (None for one trial)."""
+
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int
+
+    @classmethod
+    def of(cls, values: Any) -> Estimate:
+        v = [float(x) for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
+        if not v:
+            return cls(None, None, None, 0)
+        m = sum(v) / len(v)
+        if len(v) < 2:
+            return cls(m, None, None, len(v))
+        sd = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
+        h = t95(len(v) - 1) * sd / math.sqrt(len(v))
+        return cls(m, m - h, m + h, len(v))
+
+    def as_dict(self) -> dict[str, Any]:
+        d: dict[str, Any] = {"mean": self.mean, "n": self.n}
+        if self.low is not None:
+            d["ci95"] = [self.low, self.high]
+        return d
+
+
+METRICS = ("ok", "failed", "unfinished", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_pct",
+           "mem_peak_bytes", "pids_peak", "failed_rate", "bytes", "duration_s")
+
+
+def servers_of(res: Results) -> list[str]:
+    seen: list[str] = []
+    for t in res.trial_records():
+        if t["server"] not in seen:
+            seen.append(t["server"])
+    return seen
+
+
+def levels_of(res: Results) -> list[int]:
+    return sorted({int(t["level"]) for t in res.trial_records()})
+
+
+def aggregate(res: Results) -> pd.DataFrame:
+    """One row per server x level: mean (and 95 % interval) of each metric over
+    the trials that ran, how many did, and why the others did not."""
+    rows = []
+    df = res.trials
+    for server in servers_of(res):
+        for level in levels_of(res):
+            sub = df[(df.server == server) & (df.level == level)]
+            if sub.empty:
+                continue
+            ran = sub[sub.ok.notna()]
+            row: dict[str, Any] = {"server": server, "level": level, "trials": len(sub), "measured": len(ran)}
+            for m in METRICS:
+                e = Estimate.of(ran[m].tolist()) if m in ran else Estimate(None, None, None, 0)
+                row[m] = e.mean
+                row[f"{m}_low"] = e.low
+                row[f"{m}_high"] = e.high
+            reasons = [r for r in sub.reason.tolist() if isinstance(r, str) and r]
+            row["statuses"] = ",".join(sorted(set(sub.status.astype(str))))
+            row["reason"] = "; ".join(dict.fromkeys(reasons)) or None
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def failures_by_kind(res: Results) -> pd.DataFrame:
+    """Mean failures per kind, per server x level."""
+    rows = []
+    for t in res.trial_records():
+        r = t.get("result")
+        if not r:
+            continue
+        rows.append({"server": t["server"], "level": t["level"], "trial": t["trial"], **r.get("failures", {})})
+    if not rows:
+        return pd.DataFrame()
+    df = pd.DataFrame(rows).fillna(0)
+    return df.groupby(["server", "level"], sort=False).mean(numeric_only=True).drop(columns=["trial"]).reset_index()
+
+
+def summary_doc(res: Results) -> dict[str, Any]:
+    """The `--json` summary of a run: §6 keys per server x level, means and intervals."""
+    agg = aggregate(res)
+    fk = failures_by_kind(res)
+    out = []
+    for _, r in agg.iterrows():
+        item: dict[str, Any] = {"server": r.server, "level": int(r.level), "trials": int(r.trials),
+                                "measured_trials": int(r.measured), "status": r.statuses, "reason": r.reason}
+        for k in ("ok", "failed", "unfinished", "rps", "duration_s", "bytes", "cpu_pct", "mem_peak_bytes",
+                  "pids_peak", "failed_rate"):
+            item[k] = _num(r[k])
+        item["latency_ms"] = {"p50": _num(r.p50_ms), "p90": _num(r.p90_ms), "p99": _num(r.p99_ms),
+                              "max": _num(r.max_ms)}
+        if not fk.empty:
+            m = fk[(fk.server == r.server) & (fk.level == r.level)]
+            item["failures"] = {k: _num(v) for k, v in m.iloc[0].drop(["server", "level"]).items()} if len(m) else {}
+        else:
+            item["failures"] = {}
+        if r.trials > 1:
+            item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
+                            for k in ("ok", "failed", "rps", "p99_ms", "mem_peak_bytes") if r[f"{k}_low"] is not None
+                            and not _isnan(r[f"{k}_low"])}
+        out.append(item)
+    return {"results_dir": str(res.path), "status": res.status, "name": res.run.get("name"),
+            "servers": servers_of(res), "levels": levels_of(res), "results": out,
+            "problems": res.run.get("problems", [])}
+
+
+def _isnan(v: Any) -> bool:
+    return v is None or (isinstance(v, float) and math.isnan(v))
+
+
+def _num(v: Any) -> Any:
+    if _isnan(v):
+        return None
+    if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
+        return int(v)
+    return float(v) if hasattr(v, "__float__") else v
+
+
+def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
+    """The paper's Table 1: clients in rows; per server ok / failed, rps, p99,
+    peak memory; '/' where a level could not run, with the reason below."""
+    from ..units import format_bytes
+
+    agg = aggregate(res)
+    servers = servers_of(res)
+    header = [("", "clients")]
+    for s in servers:
+        header += [(s, "ok / failed"), (s, "req/s"), (s, "p99 ms"), (s, "mem peak")]
+    rows = []
+    for level in levels_of(res):
+        row = [f"{level:,}"]
+        for s in servers:
+            m = agg[(agg.server == s) & (agg.level == level)]
+            if m.empty or _isnan(m.iloc[0].ok):
+                row += ["/", "/", "/", "/"]
+                continue
+            r = m.iloc[0]
+            mark = "" if r.statuses == "ok" else " *"
+            row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}", _f(r.rps, r.rps_low, r.rps_high, "{:,.0f}"),
+                    _f(r.p99_ms, None, None, "{:,.1f}"), format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
+        rows.append(row)
+    return header, rows
+
+
+def _f(v: Any, lo: Any, hi: Any, fmt: str) -> str:
+    if _isnan(v):
+        return "-"
+    s = fmt.format(v)
+    if not _isnan(lo) and not _isnan(hi):
+        s += f" ±{fmt.format((hi - lo) / 2)}"
+    return s
+
+
+def notes(res: Results) -> list[str]:
+    """Why a cell is '/' or starred: the trial reasons, once each."""
+    out = []
+    for t in res.trial_records():
+        if t.get("status") != "ok" and t.get("reason"):
+            out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
+    return list(dict.fromkeys(out))

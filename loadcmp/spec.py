@@ -1,0 +1,229 @@
+"""What a run is: a frozen RunSpec from CLI flags and/or an experiment TOML file.
+
+`load_experiment` validates a file into a list of *all* its errors, each with
+its line, the way k6 validates a config; CLI flags then override its values.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from . import stacks as st
+from .errors import ConfigError, UsageError
+from .units import parse_cpus, parse_duration, parse_levels, parse_size
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """Everything a sweep needs; stored whole in run.json."""
+
+    servers: tuple[str, ...] = ("nginx",)
+    levels: tuple[int, ...] = (50,)
+    duration: float = 30.0
+    warmup: float = 2.0
+    page: str = "/info.php"
+    trials: int = 1
+    schedule: str = "closed"
+    keepalive: tuple[bool, ...] = (False,)
+    """One entry per variant; [true, false] runs every server both ways."""
+    ramp_up: float | None = None
+    pace: float | None = None
+    rate: float | None = None
+    max_inflight: int | None = None
+    timeout: float = 10.0
+    engine: str = "fast"
+    workers: int = 1
+    server_cpus: str | None = None
+    client_cpus: str | None = None
+    server_memory: int | None = None
+    settings: dict[str, Any] = field(default_factory=dict)
+    reuse_server: bool = False
+    name: str = ""
+    description: str = ""
+    out: str = "results"
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def variants(self) -> list[tuple[str, bool]]:
+        """(server, keepalive) pairs; labels only say keep-alive when both are run."""
+        return [(s, ka) for s in self.servers for ka in self.keepalive]
+
+    def label(self, server: str, keepalive: bool) -> str:
+        if len(self.keepalive) > 1:
+            return f"{server}/{'keepalive' if keepalive else 'close'}"
+        return server
+
+
+KEYS: dict[str, str] = {
+    "name": "str",
+    "description": "str",
+    "servers": "list[str]",
+    "clients": "levels",
+    "time": "duration",
+    "warmup": "duration",
+    "page": "str",
+    "trials": "int",
+    "schedule": "str",
+    "keepalive": "bools",
+    "ramp_up": "duration",
+    "pace": "duration",
+    "rate": "float",
+    "max_inflight": "int",
+    "timeout": "duration",
+    "engine": "str",
+    "workers": "int",
+    "server_cpus": "str",
+    "client_cpus": "str",
+    "server_memory": "size",
+    "reuse_server": "bool",
+    "set": "table",
+    "smoke": "table",
+}
+"""The keys an experiment file may have, and their types."""
+
+FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings"}
+
+
+def _line_of(text: str, key: str) -> int | None:
+    m = re.search(rf"^\s*(\[)?\s*{re.escape(key)}\s*(\]|=)", text, re.M)
+    return text[: m.start()].count("\n") + 1 if m else None
+
+
+def _where(path: Path, text: str, key: str) -> str:
+    line = _line_of(text, key)
+    return f"{path.name}:{line}" if line else path.name
+
+
+def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Parse and check an experiment file; returns (RunSpec fields, extra tables)."""
+    p = Path(path)
+    try:
+        text = p.read_text()
+    except OSError as e:
+        raise UsageError(f"cannot read experiment file {p}: {e.strerror}") from None
+    try:
+        raw = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p.name}: not valid TOML: {e}") from None
+    errors: list[str] = []
+    fields: dict[str, Any] = {}
+    extra: dict[str, Any] = {}
+    for key, value in raw.items():
+        where = _where(p, text, key)
+        kind = KEYS.get(key)
+        if kind is None:
+            errors.append(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
+            continue
+        try:
+            conv = _convert(key, kind, value)
+        except (UsageError, ConfigError) as e:
+            for m in getattr(e, "errors", [str(e)]):
+                errors.append(f"{where}: {key}: {m}")
+            continue
+        if key == "smoke":
+            extra["smoke"] = conv
+        else:
+            fields[FIELD_OF.get(key, key)] = conv
+    if "servers" in fields:
+        for s in fields["servers"]:
+            try:
+                st.get_stack(s)
+            except UsageError as e:
+                errors.append(f"{_where(p, text, 'servers')}: {e}")
+    if errors:
+        raise ConfigError(f"{p.name}: {len(errors)} error(s)", errors)
+    fields.setdefault("name", p.stem)
+    return fields, extra
+
+
+def _convert(key: str, kind: str, v: Any) -> Any:
+    def want(cond: bool, what: str) -> None:
+        if not cond:
+            raise ConfigError(f"expected {what}, got {type(v).__name__} {v!r}")
+
+    if kind == "str":
+        want(isinstance(v, str), "a string")
+        return v
+    if kind == "int":
+        want(isinstance(v, int) and not isinstance(v, bool), "a whole number")
+        if v < 1:
+            raise ConfigError(f"must be >= 1, got {v}")
+        return v
+    if kind == "float":
+        want(isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
+        return float(v)
+    if kind == "bool":
+        want(isinstance(v, bool), "true or false")
+        return v
+    if kind == "bools":
+        if isinstance(v, bool):
+            return (v,)
+        want(isinstance(v, list) and v and all(isinstance(x, bool) for x in v), "true, false or a list of them")
+        return tuple(dict.fromkeys(v))
+    if kind == "list[str]":
+        if isinstance(v, str):
+            return (v,)
+        want(isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of names")
+        return tuple(v)
+    if kind == "levels":
+        want(isinstance(v, (int, list)) and not isinstance(v, bool), "a number or a list of numbers")
+        return tuple(parse_levels(v if isinstance(v, int) else [x for x in v]))
+    if kind == "duration":
+        want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "a duration like \"30s\"")
+        return parse_duration(v, key)
+    if kind == "size":
+        want(isinstance(v, (str, int)) and not isinstance(v, bool), "a size like \"512m\"")
+        return parse_size(v)
+    if kind == "table":
+        want(isinstance(v, dict), "a table")
+        if key == "set":
+            return st.parse_overrides({k: val for k, val in v.items()})
+        return v
+    raise ConfigError(f"unknown type {kind}")  # pragma: no cover
+
+
+def validate(spec: RunSpec) -> RunSpec:
+    """Check a spec as a whole; all errors at once."""
+    errors: list[str] = []
+
+    def check(f: Any) -> None:
+        try:
+            f()
+        except (UsageError, ConfigError) as e:
+            errors.extend(getattr(e, "errors", [str(e)]))
+
+    check(lambda: [st.get_stack(s) for s in spec.servers])
+    if not spec.servers:
+        errors.append("no server given: use --server NAME (see `loadcmp servers`)")
+    if not spec.levels:
+        errors.append("no concurrency level given")
+    if any(level < 1 for level in spec.levels):
+        errors.append("clients must be >= 1")
+    if spec.duration <= 0:
+        errors.append("-t/--time must be positive")
+    if spec.trials < 1:
+        errors.append("--trials must be >= 1")
+    if not spec.page.startswith("/"):
+        errors.append(f"--page {spec.page!r} must start with /")
+    if spec.engine not in ("fast", "aiohttp"):
+        errors.append(f"unknown engine {spec.engine!r}")
+    if spec.workers < 1:
+        errors.append("--workers must be >= 1")
+    check(lambda: parse_cpus(spec.server_cpus))
+    check(lambda: parse_cpus(spec.client_cpus))
+    from .load.schedules import make_schedule
+
+    for level in spec.levels[:1]:
+        check(lambda level=level: make_schedule(spec.schedule, level, ramp_up=spec.ramp_up, pace=spec.pace,
+                                                rate=spec.rate, max_inflight=spec.max_inflight))
+    for s in spec.servers:
+        check(lambda s=s: st.effective_settings(st.get_stack(s), spec.settings))
+    if errors:
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} problems", errors)
+    servers = tuple(x.name for x in st.resolve_servers(list(spec.servers)))
+    return replace(spec, servers=servers)

@@ -1,0 +1,168 @@
+"""Shared fixtures: a misbehaving in-process HTTP server, Docker availability."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+ARTIFACTS = ROOT / "test-artifacts"
+
+
+class FaultyServer:
+    """An asyncio HTTP/1.1 server on 127.0.0.1 whose paths misbehave on purpose.
+
+    /ok /chunked /close (read-to-close) /500 /404 /reset (RST mid-response)
+    /stall (never answers) /slow?ms=N /malformed /stall-after=T (answers /ok,
+    but stalls every request from T seconds after start)
+    """
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        self.requests = 0
+        self.started = time.monotonic()
+        self.stall_from: float | None = None
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> FaultyServer:
+        self._thread.start()
+        self._ready.wait(5)
+        return self
+
+    def url(self, path: str) -> str:
+        return f"http://127.0.0.1:{self.port}{path}"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        self.server = self.loop.run_until_complete(
+            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=4096, limit=65536)
+        )
+        self.port = self.server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self.loop.run_forever()
+        self.loop.close()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                self.requests += 1
+                line = head.split(b"\r\n", 1)[0].decode()
+                path = line.split(" ")[1]
+                keep = b"connection: close" not in head.lower()
+                if not await self._respond(path, writer, keep):
+                    break
+                if not keep:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        except asyncio.CancelledError:
+            pass
+        finally:
+            if not writer.is_closing():
+                writer.close()
+
+    async def _respond(self, path: str, w: asyncio.StreamWriter, keep: bool) -> bool:
+        conn = b"keep-alive" if keep else b"close"
+        if self.stall_from is not None and time.monotonic() >= self.stall_from:
+            await asyncio.sleep(3600)
+        if path.startswith("/ok"):
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: " + conn + b"\r\n\r\nhello")
+        elif path == "/chunked":
+            w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: " + conn
+                    + b"\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
+        elif path == "/close":
+            w.write(b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nread until the end")
+            await w.drain()
+            return False
+        elif path == "/500":
+            w.write(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: " + conn + b"\r\n\r\noops")
+        elif path == "/404":
+            w.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: " + conn + b"\r\n\r\n")
+        elif path == "/reset":
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\npartial")
+            await w.drain()
+            sock = w.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            w.transport.abort()
+            return False
+        elif path == "/stall":
+            await asyncio.sleep(3600)
+        elif path.startswith("/slow"):
+            ms = int(path.split("ms=")[1]) if "ms=" in path else 100
+            await asyncio.sleep(ms / 1000)
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: " + conn + b"\r\n\r\nslow")
+        elif path == "/malformed":
+            w.write(b"HTTP/1.1 2x0 Bogus\r\nContent-Length: nope\r\n\r\n")
+            await w.drain()
+            return False
+        else:
+            w.write(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\n")
+        await w.drain()
+        return True
+
+    def stop(self) -> None:
+        async def shutdown() -> None:
+            self.server.close()
+            tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for t in tasks:
+                t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        asyncio.run_coroutine_threadsafe(shutdown(), self.loop).result(10)
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+@pytest.fixture(scope="module")
+def faulty() -> Iterator[FaultyServer]:
+    s = FaultyServer().start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture()
+def refused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def docker_ok() -> bool:
+    try:
+        import docker
+
+        docker.from_env(timeout=5).ping()
+        return True
+    except Exception:
+        return False
+
+
+@pytest.fixture(scope="session")
+def docker_client():  # type: ignore[no-untyped-def]
+    if not docker_ok():
+        pytest.fail("the Docker tests need a Docker engine: run `make setup` as root")
+    from loadcmp import lab
+
+    return lab.docker_client()
+
+
+@pytest.fixture(scope="session")
+def images(docker_client):  # type: ignore[no-untyped-def]
+    from loadcmp import lab
+
+    return lab.build_images(docker_client, ["apache", "nginx"])
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(exist_ok=True)
+    return ARTIFACTS
