@@ -1,0 +1,102 @@
+"""Docker integration: every stack starts, serves and is what it claims to be."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp import lab
+from loadcmp import stacks as st
+from loadcmp.cli import cli
+from loadcmp.errors import ServerStartError
+
+pytestmark = pytest.mark.docker
+
+WWW = st.configs_dir() / "www"
+
+
+def get(url: str, path: str) -> tuple[int, bytes]:
+    port = int(url.rsplit(":", 1)[1].strip("/"))
+    return lab.http_get(port, path, timeout=10)
+
+
+@pytest.mark.parametrize("name", st.stack_names())
+def test_stack_serves_what_it_claims(name, images, docker_client):
+    stack = st.get_stack(name)
+    res = CliRunner().invoke(cli, ["up", "--server", name, "--json", "--server-cpus", "1", "--server-memory", "300m"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert set(doc) >= {"server", "url", "containers", "status_url"}
+    assert doc["url"].startswith("http://127.0.0.1:")
+    try:
+        code, body = get(doc["url"], "/index.html")
+        assert code == 200 and body == (WWW / "index.html").read_bytes()
+
+        code, body = get(doc["url"], "/info.php")
+        assert code == 200
+        api = re.search(rb"Server API </td><td class=\"v\">([^<]+?) ?</td>", body)
+        assert api and api.group(1).decode().strip() == stack.php_api
+
+        code, body = get(doc["url"], "/image-50k.jpg")
+        assert code == 200 and body == (WWW / "image-50k.jpg").read_bytes() and len(body) == 51200
+        code, body = get(doc["url"], "/image-71882.png")
+        assert code == 200 and len(body) == 71882
+
+        code, body = get(doc["url"], "/sleep.php?ms=20")
+        assert code == 200 and body.startswith(b"loadcmp-sleep-ok 20 ms")
+        code, body = get(doc["url"], "/cpu.php")
+        assert code == 200 and body.startswith(b"loadcmp-cpu-ok")
+
+        if stack.mpm:
+            code, body = get(doc["url"], "/server-status?auto")
+            assert code == 200
+            assert f"ServerMPM: {stack.mpm}" in body.decode(), body[:300]
+            containers = [docker_client.containers.get(n) for n in doc["containers"]]
+            apache = next(c for c in containers if c.labels["loadcmp.role"] in ("web", "backend")
+                          and "apache" in c.image.tags[0])
+            out = apache.exec_run(["apache2", "-V", "-f", "/etc/loadcmp/apache2.conf"]).output.decode()
+            assert re.search(rf"Server MPM:\s+{stack.mpm}", out), out
+        for url in doc["status_urls"].values():
+            code, _ = get(doc["url"], url.split(str(doc["url"].rsplit(":", 1)[1].strip("/")), 1)[1])
+            assert code == 200, url
+
+        for cname in doc["containers"]:
+            attrs = docker_client.api.inspect_container(cname)
+            assert attrs["HostConfig"]["Memory"] == 300 * 2**20
+            assert attrs["HostConfig"]["CpusetCpus"] == "1"
+            assert attrs["HostConfig"]["NetworkMode"] == "host"
+            assert attrs["Config"]["Labels"]["loadcmp"] == "1"
+    finally:
+        res = CliRunner().invoke(cli, ["down"])
+        assert res.exit_code == 0
+    assert lab.labelled(docker_client) == []
+
+
+def test_port_in_use_is_a_usage_error(images):
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        res = CliRunner().invoke(cli, ["up", "--server", "nginx", "--port", str(port)])
+    assert res.exit_code == 2 and f"port {port} is already in use" in res.output
+
+
+def test_container_exiting_at_start_reports_its_log(images, docker_client):
+    broken = st.Stack("broken", "a role the entrypoint does not know", (st.Role("web", "nginx", "no-such-mode"),),
+                      "none", ("nginx", "fpm", "php"))
+    with pytest.raises(ServerStartError) as e:
+        lab.up(broken, client=docker_client, images=images, overrides={})
+    assert "exited while starting" in str(e.value) and "unknown role" in str(e.value)
+    assert lab.labelled(docker_client) == []
+
+
+def test_images_are_tagged_by_their_inputs(docker_client, images):
+    base = docker_client.images.get(lab.ensure_base(docker_client)).id
+    assert images["apache"] == lab.image_tag("apache", base)
+    assert images["apache"] != lab.image_tag("apache", base + "x")
+    again = lab.build_images(docker_client, ["apache", "nginx"])
+    assert again == images
