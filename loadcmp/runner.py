@@ -226,9 +226,9 @@ def run_sweep(spec: RunSpec, progress: Progress | None = None, stopper: Stopper 
         for d in reused.values():
             d.stop()
         lab.down(client, run_id)
-    done = [t for t in writer.run["trials"] if t["status"] == "ok"]
-    if status == "complete" and planned and not done:
-        status = "failed"
+    measured = [t for t in writer.run["trials"] if t.get("result")]
+    if status == "complete" and planned and not measured:
+        status = "failed"  # no server ever started: nothing was measured
     writer.finish(status, problems=problems)
     return SweepOutcome(str(writer.path), status, problems)
 

@@ -1,0 +1,5 @@
+"""`python -m loadcmp` = the `loadcmp` command."""
+
+from .cli import main
+
+main()

@@ -1,0 +1,101 @@
+"""`loadcmp run` end to end with real containers: sweeps, OOM, Ctrl-C, primer."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp import lab
+from loadcmp.cli import cli
+from loadcmp.store import load_results
+
+pytestmark = pytest.mark.docker
+
+
+def newest(root: Path) -> Path:
+    return max(root.iterdir(), key=lambda p: p.stat().st_mtime)
+
+
+def test_sweep_2_levels_2_servers_2_trials(tmp_path, images, docker_client):
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--server", "apache-prefork", "-c", "5,20", "-t", "2",
+                                   "--warmup", "0.5", "--trials", "2", "--page", "/index.html", "--out", str(tmp_path),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "complete"
+    assert len(doc["results"]) == 4
+    for item in doc["results"]:
+        assert item["trials"] == 2 and item["ok"] > 0 and item["failed"] == 0
+        assert "ci95" in item and item["latency_ms"]["p99"] is not None
+        assert item["mem_peak_bytes"] > 0 and item["pids_peak"] >= 1
+    r = load_results(doc["results_dir"])
+    assert len(r.trials) == 8 and set(r.trials.status) == {"ok"}
+    # order spreads drift: A B at trial 1, B A at trial 2
+    order = [(t["level"], t["trial"], t["server"]) for t in r.run["trials"]]
+    assert order[:4] == [(5, 1, "nginx"), (5, 1, "apache-prefork"), (5, 2, "apache-prefork"), (5, 2, "nginx")]
+    for (server, level, trial), g in r.server.groupby(["server", "level", "trial"]):
+        assert sorted(g.second) == [0, 1], (server, level, trial)  # one sample per measured second
+        assert g.cpu_pct.notna().all() and (g.mem_bytes > 0).all()
+    for (server, level, trial), g in r.timeline.groupby(["server", "level", "trial"]):
+        assert sorted(g.second) == [0, 1]
+    assert r.run["servers"]["nginx"]["versions"]["nginx"].startswith("nginx/")
+    assert r.run["servers"]["apache-prefork"]["versions"]["apache"].startswith("Apache/")
+    assert "php" in r.run["servers"]["nginx"]["versions"]
+    assert r.run["machine"]["cores"] and r.run["machine"]["docker_version"]
+    assert "apache2.conf" in "".join(r.run["servers"]["apache-prefork"]["configs"])
+    assert (Path(doc["results_dir"]) / "summary.csv").read_text().count("\n") == 9
+    assert lab.labelled(docker_client) == []
+
+
+def test_memory_capped_prefork_records_oom(tmp_path, images, docker_client):
+    res = CliRunner().invoke(cli, [
+        "run", "--server", "apache-prefork", "-c", "300", "-t", "4", "--warmup", "0", "--server-memory", "64m",
+        "--set", "prefork.StartServers=100", "--set", "prefork.MinSpareServers=100",
+        "--set", "prefork.MaxSpareServers=300", "--set", "prefork.MaxRequestWorkers=300",
+        "--set", "prefork.ServerLimit=300", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    r = load_results(doc["results_dir"])
+    trial = r.run["trials"][0]
+    assert trial["status"] == "oom", trial.get("reason")
+    assert "memory" in trial["reason"] or "OOM" in trial["reason"]
+    assert r.status == "complete"
+    assert lab.labelled(docker_client) == []
+
+
+def test_interrupted_run_keeps_results_and_no_container(tmp_path, images, docker_client):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "loadcmp", "run", "--server", "nginx", "-c", "10,20", "-t", "30",
+                          "--warmup", "0", "--page", "/index.html", "--out", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    deadline = time.time() + 60
+    while time.time() < deadline and not lab.labelled(docker_client):
+        time.sleep(0.2)
+    time.sleep(3)
+    t = time.time()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 130, err.decode()[-500:]
+    assert time.time() - t < 10
+    assert lab.labelled(docker_client) == []
+    r = load_results(newest(tmp_path))
+    assert r.status == "interrupted"
+    assert len(r.trials) == 1 and r.trials.iloc[0].status == "interrupted"
+    assert 1 <= r.trials.iloc[0].duration_s < 10 and r.trials.iloc[0].ok > 0
+
+
+def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "5", "-t", "2", "--page", "/nope.php",
+                                   "--out", str(tmp_path)])
+    assert res.exit_code == 1
+    assert "HTTP 404" in res.output and "--page" in res.output
+    assert load_results(newest(tmp_path)).status == "failed"
+    assert lab.labelled(docker_client) == []
