@@ -22,6 +22,9 @@ from typing import Any
 from .lab import Deployment, http_get
 
 CG = Path("/sys/fs/cgroup")
+EARLY = 0.05
+"""Samples are taken this much before each second ends, so the last one still
+sees the load (the client drops its connections exactly at the end)."""
 TCP_STATES = ("ESTAB", "SYN-RECV", "TIME-WAIT", "CLOSE-WAIT", "FIN-WAIT-1", "FIN-WAIT-2", "LAST-ACK", "CLOSING")
 
 
@@ -207,7 +210,7 @@ class Sampler:
             base_hits = prev.get("mem_limit_hits", 0) or 0
             k = 0
             while not self._stop.is_set():
-                due = self.t0 + k + 1
+                due = self.t0 + k + 1 - EARLY
                 while now() < due and not self._stop.is_set():
                     time.sleep(min(0.05, max(0.0, due - now())))
                 if self._stop.is_set():

@@ -1,0 +1,236 @@
+"""Write report.html (self-contained), report.md and the figures from results folders."""
+
+from __future__ import annotations
+
+import base64
+import html
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+
+from ..errors import UsageError
+from ..store import _atomic_write
+from ..units import format_bytes
+from . import compare, plots
+from .data import ReportData, load_many
+from .tables import notes, table1
+
+FORMATS = {"html", "md", "png", "svg"}
+
+
+def parse_formats(text: str) -> set[str]:
+    fmts = {f.strip().lower() for f in text.split(",") if f.strip()}
+    bad = fmts - FORMATS
+    if bad or not fmts:
+        raise UsageError(f"bad --format {text!r}: use a list of {', '.join(sorted(FORMATS))}")
+    return fmts
+
+
+def warnings(data: ReportData) -> list[str]:
+    """What a reader must know before trusting the numbers."""
+    out: list[str] = []
+    for p in data.interrupted:
+        out.append(f"The run in {p} was interrupted: it holds only the trials finished before it stopped.")
+    for r in data.runs:
+        if r.status == "failed":
+            out.append(f"The run in {r.path} failed: {'; '.join(r.run.get('problems', [])) or 'see run.json'}")
+    for n in notes(data.as_results()):
+        out.append(n)
+    seen: set[str] = set()
+    for t in data.trials:
+        for w in (t.get("result") or {}).get("warnings", []):
+            key = w.split(" in worker")[0].split(": worker")[0][:60]
+            if key not in seen:
+                seen.add(key)
+                out.append(f"{t['server']} at {t['level']:,} clients: {w}")
+    return out
+
+
+def _setup(data: ReportData) -> list[tuple[str, str]]:
+    rows: list[tuple[str, str]] = []
+    for r in data.runs:
+        run = r.run
+        spec = run.get("spec", {})
+        m = run.get("machine", {})
+        rows.append(("run", f"{run.get('name')} — {run.get('status')} — {run.get('started', '')} → {run.get('ended', '')}"))
+        if spec:
+            sched = spec.get("schedule", "")
+            if isinstance(sched, dict):
+                sched = json.dumps(sched)
+            rows.append(("load", f"{sched} schedule, page {spec.get('page', spec.get('url', ''))}, "
+                                 f"{spec.get('duration', spec.get('duration_s'))} s measured after "
+                                 f"{spec.get('warmup', spec.get('warmup_s', 0))} s warm-up, timeout "
+                                 f"{spec.get('timeout', spec.get('timeout_s'))} s, keep-alive {spec.get('keepalive')}, "
+                                 f"{spec.get('trials', 1)} trial(s), engine {spec.get('engine')}, "
+                                 f"{spec.get('workers', 1)} client process(es)"))
+            rows.append(("limits", f"server CPUs {spec.get('server_cpus') or 'all'}, client CPUs "
+                                   f"{spec.get('client_cpus') or 'all'}, server memory "
+                                   f"{format_bytes(spec['server_memory']) if spec.get('server_memory') else 'no cap'}"))
+        if m:
+            rows.append(("machine", f"{m.get('cpu_model', '')}, {m.get('cores')} cores, "
+                                    f"{format_bytes(m.get('mem_total_bytes'))}, kernel {m.get('kernel')}, "
+                                    f"Docker {m.get('docker_version')}, open files {m.get('nofile_hard')}, "
+                                    f"somaxconn {m.get('somaxconn')}"))
+        rows.append(("loadcmp", f"{run.get('loadcmp_version')} (commit {str(run.get('git_commit') or '?')[:10]})"))
+        for name, s in run.get("servers", {}).items():
+            if not isinstance(s, dict):
+                continue
+            vers = ", ".join(s.get("versions", {}).values())
+            rows.append((name, f"{s.get('description', s.get('url', ''))}; {vers}"))
+    return rows
+
+
+def _settings(data: ReportData) -> dict[str, dict[str, Any]]:
+    out: dict[str, dict[str, Any]] = {}
+    for r in data.runs:
+        for name, s in r.run.get("servers", {}).items():
+            if isinstance(s, dict) and s.get("settings"):
+                out[name] = s["settings"]
+    return out
+
+
+def _png(fig: Any) -> bytes:
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", bbox_inches="tight")
+    return buf.getvalue()
+
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
+color:#222;line-height:1.45}
+h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+.banner{background:#fff3cd;border:1px solid #e0c060;padding:.6rem .8rem;border-radius:6px;margin:.8rem 0}
+.banner.bad{background:#fde2e1;border-color:#d88}
+.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right;white-space:nowrap}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+figure{margin:1.2rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
+figcaption{font-size:.9rem;color:#444}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
+dt{font-weight:600}dd{margin:0}ul.warn li{margin:.2rem 0}details{margin:.4rem 0}pre{font-size:.75rem;overflow-x:auto}
+@media (max-width:600px){dl{grid-template-columns:1fr}body{padding:.5rem}}
+"""
+
+
+def build(paths: list[str], out_dir: str | Path | None = None, formats: set[str] | None = None,
+          level: int | None = None) -> dict[str, Path]:
+    """Build the report; returns what was written (kind -> path)."""
+    formats = formats or {"html", "md", "png"}
+    data = load_many(paths)
+    if level is not None and level not in data.levels:
+        raise UsageError(f"--level {level} was not run; levels: {', '.join(map(str, data.levels))}")
+    out = Path(out_dir) if out_dir else Path(paths[0]) / "report"
+    out.mkdir(parents=True, exist_ok=True)
+    figs = plots.figures(data, level)
+    written: dict[str, Path] = {}
+    images: dict[str, bytes] = {}
+    for stem, fig, _ in figs:
+        images[stem] = _png(fig)
+        if "png" in formats or "md" in formats:
+            p = out / f"{stem}.png"
+            _atomic_write(p, lambda tmp, b=images[stem]: Path(tmp).write_bytes(b))
+            written[f"{stem}.png"] = p
+        if "svg" in formats:
+            p = out / f"{stem}.svg"
+            _atomic_write(p, lambda tmp, f=fig: f.savefig(tmp, format="svg", bbox_inches="tight"))
+            written[f"{stem}.svg"] = p
+        plt.close(fig)
+    captions = {stem: cap for stem, _, cap in figs}
+    header, rows = table1(data.as_results())
+    base, ratios = compare.ratio_table(data)
+    verdicts = compare.verdicts(data)
+    warns = warnings(data)
+    title = "loadcmp report — " + " + ".join(str(r.run.get("name")) for r in data.runs)
+    if "html" in formats:
+        p = out / "report.html"
+        doc = _html(data, title, header, rows, base, ratios, verdicts, warns, images, captions)
+        _atomic_write(p, lambda tmp: Path(tmp).write_text(doc))
+        written["html"] = p
+    if "md" in formats:
+        p = out / "report.md"
+        doc = _md(data, title, header, rows, base, ratios, verdicts, warns, captions)
+        _atomic_write(p, lambda tmp: Path(tmp).write_text(doc))
+        written["md"] = p
+    return written
+
+
+def _table_html(header: list[tuple[str, str]], rows: list[list[str]]) -> str:
+    groups: list[tuple[str, int]] = []
+    for g, _ in header:
+        if groups and groups[-1][0] == g:
+            groups[-1] = (g, groups[-1][1] + 1)
+        else:
+            groups.append((g, 1))
+    h1 = "".join(f'<th colspan="{n}">{html.escape(g)}</th>' for g, n in groups)
+    h2 = "".join(f"<th>{html.escape(w)}</th>" for _, w in header)
+    body = "".join("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in r) + "</tr>" for r in rows)
+    return f'<div class="scroll"><table><thead><tr>{h1}</tr><tr>{h2}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+def _ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
+    return [[f"{r['level']:,}", f"{r['server']} / {r['baseline']}", r["rps"].text(), r["p99"].text(),
+             r["failed"].text(), r["mem"].text()] for r in ratios]
+
+
+RATIO_HEADER = ["clients", "B / A", "requests/s", "p99 latency", "failures", "peak memory"]
+
+
+def _html(data: ReportData, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
+          ratios: list[dict[str, Any]], verdicts: list[str], warns: list[str], images: dict[str, bytes],
+          captions: dict[str, str]) -> str:
+    e = html.escape
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{e(title)}</title>"
+             f"<style>{CSS}</style></head><body>", f"<h1>{e(title)}</h1>"]
+    if data.interrupted:
+        parts.append("<div class='banner bad'><b>Interrupted run.</b> These results hold only the trials that "
+                     "finished before the run was stopped.</div>")
+    parts.append("<h2>Set-up</h2><dl>" + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in _setup(data)) + "</dl>")
+    for name, settings in _settings(data).items():
+        kv = "\n".join(f"{k} = {v}" for k, v in settings.items())
+        parts.append(f"<details><summary>{e(name)}: configuration in effect</summary><pre>{e(kv)}</pre></details>")
+    parts.append("<h2>Summary</h2><p>Successful / failed requests per server and level, with requests/s (± half "
+                 "the 95 % interval when there were trials), p99 latency and peak server memory. "
+                 "'/' = the level could not run; '*' = see the notes.</p>")
+    parts.append(_table_html(header, rows))
+    if warns:
+        parts.append("<h2>Warnings and notes</h2><ul class='warn'>" + "".join(f"<li>{e(w)}</li>" for w in warns) + "</ul>")
+    if verdicts:
+        parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{e(v)}</li>" for v in verdicts) + "</ul>")
+        parts.append(f"<p>Ratios against {e(base)} (95 % interval where trials allow):</p>")
+        rr = _ratio_rows(ratios)
+        parts.append(_table_html([("", h) for h in RATIO_HEADER], rr))
+    parts.append("<h2>Figures</h2>")
+    for stem, png in images.items():
+        b64 = base64.b64encode(png).decode()
+        parts.append(f"<figure><img alt='{e(captions[stem])}' src='data:image/png;base64,{b64}'>"
+                     f"<figcaption>{e(captions[stem])}</figcaption></figure>")
+    parts.append("<p><small>Built by loadcmp from stored results only: "
+                 + e(", ".join(str(r.path) for r in data.runs)) + "</small></p></body></html>")
+    return "\n".join(parts)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in r) + " |" for r in rows]
+    return "\n".join(out)
+
+
+def _md(data: ReportData, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
+        ratios: list[dict[str, Any]], verdicts: list[str], warns: list[str], captions: dict[str, str]) -> str:
+    parts = [f"# {title}", ""]
+    if data.interrupted:
+        parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]
+    parts += ["## Set-up", ""] + [f"- **{k}**: {v}" for k, v in _setup(data)] + [""]
+    parts += ["## Summary", "", _md_table([f"{g} {w}".strip() for g, w in header], rows), ""]
+    if warns:
+        parts += ["## Warnings and notes", ""] + [f"- {w}" for w in warns] + [""]
+    if verdicts:
+        parts += ["## Comparison", ""] + [f"- {v}" for v in verdicts] + ["", f"Ratios against {base}:", "",
+                                                                         _md_table(RATIO_HEADER, _ratio_rows(ratios)), ""]
+    parts += ["## Figures", ""]
+    for stem, cap in captions.items():
+        parts += [f"![{cap}]({stem}.png)", "", f"*{cap}*", ""]
+    return "\n".join(parts)

@@ -1,0 +1,116 @@
+"""Ratios between servers per level, and verdicts that say only what the data supports.
+
+A ratio B/A of means gets a 95 % interval from the trials' standard errors
+(delta method on the log scale). A verdict names a difference only when that
+interval excludes 1; with one trial per side it gives the ratio and says that
+no interval could be computed.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+from .data import ReportData
+from .tables import Estimate, t95
+
+
+@dataclass(frozen=True)
+class Ratio:
+    value: float | None
+    low: float | None
+    high: float | None
+
+    def text(self) -> str:
+        if self.value is None:
+            return "-"
+        s = f"{self.value:.2f}×"
+        if self.low is not None and self.high is not None:
+            s += f" ({self.low:.2f}–{self.high:.2f})"
+        return s
+
+    @property
+    def significant(self) -> bool | None:
+        if self.low is None or self.high is None:
+            return None
+        return self.low > 1 or self.high < 1
+
+
+def _est(data: ReportData, server: str, level: int, get: Any) -> Estimate:
+    vals = [get(t) for t in data.trials if t["server"] == server and t["level"] == level and t.get("result")]
+    return Estimate.of([v for v in vals if v is not None])
+
+
+def ratio(b: Estimate, a: Estimate) -> Ratio:
+    if a.mean is None or b.mean is None or a.mean == 0:
+        return Ratio(None, None, None)
+    r = b.mean / a.mean
+    if a.low is None or b.low is None or b.mean <= 0:
+        return Ratio(r, None, None)
+    se_a = (a.high - a.mean) / t95(a.n - 1)  # type: ignore[operator]
+    se_b = (b.high - b.mean) / t95(b.n - 1)  # type: ignore[operator]
+    rel = math.sqrt((se_a / a.mean) ** 2 + (se_b / b.mean) ** 2)
+    t = t95(max(1, min(a.n, b.n) - 1))
+    return Ratio(r, r * math.exp(-t * rel), r * math.exp(t * rel))
+
+
+METRICS = {
+    "rps": ("requests/s", lambda t: t["result"]["rps"]),
+    "p99": ("p99 latency", lambda t: t["result"]["latency_ms"]["p99"]),
+    "failed": ("failures", lambda t: t["result"]["failed"]),
+    "mem": ("peak memory", lambda t: (t.get("server_metrics") or {}).get("mem_peak_bytes")),
+}
+
+
+def ratio_table(data: ReportData) -> tuple[str, list[dict[str, Any]]]:
+    """B/A per level for every server B against the first server A."""
+    servers = data.servers
+    if len(servers) < 2:
+        return (servers[0] if servers else ""), []
+    base = servers[0]
+    rows = []
+    for level in data.levels:
+        for other in servers[1:]:
+            row: dict[str, Any] = {"level": level, "server": other, "baseline": base}
+            for key, (_, get) in METRICS.items():
+                row[key] = ratio(_est(data, other, level, get), _est(data, base, level, get))
+            rows.append(row)
+    return base, rows
+
+
+def verdicts(data: ReportData) -> list[str]:
+    """One plain sentence per level and pair, about requests served."""
+    servers = data.servers
+    if len(servers) < 2:
+        return []
+    out = []
+    get = METRICS["rps"][1]
+    for level in data.levels:
+        base = servers[0]
+        for other in servers[1:]:
+            ea, eb = _est(data, base, level, get), _est(data, other, level, get)
+            if ea.mean is None or eb.mean is None:
+                missing = base if ea.mean is None else other
+                out.append(f"At {level:,} clients {missing} has no measurement, so there is nothing to compare.")
+                continue
+            r = ratio(eb, ea)
+            if r.value is None:
+                out.append(f"At {level:,} clients {base} served no successful request, so no ratio can be given.")
+                continue
+            hi, lo_name, rr = (other, base, r) if r.value >= 1 else (base, other, _inv(r))
+            if r.significant is None:
+                out.append(f"{hi} served {rr.value:.2f}× the requests of {lo_name} at {level:,} clients "
+                           "(one trial each: no interval; use --trials 3 or more to test it).")
+            elif r.significant:
+                out.append(f"{hi} served {rr.value:.2f}× ({rr.low:.2f}–{rr.high:.2f}) the requests of {lo_name} "
+                           f"at {level:,} clients.")
+            else:
+                out.append(f"No significant difference in requests served between {base} and {other} at "
+                           f"{level:,} clients (ratio {r.text()}).")
+    return out
+
+
+def _inv(r: Ratio) -> Ratio:
+    assert r.value
+    return Ratio(1 / r.value, None if r.high is None else 1 / r.high, None if r.low is None else 1 / r.low)
