@@ -63,7 +63,7 @@ def _setup(data: ReportData) -> list[tuple[str, str]]:
             rows.append(("load", f"{sched} schedule, page {spec.get('page', spec.get('url', ''))}, "
                                  f"{spec.get('duration', spec.get('duration_s'))} s measured after "
                                  f"{spec.get('warmup', spec.get('warmup_s', 0))} s warm-up, timeout "
-                                 f"{spec.get('timeout', spec.get('timeout_s'))} s, keep-alive {spec.get('keepalive')}, "
+                                 f"{spec.get('timeout', spec.get('timeout_s'))} s, keep-alive {_onoff(spec.get('keepalive'))}, "
                                  f"{spec.get('trials', 1)} trial(s), engine {spec.get('engine')}, "
                                  f"{spec.get('workers', 1)} client process(es)"))
             rows.append(("limits", f"server CPUs {spec.get('server_cpus') or 'all'}, client CPUs "
@@ -81,6 +81,12 @@ def _setup(data: ReportData) -> list[tuple[str, str]]:
             vers = ", ".join(s.get("versions", {}).values())
             rows.append((name, f"{s.get('description', s.get('url', ''))}; {vers}"))
     return rows
+
+
+def _onoff(v: Any) -> str:
+    if isinstance(v, (list, tuple)):
+        return " and ".join(_onoff(x) for x in v)
+    return "on" if v else "off"
 
 
 def _settings(data: ReportData) -> dict[str, dict[str, Any]]:

@@ -74,8 +74,9 @@ def load_many(paths: list[str | Path]) -> ReportData:
             labels[s] = labels.get(s, 0) + 1
     trials: list[dict[str, Any]] = []
     tls, srvs = [], []
-    for r in runs:
-        name = str(r.run.get("name") or r.path.name)
+    names = [str(r.run.get("name") or r.path.name) for r in runs]
+    names = [n if names.count(n) == 1 else f"{n} #{i + 1}" for i, n in enumerate(names)]
+    for r, name in zip(runs, names, strict=True):
 
         def relabel(s: str, name: str = name) -> str:
             return f"{s} ({name})" if labels.get(s, 0) > 1 else s

@@ -177,6 +177,7 @@ def failures_vs_concurrency(data: ReportData) -> Figure:
         ax.set_xlabel("concurrent clients")
         if i % cols == 0:
             ax.set_ylabel("failed requests (count, mean of trials)")
+        ax.yaxis.set_major_locator(MaxNLocator(integer=True))
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
         if bottom.sum() == 0:
             ax.text(0.5, 0.5, "no failures", transform=ax.transAxes, ha="center", color="#2ca02c")
