@@ -344,3 +344,33 @@ def report(results: tuple[str, ...], out_dir: str | None, fmt: str, level: int |
         import webbrowser
 
         webbrowser.open(written["html"].resolve().as_uri())
+
+
+# --- smoke -----------------------------------------------------------------------------
+
+
+@cli.command()
+@click.argument("experiment", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers_", multiple=True, help="Stacks to check (default: all five).")
+@click.option("-c", "--clients", help="Concurrency (default from smoke.toml).")
+@click.option("-t", "--time", "duration", help="Measured time per server and page (default from smoke.toml).")
+@click.option("--page", "pages", multiple=True, help="Pages to load (repeatable; default /index.html and /info.php).")
+@click.option("--check", "checks", multiple=True, metavar="EXPR",
+              help="A threshold like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB (repeatable).")
+@click.option("--baseline", type=click.Path(), help="A stored results folder to compare rps and p99 against.")
+@click.option("--max-regression", default="20%", show_default=True, help="Allowed regression against --baseline.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--summary", type=click.Path(dir_okay=False), help="Append a Markdown summary here (CI step summary).")
+@click.option("--out", "out_dir", help="Where the results folder goes (default results/).")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+def smoke(experiment: str | None, servers_: tuple[str, ...], clients: str | None, duration: str | None,
+          pages: tuple[str, ...], checks: tuple[str, ...], baseline: str | None, max_regression: str,
+          junit: str | None, summary: str | None, out_dir: str | None, as_json: bool) -> None:
+    """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
+    from .smoke_cmd import run_smoke
+
+    code = run_smoke(experiment=experiment, servers=servers_, clients=clients, duration=duration, pages=pages,
+                     checks=checks, baseline=baseline, max_regression=max_regression, junit=junit, summary=summary,
+                     out_dir=out_dir, as_json=as_json)
+    if code:
+        sys.exit(code)

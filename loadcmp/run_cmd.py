@@ -114,7 +114,7 @@ def print_table1(path: str) -> None:
         out.print(f"* {n}")
 
 
-def run(spec: RunSpec, as_json: bool) -> tuple[SweepOutcome, int]:
+def run(spec: RunSpec, as_json: bool, quiet: bool = False) -> tuple[SweepOutcome, int]:
     """Run the sweep with a progress display; return the outcome and exit code."""
     from .report.tables import summary_doc
 
@@ -129,7 +129,7 @@ def run(spec: RunSpec, as_json: bool) -> tuple[SweepOutcome, int]:
         signal.signal(signal.SIGINT, old)
     if as_json:
         out.file.write(json.dumps(summary_doc(load_results(outcome.path)), indent=2, default=str) + "\n")
-    else:
+    elif not quiet:
         print_table1(outcome.path)
     err.print(f"results: {outcome.path} ({outcome.status})")
     code = 130 if outcome.status == "interrupted" else 1 if outcome.status == "failed" else 0

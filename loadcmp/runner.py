@@ -41,6 +41,7 @@ class Planned:
     server: str
     keepalive: bool
     label: str
+    page: str
 
 
 def plan(spec: RunSpec) -> list[Planned]:
@@ -50,8 +51,8 @@ def plan(spec: RunSpec) -> list[Planned]:
     for level in spec.levels:
         for trial in range(1, spec.trials + 1):
             order = variants if trial % 2 else list(reversed(variants))
-            for server, ka in order:
-                out.append(Planned(level, trial, server, ka, spec.label(server, ka)))
+            for server, ka, page in order:
+                out.append(Planned(level, trial, server, ka, spec.label(server, ka, page), page))
     return out
 
 
@@ -238,7 +239,8 @@ def _one_trial(spec: RunSpec, p: Planned, client: Any, images: dict[str, str], r
                ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
     stack = st.get_stack(p.server)
     labels = {"server": p.label, "level": p.level, "trial": p.trial}
-    rec: dict[str, Any] = {**labels, "stack": stack.name, "keepalive": p.keepalive, "status": "ok", "reason": None}
+    rec: dict[str, Any] = {**labels, "stack": stack.name, "keepalive": p.keepalive, "page": p.page, "status": "ok",
+                           "reason": None}
     key = p.label
     dep = reused.get(key) if spec.reuse_server else None
     fresh = dep is None
@@ -267,9 +269,10 @@ def _one_trial(spec: RunSpec, p: Planned, client: Any, images: dict[str, str], r
                 "cpus": spec.server_cpus,
                 "memory_bytes": spec.server_memory,
                 "keepalive": p.keepalive,
+                "page": p.page,
             }
-        primer(dep, spec.page)
-        target = make_target(f"http://127.0.0.1:{dep.port}{spec.page}", keepalive=p.keepalive, resolve=False)
+        primer(dep, p.page)
+        target = make_target(f"http://127.0.0.1:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
         sched = make_schedule(spec.schedule, p.level, ramp_up=spec.ramp_up, pace=spec.pace, rate=spec.rate,
                               max_inflight=spec.max_inflight)
         lspec = LoadSpec(target, sched, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)

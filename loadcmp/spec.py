@@ -26,6 +26,8 @@ class RunSpec:
     duration: float = 30.0
     warmup: float = 2.0
     page: str = "/info.php"
+    pages: tuple[str, ...] = ()
+    """Several pages in one run (each server x page is a variant); overrides `page`."""
     trials: int = 1
     schedule: str = "closed"
     keepalive: tuple[bool, ...] = (False,)
@@ -49,14 +51,21 @@ class RunSpec:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
-    def variants(self) -> list[tuple[str, bool]]:
-        """(server, keepalive) pairs; labels only say keep-alive when both are run."""
-        return [(s, ka) for s in self.servers for ka in self.keepalive]
+    @property
+    def all_pages(self) -> tuple[str, ...]:
+        return self.pages or (self.page,)
 
-    def label(self, server: str, keepalive: bool) -> str:
+    def variants(self) -> list[tuple[str, bool, str]]:
+        """(server, keepalive, page); labels only name what varies."""
+        return [(s, ka, pg) for s in self.servers for ka in self.keepalive for pg in self.all_pages]
+
+    def label(self, server: str, keepalive: bool, page: str | None = None) -> str:
+        out = server
         if len(self.keepalive) > 1:
-            return f"{server}/{'keepalive' if keepalive else 'close'}"
-        return server
+            out += f"/{'keepalive' if keepalive else 'close'}"
+        if len(self.all_pages) > 1 and page:
+            out += f" {page}"
+        return out
 
 
 KEYS: dict[str, str] = {
@@ -67,6 +76,7 @@ KEYS: dict[str, str] = {
     "time": "duration",
     "warmup": "duration",
     "page": "str",
+    "pages": "list[str]",
     "trials": "int",
     "schedule": "str",
     "keepalive": "bools",
@@ -208,8 +218,9 @@ def validate(spec: RunSpec) -> RunSpec:
         errors.append("-t/--time must be positive")
     if spec.trials < 1:
         errors.append("--trials must be >= 1")
-    if not spec.page.startswith("/"):
-        errors.append(f"--page {spec.page!r} must start with /")
+    for page in spec.all_pages:
+        if not page.startswith("/"):
+            errors.append(f"page {page!r} must start with /")
     if spec.engine not in ("fast", "aiohttp"):
         errors.append(f"unknown engine {spec.engine!r}")
     if spec.workers < 1:

@@ -1,0 +1,301 @@
+"""`loadcmp smoke`: short runs with k6-style checks, JUnit XML and a Markdown summary.
+
+A check is `[server:]metric op value[unit]`, the same on the command line and
+in an experiment file's `[smoke] checks` list:
+
+    failed_rate<1%     rps>200     p(99)<500ms     mem_peak<256MiB     nginx:rps>500
+
+Checks are parsed before anything starts (a bad one is a usage error, exit 2);
+after the run each is evaluated per server x page, from the stored results.
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+import re
+import time
+import xml.etree.ElementTree as ET
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from . import stacks as st
+from .errors import UsageError
+from .load.recorder import Histogram
+from .store import Results, load_results
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+}
+UNITS: dict[str, tuple[str, float]] = {
+    "%": ("ratio", 0.01), "": ("", 1.0),
+    "us": ("time", 0.001), "ms": ("time", 1.0), "s": ("time", 1000.0),
+    "b": ("bytes", 1), "kb": ("bytes", 1000), "mb": ("bytes", 1000**2), "gb": ("bytes", 1000**3),
+    "kib": ("bytes", 1024), "mib": ("bytes", 1024**2), "gib": ("bytes", 1024**3),
+}
+METRICS: dict[str, tuple[str, str]] = {
+    "failed_rate": ("ratio", "failed / (started - unfinished)"),
+    "rps": ("", "successful requests per second"),
+    "ok": ("", "successful requests"),
+    "failed": ("", "failed requests"),
+    "unfinished": ("", "requests in flight at the end"),
+    "p": ("time", "latency percentile, p(95) etc., in ms"),
+    "max": ("time", "largest latency"),
+    "mean": ("time", "mean latency"),
+    "mem_peak": ("bytes", "peak server memory"),
+    "cpu": ("", "server CPU % (100 = one core)"),
+    "pids_peak": ("", "peak server threads"),
+}
+_RX = re.compile(
+    r"^\s*(?:(?P<scope>[A-Za-z0-9_.-]+)\s*:)?\s*(?P<metric>[a-z_]+)(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\))?\s*"
+    r"(?P<op><=|>=|==|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$"
+)
+
+
+@dataclass(frozen=True)
+class Check:
+    """One threshold, parsed and normalised (times in ms, bytes, ratios 0..1)."""
+
+    text: str
+    metric: str
+    op: str
+    value: float
+    scope: str | None = None
+    q: float | None = None
+
+    @property
+    def name(self) -> str:
+        return self.text.strip()
+
+    def applies(self, server_label: str) -> bool:
+        return self.scope is None or server_label.split(" ")[0].split("/")[0] == self.scope
+
+    def passes(self, measured: float) -> bool:
+        return OPS[self.op](measured, self.value)
+
+    def show(self, measured: float | None) -> str:
+        if measured is None:
+            return "n/a"
+        kind = METRICS[self.metric][0]
+        if kind == "ratio":
+            return f"{measured * 100:.2f}%"
+        if kind == "time":
+            return f"{measured:.1f}ms"
+        if kind == "bytes":
+            return f"{measured / 1024**2:.1f}MiB"
+        return f"{measured:,.1f}"
+
+
+def parse_check(text: str) -> Check:
+    m = _RX.match(text)
+    if not m:
+        raise UsageError(f"bad check {text!r}: write it like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB")
+    metric, q = m.group("metric"), m.group("q")
+    if metric not in METRICS:
+        raise UsageError(f"check {text!r}: unknown metric {metric!r}; known: {', '.join(k if k != 'p' else 'p(N)' for k in METRICS)}")
+    if metric == "p" and q is None:
+        raise UsageError(f"check {text!r}: a percentile needs a number, e.g. p(99)")
+    if q is not None and metric != "p":
+        raise UsageError(f"check {text!r}: only p(N) takes a number in brackets")
+    if q is not None and not 0 < float(q) <= 100:
+        raise UsageError(f"check {text!r}: the percentile must be in (0, 100]")
+    unit = m.group("unit").lower()
+    if unit not in UNITS:
+        raise UsageError(f"check {text!r}: unknown unit {m.group('unit')!r}")
+    kind, mult = UNITS[unit]
+    want = METRICS[metric][0]
+    if unit and kind != want and not (want == "ratio" and unit == ""):
+        raise UsageError(f"check {text!r}: {unit!r} is not a unit of {metric}")
+    value = float(m.group("value")) * mult
+    if want == "time" and unit == "":
+        value = float(m.group("value"))  # plain numbers are milliseconds
+    scope = m.group("scope")
+    if scope is not None:
+        try:
+            scope = st.get_stack(scope).name
+        except UsageError:
+            raise UsageError(f"check {text!r}: unknown server {scope!r}") from None
+    return Check(text, metric, m.group("op"), value, scope, float(q) if q else None)
+
+
+def parse_checks(texts: list[str] | tuple[str, ...]) -> list[Check]:
+    return [parse_check(t) for t in texts]
+
+
+def parse_percent(text: str) -> float:
+    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%?\s*", text)
+    if not m:
+        raise UsageError(f"bad --max-regression {text!r}: use a percentage like 20%")
+    return float(m.group(1)) / 100
+
+
+# --- evaluation ------------------------------------------------------------------------
+
+
+def measure(check: Check, trials: list[dict[str, Any]]) -> float | None:
+    """The value a check looks at, over one variant's trials (worst-case for latency)."""
+    ran = [t for t in trials if t.get("result")]
+    if not ran:
+        return None
+    res = [t["result"] for t in ran]
+    srv = [t.get("server_metrics") or {} for t in ran]
+    if check.metric == "failed_rate":
+        done = sum(r["started"] - r["unfinished"] for r in res)
+        return sum(r["failed"] for r in res) / done if done else 0.0
+    if check.metric in ("rps", "ok", "failed", "unfinished"):
+        return sum(r[check.metric] for r in res) / len(res)
+    if check.metric in ("p", "max", "mean"):
+        h = Histogram()
+        for t in ran:
+            if t.get("latency_hist"):
+                h = h.merge(Histogram.from_dict(t["latency_hist"]))
+        if h.count == 0:
+            return math.inf
+        v = h.percentile(check.q or 100) if check.metric == "p" else h.max_s if check.metric == "max" else h.mean
+        return None if v is None else v * 1000
+    if check.metric == "mem_peak":
+        vals = [s.get("mem_peak_bytes") for s in srv if s.get("mem_peak_bytes") is not None]
+        return max(vals) if vals else None
+    if check.metric == "cpu":
+        vals = [s.get("cpu_pct") for s in srv if s.get("cpu_pct") is not None]
+        return sum(vals) / len(vals) if vals else None
+    if check.metric == "pids_peak":
+        vals = [s.get("pids_peak") for s in srv if s.get("pids_peak") is not None]
+        return max(vals) if vals else None
+    return None  # pragma: no cover
+
+
+@dataclass
+class Outcome:
+    """One check on one variant (server x page)."""
+
+    server: str
+    check: str
+    measured: float | None
+    shown: str
+    passed: bool
+    message: str
+    kind: str = "check"
+
+
+def evaluate(res: Results, checks: list[Check]) -> list[Outcome]:
+    out = []
+    trials = res.trial_records()
+    labels = list(dict.fromkeys(t["server"] for t in trials))
+    for label in labels:
+        mine = [t for t in trials if t["server"] == label]
+        for c in checks:
+            if not c.applies(label):
+                continue
+            v = measure(c, mine)
+            if v is None:
+                reason = next((t.get("reason") for t in mine if t.get("reason")), "nothing was measured")
+                out.append(Outcome(label, c.name, None, "n/a", False, f"{label}: {c.name}: not measured ({reason})"))
+                continue
+            ok = c.passes(v)
+            msg = f"{label}: {c.name}: measured {c.show(v)}" + ("" if ok else " — not met")
+            out.append(Outcome(label, c.name, v, c.show(v), ok, msg))
+    return out
+
+
+def compare_baseline(res: Results, base: Results, margin: float) -> list[Outcome]:
+    """rps may not drop, p99 may not grow, by more than `margin` against the baseline."""
+    out = []
+
+    def by_key(r: Results) -> dict[tuple[str, int], list[dict[str, Any]]]:
+        acc: dict[tuple[str, int], list[dict[str, Any]]] = {}
+        for t in r.trial_records():
+            if t.get("result"):
+                acc.setdefault((t["server"], t["level"]), []).append(t)
+        return acc
+
+    cur, old = by_key(res), by_key(base)
+    for key, ts in cur.items():
+        if key not in old:
+            continue
+        label = f"{key[0]} at {key[1]} clients"
+        now_rps = sum(x["result"]["rps"] for x in ts) / len(ts)
+        was_rps = sum(x["result"]["rps"] for x in old[key]) / len(old[key])
+        if was_rps > 0:
+            drop = (was_rps - now_rps) / was_rps
+            ok = drop <= margin
+            out.append(Outcome(key[0], f"rps vs baseline (max -{margin:.0%})", now_rps, f"{now_rps:,.1f}", ok,
+                               f"{label}: rps {now_rps:,.1f} is {abs(drop):.0%} {'below' if drop > 0 else 'above'} "
+                               f"the baseline {was_rps:,.1f}" + ("" if ok else f" (more than {margin:.0%})"),
+                               "baseline"))
+        nows = [x["result"]["latency_ms"]["p99"] for x in ts if x["result"]["latency_ms"]["p99"]]
+        olds = [x["result"]["latency_ms"]["p99"] for x in old[key] if x["result"]["latency_ms"]["p99"]]
+        if nows and olds:
+            now_p99 = sum(nows) / len(nows)
+            was = sum(olds) / len(olds)
+            grow = (now_p99 - was) / was
+            ok = grow <= margin
+            out.append(Outcome(key[0], f"p99 vs baseline (max +{margin:.0%})", now_p99, f"{now_p99:.1f}ms", ok,
+                               f"{label}: p99 {now_p99:.1f} ms is {abs(grow):.0%} {'above' if grow > 0 else 'below'} "
+                               f"the baseline {was:.1f} ms" + ("" if ok else f" (more than {margin:.0%})"),
+                               "baseline"))
+    return out
+
+
+# --- outputs ----------------------------------------------------------------------------
+
+
+def junit_xml(outcomes: list[Outcome], elapsed: float, results_dir: str) -> bytes:
+    """One testcase per server x check, readable by Jenkins, GitLab and GitHub actions."""
+    suite = ET.Element("testsuite", name="loadcmp smoke", tests=str(len(outcomes)),
+                       failures=str(sum(not o.passed for o in outcomes)), errors="0", skipped="0",
+                       time=f"{elapsed:.3f}", timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"))
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="results_dir", value=results_dir)
+    for o in outcomes:
+        server = o.server.split(" ")[0]
+        case = ET.SubElement(suite, "testcase", classname=f"loadcmp.smoke.{server}", name=f"{o.server}: {o.check}",
+                             time="0")
+        if not o.passed:
+            f = ET.SubElement(case, "failure", message=o.message, type="threshold")
+            f.text = o.message
+        else:
+            so = ET.SubElement(case, "system-out")
+            so.text = o.message
+    root = ET.Element("testsuites", tests=suite.get("tests", "0"), failures=suite.get("failures", "0"))
+    root.append(suite)
+    ET.indent(root)
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
+
+
+def summary_md(outcomes: list[Outcome], res: Results, passed: bool, elapsed: float) -> str:
+    from .report.tables import table1
+
+    header, rows = table1(res)
+    lines = [f"## loadcmp smoke: {'passed' if passed else 'FAILED'}", "",
+             f"{len(outcomes)} checks, {sum(not o.passed for o in outcomes)} failed, {elapsed:.0f} s; "
+             f"results in `{res.path}`.", "",
+             "| server | check | measured | verdict |", "|---|---|---:|---|"]
+    for o in outcomes:
+        lines.append(f"| {o.server} | `{o.check}` | {o.shown} | {'pass' if o.passed else '**fail**'} |")
+    lines += ["", "| " + " | ".join(f"{g} {w}".strip() for g, w in header) + " |",
+              "|" + "|".join("---:" for _ in header) + "|"]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines) + "\n\n"
+
+
+def write_outputs(outcomes: list[Outcome], res: Results, passed: bool, elapsed: float, junit: str | None,
+                  summary: str | None) -> None:
+    from .store import _atomic_write
+
+    if junit:
+        data = junit_xml(outcomes, elapsed, str(res.path))
+        p = Path(junit)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        _atomic_write(p, lambda tmp: Path(tmp).write_bytes(data))
+    if summary:
+        p = Path(summary)
+        p.parent.mkdir(parents=True, exist_ok=True)
+        with p.open("a") as f:
+            f.write(summary_md(outcomes, res, passed, elapsed))
+
+
+def load_baseline(path: str) -> Results:
+    return load_results(path)

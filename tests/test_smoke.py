@@ -1,0 +1,114 @@
+"""`loadcmp smoke`: check parsing, evaluation, JUnit, summary, baseline; one real run on all stacks."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp import lab
+from loadcmp import smoke as sm
+from loadcmp.cli import cli
+from loadcmp.errors import UsageError
+from loadcmp.store import load_results
+
+FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
+
+
+@pytest.mark.parametrize(
+    "text, metric, op, value, scope",
+    [
+        ("failed_rate<1%", "failed_rate", "<", 0.01, None),
+        ("rps>200", "rps", ">", 200, None),
+        ("p(99)<500ms", "p", "<", 500, None),
+        ("p(99.9) <= 2s", "p", "<=", 2000, None),
+        ("mem_peak<256MiB", "mem_peak", "<", 256 * 2**20, None),
+        ("nginx:rps>500", "rps", ">", 500, "nginx"),
+        ("apache:max<1s", "max", "<", 1000, "apache-prefork"),
+    ],
+)
+def test_parse_checks(text, metric, op, value, scope):
+    c = sm.parse_check(text)
+    assert (c.metric, c.op, c.scope) == (metric, op, scope)
+    assert c.value == pytest.approx(value)
+
+
+@pytest.mark.parametrize("bad", ["rps>>5", "speed>5", "p<5ms", "rps>5ms", "iis:rps>5", "p(0)<3", "mem_peak<3parsecs"])
+def test_bad_checks(bad):
+    with pytest.raises(UsageError):
+        sm.parse_check(bad)
+
+
+def test_bad_check_is_exit_2_before_anything_starts(tmp_path):
+    res = CliRunner().invoke(cli, ["smoke", "--check", "speed>5", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "unknown metric" in res.output
+    assert not list(tmp_path.iterdir()), "nothing may start"
+
+
+def test_evaluate_junit_summary_on_stored_run(tmp_path):
+    res = load_results(FIXTURE)
+    checks = sm.parse_checks(["rps>1", "p(99)<1ms", "nginx:failed_rate<1%"])
+    outs = sm.evaluate(res, checks)
+    assert len(outs) == 2 * 2 + 1
+    assert all(o.passed for o in outs if o.check == "rps>1")
+    assert not any(o.passed for o in outs if o.check == "p(99)<1ms")
+    xml = sm.junit_xml(outs, 12.5, str(res.path))
+    root = ET.fromstring(xml)
+    suite = root.find("testsuite")
+    assert suite is not None and suite.get("tests") == "5" and suite.get("failures") == "2"
+    cases = suite.findall("testcase")
+    assert len(cases) == 5 and sum(c.find("failure") is not None for c in cases) == 2
+    failure = next(c.find("failure") for c in cases if c.find("failure") is not None)
+    assert "measured" in failure.get("message")
+    md = tmp_path / "summary.md"
+    md.write_text("# earlier step\n")
+    sm.write_outputs(outs, res, False, 12.5, str(tmp_path / "j.xml"), str(md))
+    text = md.read_text()
+    assert text.startswith("# earlier step\n") and "loadcmp smoke: FAILED" in text and "| nginx" in text
+    ET.parse(tmp_path / "j.xml")
+
+
+def test_baseline_regression(tmp_path):
+    base = tmp_path / "base"
+    shutil.copytree(FIXTURE, base)
+    run = json.loads((base / "run.json").read_text())
+    for t in run["trials"]:
+        t["result"]["rps"] *= 2
+    (base / "run.json").write_text(json.dumps(run))
+    outs = sm.compare_baseline(load_results(FIXTURE), load_results(base), 0.2)
+    rps = [o for o in outs if o.check.startswith("rps")]
+    assert rps and not any(o.passed for o in rps)
+    assert "below the baseline" in rps[0].message
+    same = sm.compare_baseline(load_results(FIXTURE), load_results(FIXTURE), 0.2)
+    assert all(o.passed for o in same if o.check.startswith("rps"))
+
+
+@pytest.mark.docker
+def test_smoke_all_stacks_passes_and_impossible_check_fails(tmp_path, images, docker_client):
+    junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
+    res = CliRunner().invoke(cli, ["smoke", "--junit", str(junit), "--summary", str(summary),
+                                   "--out", str(tmp_path / "results"), "--json"])
+    assert res.exit_code == 0, res.output[-2000:]
+    doc = json.loads(res.stdout)
+    assert doc["passed"] and len(doc["checks"]) == 5 * 2 * 4
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("tests") == "40" and suite.get("failures") == "0"
+    names = {c.get("classname") for c in suite.findall("testcase")}
+    assert names == {f"loadcmp.smoke.{s}" for s in
+                     ("nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache")}
+    assert "loadcmp smoke: passed" in summary.read_text()
+    assert lab.labelled(docker_client) == []
+
+    base = Path(doc["results_dir"])
+    res = CliRunner().invoke(cli, ["smoke", "--server", "nginx", "--page", "/index.html", "-t", "2",
+                                   "--check", "rps>1000000", "--check", "failed_rate<1%",
+                                   "--baseline", str(base), "--max-regression", "1000%",
+                                   "--junit", str(junit), "--out", str(tmp_path / "results")])
+    assert res.exit_code == 3, res.output[-2000:]
+    assert "rps>1000000" in res.output and "measured" in res.output
+    suite = ET.parse(junit).getroot().find("testsuite")
+    assert suite.get("failures") == "1"
