@@ -243,7 +243,7 @@ def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any]) -> dict
         key = known.get(k) and k or lower.get(k.lower())
         if key is None:
             near = [x for x in known if x.split(".")[-1].lower() == k.split(".")[-1].lower()]
-            hint = f" (did you mean {', '.join(near)}?)" if near else f"; see `loadcmp servers --tunables`"
+            hint = f" (did you mean {', '.join(near)}?)" if near else "; see `loadcmp servers --tunables`"
             errors.append(f"unknown setting {k!r}{hint}")
             continue
         try:

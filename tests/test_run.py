@@ -44,8 +44,8 @@ def test_sweep_2_levels_2_servers_2_trials(tmp_path, images, docker_client):
     for (server, level, trial), g in r.server.groupby(["server", "level", "trial"]):
         assert sorted(g.second) == [0, 1], (server, level, trial)  # one sample per measured second
         assert g.cpu_pct.notna().all() and (g.mem_bytes > 0).all()
-    for (server, level, trial), g in r.timeline.groupby(["server", "level", "trial"]):
-        assert sorted(g.second) == [0, 1]
+    for key, g in r.timeline.groupby(["server", "level", "trial"]):
+        assert sorted(g.second) == [0, 1], key
     assert r.run["servers"]["nginx"]["versions"]["nginx"].startswith("nginx/")
     assert r.run["servers"]["apache-prefork"]["versions"]["apache"].startswith("Apache/")
     assert "php" in r.run["servers"]["nginx"]["versions"]

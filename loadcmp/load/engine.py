@@ -513,7 +513,7 @@ class Slot:
 
     __slots__ = ("task", "conn", "deadline", "phase", "timed_out")
 
-    IDLE, CONNECTING, WAITING = 0, 1, 2
+    IDLE, CONNECTING, WAITING, DRAINING = 0, 1, 2, 3
 
     def __init__(self) -> None:
         self.task: asyncio.Task[Any] | None = None
@@ -521,6 +521,206 @@ class Slot:
         self.deadline = 0.0
         self.phase = 0
         self.timed_out = False
+
+    def expire(self) -> None:
+        """The deadline passed: cancel the connect, or time the request out."""
+        self.timed_out = True
+        phase, self.phase = self.phase, Slot.IDLE
+        if phase == Slot.CONNECTING:
+            if self.task is not None:
+                self.task.cancel()
+        else:
+            conn = self.conn
+            if conn is not None and conn.active:
+                conn.ka_ok = False
+                conn._finish(TIMEOUT)
+                conn.transport.abort()
+
+
+class RawClient:
+    """webbench's loop without transports: one non-blocking socket per request,
+    driven straight from the event loop's reader/writer callbacks.
+
+    A new connection per request is the default mode and the most expensive
+    one for a Python client; skipping asyncio's transport, protocol, future and
+    coroutine per request makes it about a quarter faster. Same outcome kinds,
+    same recorder, same sweeper as the other paths.
+    """
+
+    __slots__ = (
+        "engine", "loop", "sock", "fd", "parser", "t", "t_sent", "counted", "nbytes", "status", "framed",
+        "headers_done", "phase", "deadline", "timed_out", "task",
+    )
+
+    def __init__(self, engine: FastEngine) -> None:
+        self.engine = engine
+        self.loop = asyncio.get_running_loop()
+        self.sock: socket.socket | None = None
+        self.fd = -1
+        self.parser: Any = None
+        self.t = self.t_sent = self.deadline = 0.0
+        self.counted = False
+        self.nbytes = self.status = 0
+        self.framed = self.headers_done = self.timed_out = False
+        self.phase = Slot.IDLE
+        self.task = None
+
+    def start(self) -> None:
+        eng = self.engine
+        if not eng.running:
+            return
+        rec = eng.rec
+        assert rec is not None
+        t = now()
+        self.t = t
+        self.counted = rec.start(t)
+        self.nbytes = self.status = 0
+        self.framed = self.headers_done = False
+        self.parser = httptools.HttpResponseParser(self)
+        try:
+            sock = socket.socket(eng.family, socket.SOCK_STREAM)
+        except OSError as e:
+            self._failed(e)
+            return
+        sock.setblocking(False)
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.deadline = t + eng.timeout
+        try:
+            local = eng._local_addr()
+            if local is not None:
+                sock.bind(local)
+            err = sock.connect_ex(eng.sockaddr)
+        except OSError as e:
+            self._failed(e)
+            return
+        if err == 0:
+            self._send()
+        elif err == errno.EINPROGRESS:
+            self.phase = Slot.CONNECTING
+            self.loop.add_writer(self.fd, self._connected)
+        else:
+            self._failed(OSError(err, errno.errorcode.get(err, "connect")))
+
+    def _connected(self) -> None:
+        self.loop.remove_writer(self.fd)
+        sock = self.sock
+        assert sock is not None
+        err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            self._failed(OSError(err, errno.errorcode.get(err, "connect")))
+            return
+        self._send()
+
+    def _send(self) -> None:
+        sock = self.sock
+        assert sock is not None
+        self.t_sent = now()
+        try:
+            req = self.engine.req
+            if sock.send(req) != len(req):  # only a body larger than the socket buffer does this
+                raise OSError(errno.ENOBUFS, "the request did not fit the socket buffer")
+        except OSError as e:
+            self._failed(e)
+            return
+        self.phase = Slot.WAITING
+        self.loop.add_reader(self.fd, self._readable)
+
+    def _readable(self) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        try:
+            data = sock.recv(262144)
+        except BlockingIOError:
+            return
+        except OSError:
+            self._end(RESET)
+            return
+        if not data:
+            if self.phase == Slot.DRAINING:
+                self._end(-1)
+            elif self.headers_done and not self.framed and self.status:
+                self._end(kind_of_status(self.status))
+            else:
+                self._end(RESET)
+            return
+        if self.phase == Slot.DRAINING:
+            return
+        self.nbytes += len(data)
+        try:
+            self.parser.feed_data(data)
+        except httptools.HttpParserError:
+            self._end(PROTOCOL_ERROR)
+
+    # httptools callbacks
+    def on_header(self, name: bytes, value: bytes) -> None:
+        n = len(name)
+        if n == 14 or n == 17:
+            low = name.lower()
+            if low == b"content-length" or low == b"transfer-encoding":
+                self.framed = True
+
+    def on_headers_complete(self) -> None:
+        self.headers_done = True
+        self.status = self.parser.get_status_code()
+        if self.engine.is_head or self.status in (204, 304):
+            self._end(kind_of_status(self.status))
+
+    def on_message_complete(self) -> None:
+        if self.parser.should_keep_alive():
+            self._end(kind_of_status(self.status))
+        else:
+            self._record(kind_of_status(self.status))
+            self.phase = Slot.DRAINING  # let the server close first, as webbench reads to EOF
+            self.deadline = now() + 1.0
+
+    # endings
+    def _failed(self, e: BaseException) -> None:
+        kind, name = kind_of_oserror(e)
+        if name and self.counted and self.engine.rec is not None:
+            self.engine.rec.client_error(name)
+        self._end(kind, t_sent=self.t, retry_later=bool(name) or kind == CONNECT_REFUSED)
+
+    def expire(self) -> None:
+        if self.phase == Slot.CONNECTING:
+            self._end(CONNECT_TIMEOUT, t_sent=self.t)
+        elif self.phase == Slot.WAITING:
+            self._end(TIMEOUT)
+        elif self.phase == Slot.DRAINING:
+            self._end(-1)  # answered, but the server kept the connection open: close it ourselves
+
+    def close(self) -> None:
+        sock = self.sock
+        if sock is None:
+            return
+        self.sock = None
+        if self.phase == Slot.CONNECTING:
+            self.loop.remove_writer(self.fd)
+        elif self.phase in (Slot.WAITING, Slot.DRAINING):
+            self.loop.remove_reader(self.fd)
+        self.phase = Slot.IDLE
+        sock.close()
+
+    def _record(self, kind: int, t_sent: float | None = None) -> None:
+        rec = self.engine.rec
+        if self.counted and rec is not None:
+            rec.done(kind, self.t, self.t_sent if t_sent is None else t_sent, now(), self.nbytes)
+        self.counted = False
+
+    def _end(self, kind: int, t_sent: float | None = None, retry_later: bool = False) -> None:
+        """Close, record (kind -1: already recorded), and start the next request."""
+        if self.sock is None and self.phase == Slot.IDLE and t_sent is None:
+            return
+        self.close()
+        if kind >= 0:
+            self._record(kind, t_sent)
+        if not self.engine.running:
+            return
+        if retry_later:
+            self.loop.call_later(0.001, self.start)  # refused at once: do not spin the stack
+        else:
+            self.start()
 
 
 class FastEngine(Engine):
@@ -538,6 +738,9 @@ class FastEngine(Engine):
         self.host = spec.target.host
         self.port = spec.target.port
         self._src = 0
+        self.raw: list[RawClient] = []
+        info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
+        self.family, self.sockaddr = info[0], info[4]
 
     async def open(self) -> None:
         self._spawn(self._sweeper())
@@ -549,18 +752,7 @@ class FastEngine(Engine):
             t = now()
             for slot in list(self.slots):
                 if slot.phase and slot.deadline < t:
-                    slot.timed_out = True
-                    if slot.phase == Slot.CONNECTING:
-                        slot.phase = Slot.IDLE
-                        if slot.task is not None:
-                            slot.task.cancel()
-                    else:
-                        slot.phase = Slot.IDLE
-                        conn = slot.conn
-                        if conn is not None and conn.active:
-                            conn.ka_ok = False
-                            conn._finish(TIMEOUT)
-                            conn.transport.abort()
+                    slot.expire()
 
     def _local_addr(self) -> tuple[str, int] | None:
         if not self.spec.spread_sources:
@@ -572,13 +764,20 @@ class FastEngine(Engine):
         for c in list(self.conns):
             with contextlib.suppress(Exception):
                 c.transport.abort()
+        for r in self.raw:
+            with contextlib.suppress(Exception):
+                r.close()
 
     def _start_closed(self, clients: int) -> None:
         if self.target.keepalive:
             for _ in range(clients):
                 self._spawn(self._ka_client())
         else:
-            super()._start_closed(clients)
+            for _ in range(clients):
+                r = RawClient(self)
+                self.raw.append(r)
+                self.slots.add(r)  # type: ignore[arg-type]
+                r.start()
 
     async def _connect(self, slot: Slot) -> Conn | int:
         """Open a connection for `slot`, or return the failure kind."""

@@ -233,8 +233,13 @@ class Recorder:
         self._sec(t).dropped += 1
 
     def done(self, kind: int, t_intended: float, t_sent: float, t_end: float, nbytes: int) -> None:
-        """A counted request ended as `kind` at `t_end`."""
-        if self.closed:
+        """A counted request ended as `kind` at `t_end`.
+
+        An end after the window closed is not counted even if the engine got
+        to it late (a lagging loop): that request was in flight at the close,
+        so it stays `unfinished`.
+        """
+        if self.closed or t_end >= self.end:
             return
         self.inflight -= 1
         s = self._sec(t_end)
