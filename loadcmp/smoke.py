@@ -212,30 +212,30 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Outcome
         return acc
 
     cur, old = by_key(res), by_key(base)
+
+    def mean(ts: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) -> float | None:
+        vals = [get(x["result"]) for x in ts]
+        vals = [v for v in vals if v]
+        return sum(vals) / len(vals) if vals else None
+
+    # (name, getter, +1 if higher is better, unit)
+    figures = (("rps", lambda r: r["rps"], 1, ""), ("p99", lambda r: r["latency_ms"]["p99"], -1, " ms"))
     for key, ts in cur.items():
         if key not in old:
             continue
         label = f"{key[0]} at {key[1]} clients"
-        now_rps = sum(x["result"]["rps"] for x in ts) / len(ts)
-        was_rps = sum(x["result"]["rps"] for x in old[key]) / len(old[key])
-        if was_rps > 0:
-            drop = (was_rps - now_rps) / was_rps
-            ok = drop <= margin
-            out.append(Outcome(key[0], f"rps vs baseline (max -{margin:.0%})", now_rps, f"{now_rps:,.1f}", ok,
-                               f"{label}: rps {now_rps:,.1f} is {abs(drop):.0%} {'below' if drop > 0 else 'above'} "
-                               f"the baseline {was_rps:,.1f}" + ("" if ok else f" (more than {margin:.0%})"),
-                               "baseline"))
-        nows = [x["result"]["latency_ms"]["p99"] for x in ts if x["result"]["latency_ms"]["p99"]]
-        olds = [x["result"]["latency_ms"]["p99"] for x in old[key] if x["result"]["latency_ms"]["p99"]]
-        if nows and olds:
-            now_p99 = sum(nows) / len(nows)
-            was = sum(olds) / len(olds)
-            grow = (now_p99 - was) / was
-            ok = grow <= margin
-            out.append(Outcome(key[0], f"p99 vs baseline (max +{margin:.0%})", now_p99, f"{now_p99:.1f}ms", ok,
-                               f"{label}: p99 {now_p99:.1f} ms is {abs(grow):.0%} {'above' if grow > 0 else 'below'} "
-                               f"the baseline {was:.1f} ms" + ("" if ok else f" (more than {margin:.0%})"),
-                               "baseline"))
+        for name, get, better, unit in figures:
+            now_v, was = mean(ts, get), mean(old[key], get)
+            if now_v is None or was is None:
+                continue
+            worse = better * (was - now_v) / was  # > 0: a regression of that fraction
+            ok = worse <= margin
+            direction = ("below" if now_v < was else "above")
+            out.append(Outcome(
+                key[0], f"{name} vs baseline (max {'-' if better > 0 else '+'}{margin:.0%})", now_v,
+                f"{now_v:,.1f}{unit.strip()}", ok,
+                f"{label}: {name} {now_v:,.1f}{unit} is {abs(now_v - was) / was:.0%} {direction} the baseline "
+                f"{was:,.1f}{unit}" + ("" if ok else f" (worse by more than {margin:.0%})"), "baseline"))
     return out
 
 

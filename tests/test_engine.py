@@ -94,7 +94,7 @@ def test_stall_times_out_and_run_ends_on_time(faulty, engine):
 def test_unfinished_counts_in_flight_at_the_end(faulty):
     r = load(faulty.url("/slow?ms=5000"), sched=Closed(5), duration=1.0)
     doc = result_doc(r)
-    assert doc["unfinished"] == 5 and doc["ok"] == 0 and doc["started"] == 5
+    assert doc["unfinished"] == 5 and doc["ok"] == 0 and doc["started"] == 5, doc
     assert check_invariant(doc)
 
 

@@ -196,7 +196,22 @@ def kind_of_oserror(e: BaseException) -> tuple[int, str | None]:
     return RESET, type(e).__name__
 
 
-class Conn(asyncio.Protocol):
+class Framing:
+    """httptools callback shared by both connection kinds: does the response say
+    how long it is? If not, its body ends when the server closes."""
+
+    __slots__ = ()
+    framed: bool
+
+    def on_header(self, name: bytes, value: bytes) -> None:
+        n = len(name)
+        if n == 14 or n == 17:  # only then can it be one of the two names
+            low = name.lower()
+            if low == b"content-length" or low == b"transfer-encoding":
+                self.framed = True
+
+
+class Conn(Framing, asyncio.Protocol):
     """One client connection of the fast engine; one request at a time."""
 
     __slots__ = (
@@ -253,13 +268,6 @@ class Conn(asyncio.Protocol):
             self.closed_fut.set_result(None)
 
     # httptools callbacks
-    def on_header(self, name: bytes, value: bytes) -> None:
-        n = len(name)
-        if n == 14 or n == 17:
-            low = name.lower()
-            if low == b"content-length" or low == b"transfer-encoding":
-                self.framed = True
-
     def on_headers_complete(self) -> None:
         self.headers_done = True
         self.status = self.parser.get_status_code()
@@ -338,7 +346,9 @@ class Engine:
         self.rec = Recorder(t0, spec.duration)
         self.stopping = stop or asyncio.Event()
         await self.open()
-        await asyncio.sleep(max(0.0, t_load0 - now()))
+        await asyncio.sleep(max(0.0, t_load0 - now() - 0.002))
+        while now() < t_load0:  # the loop's timers are only ms-exact; the window must not start early
+            await asyncio.sleep(0)
         self.running = True
         self._cpu_prev, self._wall_prev = _cpu_time(), now()
         ticker = asyncio.ensure_future(self._ticker(t0))
@@ -537,7 +547,7 @@ class Slot:
                 conn.transport.abort()
 
 
-class RawClient:
+class RawClient(Framing):
     """webbench's loop without transports: one non-blocking socket per request,
     driven straight from the event loop's reader/writer callbacks.
 
@@ -654,13 +664,6 @@ class RawClient:
             self._end(PROTOCOL_ERROR)
 
     # httptools callbacks
-    def on_header(self, name: bytes, value: bytes) -> None:
-        n = len(name)
-        if n == 14 or n == 17:
-            low = name.lower()
-            if low == b"content-length" or low == b"transfer-encoding":
-                self.framed = True
-
     def on_headers_complete(self) -> None:
         self.headers_done = True
         self.status = self.parser.get_status_code()
