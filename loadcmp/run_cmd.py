@@ -93,6 +93,9 @@ class SweepDisplay:
             msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {r['latency_ms']['p99'] or 0:,.1f} ms"
         if rec["status"] != "ok":
             msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
+        if r and r["failed"] > r["ok"]:
+            failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
+            msg += f"\n{'':>18}failures: {failures}"
         if self.current is not None:
             self.progress.remove_task(self.current)
             self.current = None

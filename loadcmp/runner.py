@@ -30,6 +30,7 @@ from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
 from .spec import RunSpec
 from .store import RunWriter
+from .units import cpu_list
 
 
 @dataclass(frozen=True)
@@ -310,6 +311,10 @@ def _one_trial(spec: RunSpec, p: Planned, client: Any, images: dict[str, str], r
             rec["status"] = "interrupted"
             reasons.append("interrupted")
         rec["reason"] = "; ".join(reasons) or None
+        ncpu = len(cpu_list(spec.server_cpus)) if spec.server_cpus else (os.cpu_count() or 1)
+        notes = st.capacity_notes(stack, dep.settings, p.level, ncpu, p.page.split("?")[0].endswith(".php"))
+        if notes:
+            rec["notes"] = notes
         if doc["warnings"]:
             rec["warnings"] = doc["warnings"]
         tl = [{**labels, **row} for row in timeline_rows(result)]

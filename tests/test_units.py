@@ -329,3 +329,17 @@ def test_ci95_of_estimates():
     assert e.mean == pytest.approx(11.0)
     assert e.low == pytest.approx(11.0 - 4.303 * 1.0 / math.sqrt(3))
     assert Estimate.of([5.0]).low is None
+
+
+def test_capacity_notes_name_the_knob():
+    nginx = st.get_stack("nginx")
+    notes = st.capacity_notes(nginx, st.effective_settings(nginx, {}), 5000, 1, php=True)
+    assert any("worker_connections 768" in n for n in notes)
+    assert any("fpm.max_children" in n for n in notes)
+    assert st.capacity_notes(nginx, st.effective_settings(nginx, {}), 4, 1, php=True) == []
+    prefork = st.get_stack("apache-prefork")
+    notes = st.capacity_notes(prefork, st.effective_settings(prefork, {}), 1000, 1, php=True)
+    assert len(notes) == 1 and "MaxRequestWorkers" in notes[0]
+    proxy = st.get_stack("nginx-apache")
+    notes = st.capacity_notes(proxy, st.effective_settings(proxy, {}), 500, 1, php=False)
+    assert any("two" in n for n in notes)

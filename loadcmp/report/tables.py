@@ -186,4 +186,7 @@ def notes(res: Results) -> list[str]:
     for t in res.trial_records():
         if t.get("status") != "ok" and t.get("reason"):
             out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
+    for t in res.trial_records():
+        for n in t.get("notes", []):
+            out.append(f"{t['server']} at {t['level']} clients: {n}")
     return list(dict.fromkeys(out))
