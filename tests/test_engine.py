@@ -237,3 +237,39 @@ def test_bad_input_is_one_line_exit_2(args, needle):
     assert needle in res.output
     assert "Traceback" not in res.output
     assert len(res.output.strip().splitlines()) == 1
+
+
+def test_bench_ctrl_c_prints_stores_and_exits_130(faulty, tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+
+    p = subprocess.Popen([sys.executable, "-m", "loadcmp", "bench", faulty.url("/ok"), "-c", "4", "-t", "30", "-k",
+                          "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    time.sleep(3)
+    t = time.monotonic()
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=20)
+    assert p.returncode == 130, err.decode()[-400:]
+    assert time.monotonic() - t < 5
+    assert b"interrupted" in out + err
+    (folder,) = list(tmp_path.iterdir())
+    from loadcmp.store import load_results
+
+    r = load_results(folder)
+    assert r.status == "interrupted" and r.trials.iloc[0].ok > 0 and r.trials.iloc[0].duration_s < 10
+
+
+def test_too_many_clients_for_the_file_limit_is_refused_clearly(faulty):
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard == resource.RLIM_INFINITY or hard > 1_000_000:
+        pytest.skip("no open-file limit to run into here")
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", str(hard + 100), "-t", "1"])
+    assert res.exit_code == 1
+    assert "open files" in res.output and "--workers" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", str(hard + 100), "-t", "1"])
+    assert res.exit_code == 1 and "open files" in res.output and "--workers" in res.output
