@@ -7,7 +7,6 @@ tables at the end), so `--json` leaves stdout with one document.
 from __future__ import annotations
 
 import sys
-import time
 from typing import Any
 
 from rich.console import Console
@@ -108,7 +107,3 @@ def print_result(doc: dict[str, Any], hist: Histogram | None, console: Console =
 
 def _fmt_ms(v: float | None) -> str:
     return "-" if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
-
-
-def now_iso() -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%S%z")

@@ -20,7 +20,7 @@ import tarfile
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -449,12 +449,3 @@ def down(client: Any | None = None, run_id: str | None = None) -> list[str]:
             c.remove(force=True)
             names.append(c.name)
     return names
-
-
-@contextlib.contextmanager
-def deployed(stack: st.Stack, **kwargs: Any) -> Iterator[Deployment]:
-    dep = up(stack, **kwargs)
-    try:
-        yield dep
-    finally:
-        dep.stop()

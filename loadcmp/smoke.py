@@ -24,7 +24,7 @@ from typing import Any
 from . import stacks as st
 from .errors import UsageError
 from .load.recorder import Histogram
-from .store import Results, load_results
+from .store import Results
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -155,16 +155,11 @@ def measure(check: Check, trials: list[dict[str, Any]]) -> float | None:
             return math.inf
         v = h.percentile(check.q or 100) if check.metric == "p" else h.max_s if check.metric == "max" else h.mean
         return None if v is None else v * 1000
-    if check.metric == "mem_peak":
-        vals = [s.get("mem_peak_bytes") for s in srv if s.get("mem_peak_bytes") is not None]
-        return max(vals) if vals else None
-    if check.metric == "cpu":
-        vals = [s.get("cpu_pct") for s in srv if s.get("cpu_pct") is not None]
-        return sum(vals) / len(vals) if vals else None
-    if check.metric == "pids_peak":
-        vals = [s.get("pids_peak") for s in srv if s.get("pids_peak") is not None]
-        return max(vals) if vals else None
-    return None  # pragma: no cover
+    key = {"mem_peak": "mem_peak_bytes", "cpu": "cpu_pct", "pids_peak": "pids_peak"}[check.metric]
+    vals: list[float] = [float(x[key]) for x in srv if x.get(key) is not None]
+    if not vals:
+        return None
+    return sum(vals) / len(vals) if check.metric == "cpu" else max(vals)
 
 
 @dataclass
@@ -295,7 +290,3 @@ def write_outputs(outcomes: list[Outcome], res: Results, passed: bool, elapsed: 
         p.parent.mkdir(parents=True, exist_ok=True)
         with p.open("a") as f:
             f.write(summary_md(outcomes, res, passed, elapsed))
-
-
-def load_baseline(path: str) -> Results:
-    return load_results(path)

@@ -173,7 +173,7 @@ def _convert(key: str, kind: str, v: Any) -> Any:
     if kind == "bools":
         if isinstance(v, bool):
             return (v,)
-        want(isinstance(v, list) and v and all(isinstance(x, bool) for x in v), "true, false or a list of them")
+        want(isinstance(v, list) and bool(v) and all(isinstance(x, bool) for x in v), "true, false or a list of them")
         return tuple(dict.fromkeys(v))
     if kind == "list[str]":
         if isinstance(v, str):

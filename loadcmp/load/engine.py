@@ -17,7 +17,7 @@ import resource
 import socket
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -59,10 +59,6 @@ class Target:
     body: bytes = b""
     http10: bool = False
     keepalive: bool = False
-
-    @property
-    def addr(self) -> str:
-        return self.host
 
     def encode(self) -> bytes:
         """The request as sent by the fast engine, every time the same bytes."""
@@ -200,8 +196,7 @@ class Framing:
     """httptools callback shared by both connection kinds: does the response say
     how long it is? If not, its body ends when the server closes."""
 
-    __slots__ = ()
-    framed: bool
+    __slots__ = ("framed",)
 
     def on_header(self, name: bytes, value: bytes) -> None:
         n = len(name)
@@ -216,7 +211,7 @@ class Conn(Framing, asyncio.Protocol):
 
     __slots__ = (
         "engine", "transport", "parser", "on_done", "active", "nbytes", "status",
-        "framed", "headers_done", "closed", "closed_fut", "is_head", "ka_ok",
+        "headers_done", "closed", "closed_fut", "is_head", "ka_ok",
         "t_int", "t_sent", "counted", "timer",
     )
 
@@ -558,7 +553,7 @@ class RawClient(Framing):
     """
 
     __slots__ = (
-        "engine", "loop", "sock", "fd", "parser", "t", "t_sent", "counted", "nbytes", "status", "framed",
+        "engine", "loop", "sock", "fd", "parser", "t", "t_sent", "counted", "nbytes", "status",
         "headers_done", "phase", "deadline", "timed_out", "task",
     )
 
@@ -742,6 +737,7 @@ class FastEngine(Engine):
         self.port = spec.target.port
         self._src = 0
         self.raw: list[RawClient] = []
+        self._client_err: str | None = None
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family, self.sockaddr = info[0], info[4]
 
@@ -885,7 +881,11 @@ class FastEngine(Engine):
                 return slot
             conn = got
         fut: asyncio.Future[int] = loop.create_future()
-        conn.on_done = lambda c, k: fut.done() or fut.set_result(k)
+        def answered(c: Conn, kind: int) -> None:
+            if not fut.done():
+                fut.set_result(kind)
+
+        conn.on_done = answered
         t_sent = now()  # service time starts when the request goes out on an open connection
         slot.deadline = t_sent + self.timeout
         slot.phase = Slot.WAITING
@@ -1000,17 +1000,3 @@ def clients_of(schedule: Schedule) -> int:
     if isinstance(schedule, Ramp):
         return schedule.users
     return schedule.max_inflight
-
-
-@dataclass
-class RunHandle:
-    """Lets the caller stop an in-process run from a signal handler."""
-
-    stop: asyncio.Event | None = None
-    loop: asyncio.AbstractEventLoop | None = None
-    interrupted: bool = field(default=False)
-
-    def request_stop(self) -> None:
-        self.interrupted = True
-        if self.loop is not None and self.stop is not None:
-            self.loop.call_soon_threadsafe(self.stop.set)

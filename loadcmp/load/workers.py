@@ -22,6 +22,7 @@ from ..errors import LoadError, UsageError
 from ..units import cpu_list
 from .engine import Live, LiveFn, LoadSpec, clients_of, make_engine, now, raise_nofile
 from .recorder import Result
+from .schedules import Schedule
 
 START_DELAY = 0.3
 """Seconds between planning the start and the first request (one process)."""
@@ -163,13 +164,17 @@ def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, 
     ctx = mp.get_context("spawn")
     q: Any = ctx.Queue()
     stop_ev = ctx.Event()
-    parts = spec.schedule.split(n)
+    parts: list[Schedule] = list(spec.schedule.split(n))
     t_load0 = start_at or now() + SPAWN_DELAY
     procs = []
     old = None
     if handle_sigint:
         with contextlib.suppress(ValueError):
-            old = signal.signal(signal.SIGINT, lambda *_: (stopper.stop(), stop_ev.set()))
+            def on_sigint(*_: Any) -> None:
+                stopper.stop()
+                stop_ev.set()
+
+            old = signal.signal(signal.SIGINT, on_sigint)
     try:
         for i, part in enumerate(parts):
             p = ctx.Process(

@@ -7,6 +7,7 @@ case the run's name is added ("nginx (paper-2013)"), so nothing is mixed up.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ class ReportData:
         return Results(self.runs[0].path, run, self.summary, self.timeline, self.server)
 
 
-def load_many(paths: list[str | Path]) -> ReportData:
+def load_many(paths: Sequence[str | Path]) -> ReportData:
     if not paths:
         raise StoreError("give at least one results folder")
     runs = [load_results(p) for p in paths]
@@ -73,7 +74,8 @@ def load_many(paths: list[str | Path]) -> ReportData:
         for s in {t["server"] for t in r.run.get("trials", [])}:
             labels[s] = labels.get(s, 0) + 1
     trials: list[dict[str, Any]] = []
-    tls, srvs = [], []
+    tls: list[pd.DataFrame] = []
+    srvs: list[pd.DataFrame] = []
     names = [str(r.run.get("name") or r.path.name) for r in runs]
     names = [n if names.count(n) == 1 else f"{n} #{i + 1}" for i, n in enumerate(names)]
     for r, name in zip(runs, names, strict=True):

@@ -265,7 +265,7 @@ def latency_distribution(data: ReportData, level: int) -> Figure:
         a.stairs(counts / h.count * 100, edges, color=col[s], label=s, lw=1.6)
         qs = np.array([50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99])
         qs = qs[qs < 100 - 100 / max(h.count, 1)] if h.count < 10000 else qs
-        vals = [h.percentile(q) * 1000 for q in qs]
+        vals = [(h.percentile(q) or 0.0) * 1000 for q in qs]
         b.plot(1 / (1 - qs / 100), vals, "-o", color=col[s], label=s, ms=3, lw=1.6)
     _plain_log(a, "x")
     a.set_xlabel("latency (ms, log scale)")
@@ -299,8 +299,9 @@ def memory_and_processes(data: ReportData) -> Figure:
         _errplot(b, xs, es, col[s], f"{s} threads")
         xs, es = _per_level(data, s, lambda t: _m(t, "procs_peak"))
         _errplot(b, xs, es, col[s], f"{s} processes", style="--s")
-    caps = {t.get("memory_bytes") for r in data.runs for t in r.run.get("servers", {}).values() if isinstance(t, dict)}
-    for cap in caps - {None}:
+    caps = {int(t["memory_bytes"]) for r in data.runs for t in r.run.get("servers", {}).values()
+            if isinstance(t, dict) and t.get("memory_bytes")}
+    for cap in caps:
         a.axhline(cap / MiB, color="#555", ls="--", lw=1)
         a.text(min(data.levels), cap / MiB, " memory cap", va="bottom", fontsize=8, color="#555")
     a.set_ylabel("peak memory (MiB)")

@@ -44,12 +44,6 @@ class Estimate:
         h = t95(len(v) - 1) * sd / math.sqrt(len(v))
         return cls(m, m - h, m + h, len(v))
 
-    def as_dict(self) -> dict[str, Any]:
-        d: dict[str, Any] = {"mean": self.mean, "n": self.n}
-        if self.low is not None:
-            d["ci95"] = [self.low, self.high]
-        return d
-
 
 METRICS = ("ok", "failed", "unfinished", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_pct",
            "mem_peak_bytes", "pids_peak", "failed_rate", "bytes", "duration_s")
