@@ -39,11 +39,12 @@ def colors(data: ReportData) -> dict[str, str]:
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(data.servers)}
 
 
-def _plain_log(ax: Any, axis: str = "y") -> None:
-    """A log axis labelled 20, 50, 100, 200 ... instead of 2x10^1."""
+def _plain_log(ax: Any, axis: str = "y", span: float = 100.0) -> None:
+    """A log axis labelled 20, 50, 100, 200 ... instead of 2x10^1 (only the
+    powers of ten when the values span more than three decades)."""
     a = ax.yaxis if axis == "y" else ax.xaxis
     (ax.set_yscale if axis == "y" else ax.set_xscale)("log")
-    a.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    a.set_major_locator(LogLocator(base=10, subs=(1.0,) if span > 1000 else (1.0, 2.0, 5.0)))
     a.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     a.set_minor_locator(NullLocator())
 
@@ -52,7 +53,7 @@ def _auto_y(ax: Any, values: list[float]) -> None:
     """Log scale only when the values span more than 20x; otherwise linear from 0."""
     v = [x for x in values if x is not None and x > 0 and np.isfinite(x)]
     if v and max(v) / min(v) > 20:
-        _plain_log(ax)
+        _plain_log(ax, span=max(v) / min(v))
     else:
         ax.set_ylim(bottom=0)
 
