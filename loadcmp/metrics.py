@@ -168,6 +168,8 @@ class Sampler:
     dep: Deployment
     t0: float
     labels: dict[str, Any] = field(default_factory=dict)
+    seconds: int | None = None
+    """How many seconds the window has; no sample is taken past it."""
     rows: list[dict[str, Any]] = field(default_factory=list)
     events: list[str] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
@@ -209,7 +211,7 @@ class Sampler:
             base_oom = prev.get("oom_kills", 0) or 0
             base_hits = prev.get("mem_limit_hits", 0) or 0
             k = 0
-            while not self._stop.is_set():
+            while not self._stop.is_set() and (self.seconds is None or k < self.seconds):
                 due = self.t0 + k + 1 - EARLY
                 while now() < due and not self._stop.is_set():
                     time.sleep(min(0.05, max(0.0, due - now())))

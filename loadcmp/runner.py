@@ -278,7 +278,7 @@ def _one_trial(spec: RunSpec, p: Planned, client: Any, images: dict[str, str], r
                               max_inflight=spec.max_inflight)
         lspec = LoadSpec(target, sched, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
         start_at = now() + (0.5 if spec.workers == 1 else SPAWN_DELAY)
-        sampler = Sampler(dep, start_at + spec.warmup, labels).start()
+        sampler = Sampler(dep, start_at + spec.warmup, labels, math.ceil(spec.duration)).start()
         try:
             result = run_load(lspec, workers=spec.workers, cpus=spec.client_cpus, live=progress.live,
                               stopper=stopper, start_at=start_at)

@@ -542,7 +542,7 @@ class Slot:
                 conn.transport.abort()
 
 
-class RawClient(Framing):
+class RawClient:
     """webbench's loop without transports: one non-blocking socket per request,
     driven straight from the event loop's reader/writer callbacks.
 
@@ -553,7 +553,7 @@ class RawClient(Framing):
     """
 
     __slots__ = (
-        "engine", "loop", "sock", "fd", "parser", "t", "t_sent", "counted", "nbytes", "status",
+        "engine", "loop", "sock", "fd", "parser", "t", "t_sent", "counted", "nbytes", "status", "head",
         "headers_done", "phase", "deadline", "timed_out", "task",
     )
 
@@ -566,7 +566,8 @@ class RawClient(Framing):
         self.t = self.t_sent = self.deadline = 0.0
         self.counted = False
         self.nbytes = self.status = 0
-        self.framed = self.headers_done = self.timed_out = False
+        self.head = b""
+        self.headers_done = self.timed_out = False
         self.phase = Slot.IDLE
         self.task = None
 
@@ -580,7 +581,8 @@ class RawClient(Framing):
         self.t = t
         self.counted = rec.start(t)
         self.nbytes = self.status = 0
-        self.framed = self.headers_done = False
+        self.head = b""
+        self.headers_done = False
         self.parser = httptools.HttpResponseParser(self)
         try:
             sock = socket.socket(eng.family, socket.SOCK_STREAM)
@@ -602,8 +604,11 @@ class RawClient(Framing):
         if err == 0:
             self._send()
         elif err == errno.EINPROGRESS:
-            self.phase = Slot.CONNECTING
-            self.loop.add_writer(self.fd, self._connected)
+            # On loopback the handshake has mostly completed by now: try to send
+            # at once and wait for writability only if the socket says so.
+            if not self._send(early=True):
+                self.phase = Slot.CONNECTING
+                self.loop.add_writer(self.fd, self._connected)
         else:
             self._failed(OSError(err, errno.errorcode.get(err, "connect")))
 
@@ -617,7 +622,8 @@ class RawClient(Framing):
             return
         self._send()
 
-    def _send(self) -> None:
+    def _send(self, early: bool = False) -> bool:
+        """Write the request; False (early only) when the connection is not up yet."""
         sock = self.sock
         assert sock is not None
         self.t_sent = now()
@@ -625,11 +631,19 @@ class RawClient(Framing):
             req = self.engine.req
             if sock.send(req) != len(req):  # only a body larger than the socket buffer does this
                 raise OSError(errno.ENOBUFS, "the request did not fit the socket buffer")
+        except BlockingIOError:
+            if early:
+                return False
+            self._failed(OSError(errno.EAGAIN, "socket not writable after connect"))
+            return True
         except OSError as e:
+            if early and e.errno == errno.ENOTCONN:
+                return False
             self._failed(e)
-            return
+            return True
         self.phase = Slot.WAITING
         self.loop.add_reader(self.fd, self._readable)
+        return True
 
     def _readable(self) -> None:
         sock = self.sock
@@ -645,13 +659,15 @@ class RawClient(Framing):
         if not data:
             if self.phase == Slot.DRAINING:
                 self._end(-1)
-            elif self.headers_done and not self.framed and self.status:
-                self._end(kind_of_status(self.status))
+            elif self.headers_done and self.status and not self._framed():
+                self._end(kind_of_status(self.status))  # a read-to-close body ended
             else:
                 self._end(RESET)
             return
         if self.phase == Slot.DRAINING:
             return
+        if not self.headers_done:
+            self.head += data
         self.nbytes += len(data)
         try:
             self.parser.feed_data(data)
@@ -659,6 +675,12 @@ class RawClient(Framing):
             self._end(PROTOCOL_ERROR)
 
     # httptools callbacks
+    def _framed(self) -> bool:
+        """Did the response say how long it is? Asked only at an early EOF, so
+        the common path pays for no header callback at all."""
+        head = self.head.split(b"\r\n\r\n", 1)[0].lower()
+        return b"\ncontent-length:" in head or b"\ntransfer-encoding:" in head
+
     def on_headers_complete(self) -> None:
         self.headers_done = True
         self.status = self.parser.get_status_code()

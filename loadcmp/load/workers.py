@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import multiprocessing as mp
 import os
 import queue
@@ -120,6 +121,10 @@ def _run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stop
             loop.remove_signal_handler(signal.SIGINT)
         asyncio.set_event_loop(None)
         loop.close()
+        # Finalise what the run left (sockets of aborted transports) now, while no
+        # new socket can have taken their descriptor numbers: a late finaliser
+        # closing a reused fd would silently cut off the next run's connection.
+        gc.collect()
 
 
 def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_ev: Any) -> None:
