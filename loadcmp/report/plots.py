@@ -114,24 +114,31 @@ def _legend_below(fig: Figure, ax: Any, ncol: int | None = None) -> None:
         fig.legend(handles, labels, loc="lower center", ncol=ncol or min(len(labels), 5), bbox_to_anchor=(0.5, 0.0))
 
 
-# 1 ------------------------------------------------------------------------------------------
-def success_vs_concurrency(data: ReportData) -> Figure:
-    """Successful requests and requests/s per server vs concurrency (the paper's Figure 4)."""
+def _level_panels(data: ReportData, panels: list[tuple[Any, str, str]]) -> tuple[Figure, list[Any]]:
+    """One panel per (value of a trial, y label, title), every server's mean per
+    level with its 95 % interval, concurrency on x."""
     col = colors(data)
-    fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.4))
-    for s in data.servers:
-        xs, es = _per_level(data, s, lambda t: _r(t, "ok"))
-        _errplot(a, xs, es, col[s], s)
-        xs, es = _per_level(data, s, lambda t: _r(t, "rps"))
-        _errplot(b, xs, es, col[s], s)
-    a.set_ylabel("successful requests (count)")
-    a.set_title("successful requests per measured window", fontsize=10)
-    b.set_ylabel("requests per second (ok)")
-    b.set_title("throughput", fontsize=10)
-    for ax in (a, b):
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels) + 0.5, 4.4), squeeze=False)
+    row = list(axes[0])
+    for ax, (get, ylabel, title) in zip(row, panels, strict=True):
+        for s in data.servers:
+            xs, es = _per_level(data, s, get)
+            _errplot(ax, xs, es, col[s], s)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title, fontsize=10)
         _levels_axis(ax, data.levels)
         ax.set_ylim(bottom=0)
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    return fig, row
+
+
+# 1 ------------------------------------------------------------------------------------------
+def success_vs_concurrency(data: ReportData) -> Figure:
+    """Successful requests and requests/s per server vs concurrency (the paper's Figure 4)."""
+    fig, (a, _) = _level_panels(data, [
+        (lambda t: _r(t, "ok"), "successful requests (count)", "successful requests per measured window"),
+        (lambda t: _r(t, "rps"), "requests per second (ok)", "throughput"),
+    ])
     fig = _finish(fig, "Successful requests vs concurrency" + (" (bars: 95 % interval)" if _has_trials(data) else ""))
     _legend_below(fig, a)
     fig.subplots_adjust(bottom=0.27)
@@ -321,25 +328,13 @@ def memory_and_processes(data: ReportData) -> Figure:
 # 6 ------------------------------------------------------------------------------------------
 def workers_and_connections(data: ReportData) -> Figure:
     """Busy workers (status pages) and TCP connections vs concurrency."""
-    col = colors(data)
-    fig, (a, b, c) = plt.subplots(1, 3, figsize=(13, 4.4))
-    for s in data.servers:
-        xs, es = _per_level(data, s, lambda t: _m(t, "busy_workers_peak"))
-        _errplot(a, xs, es, col[s], s)
-        xs, es = _per_level(data, s, lambda t: _m(t, "tcp_established_peak"))
-        _errplot(b, xs, es, col[s], s)
-        xs, es = _per_level(data, s, lambda t: _m(t, "tcp_peak"))
-        _errplot(c, xs, es, col[s], s)
-    a.set_ylabel("busy workers, peak (count)")
-    a.set_title("busy workers\n(Apache: mod_status; nginx: php-fpm)", fontsize=10)
-    b.set_ylabel("ESTABLISHED sockets, peak (count)")
-    b.set_title("open connections on the server port", fontsize=10)
-    c.set_ylabel("sockets in any state, peak (count)")
-    c.set_title("all sockets (TIME_WAIT included)", fontsize=10)
-    for ax in (a, b, c):
-        _levels_axis(ax, data.levels)
-        ax.set_ylim(bottom=0)
-        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
+    fig, (a, _, _) = _level_panels(data, [
+        (lambda t: _m(t, "busy_workers_peak"), "busy workers, peak (count)",
+         "busy workers\n(Apache: mod_status; nginx: php-fpm)"),
+        (lambda t: _m(t, "tcp_established_peak"), "ESTABLISHED sockets, peak (count)",
+         "open connections on the server port"),
+        (lambda t: _m(t, "tcp_peak"), "sockets in any state, peak (count)", "all sockets (TIME_WAIT included)"),
+    ])
     fig = _finish(fig, "Busy workers and TCP connections vs concurrency")
     _legend_below(fig, a)
     fig.subplots_adjust(bottom=0.27)
