@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import click
@@ -74,25 +73,15 @@ def parse_memory(text: str | None) -> int | None:
     """A --server-memory value checked against Docker's minimum and this machine."""
     if text is None:
         return None
-    from .units import format_bytes, parse_size
+    from .units import format_bytes, mem_total, parse_size
 
     n = parse_size(text)
     if n < 6 * 1024 * 1024:
         raise UsageError(f"--server-memory {text}: Docker needs at least 6 MiB")
-    total = _mem_total()
+    total = mem_total()
     if total and n > total:
         raise UsageError(f"--server-memory {text}: more than this machine has ({format_bytes(total)})")
     return n
-
-
-def _mem_total() -> int | None:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except OSError:
-        pass
-    return None
 
 
 # --- servers / build / up / down ----------------------------------------------------

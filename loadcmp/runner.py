@@ -30,7 +30,7 @@ from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
 from .spec import RunSpec
 from .store import RunWriter
-from .units import cpu_list
+from .units import cpu_list, mem_total
 
 
 @dataclass(frozen=True)
@@ -115,11 +115,7 @@ def machine_info(client: Any) -> dict[str, Any]:
             if line.startswith("model name"):
                 cpu = line.split(":", 1)[1].strip()
                 break
-    mem = None
-    with contextlib.suppress(OSError, ValueError):
-        for line in open("/proc/meminfo"):
-            if line.startswith("MemTotal:"):
-                mem = int(line.split()[1]) * 1024
+    mem = mem_total()
     docker_version = None
     with contextlib.suppress(Exception):
         docker_version = client.version().get("Version")

@@ -91,3 +91,15 @@ def cpu_list(cpuset: str) -> list[int]:
         else:
             out.append(int(part))
     return out
+
+
+def mem_total() -> int | None:
+    """This machine's memory in bytes (from /proc/meminfo), None if unknown."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemTotal:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError):
+        pass
+    return None

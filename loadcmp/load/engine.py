@@ -212,7 +212,7 @@ class Conn(Framing, asyncio.Protocol):
     __slots__ = (
         "engine", "transport", "parser", "on_done", "active", "nbytes", "status",
         "headers_done", "closed", "closed_fut", "is_head", "ka_ok",
-        "t_int", "t_sent", "counted", "timer",
+        "t_int", "t_sent", "counted",
     )
 
     def __init__(self, engine: FastEngine) -> None:
@@ -232,7 +232,6 @@ class Conn(Framing, asyncio.Protocol):
         self.t_int = 0.0
         self.t_sent = 0.0
         self.counted = False
-        self.timer: Any = None
 
     # asyncio.Protocol
     def connection_made(self, transport: Any) -> None:
@@ -759,7 +758,6 @@ class FastEngine(Engine):
         self.port = spec.target.port
         self._src = 0
         self.raw: list[RawClient] = []
-        self._client_err: str | None = None
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family, self.sockaddr = info[0], info[4]
 
@@ -800,8 +798,9 @@ class FastEngine(Engine):
                 self.slots.add(r)  # type: ignore[arg-type]
                 r.start()
 
-    async def _connect(self, slot: Slot) -> Conn | int:
-        """Open a connection for `slot`, or return the failure kind."""
+    async def _connect(self, slot: Slot) -> Conn | tuple[int, str | None]:
+        """Open a connection for `slot`, or return the failure's kind and, when
+        the client itself was at fault (EMFILE ...), the error's name."""
         if slot.task is None:
             slot.task = asyncio.current_task()
         slot.timed_out = False
@@ -814,17 +813,28 @@ class FastEngine(Engine):
         except asyncio.CancelledError:
             slot.phase = Slot.IDLE
             if slot.timed_out and self.running:
-                return CONNECT_TIMEOUT
+                return CONNECT_TIMEOUT, None
             raise
         except OSError as e:
             slot.phase = Slot.IDLE
-            kind, name = kind_of_oserror(e)
-            if name:
-                self._client_err = name
-            return kind
+            return kind_of_oserror(e)
         slot.phase = Slot.IDLE
         slot.conn = conn
         return conn
+
+    async def _connect_failed(self, failure: tuple[int, str | None], counted: bool, t_int: float,
+                              t_sent: float) -> None:
+        """Record a connection that could not be opened; back off a little when
+        the fault is the client's, so that it does not spin."""
+        kind, name = failure
+        rec = self.rec
+        assert rec is not None
+        if counted:
+            if name:
+                rec.client_error(name)
+            rec.done(kind, t_int, t_sent, now(), 0)
+        if name:
+            await asyncio.sleep(0.01)
 
     # closed loop + keep-alive: the callback path -------------------------------
     async def _ka_client(self) -> None:
@@ -838,15 +848,9 @@ class FastEngine(Engine):
             while self.running:
                 t = now()
                 counted = rec.start(t)
-                self._client_err = None
                 got = await self._connect(slot)
-                if isinstance(got, int):
-                    if counted:
-                        if self._client_err:
-                            rec.client_error(self._client_err)
-                        rec.done(got, t, t, now(), 0)
-                    if self._client_err:
-                        await asyncio.sleep(0.01)
+                if isinstance(got, tuple):
+                    await self._connect_failed(got, counted, t, t)
                     continue
                 conn = got
                 conn.closed_fut = loop.create_future()
@@ -889,17 +893,11 @@ class FastEngine(Engine):
             slot = state
         t_sent = now()
         conn = slot.conn if slot.conn is not None and not slot.conn.closed else None
-        self._client_err = None
         if conn is None:
             got = await self._connect(slot)
-            if isinstance(got, int):
-                if counted:
-                    if self._client_err:
-                        rec.client_error(self._client_err)
-                    rec.done(got, t_int, t_sent, now(), 0)
-                if self._client_err:
-                    await asyncio.sleep(0.01)
+            if isinstance(got, tuple):
                 slot.conn = None
+                await self._connect_failed(got, counted, t_int, t_sent)
                 return slot
             conn = got
         fut: asyncio.Future[int] = loop.create_future()
