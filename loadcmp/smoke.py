@@ -5,6 +5,10 @@ in an experiment file's `[smoke] checks` list:
 
     failed_rate<1%     rps>200     p(99)<500ms     mem_peak<256MiB     nginx:rps>500
 
+Values use the units of `loadcmp.units` (the same as flags and experiment
+files): times need a unit (us, ms, s, m, h), sizes follow KB = 1000 and
+KiB = k = 1024, ratios take `%`.
+
 Checks are parsed before anything starts (a bad one is a usage error, exit 2);
 after the run each is evaluated per server x page, from the stored results.
 """
@@ -22,18 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from . import stacks as st
+from . import units
 from .errors import UsageError
 from .load.recorder import Histogram
 from .store import Results
+from .units import duration_value, size_value
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-}
-UNITS: dict[str, tuple[str, float]] = {
-    "%": ("ratio", 0.01), "": ("", 1.0),
-    "us": ("time", 0.001), "ms": ("time", 1.0), "s": ("time", 1000.0),
-    "b": ("bytes", 1), "kb": ("bytes", 1000), "mb": ("bytes", 1000**2), "gb": ("bytes", 1000**3),
-    "kib": ("bytes", 1024), "mib": ("bytes", 1024**2), "gib": ("bytes", 1024**3),
 }
 METRICS: dict[str, tuple[str, str]] = {
     "failed_rate": ("ratio", "failed / (started - unfinished)"),
@@ -89,6 +89,7 @@ class Check:
 
 
 def parse_check(text: str) -> Check:
+    """`[server:]metric op value[unit]` -> a Check; units are those of loadcmp.units."""
     m = _RX.match(text)
     if not m:
         raise UsageError(f"bad check {text!r}: write it like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB")
@@ -101,16 +102,7 @@ def parse_check(text: str) -> Check:
         raise UsageError(f"check {text!r}: only p(N) takes a number in brackets")
     if q is not None and not 0 < float(q) <= 100:
         raise UsageError(f"check {text!r}: the percentile must be in (0, 100]")
-    unit = m.group("unit").lower()
-    if unit not in UNITS:
-        raise UsageError(f"check {text!r}: unknown unit {m.group('unit')!r}")
-    kind, mult = UNITS[unit]
-    want = METRICS[metric][0]
-    if unit and kind != want and not (want == "ratio" and unit == ""):
-        raise UsageError(f"check {text!r}: {unit!r} is not a unit of {metric}")
-    value = float(m.group("value")) * mult
-    if want == "time" and unit == "":
-        value = float(m.group("value"))  # plain numbers are milliseconds
+    value = _threshold(text, metric, float(m.group("value")), m.group("unit"))
     scope = m.group("scope")
     if scope is not None:
         try:
@@ -120,15 +112,35 @@ def parse_check(text: str) -> Check:
     return Check(text, metric, m.group("op"), value, scope, float(q) if q else None)
 
 
+def _threshold(text: str, metric: str, number: float, unit: str) -> float:
+    """The check's value in the metric's own scale: ratio 0..1, milliseconds, bytes or a plain count."""
+    kind = METRICS[metric][0]
+    if kind == "ratio" and unit in ("%", ""):
+        return number / 100 if unit == "%" else number
+    if kind == "time":
+        if unit == "":
+            raise UsageError(f"check {text!r}: give the time a unit (us, ms, s, m or h), e.g. {metric}<500ms")
+        secs = duration_value(number, unit)
+        if secs is not None:
+            return secs * 1000
+    if kind == "bytes":
+        size = size_value(number, unit)
+        if size is not None:
+            return float(size)
+    if kind == "" and unit == "":
+        return number
+    if unit == "%" or duration_value(number, unit) is not None or size_value(number, unit) is not None:
+        raise UsageError(f"check {text!r}: {unit!r} is not a unit of {metric}")
+    raise UsageError(f"check {text!r}: unknown unit {unit!r}")
+
+
 def parse_checks(texts: list[str] | tuple[str, ...]) -> list[Check]:
     return [parse_check(t) for t in texts]
 
 
 def parse_percent(text: str) -> float:
-    m = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*%?\s*", text)
-    if not m:
-        raise UsageError(f"bad --max-regression {text!r}: use a percentage like 20%")
-    return float(m.group(1)) / 100
+    """--max-regression '20%' -> 0.2."""
+    return units.parse_percent(text, "--max-regression")
 
 
 # --- evaluation ------------------------------------------------------------------------

@@ -1,46 +1,134 @@
-"""Parsing of the little values users type: durations, sizes, levels, CPU sets.
+"""The one grammar for the little values users type, on flags, in experiment files and in smoke checks.
 
-Each parser raises UsageError with a one-line message that names the bad value.
+Every parser raises UsageError with a one-line message that names the bad value.
+Unit letters are case-insensitive; a number may have a fraction (`1.5g`, `0.5s`)
+and may be followed by spaces before its unit.
+
+Durations (`parse_duration`, returns seconds)
+    us, ms, s, m, h — microseconds, milliseconds, seconds, minutes, hours.
+    A bare number is seconds (`30` = `30s`). Never negative.
+    Smoke checks on latency use the same units (`p(99)<500ms`, `max<2s`, `p(50)<250us`).
+
+Sizes (`parse_size`, returns bytes)
+    B                bytes; a bare number is bytes too
+    KB, MB, GB, TB   powers of 1000 (SI): `256MB` = 256 000 000
+    KiB, MiB, GiB, TiB and Docker's bare k, m, g, t
+                     powers of 1024: `256MiB` = `256m` = 268 435 456
+    Docker itself reads `256MB` as 256 MiB; loadcmp does not, so that a size means
+    the same on a flag (`--server-memory 256MB`) and in a check (`mem_peak<256MB`).
+
+Rates (`parse_rate`, returns requests per second)
+    a finite number > 0, optionally written `1000/s`; `nan`, `inf`, `0` are refused.
+
+Percentages (`parse_percent`, returns a ratio): `20%` or `20` -> 0.2.
+
+Levels (`parse_levels`): `50,100,500` — whole numbers >= 1, at least one.
+
+CPU sets (`parse_cpus`): `1`, `0-3`, `0,2-3` — ascending ranges of this machine's
+CPUs; `5-2` (descending) or an empty set is refused. None means "not pinned".
 """
 
 from __future__ import annotations
 
+import math
 import os
 import re
 
 from .errors import UsageError
 
-_DUR = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h)?\s*$", re.I)
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([kmgt]?)(i?b?)\s*$", re.I)
+_NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
+_DUR = re.compile(rf"^\s*{_NUMBER}\s*([a-z]*)\s*$", re.I)
+
+DURATION_UNITS: dict[str, float] = {"us": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
+"""Seconds per unit; the empty unit is seconds."""
+
+SIZE_UNITS: dict[str, int] = {
+    "b": 1,
+    "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
+    "kib": 1024, "mib": 1024**2, "gib": 1024**3, "tib": 1024**4,
+    "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
+}
+"""Bytes per unit; the empty unit is bytes."""
+
+
+def split_number(text: str) -> tuple[float, str] | None:
+    """'500ms' -> (500.0, 'ms'), '3 GiB' -> (3.0, 'gib'); None if it is not a number and a word."""
+    m = _DUR.match(text)
+    if not m:
+        return None
+    return float(m.group(1)), m.group(2).lower()
+
+
+def duration_value(number: float, unit: str) -> float | None:
+    """number x unit in seconds, or None if `unit` is not a duration unit ('' is seconds)."""
+    mult = DURATION_UNITS.get(unit.lower() or "s")
+    return None if mult is None else number * mult
+
+
+def size_value(number: float, unit: str) -> int | None:
+    """number x unit in bytes, or None if `unit` is not a size unit ('' is bytes)."""
+    mult = SIZE_UNITS.get(unit.lower() or "b")
+    return None if mult is None else int(number * mult)
 
 
 def parse_duration(text: str | int | float, what: str = "duration", allow_zero: bool = True) -> float:
-    """'30', '30s', '2m', '500ms', '1h' -> seconds (webbench takes plain seconds)."""
+    """'30', '30s', '2m', '500ms', '250us', '1h' -> seconds."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        value = float(text)
+        value: float | None = float(text)
+        if not math.isfinite(text):
+            value = None
     else:
-        m = _DUR.match(str(text))
-        if not m:
-            raise UsageError(f"bad {what} {text!r}: use seconds like 30, 30s, 2m or 500ms")
-        mult = {"ms": 0.001, "s": 1, "m": 60, "h": 3600}[(m.group(2) or "s").lower()]
-        value = float(m.group(1)) * mult
+        parts = split_number(str(text))
+        value = None if parts is None else duration_value(*parts)
+    if value is None:
+        raise UsageError(f"bad {what} {text!r}: use a number with us, ms, s, m or h, like 30s, 2m or 500ms")
     if value < 0 or (value == 0 and not allow_zero):
         raise UsageError(f"bad {what} {text!r}: must be {'positive' if not allow_zero else 'zero or more'}")
     return value
 
 
-def parse_size(text: str | int) -> int:
-    """'3g', '512m', '256MiB', '1073741824' -> bytes (binary multiples, as Docker)."""
+def parse_size(text: str | int, what: str = "size") -> int:
+    """'3g', '512m', '256MiB', '256MB', '1073741824' -> bytes (see the module docstring for 1000 vs 1024)."""
     if isinstance(text, int) and not isinstance(text, bool):
+        if text < 0:
+            raise UsageError(f"bad {what} {text!r}: must be zero or more")
         return text
-    m = _SIZE.match(str(text))
+    parts = split_number(str(text))
+    value = None if parts is None else size_value(*parts)
+    if value is None:
+        raise UsageError(f"bad {what} {text!r}: use bytes or a number with KB/MB/GB (x1000) "
+                         "or KiB/MiB/GiB, k/m/g (x1024), e.g. 512m, 3g, 256MiB")
+    return value
+
+
+def parse_rate(text: str | int | float, what: str = "rate") -> float:
+    """'1000', '2.5e3', '1000/s' -> requests per second: finite and > 0."""
+    if isinstance(text, bool):
+        raise UsageError(f"bad {what} {text!r}: use requests per second, like 1000")
+    if isinstance(text, (int, float)):
+        value = float(text)
+    else:
+        s = str(text).strip()
+        s = s[:-2].strip() if s.lower().endswith("/s") else s
+        try:
+            value = float(s)
+        except ValueError:
+            raise UsageError(f"bad {what} {text!r}: use requests per second, like 1000 or 1000/s") from None
+    if not math.isfinite(value) or value <= 0:
+        raise UsageError(f"bad {what} {text!r}: must be a finite number of requests per second above 0")
+    return value
+
+
+def parse_percent(text: str, what: str = "percentage") -> float:
+    """'20%' or '20' -> 0.2."""
+    m = re.fullmatch(rf"\s*{_NUMBER}\s*%?\s*", text)
     if not m:
-        raise UsageError(f"bad size {text!r}: use bytes or a number with k, m, g (e.g. 512m, 3g, 256MiB)")
-    mult = {"": 1, "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4}[m.group(2).lower()]
-    return int(float(m.group(1)) * mult)
+        raise UsageError(f"bad {what} {text!r}: use a percentage like 20%")
+    return float(m.group(1)) / 100
 
 
 def format_bytes(n: float | None) -> str:
+    """Bytes in binary units for tables and messages ('256.0 MiB')."""
     if n is None:
         return "-"
     for unit in ("B", "KiB", "MiB", "GiB"):
@@ -69,12 +157,18 @@ def parse_levels(text: str | int | list[int] | tuple[int, ...]) -> list[int]:
 
 
 def parse_cpus(text: str | None) -> str | None:
-    """A cpuset like '1', '0-1', '0,1' checked against this machine's CPUs."""
-    if text is None or str(text).strip() == "":
+    """A cpuset like '1', '0-1', '0,1' checked against this machine's CPUs; None = not pinned."""
+    if text is None:
         return None
     text = str(text).strip()
+    if text == "":
+        raise UsageError("empty CPU set: use e.g. 1, 0-1 or 0,1 (or leave the option out)")
     if not re.fullmatch(r"\d+(-\d+)?(,\d+(-\d+)?)*", text):
         raise UsageError(f"bad CPU set {text!r}: use e.g. 1, 0-1 or 0,1")
+    for part in text.split(","):
+        a, _, b = part.partition("-")
+        if b and int(b) < int(a):
+            raise UsageError(f"bad CPU set {text!r}: range {part} runs backwards, write {b}-{a}")
     n = os.cpu_count() or 1
     for cpu in cpu_list(text):
         if cpu >= n:
@@ -83,6 +177,7 @@ def parse_cpus(text: str | None) -> str | None:
 
 
 def cpu_list(cpuset: str) -> list[int]:
+    """'0,2-3' -> [0, 2, 3] (the set must already be valid: see parse_cpus)."""
     out: list[int] = []
     for part in cpuset.split(","):
         if "-" in part:
