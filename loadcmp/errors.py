@@ -13,10 +13,13 @@ an exit code. Anything else that escapes is a bug and is shown as one.
     ├── LoadError                the client side (file limits, engine failure)
     ├── PrimerError              the page served is not the page expected
     ├── StoreError               a results folder is unreadable or of an older format
-    └── ThresholdFailed          exit 3: a smoke check was not met
+    ├── ThresholdFailed          exit 3: a smoke check was not met
+    └── Interrupted              exit 130: Ctrl-C; carries the results folder when one was written
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 
 class LoadcmpError(Exception):
@@ -71,3 +74,13 @@ class ThresholdFailed(LoadcmpError):
     """At least one smoke check was not met."""
 
     exit_code = 3
+
+
+class Interrupted(LoadcmpError):
+    """The user pressed Ctrl-C; what was measured so far is kept in `results` (if any)."""
+
+    exit_code = 130
+
+    def __init__(self, message: str = "interrupted", results: Path | None = None) -> None:
+        self.results = results
+        super().__init__(message if results is None else f"{message}; kept what was measured in {results}")
