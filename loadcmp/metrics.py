@@ -1,53 +1,214 @@
 """The server's side of a measurement: 1 Hz samples lined up with the client's seconds.
 
 Read straight from the containers' cgroups (CPU time, memory, tasks, OOM
-kills), from the kernel's socket table for the server port (by TCP state, with
-`ss`'s kernel-side filter so that hundreds of thousands of TIME_WAIT sockets
-cost no Python time), and from the stacks' status pages (busy/idle workers).
-Docker's stats API is the fallback where cgroup files cannot be found.
+kills; cgroup v1 or v2, whichever the host has), from the kernel's socket
+table for the server port (by TCP state, counted by `ss` and awk so that
+hundreds of thousands of TIME_WAIT sockets cost no Python time), and from the
+stacks' status pages (busy/idle workers).
+
+Parsing is split from reading: every `parse_*` function is a pure function of
+the text a file or a page holds, tested from fixtures in tests/test_metrics.py.
+A sample that cannot be read or parsed is not fatal: the sampler keeps going and
+reports each distinct problem once, with a count, in `Sampler.warnings`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
+import logging
 import re
 import subprocess
 import threading
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 from .lab import Deployment, http_get
+from .store import ServerMetrics
+
+log = logging.getLogger("loadcmp")
+T = TypeVar("T")
 
 CG = Path("/sys/fs/cgroup")
 EARLY = 0.05
 """Samples are taken this much before each second ends, so the last one still
 sees the load (the client drops its connections exactly at the end)."""
 TCP_STATES = ("ESTAB", "SYN-RECV", "TIME-WAIT", "CLOSE-WAIT", "FIN-WAIT-1", "FIN-WAIT-2", "LAST-ACK", "CLOSING")
+COUNT_BY_STATE = "awk '{c[$1]++} END {for (s in c) print s, c[s]}'"
+"""Counts `ss -Htan` lines by their first column (the TCP state) outside Python."""
+
+now = time.monotonic
+"""CLOCK_MONOTONIC, the clock the load client's `t0` is on."""
+
+NO_COUNTS: dict[str, int] = {}
+NO_FIGURES: dict[str, float] = {}
+"""What a source that failed contributes to a sample (never mutated)."""
+
+ServerRow = dict[str, Any]
+"""One second of server.parquet: the trial's labels, `second`, and the sampled figures."""
 
 
-def _read_int(p: Path) -> int | None:
+class CgroupSample(TypedDict, total=False):
+    """One reading of a container's cgroup; absent or None = the file was not there."""
+
+    cpu_ns: int | None
+    mem_bytes: int | None  #: usage minus the inactive page cache
+    mem_rss_bytes: int | None
+    mem_max_usage_bytes: int | None
+    mem_limit_hits: int | None
+    oom_kills: int | None
+    threads: int | None
+    procs: int | None
+
+
+# --- pure parsers ------------------------------------------------------------------------
+
+
+def parse_int(text: str | None) -> int | None:
+    """A one-number file ('15286272\\n') -> int; None if absent or not a number ('max')."""
+    if text is None:
+        return None
     try:
-        return int(p.read_text().split()[0])
-    except (OSError, ValueError, IndexError):
+        return int(text.split()[0])
+    except (ValueError, IndexError):
         return None
 
 
-def _kv(p: Path) -> dict[str, int]:
+def parse_keyed(text: str | None) -> dict[str, int]:
+    """A flat-keyed file ('usage_usec 370995569' per line) -> {key: int}; non-numbers skipped."""
     out: dict[str, int] = {}
-    with contextlib.suppress(OSError):
-        for line in p.read_text().splitlines():
-            k, _, v = line.partition(" ")
-            with contextlib.suppress(ValueError):
-                out[k] = int(v)
+    for line in (text or "").splitlines():
+        key, _, value = line.strip().partition(" ")
+        try:
+            out[key] = int(value)
+        except ValueError:
+            continue
     return out
+
+
+def count_lines(text: str | None) -> int | None:
+    """cgroup.procs -> how many processes it lists."""
+    return None if text is None else len(text.splitlines())
+
+
+CGROUP_V1_FILES = {
+    "cpuacct.usage": "cpuacct", "memory.stat": "memory", "memory.usage_in_bytes": "memory",
+    "memory.max_usage_in_bytes": "memory", "memory.failcnt": "memory", "memory.oom_control": "memory",
+    "pids.current": "pids", "cgroup.procs": "pids",
+}
+"""cgroup v1 file -> the controller hierarchy it lives in."""
+CGROUP_V2_FILES = ("cpu.stat", "memory.stat", "memory.current", "memory.peak", "memory.events", "pids.current",
+                   "cgroup.procs")
+
+
+def parse_cgroup_v1(files: Mapping[str, str | None]) -> CgroupSample:
+    """cgroup v1 file texts (keys as CGROUP_V1_FILES, None if unreadable) -> one sample."""
+    stat = parse_keyed(files.get("memory.stat"))
+    usage = parse_int(files.get("memory.usage_in_bytes"))
+    return {
+        "cpu_ns": parse_int(files.get("cpuacct.usage")),
+        "mem_bytes": None if usage is None else max(0, usage - stat.get("total_inactive_file", 0)),
+        "mem_rss_bytes": stat.get("total_rss"),
+        "mem_max_usage_bytes": parse_int(files.get("memory.max_usage_in_bytes")),
+        "mem_limit_hits": parse_int(files.get("memory.failcnt")),
+        "oom_kills": parse_keyed(files.get("memory.oom_control")).get("oom_kill"),
+        "threads": parse_int(files.get("pids.current")),
+        "procs": count_lines(files.get("cgroup.procs")),
+    }
+
+
+def parse_cgroup_v2(files: Mapping[str, str | None]) -> CgroupSample:
+    """cgroup v2 file texts (keys as CGROUP_V2_FILES, None if unreadable) -> one sample."""
+    cpu = parse_keyed(files.get("cpu.stat"))
+    stat = parse_keyed(files.get("memory.stat"))
+    events = parse_keyed(files.get("memory.events"))
+    usage = parse_int(files.get("memory.current"))
+    return {
+        "cpu_ns": None if "usage_usec" not in cpu else cpu["usage_usec"] * 1000,
+        "mem_bytes": None if usage is None else max(0, usage - stat.get("inactive_file", 0)),
+        "mem_rss_bytes": stat.get("anon"),
+        "mem_max_usage_bytes": parse_int(files.get("memory.peak")),
+        "mem_limit_hits": events.get("max"),
+        "oom_kills": events.get("oom_kill"),
+        "threads": parse_int(files.get("pids.current")),
+        "procs": count_lines(files.get("cgroup.procs")),
+    }
+
+
+def parse_state_counts(text: str) -> dict[str, int]:
+    """'ESTAB 20\\nTIME-WAIT 31000' (ss | COUNT_BY_STATE) -> {state: sockets}."""
+    out: dict[str, int] = {}
+    for line in text.splitlines():
+        state, _, count = line.strip().partition(" ")
+        try:
+            out[state] = int(count)
+        except ValueError:
+            raise ValueError(f"unexpected socket count line {line!r}") from None
+    return out
+
+
+def parse_mod_status(text: str) -> dict[str, float]:
+    """Apache mod_status `?auto` -> apache_busy / apache_idle workers."""
+    out: dict[str, float] = {}
+    for key, name in (("BusyWorkers", "apache_busy"), ("IdleWorkers", "apache_idle")):
+        m = re.search(rf"^{key}:\s*(\d+)", text, re.M)
+        if m:
+            out[name] = float(m.group(1))
+    return out
+
+
+def parse_stub_status(text: str) -> dict[str, float]:
+    """nginx stub_status -> nginx_active connections and reading / writing / waiting."""
+    out: dict[str, float] = {}
+    m = re.search(r"Active connections:\s*(\d+)", text)
+    if m:
+        out["nginx_active"] = float(m.group(1))
+    m = re.search(r"Reading:\s*(\d+)\s+Writing:\s*(\d+)\s+Waiting:\s*(\d+)", text)
+    if m:
+        out["nginx_reading"], out["nginx_writing"], out["nginx_waiting"] = (float(x) for x in m.groups())
+    return out
+
+
+FPM_FIELDS = {"active processes": "fpm_active", "idle processes": "fpm_idle", "listen queue": "fpm_queue",
+              "max children reached": "fpm_max_children_reached"}
+
+
+def parse_fpm_status(text: str) -> dict[str, float]:
+    """php-fpm status `?json` -> fpm_active / fpm_idle / fpm_queue / fpm_max_children_reached."""
+    doc = json.loads(text)
+    if not isinstance(doc, dict):
+        raise ValueError(f"php-fpm status is not a JSON object: {text[:60]!r}")
+    return {name: float(doc[key]) for key, name in FPM_FIELDS.items() if key in doc}
+
+
+STATUS_PARSERS: dict[str, Callable[[str], dict[str, float]]] = {
+    "apache": parse_mod_status, "nginx": parse_stub_status, "fpm": parse_fpm_status,
+}
+"""A stack's status page kind (stacks.status_paths) -> its parser."""
+
+
+def with_busy_workers(status: dict[str, float]) -> dict[str, float]:
+    """Adds busy_workers: the front server's workers where it has them (Apache), else PHP's (nginx)."""
+    busy = status.get("apache_busy", status.get("fpm_active"))
+    return status if busy is None else {**status, "busy_workers": busy}
+
+
+# --- reading -----------------------------------------------------------------------------
+
+
+def _read(p: Path) -> str | None:
+    try:
+        return p.read_text()
+    except OSError:
+        return None
 
 
 @dataclass
 class Cgroup:
-    """cgroup v1 (or v2) files of one container."""
+    """Where one container's cgroup files are (v1 or v2) and reading them."""
 
     cid: str
 
@@ -64,101 +225,36 @@ class Cgroup:
     def available(self) -> bool:
         return self.v1 or self._v2("memory.current").exists()
 
-    def read(self) -> dict[str, int | None]:
+    def read(self) -> CgroupSample:
         if self.v1:
-            stat = _kv(self._v1("memory", "memory.stat"))
-            usage = _read_int(self._v1("memory", "memory.usage_in_bytes"))
-            inactive = stat.get("total_inactive_file", 0)
-            oom = _kv(self._v1("memory", "memory.oom_control"))
-            procs = self._v1("pids", "cgroup.procs")
-            return {
-                "cpu_ns": _read_int(self._v1("cpuacct", "cpuacct.usage")),
-                "mem_bytes": None if usage is None else max(0, usage - inactive),
-                "mem_rss_bytes": stat.get("total_rss"),
-                "mem_max_usage_bytes": _read_int(self._v1("memory", "memory.max_usage_in_bytes")),
-                "mem_limit_hits": _read_int(self._v1("memory", "memory.failcnt")),
-                "oom_kills": oom.get("oom_kill"),
-                "threads": _read_int(self._v1("pids", "pids.current")),
-                "procs": _count_lines(procs),
-            }
-        cpu = _kv(self._v2("cpu.stat"))
-        ev = _kv(self._v2("memory.events"))
-        stat = _kv(self._v2("memory.stat"))
-        usage = _read_int(self._v2("memory.current"))
-        return {
-            "cpu_ns": None if "usage_usec" not in cpu else cpu["usage_usec"] * 1000,
-            "mem_bytes": None if usage is None else max(0, usage - stat.get("inactive_file", 0)),
-            "mem_rss_bytes": stat.get("anon"),
-            "mem_max_usage_bytes": _read_int(self._v2("memory.peak")),
-            "mem_limit_hits": ev.get("max"),
-            "oom_kills": ev.get("oom_kill"),
-            "threads": _read_int(self._v2("pids.current")),
-            "procs": _count_lines(self._v2("cgroup.procs")),
-        }
+            return parse_cgroup_v1({n: _read(self._v1(c, n)) for n, c in CGROUP_V1_FILES.items()})
+        return parse_cgroup_v2({n: _read(self._v2(n)) for n in CGROUP_V2_FILES})
 
     def reset_peak(self) -> None:
-        with contextlib.suppress(OSError):
+        """v1 lets the peak be reset so it covers the window only (v2's memory.peak cannot be)."""
+        if self.v1:
             self._v1("memory", "memory.max_usage_in_bytes").write_text("0")
 
 
-def _count_lines(p: Path) -> int | None:
-    try:
-        return len(p.read_text().splitlines())
-    except OSError:
-        return None
-
-
 def tcp_states(port: int) -> dict[str, int]:
-    """Sockets on 127.0.0.1:port by TCP state (server side), counted by awk."""
-    cmd = f"ss -Htan 'sport = :{port}' | awk '{{c[$1]++}} END {{for (s in c) print s, c[s]}}'"
-    try:
-        res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=5)
-    except (OSError, subprocess.TimeoutExpired):
-        return {}
-    out: dict[str, int] = {}
-    for line in res.stdout.splitlines():
-        k, _, v = line.partition(" ")
-        with contextlib.suppress(ValueError):
-            out[k] = int(v)
-    return out
+    """Sockets on 127.0.0.1:port by TCP state (server side)."""
+    cmd = f"ss -Htan 'sport = :{port}' | {COUNT_BY_STATE}"
+    res = subprocess.run(["sh", "-c", cmd], capture_output=True, text=True, timeout=5, check=True)
+    if res.stderr.strip():  # the pipeline's status is awk's: a failing ss shows only here
+        raise OSError(res.stderr.strip().splitlines()[0])
+    return parse_state_counts(res.stdout)
 
 
-def status_sample(dep: Deployment, timeout: float = 0.5) -> dict[str, float | None]:
-    """Busy/idle workers and connections from the stack's status pages."""
-    out: dict[str, float | None] = {}
-    for kind, url in dep.status_urls.items():
-        path = url.split(str(dep.port), 1)[1]
-        try:
-            code, body = http_get(dep.port, path, timeout=timeout)
-        except OSError:
-            continue
-        if code != 200:
-            continue
-        text = body.decode(errors="replace")
-        if kind == "apache":
-            for key, name in (("BusyWorkers", "apache_busy"), ("IdleWorkers", "apache_idle")):
-                m = re.search(rf"^{key}: (\d+)", text, re.M)
-                if m:
-                    out[name] = float(m.group(1))
-        elif kind == "nginx":
-            m = re.search(r"Active connections:\s*(\d+)", text)
-            if m:
-                out["nginx_active"] = float(m.group(1))
-            m = re.search(r"Reading: (\d+) Writing: (\d+) Waiting: (\d+)", text)
-            if m:
-                out["nginx_reading"], out["nginx_writing"], out["nginx_waiting"] = (float(x) for x in m.groups())
-        elif kind == "fpm":
-            with contextlib.suppress(ValueError):
-                d = json.loads(text)
-                out["fpm_active"] = float(d.get("active processes", 0))
-                out["fpm_idle"] = float(d.get("idle processes", 0))
-                out["fpm_queue"] = float(d.get("listen queue", 0))
-                out["fpm_max_children_reached"] = float(d.get("max children reached", 0))
-    # The front server's workers where it has them (Apache), else PHP's (nginx).
-    busy = out.get("apache_busy", out.get("fpm_active"))
-    if busy is not None:
-        out["busy_workers"] = busy
-    return out
+def status_page(dep: Deployment, kind: str, timeout: float = 0.5) -> dict[str, float]:
+    """One of the stack's status pages (kind as in stacks.status_paths), parsed."""
+    path = dep.status_urls[kind].split(str(dep.port), 1)[1]
+    code, body = http_get(dep.port, path, timeout=timeout)
+    if code != 200:
+        raise ValueError(f"{path} answered HTTP {code}")
+    return STATUS_PARSERS[kind](body.decode(errors="replace"))
+
+
+# --- the sampler ---------------------------------------------------------------------------
 
 
 @dataclass
@@ -170,8 +266,10 @@ class Sampler:
     labels: dict[str, Any] = field(default_factory=dict)
     seconds: int | None = None
     """How many seconds the window has; no sample is taken past it."""
-    rows: list[dict[str, Any]] = field(default_factory=list)
-    events: list[str] = field(default_factory=list)
+    rows: list[ServerRow] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """After stop(): one line per distinct problem met while sampling, with how often."""
+    _problems: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -181,84 +279,114 @@ class Sampler:
         self._thread.start()
         return self
 
-    def stop(self) -> list[dict[str, Any]]:
+    def stop(self) -> list[ServerRow]:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+            if self._thread.is_alive():
+                self._note("the sampler did not stop within 10 s")
+        self.warnings = [f"server sampling: {msg}" + (f" ({n} times)" if n > 1 else "")
+                         for msg, n in self._problems.items()]
         return self.rows
 
-    def _read_all(self) -> dict[str, Any]:
-        acc: dict[str, Any] = {}
+    def _note(self, what: str, exc: BaseException | None = None) -> None:
+        """Counts one problem; the first of each kind is logged with its traceback."""
+        msg = what if exc is None else f"{what}: {type(exc).__name__}: {exc}"
+        msg = " ".join(msg.split())
+        if msg not in self._problems:
+            log.debug("server sampling: %s", msg, exc_info=exc)
+        self._problems[msg] = self._problems.get(msg, 0) + 1
+
+    def _try(self, what: str, read: Callable[[], T], failed: T) -> T:
+        """One source of one sample; a failure is noted and yields `failed`, the others still count."""
+        try:
+            return read()
+        except Exception as e:  # noqa: BLE001 - noted in `warnings`, the sample goes on
+            self._note(what, e)
+            return failed
+
+    def _read_cgroups(self) -> dict[str, int]:
+        acc: dict[str, int] = {}
         for cg in self.cgroups:
             if not cg.available():
+                self._note(f"no cgroup files for container {cg.cid[:12]}: its CPU and memory are not counted")
                 continue
-            for k, v in cg.read().items():
-                if v is None:
-                    continue
-                acc[k] = acc.get(k, 0) + v
+            sample = self._try(f"cgroup of {cg.cid[:12]}", cg.read, CgroupSample())
+            for k, v in sample.items():
+                if isinstance(v, int):
+                    acc[k] = acc.get(k, 0) + v
         return acc
 
     def _loop(self) -> None:
-        from .load.engine import now
+        try:
+            self._sample_window()
+        except Exception as e:  # noqa: BLE001 - a bug here must not kill the trial; it is reported
+            self._note(f"stopped after {len(self.rows)} samples", e)
 
-        with contextlib.suppress(Exception):
-            while now() < self.t0 - 0.05 and not self._stop.is_set():
-                time.sleep(min(0.05, self.t0 - now()))
-            for cg in self.cgroups:
-                cg.reset_peak()
-            prev = self._read_all()
-            t_prev = now()
-            base_oom = prev.get("oom_kills", 0) or 0
-            base_hits = prev.get("mem_limit_hits", 0) or 0
-            k = 0
-            while not self._stop.is_set() and (self.seconds is None or k < self.seconds):
-                due = self.t0 + k + 1 - EARLY
-                while now() < due and not self._stop.is_set():
-                    time.sleep(min(0.05, max(0.0, due - now())))
-                if self._stop.is_set():
-                    break
-                cur = self._read_all()
-                t = now()
-                row: dict[str, Any] = {**self.labels, "second": k}
-                if "cpu_ns" in cur and "cpu_ns" in prev:
-                    row["cpu_pct"] = round(100.0 * (cur["cpu_ns"] - prev["cpu_ns"]) / 1e9 / max(1e-6, t - t_prev), 2)
-                for key in ("mem_bytes", "mem_rss_bytes", "mem_max_usage_bytes", "threads", "procs"):
-                    if key in cur:
-                        row[key] = cur[key]
-                row["oom_kills"] = (cur.get("oom_kills", 0) or 0) - base_oom
-                row["mem_limit_hits"] = (cur.get("mem_limit_hits", 0) or 0) - base_hits
-                states = tcp_states(self.dep.port)
-                for s in TCP_STATES:
-                    row["tcp_" + s.lower().replace("-", "_")] = states.get(s, 0)
-                row["tcp_total"] = sum(states.values())
-                row.update(status_sample(self.dep))
-                self.rows.append(row)
-                prev, t_prev = cur, t
-                k += 1
+    def _sample_window(self) -> None:
+        while now() < self.t0 - 0.05 and not self._stop.is_set():
+            time.sleep(min(0.05, self.t0 - now()))
+        for cg in self.cgroups:
+            self._try(f"resetting the memory peak of {cg.cid[:12]}", cg.reset_peak, None)
+        prev = self._read_cgroups()
+        t_prev = now()
+        base_oom = prev.get("oom_kills", 0)
+        base_hits = prev.get("mem_limit_hits", 0)
+        k = 0
+        while not self._stop.is_set() and (self.seconds is None or k < self.seconds):
+            due = self.t0 + k + 1 - EARLY
+            while now() < due and not self._stop.is_set():
+                time.sleep(min(0.05, max(0.0, due - now())))
+            if self._stop.is_set():
+                break
+            cur = self._read_cgroups()
+            t = now()
+            row: ServerRow = {**self.labels, "second": k}
+            if "cpu_ns" in cur and "cpu_ns" in prev:
+                row["cpu_pct"] = round(100.0 * (cur["cpu_ns"] - prev["cpu_ns"]) / 1e9 / max(1e-6, t - t_prev), 2)
+            for key in ("mem_bytes", "mem_rss_bytes", "mem_max_usage_bytes", "threads", "procs"):
+                if key in cur:
+                    row[key] = cur[key]
+            row["oom_kills"] = cur.get("oom_kills", 0) - base_oom
+            row["mem_limit_hits"] = cur.get("mem_limit_hits", 0) - base_hits
+            states = self._try("ss (TCP states)", partial(tcp_states, self.dep.port), NO_COUNTS)
+            for s in TCP_STATES:
+                row["tcp_" + s.lower().replace("-", "_")] = states.get(s, 0)
+            row["tcp_total"] = sum(states.values())
+            status: dict[str, float] = {}
+            for kind in self.dep.status_urls:
+                status.update(self._try(f"{kind} status page", partial(status_page, self.dep, kind), NO_FIGURES))
+            row.update(with_busy_workers(status))
+            self.rows.append(row)
+            prev, t_prev = cur, t
+            k += 1
 
 
-def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """The per-trial server figures (§6): cpu_pct, mem_peak_bytes, pids_peak, ..."""
+def summarize(rows: list[ServerRow]) -> ServerMetrics:
+    """The per-trial server figures: cpu_pct, mem_peak_bytes, pids_peak, ..."""
     if not rows:
         return {"cpu_pct": None, "mem_peak_bytes": None, "pids_peak": None, "samples": 0}
 
     def col(k: str) -> list[float]:
         return [r[k] for r in rows if r.get(k) is not None]
 
-    cpu, mem, peak, thr, procs = col("cpu_pct"), col("mem_bytes"), col("mem_max_usage_bytes"), col("threads"), col("procs")
-    tcp = col("tcp_total")
-    busy = col("busy_workers")
+    def peak(k: str) -> int | None:
+        vals = col(k)
+        return int(max(vals)) if vals else None
+
+    cpu, mem, busy = col("cpu_pct"), col("mem_bytes"), col("busy_workers")
+    mem_peak = peak("mem_max_usage_bytes")
     return {
         "cpu_pct": round(sum(cpu) / len(cpu), 2) if cpu else None,
         "cpu_pct_max": max(cpu) if cpu else None,
-        "mem_peak_bytes": int(max(peak)) if peak else (int(max(mem)) if mem else None),
+        "mem_peak_bytes": mem_peak if mem_peak is not None else peak("mem_bytes"),
         "mem_mean_bytes": int(sum(mem) / len(mem)) if mem else None,
-        "pids_peak": int(max(thr)) if thr else None,
-        "procs_peak": int(max(procs)) if procs else None,
-        "tcp_peak": int(max(tcp)) if tcp else None,
-        "tcp_established_peak": int(max(col("tcp_estab"))) if col("tcp_estab") else None,
+        "pids_peak": peak("threads"),
+        "procs_peak": peak("procs"),
+        "tcp_peak": peak("tcp_total"),
+        "tcp_established_peak": peak("tcp_estab"),
         "busy_workers_peak": max(busy) if busy else None,
-        "oom_kills": int(max(col("oom_kills"))) if col("oom_kills") else 0,
-        "mem_limit_hits": int(max(col("mem_limit_hits"))) if col("mem_limit_hits") else 0,
+        "oom_kills": peak("oom_kills") or 0,
+        "mem_limit_hits": peak("mem_limit_hits") or 0,
         "samples": len(rows),
     }

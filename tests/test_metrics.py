@@ -1,0 +1,220 @@
+"""The server-side parsers, from text fixtures (no Docker), and the sampler's error reporting."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+import socket
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from loadcmp import metrics
+
+FIX = Path(__file__).parent / "fixtures" / "metrics"
+
+
+def files(version: str) -> dict[str, str | None]:
+    return {p.name: p.read_text() for p in (FIX / version).iterdir()}
+
+
+# --- cgroups ----------------------------------------------------------------------------
+
+
+def test_cgroup_v1():
+    s = metrics.parse_cgroup_v1(files("cgroup-v1"))
+    assert s == {
+        "cpu_ns": 387640170343,
+        "mem_bytes": 40382464 - 5480448,  # usage minus total_inactive_file
+        "mem_rss_bytes": 2174976,
+        "mem_max_usage_bytes": 100024320,
+        "mem_limit_hits": 3,
+        "oom_kills": 1,
+        "threads": 29,
+        "procs": 6,
+    }
+
+
+def test_cgroup_v2():
+    s = metrics.parse_cgroup_v2(files("cgroup-v2"))
+    assert s == {
+        "cpu_ns": 370995569 * 1000,
+        "mem_bytes": 45604864 - 2809856,  # memory.current minus inactive_file
+        "mem_rss_bytes": 31285248,  # anon
+        "mem_max_usage_bytes": 100024320,
+        "mem_limit_hits": 17,  # memory.events max
+        "oom_kills": 1,
+        "threads": 29,
+        "procs": 6,
+    }
+
+
+@pytest.mark.parametrize("parse", [metrics.parse_cgroup_v1, metrics.parse_cgroup_v2])
+def test_cgroup_missing_files_are_none(parse):
+    s = parse({})
+    assert set(s.values()) == {None}
+
+
+def test_cgroup_v2_without_memory_peak_and_pids_max():
+    f = files("cgroup-v2")
+    f["memory.peak"] = None  # kernels before 5.19 have no memory.peak
+    f["pids.current"] = "max\n"  # not a number: read as unknown, not as an error
+    s = metrics.parse_cgroup_v2(f)
+    assert s["mem_max_usage_bytes"] is None and s["threads"] is None and s["cpu_ns"] == 370995569000
+
+
+def test_cgroup_files_are_read_where_docker_puts_them(tmp_path, monkeypatch):
+    cid = "f" * 64
+    for name, ctrl in metrics.CGROUP_V1_FILES.items():
+        d = tmp_path / ctrl / "docker" / cid
+        d.mkdir(parents=True, exist_ok=True)
+        shutil.copy(FIX / "cgroup-v1" / name, d / name)
+    monkeypatch.setattr(metrics, "CG", tmp_path)
+    cg = metrics.Cgroup(cid)
+    assert cg.v1 and cg.available()
+    assert cg.read() == metrics.parse_cgroup_v1(files("cgroup-v1"))
+    cg.reset_peak()
+    assert (tmp_path / "memory" / "docker" / cid / "memory.max_usage_in_bytes").read_text() == "0"
+
+    v2 = tmp_path / "v2"
+    scope = v2 / "system.slice" / f"docker-{cid}.scope"
+    shutil.copytree(FIX / "cgroup-v2", scope)
+    monkeypatch.setattr(metrics, "CG", v2)
+    cg = metrics.Cgroup(cid)
+    assert not cg.v1 and cg.available()
+    assert cg.read() == metrics.parse_cgroup_v2(files("cgroup-v2"))
+
+
+# --- sockets -----------------------------------------------------------------------------
+
+
+def test_ss_output_counted_by_state():
+    raw = (FIX / "ss-sport-8080.txt").read_text()
+    counted = subprocess.run(["sh", "-c", metrics.COUNT_BY_STATE], input=raw, capture_output=True, text=True,
+                             check=True).stdout
+    states = metrics.parse_state_counts(counted)
+    assert states == {"LISTEN": 1, "ESTAB": 4, "SYN-RECV": 1, "TIME-WAIT": 5, "FIN-WAIT-1": 1, "FIN-WAIT-2": 1,
+                      "CLOSE-WAIT": 1, "LAST-ACK": 1}
+    assert metrics.parse_state_counts("") == {}
+    with pytest.raises(ValueError):
+        metrics.parse_state_counts("ESTAB many\n")
+
+
+@pytest.mark.skipif(shutil.which("ss") is None, reason="needs ss")
+def test_tcp_states_sees_a_listener():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        assert metrics.tcp_states(s.getsockname()[1]) == {"LISTEN": 1}
+
+
+# --- status pages -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name, busy, idle", [("mod_status-prefork.txt", 21, 4), ("mod_status-event.txt", 48, 2)])
+def test_mod_status_auto(name, busy, idle):
+    assert metrics.parse_mod_status((FIX / name).read_text()) == {"apache_busy": busy, "apache_idle": idle}
+
+
+def test_nginx_stub_status():
+    assert metrics.parse_stub_status((FIX / "stub_status.txt").read_text()) == {
+        "nginx_active": 291, "nginx_reading": 6, "nginx_writing": 179, "nginx_waiting": 106}
+
+
+def test_fpm_status_json():
+    assert metrics.parse_fpm_status((FIX / "fpm-status.json").read_text()) == {
+        "fpm_active": 4, "fpm_idle": 1, "fpm_queue": 3, "fpm_max_children_reached": 2}
+    with pytest.raises(ValueError):
+        metrics.parse_fpm_status("<html>File not found.</html>")
+    with pytest.raises(ValueError):
+        metrics.parse_fpm_status(json.dumps([1, 2]))
+
+
+def test_busy_workers_front_server_first():
+    assert metrics.with_busy_workers({"apache_busy": 3.0, "fpm_active": 7.0})["busy_workers"] == 3.0
+    assert metrics.with_busy_workers({"nginx_active": 9.0, "fpm_active": 7.0})["busy_workers"] == 7.0
+    assert "busy_workers" not in metrics.with_busy_workers({"nginx_active": 9.0})
+
+
+def test_every_status_kind_has_a_parser():
+    from loadcmp import stacks as st
+
+    kinds = {k for name in st.stack_names() for k in st.status_paths(st.get_stack(name))}
+    assert kinds == set(metrics.STATUS_PARSERS)
+
+
+# --- summary ----------------------------------------------------------------------------
+
+
+def test_summarize():
+    rows = [
+        {"second": 0, "cpu_pct": 50.0, "mem_bytes": 100, "mem_max_usage_bytes": 300, "threads": 5, "procs": 2,
+         "tcp_total": 10, "tcp_estab": 8, "busy_workers": 4.0, "oom_kills": 0, "mem_limit_hits": 0},
+        {"second": 1, "cpu_pct": 150.0, "mem_bytes": 200, "mem_max_usage_bytes": 350, "threads": 7, "procs": 3,
+         "tcp_total": 12, "tcp_estab": 9, "busy_workers": 6.0, "oom_kills": 1, "mem_limit_hits": 2},
+    ]
+    s = metrics.summarize(rows)
+    assert s == {"cpu_pct": 100.0, "cpu_pct_max": 150.0, "mem_peak_bytes": 350, "mem_mean_bytes": 150,
+                 "pids_peak": 7, "procs_peak": 3, "tcp_peak": 12, "tcp_established_peak": 9,
+                 "busy_workers_peak": 6.0, "oom_kills": 1, "mem_limit_hits": 2, "samples": 2}
+    no_peak = [{k: v for k, v in r.items() if k != "mem_max_usage_bytes"} for r in rows]
+    assert metrics.summarize(no_peak)["mem_peak_bytes"] == 200
+    assert metrics.summarize([])["samples"] == 0
+
+
+# --- the sampler: errors become warnings, sampling goes on ---------------------------------------
+
+
+@dataclass
+class FakeContainer:
+    id: str
+
+
+@dataclass
+class FakeDeployment:
+    port: int
+    containers: list[FakeContainer] = field(default_factory=list)
+
+    @property
+    def status_urls(self) -> dict[str, str]:
+        return {"nginx": f"http://127.0.0.1:{self.port}/nginx_status"}
+
+
+def closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_sampler_records_errors_as_warnings_and_keeps_sampling(tmp_path, monkeypatch, caplog):
+    monkeypatch.setattr(metrics, "CG", tmp_path)  # no cgroup files at all
+    dep = FakeDeployment(closed_port(), [FakeContainer("a" * 64)])
+    caplog.set_level(logging.DEBUG, logger="loadcmp")
+    sampler = metrics.Sampler(dep, metrics.now() - 0.9, {"server": "x"}, seconds=2)  # type: ignore[arg-type]
+    sampler.start()
+    assert sampler._thread is not None
+    sampler._thread.join(timeout=5)  # the window is 2 s from t0: let it run out
+    rows = sampler.stop()
+    assert [r["second"] for r in rows] == [0, 1], "every second sampled despite the errors"
+    assert all(r["server"] == "x" and "tcp_total" in r for r in rows)
+    w = sampler.warnings
+    assert len(w) == 2, w
+    assert any("no cgroup files for container aaaaaaaaaaaa" in x and "(3 times)" in x for x in w)
+    assert any("nginx status page: ConnectionRefusedError" in x and "(2 times)" in x for x in w)
+    assert all("\n" not in x for x in w)
+    tracebacks = [r for r in caplog.records if r.exc_info]
+    assert len(tracebacks) == 1, "the first of each kind is logged with its traceback"
+
+
+def test_sampler_bug_is_reported_not_swallowed(monkeypatch):
+    def broken(self: metrics.Sampler) -> None:
+        raise KeyError("oops")
+
+    monkeypatch.setattr(metrics.Sampler, "_sample_window", broken)
+    sampler = metrics.Sampler(FakeDeployment(closed_port()), metrics.now(), seconds=1)  # type: ignore[arg-type]
+    sampler.start()
+    assert sampler.stop() == []
+    assert sampler.warnings == ["server sampling: stopped after 0 samples: KeyError: 'oops'"]
