@@ -1,15 +1,18 @@
-"""Shared fixtures: a misbehaving in-process HTTP server, Docker availability."""
+"""Shared fixtures: a misbehaving in-process HTTP server, a simulated load, Docker availability."""
 
 from __future__ import annotations
 
 import asyncio
+import random
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+
+from loadcmp.load.recorder import KINDS, Recorder, Result
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -134,6 +137,28 @@ def refused_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def simulated_load(seed: int, t0: float = 100.0, duration: float = 5.0) -> Result:
+    rnd = random.Random(seed)
+    rec = Recorder(t0, duration)
+    inflight = []
+    t = t0 - 1.0
+    while t < t0 + duration:
+        t += rnd.random() * 0.01
+        if rec.start(t):
+            inflight.append(t)
+        if inflight and rnd.random() < 0.9:
+            s = inflight.pop(0)
+            rec.done(rnd.randrange(len(KINDS)), s, s, t, 100)
+        rec.tick(t)
+    return rec.close()
+
+
+@pytest.fixture()
+def simulate() -> Callable[..., Result]:
+    """simulate(seed): a recorder fed random requests and outcomes, reproducible, no server."""
+    return simulated_load
 
 
 def docker_ok() -> bool:

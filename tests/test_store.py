@@ -1,0 +1,31 @@
+"""Results folders: writing, reading back, refusing old formats (loadcmp.store)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from loadcmp.errors import StoreError
+from loadcmp.load.summary import result_doc
+from loadcmp.store import RunWriter, load_results
+
+
+def test_store_roundtrip_and_old_format(tmp_path, simulate):
+    w = RunWriter.create(tmp_path, "t", {"kind": "run", "name": "t"})
+    res = simulate(3)
+    doc = result_doc(res)
+    w.add_trial({"server": "a", "level": 5, "trial": 1, "status": "ok", "result": doc},
+                [{"server": "a", "level": 5, "trial": 1, "second": 0, "ok": 1}], [])
+    w.finish("complete")
+    r = load_results(w.path)
+    assert r.status == "complete" and r.trials.iloc[0].ok == doc["ok"] and len(r.timeline) == 1
+    assert not list(w.path.glob(".*")), "no temp files left behind"
+    run = json.loads((w.path / "run.json").read_text())
+    run["format"] = 0
+    (w.path / "run.json").write_text(json.dumps(run))
+    with pytest.raises(StoreError) as e:
+        load_results(w.path)
+    assert "format" in str(e.value)
+    with pytest.raises(StoreError):
+        load_results(tmp_path / "nothing")
