@@ -41,3 +41,19 @@ def test_servers_json():
     doc = json.loads(res.stdout)
     assert [s["name"] for s in doc["servers"]] == st.stack_names()
     assert all(s["description"] for s in doc["servers"])
+
+
+@pytest.mark.parametrize(
+    "args, needle",
+    [
+        (["up", "--server", "nginx", "--server-cpus", "5-2"], "backwards"),
+        (["run", "--server", "nginx", "--server-cpus", "5-2"], "backwards"),
+        (["bench", "http://127.0.0.1:9/", "--client-cpus", "3-1"], "backwards"),
+        (["run", "--server", "nginx", "-t", "250us", "--warmup", "2d"], "--warmup"),
+    ],
+)
+def test_cli_unit_errors_are_one_line_before_anything_starts(args, needle):
+    """Issue 14: a descending CPU set used to pass as an empty set and end in Docker's 400 and a traceback."""
+    res = CliRunner().invoke(cli, args)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
