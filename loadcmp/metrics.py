@@ -286,7 +286,7 @@ class Sampler:
             if self._thread.is_alive():
                 self._note("the sampler did not stop within 10 s")
         self.warnings = [f"server sampling: {msg}" + (f" ({n} times)" if n > 1 else "")
-                         for msg, n in self._problems.items()]
+                         for msg, n in dict(self._problems).items()]
         return self.rows
 
     def _note(self, what: str, exc: BaseException | None = None) -> None:
@@ -327,7 +327,8 @@ class Sampler:
         while now() < self.t0 - 0.05 and not self._stop.is_set():
             time.sleep(min(0.05, self.t0 - now()))
         for cg in self.cgroups:
-            self._try(f"resetting the memory peak of {cg.cid[:12]}", cg.reset_peak, None)
+            self._try(f"resetting the memory peak of {cg.cid[:12]} (mem_peak covers its whole life)", cg.reset_peak,
+                      None)
         prev = self._read_cgroups()
         t_prev = now()
         base_oom = prev.get("oom_kills", 0)

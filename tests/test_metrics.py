@@ -200,12 +200,12 @@ def test_sampler_records_errors_as_warnings_and_keeps_sampling(tmp_path, monkeyp
     rows = sampler.stop()
     assert [r["second"] for r in rows] == [0, 1], "every second sampled despite the errors"
     assert all(r["server"] == "x" and "tcp_total" in r for r in rows)
-    w = sampler.warnings
-    assert len(w) == 2, w
+    w = [x for x in sampler.warnings if "ss (TCP states)" not in x]  # hosts without `ss` add one more
+    assert len(w) == 2, sampler.warnings
     assert any("no cgroup files for container aaaaaaaaaaaa" in x and "(3 times)" in x for x in w)
     assert any("nginx status page: ConnectionRefusedError" in x and "(2 times)" in x for x in w)
     assert all("\n" not in x for x in w)
-    tracebacks = [r for r in caplog.records if r.exc_info]
+    tracebacks = [r for r in caplog.records if r.exc_info and "status page" in r.getMessage()]
     assert len(tracebacks) == 1, "the first of each kind is logged with its traceback"
 
 
