@@ -71,3 +71,9 @@ class ThresholdFailed(LoadcmpError):
     """At least one smoke check was not met."""
 
     exit_code = 3
+
+
+class Interrupted(LoadcmpError):
+    """Ctrl-C stopped the command; what was measured is kept (the message says where)."""
+
+    exit_code = 130
