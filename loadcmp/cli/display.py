@@ -14,9 +14,9 @@ from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
 
-from .load.engine import Live
-from .load.recorder import Histogram
-from .units import format_bytes
+from ..load.engine import Live
+from ..load.recorder import Histogram
+from ..units import format_bytes
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)

@@ -1,0 +1,25 @@
+"""The command line: one module per command group, errors -> exit codes in `app`.
+
+    app.py      the click group, the error -> exit-code mapping, the SIGINT handler
+    types.py    click ParamTypes over loadcmp.units (durations, sizes, levels, CPU sets, rates)
+    options.py  the load options shared by bench, run and smoke; server options
+    display.py  live line, result tables (stderr for progress, stdout for results)
+    servers.py  servers, build, up, down
+    bench.py    bench URL
+    run.py      run (and the sweep display, Table 1)
+    smoke.py    smoke
+    report.py   report
+"""
+
+from __future__ import annotations
+
+from . import bench, report, run, servers, smoke  # noqa: F401  (registers the commands)
+from .app import cli
+
+
+def main() -> None:
+    """The `loadcmp` console script."""
+    cli(prog_name="loadcmp")
+
+
+__all__ = ["cli", "main"]

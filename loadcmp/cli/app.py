@@ -1,0 +1,104 @@
+"""The click group and the one place where errors become messages and exit codes.
+
+Exit codes (ARCHITECTURE.md, "Contracts"): 0 done, 1 a runtime error with a
+one-line cause, 2 bad usage, 3 a smoke threshold not met, 130 interrupted.
+Library code raises `LoadcmpError`s and never exits; click's own usage errors
+are shown as the same one line. Anything else is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import signal
+import sys
+from collections.abc import Iterator, Sequence
+from types import FrameType
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from .. import __version__
+from ..errors import Interrupted, LoadcmpError
+
+if TYPE_CHECKING:
+    from ..load.workers import Stopper
+
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = Interrupted.exit_code
+
+
+def emit_json(doc: Any) -> None:
+    """The one JSON document of a --json command, on stdout."""
+    click.echo(json.dumps(doc, indent=2, default=str))
+
+
+def _say_error(e: LoadcmpError) -> None:
+    errors = getattr(e, "errors", None)
+    if errors and len(errors) > 1:
+        click.echo(f"error: {len(errors)} problems:", err=True)
+        for m in errors:
+            click.echo(f"  - {m}", err=True)
+    else:
+        click.echo(f"error: {e}", err=True)
+
+
+def exit_code_of(e: BaseException) -> int:
+    """Say what went wrong in one line (stderr) and return the exit code for it."""
+    if isinstance(e, Interrupted):
+        click.echo(str(e) if str(e).startswith("interrupted") else f"interrupted: {e}", err=True)
+        return EXIT_INTERRUPTED
+    if isinstance(e, LoadcmpError):
+        _say_error(e)
+        return e.exit_code
+    if isinstance(e, click.UsageError):
+        click.echo(f"error: {e.format_message()}", err=True)
+        return EXIT_USAGE
+    if isinstance(e, (click.Abort, KeyboardInterrupt)):
+        click.echo("interrupted", err=True)
+        return EXIT_INTERRUPTED
+    if isinstance(e, click.ClickException):
+        click.echo(f"error: {e.format_message()}", err=True)
+        return e.exit_code
+    raise e
+
+
+class LoadcmpGroup(click.Group):
+    """A click group whose every failure is one line and a documented exit code."""
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
+             complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except (LoadcmpError, click.ClickException, click.Abort, KeyboardInterrupt) as e:
+            sys.exit(exit_code_of(e))
+        sys.exit(rv if isinstance(rv, int) else 0)
+
+
+@click.group(cls=LoadcmpGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="loadcmp")
+def cli() -> None:
+    """loadcmp: start real web servers in Docker, load them, compare them."""
+
+
+@contextlib.contextmanager
+def stop_on_sigint(stopper: Stopper) -> Iterator[Stopper]:
+    """The command's one SIGINT handler, for as long as it loads.
+
+    The first Ctrl-C asks the load or the sweep to stop where it is, keeping
+    what was measured; a second one stops at once (KeyboardInterrupt). Library
+    code installs no handler of its own, so none can be left behind.
+    """
+
+    def on_sigint(signum: int, frame: FrameType | None) -> None:
+        if stopper.requested:
+            raise KeyboardInterrupt
+        stopper.stop()
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        yield stopper
+    finally:
+        signal.signal(signal.SIGINT, old)

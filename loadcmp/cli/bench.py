@@ -1,0 +1,96 @@
+"""`loadcmp bench URL`: one load against any URL, printed and optionally stored."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+
+from .app import cli, emit_json, stop_on_sigint
+from .display import LiveLine, err, print_result
+from .options import LoadFlags, json_option, load_options
+from ..errors import Interrupted, UsageError
+
+BENCH_DEFAULTS: dict[str, Any] = {
+    "levels": (50,), "duration": 30.0, "schedule": "closed", "keepalive": False, "warmup": 0.0,
+    "timeout": 10.0, "engine": "fast", "workers": 1, "client_cpus": None,
+    "ramp_up": None, "pace": None, "rate": None, "max_inflight": None,
+}
+"""What `bench` does when a flag is not given (ab and webbench: no keep-alive, no warm-up)."""
+
+
+@cli.command()
+@click.argument("url")
+@load_options
+@click.option("--method", default="GET", show_default=True)
+@click.option("-H", "--header", "headers", multiple=True, help="Extra header 'Name: value' (repeatable).")
+@click.option("--body", help="Request body.")
+@click.option("--http10", is_flag=True, help="Send HTTP/1.0 requests (webbench -1).")
+@click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Store the result in a results folder here.")
+@json_option
+def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool, out_dir: str | None,
+          as_json: bool, **flags: Any) -> None:
+    """Load any URL and print what happened (no containers involved).
+
+    Defaults: -c 50 -t 30s, a new connection per request, no warm-up.
+    """
+    from ..load.engine import LoadSpec, make_target
+    from ..load.schedules import make_schedule
+    from ..load.summary import result_doc, timeline_rows
+    from ..load.workers import Stopper, run_load
+
+    given = LoadFlags.pop(flags).given()
+    v = {**BENCH_DEFAULTS, **given}
+    if len(v["levels"]) != 1:
+        raise UsageError("bench takes one concurrency level; `loadcmp run` sweeps several")
+    clients = v["levels"][0]
+    keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
+    sched = make_schedule(v["schedule"], clients, ramp_up=v["ramp_up"], pace=v["pace"], rate=v["rate"],
+                          max_inflight=v["max_inflight"])
+    target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive)
+    spec = LoadSpec(target, sched, v["duration"], warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
+    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+    with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{url} ") as live:
+        result = run_load(spec, workers=v["workers"], cpus=v["client_cpus"], live=live, stopper=stopper)
+    doc = result_doc(result, {
+        "url": url, "engine": v["engine"], "workers": v["workers"], "schedule": {**sched.describe(), "keepalive": keepalive},
+        "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": clients,
+    })
+    timeline = timeline_rows(result)
+    if out_dir:
+        path = _store(out_dir, spec, doc, result.latency().to_dict(), timeline, started)
+        err.print(f"stored in {path}")
+    if as_json:
+        emit_json({**doc, "timeline": timeline})
+    else:
+        print_result(doc, result.latency())
+    if result.interrupted:
+        raise Interrupted("the numbers above cover the measured part only")
+
+
+def _store(out_dir: str, spec: Any, doc: Any, hist: Any, timeline: Any, started: str) -> str:
+    """A bench result as a one-trial results folder, readable by `loadcmp report`."""
+    import platform
+
+    from .. import __version__
+    from ..store import RunWriter
+
+    server = f"{spec.target.host}:{spec.target.port}"
+    run = {
+        "kind": "bench",
+        "name": f"bench {spec.target.url}",
+        "loadcmp_version": __version__,
+        "started": started,
+        "spec": {"url": spec.target.url, "schedule": doc["schedule"], "duration_s": spec.duration,
+                 "warmup_s": spec.warmup, "timeout_s": spec.timeout, "engine": spec.engine, "workers": doc["workers"]},
+        "machine": {"kernel": platform.release(), "python": platform.python_version()},
+        "servers": {server: {"url": spec.target.url}},
+    }
+    w = RunWriter.create(out_dir, f"bench-{spec.target.host}", run)
+    trial = {"server": server, "level": doc["clients"], "trial": 1,
+             "status": "interrupted" if doc["interrupted"] else "ok", "result": doc, "latency_hist": hist}
+    tl = [{"server": server, "level": doc["clients"], "trial": 1, **r} for r in timeline]
+    w.add_trial(trial, tl, [])
+    w.finish("interrupted" if doc["interrupted"] else "complete")
+    return str(w.path)

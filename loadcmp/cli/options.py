@@ -1,0 +1,92 @@
+"""Options shared by several commands, and the one route from load flags to values.
+
+`bench`, `run` and `smoke` take the same load options. Every option defaults
+to None ("not given") so that a command can lay the flags over its own
+defaults or over an experiment file; `LoadFlags.given()` says which were set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
+
+import click
+
+from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class LoadFlags:
+    """The load options as given on the command line (None: not given)."""
+
+    levels: tuple[int, ...] | None = None
+    duration: float | None = None
+    schedule: str | None = None
+    keepalive: bool | None = None
+    ramp_up: float | None = None
+    pace: float | None = None
+    rate: float | None = None
+    max_inflight: int | None = None
+    warmup: float | None = None
+    timeout: float | None = None
+    engine: str | None = None
+    workers: int | None = None
+    client_cpus: str | None = None
+
+    @classmethod
+    def pop(cls, kwargs: dict[str, Any]) -> LoadFlags:
+        """Take this group's values out of a command's keyword arguments."""
+        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls)})
+
+    def given(self) -> dict[str, Any]:
+        """The flags the user gave, by RunSpec field name."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        if "keepalive" in out:
+            out["keepalive"] = (out["keepalive"],)
+        return out
+
+
+def load_options(f: F) -> F:
+    """-c, -t and the schedule, connection and client options (bench, run, smoke)."""
+    opts = [
+        click.option("-c", "--clients", "levels", type=LEVELS, metavar="N[,N...]",
+                     help="Concurrent clients (ramp: users; rate: most in flight); a list sweeps (run)."),
+        click.option("-t", "--time", "duration", type=POSITIVE_DURATION, metavar="DURATION",
+                     help="Measured time per trial: 30, 30s, 2m."),
+        click.option("--schedule", type=click.Choice(["closed", "ramp", "rate"]),
+                     help="closed = webbench loop (default); ramp = JMeter users with pacing; rate = open arrival rate."),
+        click.option("--keepalive/--no-keepalive", "-k", "keepalive", default=None,
+                     help="Reuse connections (default: a new one per request, as webbench and ab)."),
+        click.option("--ramp-up", type=DURATION, metavar="DURATION", help="ramp: time over which the users start."),
+        click.option("--pace", type=POSITIVE_DURATION, metavar="DURATION",
+                     help="ramp: time between one user's requests, start to start (default 5s)."),
+        click.option("--rate", type=RATE, help="rate: requests per second."),
+        click.option("--max-inflight", type=COUNT, help="rate: most requests in flight (default: -c)."),
+        click.option("--warmup", type=DURATION, metavar="DURATION", help="Load sent before measuring, not counted."),
+        click.option("--timeout", type=POSITIVE_DURATION, metavar="DURATION",
+                     help="Per request, connect included; past it a request is a timeout (default 10s)."),
+        click.option("--engine", type=click.Choice(["fast", "aiohttp"]), help="fast (default) or aiohttp."),
+        click.option("--workers", type=COUNT, help="Client processes (default 1)."),
+        click.option("--client-cpus", type=CPUS, metavar="CPUS", help="Pin the client processes to these CPUs."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
+
+
+def server_options(f: F) -> F:
+    """CPU set, memory cap and tunables of the server containers (up, run)."""
+    f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+                     help="Override a tunable, e.g. prefork.MaxRequestWorkers=500 (repeatable).")(f)
+    f = click.option("--server-memory", type=MEMORY, metavar="SIZE",
+                     help="Memory cap per server container, e.g. 512m, 3g.")(f)
+    f = click.option("--server-cpus", type=CPUS, metavar="CPUS", help="CPU set for the server containers, e.g. 1 or 0-1.")(f)
+    return f
+
+
+def json_option(f: F) -> F:
+    """--json: one JSON document on stdout, progress on stderr."""
+    return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(f)

@@ -1,0 +1,27 @@
+"""`loadcmp report`: tables and figures from stored results folders only."""
+
+from __future__ import annotations
+
+import click
+
+from .app import cli
+
+
+@cli.command()
+@click.argument("results", nargs=-1, required=True, type=click.Path())
+@click.option("--out", "out_dir", help="Where to write (default: RESULTS/report).")
+@click.option("--format", "fmt", default="html,md,png", show_default=True, help="Any of html, md, png, svg.")
+@click.option("--level", type=int, help="Level for the timeline and latency figures (default: highest common).")
+@click.option("--open", "open_", is_flag=True, help="Open report.html in a browser.")
+def report(results: tuple[str, ...], out_dir: str | None, fmt: str, level: int | None, open_: bool) -> None:
+    """Build report.html and report.md from one or more results folders."""
+    from ..report.build import build, parse_formats
+
+    written = build(list(results), out_dir, parse_formats(fmt), level)
+    for kind in ("html", "md"):
+        if kind in written:
+            click.echo(str(written[kind]))
+    if open_ and "html" in written:
+        import webbrowser
+
+        webbrowser.open(written["html"].resolve().as_uri())

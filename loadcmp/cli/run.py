@@ -1,0 +1,162 @@
+"""`loadcmp run`: the spec from a file and flags, a sweep with progress, Table 1."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from .app import cli, emit_json, stop_on_sigint
+from .display import err, out
+from .options import LoadFlags, json_option, load_options, server_options
+from ..errors import Interrupted, LoadcmpError
+from ..load.engine import Live
+from ..runner import Planned, SweepOutcome
+from ..runner import Progress as Hooks
+from ..spec import RunSpec
+from ..store import TrialRecord
+
+
+class SweepDisplay:
+    """A rich progress display on stderr: the sweep, and the trial running now."""
+
+    def __init__(self) -> None:
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24),
+                                 TextColumn("{task.fields[info]}"), TimeElapsedColumn(), console=err, transient=False)
+        self.overall: TaskID | None = None
+        self.current: TaskID | None = None
+
+    def __enter__(self) -> SweepDisplay:
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def hooks(self) -> Hooks:
+        return Hooks(trial_start=self.trial_start, live=self.live, trial_end=self.trial_end, say=self.say)  # type: ignore[arg-type]
+
+    def say(self, msg: str) -> None:
+        if not msg.startswith("Step "):
+            self.progress.console.print(f"[dim]{msg}[/dim]")
+
+    def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
+        if self.overall is None:
+            self.overall = self.progress.add_task("sweep", total=n, info="")
+        self.progress.update(self.overall, completed=i, info=f"trial {i + 1} of {n}")
+        if self.current is not None:
+            self.progress.remove_task(self.current)
+        self.current = self.progress.add_task(f"{p.label} c={p.level:,} #{p.trial}", total=seconds, info="starting")
+
+    def live(self, lv: Live) -> None:
+        if self.current is None:
+            return
+        phase = "" if lv.measuring else "warm-up "
+        self.progress.update(self.current, completed=max(0.0, lv.elapsed),
+                             info=f"{phase}{lv.rps:8.0f} req/s  ok {lv.ok:,}  failed {lv.failed:,}  in flight {lv.inflight:,}")
+
+    def trial_end(self, p: Planned, rec: TrialRecord) -> None:
+        r = rec.get("result")
+        msg = f"{p.label:>16} c={p.level:<6,} #{p.trial}: "
+        if r:
+            msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {r['latency_ms']['p99'] or 0:,.1f} ms"
+        if rec["status"] != "ok":
+            msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
+        if r and r["failed"] > r["ok"]:
+            failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
+            msg += f"\n{'':>18}failures: {failures}"
+        if self.current is not None:
+            self.progress.remove_task(self.current)
+            self.current = None
+        self.progress.console.print(msg)
+
+
+def print_table1(path: str) -> None:
+    """Table 1 of a stored run, as the write-ups printed it, with its notes."""
+    from ..report.tables import notes, table1
+    from ..store import load_results
+
+    res = load_results(path)
+    header, rows = table1(res)
+    t = Table(title=f"{res.run.get('name')} — successful / failed requests per server (Table 1)", title_justify="left")
+    for group, what in header:
+        t.add_column(f"{group}\n{what}" if group else what, justify="right", no_wrap=True)
+    for row in rows:
+        t.add_row(*row)
+    out.print(t)
+    for n in notes(res):
+        out.print(f"* {n}")
+
+
+def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepOutcome:
+    """Run a sweep with a progress display and the command's Ctrl-C handler,
+    then print its summary (JSON, or Table 1) and where it is stored."""
+    from ..load.workers import Stopper
+    from ..report.tables import summary_doc
+    from ..runner import run_sweep
+    from ..store import load_results
+
+    with stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
+        outcome = run_sweep(spec, disp.hooks(), stopper)
+    if as_json:
+        emit_json(summary_doc(load_results(outcome.path)))
+    elif table:
+        print_table1(outcome.path)
+    err.print(f"results: {outcome.path} ({outcome.status})")
+    return outcome
+
+
+def raise_for_status(outcome: SweepOutcome) -> None:
+    """An interrupted run is `Interrupted` (exit 130), a failed one an error (exit 1)."""
+    if outcome.status == "interrupted":
+        raise Interrupted(results=Path(outcome.path))
+    if outcome.status == "failed":
+        raise LoadcmpError("; ".join(outcome.problems) or f"the run failed; see {outcome.path}/run.json")
+
+
+def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
+    """Experiment file values, then the flags the user gave, validated together."""
+    from ..spec import load_experiment, validate
+
+    fields: dict[str, Any] = {}
+    if experiment:
+        fields, _ = load_experiment(experiment)
+    for k, v in given.items():
+        if k == "settings":
+            fields["settings"] = {**fields.get("settings", {}), **v}
+        else:
+            fields[k] = v
+    return validate(RunSpec(**fields))
+
+
+@cli.command()
+@click.argument("experiment", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers_", multiple=True, help="Stack to run (repeatable, or 'all').")
+@load_options
+@click.option("--page", help="Path requested (default /info.php).")
+@click.option("--trials", type=click.IntRange(min=1), help="Repeat every server x level this many times.")
+@server_options
+@click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
+@click.option("--out", "out_dir", help="Where results folders go (default results/).")
+@click.option("--name", help="Name of the run (part of its folder's name).")
+@json_option
+def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, trials: int | None,
+        server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
+        out_dir: str | None, name: str | None, as_json: bool, **flags: Any) -> None:
+    """Start servers, load them at each level, measure both sides, store it all.
+
+    Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
+    """
+    from .. import stacks
+
+    given = LoadFlags.pop(flags).given()
+    others: dict[str, Any] = {
+        "servers": tuple(servers_) or None, "page": page, "trials": trials, "server_cpus": server_cpus,
+        "server_memory": server_memory, "settings": stacks.parse_overrides(sets) if sets else None,
+        "reuse_server": reuse_server, "out": out_dir, "name": name,
+    }
+    given.update({k: v for k, v in others.items() if v is not None})
+    raise_for_status(sweep(build_spec(experiment, given), as_json=as_json))

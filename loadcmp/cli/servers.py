@@ -1,0 +1,110 @@
+"""`servers`, `build`, `up`, `down`: the stacks and their containers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import click
+from rich.table import Table
+
+from .app import cli, emit_json
+from .display import err, out
+from .options import json_option, server_options
+
+
+@cli.command()
+@json_option
+@click.option("--tunables", is_flag=True, help="Also list every tunable with its default.")
+def servers(as_json: bool, tunables: bool) -> None:
+    """List the server set-ups (stacks) loadcmp can start."""
+    from .. import stacks
+
+    if as_json:
+        doc: dict[str, Any] = {
+            "servers": [
+                {"name": s.name, "description": s.description, "php": s.php_api, "mpm": s.mpm,
+                 "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections)}
+                for s in stacks.STACKS.values()
+            ],
+            "aliases": stacks.ALIASES,
+        }
+        if tunables:
+            doc["tunables"] = {k: {"default": t.default, "doc": t.doc} for k, t in stacks.tunables().items()}
+        emit_json(doc)
+        return
+    t = Table(title="server set-ups", title_justify="left")
+    for c in ("name", "description", "PHP (Server API)", "tunables"):
+        t.add_column(c)
+    for s in stacks.STACKS.values():
+        t.add_row(s.name, s.description, s.php_api, ", ".join(s.sections))
+    out.print(t)
+    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.ALIASES.items()))
+    if tunables:
+        tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
+        for c in ("key", "default", "what it does"):
+            tt.add_column(c)
+        for k, tun in stacks.tunables().items():
+            tt.add_row(k, str(tun.default), tun.doc)
+        out.print(tt)
+
+
+@cli.command()
+@click.option("--server", "servers_", multiple=True, default=("all",), show_default=True,
+              help="Build the images these stacks need.")
+@click.option("--force", is_flag=True, help="Rebuild even when an image with the same inputs exists.")
+def build(servers_: tuple[str, ...], force: bool) -> None:
+    """Build the server images (and the base image if none can be had)."""
+    from .. import lab, stacks
+
+    chosen = stacks.resolve_servers(servers_)
+    images = list(dict.fromkeys(i for s in chosen for i in s.images))
+    client = lab.docker_client()
+    with err.status("building images") as status:
+        def log(m: str) -> None:
+            if m.startswith("Step"):
+                status.update(m[:120])
+            else:
+                err.print(m)
+
+        tags = lab.build_images(client, images, log=log, force=force)
+    for image, tag in tags.items():
+        click.echo(f"{image}: {tag}")
+
+
+@cli.command()
+@click.option("--server", "server", required=True, help="Which stack (see `loadcmp servers`).")
+@click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
+@server_options
+@json_option
+def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
+       sets: tuple[str, ...], as_json: bool) -> None:
+    """Start a stack and leave it running; print its URL."""
+    from .. import lab, stacks
+
+    stack = stacks.get_stack(server)
+    overrides = stacks.parse_overrides(sets)
+    stacks.effective_settings(stack, overrides)
+    if port is not None:
+        lab.check_port_free(port)
+    client = lab.docker_client()
+    with err.status(f"starting {stack.name}") as status:
+        dep = lab.up(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides, client=client,
+                     log=lambda m: status.update(m[:120]))
+    if as_json:
+        emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
+                   "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
+                   "run_id": dep.run_id})
+    else:
+        click.echo(dep.url)
+        err.print(f"{stack.name} is up ({', '.join(dep.container_names)}); status: "
+                  + ", ".join(dep.status_urls.values()) + "; stop it with `loadcmp down`")
+
+
+@cli.command()
+@click.option("--run", "run_id", help="Only the containers of this run id.")
+def down(run_id: str | None) -> None:
+    """Remove every container loadcmp started (label loadcmp=1)."""
+    from .. import lab
+
+    names = lab.down(run_id=run_id)
+    click.echo(f"removed {len(names)} container(s)" + (": " + ", ".join(names) if names else ""), err=True)

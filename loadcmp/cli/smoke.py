@@ -1,0 +1,100 @@
+"""`loadcmp smoke`: short runs of the stacks, judged by k6-style checks."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import click
+from rich.table import Table
+
+from .app import cli, emit_json
+from .display import out
+from .options import LoadFlags, json_option, load_options
+from .run import build_spec, raise_for_status, sweep
+from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
+
+SMOKE_KEYS = {"pages", "checks"}
+"""What an experiment file's [smoke] table may hold."""
+
+
+@cli.command()
+@click.argument("experiment", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers_", multiple=True, help="Stacks to check (default: all five).")
+@load_options
+@click.option("--page", "pages", multiple=True, help="Pages to load (repeatable; default /index.html and /info.php).")
+@click.option("--check", "checks", multiple=True, metavar="EXPR",
+              help="A threshold like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB (repeatable).")
+@click.option("--baseline", type=click.Path(), help="A stored results folder to compare rps and p99 against.")
+@click.option("--max-regression", default="20%", show_default=True, help="Allowed regression against --baseline.")
+@click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
+@click.option("--summary", type=click.Path(dir_okay=False), help="Append a Markdown summary here (CI step summary).")
+@click.option("--out", "out_dir", help="Where the results folder goes (default results/).")
+@json_option
+def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, ...], checks: tuple[str, ...],
+          baseline: str | None, max_regression: str, junit: str | None, summary: str | None, out_dir: str | None,
+          as_json: bool, **flags: Any) -> None:
+    """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
+    from .. import smoke as sm
+    from ..spec import load_experiment
+    from ..stacks import configs_dir
+    from ..store import load_results
+
+    path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
+    _, extra = load_experiment(path)
+    table = extra.get("smoke", {})
+    unknown = set(table) - SMOKE_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: [smoke] has unknown key(s) {', '.join(sorted(unknown))} (known: pages, checks)")
+    texts = list(checks) or list(table.get("checks", []))
+    if not texts:
+        raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
+    parsed = sm.parse_checks(texts)
+    margin = sm.parse_percent(max_regression)
+    base = None
+    if baseline:
+        try:
+            base = load_results(baseline)
+        except StoreError as e:
+            raise UsageError(f"--baseline: {e}") from None
+    given = LoadFlags.pop(flags).given()
+    for k, v in (("servers", tuple(servers_)), ("pages", tuple(pages) or tuple(table.get("pages", ()))),
+                 ("out", out_dir)):
+        if v:
+            given[k] = v
+    spec = build_spec(path, given)
+    t = time.monotonic()
+    outcome = sweep(spec, table=False)
+    elapsed = time.monotonic() - t
+    res = load_results(outcome.path)
+    outcomes = sm.evaluate(res, parsed)
+    if base is not None:
+        outcomes += sm.compare_baseline(res, base, margin)
+    passed = all(o.passed for o in outcomes)
+    sm.write_outputs(outcomes, res, passed, elapsed, junit, summary)
+    _print(outcomes, passed, elapsed, as_json, outcome.path)
+    raise_for_status(outcome)
+    not_started = [tr for tr in res.trial_records() if tr["status"] == "server_failed"]
+    if not_started:
+        raise LabError(f"{len(not_started)} server(s) could not start: {not_started[0].get('reason')}")
+    if not passed:
+        failed = [o for o in outcomes if not o.passed]
+        raise ThresholdFailed(f"{len(failed)} of {len(outcomes)} smoke check(s) not met")
+
+
+def _print(outcomes: list[Any], passed: bool, elapsed: float, as_json: bool, path: str) -> None:
+    if as_json:
+        emit_json({"passed": passed, "results_dir": path, "elapsed_s": round(elapsed, 1),
+                   "checks": [{"server": o.server, "check": o.check, "kind": o.kind, "measured": o.measured,
+                               "shown": o.shown, "passed": o.passed, "message": o.message} for o in outcomes]})
+        return
+    t = Table(title=f"smoke checks ({elapsed:.0f} s)", title_justify="left")
+    for c in ("server", "check", "measured", "verdict"):
+        t.add_column(c)
+    for o in outcomes:
+        t.add_row(o.server, o.check, o.shown, "[green]pass[/green]" if o.passed else "[red]FAIL[/red]")
+    out.print(t)
+    for o in outcomes:
+        if not o.passed:
+            out.print(f"[red]failed:[/red] {o.message}")
+    out.print("[green]all checks passed[/green]" if passed else "[red]smoke checks failed[/red]")
