@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 import platform
+import signal
 import time
 from typing import Any
 
 from . import __version__
 from .console import LiveLine, err, out, print_result
 from .errors import UsageError
-from .load.engine import LoadSpec, make_target
+from .load.driver import LoadSpec
 from .load.summary import result_doc, timeline_rows
+from .load.target import make_target
 from .load.workers import Stopper, run_load
 from .store import RunWriter
 from .units import parse_cpus, parse_duration, parse_levels
@@ -37,8 +39,12 @@ def run_bench(*, url: str, clients: str, duration: str, schedule: str, keepalive
     cpus = parse_cpus(client_cpus)
     stopper = Stopper()
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    with LiveLine(f"{url} ") as live:
-        result = run_load(spec, workers=workers, cpus=cpus, live=live, stopper=stopper)
+    old_sigint = signal.signal(signal.SIGINT, lambda *_: stopper.stop())  # the command owns Ctrl-C
+    try:
+        with LiveLine(f"{url} ") as live:
+            result = run_load(spec, workers=workers, cpus=cpus, live=live, stopper=stopper)
+    finally:
+        signal.signal(signal.SIGINT, old_sigint)
     doc = result_doc(result, {
         "url": url, "engine": engine, "workers": workers, "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": levels[0],

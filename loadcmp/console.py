@@ -14,7 +14,7 @@ from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
 
-from .load.engine import Live
+from .load.driver import Live
 from .load.recorder import Histogram
 from .units import format_bytes
 

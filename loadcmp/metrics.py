@@ -199,7 +199,7 @@ class Sampler:
         return acc
 
     def _loop(self) -> None:
-        from .load.engine import now
+        from .load.driver import now
 
         with contextlib.suppress(Exception):
             while now() < self.t0 - 0.05 and not self._stop.is_set():

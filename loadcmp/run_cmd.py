@@ -11,7 +11,7 @@ from rich.table import Table
 
 from .console import err, out
 from .errors import UsageError
-from .load.engine import Live
+from .load.driver import Live
 from .load.workers import Stopper
 from .runner import Planned, SweepOutcome, run_sweep
 from .runner import Progress as Hooks

@@ -9,10 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.engine import LoadSpec, make_target
+from loadcmp.load.driver import LoadSpec
 from loadcmp.load.recorder import Result
 from loadcmp.load.schedules import Closed, Ramp, Rate
 from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.target import make_target
 from loadcmp.load.workers import Stopper, run_load
 
 ENGINES = ["fast", "aiohttp"]
@@ -22,7 +23,7 @@ def load(url: str, sched=Closed(4), duration=1.5, engine="fast", keepalive=False
          workers=1) -> Result:
     spec = LoadSpec(make_target(url, keepalive=keepalive), sched, duration, warmup=warmup, timeout=timeout,
                     engine=engine)
-    return run_load(spec, workers=workers, handle_sigint=False)
+    return run_load(spec, workers=workers)
 
 
 def only(result: Result, kind: str) -> None:
@@ -163,7 +164,7 @@ def test_rate_corrects_coordinated_omission():
     th.start()
     try:
         spec = LoadSpec(make_target(f"http://127.0.0.1:{port}/"), Rate(20, 100), 3.0, timeout=5.0)
-        r = run_load(spec, handle_sigint=False)
+        r = run_load(spec)
     finally:
         stop.set()
         th.join(2)
@@ -196,7 +197,7 @@ def test_stopper_interrupts_quickly(faulty):
     threading.Timer(0.8, stopper.stop).start()
     t = time.monotonic()
     spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 30.0)
-    r = run_load(spec, stopper=stopper, handle_sigint=False)
+    r = run_load(spec, stopper=stopper)
     assert time.monotonic() - t < 3.0
     assert r.interrupted
     doc = result_doc(r)
