@@ -45,10 +45,10 @@ def run_bench(*, url: str, clients: str, duration: str, schedule: str, keepalive
             result = run_load(spec, workers=workers, cpus=cpus, live=live, stopper=stopper)
     finally:
         signal.signal(signal.SIGINT, old_sigint)
-    doc = result_doc(result, {
+    doc: dict[str, Any] = dict(result_doc(result, {
         "url": url, "engine": engine, "workers": workers, "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": levels[0],
-    })
+    }))
     doc["timeline"] = timeline_rows(result)
     hist = result.latency()
     if out_dir:
