@@ -23,7 +23,9 @@ import os
 import queue
 import signal
 import traceback
+from collections.abc import Iterator
 from dataclasses import replace
+from multiprocessing.synchronize import Event as ProcessEvent
 from typing import Any
 
 import uvloop
@@ -68,7 +70,7 @@ class Stopper:
         self.requested = False
 
     @contextlib.contextmanager
-    def bound(self, event: asyncio.Event) -> Any:
+    def bound(self, event: asyncio.Event) -> Iterator[None]:
         """While a load runs on this thread's loop, `stop()` also sets `event`."""
         self._wake = (asyncio.get_running_loop(), event)
         try:
@@ -124,7 +126,7 @@ def _pin(cpus: str | None) -> None:
 
 
 def _run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stopper,
-              stop_ev: Any = None) -> Result:
+              stop_ev: ProcessEvent | None = None) -> Result:
     """One load on a loop of its own; `stop_ev` (a worker's) is polled too."""
 
     async def main() -> Result:
@@ -147,13 +149,14 @@ def _run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stop
         gc.collect()
 
 
-async def _watch(stop_ev: Any, stop: asyncio.Event) -> None:
+async def _watch(stop_ev: ProcessEvent, stop: asyncio.Event) -> None:
+    """A worker's stop: the parent sets `stop_ev` (polled, it is not awaitable)."""
     while not stop_ev.is_set():
         await asyncio.sleep(0.1)
     stop.set()
 
 
-def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_ev: Any) -> None:
+def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_ev: ProcessEvent) -> None:
     """Entry point of a worker process: run the share, send the result back."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # this process's owner: the parent stops it via stop_ev
     try:
