@@ -388,3 +388,11 @@ def test_stopper_reaches_worker_processes(faulty):
     r = run_load(spec, workers=2, stopper=stopper)
     assert time.monotonic() - t < 6.0
     assert r.interrupted and check_invariant(result_doc(r))
+
+
+def test_a_reset_that_comes_with_the_data_is_a_reset_not_a_timeout(faulty):
+    """uvloop drops a socket's reader when its RST arrives with unread data
+    (after one last call): the raw client must see the reset in that call."""
+    r = load(faulty.url("/reset"), sched=Closed(4), duration=1.5, timeout=0.3)
+    counts = r.counts()
+    assert counts["reset"] > 100 and counts["timeout"] == 0, counts

@@ -138,32 +138,37 @@ class RawClient:
 
     def _readable(self) -> None:
         sock = self.sock
-        if sock is None:
-            return
-        try:
-            data = sock.recv(262144)
-        except BlockingIOError:
-            return
-        except OSError:
-            self._end(RESET)
-            return
-        if not data:
-            if self.phase == DRAINING:
-                self._end(-1)
-            elif self.headers_done and self.status and not self._framed():
-                self._end(kind_of_status(self.status))  # a read-to-close body ended
-            else:
+        while sock is not None:
+            try:
+                data = sock.recv(262144)
+            except BlockingIOError:
+                return
+            except OSError:
                 self._end(RESET)
-            return
-        if self.phase == DRAINING:
-            return
-        if not self.headers_done:
-            self.head += data
-        self.nbytes += len(data)
-        try:
-            self.parser.feed_data(data)
-        except httptools.HttpParserError:
-            self._end(PROTOCOL_ERROR)
+                return
+            if not data:
+                if self.phase == DRAINING:
+                    self._end(-1)
+                elif self.headers_done and self.status and not self._framed():
+                    self._end(kind_of_status(self.status))  # a read-to-close body ended
+                else:
+                    self._end(RESET)
+                return
+            if self.phase == DRAINING:
+                return
+            if not self.headers_done:
+                self.head += data
+            self.nbytes += len(data)
+            try:
+                self.parser.feed_data(data)
+            except httptools.HttpParserError:
+                self._end(PROTOCOL_ERROR)
+                return
+            if self.phase != WAITING or self.sock is not sock:
+                return  # answered: the common case reads once
+            # Part of a response: read on until the socket has no more. When an RST
+            # comes with the data (POLLERR), uvloop calls the reader one last time
+            # and then drops it: only reading now sees the reset.
 
     # httptools callbacks
     def _framed(self) -> bool:
