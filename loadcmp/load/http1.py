@@ -44,7 +44,7 @@ class FastEngine(Engine[Slot]):
         self.slots: set[Slot | RawClient] = set()
         self.host = spec.target.host
         self.port = spec.target.port
-        self._src = 0
+        self._sources_used = 0
         self.raw: list[RawClient] = []
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family: int = info[0]
@@ -66,8 +66,8 @@ class FastEngine(Engine[Slot]):
         """The next source address when spreading them (None: the kernel picks)."""
         if not self.spec.spread_sources:
             return None
-        self._src += 1
-        return (f"127.0.{(self._src // 250) % 250}.{2 + self._src % 250}", 0)
+        self._sources_used += 1
+        return (f"127.0.{(self._sources_used // 250) % 250}.{2 + self._sources_used % 250}", 0)
 
     def abort_all(self) -> None:
         for c in list(self.conns):

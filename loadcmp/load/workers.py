@@ -62,7 +62,8 @@ class Stopper:
 
     `stop()` may come at any moment, also between two loads: it sets a flag
     (which the multi-process parent and the runner poll) and, while a load runs
-    in this process, wakes its loop.
+    in this process, wakes its loop with `call_soon_threadsafe`, which is what
+    asyncio.Runner's own SIGINT handler does from a plain signal handler too.
     """
 
     def __init__(self) -> None:
