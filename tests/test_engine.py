@@ -396,3 +396,39 @@ def test_a_reset_that_comes_with_the_data_is_a_reset_not_a_timeout(faulty):
     r = load(faulty.url("/reset"), sched=Closed(4), duration=1.5, timeout=0.3)
     counts = r.counts()
     assert counts["reset"] > 100 and counts["timeout"] == 0, counts
+
+
+def test_a_close_by_reset_after_a_full_answer_does_not_stall_the_client():
+    """A server that answers in full and then resets (SO_LINGER 0): the raw
+    client must not wait out its drain deadline (1 s) on every request."""
+    import socket as so
+    import threading
+
+    srv = so.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(128)
+    port = srv.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            c.recv(4096)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            c.setsockopt(so.SOL_SOCKET, so.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            c.close()
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        r = load(f"http://127.0.0.1:{port}/", sched=Closed(4), duration=1.5)
+    finally:
+        stop.set()
+        th.join(2)
+        srv.close()
+    counts = r.counts()
+    assert counts["ok"] > 200 and counts["timeout"] == 0, counts

@@ -164,11 +164,12 @@ class RawClient:
             except httptools.HttpParserError:
                 self._end(PROTOCOL_ERROR)
                 return
-            if self.phase != WAITING or self.sock is not sock:
-                return  # answered: the common case reads once
-            # Part of a response: read on until the socket has no more. When an RST
-            # comes with the data (POLLERR), uvloop calls the reader one last time
-            # and then drops it: only reading now sees the reset.
+            if self.sock is not sock:
+                return  # ended, and the next request is on a new socket
+            # Read on until the socket has no more. When an RST comes with the data
+            # (POLLERR), uvloop calls the reader one last time and then drops it:
+            # only reading now sees the reset, or the server's close after a
+            # complete answer (which usually is there already: one wake-up less).
 
     # httptools callbacks
     def _framed(self) -> bool:
