@@ -36,7 +36,7 @@ from .aio import AiohttpEngine
 from .driver import Engine, Live, LiveFn, LoadSpec, now
 from .http1 import FastEngine
 from .limits import check_nofile, raise_nofile
-from .recorder import Result
+from .recorder import Recorder, Result
 from .schedules import Schedule
 
 log = logging.getLogger("loadcmp")
@@ -230,9 +230,12 @@ def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, 
                 failures.append(_worker_failed(*msg[1:]))
         if failures:
             raise failures[0]
-        if len(results) < len(procs):
+        if len(results) < len(procs) and not stopper.requested:
             raise LoadError("load worker failed: a worker exited without a result")
-        merged = Result.merge([results[i] for i in sorted(results)])
+        # Interrupted: a worker that the terminal's Ctrl-C caught while it was still
+        # starting (before it could ignore SIGINT) has nothing to send; merge the rest.
+        measured = [results[i] for i in sorted(results)]
+        merged = Result.merge(measured) if measured else Recorder(t_load0 + spec.warmup, spec.duration).close(0.0)
         if stopper.requested:
             merged.interrupted = True
         return merged
