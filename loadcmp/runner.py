@@ -23,9 +23,10 @@ from typing import Any
 from . import __version__, lab
 from . import stacks as st
 from .errors import LabError, LoadError, PrimerError
-from .load.engine import Live, LoadSpec, make_target, now
+from .load.driver import Live, LoadSpec, now
 from .load.schedules import make_schedule
 from .load.summary import result_doc, timeline_rows
+from .load.target import make_target
 from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
 from .spec import RunSpec

@@ -101,6 +101,9 @@ class LoadSummary(TypedDict):
     engine: NotRequired[str]
     workers: NotRequired[int]
     url: NotRequired[str]
+    clients: NotRequired[int]  #: bench: the concurrency level
+    timeout_s: NotRequired[float]  #: bench: the per-request timeout
+    warmup_s: NotRequired[float]  #: bench: load sent before the window, not counted
 
 
 class ServerMetrics(TypedDict, total=False):

@@ -110,7 +110,8 @@ def test_a_second_ctrl_c_stops_at_once_and_the_handler_is_restored():
 def test_ctrl_c_after_a_load_still_interrupts(faulty):
     """A load must leave no signal handler behind (uvloop's outlived the loop once)."""
     from loadcmp.load.workers import Stopper, run_load
-    from loadcmp.load.engine import LoadSpec, make_target
+    from loadcmp.load.driver import LoadSpec
+    from loadcmp.load.target import make_target
     from loadcmp.load.schedules import Closed
 
     spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 0.5)

@@ -9,10 +9,11 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.engine import LoadSpec, make_target
+from loadcmp.load.driver import LoadSpec
 from loadcmp.load.recorder import Result
 from loadcmp.load.schedules import Closed, Ramp, Rate
 from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.target import make_target
 from loadcmp.load.workers import Stopper, run_load
 
 ENGINES = ["fast", "aiohttp"]
@@ -22,7 +23,7 @@ def load(url: str, sched=Closed(4), duration=1.5, engine="fast", keepalive=False
          workers=1) -> Result:
     spec = LoadSpec(make_target(url, keepalive=keepalive), sched, duration, warmup=warmup, timeout=timeout,
                     engine=engine)
-    return run_load(spec, workers=workers, handle_sigint=False)
+    return run_load(spec, workers=workers)
 
 
 def only(result: Result, kind: str) -> None:
@@ -163,7 +164,7 @@ def test_rate_corrects_coordinated_omission():
     th.start()
     try:
         spec = LoadSpec(make_target(f"http://127.0.0.1:{port}/"), Rate(20, 100), 3.0, timeout=5.0)
-        r = run_load(spec, handle_sigint=False)
+        r = run_load(spec)
     finally:
         stop.set()
         th.join(2)
@@ -196,7 +197,7 @@ def test_stopper_interrupts_quickly(faulty):
     threading.Timer(0.8, stopper.stop).start()
     t = time.monotonic()
     spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 30.0)
-    r = run_load(spec, stopper=stopper, handle_sigint=False)
+    r = run_load(spec, stopper=stopper)
     assert time.monotonic() - t < 3.0
     assert r.interrupted
     doc = result_doc(r)
@@ -274,3 +275,160 @@ def test_too_many_clients_for_the_file_limit_is_refused_clearly(faulty):
     assert "open files" in res.output and "--workers" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", str(hard + 100), "-t", "1"])
     assert res.exit_code == 1 and "open files" in res.output and "--workers" in res.output
+
+
+# --- the pieces of the split -----------------------------------------------------------
+
+
+def test_outcome_table_maps_errors_and_names_the_clients_own():
+    import errno
+
+    from loadcmp.load import outcomes as oc
+
+    assert oc.kind_of_error(OSError(errno.ECONNREFUSED, "x")) == (oc.CONNECT_REFUSED, None)
+    assert oc.kind_of_error(OSError(errno.ETIMEDOUT, "x")) == (oc.CONNECT_TIMEOUT, None)
+    assert oc.kind_of_error(OSError(errno.ECONNRESET, "x")) == (oc.RESET, None)
+    assert oc.kind_of_error(OSError(errno.EPIPE, "x")) == (oc.RESET, None)
+    assert oc.kind_of_error(TimeoutError()) == (oc.CONNECT_TIMEOUT, None)
+    assert oc.kind_of_error(OSError(errno.EMFILE, "x")) == (oc.CONNECT_REFUSED, "EMFILE")
+    assert oc.kind_of_error(OSError(errno.EADDRNOTAVAIL, "x")) == (oc.CONNECT_REFUSED, "EADDRNOTAVAIL")
+    assert oc.kind_of_error(ValueError("odd")) == (oc.RESET, "ValueError")
+    assert [oc.kind_of_status(s) for s in (200, 302, 404, 503)] == [oc.OK, oc.OK, oc.HTTP_4XX, oc.HTTP_5XX]
+
+
+def test_schedules_say_their_connections():
+    assert Closed(7).connections == 7
+    assert Ramp(5, 1.0, 2.0).connections == 5
+    assert Rate(100.0, 12).connections == 12
+    assert sum(p.connections for p in Rate(100.0, 12).split(5)) == 12
+
+
+def test_open_file_check_has_one_message(monkeypatch):
+    import resource
+
+    from loadcmp.errors import LoadError
+    from loadcmp.load import limits
+
+    monkeypatch.setattr(limits.resource, "getrlimit", lambda _: (1024, 1024))
+    limits.check_nofile(900, 1)
+    limits.check_nofile(2700, 3)
+    with pytest.raises(LoadError, match=r"3000 clients need about 3064 open files .* allows 1024: use --workers 4"):
+        limits.check_nofile(3000, 1)
+    monkeypatch.setattr(limits.resource, "getrlimit", lambda _: (1024, resource.RLIM_INFINITY))
+    limits.check_nofile(10**6, 1)  # no hard limit: nothing to refuse up front
+
+
+def test_stop_before_between_and_after_loads_is_safe(faulty):
+    spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 30.0)
+    stopper = Stopper()
+    stopper.stop()  # before: the load starts and ends at once
+    t = time.monotonic()
+    r = run_load(spec, stopper=stopper)
+    assert r.interrupted and time.monotonic() - t < 3.0
+    stopper.stop()  # after (no loop bound any more): nothing to wake, no error
+    r = run_load(spec, stopper=stopper)  # a requested stop holds for the next load too
+    assert r.interrupted
+
+
+def test_sigint_handler_reaches_the_second_load_in_one_process(faulty):
+    """The command's own handler (a plain signal.signal) stops a load, also the
+    second one in a process: no loop keeps a handler of its own installed."""
+    import os
+    import signal
+    import threading
+
+    spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 0.5)
+    first = run_load(spec)
+    assert not first.interrupted
+    stopper = Stopper()
+
+    def on_sigint(*_):
+        stopper.stop()
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    try:
+        threading.Timer(0.8, os.kill, (os.getpid(), signal.SIGINT)).start()
+        t = time.monotonic()
+        r = run_load(LoadSpec(spec.target, Closed(2), 30.0), stopper=stopper)
+        assert r.interrupted and time.monotonic() - t < 3.0
+        assert signal.getsignal(signal.SIGINT) is on_sigint
+    finally:
+        signal.signal(signal.SIGINT, old)
+
+
+def test_a_workers_user_error_comes_back_as_it_was():
+    from loadcmp.errors import UsageError
+
+    spec = LoadSpec(make_target("http://127.0.0.1:1/", resolve=False), Closed(2), 1.0, engine="nope")
+    with pytest.raises(UsageError, match="unknown engine 'nope'"):
+        run_load(spec, workers=2)
+
+
+def test_a_crash_in_a_worker_is_named_a_bug_with_its_traceback(caplog):
+    import logging
+
+    from loadcmp.errors import LoadError
+
+    spec = LoadSpec(make_target("http://no-such-host.invalid/", resolve=False), Closed(2), 1.0)
+    with caplog.at_level(logging.DEBUG, logger="loadcmp"), pytest.raises(LoadError) as info:
+        run_load(spec, workers=2)
+    msg = str(info.value)
+    assert "bug" in msg and "gaierror" in msg and "\n" not in msg
+    assert "Traceback" in str(info.value.__cause__)
+    assert "Traceback" in caplog.text
+
+
+def test_stopper_reaches_worker_processes(faulty):
+    import threading
+
+    stopper = Stopper()
+    threading.Timer(2.8, stopper.stop).start()
+    t = time.monotonic()
+    spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(4), 30.0)
+    r = run_load(spec, workers=2, stopper=stopper)
+    assert time.monotonic() - t < 6.0
+    assert r.interrupted and check_invariant(result_doc(r))
+
+
+def test_a_reset_that_comes_with_the_data_is_a_reset_not_a_timeout(faulty):
+    """uvloop drops a socket's reader when its RST arrives with unread data
+    (after one last call): the raw client must see the reset in that call."""
+    r = load(faulty.url("/reset"), sched=Closed(4), duration=1.5, timeout=0.3)
+    counts = r.counts()
+    assert counts["reset"] > 100 and counts["timeout"] == 0, counts
+
+
+def test_a_close_by_reset_after_a_full_answer_does_not_stall_the_client():
+    """A server that answers in full and then resets (SO_LINGER 0): the raw
+    client must not wait out its drain deadline (1 s) on every request."""
+    import socket as so
+    import threading
+
+    srv = so.socket()
+    srv.bind(("127.0.0.1", 0))
+    srv.listen(128)
+    port = srv.getsockname()[1]
+    stop = threading.Event()
+
+    def serve() -> None:
+        srv.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                c, _ = srv.accept()
+            except OSError:
+                continue
+            c.recv(4096)
+            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            c.setsockopt(so.SOL_SOCKET, so.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
+            c.close()
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    try:
+        r = load(f"http://127.0.0.1:{port}/", sched=Closed(4), duration=1.5)
+    finally:
+        stop.set()
+        th.join(2)
+        srv.close()
+    counts = r.counts()
+    assert counts["ok"] > 200 and counts["timeout"] == 0, counts

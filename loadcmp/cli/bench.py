@@ -35,7 +35,8 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
 
     Defaults: -c 50 -t 30s, a new connection per request, no warm-up.
     """
-    from ..load.engine import LoadSpec, make_target
+    from ..load.driver import LoadSpec
+    from ..load.target import make_target
     from ..load.schedules import make_schedule
     from ..load.summary import result_doc, timeline_rows
     from ..load.workers import Stopper, run_load

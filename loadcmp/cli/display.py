@@ -14,8 +14,9 @@ from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
 
-from ..load.engine import Live
+from ..load.driver import Live
 from ..load.recorder import Histogram
+from ..store import LatencyMs, LoadSummary
 from ..units import format_bytes
 
 err = Console(stderr=True, highlight=False)
@@ -67,7 +68,7 @@ def latency_histogram(h: Histogram, bins: int = 10, width: int = 40) -> list[tup
     return [(lo + step * (i + 1), c, "■" * max(1 if c else 0, round(width * c / top))) for i, c in enumerate(counts)]
 
 
-def print_result(doc: dict[str, Any], hist: Histogram | None, console: Console = out) -> None:
+def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = out) -> None:
     """The end-of-bench summary: counts, rates, latency and its histogram."""
     t = Table(title=f"{doc.get('url', '')}  ({doc.get('schedule', {}).get('kind', '')}, {doc.get('engine', '')} engine)",
               show_header=False, title_justify="left")
@@ -89,12 +90,11 @@ def print_result(doc: dict[str, Any], hist: Histogram | None, console: Console =
               f"Requests: {wb['susceed']:,} susceed, {wb['failed']:,} failed")
     console.print(t)
     lat = Table(title="latency (ms, from intended start)", title_justify="left")
-    for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max"):
+    for k in PERCENTILE_COLUMNS:
         lat.add_column(k.replace("_", "."), justify="right")
-    lat.add_row(*[_fmt_ms(doc["latency_ms"].get(k)) for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max")])
+    lat.add_row(*_percentile_cells(doc["latency_ms"]))
     if doc.get("schedule", {}).get("kind") in ("rate", "ramp"):
-        lat.add_row(*[_fmt_ms(doc["service_ms"].get(k)) for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max")],
-                    style="dim")
+        lat.add_row(*_percentile_cells(doc["service_ms"]), style="dim")
         lat.caption = "second row: service time (from the actual send)"
     console.print(lat)
     if hist is not None and hist.count:
@@ -103,6 +103,14 @@ def print_result(doc: dict[str, Any], hist: Histogram | None, console: Console =
             console.print(f"  {edge:10.3f} ms [{c:>9,}] |{bar}")
     for w in doc.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+PERCENTILE_COLUMNS = ("p50", "p75", "p90", "p95", "p99", "p99_9", "max")
+
+
+def _percentile_cells(lat: LatencyMs) -> list[str]:
+    return [_fmt_ms(lat["p50"]), _fmt_ms(lat["p75"]), _fmt_ms(lat["p90"]), _fmt_ms(lat["p95"]),
+            _fmt_ms(lat["p99"]), _fmt_ms(lat["p99_9"]), _fmt_ms(lat["max"])]
 
 
 def _fmt_ms(v: float | None) -> str:

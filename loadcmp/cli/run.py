@@ -13,7 +13,7 @@ from .app import cli, emit_json, stop_on_sigint
 from .display import err, out
 from .options import LoadFlags, json_option, load_options, server_options
 from ..errors import Interrupted, LoadcmpError
-from ..load.engine import Live
+from ..load.driver import Live
 from ..runner import Planned, SweepOutcome
 from ..runner import Progress as Hooks
 from ..spec import RunSpec

@@ -1,1 +1,18 @@
-"""The load generator: schedules (when), engines (how), recorder (what happened)."""
+"""The load generator: schedules (when), engines (how), recorder (what happened).
+
+    workers.py    run_load: one load in this process or several; Stopper
+    driver.py     LoadSpec, Live, now; the Engine base: schedule loops, ticker, warnings
+    http1.py      FastEngine (uvloop + httptools), with conn.py (Conn, Slot)
+                  and rawclient.py (the closed loop without keep-alive)
+    aio.py        AiohttpEngine (TLS, redirects)
+    target.py     Target, make_target: the URL and the request bytes
+    schedules.py  Closed, Ramp, Rate: when requests are due
+    outcomes.py   outcome kinds; socket error / HTTP status -> kind
+    recorder.py   per-second counts and histograms; Result (mergeable)
+    summary.py    Result -> store.LoadSummary and timeline rows
+    limits.py     the open-file limit: check_nofile, raise_nofile
+
+Imports go one way: workers -> engines -> driver -> schedules, target, recorder
+-> outcomes. Nothing here installs a signal handler in the caller's process: the
+command owns SIGINT (worker processes, ours, ignore it).
+"""

@@ -2,18 +2,30 @@
 
 Pure data and arithmetic, no I/O: the engine asks a schedule when the next
 request of a client is due and does the sending itself. All times are offsets
-in seconds from the start of the load (warm-up included).
+in seconds from the start of the load (warm-up included). A schedule says how
+many connections it may hold open (`connections`) and which loop drives it
+(`start(driver)`), so no caller needs to ask which kind it is.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..errors import UsageError
 
 ScheduleKind = Literal["closed", "ramp", "rate"]
+
+
+class Driver(Protocol):
+    """What runs a schedule (the engine's driver): one loop per kind."""
+
+    def start_closed(self, schedule: Closed) -> None: ...
+
+    def start_ramp(self, schedule: Ramp) -> None: ...
+
+    def start_rate(self, schedule: Rate) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -23,6 +35,14 @@ class Closed:
     clients: int
 
     kind: ScheduleKind = "closed"
+
+    @property
+    def connections(self) -> int:
+        """At most this many connections open at once."""
+        return self.clients
+
+    def start(self, driver: Driver) -> None:
+        driver.start_closed(self)
 
     def split(self, n: int) -> list[Closed]:
         return [Closed(c) for c in _split(self.clients, n)]
@@ -45,6 +65,14 @@ class Ramp:
     """Index of this part's first user when split across workers."""
     total_users: int = 0
     """Users in the whole schedule (0: same as `users`)."""
+
+    @property
+    def connections(self) -> int:
+        """At most this many connections open at once."""
+        return self.users
+
+    def start(self, driver: Driver) -> None:
+        driver.start_ramp(self)
 
     def start_offset(self, user: int) -> float:
         """When user number `user` (0-based, of this part) starts."""
@@ -82,6 +110,14 @@ class Rate:
     kind: ScheduleKind = "rate"
     phase: float = 0.0
     """Offset of this part's first request (workers interleave their ticks)."""
+
+    @property
+    def connections(self) -> int:
+        """At most this many connections open at once."""
+        return self.max_inflight
+
+    def start(self, driver: Driver) -> None:
+        driver.start_rate(self)
 
     def due(self, k: int) -> float:
         """Intended start of the k-th request (0-based)."""

@@ -1,24 +1,32 @@
-"""Turn a Result into the documents users and the store see (DESIGN.md §6 keys)."""
+"""Turn a Result into the documents users and the store see (`store.LoadSummary`)."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from typing import Any, cast
 
-from .recorder import FAIL_KINDS, KINDS, OK, Histogram, Result
-
-PERCENTILES = (50, 75, 90, 95, 99, 99.9)
+from ..store import LatencyMs, LoadSummary, WebbenchCount
+from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
+from .recorder import Histogram, Result
 
 
 def _ms(v: float | None) -> float | None:
     return None if v is None else round(v * 1000.0, 3)
 
 
-def latency_doc(h: Histogram) -> dict[str, float | None]:
-    out: dict[str, float | None] = {f"p{str(q).replace('.', '_')}": _ms(h.percentile(q)) for q in PERCENTILES}
-    out["max"] = _ms(h.max_s) if h.count else None
-    out["min"] = _ms(h.min_s) if h.count else None
-    out["mean"] = _ms(h.mean)
-    return out
+def latency_doc(h: Histogram) -> LatencyMs:
+    """A histogram's percentiles in milliseconds (None when it is empty)."""
+    return LatencyMs(
+        p50=_ms(h.percentile(50)),
+        p75=_ms(h.percentile(75)),
+        p90=_ms(h.percentile(90)),
+        p95=_ms(h.percentile(95)),
+        p99=_ms(h.percentile(99)),
+        p99_9=_ms(h.percentile(99.9)),
+        max=_ms(h.max_s) if h.count else None,
+        min=_ms(h.min_s) if h.count else None,
+        mean=_ms(h.mean),
+    )
 
 
 def timeline_rows(result: Result) -> list[dict[str, Any]]:
@@ -43,8 +51,11 @@ def timeline_rows(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
-def result_doc(result: Result, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The summary of one measurement: counts, rates, latency, webbench counters."""
+def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSummary:
+    """The summary of one measurement: counts, rates, latency, webbench counters.
+
+    `extra` adds the caller's context (schedule, engine, workers, url ...).
+    """
     counts = result.counts()
     failures = {k: counts[k] for k in FAIL_KINDS}
     if result.dropped:
@@ -53,42 +64,43 @@ def result_doc(result: Result, extra: dict[str, Any] | None = None) -> dict[str,
     completed = sum(counts.values())
     dur = result.duration_s or 1e-9
     nbytes = sum(s.bytes for s in result.seconds)
-    lat = result.latency()
-    svc = result.service()
-    susceed = counts["ok"] + counts["http_4xx"] + counts["http_5xx"] + counts["protocol_error"]
-    wb_failed = counts["connect_refused"] + counts["connect_timeout"] + counts["reset"] + counts["timeout"]
-    doc: dict[str, Any] = {
-        "ok": counts["ok"],
-        "failed": failed,
-        "failures": failures,
-        "unfinished": result.unfinished,
-        "started": result.started,
-        "dropped": result.dropped,
-        "completed": completed,
-        "rps": round(counts["ok"] / dur, 3),
-        "completions_per_s": round(completed / dur, 3),
-        "failed_rate": round(failed / max(1, result.started - result.unfinished), 6),
-        "duration_s": round(result.duration_s, 3),
-        "bytes": nbytes,
-        "bytes_per_s": round(nbytes / dur, 1),
-        "latency_ms": latency_doc(lat),
-        "service_ms": latency_doc(svc),
-        "webbench": {
-            "susceed": susceed,
-            "failed": wb_failed,
-            "pages_per_min": round(susceed / dur * 60, 1),
-            "bytes_per_s": round(nbytes / dur, 1),
-        },
-        "interrupted": result.interrupted,
-        "warnings": list(result.warnings),
-    }
+    # webbench counts any answer read to the end as a success, and only what
+    # never got an answer as failed
+    no_answer = {KINDS[k] for k in (CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT)}
+    wb_failed = sum(counts[k] for k in no_answer)
+    susceed = completed - wb_failed
+    doc = LoadSummary(
+        ok=counts["ok"],
+        failed=failed,
+        failures=failures,
+        unfinished=result.unfinished,
+        started=result.started,
+        dropped=result.dropped,
+        completed=completed,
+        rps=round(counts["ok"] / dur, 3),
+        completions_per_s=round(completed / dur, 3),
+        failed_rate=round(failed / max(1, result.started - result.unfinished), 6),
+        duration_s=round(result.duration_s, 3),
+        bytes=nbytes,
+        bytes_per_s=round(nbytes / dur, 1),
+        latency_ms=latency_doc(result.latency()),
+        service_ms=latency_doc(result.service()),
+        webbench=WebbenchCount(
+            susceed=susceed,
+            failed=wb_failed,
+            pages_per_min=round(susceed / dur * 60, 1),
+            bytes_per_s=round(nbytes / dur, 1),
+        ),
+        interrupted=result.interrupted,
+        warnings=list(result.warnings),
+    )
     if result.client_errors:
         doc["client_errors"] = dict(result.client_errors)
     if extra:
-        doc.update(extra)
+        cast(dict[str, Any], doc).update(extra)  # keys a LoadSummary declares as NotRequired, and the caller's
     return doc
 
 
-def check_invariant(doc: dict[str, Any]) -> bool:
+def check_invariant(doc: LoadSummary) -> bool:
     """ok + failures + unfinished == started (dropped are among the failures)."""
-    return bool(doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"])
+    return doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"]

@@ -2,8 +2,14 @@
 
 Every worker runs its share of the schedule against the same window: the
 parent picks the start time on CLOCK_MONOTONIC, which all processes share, so
-per-second buckets line up and merge exactly. Ctrl-C reaches the parent only;
-it tells the workers through an Event and they stop within a tenth of a second.
+per-second buckets line up and merge exactly.
+
+Each load owns one event loop for its duration (`asyncio.Runner` with uvloop),
+closed before `run_load` returns. Nothing here installs a signal handler: the
+command that runs the load owns SIGINT and calls `Stopper.stop()`, which is
+safe from a plain signal handler at any time. Worker processes ignore SIGINT
+(a terminal's Ctrl-C reaches the whole process group); the parent tells them
+through an Event and they stop within a tenth of a second.
 """
 
 from __future__ import annotations
@@ -11,19 +17,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import logging
 import multiprocessing as mp
 import os
 import queue
-import resource
 import signal
+import traceback
+from collections.abc import Iterator
 from dataclasses import replace
+from multiprocessing.synchronize import Event as ProcessEvent
 from typing import Any
 
-from ..errors import LoadError, UsageError
+import uvloop
+
+from ..errors import LoadcmpError, LoadError, UsageError
 from ..units import cpu_list
-from .engine import Live, LiveFn, LoadSpec, clients_of, make_engine, now, raise_nofile
-from .recorder import Result
+from .aio import AiohttpEngine
+from .driver import Engine, Live, LiveFn, LoadSpec, now
+from .http1 import FastEngine
+from .limits import check_nofile, raise_nofile
+from .recorder import Recorder, Result
 from .schedules import Schedule
+
+log = logging.getLogger("loadcmp")
 
 START_DELAY = 0.3
 """Seconds between planning the start and the first request (one process)."""
@@ -32,14 +48,74 @@ SPAWN_DELAY = 2.0
 SPREAD_ABOVE = 25000
 """Above this many connections to one address, spread source addresses."""
 
+ENGINES: dict[str, type[Engine[Any]]] = {"fast": FastEngine, "aiohttp": AiohttpEngine}
 
-def _new_loop() -> asyncio.AbstractEventLoop:
-    try:
-        import uvloop
 
-        return uvloop.new_event_loop()
-    except ImportError:  # pragma: no cover - uvloop is a dependency
-        return asyncio.new_event_loop()
+def make_engine(spec: LoadSpec, live: LiveFn | None = None) -> Engine[Any]:
+    if spec.engine not in ENGINES:
+        raise UsageError(f"unknown engine {spec.engine!r}: use {' or '.join(ENGINES)}")
+    return ENGINES[spec.engine](spec, live)
+
+
+class Stopper:
+    """A stop request that a signal handler, a test or a parent can make.
+
+    `stop()` may come at any moment, also between two loads: it sets a flag
+    (which the multi-process parent and the runner poll) and, while a load runs
+    in this process, wakes its loop with `call_soon_threadsafe`, which is what
+    asyncio.Runner's own SIGINT handler does from a plain signal handler too.
+    """
+
+    def __init__(self) -> None:
+        self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
+        self.requested = False
+
+    @contextlib.contextmanager
+    def bound(self, event: asyncio.Event) -> Iterator[None]:
+        """While a load runs on this thread's loop, `stop()` also sets `event`."""
+        self._wake = (asyncio.get_running_loop(), event)
+        try:
+            if self.requested:
+                event.set()
+            yield
+        finally:
+            self._wake = None
+
+    def stop(self) -> None:
+        self.requested = True
+        wake = self._wake  # one read: the load may end (and unbind) meanwhile
+        if wake is not None:
+            with contextlib.suppress(RuntimeError):  # that loop has just closed
+                wake[0].call_soon_threadsafe(wake[1].set)
+
+
+def run_load(
+    spec: LoadSpec,
+    *,
+    workers: int = 1,
+    cpus: str | None = None,
+    live: LiveFn | None = None,
+    stopper: Stopper | None = None,
+    start_at: float | None = None,
+) -> Result:
+    """Run `spec` with `workers` processes (1 = in this process) and merge.
+
+    `start_at` (CLOCK_MONOTONIC) is when the load starts, warm-up included;
+    by default a moment from now. The caller may line other samplers up on it.
+    """
+    if workers < 1:
+        raise UsageError("--workers must be >= 1")
+    conns = spec.schedule.connections
+    if conns > SPREAD_ABOVE and not spec.spread_sources:
+        spec = replace(spec, spread_sources=True)
+    workers = min(workers, conns)
+    check_nofile(conns, workers)
+    stopper = stopper or Stopper()
+    if workers == 1:
+        raise_nofile(conns)
+        _pin(cpus)
+        return _run_here(spec, start_at or now() + START_DELAY, live, stopper)
+    return _run_workers(spec, workers, cpus, live, stopper, start_at or now() + SPAWN_DELAY)
 
 
 def _pin(cpus: str | None) -> None:
@@ -50,136 +126,77 @@ def _pin(cpus: str | None) -> None:
             raise UsageError(f"cannot pin the client to CPUs {cpus}: {e.strerror}") from None
 
 
-class Stopper:
-    """A stop request that a signal handler, a test or a parent can make."""
+def _run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stopper,
+              stop_ev: ProcessEvent | None = None) -> Result:
+    """One load on a loop of its own; `stop_ev` (a worker's) is polled too."""
 
-    def __init__(self) -> None:
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._event: asyncio.Event | None = None
-        self.requested = False
-
-    def bind(self, loop: asyncio.AbstractEventLoop, event: asyncio.Event) -> None:
-        self._loop, self._event = loop, event
-        if self.requested:
-            loop.call_soon_threadsafe(event.set)
-
-    def stop(self) -> None:
-        self.requested = True
-        if self._loop is not None and self._event is not None:
-            with contextlib.suppress(RuntimeError):
-                self._loop.call_soon_threadsafe(self._event.set)
-
-
-def run_load(
-    spec: LoadSpec,
-    *,
-    workers: int = 1,
-    cpus: str | None = None,
-    live: LiveFn | None = None,
-    stopper: Stopper | None = None,
-    handle_sigint: bool = True,
-    start_at: float | None = None,
-) -> Result:
-    """Run `spec` with `workers` processes (1 = in this process) and merge.
-
-    `start_at` (CLOCK_MONOTONIC) is when the load starts, warm-up included;
-    by default a moment from now. The caller may line other samplers up on it.
-    """
-    if workers < 1:
-        raise UsageError("--workers must be >= 1")
-    conns = clients_of(spec.schedule)
-    if conns > SPREAD_ABOVE and not spec.spread_sources:
-        spec = replace(spec, spread_sources=True)
-    workers = min(workers, conns)
-    if workers == 1:
-        raise_nofile(conns + 64)
-        _pin(cpus)
-        return _run_here(spec, start_at or now() + START_DELAY, live, stopper or Stopper(), handle_sigint)
-    per = -(-conns // workers)
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    if hard != resource.RLIM_INFINITY and per + 64 > hard:
-        need = -(-conns // max(1, hard - 64))
-        raise LoadError(
-            f"{per} clients per worker need about {per + 64} open files; this machine allows {hard}: use --workers {need}"
-        )
-    return _run_workers(spec, workers, cpus, live, stopper or Stopper(), handle_sigint, start_at)
-
-
-def _run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stopper, handle_sigint: bool) -> Result:
-    loop = _new_loop()
-    try:
-        asyncio.set_event_loop(loop)
+    async def main() -> Result:
         stop = asyncio.Event()
-        stopper.bind(loop, stop)
-        if handle_sigint:
-            with contextlib.suppress(ValueError, RuntimeError, NotImplementedError):
-                loop.add_signal_handler(signal.SIGINT, stopper.stop)
-        engine = make_engine(spec, live)
-        return loop.run_until_complete(engine.run(t_load0, stop))
+        watch = asyncio.ensure_future(_watch(stop_ev, stop)) if stop_ev is not None else None
+        try:
+            with stopper.bound(stop):
+                return await make_engine(spec, live).run(t_load0, stop)
+        finally:
+            if watch is not None:
+                watch.cancel()
+
+    try:
+        with asyncio.Runner(loop_factory=uvloop.new_event_loop) as runner:
+            return runner.run(main())
     finally:
-        with contextlib.suppress(Exception):
-            loop.remove_signal_handler(signal.SIGINT)
-        asyncio.set_event_loop(None)
-        loop.close()
         # Finalise what the run left (sockets of aborted transports) now, while no
         # new socket can have taken their descriptor numbers: a late finaliser
         # closing a reused fd would silently cut off the next run's connection.
         gc.collect()
 
 
-def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_ev: Any) -> None:
+async def _watch(stop_ev: ProcessEvent, stop: asyncio.Event) -> None:
+    """A worker's stop: the parent sets `stop_ev` (polled, it is not awaitable)."""
+    while not stop_ev.is_set():
+        await asyncio.sleep(0.1)
+    stop.set()
+
+
+def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_ev: ProcessEvent) -> None:
     """Entry point of a worker process: run the share, send the result back."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # this process's owner: the parent stops it via stop_ev
     try:
-        raise_nofile(clients_of(spec.schedule) + 64)
+        raise_nofile(spec.schedule.connections)
         _pin(cpus)
-        stopper = Stopper()
 
         def live(lv: Live) -> None:
             with contextlib.suppress(Exception):
                 q.put_nowait(("live", lv))
 
-        loop = _new_loop()
-        asyncio.set_event_loop(loop)
-
-        async def main() -> Result:
-            stop = asyncio.Event()
-            stopper.bind(loop, stop)
-
-            async def watch() -> None:
-                while not stop_ev.is_set():
-                    await asyncio.sleep(0.1)
-                stop.set()
-
-            w = asyncio.ensure_future(watch())
-            try:
-                return await make_engine(spec, live).run(t_load0, stop)
-            finally:
-                w.cancel()
-
-        result = loop.run_until_complete(main())
-        loop.close()
+        result = _run_here(spec, t_load0, live, Stopper(), stop_ev)
         q.put(("result", spec.worker_index, result))
     except BaseException as e:  # report, never hang the parent
-        q.put(("error", spec.worker_index, f"{type(e).__name__}: {e}"))
+        known = e if isinstance(e, LoadcmpError) else None
+        q.put(("error", spec.worker_index, known, f"{type(e).__name__}: {e}", traceback.format_exc()))
 
 
-def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, stopper: Stopper, handle_sigint: bool,
-                 start_at: float | None = None) -> Result:
+class WorkerTraceback(Exception):
+    """A worker's traceback, as text: the cause of the parent's LoadError."""
+
+
+def _worker_failed(index: int, known: LoadcmpError | None, line: str, tb: str) -> LoadcmpError:
+    """The parent's error for a worker's: the user's own errors as they were,
+    anything else named as a bug, with the worker's traceback attached."""
+    log.debug("load worker %d failed:\n%s", index, tb)
+    if known is not None:
+        return known
+    err = LoadError(f"load worker {index} crashed, a bug in loadcmp: {line} (its traceback is in the debug log)")
+    err.__cause__ = WorkerTraceback(tb)
+    return err
+
+
+def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, stopper: Stopper,
+                 t_load0: float) -> Result:
     ctx = mp.get_context("spawn")
     q: Any = ctx.Queue()
     stop_ev = ctx.Event()
     parts: list[Schedule] = list(spec.schedule.split(n))
-    t_load0 = start_at or now() + SPAWN_DELAY
     procs = []
-    old = None
-    if handle_sigint:
-        with contextlib.suppress(ValueError):
-            def on_sigint(*_: Any) -> None:
-                stopper.stop()
-                stop_ev.set()
-
-            old = signal.signal(signal.SIGINT, on_sigint)
     try:
         for i, part in enumerate(parts):
             p = ctx.Process(
@@ -190,10 +207,10 @@ def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, 
             p.start()
             procs.append(p)
         results: dict[int, Result] = {}
-        errors: list[str] = []
+        failures: list[LoadcmpError] = []
         latest: dict[int, Live] = {}
         deadline = t_load0 + spec.warmup + spec.duration + 30
-        while len(results) + len(errors) < len(procs):
+        while len(results) + len(failures) < len(procs):
             if stopper.requested:
                 stop_ev.set()
             try:
@@ -206,16 +223,19 @@ def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, 
                 lv: Live = msg[1]
                 latest[lv.worker] = lv
                 if live is not None and len(latest) == len(procs):
-                    vals = list(latest.values())
-                    live(Live(max(v.elapsed for v in vals), sum(v.ok for v in vals), sum(v.failed for v in vals),
-                              sum(v.inflight for v in vals), sum(v.rps for v in vals), vals[0].measuring))
+                    live(_sum_live(list(latest.values())))
             elif msg[0] == "result":
                 results[msg[1]] = msg[2]
             else:
-                errors.append(f"worker {msg[1]}: {msg[2]}")
-        if errors or len(results) < len(procs):
-            raise LoadError("load worker failed: " + ("; ".join(errors) or "a worker exited without a result"))
-        merged = Result.merge([results[i] for i in sorted(results)])
+                failures.append(_worker_failed(*msg[1:]))
+        if failures:
+            raise failures[0]
+        if len(results) < len(procs) and not stopper.requested:
+            raise LoadError("load worker failed: a worker exited without a result")
+        # Interrupted: a worker that the terminal's Ctrl-C caught while it was still
+        # starting (before it could ignore SIGINT) has nothing to send; merge the rest.
+        measured = [results[i] for i in sorted(results)]
+        merged = Result.merge(measured) if measured else Recorder(t_load0 + spec.warmup, spec.duration).close(0.0)
         if stopper.requested:
             merged.interrupted = True
         return merged
@@ -225,5 +245,8 @@ def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, 
             p.join(timeout=3)
             if p.is_alive():
                 p.kill()
-        if old is not None:
-            signal.signal(signal.SIGINT, old)
+
+
+def _sum_live(vals: list[Live]) -> Live:
+    return Live(max(v.elapsed for v in vals), sum(v.ok for v in vals), sum(v.failed for v in vals),
+                sum(v.inflight for v in vals), sum(v.rps for v in vals), vals[0].measuring)

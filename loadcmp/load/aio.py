@@ -1,0 +1,80 @@
+"""The aiohttp engine: the same schedules through aiohttp, for TLS, redirects
+and cookies, at a fraction of the fast engine's speed. aiohttp is imported
+only when this engine is chosen."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from .driver import BACKOFF_S, Engine, now
+from .outcomes import CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
+
+
+class AiohttpEngine(Engine[None]):
+    """One aiohttp request per call; the connector keeps connections (keep-alive)."""
+
+    name = "aiohttp"
+
+    async def open(self) -> None:
+        import aiohttp
+
+        self.aiohttp = aiohttp
+        self.connector = aiohttp.TCPConnector(
+            limit=self.spec.schedule.connections, limit_per_host=0, force_close=not self.target.keepalive,
+            ssl=False, ttl_dns_cache=3600,
+        )
+        trace = aiohttp.TraceConfig()
+
+        async def connected(session: Any, ctx: Any, params: Any) -> None:
+            ctx.trace_request_ctx["t_sent"] = now()
+
+        trace.on_connection_create_end.append(connected)
+        trace.on_connection_reuseconn.append(connected)
+        self.session = aiohttp.ClientSession(
+            trace_configs=[trace],
+            connector=self.connector,
+            timeout=aiohttp.ClientTimeout(total=None, sock_connect=self.timeout),
+            version=aiohttp.HttpVersion10 if self.target.http10 else aiohttp.HttpVersion11,
+            auto_decompress=False,
+            skip_auto_headers=("User-Agent",),
+            headers={"User-Agent": "loadcmp"},
+        )
+        self.headers = dict(self.target.headers)
+
+    async def close(self) -> None:
+        with contextlib.suppress(Exception):
+            await asyncio.wait_for(self.session.close(), 2.0)
+
+    def abort_all(self) -> None:
+        with contextlib.suppress(Exception):
+            self.connector._close()  # drop open sockets now; close() is async
+
+    async def request(self, t_intended: float, counted: bool, state: None) -> None:
+        aiohttp = self.aiohttp
+        trace: dict[str, float] = {}
+        nbytes = 0
+        client_error = None
+        try:
+            async with asyncio.timeout(self.timeout):
+                async with self.session.request(
+                    self.target.method, self.target.url, headers=self.headers, data=self.target.body or None,
+                    allow_redirects=True, trace_request_ctx=trace,
+                ) as resp:
+                    body = await resp.read()
+                    nbytes = len(body) + sum(len(k) + len(v) + 4 for k, v in resp.raw_headers) + 17
+                    kind = kind_of_status(resp.status)
+        except TimeoutError:
+            kind = TIMEOUT if "t_sent" in trace else CONNECT_TIMEOUT
+        except aiohttp.ClientConnectorError as e:
+            kind, client_error = kind_of_error(e.os_error)
+        except (aiohttp.ServerDisconnectedError, aiohttp.ClientOSError):
+            kind = RESET
+        except aiohttp.ClientError:  # payload and response errors included
+            kind = PROTOCOL_ERROR
+        except OSError as e:
+            kind, client_error = kind_of_error(e)
+        if self._record(counted, kind, t_intended, trace.get("t_sent", t_intended), nbytes, client_error):
+            await asyncio.sleep(BACKOFF_S)
+        return None

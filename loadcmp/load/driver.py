@@ -1,0 +1,300 @@
+"""The driver: one schedule, one process, one window; the engines only send.
+
+`Engine` runs a load from its start time: it opens the engine, starts the
+schedule's loop (closed clients, ramp users or the open-rate ticker), measures
+`duration` after the warm-up, and stops on time or when told. Once a second it
+folds the recorder, samples the client's CPU and event-loop lag, and feeds the
+live line; at the end it warns when the client itself was the bottleneck.
+Subclasses (`http1.FastEngine`, `aio.AiohttpEngine`) say how one request goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import resource
+import time
+from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from .outcomes import OK
+from .recorder import Recorder, Result
+from .schedules import Closed, Ramp, Rate, Schedule
+from .target import Target
+
+now = time.monotonic
+"""CLOCK_MONOTONIC: shared by all processes, so workers line up their seconds."""
+
+DEFAULT_TIMEOUT = 10.0
+"""Per-request timeout (connect + response) unless --timeout says otherwise."""
+BACKOFF_S = 0.01
+"""Pause of a client after an error of its own (EMFILE ...), so that it does not spin."""
+
+
+@dataclass(frozen=True)
+class LoadSpec:
+    """Everything one engine needs; picklable, so workers get their share."""
+
+    target: Target
+    schedule: Schedule
+    duration: float
+    warmup: float = 0.0
+    timeout: float = DEFAULT_TIMEOUT
+    engine: str = "fast"
+    spread_sources: bool = False
+    """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
+    worker_index: int = 0
+
+
+@dataclass
+class Live:
+    """What the live line shows; one per engine per second."""
+
+    elapsed: float
+    ok: int
+    failed: int
+    inflight: int
+    rps: float
+    measuring: bool
+    worker: int = 0
+
+
+LiveFn = Callable[[Live], None]
+
+S = TypeVar("S")
+"""What a client keeps between its requests (the fast engine: its slot)."""
+
+
+class Engine(Generic[S]):
+    """Drives a schedule; subclasses say how one request is sent."""
+
+    name = "base"
+
+    def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        self.spec = spec
+        self.target = spec.target
+        self.timeout = spec.timeout
+        self.live = live
+        self.running = False
+        self.rec: Recorder | None = None
+        self.tasks: set[asyncio.Task[Any]] = set()
+        self.is_head = spec.target.method == "HEAD"
+        self.t_load0 = 0.0
+        self._cpu_prev = 0.0
+        self._wall_prev = 0.0
+        self._lag_max = 0.0
+        self.lags: list[float] = []
+        self.cpus: list[float] = []
+
+    # --- what an engine provides --------------------------------------------------
+    async def request(self, t_intended: float, counted: bool, state: S | None) -> S | None:
+        """Send one request intended to start at t_intended; record it if counted;
+        return what the client keeps for its next request (None: nothing)."""
+        raise NotImplementedError
+
+    def reusable(self, state: S | None) -> bool:
+        """May `state` serve another client's next request (an open connection)?"""
+        return False
+
+    def release(self, state: S | None) -> None:
+        """A client's state will not be used again."""
+
+    async def open(self) -> None:
+        pass
+
+    async def close(self) -> None:
+        pass
+
+    def abort_all(self) -> None:
+        """Drop every connection now (the window has closed)."""
+
+    # --- one request's end ---------------------------------------------------------
+    def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
+                client_error: str | None = None) -> bool:
+        """Record a request that ended now (if it counted), naming the client's
+        own error if there was one; True when the client should back off."""
+        if counted:
+            rec = self.rec
+            assert rec is not None
+            if client_error is not None:
+                rec.client_error(client_error)
+            rec.done(kind, t_intended, t_sent, now(), nbytes)
+        return client_error is not None
+
+    # --- the run -------------------------------------------------------------------
+    async def run(self, t_load0: float, stop: asyncio.Event | None = None) -> Result:
+        """Load from t_load0 (warm-up first), measure `duration`, then stop."""
+        spec = self.spec
+        self.t_load0 = t_load0
+        t0 = t_load0 + spec.warmup
+        self.rec = Recorder(t0, spec.duration)
+        stopping = stop or asyncio.Event()
+        await self.open()
+        await asyncio.sleep(max(0.0, t_load0 - now() - 0.002))
+        while now() < t_load0:  # the loop's timers are only ms-exact; the window must not start early
+            await asyncio.sleep(0)
+        self.running = True
+        self._cpu_prev, self._wall_prev = _cpu_time(), now()
+        ticker = asyncio.ensure_future(self._ticker(t0))
+        lagger = asyncio.ensure_future(self._lag_probe())
+        spec.schedule.start(self)
+        end = t0 + spec.duration
+        interrupted = False
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stopping.wait(), timeout=max(0.0, end - now()))
+            interrupted = True
+        t_stop = now()
+        self.running = False
+        measured = max(0.0, min(spec.duration, t_stop - t0))
+        result = self.rec.close(measured if interrupted else None)
+        result.interrupted = interrupted
+        ticker.cancel()
+        lagger.cancel()
+        for t in list(self.tasks):
+            t.cancel()
+        self.abort_all()
+        if self.tasks:
+            await asyncio.wait(list(self.tasks), timeout=2.0)
+        await self.close()
+        result.warnings.extend(self._saturation_warnings())
+        if result.client_errors:
+            errs = ", ".join(f"{k} x{v}" for k, v in result.client_errors.items())
+            result.warnings.append(f"client-side socket errors (counted as connect_refused): {errs}")
+        return result
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        t = asyncio.ensure_future(coro)
+        self.tasks.add(t)
+        t.add_done_callback(self.tasks.discard)
+
+    # --- the schedules' loops (schedules.Driver) ------------------------------------
+    def start_closed(self, schedule: Closed) -> None:
+        for _ in range(schedule.clients):
+            self._spawn(self._closed_client())
+
+    def start_ramp(self, schedule: Ramp) -> None:
+        for user in range(schedule.users):
+            self._spawn(self._ramp_user(schedule, user))
+
+    def start_rate(self, schedule: Rate) -> None:
+        self._spawn(self._rate_loop(schedule))
+
+    async def _closed_client(self) -> None:
+        state = None
+        rec = self.rec
+        assert rec is not None
+        while self.running:
+            t = now()
+            state = await self.request(t, rec.start(t), state)
+
+    async def _ramp_user(self, sched: Ramp, user: int) -> None:
+        rec = self.rec
+        assert rec is not None
+        due = self.t_load0 + sched.start_offset(user)
+        state = None
+        while self.running:
+            delay = due - now()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if not self.running:
+                return
+            state = await self.request(due, rec.start(due), state)
+            due = self.t_load0 + sched.next_due(due - self.t_load0, now() - self.t_load0)
+
+    async def _rate_loop(self, sched: Rate) -> None:
+        """Start each request when due, whatever the responses; over the
+        in-flight cap it is dropped (counted), never queued."""
+        rec = self.rec
+        assert rec is not None
+        k = 0
+        idle: list[S] = []  # open connections a new request may take
+        inflight = 0
+
+        async def one(due: float) -> None:
+            nonlocal inflight
+            state = idle.pop() if idle else None
+            try:
+                state = await self.request(due, rec.start(due), state)
+            finally:
+                inflight -= 1
+            if self.running and state is not None and self.reusable(state):
+                idle.append(state)
+            else:
+                self.release(state)
+
+        while self.running:
+            t = now()
+            n_due = sched.count_before(t - self.t_load0 + 1e-9)
+            while k < n_due:
+                due = self.t_load0 + sched.due(k)
+                k += 1
+                if inflight < sched.max_inflight:
+                    inflight += 1
+                    self._spawn(one(due))
+                else:
+                    rec.drop(due)
+            nxt = self.t_load0 + sched.due(k)
+            await asyncio.sleep(max(0.0005, nxt - now()))
+
+    # --- watching the client itself -------------------------------------------------
+    async def _lag_probe(self) -> None:
+        step = 0.05
+        while True:
+            t = now()
+            await asyncio.sleep(step)
+            lag = now() - t - step
+            if lag > self._lag_max:
+                self._lag_max = lag
+
+    async def _ticker(self, t0: float) -> None:
+        rec = self.rec
+        assert rec is not None
+        nxt = self.t_load0 + 1.0
+        prev_ok = 0
+        while True:
+            await asyncio.sleep(max(0.0, nxt - now()))
+            t = now()
+            cpu = _cpu_time()
+            cpu_pct = 100.0 * (cpu - self._cpu_prev) / max(1e-6, t - self._wall_prev)
+            self._cpu_prev, self._wall_prev = cpu, t
+            lag_ms = self._lag_max * 1000
+            self._lag_max = 0.0
+            measuring = t > t0
+            if measuring:
+                self.cpus.append(cpu_pct)
+                self.lags.append(lag_ms)
+            rec.tick(t, cpu_pct, lag_ms)
+            if self.live is not None:
+                ok = fails = 0
+                for s in rec.seconds:
+                    ok += s.counts[OK]
+                    fails += sum(s.counts) - s.counts[OK]
+                last = rec.seconds[min(max(int(t - t0) - 1, 0), rec.nsec - 1)].counts[OK] if measuring else 0
+                rps = float(last if measuring else ok - prev_ok)
+                self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, rps, measuring, self.spec.worker_index))
+                prev_ok = ok
+            nxt += 1.0
+
+    def _saturation_warnings(self) -> list[str]:
+        out = []
+        if self.cpus:
+            busy = sorted(self.cpus)[len(self.cpus) // 2]
+            if busy >= 90:
+                out.append(
+                    f"client saturated: worker {self.spec.worker_index} used {busy:.0f}% of a core (median), "
+                    "so the client may have limited the rate; add --workers or a CPU"
+                )
+        if self.lags:
+            worst = sorted(self.lags)[int(len(self.lags) * 0.9)]
+            if worst >= 100:
+                out.append(
+                    f"client event loop lagged {worst:.0f} ms (p90 per second) in worker {self.spec.worker_index}: "
+                    "latencies include client delay"
+                )
+        return out
+
+
+def _cpu_time() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime

@@ -1,0 +1,204 @@
+"""The fast engine: uvloop + asyncio.Protocol + httptools, HTTP/1.x only.
+
+Requests are encoded once; responses are parsed by httptools (Content-Length,
+chunked, read-to-close). Three paths, one per kind of client:
+
+* closed loop with keep-alive: the next request is written straight from the
+  protocol callback (`_ka_done`), with no coroutine switch in between, which is
+  what keeps it near wrk's speed;
+* closed loop without keep-alive: `rawclient.RawClient`, no transports at all;
+* everything else (ramp, rate): one small coroutine per request (`request`).
+
+Deadlines are not timers: one sweeper expires every slot ten times a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from typing import Any
+
+from ..errors import UsageError
+from .conn import CONNECTING, IDLE, WAITING, Conn, Slot
+from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
+from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
+from .rawclient import RawClient
+from .schedules import Closed
+
+Failure = tuple[int, str | None]
+"""A connection that could not be opened: its kind, and the client's own error if any."""
+
+
+class FastEngine(Engine[Slot]):
+    """uvloop + asyncio.Protocol + httptools: the default."""
+
+    name = "fast"
+
+    def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        super().__init__(spec, live)
+        if spec.target.scheme != "http":
+            raise UsageError("the fast engine speaks plain http only; use --engine aiohttp for https")
+        self.request_bytes = spec.target.encode()
+        self.conns: set[Conn] = set()
+        self.slots: set[Slot | RawClient] = set()
+        self.host = spec.target.host
+        self.port = spec.target.port
+        self._sources_used = 0
+        self.raw: list[RawClient] = []
+        info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
+        self.family: int = info[0]
+        self.sockaddr: Any = info[4]
+
+    async def open(self) -> None:
+        self._spawn(self._sweeper())
+
+    async def _sweeper(self) -> None:
+        """Time out what has run past its deadline (0.1 s resolution)."""
+        while True:
+            await asyncio.sleep(0.1)
+            t = now()
+            for slot in list(self.slots):
+                if slot.phase and slot.deadline < t:
+                    slot.expire()
+
+    def local_addr(self) -> tuple[str, int] | None:
+        """The next source address when spreading them (None: the kernel picks)."""
+        if not self.spec.spread_sources:
+            return None
+        self._sources_used += 1
+        return (f"127.0.{(self._sources_used // 250) % 250}.{2 + self._sources_used % 250}", 0)
+
+    def abort_all(self) -> None:
+        for c in list(self.conns):
+            with contextlib.suppress(Exception):
+                c.transport.abort()
+        for r in self.raw:
+            with contextlib.suppress(Exception):
+                r.close()
+
+    def start_closed(self, schedule: Closed) -> None:
+        if self.target.keepalive:
+            for _ in range(schedule.clients):
+                self._spawn(self._ka_client())
+        else:
+            for _ in range(schedule.clients):
+                r = RawClient(self)
+                self.raw.append(r)
+                self.slots.add(r)
+                r.start()
+
+    async def _connect(self, slot: Slot) -> Conn | Failure:
+        """Open a connection for `slot`, or say why it could not be opened."""
+        slot.task = asyncio.current_task()
+        slot.timed_out = False
+        slot.deadline = now() + self.timeout
+        slot.phase = CONNECTING
+        try:
+            _, conn = await asyncio.get_running_loop().create_connection(
+                lambda: Conn(self.conns, self.is_head), self.host, self.port, local_addr=self.local_addr()
+            )
+        except asyncio.CancelledError:
+            slot.phase = IDLE
+            if slot.timed_out and self.running:
+                return CONNECT_TIMEOUT, None
+            raise
+        except OSError as e:
+            slot.phase = IDLE
+            return kind_of_error(e)
+        slot.phase = IDLE
+        slot.conn = conn
+        return conn
+
+    # closed loop + keep-alive: the callback path -------------------------------
+    async def _ka_client(self) -> None:
+        """Connects (and reconnects); the requests go from the callback."""
+        loop = asyncio.get_running_loop()
+        rec = self.rec
+        assert rec is not None
+        slot = Slot()
+        self.slots.add(slot)
+        try:
+            while self.running:
+                t = now()
+                counted = rec.start(t)
+                got = await self._connect(slot)
+                if isinstance(got, tuple):
+                    if self._record(counted, got[0], t, t, client_error=got[1]):
+                        await asyncio.sleep(BACKOFF_S)
+                    continue
+                conn = got
+                conn.closed_fut = loop.create_future()
+                conn.on_done = lambda c, k, slot=slot: self._ka_done(slot, c, k)
+                self._ka_send(slot, conn, t, counted)
+                await conn.closed_fut
+        finally:
+            self.slots.discard(slot)
+
+    def _ka_send(self, slot: Slot, conn: Conn, t: float, counted: bool) -> None:
+        conn.t_intended = t
+        conn.counted = counted
+        slot.deadline = t + self.timeout
+        slot.phase = WAITING
+        conn.send(self.request_bytes)
+
+    def _ka_done(self, slot: Slot, conn: Conn, kind: int) -> None:
+        # The hottest path: the recorder is called inline, not through `_record`.
+        t = now()
+        slot.phase = IDLE
+        rec = self.rec
+        assert rec is not None
+        if conn.counted:
+            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes)
+        if self.running and conn.reusable and kind <= HTTP_5XX and not conn.closed:
+            self._ka_send(slot, conn, t, rec.start(t))
+        elif not conn.closed:
+            conn.transport.close()
+
+    # one request, any schedule --------------------------------------------------
+    async def request(self, t_intended: float, counted: bool, state: Slot | None) -> Slot:
+        """Returns the slot (keeping its connection when it may be reused)."""
+        loop = asyncio.get_running_loop()
+        if state is None:
+            slot = Slot()
+            self.slots.add(slot)
+        else:
+            slot = state
+        t_sent = now()
+        conn = slot.conn if slot.conn is not None and not slot.conn.closed else None
+        if conn is None:
+            got = await self._connect(slot)
+            if isinstance(got, tuple):
+                slot.conn = None
+                if self._record(counted, got[0], t_intended, t_sent, client_error=got[1]):
+                    await asyncio.sleep(BACKOFF_S)
+                return slot
+            conn = got
+        fut: asyncio.Future[int] = loop.create_future()
+
+        def answered(c: Conn, kind: int) -> None:
+            if not fut.done():
+                fut.set_result(kind)
+
+        conn.on_done = answered
+        t_sent = now()  # service time starts when the request goes out on an open connection
+        slot.deadline = t_sent + self.timeout
+        slot.phase = WAITING
+        slot.timed_out = False
+        conn.send(self.request_bytes)
+        kind = await fut
+        slot.phase = IDLE
+        self._record(counted, kind, t_intended, t_sent, conn.nbytes)
+        if self.target.keepalive and kind <= HTTP_5XX and conn.reusable and not conn.closed:
+            return slot
+        if not conn.closed:
+            conn.transport.close()
+        slot.conn = None
+        return slot
+
+    def reusable(self, state: Slot | None) -> bool:
+        return state is not None and state.conn is not None
+
+    def release(self, state: Slot | None) -> None:
+        if state is not None:
+            self.slots.discard(state)

@@ -1,0 +1,62 @@
+"""Outcome kinds: every way a started request can end, and what maps to which.
+
+A kind is a small int (an index into `KINDS`) because the recorder counts one
+per request in a list; the names are what users and the store see. Socket
+errors map to kinds through one table (`ERROR_KINDS`); an error the client
+itself caused (out of file descriptors, ports, buffers) is also named, so that
+it is reported as the client's fault and not blamed on the server.
+"""
+
+from __future__ import annotations
+
+import errno
+
+KINDS: tuple[str, ...] = (
+    "ok",
+    "http_4xx",
+    "http_5xx",
+    "connect_refused",
+    "connect_timeout",
+    "reset",
+    "timeout",
+    "protocol_error",
+)
+"""Every way a started request can end (besides `unfinished`), in storage order."""
+FAIL_KINDS: tuple[str, ...] = KINDS[1:]
+OK, HTTP_4XX, HTTP_5XX, CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT, PROTOCOL_ERROR = range(len(KINDS))
+RESPONSE_KINDS = (OK, HTTP_4XX, HTTP_5XX)
+"""Kinds with a complete response, hence a latency (all kinds <= HTTP_5XX)."""
+
+ERROR_KINDS: dict[type[BaseException], int] = {
+    ConnectionRefusedError: CONNECT_REFUSED,
+    ConnectionResetError: RESET,
+    BrokenPipeError: RESET,
+    ConnectionAbortedError: RESET,
+    TimeoutError: CONNECT_TIMEOUT,  # also asyncio.TimeoutError, and OSError(ETIMEDOUT, ...)
+}
+"""Socket error -> kind. `OSError(errno, ...)` builds the subclass, so the errnos
+ECONNREFUSED, ECONNRESET, EPIPE, ECONNABORTED and ETIMEDOUT land here too."""
+
+CLIENT_ERRNOS = frozenset({errno.EMFILE, errno.ENFILE, errno.EADDRNOTAVAIL, errno.ENOBUFS})
+"""The client ran out of something: counted as connect_refused, and named."""
+
+
+def kind_of_status(status: int) -> int:
+    """An HTTP status's kind: 5xx, 4xx, anything else is a success."""
+    if status >= 500:
+        return HTTP_5XX
+    if status >= 400:
+        return HTTP_4XX
+    return OK
+
+
+def kind_of_error(e: BaseException) -> tuple[int, str | None]:
+    """A socket error's kind, and its name when the client itself was at fault
+    (or when the error is not a known socket error: worth seeing, not hiding)."""
+    for cls in type(e).__mro__:
+        kind = ERROR_KINDS.get(cls)
+        if kind is not None:
+            return kind, None
+    if isinstance(e, OSError) and e.errno in CLIENT_ERRNOS:
+        return CONNECT_REFUSED, errno.errorcode[e.errno]
+    return RESET, type(e).__name__
