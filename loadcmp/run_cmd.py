@@ -16,7 +16,7 @@ from .load.workers import Stopper
 from .runner import Planned, SweepOutcome, run_sweep
 from .runner import Progress as Hooks
 from .spec import RunSpec, load_experiment, validate
-from .store import load_results
+from .results import load_results
 
 
 def build_spec(experiment: str | None, flags: dict[str, Any]) -> tuple[RunSpec, dict[str, Any]]:
@@ -107,7 +107,7 @@ def print_table1(path: str) -> None:
 
     res = load_results(path)
     header, rows = table1(res)
-    t = Table(title=f"{res.run.get('name')} — successful / failed requests per server (Table 1)", title_justify="left")
+    t = Table(title=f"{res.name} — successful / failed requests per server (Table 1)", title_justify="left")
     for group, what in header:
         t.add_column(f"{group}\n{what}" if group else what, justify="right", no_wrap=True)
     for row in rows:

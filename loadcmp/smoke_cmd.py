@@ -12,7 +12,7 @@ from . import smoke as sm
 from .console import err, out
 from .errors import ConfigError, StoreError, UsageError
 from .stacks import configs_dir
-from .store import load_results
+from .results import load_results
 from .units import parse_duration, parse_levels
 
 SMOKE_KEYS = {"pages", "checks"}
@@ -60,7 +60,7 @@ def run_smoke(*, experiment: str | None, servers: tuple[str, ...], clients: str 
         outcomes += sm.compare_baseline(res, base, margin)
     passed = all(o.passed for o in outcomes)
     sm.write_outputs(outcomes, res, passed, elapsed, junit, summary)
-    not_started = [tr for tr in res.trial_records() if tr["status"] == "server_failed"]
+    not_started = [tr for tr in res.trials if tr["status"] == "server_failed"]
     _print(outcomes, passed, elapsed, as_json, outcome.path)
     if code == 130:
         return 130
@@ -70,7 +70,7 @@ def run_smoke(*, experiment: str | None, servers: tuple[str, ...], clients: str 
     return 0 if passed else 3
 
 
-def _print(outcomes: list[sm.Outcome], passed: bool, elapsed: float, as_json: bool, path: str) -> None:
+def _print(outcomes: list[sm.Verdict], passed: bool, elapsed: float, as_json: bool, path: str) -> None:
     if as_json:
         doc = {"passed": passed, "results_dir": path, "elapsed_s": round(elapsed, 1),
                "checks": [{"server": o.server, "check": o.check, "kind": o.kind, "measured": o.measured,

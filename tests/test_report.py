@@ -14,9 +14,8 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.report import plots
 from loadcmp.report.compare import Ratio, ratio, verdicts
-from loadcmp.report.data import load_many
 from loadcmp.report.tables import Estimate, summary_doc, table1
-from loadcmp.store import load_results
+from loadcmp.results import load_results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -32,8 +31,8 @@ def fixture_copy(tmp_path) -> Path:
 def test_fixture_is_a_2x3x2_run():
     r = load_results(FIXTURE)
     assert r.status == "complete"
-    assert sorted(set(r.trials.server)) == ["apache-prefork", "nginx"]
-    assert sorted(set(r.trials.level)) == [10, 50, 200] and sorted(set(r.trials.trial)) == [1, 2]
+    assert sorted(set(r.summary.server)) == ["apache-prefork", "nginx"]
+    assert sorted(set(r.summary.level)) == [10, 50, 200] and sorted(set(r.summary.trial)) == [1, 2]
 
 
 def test_report_writes_html_md_and_six_figures(fixture_copy, tmp_path):
@@ -62,7 +61,7 @@ def test_table1_and_json_summary_from_stored_results():
     assert len(doc["results"]) == 6
     for item in doc["results"]:
         assert item["trials"] == 2 and "ci95" in item
-        trials = [t for t in r.run["trials"] if t["server"] == item["server"] and t["level"] == item["level"]]
+        trials = [t for t in r.trials if t["server"] == item["server"] and t["level"] == item["level"]]
         assert item["ok"] == pytest.approx(sum(t["result"]["ok"] for t in trials) / 2)
 
 
@@ -100,7 +99,7 @@ def test_older_format_is_a_clear_error(fixture_copy):
 
 
 def test_several_folders_combine_with_distinct_labels(fixture_copy):
-    data = load_many([FIXTURE, fixture_copy])
+    data = load_results(FIXTURE, fixture_copy)
     assert len(data.servers) == 4 and all("(" in s for s in data.servers)
     assert len(data.trials) == 24
 
@@ -113,12 +112,12 @@ def test_verdicts_only_claim_what_intervals_support():
     same = ratio(Estimate.of([100.0, 130.0, 70.0]), a)
     assert same.significant is False
     assert Ratio(2.0, None, None).significant is None
-    lines = verdicts(load_many([FIXTURE]))
+    lines = verdicts(load_results(FIXTURE))
     assert len(lines) == 3 and all("clients" in v for v in lines)
 
 
 def test_every_figure_has_units_and_consistent_colours():
-    data = load_many([FIXTURE])
+    data = load_results(FIXTURE)
     col = plots.colors(data)
     for stem, fig, caption in plots.figures(data):
         assert caption

@@ -14,7 +14,7 @@ from loadcmp import lab
 from loadcmp import smoke as sm
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError
-from loadcmp.store import load_results
+from loadcmp.results import load_results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 
