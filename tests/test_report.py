@@ -13,7 +13,9 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.report import plots
-from loadcmp.report.compare import Ratio, ratio, verdicts
+from loadcmp.errors import StoreError, UsageError
+from loadcmp.report.build import build
+from loadcmp.report.compare import Ratio, ratio, ratio_table, verdicts
 from loadcmp.report.tables import Estimate, summary_doc, table1
 from loadcmp.results import load_results
 
@@ -156,3 +158,60 @@ def test_report_in_headless_chromium(fixture_copy, tmp_path, artifacts):
     subprocess.run([CHROMIUM, *flags, "--window-size=390,2400", f"--screenshot={phone}",
                     (out / "report.html").as_uri()], capture_output=True, timeout=120)
     assert phone.exists()
+
+
+def _edit_run(folder: Path, **changes: object) -> None:
+    run = json.loads((folder / "run.json").read_text())
+    for key, value in changes.items():
+        if key == "spec_servers":
+            run["spec"]["servers"] = value
+        else:
+            run[key] = value
+    (folder / "run.json").write_text(json.dumps(run))
+
+
+def test_one_server_order_from_the_spec(fixture_copy):
+    assert load_results(FIXTURE).servers == ["nginx", "apache-prefork"]
+    _edit_run(fixture_copy, spec_servers=["apache-prefork", "nginx"])
+    r = load_results(fixture_copy)
+    assert r.servers == ["apache-prefork", "nginx"]
+    header, _ = table1(r)
+    assert [g for g, _ in header[1::4]] == r.servers
+    assert list(plots.colors(r)) == r.servers
+    assert summary_doc(r)["servers"] == r.servers
+    base, rows = ratio_table(r)
+    assert base == "apache-prefork" and {row["server"] for row in rows} == {"nginx"}
+
+
+def test_folders_relabel_trials_and_per_second_tables_alike(fixture_copy):
+    _edit_run(fixture_copy, name="other", status="interrupted")
+    data = load_results(FIXTURE, fixture_copy)
+    assert data.servers == ["nginx (fixture-2x3x2)", "apache-prefork (fixture-2x3x2)", "nginx (other)",
+                            "apache-prefork (other)"]
+    assert set(data.timeline.server) == set(data.servers) == set(data.server.server)
+    assert data.status == "interrupted" and data.interrupted == [fixture_copy]
+    assert data.name == "fixture-2x3x2 + other" and data.path == FIXTURE
+    assert len(data.cell("nginx (other)", 50)) == 2
+
+
+def test_no_folder_is_a_clear_error():
+    with pytest.raises(StoreError):
+        load_results()
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file", "proc"])
+def test_unwritable_out_is_one_line(fixture_copy, tmp_path, where):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    out = {"file": afile, "under-a-file": afile / "sub", "proc": Path("/proc/nope")}[where]
+    with pytest.raises((StoreError, UsageError)):
+        build([str(fixture_copy)], out)
+    res = CliRunner().invoke(cli, ["report", str(fixture_copy), "--out", str(out)])
+    assert res.exit_code in (1, 2) and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1 and str(out) in res.output
+
+
+def test_a_run_without_trials_is_a_clear_error(fixture_copy):
+    _edit_run(fixture_copy, trials=[], status="interrupted")
+    with pytest.raises(StoreError, match="no trial was stored"):
+        build([str(fixture_copy)], fixture_copy / "rep")
