@@ -23,8 +23,9 @@ from pathlib import Path
 from . import stacks as st
 from .errors import UsageError
 from .load.recorder import Histogram
+from .report.tables import table1
 from .results import Results, metrics_of
-from .store import LoadSummary, ServerMetrics, TrialRecord
+from .store import LoadSummary, ServerMetrics, TrialRecord, _atomic_write
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -269,8 +270,6 @@ def junit_xml(outcomes: list[Verdict], elapsed: float, results_dir: str) -> byte
 
 
 def summary_md(outcomes: list[Verdict], res: Results, passed: bool, elapsed: float) -> str:
-    from .report.tables import table1
-
     header, rows = table1(res)
     lines = [f"## loadcmp smoke: {'passed' if passed else 'FAILED'}", "",
              f"{len(outcomes)} checks, {sum(not o.passed for o in outcomes)} failed, {elapsed:.0f} s; "
@@ -286,8 +285,6 @@ def summary_md(outcomes: list[Verdict], res: Results, passed: bool, elapsed: flo
 
 def write_outputs(outcomes: list[Verdict], res: Results, passed: bool, elapsed: float, junit: str | None,
                   summary: str | None) -> None:
-    from .store import _atomic_write
-
     if junit:
         data = junit_xml(outcomes, elapsed, str(res.path))
         p = Path(junit)

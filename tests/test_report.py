@@ -180,7 +180,7 @@ def test_one_server_order_from_the_spec(fixture_copy):
     assert list(plots.colors(r)) == r.servers
     assert summary_doc(r)["servers"] == r.servers
     base, rows = ratio_table(r)
-    assert base == "apache-prefork" and {row["server"] for row in rows} == {"nginx"}
+    assert base == "apache-prefork" and {row.server for row in rows} == {"nginx"}
 
 
 def test_folders_relabel_trials_and_per_second_tables_alike(fixture_copy):

@@ -202,16 +202,16 @@ def _table_html(header: list[tuple[str, str]], rows: list[list[str]]) -> str:
     return f'<div class="scroll"><table><thead><tr>{h1}</tr><tr>{h2}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
-    return [[f"{r['level']:,}", f"{r['server']} / {r['baseline']}", r["rps"].text(), r["p99"].text(),
-             r["failed"].text(), r["mem"].text()] for r in ratios]
+def _ratio_rows(rows: list[compare.RatioRow]) -> list[list[str]]:
+    return [[f"{r.level:,}", f"{r.server} / {r.baseline}", *(r.ratios[k].text() for k in ("rps", "p99", "failed", "mem"))]
+            for r in rows]
 
 
 RATIO_HEADER = ["clients", "B / A", "requests/s", "p99 latency", "failures", "peak memory"]
 
 
 def _html(data: Results, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
-          ratios: list[dict[str, Any]], verdicts: list[str], warns: list[str], images: dict[str, bytes],
+          ratios: list[compare.RatioRow], verdicts: list[str], warns: list[str], images: dict[str, bytes],
           captions: dict[str, str]) -> str:
     e = html.escape
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -252,7 +252,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def _md(data: Results, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
-        ratios: list[dict[str, Any]], verdicts: list[str], warns: list[str], captions: dict[str, str]) -> str:
+        ratios: list[compare.RatioRow], verdicts: list[str], warns: list[str], captions: dict[str, str]) -> str:
     parts = [f"# {title}", ""]
     if data.interrupted:
         parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]

@@ -11,7 +11,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..results import Results, metrics_of
 from ..store import LoadSummary, TrialRecord
@@ -73,7 +72,17 @@ METRICS: dict[str, tuple[str, Getter]] = {
 }
 
 
-def ratio_table(data: Results) -> tuple[str, list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class RatioRow:
+    """One server B against the baseline A at one level: B/A for each of `METRICS`."""
+
+    level: int
+    server: str
+    baseline: str
+    ratios: dict[str, Ratio]  #: METRICS key -> ratio
+
+
+def ratio_table(data: Results) -> tuple[str, list[RatioRow]]:
     """B/A per level for every server B against the first server A."""
     servers = data.servers
     if len(servers) < 2:
@@ -82,10 +91,9 @@ def ratio_table(data: Results) -> tuple[str, list[dict[str, Any]]]:
     rows = []
     for level in data.levels:
         for other in servers[1:]:
-            row: dict[str, Any] = {"level": level, "server": other, "baseline": base}
-            for key, (_, get) in METRICS.items():
-                row[key] = ratio(_est(data, other, level, get), _est(data, base, level, get))
-            rows.append(row)
+            rows.append(RatioRow(level, other, base, {
+                key: ratio(_est(data, other, level, get), _est(data, base, level, get))
+                for key, (_, get) in METRICS.items()}))
     return base, rows
 
 
