@@ -58,6 +58,11 @@ class Results:
         return self.runs[0].path
 
     @property
+    def run(self) -> RunDoc:
+        """The first folder's run.json (THE run when one folder was read)."""
+        return self.runs[0].doc
+
+    @property
     def name(self) -> str:
         return " + ".join(r.name for r in self.runs)
 
@@ -135,8 +140,8 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
 def _order(run: Run, trials: list[TrialRecord]) -> list[str]:
     """A run's labels in the order its spec lists the stacks, then first appearance
     (trial 1 runs the variants in spec order, so that is the spec's order too)."""
-    listed = [str(s) for s in run.doc["spec"].get("servers") or []]
-    stack = {t["server"]: t.get("stack", "") for t in trials}
+    listed = [str(s) for s in run.doc.get("spec", {}).get("servers") or []]
+    stack = {t["server"]: t.get("stack", "") for t in trials}  # bench trials have none
 
     def rank(label: str) -> int:
         for key in (label, stack[label]):

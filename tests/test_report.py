@@ -215,3 +215,17 @@ def test_a_run_without_trials_is_a_clear_error(fixture_copy):
     _edit_run(fixture_copy, trials=[], status="interrupted")
     with pytest.raises(StoreError, match="no trial was stored"):
         build([str(fixture_copy)], fixture_copy / "rep")
+
+
+def test_a_bench_folder_builds_a_report(fixture_copy, tmp_path):
+    run = json.loads((fixture_copy / "run.json").read_text())
+    trial = {k: v for k, v in run["trials"][0].items() if k not in ("stack", "reason", "server_metrics")}
+    bench = {"format": run["format"], "kind": "bench", "name": "bench http://127.0.0.1:8080/", "status": "complete",
+             "started": run["started"], "loadcmp_version": "0.1.0", "machine": {"python": "3.11"},
+             "spec": {"url": "http://127.0.0.1:8080/", "duration": 2.0, "warmup": 0.5, "timeout": 10.0,
+                      "schedule": "closed", "engine": "fast", "workers": 1},
+             "servers": {"nginx": {"url": "http://127.0.0.1:8080/"}}, "trials": [trial]}
+    (fixture_copy / "run.json").write_text(json.dumps(bench))
+    written = build([str(fixture_copy)], tmp_path / "rep", {"md"})
+    md = written["md"].read_text()
+    assert "page http://127.0.0.1:8080/, 2.0 s measured after 0.5 s warm-up, timeout 10.0 s" in md

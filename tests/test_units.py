@@ -18,7 +18,8 @@ from loadcmp.load.recorder import KINDS, OK, TIMEOUT, Histogram, Recorder, Resul
 from loadcmp.load.schedules import Closed, Ramp, Rate, make_schedule
 from loadcmp.load.summary import check_invariant, result_doc
 from loadcmp.spec import RunSpec, load_experiment, validate
-from loadcmp.store import RunWriter, load_results
+from loadcmp.results import load_results
+from loadcmp.store import RunWriter
 from loadcmp.units import parse_duration, parse_levels, parse_size
 
 # --- units ---------------------------------------------------------------------
@@ -310,7 +311,7 @@ def test_store_roundtrip_and_old_format(tmp_path):
                 [{"server": "a", "level": 5, "trial": 1, "second": 0, "ok": 1}], [])
     w.finish("complete")
     r = load_results(w.path)
-    assert r.status == "complete" and r.trials.iloc[0].ok == doc["ok"] and len(r.timeline) == 1
+    assert r.status == "complete" and r.summary.iloc[0].ok == doc["ok"] and len(r.timeline) == 1
     assert not list(w.path.glob(".*")), "no temp files left behind"
     run = json.loads((w.path / "run.json").read_text())
     run["format"] = 0

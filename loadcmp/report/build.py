@@ -53,29 +53,29 @@ def _setup(data: Results) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     for r in data.runs:
         run = r.doc
-        rows.append(("run", f"{r.name} — {r.status} — {run['started']} → {run.get('ended', '')}"))
+        rows.append(("run", f"{r.name} — {r.status} — {run.get('started', '')} → {run.get('ended', '')}"))
         rows += _load_rows(r)
-        m = run["machine"]
+        m = run.get("machine", {})
         if m:
             rows.append(("machine", f"{m.get('cpu_model', '')}, {m.get('cores')} cores, "
                                     f"{format_bytes(m.get('mem_total_bytes'))}, kernel {m.get('kernel')}, "
                                     f"Docker {m.get('docker_version')}, open files {m.get('nofile_hard')}, "
                                     f"somaxconn {m.get('somaxconn')}"))
-        rows.append(("loadcmp", f"{run['loadcmp_version']} (commit {str(run.get('git_commit') or '?')[:10]})"))
-        for name, s in run["servers"].items():
+        rows.append(("loadcmp", f"{run.get('loadcmp_version')} (commit {str(run.get('git_commit') or '?')[:10]})"))
+        for name, s in run.get("servers", {}).items():
             rows.append((name, _server_line(s)))
     return rows
 
 
 def _load_rows(r: Run) -> list[tuple[str, str]]:
     """The load and limits a run used (bench runs load a URL; runs load a page of the stacks)."""
-    spec = r.doc["spec"]
+    spec = r.doc.get("spec", {})
     if not spec:
         return []
     sched = spec.get("schedule", "")
     if isinstance(sched, dict):
         sched = json.dumps(sched)
-    target = spec.get("url") if r.doc["kind"] == "bench" else spec.get("page")
+    target = spec.get("url") if r.doc.get("kind") == "bench" else spec.get("page")
     memory = spec.get("server_memory")
     return [
         ("load", f"{sched} schedule, page {target}, {spec.get('duration')} s measured after "
@@ -99,7 +99,7 @@ def _onoff(v: Any) -> str:
 
 
 def _settings(data: Results) -> dict[str, dict[str, Any]]:
-    return {name: s["settings"] for r in data.runs for name, s in r.doc["servers"].items() if s.get("settings")}
+    return {name: s["settings"] for r in data.runs for name, s in r.doc.get("servers", {}).items() if s.get("settings")}
 
 
 def _png(fig: Any) -> bytes:

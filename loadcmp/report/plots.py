@@ -318,7 +318,7 @@ def memory_and_processes(data: Results) -> Figure:
         _errplot(b, xs, es, col[s], f"{s} threads")
         xs, es = _per_level(data, s, lambda t: _server(t, "procs_peak"))
         _errplot(b, xs, es, col[s], f"{s} processes", style="--s")
-    caps = {int(cap) for r in data.runs for info in r.doc["servers"].values() if (cap := info.get("memory_bytes"))}
+    caps = {int(cap) for r in data.runs for info in r.doc.get("servers", {}).values() if (cap := info.get("memory_bytes"))}
     for cap in caps:
         a.axhline(cap / MiB, color="#555", ls="--", lw=1)
         a.text(min(data.levels), cap / MiB, " memory cap", va="bottom", fontsize=8, color="#555")

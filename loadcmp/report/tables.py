@@ -165,7 +165,7 @@ def notes(res: Results) -> list[str]:
     """Why a cell is '/' or starred: the trial reasons, once each."""
     out = []
     for t in res.trials:
-        if t["status"] != "ok" and t["reason"]:
+        if t["status"] != "ok" and t.get("reason"):
             out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
     for t in res.trials:
         for n in t.get("notes", []):
