@@ -34,8 +34,8 @@ class Run:
     name: str  #: the run's name, suffixed " #2" when two folders share one
 
     @property
-    def status(self) -> RunStatus:
-        return self.doc["status"]
+    def status(self) -> RunStatus | str:
+        return self.doc.get("status", "unknown")
 
     @property
     def problems(self) -> list[str]:
@@ -162,7 +162,7 @@ def load_results(*paths: Path | str) -> Results:
             for i, ((r, _, _), n) in enumerate(zip(read, names, strict=True))]
     seen: dict[str, int] = {}
     for run in runs:
-        for label in {t["server"] for t in run.doc["trials"]}:
+        for label in {t["server"] for t in run.doc.get("trials", [])}:
             seen[label] = seen.get(label, 0) + 1
     trials: list[TrialRecord] = []
     servers: list[str] = []
@@ -174,7 +174,7 @@ def load_results(*paths: Path | str) -> Results:
             return f"{label} ({name})" if len(runs) > 1 and seen.get(label, 0) > 1 else label
 
         mine: list[TrialRecord] = []
-        for t in run.doc["trials"]:
+        for t in run.doc.get("trials", []):
             rec = t.copy()
             rec["server"] = relabel(t["server"])
             mine.append(rec)
