@@ -23,14 +23,15 @@ import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from . import stacks as st
 from . import units
 from .errors import UsageError
 from .load.recorder import Histogram
-from .store import Results
 from .units import duration_value, size_value
+from .report.tables import table1
+from .results import Results, metrics_of
+from .store import LoadSummary, ServerMetrics, TrialRecord, _atomic_write
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -146,36 +147,46 @@ def parse_percent(text: str) -> float:
 # --- evaluation ------------------------------------------------------------------------
 
 
-def measure(check: Check, trials: list[dict[str, Any]]) -> float | None:
+_COUNTS: dict[str, Callable[[LoadSummary], float]] = {
+    "rps": lambda r: r["rps"], "ok": lambda r: r["ok"], "failed": lambda r: r["failed"],
+    "unfinished": lambda r: r["unfinished"],
+}
+_SERVER: dict[str, Callable[[ServerMetrics], float | None]] = {
+    "mem_peak": lambda m: m.get("mem_peak_bytes"), "cpu": lambda m: m.get("cpu_pct"),
+    "pids_peak": lambda m: m.get("pids_peak"),
+}
+
+
+def measure(check: Check, trials: list[TrialRecord]) -> float | None:
     """The value a check looks at, over one variant's trials (worst-case for latency)."""
     ran = [t for t in trials if t.get("result")]
     if not ran:
         return None
-    res = [t["result"] for t in ran]
-    srv = [t.get("server_metrics") or {} for t in ran]
+    res: list[LoadSummary] = [t["result"] for t in ran]
     if check.metric == "failed_rate":
         done = sum(r["started"] - r["unfinished"] for r in res)
         return sum(r["failed"] for r in res) / done if done else 0.0
     if check.metric in ("rps", "ok", "failed", "unfinished"):
-        return sum(r[check.metric] for r in res) / len(res)
+        count = _COUNTS[check.metric]
+        return sum(count(r) for r in res) / len(res)
     if check.metric in ("p", "max", "mean"):
         h = Histogram()
         for t in ran:
-            if t.get("latency_hist"):
-                h = h.merge(Histogram.from_dict(t["latency_hist"]))
+            if "latency_hist" in t:
+                h = h.merge(Histogram.from_dict(dict(t["latency_hist"])))
         if h.count == 0:
             return math.inf
         v = h.percentile(check.q or 100) if check.metric == "p" else h.max_s if check.metric == "max" else h.mean
         return None if v is None else v * 1000
-    key = {"mem_peak": "mem_peak_bytes", "cpu": "cpu_pct", "pids_peak": "pids_peak"}[check.metric]
-    vals: list[float] = [float(x[key]) for x in srv if x.get(key) is not None]
+    sample = _SERVER[check.metric]
+    vals = [float(x) for x in (sample(metrics_of(t)) for t in ran) if x is not None]
     if not vals:
         return None
     return sum(vals) / len(vals) if check.metric == "cpu" else max(vals)
 
 
 @dataclass
-class Outcome:
+class Verdict:
     """One check on one variant (server x page)."""
 
     server: str
@@ -187,46 +198,44 @@ class Outcome:
     kind: str = "check"
 
 
-def evaluate(res: Results, checks: list[Check]) -> list[Outcome]:
+def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
     out = []
-    trials = res.trial_records()
-    labels = list(dict.fromkeys(t["server"] for t in trials))
-    for label in labels:
-        mine = [t for t in trials if t["server"] == label]
+    for label in res.servers:
+        mine = res.of_server(label)
         for c in checks:
             if not c.applies(label):
                 continue
             v = measure(c, mine)
             if v is None:
                 reason = next((t.get("reason") for t in mine if t.get("reason")), "nothing was measured")
-                out.append(Outcome(label, c.name, None, "n/a", False, f"{label}: {c.name}: not measured ({reason})"))
+                out.append(Verdict(label, c.name, None, "n/a", False, f"{label}: {c.name}: not measured ({reason})"))
                 continue
             ok = c.passes(v)
             msg = f"{label}: {c.name}: measured {c.show(v)}" + ("" if ok else " — not met")
-            out.append(Outcome(label, c.name, v, c.show(v), ok, msg))
+            out.append(Verdict(label, c.name, v, c.show(v), ok, msg))
     return out
 
 
-def compare_baseline(res: Results, base: Results, margin: float) -> list[Outcome]:
+def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict]:
     """rps may not drop, p99 may not grow, by more than `margin` against the baseline."""
     out = []
 
-    def by_key(r: Results) -> dict[tuple[str, int], list[dict[str, Any]]]:
-        acc: dict[tuple[str, int], list[dict[str, Any]]] = {}
-        for t in r.trial_records():
+    def by_key(r: Results) -> dict[tuple[str, int], list[LoadSummary]]:
+        acc: dict[tuple[str, int], list[LoadSummary]] = {}
+        for t in r.trials:
             if t.get("result"):
-                acc.setdefault((t["server"], t["level"]), []).append(t)
+                acc.setdefault((t["server"], t["level"]), []).append(t["result"])
         return acc
 
     cur, old = by_key(res), by_key(base)
 
-    def mean(ts: list[dict[str, Any]], get: Callable[[dict[str, Any]], Any]) -> float | None:
-        vals = [get(x["result"]) for x in ts]
-        vals = [v for v in vals if v]
+    def mean(ts: list[LoadSummary], get: Callable[[LoadSummary], float | None]) -> float | None:
+        vals = [v for v in (get(x) for x in ts) if v]
         return sum(vals) / len(vals) if vals else None
 
     # (name, getter, +1 if higher is better, unit)
-    figures = (("rps", lambda r: r["rps"], 1, ""), ("p99", lambda r: r["latency_ms"]["p99"], -1, " ms"))
+    figures: tuple[tuple[str, Callable[[LoadSummary], float | None], int, str], ...] = (
+        ("rps", lambda r: r["rps"], 1, ""), ("p99", lambda r: r["latency_ms"]["p99"], -1, " ms"))
     for key, ts in cur.items():
         if key not in old:
             continue
@@ -238,7 +247,7 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Outcome
             worse = better * (was - now_v) / was  # > 0: a regression of that fraction
             ok = worse <= margin
             direction = ("below" if now_v < was else "above")
-            out.append(Outcome(
+            out.append(Verdict(
                 key[0], f"{name} vs baseline (max {'-' if better > 0 else '+'}{margin:.0%})", now_v,
                 f"{now_v:,.1f}{unit.strip()}", ok,
                 f"{label}: {name} {now_v:,.1f}{unit} is {abs(now_v - was) / was:.0%} {direction} the baseline "
@@ -249,7 +258,7 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Outcome
 # --- outputs ----------------------------------------------------------------------------
 
 
-def junit_xml(outcomes: list[Outcome], elapsed: float, results_dir: str) -> bytes:
+def junit_xml(outcomes: list[Verdict], elapsed: float, results_dir: str) -> bytes:
     """One testcase per server x check, readable by Jenkins, GitLab and GitHub actions."""
     suite = ET.Element("testsuite", name="loadcmp smoke", tests=str(len(outcomes)),
                        failures=str(sum(not o.passed for o in outcomes)), errors="0", skipped="0",
@@ -272,9 +281,7 @@ def junit_xml(outcomes: list[Outcome], elapsed: float, results_dir: str) -> byte
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def summary_md(outcomes: list[Outcome], res: Results, passed: bool, elapsed: float) -> str:
-    from .report.tables import table1
-
+def summary_md(outcomes: list[Verdict], res: Results, passed: bool, elapsed: float) -> str:
     header, rows = table1(res)
     lines = [f"## loadcmp smoke: {'passed' if passed else 'FAILED'}", "",
              f"{len(outcomes)} checks, {sum(not o.passed for o in outcomes)} failed, {elapsed:.0f} s; "
@@ -288,10 +295,8 @@ def summary_md(outcomes: list[Outcome], res: Results, passed: bool, elapsed: flo
     return "\n".join(lines) + "\n\n"
 
 
-def write_outputs(outcomes: list[Outcome], res: Results, passed: bool, elapsed: float, junit: str | None,
+def write_outputs(outcomes: list[Verdict], res: Results, passed: bool, elapsed: float, junit: str | None,
                   summary: str | None) -> None:
-    from .store import _atomic_write
-
     if junit:
         data = junit_xml(outcomes, elapsed, str(res.path))
         p = Path(junit)

@@ -8,7 +8,7 @@
 
 Files are rewritten after every finished trial (temp file + rename), so a
 crash or Ctrl-C leaves a readable folder with every trial measured so far.
-The report reads only this folder (`load_results`).
+The report reads only this folder (`loadcmp.results.load_results`).
 """
 
 from __future__ import annotations
@@ -308,10 +308,11 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
     _atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
 
 
-def summary_row(trial: dict[str, Any]) -> dict[str, Any]:
-    s = trial.get("result") or {}
-    lat = s.get("latency_ms") or {}
-    srv = trial.get("server_metrics") or {}
+def summary_row(trial: TrialRecord) -> dict[str, Any]:
+    """A trial as one row of summary.csv (and of `Results.summary`)."""
+    s: dict[str, Any] = dict(trial.get("result") or {})
+    lat: dict[str, Any] = dict(s.get("latency_ms") or {})
+    srv: dict[str, Any] = dict(trial.get("server_metrics") or {})
     return {
         "server": trial["server"],
         "level": trial["level"],
@@ -335,54 +336,3 @@ def summary_row(trial: dict[str, Any]) -> dict[str, Any]:
         "pids_peak": srv.get("pids_peak"),
         "reason": trial.get("reason"),
     }
-
-
-@dataclass
-class Results:
-    """A results folder as data frames, for the report."""
-
-    path: Path
-    run: dict[str, Any]
-    trials: pd.DataFrame
-    timeline: pd.DataFrame
-    server: pd.DataFrame
-
-    @property
-    def status(self) -> str:
-        return str(self.run.get("status", "unknown"))
-
-    def trial_records(self) -> list[dict[str, Any]]:
-        return list(self.run.get("trials", []))
-
-
-def load_results(path: Path | str) -> Results:
-    """Read a results folder; a clear StoreError for anything that is not one."""
-    p = Path(path)
-    rj = p / "run.json"
-    if not p.is_dir():
-        raise StoreError(f"{p} is not a results folder (no such directory)")
-    if not rj.is_file():
-        raise StoreError(f"{p} is not a results folder (no run.json)")
-    try:
-        run = json.loads(rj.read_text())
-    except (OSError, json.JSONDecodeError) as e:
-        raise StoreError(f"{rj} is unreadable: {e}") from None
-    fmt = run.get("format") if isinstance(run, dict) else None
-    if fmt != FORMAT:
-        raise StoreError(
-            f"{p} was written in results format {fmt!r}; this loadcmp reads format {FORMAT} "
-            "(re-run the experiment, or use the loadcmp version that wrote it)"
-        )
-    rows = [summary_row(t) for t in run.get("trials", [])]
-    trials = pd.DataFrame(rows, columns=SUMMARY_COLUMNS)
-
-    def read(name: str) -> pd.DataFrame:
-        f = p / name
-        if not f.exists():
-            return pd.DataFrame()
-        try:
-            return pd.read_parquet(f)
-        except Exception as e:  # pyarrow raises several types for a damaged file
-            raise StoreError(f"{f} is unreadable: {e}") from None
-
-    return Results(p, run, trials, read("timeline.parquet"), read("server.parquet"))

@@ -258,10 +258,10 @@ def test_bench_ctrl_c_prints_stores_and_exits_130(faulty, tmp_path):
     assert time.monotonic() - t < 5
     assert b"interrupted" in out + err
     (folder,) = list(tmp_path.iterdir())
-    from loadcmp.store import load_results
+    from loadcmp.results import load_results
 
     r = load_results(folder)
-    assert r.status == "interrupted" and r.trials.iloc[0].ok > 0 and r.trials.iloc[0].duration_s < 10
+    assert r.status == "interrupted" and r.summary.iloc[0].ok > 0 and r.summary.iloc[0].duration_s < 10
 
 
 def test_too_many_clients_for_the_file_limit_is_refused_clearly(faulty):

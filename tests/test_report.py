@@ -13,10 +13,11 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.report import plots
-from loadcmp.report.compare import Ratio, ratio, verdicts
-from loadcmp.report.data import load_many
+from loadcmp.errors import StoreError, UsageError
+from loadcmp.report.build import build
+from loadcmp.report.compare import Ratio, ratio, ratio_table, verdicts
 from loadcmp.report.tables import Estimate, summary_doc, table1
-from loadcmp.store import load_results
+from loadcmp.results import load_results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -32,8 +33,8 @@ def fixture_copy(tmp_path) -> Path:
 def test_fixture_is_a_2x3x2_run():
     r = load_results(FIXTURE)
     assert r.status == "complete"
-    assert sorted(set(r.trials.server)) == ["apache-prefork", "nginx"]
-    assert sorted(set(r.trials.level)) == [10, 50, 200] and sorted(set(r.trials.trial)) == [1, 2]
+    assert sorted(set(r.summary.server)) == ["apache-prefork", "nginx"]
+    assert sorted(set(r.summary.level)) == [10, 50, 200] and sorted(set(r.summary.trial)) == [1, 2]
 
 
 def test_report_writes_html_md_and_six_figures(fixture_copy, tmp_path):
@@ -62,7 +63,7 @@ def test_table1_and_json_summary_from_stored_results():
     assert len(doc["results"]) == 6
     for item in doc["results"]:
         assert item["trials"] == 2 and "ci95" in item
-        trials = [t for t in r.run["trials"] if t["server"] == item["server"] and t["level"] == item["level"]]
+        trials = [t for t in r.trials if t["server"] == item["server"] and t["level"] == item["level"]]
         assert item["ok"] == pytest.approx(sum(t["result"]["ok"] for t in trials) / 2)
 
 
@@ -100,7 +101,7 @@ def test_older_format_is_a_clear_error(fixture_copy):
 
 
 def test_several_folders_combine_with_distinct_labels(fixture_copy):
-    data = load_many([FIXTURE, fixture_copy])
+    data = load_results(FIXTURE, fixture_copy)
     assert len(data.servers) == 4 and all("(" in s for s in data.servers)
     assert len(data.trials) == 24
 
@@ -113,12 +114,12 @@ def test_verdicts_only_claim_what_intervals_support():
     same = ratio(Estimate.of([100.0, 130.0, 70.0]), a)
     assert same.significant is False
     assert Ratio(2.0, None, None).significant is None
-    lines = verdicts(load_many([FIXTURE]))
+    lines = verdicts(load_results(FIXTURE))
     assert len(lines) == 3 and all("clients" in v for v in lines)
 
 
 def test_every_figure_has_units_and_consistent_colours():
-    data = load_many([FIXTURE])
+    data = load_results(FIXTURE)
     col = plots.colors(data)
     for stem, fig, caption in plots.figures(data):
         assert caption
@@ -157,3 +158,74 @@ def test_report_in_headless_chromium(fixture_copy, tmp_path, artifacts):
     subprocess.run([CHROMIUM, *flags, "--window-size=390,2400", f"--screenshot={phone}",
                     (out / "report.html").as_uri()], capture_output=True, timeout=120)
     assert phone.exists()
+
+
+def _edit_run(folder: Path, **changes: object) -> None:
+    run = json.loads((folder / "run.json").read_text())
+    for key, value in changes.items():
+        if key == "spec_servers":
+            run["spec"]["servers"] = value
+        else:
+            run[key] = value
+    (folder / "run.json").write_text(json.dumps(run))
+
+
+def test_one_server_order_from_the_spec(fixture_copy):
+    assert load_results(FIXTURE).servers == ["nginx", "apache-prefork"]
+    _edit_run(fixture_copy, spec_servers=["apache-prefork", "nginx"])
+    r = load_results(fixture_copy)
+    assert r.servers == ["apache-prefork", "nginx"]
+    header, _ = table1(r)
+    assert [g for g, _ in header[1::4]] == r.servers
+    assert list(plots.colors(r)) == r.servers
+    assert summary_doc(r)["servers"] == r.servers
+    base, rows = ratio_table(r)
+    assert base == "apache-prefork" and {row.server for row in rows} == {"nginx"}
+
+
+def test_folders_relabel_trials_and_per_second_tables_alike(fixture_copy):
+    _edit_run(fixture_copy, name="other", status="interrupted")
+    data = load_results(FIXTURE, fixture_copy)
+    assert data.servers == ["nginx (fixture-2x3x2)", "apache-prefork (fixture-2x3x2)", "nginx (other)",
+                            "apache-prefork (other)"]
+    assert set(data.timeline.server) == set(data.servers) == set(data.server.server)
+    assert data.status == "interrupted" and data.interrupted == [fixture_copy]
+    assert data.name == "fixture-2x3x2 + other" and data.path == FIXTURE
+    assert len(data.cell("nginx (other)", 50)) == 2
+
+
+def test_no_folder_is_a_clear_error():
+    with pytest.raises(StoreError):
+        load_results()
+
+
+@pytest.mark.parametrize("where", ["file", "under-a-file", "proc"])
+def test_unwritable_out_is_one_line(fixture_copy, tmp_path, where):
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    out = {"file": afile, "under-a-file": afile / "sub", "proc": Path("/proc/nope")}[where]
+    with pytest.raises((StoreError, UsageError)):
+        build([str(fixture_copy)], out)
+    res = CliRunner().invoke(cli, ["report", str(fixture_copy), "--out", str(out)])
+    assert res.exit_code in (1, 2) and "Traceback" not in res.output
+    assert len(res.output.strip().splitlines()) == 1 and str(out) in res.output
+
+
+def test_a_run_without_trials_is_a_clear_error(fixture_copy):
+    _edit_run(fixture_copy, trials=[], status="interrupted")
+    with pytest.raises(StoreError, match="no trial was stored"):
+        build([str(fixture_copy)], fixture_copy / "rep")
+
+
+def test_a_bench_folder_builds_a_report(fixture_copy, tmp_path):
+    run = json.loads((fixture_copy / "run.json").read_text())
+    trial = {k: v for k, v in run["trials"][0].items() if k not in ("stack", "reason", "server_metrics")}
+    bench = {"format": run["format"], "kind": "bench", "name": "bench http://127.0.0.1:8080/", "status": "complete",
+             "started": run["started"], "loadcmp_version": "0.1.0", "machine": {"python": "3.11"},
+             "spec": {"url": "http://127.0.0.1:8080/", "duration": 2.0, "warmup": 0.5, "timeout": 10.0,
+                      "schedule": "closed", "engine": "fast", "workers": 1},
+             "servers": {"nginx": {"url": "http://127.0.0.1:8080/"}}, "trials": [trial]}
+    (fixture_copy / "run.json").write_text(json.dumps(bench))
+    written = build([str(fixture_copy)], tmp_path / "rep", {"md"})
+    md = written["md"].read_text()
+    assert "page http://127.0.0.1:8080/, 2.0 s measured after 0.5 s warm-up, timeout 10.0 s" in md

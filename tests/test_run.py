@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from loadcmp import lab
 from loadcmp.cli import cli
-from loadcmp.store import load_results
+from loadcmp.results import load_results
 
 pytestmark = pytest.mark.docker
 
@@ -37,7 +37,7 @@ def test_sweep_2_levels_2_servers_2_trials(tmp_path, images, docker_client):
         assert "ci95" in item and item["latency_ms"]["p99"] is not None
         assert item["mem_peak_bytes"] > 0 and item["pids_peak"] >= 1
     r = load_results(doc["results_dir"])
-    assert len(r.trials) == 8 and set(r.trials.status) == {"ok"}
+    assert len(r.trials) == 8 and set(r.summary.status) == {"ok"}
     # order spreads drift: A B at trial 1, B A at trial 2
     order = [(t["level"], t["trial"], t["server"]) for t in r.run["trials"]]
     assert order[:4] == [(5, 1, "nginx"), (5, 1, "apache-prefork"), (5, 2, "apache-prefork"), (5, 2, "nginx")]
@@ -88,8 +88,8 @@ def test_interrupted_run_keeps_results_and_no_container(tmp_path, images, docker
     assert lab.labelled(docker_client) == []
     r = load_results(newest(tmp_path))
     assert r.status == "interrupted"
-    assert len(r.trials) == 1 and r.trials.iloc[0].status == "interrupted"
-    assert 1 <= r.trials.iloc[0].duration_s < 10 and r.trials.iloc[0].ok > 0
+    assert len(r.trials) == 1 and r.summary.iloc[0].status == "interrupted"
+    assert 1 <= r.summary.iloc[0].duration_s < 10 and r.summary.iloc[0].ok > 0
 
 
 def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):

@@ -14,7 +14,7 @@ from loadcmp import lab
 from loadcmp import smoke as sm
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError
-from loadcmp.store import load_results
+from loadcmp.results import load_results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 
@@ -112,3 +112,27 @@ def test_smoke_all_stacks_passes_and_impossible_check_fails(tmp_path, images, do
     assert "rps>1000000" in res.output and "measured" in res.output
     suite = ET.parse(junit).getroot().find("testsuite")
     assert suite.get("failures") == "1"
+
+
+def test_evaluate_follows_the_one_server_order_and_reads_server_metrics():
+    res = load_results(FIXTURE)
+    outs = sm.evaluate(res, sm.parse_checks(["mem_peak<1GiB", "cpu>0", "pids_peak<10000", "ok>0"]))
+    assert list(dict.fromkeys(o.server for o in outs)) == res.servers
+    assert all(o.passed and o.measured is not None for o in outs), [o.message for o in outs]
+    nginx = res.of_server("nginx")
+    mem = sm.measure(sm.parse_check("mem_peak<1GiB"), nginx)
+    assert mem == max(t["server_metrics"]["mem_peak_bytes"] for t in nginx)
+    assert sm.measure(sm.parse_check("rps>1"), []) is None
+
+
+def test_a_server_that_did_not_run_is_not_measured(tmp_path):
+    folder = tmp_path / "run"
+    shutil.copytree(FIXTURE, folder)
+    run = json.loads((folder / "run.json").read_text())
+    for t in run["trials"]:
+        if t["server"] == "apache-prefork":
+            t.update(status="server_failed", reason="server did not start: test", result=None)
+    (folder / "run.json").write_text(json.dumps(run))
+    outs = sm.evaluate(load_results(folder), sm.parse_checks(["rps>1"]))
+    failed = [o for o in outs if not o.passed]
+    assert [o.server for o in failed] == ["apache-prefork"] and "server did not start" in failed[0].message

@@ -8,7 +8,8 @@ import pytest
 
 from loadcmp.errors import StoreError
 from loadcmp.load.summary import result_doc
-from loadcmp.store import RunWriter, load_results
+from loadcmp.results import load_results
+from loadcmp.store import RunWriter
 
 
 def test_store_roundtrip_and_old_format(tmp_path, simulate):
@@ -19,7 +20,7 @@ def test_store_roundtrip_and_old_format(tmp_path, simulate):
                 [{"server": "a", "level": 5, "trial": 1, "second": 0, "ok": 1}], [])
     w.finish("complete")
     r = load_results(w.path)
-    assert r.status == "complete" and r.trials.iloc[0].ok == doc["ok"] and len(r.timeline) == 1
+    assert r.status == "complete" and r.summary.iloc[0].ok == doc["ok"] and len(r.timeline) == 1
     assert not list(w.path.glob(".*")), "no temp files left behind"
     run = json.loads((w.path / "run.json").read_text())
     run["format"] = 0

@@ -77,11 +77,11 @@ class SweepDisplay:
 def print_table1(path: str) -> None:
     """Table 1 of a stored run, as the write-ups printed it, with its notes."""
     from ..report.tables import notes, table1
-    from ..store import load_results
+    from ..results import load_results
 
     res = load_results(path)
     header, rows = table1(res)
-    t = Table(title=f"{res.run.get('name')} — successful / failed requests per server (Table 1)", title_justify="left")
+    t = Table(title=f"{res.name} — successful / failed requests per server (Table 1)", title_justify="left")
     for group, what in header:
         t.add_column(f"{group}\n{what}" if group else what, justify="right", no_wrap=True)
     for row in rows:
@@ -97,7 +97,7 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     from ..load.workers import Stopper
     from ..report.tables import summary_doc
     from ..runner import run_sweep
-    from ..store import load_results
+    from ..results import load_results
 
     with stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
         outcome = run_sweep(spec, disp.hooks(), stopper)

@@ -38,7 +38,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     from .. import smoke as sm
     from ..spec import load_experiment
     from ..stacks import configs_dir
-    from ..store import load_results
+    from ..results import load_results
 
     path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
     _, extra = load_experiment(path)
@@ -74,7 +74,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     sm.write_outputs(outcomes, res, passed, elapsed, junit, summary)
     _print(outcomes, passed, elapsed, as_json, outcome.path)
     raise_for_status(outcome)
-    not_started = [tr for tr in res.trial_records() if tr["status"] == "server_failed"]
+    not_started = [tr for tr in res.trials if tr["status"] == "server_failed"]
     if not_started:
         raise LabError(f"{len(not_started)} server(s) could not start: {not_started[0].get('reason')}")
     if not passed:

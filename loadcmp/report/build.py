@@ -11,11 +11,11 @@ from typing import Any
 
 import matplotlib.pyplot as plt
 
-from ..errors import UsageError
-from ..store import _atomic_write
+from ..errors import StoreError, UsageError
+from ..results import Results, Run, load_results, result_of
+from ..store import ServerInfo, _atomic_write
 from ..units import format_bytes
 from . import compare, plots
-from .data import ReportData, load_many
 from .tables import notes, table1
 
 FORMATS = {"html", "md", "png", "svg"}
@@ -29,19 +29,19 @@ def parse_formats(text: str) -> set[str]:
     return fmts
 
 
-def warnings(data: ReportData) -> list[str]:
+def warnings(data: Results) -> list[str]:
     """What a reader must know before trusting the numbers."""
     out: list[str] = []
     for p in data.interrupted:
         out.append(f"The run in {p} was interrupted: it holds only the trials finished before it stopped.")
     for r in data.runs:
         if r.status == "failed":
-            out.append(f"The run in {r.path} failed: {'; '.join(r.run.get('problems', [])) or 'see run.json'}")
-    for n in notes(data.as_results()):
-        out.append(n)
+            out.append(f"The run in {r.path} failed: {'; '.join(r.problems) or 'see run.json'}")
+    out += notes(data)
     seen: set[str] = set()
     for t in data.trials:
-        for w in (t.get("result") or {}).get("warnings", []):
+        result = result_of(t)
+        for w in result["warnings"] if result else []:
             key = w.split(" in worker")[0].split(": worker")[0][:60]
             if key not in seen:
                 seen.add(key)
@@ -49,26 +49,13 @@ def warnings(data: ReportData) -> list[str]:
     return out
 
 
-def _setup(data: ReportData) -> list[tuple[str, str]]:
+def _setup(data: Results) -> list[tuple[str, str]]:
     rows: list[tuple[str, str]] = []
     for r in data.runs:
-        run = r.run
-        spec = run.get("spec", {})
+        run = r.doc
+        rows.append(("run", f"{r.name} — {r.status} — {run.get('started', '')} → {run.get('ended', '')}"))
+        rows += _load_rows(r)
         m = run.get("machine", {})
-        rows.append(("run", f"{run.get('name')} — {run.get('status')} — {run.get('started', '')} → {run.get('ended', '')}"))
-        if spec:
-            sched = spec.get("schedule", "")
-            if isinstance(sched, dict):
-                sched = json.dumps(sched)
-            rows.append(("load", f"{sched} schedule, page {spec.get('page', spec.get('url', ''))}, "
-                                 f"{spec.get('duration', spec.get('duration_s'))} s measured after "
-                                 f"{spec.get('warmup', spec.get('warmup_s', 0))} s warm-up, timeout "
-                                 f"{spec.get('timeout', spec.get('timeout_s'))} s, keep-alive {_onoff(spec.get('keepalive'))}, "
-                                 f"{spec.get('trials', 1)} trial(s), engine {spec.get('engine')}, "
-                                 f"{spec.get('workers', 1)} client process(es)"))
-            rows.append(("limits", f"server CPUs {spec.get('server_cpus') or 'all'}, client CPUs "
-                                   f"{spec.get('client_cpus') or 'all'}, server memory "
-                                   f"{format_bytes(spec['server_memory']) if spec.get('server_memory') else 'no cap'}"))
         if m:
             rows.append(("machine", f"{m.get('cpu_model', '')}, {m.get('cores')} cores, "
                                     f"{format_bytes(m.get('mem_total_bytes'))}, kernel {m.get('kernel')}, "
@@ -76,11 +63,33 @@ def _setup(data: ReportData) -> list[tuple[str, str]]:
                                     f"somaxconn {m.get('somaxconn')}"))
         rows.append(("loadcmp", f"{run.get('loadcmp_version')} (commit {str(run.get('git_commit') or '?')[:10]})"))
         for name, s in run.get("servers", {}).items():
-            if not isinstance(s, dict):
-                continue
-            vers = ", ".join(s.get("versions", {}).values())
-            rows.append((name, f"{s.get('description', s.get('url', ''))}; {vers}"))
+            rows.append((name, _server_line(s)))
     return rows
+
+
+def _load_rows(r: Run) -> list[tuple[str, str]]:
+    """The load and limits a run used (bench runs load a URL; runs load a page of the stacks)."""
+    spec = r.doc.get("spec", {})
+    if not spec:
+        return []
+    sched = spec.get("schedule", "")
+    if isinstance(sched, dict):
+        sched = json.dumps(sched)
+    target = spec.get("url") if r.doc.get("kind") == "bench" else spec.get("page")
+    memory = spec.get("server_memory")
+    return [
+        ("load", f"{sched} schedule, page {target}, {spec.get('duration')} s measured after "
+                 f"{spec.get('warmup', 0)} s warm-up, timeout {spec.get('timeout')} s, keep-alive "
+                 f"{_onoff(spec.get('keepalive'))}, {spec.get('trials', 1)} trial(s), engine {spec.get('engine')}, "
+                 f"{spec.get('workers', 1)} client process(es)"),
+        ("limits", f"server CPUs {spec.get('server_cpus') or 'all'}, client CPUs {spec.get('client_cpus') or 'all'}, "
+                   f"server memory {format_bytes(memory) if memory else 'no cap'}"),
+    ]
+
+
+def _server_line(s: ServerInfo) -> str:
+    vers = ", ".join(s.get("versions", {}).values())
+    return f"{s.get('description') or s.get('url', '')}; {vers}"
 
 
 def _onoff(v: Any) -> str:
@@ -89,13 +98,8 @@ def _onoff(v: Any) -> str:
     return "on" if v else "off"
 
 
-def _settings(data: ReportData) -> dict[str, dict[str, Any]]:
-    out: dict[str, dict[str, Any]] = {}
-    for r in data.runs:
-        for name, s in r.run.get("servers", {}).items():
-            if isinstance(s, dict) and s.get("settings"):
-                out[name] = s["settings"]
-    return out
+def _settings(data: Results) -> dict[str, dict[str, Any]]:
+    return {name: s["settings"] for r in data.runs for name, s in r.doc.get("servers", {}).items() if s.get("settings")}
 
 
 def _png(fig: Any) -> bytes:
@@ -120,15 +124,38 @@ dt{font-weight:600}dd{margin:0}ul.warn li{margin:.2rem 0}details{margin:.4rem 0}
 """
 
 
-def build(paths: list[str], out_dir: str | Path | None = None, formats: set[str] | None = None,
+def build(paths: list[str] | list[Path], out_dir: str | Path | None = None, formats: set[str] | None = None,
           level: int | None = None) -> dict[str, Path]:
-    """Build the report; returns what was written (kind -> path)."""
+    """Build the report; returns what was written (kind -> path).
+
+    Raises StoreError (a folder unreadable, nothing stored in it, the output not
+    writable) and UsageError (a level not run, --out naming a file), one line each."""
     formats = formats or {"html", "md", "png"}
-    data = load_many(paths)
+    data = load_results(*paths)
+    if not data.trials:
+        raise StoreError(f"{', '.join(map(str, paths))}: no trial was stored "
+                         "(the run stopped before the first one ended)")
     if level is not None and level not in data.levels:
         raise UsageError(f"--level {level} was not run; levels: {', '.join(map(str, data.levels))}")
-    out = Path(out_dir) if out_dir else Path(paths[0]) / "report"
-    out.mkdir(parents=True, exist_ok=True)
+    out = _out_dir(Path(out_dir) if out_dir else data.path / "report")
+    try:
+        return _write(data, out, formats, level)
+    except OSError as e:
+        raise StoreError(f"cannot write the report to {out}: {e.strerror or e}") from None
+
+
+def _out_dir(out: Path) -> Path:
+    """Create the output folder first, so a bad --out fails before any figure is drawn."""
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} is a file; give a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(f"cannot create the report folder {out}: {e.strerror or e}") from None
+    return out
+
+
+def _write(data: Results, out: Path, formats: set[str], level: int | None) -> dict[str, Path]:
     figs = plots.figures(data, level)
     written: dict[str, Path] = {}
     images: dict[str, bytes] = {}
@@ -144,11 +171,11 @@ def build(paths: list[str], out_dir: str | Path | None = None, formats: set[str]
             written[f"{stem}.svg"] = p
         plt.close(fig)
     captions = {stem: cap for stem, _, cap in figs}
-    header, rows = table1(data.as_results())
+    header, rows = table1(data)
     base, ratios = compare.ratio_table(data)
     verdicts = compare.verdicts(data)
     warns = warnings(data)
-    title = "loadcmp report — " + " + ".join(str(r.run.get("name")) for r in data.runs)
+    title = "loadcmp report — " + data.name
     if "html" in formats:
         p = out / "report.html"
         doc = _html(data, title, header, rows, base, ratios, verdicts, warns, images, captions)
@@ -175,16 +202,16 @@ def _table_html(header: list[tuple[str, str]], rows: list[list[str]]) -> str:
     return f'<div class="scroll"><table><thead><tr>{h1}</tr><tr>{h2}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-def _ratio_rows(ratios: list[dict[str, Any]]) -> list[list[str]]:
-    return [[f"{r['level']:,}", f"{r['server']} / {r['baseline']}", r["rps"].text(), r["p99"].text(),
-             r["failed"].text(), r["mem"].text()] for r in ratios]
+def _ratio_rows(rows: list[compare.RatioRow]) -> list[list[str]]:
+    return [[f"{r.level:,}", f"{r.server} / {r.baseline}", *(r.ratios[k].text() for k in ("rps", "p99", "failed", "mem"))]
+            for r in rows]
 
 
 RATIO_HEADER = ["clients", "B / A", "requests/s", "p99 latency", "failures", "peak memory"]
 
 
-def _html(data: ReportData, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
-          ratios: list[dict[str, Any]], verdicts: list[str], warns: list[str], images: dict[str, bytes],
+def _html(data: Results, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
+          ratios: list[compare.RatioRow], verdicts: list[str], warns: list[str], images: dict[str, bytes],
           captions: dict[str, str]) -> str:
     e = html.escape
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -224,8 +251,8 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
     return "\n".join(out)
 
 
-def _md(data: ReportData, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
-        ratios: list[dict[str, Any]], verdicts: list[str], warns: list[str], captions: dict[str, str]) -> str:
+def _md(data: Results, title: str, header: list[tuple[str, str]], rows: list[list[str]], base: str,
+        ratios: list[compare.RatioRow], verdicts: list[str], warns: list[str], captions: dict[str, str]) -> str:
     parts = [f"# {title}", ""]
     if data.interrupted:
         parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]

@@ -9,11 +9,15 @@ no interval could be computed.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
-from .data import ReportData
+from ..results import Results, metrics_of
+from ..store import LoadSummary, TrialRecord
 from .tables import Estimate, t95
+
+Getter = Callable[[TrialRecord], float | int | None]
+"""One number of a measured trial (None: not known)."""
 
 
 @dataclass(frozen=True)
@@ -37,8 +41,8 @@ class Ratio:
         return self.low > 1 or self.high < 1
 
 
-def _est(data: ReportData, server: str, level: int, get: Any) -> Estimate:
-    vals = [get(t) for t in data.trials if t["server"] == server and t["level"] == level and t.get("result")]
+def _est(data: Results, server: str, level: int, get: Getter) -> Estimate:
+    vals = [get(t) for t in data.cell(server, level)]
     return Estimate.of([v for v in vals if v is not None])
 
 
@@ -55,15 +59,30 @@ def ratio(b: Estimate, a: Estimate) -> Ratio:
     return Ratio(r, r * math.exp(-t * rel), r * math.exp(t * rel))
 
 
-METRICS = {
-    "rps": ("requests/s", lambda t: t["result"]["rps"]),
-    "p99": ("p99 latency", lambda t: t["result"]["latency_ms"]["p99"]),
-    "failed": ("failures", lambda t: t["result"]["failed"]),
-    "mem": ("peak memory", lambda t: (t.get("server_metrics") or {}).get("mem_peak_bytes")),
+def _result(t: TrialRecord) -> LoadSummary:
+    """The measurement of a trial from `Results.cell` (which holds only measured ones)."""
+    return t["result"]
+
+
+METRICS: dict[str, tuple[str, Getter]] = {
+    "rps": ("requests/s", lambda t: _result(t)["rps"]),
+    "p99": ("p99 latency", lambda t: _result(t)["latency_ms"]["p99"]),
+    "failed": ("failures", lambda t: _result(t)["failed"]),
+    "mem": ("peak memory", lambda t: metrics_of(t).get("mem_peak_bytes")),
 }
 
 
-def ratio_table(data: ReportData) -> tuple[str, list[dict[str, Any]]]:
+@dataclass(frozen=True)
+class RatioRow:
+    """One server B against the baseline A at one level: B/A for each of `METRICS`."""
+
+    level: int
+    server: str
+    baseline: str
+    ratios: dict[str, Ratio]  #: METRICS key -> ratio
+
+
+def ratio_table(data: Results) -> tuple[str, list[RatioRow]]:
     """B/A per level for every server B against the first server A."""
     servers = data.servers
     if len(servers) < 2:
@@ -72,14 +91,13 @@ def ratio_table(data: ReportData) -> tuple[str, list[dict[str, Any]]]:
     rows = []
     for level in data.levels:
         for other in servers[1:]:
-            row: dict[str, Any] = {"level": level, "server": other, "baseline": base}
-            for key, (_, get) in METRICS.items():
-                row[key] = ratio(_est(data, other, level, get), _est(data, base, level, get))
-            rows.append(row)
+            rows.append(RatioRow(level, other, base, {
+                key: ratio(_est(data, other, level, get), _est(data, base, level, get))
+                for key, (_, get) in METRICS.items()}))
     return base, rows
 
 
-def verdicts(data: ReportData) -> list[str]:
+def verdicts(data: Results) -> list[str]:
     """One plain sentence per level and pair, about requests served."""
     servers = data.servers
     if len(servers) < 2:

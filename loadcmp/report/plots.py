@@ -8,6 +8,7 @@ with the measured levels as ticks so a reader sees exactly what was run.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from typing import Any
 
 import matplotlib
@@ -19,7 +20,8 @@ from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator  # noqa: E402
 
 from ..load.recorder import FAIL_KINDS, Histogram  # noqa: E402
-from .data import ReportData  # noqa: E402
+from ..results import Results, metrics_of, result_of  # noqa: E402
+from ..store import TrialRecord  # noqa: E402
 from .tables import Estimate  # noqa: E402
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
@@ -35,7 +37,7 @@ plt.rcParams.update({
 })
 
 
-def colors(data: ReportData) -> dict[str, str]:
+def colors(data: Results) -> dict[str, str]:
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(data.servers)}
 
 
@@ -71,12 +73,15 @@ def _levels_axis(ax: Any, levels: list[int]) -> None:
     ax.set_xlabel("concurrent clients")
 
 
-def _per_level(data: ReportData, server: str, value: Any) -> tuple[list[int], list[Estimate]]:
+Value = Callable[[TrialRecord], float | int | None]
+"""One number of a measured trial, as plotted (None: not known)."""
+
+
+def _per_level(data: Results, server: str, value: Value) -> tuple[list[int], list[Estimate]]:
     """Estimate of value(trial) per level, over the trials that produced a result."""
     xs, es = [], []
     for level in data.levels:
-        vals = [value(t) for t in data.trials if t["server"] == server and t["level"] == level and t.get("result")]
-        vals = [v for v in vals if v is not None]
+        vals = [v for v in (value(t) for t in data.cell(server, level)) if v is not None]
         if vals:
             xs.append(level)
             es.append(Estimate.of(vals))
@@ -94,12 +99,15 @@ def _errplot(ax: Any, xs: list[int], es: list[Estimate], color: str, label: str,
                 label=label, capsize=3, ms=4, lw=1.6)
 
 
-def _r(t: dict[str, Any], key: str) -> Any:
-    return (t.get("result") or {}).get(key)
+def _load(t: TrialRecord, key: str) -> Any:
+    """A client-side number of a trial (None when it did not run)."""
+    r = result_of(t)
+    return None if r is None else r.get(key)
 
 
-def _m(t: dict[str, Any], key: str) -> Any:
-    return (t.get("server_metrics") or {}).get(key)
+def _server(t: TrialRecord, key: str) -> Any:
+    """A server-side number of a trial (None when it was not sampled)."""
+    return metrics_of(t).get(key)
 
 
 def _finish(fig: Figure, title: str) -> Figure:
@@ -114,7 +122,7 @@ def _legend_below(fig: Figure, ax: Any, ncol: int | None = None) -> None:
         fig.legend(handles, labels, loc="lower center", ncol=ncol or min(len(labels), 5), bbox_to_anchor=(0.5, 0.0))
 
 
-def _level_panels(data: ReportData, panels: list[tuple[Any, str, str]]) -> tuple[Figure, list[Any]]:
+def _level_panels(data: Results, panels: list[tuple[Value, str, str]]) -> tuple[Figure, list[Any]]:
     """One panel per (value of a trial, y label, title), every server's mean per
     level with its 95 % interval, concurrency on x."""
     col = colors(data)
@@ -133,11 +141,11 @@ def _level_panels(data: ReportData, panels: list[tuple[Any, str, str]]) -> tuple
 
 
 # 1 ------------------------------------------------------------------------------------------
-def success_vs_concurrency(data: ReportData) -> Figure:
+def success_vs_concurrency(data: Results) -> Figure:
     """Successful requests and requests/s per server vs concurrency (the paper's Figure 4)."""
     fig, (a, _) = _level_panels(data, [
-        (lambda t: _r(t, "ok"), "successful requests (count)", "successful requests per measured window"),
-        (lambda t: _r(t, "rps"), "requests per second (ok)", "throughput"),
+        (lambda t: _load(t, "ok"), "successful requests (count)", "successful requests per measured window"),
+        (lambda t: _load(t, "rps"), "requests per second (ok)", "throughput"),
     ])
     fig = _finish(fig, "Successful requests vs concurrency" + (" (bars: 95 % interval)" if _has_trials(data) else ""))
     _legend_below(fig, a)
@@ -145,12 +153,17 @@ def success_vs_concurrency(data: ReportData) -> Figure:
     return fig
 
 
-def _has_trials(data: ReportData) -> bool:
+def _failures(t: TrialRecord) -> dict[str, int]:
+    r = result_of(t)
+    return {} if r is None else r["failures"]
+
+
+def _has_trials(data: Results) -> bool:
     return any(t["trial"] > 1 for t in data.trials)
 
 
 # 2 ------------------------------------------------------------------------------------------
-def failures_vs_concurrency(data: ReportData) -> Figure:
+def failures_vs_concurrency(data: Results) -> Figure:
     """Failed requests per server vs concurrency, stacked by kind."""
     servers = data.servers
     n = len(servers)
@@ -167,16 +180,14 @@ def failures_vs_concurrency(data: ReportData) -> Figure:
         for k in kinds:
             vals = []
             for level in levels:
-                ts = [t for t in data.trials if t["server"] == s and t["level"] == level and t.get("result")]
-                v = [((t["result"].get("failures") or {}).get(k, 0)) for t in ts]
+                v = [_failures(t).get(k, 0) for t in data.cell(s, level)]
                 vals.append(sum(v) / len(v) if v else 0)
             arr = np.array(vals, dtype=float)
             if arr.sum() > 0:
                 ax.bar(x, arr, bottom=bottom, color=KIND_COLORS.get(k, "#333"), label=k, width=0.7)
                 bottom += arr
                 used.add(k)
-        not_run = [j for j, level in enumerate(levels)
-                   if not any(t["server"] == s and t["level"] == level and t.get("result") for t in data.trials)]
+        not_run = [j for j, level in enumerate(levels) if not data.cell(s, level)]
         for j in not_run:
             ax.text(j, 0, "/", ha="center", va="bottom", fontsize=14, color="#555")
         ax.set_title(s, fontsize=10)
@@ -200,7 +211,7 @@ def failures_vs_concurrency(data: ReportData) -> Figure:
 
 
 # 3 ------------------------------------------------------------------------------------------
-def timeline(data: ReportData, level: int, trial: int = 1) -> Figure:
+def timeline(data: Results, level: int, trial: int = 1) -> Figure:
     """Per second at one level: req/s, failures/s, p50/p99 latency; the server's
     CPU, memory and TCP connections on the same time axis."""
     col = colors(data)
@@ -249,16 +260,16 @@ def timeline(data: ReportData, level: int, trial: int = 1) -> Figure:
 
 
 # 4 ------------------------------------------------------------------------------------------
-def latency_distribution(data: ReportData, level: int) -> Figure:
+def latency_distribution(data: Results, level: int) -> Figure:
     """Latency histogram and percentile spectrum per server at one level (log scales)."""
     col = colors(data)
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.4))
     any_data = False
     for s in data.servers:
         h = Histogram()
-        for t in data.trials:
-            if t["server"] == s and t["level"] == level and t.get("latency_hist"):
-                h = h.merge(Histogram.from_dict(t["latency_hist"]))
+        for t in data.cell(s, level):
+            if "latency_hist" in t:
+                h = h.merge(Histogram.from_dict(dict(t["latency_hist"])))
         if h.count == 0:
             continue
         any_data = True
@@ -296,19 +307,18 @@ def latency_distribution(data: ReportData, level: int) -> Figure:
 
 
 # 5 ------------------------------------------------------------------------------------------
-def memory_and_processes(data: ReportData) -> Figure:
+def memory_and_processes(data: Results) -> Figure:
     """Server peak memory and process/thread count vs concurrency."""
     col = colors(data)
     fig, (a, b) = plt.subplots(1, 2, figsize=(11, 4.4))
     for s in data.servers:
-        xs, es = _per_level(data, s, lambda t: _m(t, "mem_peak_bytes"))
+        xs, es = _per_level(data, s, lambda t: _server(t, "mem_peak_bytes"))
         _errplot(a, xs, es, col[s], s, scale=MiB)
-        xs, es = _per_level(data, s, lambda t: _m(t, "pids_peak"))
+        xs, es = _per_level(data, s, lambda t: _server(t, "pids_peak"))
         _errplot(b, xs, es, col[s], f"{s} threads")
-        xs, es = _per_level(data, s, lambda t: _m(t, "procs_peak"))
+        xs, es = _per_level(data, s, lambda t: _server(t, "procs_peak"))
         _errplot(b, xs, es, col[s], f"{s} processes", style="--s")
-    caps = {int(t["memory_bytes"]) for r in data.runs for t in r.run.get("servers", {}).values()
-            if isinstance(t, dict) and t.get("memory_bytes")}
+    caps = {int(cap) for r in data.runs for info in r.doc.get("servers", {}).values() if (cap := info.get("memory_bytes"))}
     for cap in caps:
         a.axhline(cap / MiB, color="#555", ls="--", lw=1)
         a.text(min(data.levels), cap / MiB, " memory cap", va="bottom", fontsize=8, color="#555")
@@ -326,14 +336,14 @@ def memory_and_processes(data: ReportData) -> Figure:
 
 
 # 6 ------------------------------------------------------------------------------------------
-def workers_and_connections(data: ReportData) -> Figure:
+def workers_and_connections(data: Results) -> Figure:
     """Busy workers (status pages) and TCP connections vs concurrency."""
     fig, (a, _, _) = _level_panels(data, [
-        (lambda t: _m(t, "busy_workers_peak"), "busy workers, peak (count)",
+        (lambda t: _server(t, "busy_workers_peak"), "busy workers, peak (count)",
          "busy workers\n(Apache: mod_status; nginx: php-fpm)"),
-        (lambda t: _m(t, "tcp_established_peak"), "ESTABLISHED sockets, peak (count)",
+        (lambda t: _server(t, "tcp_established_peak"), "ESTABLISHED sockets, peak (count)",
          "open connections on the server port"),
-        (lambda t: _m(t, "tcp_peak"), "sockets in any state, peak (count)", "all sockets (TIME_WAIT included)"),
+        (lambda t: _server(t, "tcp_peak"), "sockets in any state, peak (count)", "all sockets (TIME_WAIT included)"),
     ])
     fig = _finish(fig, "Busy workers and TCP connections vs concurrency")
     _legend_below(fig, a)
@@ -341,7 +351,7 @@ def workers_and_connections(data: ReportData) -> Figure:
     return fig
 
 
-def figures(data: ReportData, level: int | None = None) -> list[tuple[str, Figure, str]]:
+def figures(data: Results, level: int | None = None) -> list[tuple[str, Figure, str]]:
     """All six figures as (file stem, figure, one-line caption)."""
     lv = level if level is not None else default_level(data)
     return [
@@ -360,11 +370,10 @@ def figures(data: ReportData, level: int | None = None) -> list[tuple[str, Figur
     ]
 
 
-def default_level(data: ReportData) -> int:
+def default_level(data: Results) -> int:
     """The highest level every server was measured at (else the highest at all)."""
     levels = data.levels
     for level in reversed(levels):
-        if all(any(t["server"] == s and t["level"] == level and t.get("result") for t in data.trials)
-               for s in data.servers):
+        if all(data.cell(s, level) for s in data.servers):
             return level
     return levels[-1]

@@ -1,6 +1,6 @@
 """Tables from a results folder: per server x level, with means and 95 % intervals.
 
-Built from stored results only (`store.Results`), so the run's end-of-sweep
+Built from stored results only (`results.Results`), so the run's end-of-sweep
 table, `--json`, the HTML and the Markdown report all say the same numbers.
 """
 
@@ -12,7 +12,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..store import Results
+from ..results import Results
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -49,25 +49,13 @@ METRICS = ("ok", "failed", "unfinished", "rps", "p50_ms", "p90_ms", "p99_ms", "m
            "mem_peak_bytes", "pids_peak", "failed_rate", "bytes", "duration_s")
 
 
-def servers_of(res: Results) -> list[str]:
-    seen: list[str] = []
-    for t in res.trial_records():
-        if t["server"] not in seen:
-            seen.append(t["server"])
-    return seen
-
-
-def levels_of(res: Results) -> list[int]:
-    return sorted({int(t["level"]) for t in res.trial_records()})
-
-
 def aggregate(res: Results) -> pd.DataFrame:
     """One row per server x level: mean (and 95 % interval) of each metric over
     the trials that ran, how many did, and why the others did not."""
     rows = []
-    df = res.trials
-    for server in servers_of(res):
-        for level in levels_of(res):
+    df = res.summary
+    for server in res.servers:
+        for level in res.levels:
             sub = df[(df.server == server) & (df.level == level)]
             if sub.empty:
                 continue
@@ -88,11 +76,11 @@ def aggregate(res: Results) -> pd.DataFrame:
 def failures_by_kind(res: Results) -> pd.DataFrame:
     """Mean failures per kind, per server x level."""
     rows = []
-    for t in res.trial_records():
+    for t in res.trials:
         r = t.get("result")
         if not r:
             continue
-        rows.append({"server": t["server"], "level": t["level"], "trial": t["trial"], **r.get("failures", {})})
+        rows.append({"server": t["server"], "level": t["level"], "trial": t["trial"], **r["failures"]})
     if not rows:
         return pd.DataFrame()
     df = pd.DataFrame(rows).fillna(0)
@@ -122,9 +110,8 @@ def summary_doc(res: Results) -> dict[str, Any]:
                             for k in ("ok", "failed", "rps", "p99_ms", "mem_peak_bytes") if r[f"{k}_low"] is not None
                             and not _isnan(r[f"{k}_low"])}
         out.append(item)
-    return {"results_dir": str(res.path), "status": res.status, "name": res.run.get("name"),
-            "servers": servers_of(res), "levels": levels_of(res), "results": out,
-            "problems": res.run.get("problems", [])}
+    return {"results_dir": str(res.path), "status": res.status, "name": res.name,
+            "servers": res.servers, "levels": res.levels, "results": out, "problems": res.problems}
 
 
 def _isnan(v: Any) -> bool:
@@ -145,12 +132,12 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
     from ..units import format_bytes
 
     agg = aggregate(res)
-    servers = servers_of(res)
+    servers = res.servers
     header = [("", "clients")]
     for s in servers:
         header += [(s, "ok / failed"), (s, "req/s"), (s, "p99 ms"), (s, "mem peak")]
     rows = []
-    for level in levels_of(res):
+    for level in res.levels:
         row = [f"{level:,}"]
         for s in servers:
             m = agg[(agg.server == s) & (agg.level == level)]
@@ -177,10 +164,10 @@ def _f(v: Any, lo: Any, hi: Any, fmt: str) -> str:
 def notes(res: Results) -> list[str]:
     """Why a cell is '/' or starred: the trial reasons, once each."""
     out = []
-    for t in res.trial_records():
-        if t.get("status") != "ok" and t.get("reason"):
+    for t in res.trials:
+        if t["status"] != "ok" and t.get("reason"):
             out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
-    for t in res.trial_records():
+    for t in res.trials:
         for n in t.get("notes", []):
             out.append(f"{t['server']} at {t['level']} clients: {n}")
     return list(dict.fromkeys(out))

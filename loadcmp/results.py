@@ -1,0 +1,192 @@
+"""Reading results folders: the one loader every reader goes through.
+
+`load_results(*paths)` reads one or several folders written by `store.RunWriter`
+into one `Results`. The report, its tables and figures, `--json`, the
+end-of-sweep table and smoke's checks all read through it, so they agree on
+which trials exist, what each server is called and in which order servers come.
+
+Server labels stay as stored unless two folders use the same one; then the
+run's name is added ("nginx (paper-2013)") so nothing is mixed up.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cached_property
+from pathlib import Path
+
+import pandas as pd
+
+from .errors import StoreError
+from .store import FORMAT, SUMMARY_COLUMNS, LoadSummary, RunDoc, RunStatus, ServerMetrics, TrialRecord, summary_row
+
+_WORST: list[str] = ["complete", "running", "interrupted", "failed"]
+"""Statuses from best to worst: several runs together have the worst one."""
+
+
+@dataclass(frozen=True)
+class Run:
+    """One results folder: where it is, its run.json, and its unique name."""
+
+    path: Path
+    doc: RunDoc
+    name: str  #: the run's name, suffixed " #2" when two folders share one
+
+    @property
+    def status(self) -> RunStatus | str:
+        return self.doc.get("status", "unknown")
+
+    @property
+    def problems(self) -> list[str]:
+        return list(self.doc.get("problems", []))
+
+
+@dataclass
+class Results:
+    """One or more results folders as one body of data."""
+
+    runs: list[Run]
+    trials: list[TrialRecord]  #: every trial, `server` relabelled where folders collide
+    timeline: pd.DataFrame  #: client side, one row per second (same labels as `trials`)
+    server: pd.DataFrame  #: server side 1 Hz samples (same labels)
+    servers: list[str]  #: the labels in ONE order for every table and figure (see `_order`)
+
+    @property
+    def path(self) -> Path:
+        """The first folder (where a report goes by default)."""
+        return self.runs[0].path
+
+    @property
+    def run(self) -> RunDoc:
+        """The first folder's run.json (THE run when one folder was read)."""
+        return self.runs[0].doc
+
+    @property
+    def name(self) -> str:
+        return " + ".join(r.name for r in self.runs)
+
+    @property
+    def status(self) -> str:
+        """The worst status of the runs (one run: its status)."""
+        return max((r.status for r in self.runs), key=lambda s: _WORST.index(s) if s in _WORST else len(_WORST))
+
+    @property
+    def interrupted(self) -> list[Path]:
+        """The folders whose run was interrupted (they hold fewer trials than planned)."""
+        return [r.path for r in self.runs if r.status == "interrupted"]
+
+    @property
+    def problems(self) -> list[str]:
+        return [p for r in self.runs for p in r.problems]
+
+    @cached_property
+    def levels(self) -> list[int]:
+        return sorted({int(t["level"]) for t in self.trials})
+
+    @cached_property
+    def summary(self) -> pd.DataFrame:
+        """One row per trial (the columns of summary.csv)."""
+        return pd.DataFrame([summary_row(t) for t in self.trials], columns=SUMMARY_COLUMNS)
+
+    def cell(self, server: str, level: int) -> list[TrialRecord]:
+        """The trials of one server at one level that produced a measurement."""
+        return [t for t in self.trials if t["server"] == server and t["level"] == level and t.get("result")]
+
+    def of_server(self, server: str) -> list[TrialRecord]:
+        return [t for t in self.trials if t["server"] == server]
+
+
+def result_of(t: TrialRecord) -> LoadSummary | None:
+    """A trial's measurement, or None when it did not run."""
+    return t.get("result") or None
+
+
+def metrics_of(t: TrialRecord) -> ServerMetrics:
+    """A trial's server-side summary ({} when none was sampled)."""
+    return t.get("server_metrics") or ServerMetrics()
+
+
+def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
+    p = Path(path)
+    rj = p / "run.json"
+    if not p.is_dir():
+        raise StoreError(f"{p} is not a results folder (no such directory)")
+    if not rj.is_file():
+        raise StoreError(f"{p} is not a results folder (no run.json)")
+    try:
+        doc = json.loads(rj.read_text())
+    except (OSError, json.JSONDecodeError) as e:
+        raise StoreError(f"{rj} is unreadable: {e}") from None
+    fmt = doc.get("format") if isinstance(doc, dict) else None
+    if fmt != FORMAT:
+        raise StoreError(
+            f"{p} was written in results format {fmt!r}; this loadcmp reads format {FORMAT} "
+            "(re-run the experiment, or use the loadcmp version that wrote it)"
+        )
+
+    def read(name: str) -> pd.DataFrame:
+        f = p / name
+        if not f.exists():
+            return pd.DataFrame()
+        try:
+            return pd.read_parquet(f)
+        except Exception as e:  # pyarrow raises several types for a damaged file
+            raise StoreError(f"{f} is unreadable: {e}") from None
+
+    return Run(p, doc, str(doc.get("name") or p.name)), read("timeline.parquet"), read("server.parquet")
+
+
+def _order(run: Run, trials: list[TrialRecord]) -> list[str]:
+    """A run's labels in the order its spec lists the stacks, then first appearance
+    (trial 1 runs the variants in spec order, so that is the spec's order too)."""
+    listed = [str(s) for s in run.doc.get("spec", {}).get("servers") or []]
+    stack = {t["server"]: t.get("stack", "") for t in trials}  # bench trials have none
+
+    def rank(label: str) -> int:
+        for key in (label, stack[label]):
+            if key in listed:
+                return listed.index(key)
+        return len(listed)
+
+    return sorted(dict.fromkeys(t["server"] for t in trials), key=rank)
+
+
+def load_results(*paths: Path | str) -> Results:
+    """Read one or more results folders; a one-line StoreError for anything that is not one."""
+    if not paths:
+        raise StoreError("give at least one results folder")
+    read = [_read_one(p) for p in paths]
+    names = [r.name for r, _, _ in read]
+    runs = [Run(r.path, r.doc, n if names.count(n) == 1 else f"{n} #{i + 1}")
+            for i, ((r, _, _), n) in enumerate(zip(read, names, strict=True))]
+    seen: dict[str, int] = {}
+    for run in runs:
+        for label in {t["server"] for t in run.doc.get("trials", [])}:
+            seen[label] = seen.get(label, 0) + 1
+    trials: list[TrialRecord] = []
+    servers: list[str] = []
+    timelines: list[pd.DataFrame] = []
+    samples: list[pd.DataFrame] = []
+    for run, (_, tl, sv) in zip(runs, read, strict=True):
+
+        def relabel(label: str, name: str = run.name) -> str:
+            return f"{label} ({name})" if len(runs) > 1 and seen.get(label, 0) > 1 else label
+
+        mine: list[TrialRecord] = []
+        for t in run.doc.get("trials", []):
+            rec = t.copy()
+            rec["server"] = relabel(t["server"])
+            mine.append(rec)
+        trials += mine
+        servers += [s for s in _order(run, mine) if s not in servers]
+        for df, acc in ((tl, timelines), (sv, samples)):
+            if not df.empty:
+                d = df.copy()
+                d["server"] = d["server"].map(relabel)
+                acc.append(d)
+    return Results(runs, trials, _concat(timelines), _concat(samples), servers)
+
+
+def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
