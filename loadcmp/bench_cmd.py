@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import platform
 import time
-from typing import Any
+from typing import Any, cast
 
 from . import __version__
 from .console import LiveLine, err, out, print_result
@@ -13,7 +13,7 @@ from .errors import UsageError
 from .load.engine import LoadSpec, make_target
 from .load.summary import result_doc, timeline_rows
 from .load.workers import Stopper, run_load
-from .store import RunWriter
+from .store import HistogramDoc, LoadSummary, save_bench
 from .units import parse_cpus, parse_duration, parse_levels
 
 
@@ -60,22 +60,12 @@ def run_bench(*, url: str, clients: str, duration: str, schedule: str, keepalive
 
 def store_bench(out_dir: str, spec: LoadSpec, doc: dict[str, Any], hist: dict[str, Any], started: str) -> str:
     """A bench result as a one-trial results folder, readable by `loadcmp report`."""
-    server = f"{spec.target.host}:{spec.target.port}"
-    run = {
-        "kind": "bench",
-        "name": f"bench {spec.target.url}",
-        "loadcmp_version": __version__,
-        "started": started,
-        "spec": {"url": spec.target.url, "schedule": doc["schedule"], "duration_s": spec.duration,
-                 "warmup_s": spec.warmup, "timeout_s": spec.timeout, "engine": spec.engine, "workers": doc["workers"]},
-        "machine": {"kernel": platform.release(), "python": platform.python_version()},
-        "servers": {server: {"url": spec.target.url}},
-    }
-    w = RunWriter.create(out_dir, f"bench-{spec.target.host}", run)
-    summary = {k: v for k, v in doc.items() if k != "timeline"}
-    trial = {"server": server, "level": doc["clients"], "trial": 1,
-             "status": "interrupted" if doc["interrupted"] else "ok", "result": summary, "latency_hist": hist}
-    tl = [{"server": server, "level": doc["clients"], "trial": 1, **r} for r in doc["timeline"]]
-    w.add_trial(trial, tl, [])
-    w.finish("interrupted" if doc["interrupted"] else "complete")
-    return str(w.path)
+    summary = cast(LoadSummary, {k: v for k, v in doc.items() if k != "timeline"})
+    path = save_bench(out_dir, url=spec.target.url, label=f"{spec.target.host}:{spec.target.port}",
+                      clients=doc["clients"], schedule=str(doc["schedule"]["kind"]),
+                      keepalive=bool(doc["schedule"]["keepalive"]), duration=spec.duration, warmup=spec.warmup,
+                      timeout=spec.timeout, engine=spec.engine, workers=doc["workers"], summary=summary,
+                      latency_hist=cast(HistogramDoc, hist), timeline=doc["timeline"], started=started,
+                      machine={"kernel": platform.release(), "python": platform.python_version()},
+                      loadcmp_version=__version__)
+    return str(path)

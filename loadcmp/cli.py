@@ -168,7 +168,7 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: st
         lab.check_port_free(port)
     client = lab.docker_client()
     with err.status(f"starting {stack.name}") as status:
-        dep = lab.up(stack, port=port, cpus=cpus, memory=mem, overrides=overrides, client=client,
+        dep = lab.up(lab.plan_deployment(stack, port=port, cpus=cpus, memory=mem, overrides=overrides), client=client,
                      log=lambda m: status.update(m[:120]))
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,

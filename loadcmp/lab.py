@@ -234,19 +234,26 @@ def check_port_free(port: int) -> None:
 
 @dataclass
 class Deployment:
-    """A running stack: its containers, where it answers, what it runs with."""
+    """A running stack: the plan it was started from and its containers."""
 
-    stack: st.Stack
+    plan: st.DeploymentPlan
     run_id: str
-    port: int
-    settings: dict[str, Any]
-    rendered: list[st.Rendered]
     images: dict[str, str]
     image_ids: dict[str, str] = field(default_factory=dict)
     containers: list[Any] = field(default_factory=list)
-    cpus: str | None = None
-    memory: int | None = None
     client: Any = None
+
+    @property
+    def stack(self) -> st.Stack:
+        return self.plan.stack
+
+    @property
+    def port(self) -> int:
+        return self.plan.port
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        return self.plan.settings
 
     @property
     def url(self) -> str:
@@ -260,48 +267,59 @@ class Deployment:
     def container_names(self) -> list[str]:
         return [c.name for c in self.containers]
 
-    def config_files(self) -> dict[str, str]:
-        return {f"{r.role.name}/{name}": text for r in self.rendered for name, text in r.files.items()}
-
     def state(self) -> dict[str, Any]:
         """Docker's State of each container, reloaded (for exit/OOM detection)."""
+        import docker
+
         out: dict[str, Any] = {}
         for c in self.containers:
             try:
                 c.reload()
                 out[c.name] = c.attrs.get("State", {})
-            except Exception:
+            except docker.errors.NotFound:
                 out[c.name] = {"Status": "removed"}
         return out
 
     def logs(self, lines: int = 20) -> str:
+        """The last lines of each container's log (evidence; an unreadable log says so)."""
+        import docker
+
         parts = []
         for c in self.containers:
-            with contextlib.suppress(Exception):
+            try:
                 text = c.logs(tail=lines).decode(errors="replace").strip()
-                if text:
-                    parts.append(f"[{c.name}] {text}")
+            except docker.errors.APIError as e:
+                text = f"(log unreadable: {e.explanation or e})"
+            if text:
+                parts.append(f"[{c.name}] {text}")
         return "\n".join(parts)
 
     def versions(self) -> dict[str, str]:
         """nginx -v, apache2 -v, php -v from inside the containers."""
+        import docker
+
         out: dict[str, str] = {}
         for c in self.containers:
-            with contextlib.suppress(Exception):
+            try:
                 res = c.exec_run(["/usr/local/bin/loadcmp-entrypoint", "versions"])
-                for line in res.output.decode(errors="replace").splitlines():
-                    low = line.lower()
-                    key = "nginx" if "nginx" in low else "apache" if "apache" in low else "php" if low.startswith("php") else None
-                    if key:
-                        out[key] = line.split(":", 1)[-1].strip() if key != "php" else line.strip()
+            except docker.errors.APIError:
+                continue  # the container died meanwhile: its versions stay unknown, the trial says why
+            for line in res.output.decode(errors="replace").splitlines():
+                low = line.lower()
+                key = "nginx" if "nginx" in low else "apache" if "apache" in low else "php" if low.startswith("php") else None
+                if key:
+                    out[key] = line.split(":", 1)[-1].strip() if key != "php" else line.strip()
         return out
 
     def stop(self) -> None:
-        """Remove the containers (forcefully: fast, and the state is not needed)."""
-        for c in reversed(self.containers):
-            with contextlib.suppress(Exception):
-                c.remove(force=True)
+        """Remove the containers (forcefully: fast, and the state is not needed).
+
+        Every container is tried; those that could not be removed are named
+        in one LabError (`loadcmp down` removes them later)."""
+        failed = _remove(reversed(self.containers))
         self.containers = []
+        if failed:
+            raise LabError(f"{self.stack.name}: could not remove " + "; ".join(failed))
 
     def __enter__(self) -> Deployment:
         return self
@@ -310,27 +328,28 @@ class Deployment:
         self.stop()
 
 
+def _remove(containers: Any) -> list[str]:
+    """Force-remove each container; return `name: reason` for those that failed."""
+    import docker
+
+    failed = []
+    for c in containers:
+        try:
+            c.remove(force=True)
+        except docker.errors.NotFound:
+            pass  # already gone: what we wanted
+        except docker.errors.APIError as e:
+            failed.append(f"{c.name}: {e.explanation or e}")
+    return failed
+
+
 def new_run_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
-def up(
-    stack: st.Stack,
-    *,
-    port: int | None = None,
-    cpus: str | None = None,
-    memory: int | None = None,
-    overrides: dict[str, Any] | None = None,
-    run_id: str | None = None,
-    client: Any = None,
-    images: dict[str, str] | None = None,
-    ready_timeout: float = 60.0,
-    log: Log = _nolog,
-) -> Deployment:
-    """Start a stack and wait until it answers; on any failure nothing is left."""
-    import docker
-
-    settings = st.effective_settings(stack, overrides or {})
+def plan_deployment(stack: st.Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
+                    overrides: dict[str, Any] | None = None) -> st.DeploymentPlan:
+    """Pick free ports on 127.0.0.1 (or check `port`) and render the stack's configs for them."""
     if port is None:
         port = free_port()
     else:
@@ -339,21 +358,36 @@ def up(
     for role in stack.roles:
         if role.name not in ports:
             ports[role.name] = free_port()
-    rendered = st.render(stack, settings, ports)
+    return st.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory)
+
+
+def up(
+    plan: st.DeploymentPlan,
+    *,
+    run_id: str | None = None,
+    client: Any = None,
+    images: dict[str, str] | None = None,
+    ready_timeout: float = 60.0,
+    log: Log = _nolog,
+) -> Deployment:
+    """Start a planned stack and wait until it answers; on any failure nothing is left."""
+    import docker
+
     client = client or docker_client()
     if images is None:
-        images = build_images(client, stack.images, log)
+        images = build_images(client, plan.stack.images, log)
     run_id = run_id or new_run_id()
-    dep = Deployment(stack, run_id, port, settings, rendered, images, cpus=cpus, memory=memory, client=client)
+    stack = plan.stack
+    dep = Deployment(plan, run_id, images, client=client)
     try:
-        for r in rendered:
+        for r in plan.rendered:
             image = images[r.role.image]
             dep.image_ids[r.role.name] = client.images.get(image).id
             kwargs: dict[str, Any] = {}
-            if memory:
-                kwargs.update(mem_limit=memory, memswap_limit=memory)
-            if cpus:
-                kwargs["cpuset_cpus"] = cpus
+            if plan.memory:
+                kwargs.update(mem_limit=plan.memory, memswap_limit=plan.memory)
+            if plan.cpus:
+                kwargs["cpuset_cpus"] = plan.cpus
             c = client.containers.create(
                 image,
                 command=[r.role.mode],
@@ -370,8 +404,10 @@ def up(
             c.start()
             _wait_ready(dep, c, r.port, ready_timeout)
         return dep
-    except BaseException:
-        dep.stop()
+    except BaseException as e:
+        failed = _remove(reversed(dep.containers))
+        if failed:  # the start failure is the news; the leftovers are said beside it
+            e.add_note(f"also could not remove {'; '.join(failed)} (run `loadcmp down`)")
         raise
 
 
@@ -441,11 +477,12 @@ def labelled(client: Any, run_id: str | None = None) -> list[Any]:
 
 
 def down(client: Any | None = None, run_id: str | None = None) -> list[str]:
-    """Remove every loadcmp container (or only one run's); return their names."""
+    """Remove every loadcmp container (or only one run's); return their names.
+
+    Every container is tried; if any could not be removed, a LabError names them."""
     client = client or docker_client()
-    names = []
-    for c in labelled(client, run_id):
-        with contextlib.suppress(Exception):
-            c.remove(force=True)
-            names.append(c.name)
-    return names
+    found = labelled(client, run_id)
+    failed = _remove(found)
+    if failed:
+        raise LabError("could not remove " + "; ".join(failed))
+    return [c.name for c in found]

@@ -89,7 +89,7 @@ def test_container_exiting_at_start_reports_its_log(images, docker_client):
     broken = st.Stack("broken", "a role the entrypoint does not know", (st.Role("web", "nginx", "no-such-mode"),),
                       "none", ("nginx", "fpm", "php"))
     with pytest.raises(ServerStartError) as e:
-        lab.up(broken, client=docker_client, images=images, overrides={})
+        lab.up(lab.plan_deployment(broken), client=docker_client, images=images)
     assert "exited while starting" in str(e.value) and "unknown role" in str(e.value)
     assert lab.labelled(docker_client) == []
 
