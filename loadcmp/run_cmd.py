@@ -16,7 +16,7 @@ from .load.workers import Stopper
 from .runner import Planned, SweepOutcome, run_sweep
 from .runner import Progress as Hooks
 from .spec import RunSpec, load_experiment, validate
-from .store import load_results
+from .store import TrialRecord, load_results
 
 
 def build_spec(experiment: str | None, flags: dict[str, Any]) -> tuple[RunSpec, dict[str, Any]]:
@@ -86,8 +86,8 @@ class SweepDisplay:
             info=f"{phase}{lv.rps:8.0f} req/s  ok {lv.ok:,}  failed {lv.failed:,}  in flight {lv.inflight:,}",
         )
 
-    def trial_end(self, p: Planned, rec: dict[str, Any]) -> None:
-        r = rec.get("result") or {}
+    def trial_end(self, p: Planned, rec: TrialRecord) -> None:
+        r = rec.get("result")
         msg = f"{p.label:>16} c={p.level:<6,} #{p.trial}: "
         if r:
             msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {r['latency_ms']['p99'] or 0:,.1f} ms"
