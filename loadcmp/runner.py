@@ -335,8 +335,9 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     sampler = Sampler(dep, start_at + spec.warmup, keys, math.ceil(spec.duration)).start()
     try:
+        # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
         result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
-                          stopper=sweep.stopper, start_at=start_at)
+                          stopper=sweep.stopper, start_at=start_at, handle_sigint=False)
     finally:
         samples = sampler.stop()
     summary = cast(LoadSummary, result_doc(result, {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -15,7 +16,9 @@ from click.testing import CliRunner
 
 from loadcmp import lab
 from loadcmp.cli import cli
-from loadcmp.store import load_results
+from loadcmp.runner import Planned, Progress, run_sweep
+from loadcmp.spec import RunSpec
+from loadcmp.store import TrialRecord, load_results
 
 pytestmark = pytest.mark.docker
 
@@ -90,6 +93,59 @@ def test_interrupted_run_keeps_results_and_no_container(tmp_path, images, docker
     assert r.status == "interrupted"
     assert len(r.trials) == 1 and r.trials.iloc[0].status == "interrupted"
     assert 1 <= r.trials.iloc[0].duration_s < 10 and r.trials.iloc[0].ok > 0
+
+
+def test_ctrl_c_while_the_second_trial_starts(tmp_path, images, docker_client):
+    """A Ctrl-C between trials (the second trial's containers starting) is not lost:
+    exit 130, nothing left running, the first trial kept."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "loadcmp", "run", "--server", "nginx", "-c", "5,10,20", "-t", "2",
+                          "--warmup", "0", "--page", "/index.html", "--out", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.time() + 90
+        stored: list = []
+        while time.time() < deadline and not stored:  # the first trial is stored once its server is removed
+            runs = list(tmp_path.iterdir())
+            if runs and (runs[0] / "run.json").exists():
+                with contextlib.suppress(json.JSONDecodeError, OSError):
+                    stored = json.loads((runs[0] / "run.json").read_text())["trials"]
+            time.sleep(0.05)
+        assert stored, "the first trial never ended"
+        while time.time() < deadline and not lab.labelled(docker_client):  # the second trial's server is starting
+            time.sleep(0.02)
+        assert lab.labelled(docker_client), "the second trial never started its server"
+        t = time.time()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 130, err.decode()[-800:]
+    assert time.time() - t < 20
+    assert lab.labelled(docker_client) == []
+    r = load_results(newest(tmp_path))
+    assert r.status == "interrupted"
+    assert len(r.trials) == 1, r.run["trials"]
+    first = r.trials.iloc[0]
+    assert first.status == "ok" and first.level == 5 and first.ok > 0
+    assert any("Ctrl-C" in m for m in r.run["problems"]), r.run["problems"]
+
+
+def test_a_crash_is_failed_not_interrupted(tmp_path, images, docker_client):
+    """A bug (here in a progress hook) ends the run `failed` with its cause, and nothing is left running."""
+    def broken_hook(p: Planned, rec: TrialRecord) -> None:
+        raise RuntimeError("a bug in the display")
+
+    spec = RunSpec(servers=("nginx",), levels=(5, 10), duration=1, warmup=0, page="/index.html", out=str(tmp_path))
+    with pytest.raises(RuntimeError):
+        run_sweep(spec, Progress(trial_end=broken_hook), images=images)
+    assert lab.labelled(docker_client) == []
+    r = load_results(newest(tmp_path))
+    assert r.status == "failed"
+    assert r.run["problems"][-1] == "RuntimeError: a bug in the display"
+    assert len(r.trials) == 1 and r.trials.iloc[0].status == "ok"  # stored before the hook ran
 
 
 def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):
