@@ -4,6 +4,7 @@ A trial is `run_trial`, read top to bottom:
 
     plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs)
     start             the plan -> a running Deployment (or the reused one)
+    describe_server   the label's set-up into run.json, once: configs, versions, images
     prime             a few requests: the page must be the page expected
     measure           warm-up, then the measured window, the server sampled at 1 Hz
     collect_evidence  Docker's container state, the server's figures, capacity notes
@@ -35,8 +36,8 @@ from .load.schedules import make_schedule
 from .load.summary import result_doc, timeline_rows
 from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
-from .spec import RunSpec
 from .provenance import git_commit, machine_info
+from .spec import RunSpec
 from .store import (ContainerState, HistogramDoc, LoadSummary, Row, RunStatus, RunWriter, ServerInfo, ServerMetrics,
                     TrialRecord, TrialStatus, new_run_doc)
 from .units import cpu_list
@@ -104,6 +105,8 @@ class Progress:
 
 @dataclass
 class SweepOutcome:
+    """Where the results are and how the run ended."""
+
     path: str
     status: RunStatus
     problems: list[str] = field(default_factory=list)
@@ -263,9 +266,9 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
         if spec.reuse_server:
             sweep.reused[p.label] = dep
     try:
-        describe_server(sweep, p, dep)
         if sweep.stopper.requested:
             return None
+        describe_server(sweep, p, dep)
         prime(dep, p.page)
         if sweep.stopper.requested:
             return None
