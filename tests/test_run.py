@@ -148,6 +148,18 @@ def test_a_crash_is_failed_not_interrupted(tmp_path, images, docker_client):
     assert len(r.trials) == 1 and r.trials.iloc[0].status == "ok"  # stored before the hook ran
 
 
+def test_reuse_server_keeps_one_deployment_across_levels(tmp_path, images, docker_client):
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "5,10", "-t", "1", "--warmup", "0",
+                                   "--reuse-server", "--page", "/index.html", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    r = load_results(json.loads(res.stdout)["results_dir"])
+    first, second = r.run["trials"]
+    assert first["status"] == second["status"] == "ok"
+    assert first["ready_s"] > 0 and second["ready_s"] is None  # the second trial did not start a server
+    assert list(r.run["servers"]) == ["nginx"] and r.run["problems"] == []
+    assert lab.labelled(docker_client) == []
+
+
 def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):
     res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "5", "-t", "2", "--page", "/nope.php",
                                    "--out", str(tmp_path)])
