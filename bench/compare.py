@@ -76,7 +76,7 @@ def main() -> None:
     levels = [int(x) for x in args.levels.split(",")]
     stack = st.get_stack("nginx")
     overrides = st.parse_overrides(["nginx.worker_connections=20000", "nginx.keepalive_requests=100000000"])
-    with tempfile.TemporaryDirectory() as tmp, lab.up(stack, cpus="1", overrides=overrides) as dep:
+    with tempfile.TemporaryDirectory() as tmp, lab.up(lab.plan_deployment(stack, cpus="1", overrides=overrides)) as dep:
         lua = str(Path(tmp) / "report.lua")
         Path(lua).write_text(WRK_LUA)
         url = f"http://127.0.0.1:{dep.port}/index.html"

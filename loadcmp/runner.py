@@ -1,37 +1,47 @@
 """One trial, and a sweep of servers x levels x trials (TechEmpower's discipline).
 
-A trial: start the stack fresh -> ready -> primer (the page must be the page
-expected) -> warm-up -> measured window with the server sampled at 1 Hz ->
-stop. A sweep interleaves servers within each level (A B, then B A) so drift
-spreads evenly, stores each trial as soon as it ends, and goes on past a
+A trial is `run_trial`, read top to bottom:
+
+    plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs)
+    start             the plan -> a running Deployment (or the reused one)
+    describe_server   the label's set-up into run.json, once: configs, versions, images
+    prime             a few requests: the page must be the page expected
+    measure           warm-up, then the measured window, the server sampled at 1 Hz
+    collect_evidence  Docker's container state, the server's figures, capacity notes
+    judge             all of it -> one TrialRecord (status and reason in words)
+    stop              remove the containers (unless the server is reused)
+
+A sweep (`run_sweep`) interleaves servers within each level (A B, then B A) so
+drift spreads evenly, stores each trial as soon as it ends, and goes on past a
 server that fails to start, dies or is OOM-killed, recording what happened.
+It installs no signal handler: the command's handler calls `Stopper.stop()`,
+and the sweep looks at `stopper.requested` between trials and between a
+trial's steps. Ctrl-C ends a run `interrupted`; any other exception `failed`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import math
 import os
-import platform
-import resource
-import subprocess
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import __version__, lab
-from . import stacks as st
-from .errors import LabError, LoadError, PrimerError
+from . import __version__, lab, stacks
+from .errors import LabError, LoadcmpError, PrimerError
+from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
 from .load.schedules import make_schedule
 from .load.summary import result_doc, timeline_rows
 from .load.target import make_target
+from .load.limits import check_nofile
 from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
+from .provenance import git_commit, machine_info
 from .spec import RunSpec
-from .store import RunWriter
-from .units import cpu_list, mem_total
+from .store import (ContainerState, HistogramDoc, LoadSummary, Row, RunStatus, RunWriter, ServerInfo, ServerMetrics,
+                    TrialRecord, TrialStatus, new_run_doc)
+from .units import cpu_list
 
 
 @dataclass(frozen=True)
@@ -46,7 +56,7 @@ class Planned:
     page: str
 
 
-def plan(spec: RunSpec) -> list[Planned]:
+def plan_sweep(spec: RunSpec) -> list[Planned]:
     """Every variant at every level for every trial; order alternates per trial."""
     out: list[Planned] = []
     variants = spec.variants()
@@ -60,17 +70,8 @@ def plan(spec: RunSpec) -> list[Planned]:
 
 def check_limits(spec: RunSpec) -> None:
     """Refuse up front a level the machine's open-file limit cannot hold."""
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    if hard == resource.RLIM_INFINITY:
-        return
     for level in spec.levels:
-        per = math.ceil(level / spec.workers) + 64
-        if per > hard:
-            need = math.ceil(level / max(1, hard - 64))
-            raise LoadError(
-                f"{level} clients need {per} open files per client process and this machine allows {hard}: "
-                f"use --workers {need} (or more), or raise the hard limit (ulimit -Hn) as root"
-            )
+        check_nofile(level, spec.workers)
 
 
 def default_pinning(spec: RunSpec, say: Callable[[str], None]) -> RunSpec:
@@ -81,12 +82,224 @@ def default_pinning(spec: RunSpec, say: Callable[[str], None]) -> RunSpec:
     return spec
 
 
-# --- primer ----------------------------------------------------------------------
+# --- a sweep ------------------------------------------------------------------------------
+
+
+@dataclass
+class Progress:
+    """Hooks the console uses to show where the sweep is (all optional)."""
+
+    trial_start: Callable[[Planned, int, int, float], None] = lambda p, i, n, d: None
+    live: Callable[[Live], None] = lambda lv: None
+    trial_end: Callable[[Planned, TrialRecord], None] = lambda p, rec: None
+    say: Callable[[str], None] = lambda m: None
+
+
+@dataclass
+class SweepOutcome:
+    """Where the results are and how the run ended."""
+
+    path: str
+    status: RunStatus
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Sweep:
+    """What the trials of one sweep share, set up once by `open_sweep`."""
+
+    spec: RunSpec
+    client: Any
+    images: dict[str, str]
+    run_id: str
+    writer: RunWriter
+    stopper: Stopper
+    progress: Progress
+    reused: dict[str, Deployment] = field(default_factory=dict)
+    """--reuse-server: the deployment of each label, kept across trials."""
+    problems: list[str] = field(default_factory=list)
+    """What went wrong, in words, for run.json's `problems`."""
+
+
+def run_sweep(spec: RunSpec, progress: Progress | None = None, stopper: Stopper | None = None,
+              images: dict[str, str] | None = None) -> SweepOutcome:
+    """Run every planned trial and store each as it ends; nothing is left running.
+
+    Ctrl-C (KeyboardInterrupt) ends the run `interrupted`, any other exception
+    `failed` with its cause; either is re-raised after the folder is final."""
+    progress = progress or Progress()
+    check_limits(spec)
+    spec = default_pinning(spec, progress.say)
+    sweep = open_sweep(spec, progress, stopper or Stopper(), images)
+    progress.say(f"results: {sweep.writer.path}")
+    try:
+        status = run_trials(sweep, plan_sweep(spec))
+    except BaseException as e:
+        sweep.problems.append(_cause(e))
+        clean_up(sweep)
+        sweep.writer.finish("interrupted" if isinstance(e, KeyboardInterrupt) else "failed", sweep.problems)
+        raise
+    clean_up(sweep)
+    sweep.writer.finish(status, sweep.problems)
+    return SweepOutcome(str(sweep.writer.path), status, sweep.problems)
+
+
+def open_sweep(spec: RunSpec, progress: Progress, stopper: Stopper, images: dict[str, str] | None) -> Sweep:
+    """Docker client, images, a run id and the results folder with run.json started."""
+    servers = stacks.resolve_servers(list(spec.servers))
+    client = lab.docker_client()
+    if images is None:
+        needed = list(dict.fromkeys(i for s in servers for i in s.images))
+        images = lab.build_images(client, needed, log=progress.say)
+    run_id = lab.new_run_id()
+    name = spec.name or "-".join(s.name for s in servers)
+    doc = new_run_doc("run", name, spec.to_dict(), machine_info(client), __version__)
+    doc["run_id"] = run_id
+    doc["description"] = spec.description
+    doc["git_commit"] = git_commit()
+    doc["images"] = images
+    writer = RunWriter.create(spec.out, name, doc)
+    return Sweep(spec, client, images, run_id, writer, stopper, progress)
+
+
+def run_trials(sweep: Sweep, planned: list[Planned]) -> RunStatus:
+    """The trials in order, each stored as it ends; a stop request ends the loop."""
+    for i, p in enumerate(planned):
+        where = f"{p.label} at {p.level} clients, trial {p.trial}"
+        if sweep.stopper.requested:
+            sweep.problems.append(f"stopped by Ctrl-C before {where}")
+            return "interrupted"
+        sweep.progress.trial_start(p, i, len(planned), sweep.spec.duration + sweep.spec.warmup)
+        outcome = run_trial(sweep, p)
+        if outcome is None:
+            sweep.problems.append(f"stopped by Ctrl-C while {where} was starting")
+            return "interrupted"
+        sweep.writer.add_trial(outcome.record, outcome.timeline, outcome.samples)
+        sweep.progress.trial_end(p, outcome.record)
+        if outcome.record["status"] != "ok":
+            sweep.problems.append(f"{where}: {outcome.record['reason']}")
+        if outcome.record["status"] == "interrupted":
+            return "interrupted"
+    if planned and not any("result" in t for t in sweep.writer.trials):
+        return "failed"  # no server ever started: nothing was measured
+    return "complete"
+
+
+def clean_up(sweep: Sweep) -> None:
+    """Remove the reused servers and anything else of this run; failures go to `problems`."""
+    for dep in sweep.reused.values():
+        stop(sweep, dep)
+    sweep.reused.clear()
+    try:
+        lab.down(sweep.client, sweep.run_id)
+    except LabError as e:
+        _problem(sweep, f"{e} (run `loadcmp down`)")
+
+
+def _cause(e: BaseException) -> str:
+    """An exception in words for run.json; a bug names its type."""
+    if isinstance(e, KeyboardInterrupt):
+        return "stopped by Ctrl-C"
+    if isinstance(e, LoadcmpError):
+        return str(e)
+    return f"{type(e).__name__}: {e}"
+
+
+def _problem(sweep: Sweep, message: str) -> None:
+    sweep.problems.append(message)
+    sweep.progress.say(message)
+
+
+# --- one trial -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What the client and the sampler saw in one measured window."""
+
+    summary: LoadSummary
+    latency_hist: HistogramDoc
+    service_hist: HistogramDoc
+    timeline: list[Row]
+    samples: list[Row]
+    sampler_warnings: list[str]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The server's side after the load: Docker's word, its figures, its limits."""
+
+    containers: dict[str, ContainerState]
+    server: ServerMetrics
+    exit_log: str | None
+    """The last log lines when a container exited during the load."""
+    notes: list[str]
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """A finished trial: its record and its rows for the two tables."""
+
+    record: TrialRecord
+    timeline: list[Row]
+    samples: list[Row]
+
+
+def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
+    """One trial, step by step; None when a stop request came before the load."""
+    spec = sweep.spec
+    dep = sweep.reused.get(p.label)
+    ready_s = None
+    if dep is None:
+        try:
+            dep, ready_s = start(sweep, plan_trial(spec, p))
+        except LabError as e:
+            return TrialOutcome(not_started(p, e), [], [])
+        if spec.reuse_server:
+            sweep.reused[p.label] = dep
+    try:
+        if sweep.stopper.requested:
+            return None
+        describe_server(sweep, p, dep)
+        prime(dep, p.page)
+        if sweep.stopper.requested:
+            return None
+        m = measure(sweep, dep, p)
+        evidence = collect_evidence(spec, dep, p, m)
+        return TrialOutcome(judge(spec, p, dep, ready_s, m, evidence), m.timeline, m.samples)
+    finally:
+        if not spec.reuse_server:
+            stop(sweep, dep)
+
+
+def plan_trial(spec: RunSpec, p: Planned) -> stacks.DeploymentPlan:
+    """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
+    return lab.plan_deployment(stacks.get_stack(p.server), cpus=spec.server_cpus, memory=spec.server_memory,
+                               overrides=spec.settings)
+
+
+def start(sweep: Sweep, plan: stacks.DeploymentPlan) -> tuple[Deployment, float]:
+    """Start the plan's containers and wait until they answer; also how long that took."""
+    t0 = now()
+    dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images)
+    return dep, round(now() - t0, 3)
+
+
+def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
+    """Store a label's set-up the first time it runs: configs, versions, images, limits."""
+    if sweep.writer.has_server(p.label):
+        return
+    stack = dep.stack
+    sweep.writer.add_server(p.label, ServerInfo(
+        stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
+        settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
+        cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page))
+
 
 PHP_ERRORS = ("Fatal error", "Parse error", "Warning</b>:", "Uncaught ")
 
 
-def primer(dep: lab.Deployment, page: str, n: int = 3) -> None:
+def prime(dep: Deployment, page: str, n: int = 3) -> None:
     """A few requests; the response must be the page, not an error page."""
     for _ in range(n):
         try:
@@ -106,216 +319,95 @@ def primer(dep: lab.Deployment, page: str, n: int = 3) -> None:
             raise PrimerError(f"{dep.stack.name}: GET {page} returned an empty body")
 
 
-# --- machine and versions -------------------------------------------------------------
-
-
-def machine_info(client: Any) -> dict[str, Any]:
-    cpu = ""
-    with contextlib.suppress(OSError):
-        for line in open("/proc/cpuinfo"):
-            if line.startswith("model name"):
-                cpu = line.split(":", 1)[1].strip()
-                break
-    mem = mem_total()
-    docker_version = None
-    with contextlib.suppress(Exception):
-        docker_version = client.version().get("Version")
-    somaxconn = None
-    with contextlib.suppress(OSError, ValueError):
-        somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
-    return {
-        "kernel": platform.release(),
-        "cpu_model": cpu,
-        "cores": os.cpu_count(),
-        "mem_total_bytes": mem,
-        "docker_version": docker_version,
-        "python": platform.python_version(),
-        "nofile_hard": resource.getrlimit(resource.RLIMIT_NOFILE)[1],
-        "somaxconn": somaxconn,
-        "hostname": platform.node(),
-    }
-
-
-def git_commit() -> str | None:
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        r = subprocess.run(["git", "-C", str(st.project_root()), "rev-parse", "HEAD"], capture_output=True,
-                           text=True, timeout=5)
-        if r.returncode == 0:
-            return r.stdout.strip()
-    return None
-
-
-# --- a sweep ----------------------------------------------------------------------------
-
-
-@dataclass
-class Progress:
-    """Hooks the console uses to show where the sweep is (all optional)."""
-
-    trial_start: Callable[[Planned, int, int, float], None] = lambda p, i, n, d: None
-    live: Callable[[Live], None] = lambda lv: None
-    trial_end: Callable[[Planned, dict[str, Any]], None] = lambda p, rec: None
-    say: Callable[[str], None] = lambda m: None
-
-
-@dataclass
-class SweepOutcome:
-    path: str
-    status: str
-    problems: list[str] = field(default_factory=list)
-
-
-def run_sweep(spec: RunSpec, progress: Progress | None = None, stopper: Stopper | None = None,
-              images: dict[str, str] | None = None) -> SweepOutcome:
-    """Run every planned trial and store each as it ends."""
-    progress = progress or Progress()
-    stopper = stopper or Stopper()
-    check_limits(spec)
-    spec = default_pinning(spec, progress.say)
-    stacks = st.resolve_servers(list(spec.servers))
-    client = lab.docker_client()
-    if images is None:
-        needed = list(dict.fromkeys(i for s in stacks for i in s.images))
-        images = lab.build_images(client, needed, log=progress.say)
-    run_id = lab.new_run_id()
-    name = spec.name or "-".join(s.name for s in stacks)
-    run_doc: dict[str, Any] = {
-        "kind": "run",
-        "name": name,
-        "run_id": run_id,
-        "description": spec.description,
-        "spec": spec.to_dict(),
-        "loadcmp_version": __version__,
-        "git_commit": git_commit(),
-        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-        "machine": machine_info(client),
-        "images": images,
-        "servers": {},
-    }
-    writer = RunWriter.create(spec.out, name, run_doc)
-    progress.say(f"results: {writer.path}")
-    planned = plan(spec)
-    problems: list[str] = []
-    reused: dict[str, lab.Deployment] = {}
-    status = "complete"
+def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
+    """Warm-up, then the measured window, with the server sampled at 1 Hz."""
+    spec = sweep.spec
+    target = make_target(f"http://127.0.0.1:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
+    schedule = make_schedule(spec.schedule, p.level, ramp_up=spec.ramp_up, pace=spec.pace, rate=spec.rate,
+                             max_inflight=spec.max_inflight)
+    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
+    start_at = now() + (0.5 if spec.workers == 1 else SPAWN_DELAY)
+    keys = {"server": p.label, "level": p.level, "trial": p.trial}
+    sampler = Sampler(dep, start_at + spec.warmup, keys, math.ceil(spec.duration)).start()
     try:
-        for i, p in enumerate(planned):
-            if stopper.requested:
-                status = "interrupted"
-                break
-            progress.trial_start(p, i, len(planned), spec.duration + spec.warmup)
-            rec, tl, srv = _one_trial(spec, p, client, images, run_id, writer, stopper, progress, reused)
-            writer.add_trial(rec, tl, srv)
-            progress.trial_end(p, rec)
-            if rec["status"] not in ("ok",):
-                problems.append(f"{p.label} at {p.level} clients, trial {p.trial}: {rec['reason']}")
-            if rec["status"] == "interrupted":
-                status = "interrupted"
-                break
-    except PrimerError as e:
-        status = "failed"
-        problems.append(str(e))
-        writer.finish(status, problems=problems)
-        raise
-    except BaseException:
+        # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
+        result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
+                          stopper=sweep.stopper, start_at=start_at)
+    finally:
+        samples = sampler.stop()
+    summary = result_doc(result, {
+        "schedule": {**schedule.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
+        "workers": spec.workers, "url": target.url})
+    return Measurement(
+        summary=summary,
+        latency_hist=result.latency().to_dict(),
+        service_hist=result.service().to_dict(),
+        timeline=[{**keys, **row} for row in timeline_rows(result)],
+        samples=samples,
+        # the sampler keeps going past a bad sample and says so (metrics.Sampler.warnings)
+        sampler_warnings=list(sampler.warnings),
+    )
+
+
+def collect_evidence(spec: RunSpec, dep: Deployment, p: Planned, m: Measurement) -> Evidence:
+    """Docker's state of each container, the server's figures, where its config caps it."""
+    containers = {name: ContainerState(Status=s.get("Status"), ExitCode=s.get("ExitCode"),
+                                       OOMKilled=s.get("OOMKilled"))
+                  for name, s in dep.state().items()}
+    exited = any(c["Status"] != "running" for c in containers.values())
+    ncpu = len(cpu_list(spec.server_cpus)) if spec.server_cpus else (os.cpu_count() or 1)
+    php = p.page.split("?")[0].endswith(".php")
+    return Evidence(
+        containers=containers,
+        server=summarize(m.samples),
+        exit_log=dep.logs(5)[-300:] if exited else None,
+        notes=stacks.capacity_notes(dep.stack, dep.settings, p.level, ncpu, php),
+    )
+
+
+def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: Measurement,
+          ev: Evidence) -> TrialRecord:
+    """The trial's record: its status and, in words, why it is not `ok`."""
+    status: TrialStatus = "ok"
+    reasons: list[str] = []
+    if any(c["OOMKilled"] for c in ev.containers.values()):
+        status = "oom"
+        reasons.append("the server was killed for memory (OOMKilled)")
+    elif ev.exit_log is not None:
+        status = "server_died"
+        reasons.append(f"the server exited during the run: {ev.exit_log}")
+    oom_kills = ev.server.get("oom_kills")
+    if oom_kills:
+        status = "oom" if status == "ok" else status
+        reasons.append(f"{oom_kills} server process(es) OOM-killed at the memory cap")
+    elif ev.server.get("mem_limit_hits") and spec.server_memory:
+        reasons.append(f"the memory cap was reached {ev.server.get('mem_limit_hits')} times (reclaim, no kill)")
+    if m.summary["interrupted"]:
         status = "interrupted"
-        writer.finish(status, problems=problems + ["stopped by an error or Ctrl-C"])
-        raise
-    finally:
-        for d in reused.values():
-            d.stop()
-        lab.down(client, run_id)
-    measured = [t for t in writer.run["trials"] if t.get("result")]
-    if status == "complete" and planned and not measured:
-        status = "failed"  # no server ever started: nothing was measured
-    writer.finish(status, problems=problems)
-    return SweepOutcome(str(writer.path), status, problems)
+        reasons.append("interrupted")
+    record = TrialRecord(
+        server=p.label, level=p.level, trial=p.trial, stack=dep.stack.name, keepalive=p.keepalive, status=status,
+        reason="; ".join(reasons) or None, page=p.page, ready_s=ready_s, result=m.summary,
+        latency_hist=m.latency_hist, service_hist=m.service_hist, server_metrics=ev.server,
+        container_state=ev.containers,
+    )
+    if ev.notes:
+        record["notes"] = ev.notes
+    warnings = [*m.summary["warnings"], *m.sampler_warnings]
+    if warnings:
+        record["warnings"] = warnings
+    return record
 
 
-def _one_trial(spec: RunSpec, p: Planned, client: Any, images: dict[str, str], run_id: str, writer: RunWriter,
-               stopper: Stopper, progress: Progress, reused: dict[str, lab.Deployment]
-               ) -> tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]:
-    stack = st.get_stack(p.server)
-    labels = {"server": p.label, "level": p.level, "trial": p.trial}
-    rec: dict[str, Any] = {**labels, "stack": stack.name, "keepalive": p.keepalive, "page": p.page, "status": "ok",
-                           "reason": None}
-    key = p.label
-    dep = reused.get(key) if spec.reuse_server else None
-    fresh = dep is None
-    t_up = now()
-    if dep is None:
-        try:
-            dep = lab.up(stack, cpus=spec.server_cpus, memory=spec.server_memory, overrides=spec.settings,
-                         run_id=run_id, client=client, images=images)
-        except LabError as e:
-            rec.update(status="server_failed", reason=f"server did not start: {e}")
-            return rec, [], []
-        if spec.reuse_server:
-            reused[key] = dep
-    rec["ready_s"] = round(now() - t_up, 3) if fresh else None
+def not_started(p: Planned, e: LabError) -> TrialRecord:
+    """The record of a trial whose server did not start (the sweep goes on)."""
+    return TrialRecord(server=p.label, level=p.level, trial=p.trial, stack=stacks.get_stack(p.server).name,
+                       keepalive=p.keepalive, status="server_failed", reason=f"server did not start: {e}", page=p.page)
+
+
+def stop(sweep: Sweep, dep: Deployment) -> None:
+    """Remove the trial's containers; one that will not go is a problem of the run."""
     try:
-        if p.label not in writer.run["servers"]:
-            writer.run["servers"][p.label] = {
-                "stack": stack.name,
-                "description": stack.description,
-                "php_api": stack.php_api,
-                "mpm": stack.mpm,
-                "settings": dep.settings,
-                "configs": dep.config_files(),
-                "versions": dep.versions(),
-                "image_ids": dep.image_ids,
-                "cpus": spec.server_cpus,
-                "memory_bytes": spec.server_memory,
-                "keepalive": p.keepalive,
-                "page": p.page,
-            }
-        primer(dep, p.page)
-        target = make_target(f"http://127.0.0.1:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
-        sched = make_schedule(spec.schedule, p.level, ramp_up=spec.ramp_up, pace=spec.pace, rate=spec.rate,
-                              max_inflight=spec.max_inflight)
-        lspec = LoadSpec(target, sched, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
-        start_at = now() + (0.5 if spec.workers == 1 else SPAWN_DELAY)
-        sampler = Sampler(dep, start_at + spec.warmup, labels, math.ceil(spec.duration)).start()
-        try:
-            result = run_load(lspec, workers=spec.workers, cpus=spec.client_cpus, live=progress.live,
-                              stopper=stopper, start_at=start_at)
-        finally:
-            srv_rows = sampler.stop()
-        doc = result_doc(result, {"schedule": {**sched.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
-                                  "workers": spec.workers, "url": target.url})
-        srv = summarize(srv_rows)
-        state = dep.state()
-        died = [n for n, s in state.items() if s.get("Status") != "running"]
-        rec["result"] = doc
-        rec["latency_hist"] = result.latency().to_dict()
-        rec["service_hist"] = result.service().to_dict()
-        rec["server_metrics"] = srv
-        rec["container_state"] = {n: {k: s.get(k) for k in ("Status", "ExitCode", "OOMKilled")} for n, s in state.items()}
-        reasons = []
-        if any(s.get("OOMKilled") for s in state.values()):
-            rec["status"] = "oom"
-            reasons.append("the server was killed for memory (OOMKilled)")
-        elif died:
-            rec["status"] = "server_died"
-            reasons.append(f"the server exited during the run: {dep.logs(5)[-300:]}")
-        if srv.get("oom_kills"):
-            if rec["status"] == "ok":
-                rec["status"] = "oom"
-            reasons.append(f"{srv['oom_kills']} server process(es) OOM-killed at the memory cap")
-        elif srv.get("mem_limit_hits") and spec.server_memory:
-            reasons.append(f"the memory cap was reached {srv['mem_limit_hits']} times (reclaim, no kill)")
-        if result.interrupted:
-            rec["status"] = "interrupted"
-            reasons.append("interrupted")
-        rec["reason"] = "; ".join(reasons) or None
-        ncpu = len(cpu_list(spec.server_cpus)) if spec.server_cpus else (os.cpu_count() or 1)
-        notes = st.capacity_notes(stack, dep.settings, p.level, ncpu, p.page.split("?")[0].endswith(".php"))
-        if notes:
-            rec["notes"] = notes
-        if doc["warnings"]:
-            rec["warnings"] = doc["warnings"]
-        tl = [{**labels, **row} for row in timeline_rows(result)]
-        return rec, tl, srv_rows
-    finally:
-        if not spec.reuse_server:
-            dep.stop()
+        dep.stop()
+    except LabError as e:
+        _problem(sweep, f"{e} (run `loadcmp down`)")

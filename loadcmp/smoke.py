@@ -173,7 +173,7 @@ def measure(check: Check, trials: list[TrialRecord]) -> float | None:
         h = Histogram()
         for t in ran:
             if "latency_hist" in t:
-                h = h.merge(Histogram.from_dict(dict(t["latency_hist"])))
+                h = h.merge(Histogram.from_dict(t["latency_hist"]))
         if h.count == 0:
             return math.inf
         v = h.percentile(check.q or 100) if check.metric == "p" else h.max_s if check.metric == "max" else h.mean

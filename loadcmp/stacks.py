@@ -374,6 +374,39 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int]) -> lis
     return out
 
 
+@dataclass(frozen=True)
+class DeploymentPlan:
+    """Everything needed to start one stack, decided once: the settings in
+    effect, the ports, the rendered configs and the limits. The lab starts
+    exactly this and the run stores exactly this (nothing is re-derived)."""
+
+    stack: Stack
+    settings: dict[str, Any]
+    ports: dict[str, int]
+    """Role name -> port on 127.0.0.1; the front role's is where clients go."""
+    rendered: tuple[Rendered, ...]
+    cpus: str | None = None
+    memory: int | None = None
+
+    @property
+    def port(self) -> int:
+        return self.ports[self.stack.front.name]
+
+    def config_files(self) -> dict[str, str]:
+        """The rendered files keyed `role/name`, as stored in run.json."""
+        return {f"{r.role.name}/{name}": text for r in self.rendered for name, text in r.files.items()}
+
+
+def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
+                    memory: int | None = None) -> DeploymentPlan:
+    """Settings in effect (checked), then every role's configs rendered for `ports`."""
+    missing = [r.name for r in stack.roles if r.name not in ports]
+    if missing:  # the caller picks the ports: a missing one is our bug
+        raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
+    settings = effective_settings(stack, overrides)
+    return DeploymentPlan(stack, settings, dict(ports), tuple(render(stack, settings, ports)), cpus, memory)
+
+
 def status_paths(stack: Stack) -> dict[str, str]:
     """Status pages reachable through the front port: kind -> path."""
     out: dict[str, str] = {}

@@ -20,7 +20,8 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, cast
+from urllib.parse import urlsplit
 
 import pandas as pd
 
@@ -72,7 +73,7 @@ class HistogramDoc(TypedDict):
     cnt: list[int]
     total_s: float
     max_s: float
-    min_s: float
+    min_s: float | None  #: None: no sample
 
 
 class LoadSummary(TypedDict):
@@ -247,17 +248,25 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "run"
 
 
+Row = dict[str, Any]
+"""One row of timeline.parquet or server.parquet (labels plus that second's figures)."""
+
+
 @dataclass
 class RunWriter:
-    """Accumulates a run's trials and keeps the folder current after each one."""
+    """Builds run.json and the tables, and keeps the folder current after each trial.
+
+    The only writer of a results folder: callers add to it through its methods
+    and never edit `run` themselves."""
 
     path: Path
-    run: dict[str, Any]
-    timeline: list[dict[str, Any]] = field(default_factory=list)
-    server: list[dict[str, Any]] = field(default_factory=list)
+    run: RunDoc
+    timeline: list[Row] = field(default_factory=list)
+    server: list[Row] = field(default_factory=list)
 
     @classmethod
-    def create(cls, root: Path | str, name: str, run: dict[str, Any]) -> RunWriter:
+    def create(cls, root: Path | str, name: str, doc: RunDoc) -> RunWriter:
+        """A fresh folder `<root>/<time>-<name>` holding `doc` (status `running`)."""
         root = Path(root)
         try:
             root.mkdir(parents=True, exist_ok=True)
@@ -270,25 +279,39 @@ class RunWriter:
             path.mkdir()
         except OSError as e:
             raise StoreError(f"cannot create a results folder under {root}: {e.strerror}") from None
-        run = dict(run)
-        run.setdefault("format", FORMAT)
-        run.setdefault("status", "running")
-        run.setdefault("trials", [])
+        # a copy, with what every run.json has filled in where a caller left it out
+        run = cast(RunDoc, {"format": FORMAT, "status": "running", "servers": {}, "trials": [], **doc})
         w = cls(path, run)
         w.flush()
         return w
 
-    def add_trial(self, trial: dict[str, Any], timeline: list[dict[str, Any]], server: list[dict[str, Any]]) -> None:
+    @property
+    def trials(self) -> list[TrialRecord]:
+        """The trials stored so far (a copy: add with `add_trial`)."""
+        return list(self.run["trials"])
+
+    def has_server(self, label: str) -> bool:
+        return label in self.run["servers"]
+
+    def add_server(self, label: str, info: ServerInfo) -> None:
+        """Store a server label's set-up once (the first trial that started it)."""
+        if label in self.run["servers"]:
+            return
+        self.run["servers"][label] = info
+        self.flush()
+
+    def add_trial(self, trial: TrialRecord, timeline: list[Row], server: list[Row]) -> None:
         """Record one finished (or failed) trial and rewrite the folder."""
         self.run["trials"].append(trial)
         self.timeline.extend(timeline)
         self.server.extend(server)
         self.flush()
 
-    def finish(self, status: str, **extra: Any) -> None:
+    def finish(self, status: RunStatus, problems: list[str] | None = None) -> None:
+        """Say how the run ended (and what went wrong) and rewrite the folder."""
         self.run["status"] = status
-        self.run["ended"] = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-        self.run.update(extra)
+        self.run["ended"] = now_stamp()
+        self.run["problems"] = list(problems or [])
         self.flush()
 
     def flush(self) -> None:
@@ -301,6 +324,50 @@ class RunWriter:
             _atomic_write(self.path / "summary.csv", lambda tmp: df.to_csv(tmp, index=False))
         except OSError as e:
             raise StoreError(f"cannot write results to {self.path}: {e.strerror}") from None
+
+
+def now_stamp() -> str:
+    """Local time with its offset, as run.json's `started` / `ended`."""
+    return time.strftime("%Y-%m-%dT%H:%M:%S%z")
+
+
+def new_run_doc(kind: Literal["run", "bench"], name: str, spec: dict[str, Any], machine: MachineInfo,
+                loadcmp_version: str, started: str | None = None) -> RunDoc:
+    """A run.json with nothing measured yet; optional fields are set by the caller."""
+    return RunDoc(format=FORMAT, kind=kind, name=name, status="running", spec=spec, loadcmp_version=loadcmp_version,
+                  started=started or now_stamp(), machine=machine, servers={}, trials=[])
+
+
+def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, schedule: str, keepalive: bool,
+               duration: float, warmup: float, timeout: float, engine: str, workers: int, summary: LoadSummary,
+               latency_hist: HistogramDoc, service_hist: HistogramDoc | None = None,
+               timeline: list[Row] | None = None, started: str | None = None,
+               machine: MachineInfo | None = None, loadcmp_version: str = "") -> Path:
+    """A bench result as a one-trial results folder with a run's layout.
+
+    The spec uses RunSpec.to_dict()'s keys where they apply (`servers` is the
+    label, `levels` the one concurrency, `page` the URL's path) plus `url`, so
+    the report reads a bench exactly like a run."""
+    parts = urlsplit(url)
+    page = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+    spec: dict[str, Any] = {
+        "servers": [label], "levels": [clients], "duration": duration, "warmup": warmup, "timeout": timeout,
+        "page": page, "schedule": schedule, "keepalive": [keepalive], "engine": engine, "workers": workers,
+        "url": url,
+    }
+    doc = new_run_doc("bench", f"bench {url}", spec, machine or {}, loadcmp_version, started)
+    w = RunWriter.create(out_dir, f"bench-{label.split(':')[0]}", doc)
+    w.add_server(label, ServerInfo(url=url, keepalive=keepalive, page=page))
+    status: TrialStatus = "interrupted" if summary["interrupted"] else "ok"
+    trial = TrialRecord(server=label, level=clients, trial=1, stack="", keepalive=keepalive, status=status,
+                        reason="interrupted" if summary["interrupted"] else None, page=page, result=summary,
+                        latency_hist=latency_hist)
+    if service_hist is not None:
+        trial["service_hist"] = service_hist
+    keys = {"server": label, "level": clients, "trial": 1}
+    w.add_trial(trial, [{**keys, **row} for row in timeline or []], [])
+    w.finish("interrupted" if summary["interrupted"] else "complete")
+    return w.path
 
 
 def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:

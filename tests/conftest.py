@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from loadcmp.load.recorder import KINDS, Recorder, Result
+from loadcmp.load.outcomes import KINDS
+from loadcmp.load.recorder import Recorder, Result
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"

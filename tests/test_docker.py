@@ -9,6 +9,7 @@ import socket
 import pytest
 from click.testing import CliRunner
 
+from loadcmp import images as img
 from loadcmp import lab
 from loadcmp import stacks as st
 from loadcmp.cli import cli
@@ -89,14 +90,14 @@ def test_container_exiting_at_start_reports_its_log(images, docker_client):
     broken = st.Stack("broken", "a role the entrypoint does not know", (st.Role("web", "nginx", "no-such-mode"),),
                       "none", ("nginx", "fpm", "php"))
     with pytest.raises(ServerStartError) as e:
-        lab.up(broken, client=docker_client, images=images, overrides={})
+        lab.up(lab.plan_deployment(broken), client=docker_client, images=images)
     assert "exited while starting" in str(e.value) and "unknown role" in str(e.value)
     assert lab.labelled(docker_client) == []
 
 
 def test_images_are_tagged_by_their_inputs(docker_client, images):
-    base = docker_client.images.get(lab.ensure_base(docker_client)).id
-    assert images["apache"] == lab.image_tag("apache", base)
-    assert images["apache"] != lab.image_tag("apache", base + "x")
-    again = lab.build_images(docker_client, ["apache", "nginx"])
+    base = docker_client.images.get(img.ensure_base(docker_client)).id
+    assert images["apache"] == img.image_tag("apache", base)
+    assert images["apache"] != img.image_tag("apache", base + "x")
+    again = img.build_images(docker_client, ["apache", "nginx"])
     assert again == images

@@ -7,7 +7,8 @@ import json
 import numpy as np
 import pytest
 
-from loadcmp.load.recorder import KINDS, OK, TIMEOUT, Histogram, Recorder, Result
+from loadcmp.load.outcomes import KINDS, OK, TIMEOUT
+from loadcmp.load.recorder import Histogram, Recorder, Result
 from loadcmp.load.summary import check_invariant, result_doc
 
 

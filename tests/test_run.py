@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,6 +17,9 @@ from click.testing import CliRunner
 from loadcmp import lab
 from loadcmp.cli import cli
 from loadcmp.results import load_results
+from loadcmp.runner import Planned, Progress, run_sweep
+from loadcmp.spec import RunSpec
+from loadcmp.store import TrialRecord
 
 pytestmark = pytest.mark.docker
 
@@ -39,7 +43,7 @@ def test_sweep_2_levels_2_servers_2_trials(tmp_path, images, docker_client):
     r = load_results(doc["results_dir"])
     assert len(r.trials) == 8 and set(r.summary.status) == {"ok"}
     # order spreads drift: A B at trial 1, B A at trial 2
-    order = [(t["level"], t["trial"], t["server"]) for t in r.run["trials"]]
+    order = [(t["level"], t["trial"], t["server"]) for t in r.trials]
     assert order[:4] == [(5, 1, "nginx"), (5, 1, "apache-prefork"), (5, 2, "apache-prefork"), (5, 2, "nginx")]
     for (server, level, trial), g in r.server.groupby(["server", "level", "trial"]):
         assert sorted(g.second) == [0, 1], (server, level, trial)  # one sample per measured second
@@ -64,7 +68,7 @@ def test_memory_capped_prefork_records_oom(tmp_path, images, docker_client):
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     r = load_results(doc["results_dir"])
-    trial = r.run["trials"][0]
+    trial = r.trials[0]
     assert trial["status"] == "oom", trial.get("reason")
     assert "memory" in trial["reason"] or "OOM" in trial["reason"]
     assert r.status == "complete"
@@ -90,6 +94,71 @@ def test_interrupted_run_keeps_results_and_no_container(tmp_path, images, docker
     assert r.status == "interrupted"
     assert len(r.trials) == 1 and r.summary.iloc[0].status == "interrupted"
     assert 1 <= r.summary.iloc[0].duration_s < 10 and r.summary.iloc[0].ok > 0
+
+
+def test_ctrl_c_while_the_second_trial_starts(tmp_path, images, docker_client):
+    """A Ctrl-C between trials (the second trial's containers starting) is not lost:
+    exit 130, nothing left running, the first trial kept."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "loadcmp", "run", "--server", "nginx", "-c", "5,10,20", "-t", "2",
+                          "--warmup", "0", "--page", "/index.html", "--out", str(tmp_path)],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.time() + 90
+        stored: list = []
+        while time.time() < deadline and not stored:  # the first trial is stored once its server is removed
+            runs = list(tmp_path.iterdir())
+            if runs and (runs[0] / "run.json").exists():
+                with contextlib.suppress(json.JSONDecodeError, OSError):
+                    stored = json.loads((runs[0] / "run.json").read_text())["trials"]
+            time.sleep(0.05)
+        assert stored, "the first trial never ended"
+        while time.time() < deadline and not lab.labelled(docker_client):  # the second trial's server is starting
+            time.sleep(0.02)
+        assert lab.labelled(docker_client), "the second trial never started its server"
+        t = time.time()
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 130, err.decode()[-800:]
+    assert time.time() - t < 20
+    assert lab.labelled(docker_client) == []
+    r = load_results(newest(tmp_path))
+    assert r.status == "interrupted"
+    assert len(r.trials) == 1, r.trials
+    first = r.summary.iloc[0]
+    assert first.status == "ok" and first.level == 5 and first.ok > 0
+    assert any("Ctrl-C" in m for m in r.run["problems"]), r.run["problems"]
+
+
+def test_a_crash_is_failed_not_interrupted(tmp_path, images, docker_client):
+    """A bug (here in a progress hook) ends the run `failed` with its cause, and nothing is left running."""
+    def broken_hook(p: Planned, rec: TrialRecord) -> None:
+        raise RuntimeError("a bug in the display")
+
+    spec = RunSpec(servers=("nginx",), levels=(5, 10), duration=1, warmup=0, page="/index.html", out=str(tmp_path))
+    with pytest.raises(RuntimeError):
+        run_sweep(spec, Progress(trial_end=broken_hook), images=images)
+    assert lab.labelled(docker_client) == []
+    r = load_results(newest(tmp_path))
+    assert r.status == "failed"
+    assert r.run["problems"][-1] == "RuntimeError: a bug in the display"
+    assert len(r.trials) == 1 and r.summary.iloc[0].status == "ok"  # stored before the hook ran
+
+
+def test_reuse_server_keeps_one_deployment_across_levels(tmp_path, images, docker_client):
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "5,10", "-t", "1", "--warmup", "0",
+                                   "--reuse-server", "--page", "/index.html", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    r = load_results(json.loads(res.stdout)["results_dir"])
+    first, second = r.trials
+    assert first["status"] == second["status"] == "ok"
+    assert first["ready_s"] > 0 and second["ready_s"] is None  # the second trial did not start a server
+    assert list(r.run["servers"]) == ["nginx"] and r.run["problems"] == []
+    assert lab.labelled(docker_client) == []
 
 
 def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):

@@ -60,7 +60,15 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     })
     timeline = timeline_rows(result)
     if out_dir:
-        path = _store(out_dir, spec, doc, result.latency().to_dict(), timeline, started)
+        from .. import __version__
+        from ..provenance import machine_info
+        from ..store import save_bench
+
+        path = save_bench(out_dir, url=url, label=f"{target.host}:{target.port}", clients=clients,
+                          schedule=v["schedule"], keepalive=keepalive, duration=spec.duration, warmup=spec.warmup,
+                          timeout=spec.timeout, engine=spec.engine, workers=v["workers"], summary=doc,
+                          latency_hist=result.latency().to_dict(), service_hist=result.service().to_dict(),
+                          timeline=timeline, started=started, machine=machine_info(), loadcmp_version=__version__)
         err.print(f"stored in {path}")
     if as_json:
         emit_json({**doc, "timeline": timeline})
@@ -69,29 +77,3 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     if result.interrupted:
         raise Interrupted("the numbers above cover the measured part only")
 
-
-def _store(out_dir: str, spec: Any, doc: Any, hist: Any, timeline: Any, started: str) -> str:
-    """A bench result as a one-trial results folder, readable by `loadcmp report`."""
-    import platform
-
-    from .. import __version__
-    from ..store import RunWriter
-
-    server = f"{spec.target.host}:{spec.target.port}"
-    run = {
-        "kind": "bench",
-        "name": f"bench {spec.target.url}",
-        "loadcmp_version": __version__,
-        "started": started,
-        "spec": {"url": spec.target.url, "schedule": doc["schedule"], "duration_s": spec.duration,
-                 "warmup_s": spec.warmup, "timeout_s": spec.timeout, "engine": spec.engine, "workers": doc["workers"]},
-        "machine": {"kernel": platform.release(), "python": platform.python_version()},
-        "servers": {server: {"url": spec.target.url}},
-    }
-    w = RunWriter.create(out_dir, f"bench-{spec.target.host}", run)
-    trial = {"server": server, "level": doc["clients"], "trial": 1,
-             "status": "interrupted" if doc["interrupted"] else "ok", "result": doc, "latency_hist": hist}
-    tl = [{"server": server, "level": doc["clients"], "trial": 1, **r} for r in timeline]
-    w.add_trial(trial, tl, [])
-    w.finish("interrupted" if doc["interrupted"] else "complete")
-    return str(w.path)

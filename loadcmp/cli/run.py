@@ -37,7 +37,7 @@ class SweepDisplay:
         self.progress.__exit__(*exc)
 
     def hooks(self) -> Hooks:
-        return Hooks(trial_start=self.trial_start, live=self.live, trial_end=self.trial_end, say=self.say)  # type: ignore[arg-type]
+        return Hooks(trial_start=self.trial_start, live=self.live, trial_end=self.trial_end, say=self.say)
 
     def say(self, msg: str) -> None:
         if not msg.startswith("Step "):

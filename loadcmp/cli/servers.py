@@ -88,8 +88,8 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
         lab.check_port_free(port)
     client = lab.docker_client()
     with err.status(f"starting {stack.name}") as status:
-        dep = lab.up(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides, client=client,
-                     log=lambda m: status.update(m[:120]))
+        plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides)
+        dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]))
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,

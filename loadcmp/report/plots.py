@@ -19,7 +19,8 @@ import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, MaxNLocator, NullLocator  # noqa: E402
 
-from ..load.recorder import FAIL_KINDS, Histogram  # noqa: E402
+from ..load.outcomes import FAIL_KINDS  # noqa: E402
+from ..load.recorder import Histogram  # noqa: E402
 from ..results import Results, metrics_of, result_of  # noqa: E402
 from ..store import TrialRecord  # noqa: E402
 from .tables import Estimate  # noqa: E402
@@ -269,7 +270,7 @@ def latency_distribution(data: Results, level: int) -> Figure:
         h = Histogram()
         for t in data.cell(s, level):
             if "latency_hist" in t:
-                h = h.merge(Histogram.from_dict(dict(t["latency_hist"])))
+                h = h.merge(Histogram.from_dict(t["latency_hist"]))
         if h.count == 0:
             continue
         any_data = True

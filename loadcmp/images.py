@@ -1,0 +1,187 @@
+"""Server images: a Debian base (pulled, or made with debootstrap), then one
+image per server family, tagged by a hash of its inputs so that an unchanged
+Dockerfile, content and base never rebuild.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import io
+import os
+import re
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from . import stacks as st
+from .errors import BuildError, LabError
+
+LABEL = "loadcmp"
+"""Every container and image loadcmp makes carries `loadcmp=1`."""
+BASE_DEFAULT = "debian:bookworm-slim"
+BASE_LOCAL = "loadcmp/base:bookworm"
+
+Log = Callable[[str], None]
+
+
+def no_log(_: str) -> None:
+    pass
+
+
+def cache_dir() -> Path:
+    d = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "loadcmp"
+    d.mkdir(parents=True, exist_ok=True)
+    return d
+
+
+
+
+def _apt_mirror() -> str:
+    """The Debian mirror this machine's apt uses (the only one reachable here)."""
+    for p in [Path("/etc/apt/sources.list"), *sorted(Path("/etc/apt/sources.list.d").glob("*"))]:
+        try:
+            text = p.read_text()
+        except OSError:
+            continue
+        for m in re.finditer(r"(https?://\S+/debian)(?:\s|$)", text):
+            return m.group(1)
+    return "http://deb.debian.org/debian"
+
+
+def ensure_base(client: Any, log: Log = no_log) -> str:
+    """Return a usable base image: debian:bookworm-slim if present or pullable,
+    else loadcmp/base:bookworm, made with debootstrap when missing."""
+    import docker
+
+    for name in (BASE_DEFAULT, BASE_LOCAL):
+        with contextlib.suppress(docker.errors.ImageNotFound):
+            client.images.get(name)
+            return name
+    if os.environ.get("LOADCMP_TRY_PULL", "1") == "1":
+        try:
+            log(f"pulling {BASE_DEFAULT}")
+            client.images.pull(BASE_DEFAULT)
+            return BASE_DEFAULT
+        except Exception as e:  # no registry reachable: the usual case here
+            log(f"cannot pull {BASE_DEFAULT} ({type(e).__name__}); making {BASE_LOCAL} with debootstrap")
+    return make_base(client, log)
+
+
+def make_base(client: Any, log: Log = no_log) -> str:
+    """debootstrap --variant=minbase bookworm + docker import -> loadcmp/base:bookworm."""
+    if not shutil.which("debootstrap"):
+        raise LabError("no base image and no debootstrap to make one: `apt-get install debootstrap` (or `make setup`)")
+    if os.geteuid() != 0:
+        raise LabError("making the base image with debootstrap needs root; run `make setup` as root")
+    mirror = _apt_mirror()
+    logfile = cache_dir() / "debootstrap.log"
+    with tempfile.TemporaryDirectory(prefix="loadcmp-base-") as tmp:
+        root = Path(tmp) / "rootfs"
+        log(f"debootstrap bookworm from {mirror} (log: {logfile})")
+        with logfile.open("w") as lf:
+            rc = subprocess.run(
+                ["debootstrap", "--variant=minbase", "bookworm", str(root), mirror], stdout=lf, stderr=subprocess.STDOUT
+            ).returncode
+        if rc != 0:
+            raise BuildError(f"debootstrap failed (exit {rc}); see {logfile}")
+        security = mirror.rsplit("/debian", 1)[0] + "/debian-security"
+        (root / "etc/apt/sources.list").write_text(
+            f"deb {mirror} bookworm main\ndeb {mirror} bookworm-updates main\ndeb {security} bookworm-security main\n"
+        )
+        subprocess.run(["chroot", str(root), "apt-get", "clean"], check=False, capture_output=True)
+        shutil.rmtree(root / "var/lib/apt/lists", ignore_errors=True)
+        (root / "var/lib/apt/lists/partial").mkdir(parents=True, exist_ok=True)
+        tar = Path(tmp) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(tar), "."], check=True)
+        log(f"docker import -> {BASE_LOCAL}")
+        repo, tag = BASE_LOCAL.split(":")
+        client.api.import_image_from_file(str(tar), repository=repo, tag=tag)
+    return BASE_LOCAL
+
+
+def _context(image: str) -> tuple[bytes, str]:
+    """The build context of an image as a deterministic tar, and its hash."""
+    root = st.project_root()
+    files: list[tuple[str, Path]] = [("Dockerfile", root / f"Dockerfile.{image}")]
+    www = root / "configs" / "www"
+    files += [(f"configs/www/{p.relative_to(www)}", p) for p in sorted(www.rglob("*")) if p.is_file()]
+    files.append(("configs/stacks/entrypoint.sh", root / "configs" / "stacks" / "entrypoint.sh"))
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        for arc, path in files:
+            data = path.read_bytes()
+            info = tarfile.TarInfo(arc)
+            info.size = len(data)
+            info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            info.mtime = 0
+            tf.addfile(info, io.BytesIO(data))
+    data = buf.getvalue()
+    return data, hashlib.sha256(data).hexdigest()
+
+
+def image_tag(image: str, base_id: str) -> str:
+    """loadcmp/<image>:<hash of Dockerfile, content, entrypoint and base>."""
+    _, h = _context(image)
+    return f"loadcmp/{image}:{hashlib.sha256((h + base_id).encode()).hexdigest()[:12]}"
+
+
+def build_images(client: Any, images: list[str] | tuple[str, ...], log: Log = no_log, force: bool = False) -> dict[str, str]:
+    """Build what is missing (or everything with force); return image -> tag."""
+    import docker
+
+    base = ensure_base(client, log)
+    base_id = client.images.get(base).id
+    out: dict[str, str] = {}
+    for image in images:
+        tag = image_tag(image, base_id)
+        out[image] = tag
+        if not force:
+            try:
+                client.images.get(tag)
+                log(f"{tag} is up to date")
+                continue
+            except docker.errors.ImageNotFound:
+                pass
+        _build_one(client, image, tag, base, log)
+    return out
+
+
+def _build_one(client: Any, image: str, tag: str, base: str, log: Log) -> None:
+    ctx, _ = _context(image)
+    logfile = cache_dir() / f"build-{image}.log"
+    log(f"building {tag} (log: {logfile})")
+    step = "the start"
+    with logfile.open("w") as lf:
+        try:
+            stream = client.api.build(
+                fileobj=io.BytesIO(ctx),
+                custom_context=True,
+                tag=tag,
+                buildargs={"BASE": base},
+                network_mode="host",
+                rm=True,
+                forcerm=True,
+                decode=True,
+                labels={LABEL: "1"},
+            )
+            for chunk in stream:
+                if "stream" in chunk:
+                    text = chunk["stream"]
+                    lf.write(text)
+                    if text.startswith("Step "):
+                        step = text.strip()
+                        log(step)
+                if "error" in chunk:
+                    lf.write(chunk["error"] + "\n")
+                    raise BuildError(f"building {image} failed at {step!r}: {chunk['error'].strip()[:200]} (log: {logfile})")
+        except BuildError:
+            raise
+        except Exception as e:
+            if isinstance(e, KeyboardInterrupt):
+                raise
+            raise BuildError(f"building {image} failed at {step!r}: {e} (log: {logfile})") from None

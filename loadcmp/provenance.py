@@ -1,0 +1,49 @@
+"""Where and with what a run ran: the machine, the Docker engine, the git commit.
+
+Stored in run.json so that a result can be judged (and repeated) elsewhere.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import platform
+import resource
+import subprocess
+from typing import Any
+
+from .stacks import project_root
+from .store import MachineInfo
+from .units import mem_total
+
+
+def machine_info(client: Any | None = None) -> MachineInfo:
+    """Where the run ran; what cannot be read stays None (no Docker client: no Docker version)."""
+    import docker
+
+    cpu = ""
+    with contextlib.suppress(OSError):
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    docker_version = None
+    if client is not None:
+        with contextlib.suppress(docker.errors.DockerException, OSError):  # requests' errors are OSErrors
+            docker_version = client.version().get("Version")
+    somaxconn = None
+    with contextlib.suppress(OSError, ValueError):
+        somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
+    return MachineInfo(kernel=platform.release(), cpu_model=cpu, cores=os.cpu_count(), mem_total_bytes=mem_total(),
+                       docker_version=docker_version, python=platform.python_version(),
+                       nofile_hard=resource.getrlimit(resource.RLIMIT_NOFILE)[1], somaxconn=somaxconn,
+                       hostname=platform.node())
+
+
+def git_commit() -> str | None:
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        r = subprocess.run(["git", "-C", str(project_root()), "rev-parse", "HEAD"], capture_output=True,
+                           text=True, timeout=5)
+        if r.returncode == 0:
+            return r.stdout.strip()
+    return None

@@ -1,0 +1,81 @@
+"""Writing results: RunWriter's methods and a bench stored with a run's layout (no Docker)."""
+
+from __future__ import annotations
+
+import json
+
+from loadcmp import stacks as st
+from loadcmp.load.summary import result_doc, timeline_rows
+from loadcmp.runner import Planned, plan_sweep
+from loadcmp.spec import RunSpec
+from loadcmp.results import load_results
+from loadcmp.store import FORMAT, RunWriter, ServerInfo, TrialRecord, new_run_doc, save_bench
+from loadcmp.load.outcomes import OK
+from loadcmp.load.recorder import Recorder, Result
+
+
+def simulate(n: int = 50) -> Result:
+    """A 2-second window with `n` requests a second, each 5 ms."""
+    rec = Recorder(100.0, 2.0)
+    for i in range(2 * n):
+        t = 100.0 + i / n
+        rec.start(t)
+        rec.done(OK, t, t, t + 0.005, 100)
+        rec.tick(t + 0.005)
+    return rec.close()
+
+
+def test_run_writer_builds_run_json_through_its_methods(tmp_path):
+    doc = new_run_doc("run", "t", RunSpec().to_dict(), {"kernel": "k"}, "0")
+    w = RunWriter.create(tmp_path, "t", doc)
+    assert json.loads((w.path / "run.json").read_text())["status"] == "running"
+    w.add_server("a", ServerInfo(stack="nginx", page="/x"))
+    w.add_server("a", ServerInfo(stack="apache-prefork"))  # stored once: the first one stays
+    res = simulate()
+    w.add_trial(TrialRecord(server="a", level=5, trial=1, stack="nginx", keepalive=False, status="ok", reason=None,
+                            result=result_doc(res)),
+                [{"server": "a", "level": 5, "trial": 1, **row} for row in timeline_rows(res)], [])
+    w.finish("interrupted", ["stopped by Ctrl-C before a at 10 clients, trial 1"])
+    run = json.loads((w.path / "run.json").read_text())
+    assert run["format"] == FORMAT and run["servers"] == {"a": {"stack": "nginx", "page": "/x"}}
+    assert run["status"] == "interrupted" and run["problems"] == ["stopped by Ctrl-C before a at 10 clients, trial 1"]
+    assert len(w.trials) == 1 and w.trials is not w.run["trials"]
+    r = load_results(w.path)
+    assert r.status == "interrupted" and r.summary.iloc[0].ok == run["trials"][0]["result"]["ok"]
+
+
+def test_bench_is_stored_with_the_run_layout(tmp_path):
+    res = simulate()
+    summary = result_doc(res)
+    path = save_bench(tmp_path, url="http://127.0.0.1:8080/info.php?x=1", label="127.0.0.1:8080", clients=7,
+                      schedule="closed", keepalive=True, duration=3.0, warmup=1.0, timeout=5.0, engine="fast",
+                      workers=1, summary=summary, latency_hist=res.latency().to_dict(),
+                      service_hist=res.service().to_dict(), timeline=timeline_rows(res), started="then")
+    run = json.loads((path / "run.json").read_text())
+    assert run["kind"] == "bench" and run["status"] == "complete" and run["started"] == "then"
+    run_keys = set(RunSpec().to_dict())
+    assert {k for k in run["spec"] if k != "url"} <= run_keys
+    assert run["spec"]["duration"] == 3.0 and run["spec"]["warmup"] == 1.0 and run["spec"]["timeout"] == 5.0
+    assert run["spec"]["levels"] == [7] and run["spec"]["servers"] == ["127.0.0.1:8080"]
+    assert run["spec"]["page"] == "/info.php?x=1" and run["spec"]["keepalive"] == [True]
+    (trial,) = run["trials"]
+    assert trial["server"] == "127.0.0.1:8080" and trial["level"] == 7 and trial["status"] == "ok"
+    assert "service_hist" in trial and trial["result"]["ok"] == summary["ok"]
+    r = load_results(path)
+    assert len(r.timeline) == len(timeline_rows(res)) and set(r.timeline.level) == {7}
+
+
+def test_deployment_plan_renders_once_for_its_ports():
+    stack = st.get_stack("nginx-apache")
+    plan = st.plan_deployment(stack, {"prefork.MaxRequestWorkers": 200}, {"backend": 9001, "web": 9002}, cpus="1")
+    assert plan.port == 9002 and plan.cpus == "1" and plan.settings["prefork.MaxRequestWorkers"] == 200
+    files = plan.config_files()
+    assert "MaxRequestWorkers 200" in files["backend/apache2.conf"]
+    assert "127.0.0.1:9001" in files["web/nginx.conf"] and "9002" in files["web/nginx.conf"]
+
+
+def test_sweep_order_alternates_per_trial():
+    spec = RunSpec(servers=("nginx", "apache-prefork"), levels=(5,), trials=2)
+    order = [(p.trial, p.server) for p in plan_sweep(spec)]
+    assert order == [(1, "nginx"), (1, "apache-prefork"), (2, "apache-prefork"), (2, "nginx")]
+    assert all(isinstance(p, Planned) for p in plan_sweep(spec))
