@@ -18,7 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from . import stacks as st
+from . import stacks
 from .errors import BuildError, LabError
 
 LABEL = "loadcmp"
@@ -106,7 +106,7 @@ def make_base(client: Any, log: Log = no_log) -> str:
 
 def _context(image: str) -> tuple[bytes, str]:
     """The build context of an image as a deterministic tar, and its hash."""
-    root = st.project_root()
+    root = stacks.project_root()
     files: list[tuple[str, Path]] = [("Dockerfile", root / f"Dockerfile.{image}")]
     www = root / "configs" / "www"
     files += [(f"configs/www/{p.relative_to(www)}", p) for p in sorted(www.rglob("*")) if p.is_file()]

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import stacks as st
+from . import render
+from . import stacks
 from .errors import DockerUnavailable, LabError, ServerStartError, UsageError
 from .images import LABEL, Log, no_log, build_images
 
@@ -64,7 +65,7 @@ def check_port_free(port: int) -> None:
 class Deployment:
     """A running stack: the plan it was started from and its containers."""
 
-    plan: st.DeploymentPlan
+    plan: render.DeploymentPlan
     run_id: str
     images: dict[str, str]
     image_ids: dict[str, str] = field(default_factory=dict)
@@ -72,7 +73,7 @@ class Deployment:
     client: Any = None
 
     @property
-    def stack(self) -> st.Stack:
+    def stack(self) -> stacks.Stack:
         return self.plan.stack
 
     @property
@@ -89,7 +90,7 @@ class Deployment:
 
     @property
     def status_urls(self) -> dict[str, str]:
-        return {k: f"http://127.0.0.1:{self.port}{p}" for k, p in st.status_paths(self.stack).items()}
+        return {k: f"http://127.0.0.1:{self.port}{p}" for k, p in stacks.status_paths(self.stack).items()}
 
     @property
     def container_names(self) -> list[str]:
@@ -175,8 +176,8 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
-def plan_deployment(stack: st.Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
-                    overrides: dict[str, Any] | None = None) -> st.DeploymentPlan:
+def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
+                    overrides: dict[str, Any] | None = None) -> render.DeploymentPlan:
     """Pick free ports on 127.0.0.1 (or check `port`) and render the stack's configs for them."""
     if port is None:
         port = free_port()
@@ -186,11 +187,11 @@ def plan_deployment(stack: st.Stack, *, port: int | None = None, cpus: str | Non
     for role in stack.roles:
         if role.name not in ports:
             ports[role.name] = free_port()
-    return st.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory)
+    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory)
 
 
 def up(
-    plan: st.DeploymentPlan,
+    plan: render.DeploymentPlan,
     *,
     run_id: str | None = None,
     client: Any = None,
@@ -222,7 +223,7 @@ def up(
                 name=f"loadcmp-{run_id}-{stack.name}-{r.role.name}-{r.port}",
                 network_mode="host",
                 labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.stack": stack.name, f"{LABEL}.role": r.role.name},
-                ulimits=[docker.types.Ulimit(name="nofile", soft=st.nofile_limit(), hard=st.nofile_limit())],
+                ulimits=[docker.types.Ulimit(name="nofile", soft=render.nofile_limit(), hard=render.nofile_limit())],
                 init=True,
                 detach=True,
                 **kwargs,

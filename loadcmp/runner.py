@@ -27,7 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import __version__, lab, stacks
+from . import __version__, lab, render, stacks
 from .errors import LabError, LoadcmpError, PrimerError
 from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
@@ -272,13 +272,13 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
             stop(sweep, dep)
 
 
-def plan_trial(spec: RunSpec, p: Planned) -> stacks.DeploymentPlan:
+def plan_trial(spec: RunSpec, p: Planned) -> render.DeploymentPlan:
     """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
     return lab.plan_deployment(stacks.get_stack(p.server), cpus=spec.server_cpus, memory=spec.server_memory,
                                overrides=spec.settings)
 
 
-def start(sweep: Sweep, plan: stacks.DeploymentPlan) -> tuple[Deployment, float]:
+def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
     """Start the plan's containers and wait until they answer; also how long that took."""
     t0 = now()
     dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images)

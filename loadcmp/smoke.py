@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import stacks as st
+from . import stacks
 from . import units
 from .errors import UsageError
 from .load.recorder import Histogram
@@ -107,7 +107,7 @@ def parse_check(text: str) -> Check:
     scope = m.group("scope")
     if scope is not None:
         try:
-            scope = st.get_stack(scope).name
+            scope = stacks.get_stack(scope).name
         except UsageError:
             raise UsageError(f"check {text!r}: unknown server {scope!r}") from None
     return Check(text, metric, m.group("op"), value, scope, float(q) if q else None)

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import stacks as st
+from . import stacks
 from .errors import ConfigError, UsageError
 from .units import parse_cpus, parse_duration, parse_levels, parse_size
 
@@ -142,7 +142,7 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     if "servers" in fields:
         for s in fields["servers"]:
             try:
-                st.get_stack(s)
+                stacks.get_stack(s)
             except UsageError as e:
                 errors.append(f"{_where(p, text, 'servers')}: {e}")
     if errors:
@@ -192,7 +192,7 @@ def _convert(key: str, kind: str, v: Any) -> Any:
     if kind == "table":
         want(isinstance(v, dict), "a table")
         if key == "set":
-            return st.parse_overrides({k: val for k, val in v.items()})
+            return stacks.parse_overrides({k: val for k, val in v.items()})
         return v
     raise ConfigError(f"unknown type {kind}")  # pragma: no cover
 
@@ -207,7 +207,7 @@ def validate(spec: RunSpec) -> RunSpec:
         except (UsageError, ConfigError) as e:
             errors.extend(getattr(e, "errors", [str(e)]))
 
-    check(lambda: [st.get_stack(s) for s in spec.servers])
+    check(lambda: [stacks.get_stack(s) for s in spec.servers])
     if not spec.servers:
         errors.append("no server given: use --server NAME (see `loadcmp servers`)")
     if not spec.levels:
@@ -233,8 +233,8 @@ def validate(spec: RunSpec) -> RunSpec:
         check(lambda level=level: make_schedule(spec.schedule, level, ramp_up=spec.ramp_up, pace=spec.pace,
                                                 rate=spec.rate, max_inflight=spec.max_inflight))
     for s in spec.servers:
-        check(lambda s=s: st.effective_settings(st.get_stack(s), spec.settings))
+        check(lambda s=s: stacks.effective_settings(stacks.get_stack(s), spec.settings))
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} problems", errors)
-    servers = tuple(x.name for x in st.resolve_servers(list(spec.servers)))
+    servers = tuple(x.name for x in stacks.resolve_servers(list(spec.servers)))
     return replace(spec, servers=servers)

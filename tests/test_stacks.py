@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from loadcmp import render as rendering
 from loadcmp import stacks as st
 from loadcmp.errors import ConfigError, UsageError
 
@@ -25,7 +26,7 @@ def test_unknown_server_lists_valid_ones():
 def render(name, overrides=None, port=8080):
     stack = st.get_stack(name)
     ports = {r.name: port + i for i, r in enumerate(reversed(stack.roles))}
-    return st.render(stack, st.effective_settings(stack, overrides or {}), ports)
+    return rendering.render(stack, st.effective_settings(stack, overrides or {}), ports)
 
 
 def test_prefork_render_with_override():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+from loadcmp import render
 from loadcmp import stacks as st
 from loadcmp.load.summary import result_doc, timeline_rows
 from loadcmp.runner import Planned, plan_sweep
@@ -67,7 +68,7 @@ def test_bench_is_stored_with_the_run_layout(tmp_path):
 
 def test_deployment_plan_renders_once_for_its_ports():
     stack = st.get_stack("nginx-apache")
-    plan = st.plan_deployment(stack, {"prefork.MaxRequestWorkers": 200}, {"backend": 9001, "web": 9002}, cpus="1")
+    plan = render.plan_deployment(stack, {"prefork.MaxRequestWorkers": 200}, {"backend": 9001, "web": 9002}, cpus="1")
     assert plan.port == 9002 and plan.cpus == "1" and plan.settings["prefork.MaxRequestWorkers"] == 200
     files = plan.config_files()
     assert "MaxRequestWorkers 200" in files["backend/apache2.conf"]

@@ -35,7 +35,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
           baseline: str | None, max_regression: str, junit: str | None, summary: str | None, out_dir: str | None,
           as_json: bool, **flags: Any) -> None:
     """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
-    from .. import smoke as sm
+    from ..smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
     from ..spec import load_experiment
     from ..stacks import configs_dir
     from ..results import load_results
@@ -49,8 +49,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     texts = list(checks) or list(table.get("checks", []))
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
-    parsed = sm.parse_checks(texts)
-    margin = sm.parse_percent(max_regression)
+    parsed = parse_checks(texts)
+    margin = parse_percent(max_regression)
     base = None
     if baseline:
         try:
@@ -67,11 +67,11 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     outcome = sweep(spec, table=False)
     elapsed = time.monotonic() - t
     res = load_results(outcome.path)
-    outcomes = sm.evaluate(res, parsed)
+    outcomes = evaluate(res, parsed)
     if base is not None:
-        outcomes += sm.compare_baseline(res, base, margin)
+        outcomes += compare_baseline(res, base, margin)
     passed = all(o.passed for o in outcomes)
-    sm.write_outputs(outcomes, res, passed, elapsed, junit, summary)
+    write_outputs(outcomes, res, passed, elapsed, junit, summary)
     _print(outcomes, passed, elapsed, as_json, outcome.path)
     raise_for_status(outcome)
     not_started = [tr for tr in res.trials if tr["status"] == "server_failed"]

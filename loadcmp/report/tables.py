@@ -146,13 +146,13 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
                 continue
             r = m.iloc[0]
             mark = "" if r.statuses == "ok" else " *"
-            row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}", _f(r.rps, r.rps_low, r.rps_high, "{:,.0f}"),
-                    _f(r.p99_ms, None, None, "{:,.1f}"), format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
+            row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}", _cell(r.rps, r.rps_low, r.rps_high, "{:,.0f}"),
+                    _cell(r.p99_ms, None, None, "{:,.1f}"), format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
         rows.append(row)
     return header, rows
 
 
-def _f(v: Any, lo: Any, hi: Any, fmt: str) -> str:
+def _cell(v: Any, lo: Any, hi: Any, fmt: str) -> str:
     if _isnan(v):
         return "-"
     s = fmt.format(v)
