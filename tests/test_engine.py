@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import socket
+import threading
 import time
+from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
@@ -135,17 +139,13 @@ def test_rate_counts_drops_not_queue(faulty):
     assert check_invariant(doc)
 
 
-def test_rate_corrects_coordinated_omission():
-    """A server that stalls (here: accepts one connection per 0.3 s with a full
-    backlog) delays the sends; latency from the intended start shows it, the
-    service time from the actual send does not."""
-    import socket as so
-    import threading
-
-    srv = so.socket()
+@contextlib.contextmanager
+def answer_one_at_a_time(backlog: int, pause: float = 0.0, reset: bool = False) -> Iterator[int]:
+    """A blocking server on 127.0.0.1 that answers one connection at a time with a
+    short 200 and closes it (after `pause`; with an RST instead of a FIN if `reset`)."""
+    srv = socket.socket()
     srv.bind(("127.0.0.1", 0))
-    srv.listen(1)
-    port = srv.getsockname()[1]
+    srv.listen(backlog)
     stop = threading.Event()
 
     def serve() -> None:
@@ -157,18 +157,28 @@ def test_rate_corrects_coordinated_omission():
                 continue
             c.recv(4096)
             c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
+            if reset:
+                c.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
             c.close()
-            time.sleep(0.3)
+            time.sleep(pause)
 
     th = threading.Thread(target=serve, daemon=True)
     th.start()
     try:
-        spec = LoadSpec(make_target(f"http://127.0.0.1:{port}/"), Rate(20, 100), 3.0, timeout=5.0)
-        r = run_load(spec)
+        yield srv.getsockname()[1]
     finally:
         stop.set()
         th.join(2)
         srv.close()
+
+
+def test_rate_corrects_coordinated_omission():
+    """A server that stalls (here: accepts one connection per 0.3 s with a full
+    backlog) delays the sends; latency from the intended start shows it, the
+    service time from the actual send does not."""
+    with answer_one_at_a_time(backlog=1, pause=0.3) as port:
+        spec = LoadSpec(make_target(f"http://127.0.0.1:{port}/"), Rate(20, 100), 3.0, timeout=5.0)
+        r = run_load(spec)
     doc = result_doc(r)
     assert doc["ok"] >= 3, doc
     corrected, service = doc["latency_ms"]["p90"], doc["service_ms"]["p90"]
@@ -401,34 +411,7 @@ def test_a_reset_that_comes_with_the_data_is_a_reset_not_a_timeout(faulty):
 def test_a_close_by_reset_after_a_full_answer_does_not_stall_the_client():
     """A server that answers in full and then resets (SO_LINGER 0): the raw
     client must not wait out its drain deadline (1 s) on every request."""
-    import socket as so
-    import threading
-
-    srv = so.socket()
-    srv.bind(("127.0.0.1", 0))
-    srv.listen(128)
-    port = srv.getsockname()[1]
-    stop = threading.Event()
-
-    def serve() -> None:
-        srv.settimeout(0.2)
-        while not stop.is_set():
-            try:
-                c, _ = srv.accept()
-            except OSError:
-                continue
-            c.recv(4096)
-            c.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok")
-            c.setsockopt(so.SOL_SOCKET, so.SO_LINGER, b"\x01\x00\x00\x00\x00\x00\x00\x00")
-            c.close()
-
-    th = threading.Thread(target=serve, daemon=True)
-    th.start()
-    try:
+    with answer_one_at_a_time(backlog=128, reset=True) as port:
         r = load(f"http://127.0.0.1:{port}/", sched=Closed(4), duration=1.5)
-    finally:
-        stop.set()
-        th.join(2)
-        srv.close()
     counts = r.counts()
     assert counts["ok"] > 200 and counts["timeout"] == 0, counts
