@@ -31,7 +31,6 @@ from . import __version__, lab, render, stacks
 from .errors import LabError, LoadcmpError, PrimerError
 from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
-from .load.schedules import make_schedule
 from .load.summary import result_doc, timeline_rows
 from .load.target import make_target
 from .load.limits import check_nofile
@@ -39,8 +38,9 @@ from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
 from .provenance import git_commit, machine_info
 from .spec import RunSpec
-from .store import (ContainerState, HistogramDoc, LoadSummary, Row, RunStatus, RunWriter, ServerInfo, ServerMetrics,
-                    TrialRecord, TrialStatus, new_run_doc)
+from .records import (ContainerState, HistogramDoc, LoadSummary, RunStatus, ServerInfo, ServerMetrics, TrialRecord,
+                      TrialStatus)
+from .store import Row, RunWriter, new_run_doc
 from .units import cpu_list
 
 
@@ -71,7 +71,7 @@ def plan_sweep(spec: RunSpec) -> list[Planned]:
 def check_limits(spec: RunSpec) -> None:
     """Refuse up front a level the machine's open-file limit cannot hold."""
     for level in spec.levels:
-        check_nofile(level, spec.workers)
+        check_nofile(spec.schedule_for(level).connections, spec.workers)
 
 
 def default_pinning(spec: RunSpec, say: Callable[[str], None]) -> RunSpec:
@@ -86,7 +86,7 @@ def default_pinning(spec: RunSpec, say: Callable[[str], None]) -> RunSpec:
 
 
 @dataclass
-class Progress:
+class SweepHooks:
     """Hooks the console uses to show where the sweep is (all optional)."""
 
     trial_start: Callable[[Planned, int, int, float], None] = lambda p, i, n, d: None
@@ -114,20 +114,20 @@ class Sweep:
     run_id: str
     writer: RunWriter
     stopper: Stopper
-    progress: Progress
+    progress: SweepHooks
     reused: dict[str, Deployment] = field(default_factory=dict)
     """--reuse-server: the deployment of each label, kept across trials."""
     problems: list[str] = field(default_factory=list)
     """What went wrong, in words, for run.json's `problems`."""
 
 
-def run_sweep(spec: RunSpec, progress: Progress | None = None, stopper: Stopper | None = None,
+def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stopper | None = None,
               images: dict[str, str] | None = None) -> SweepOutcome:
     """Run every planned trial and store each as it ends; nothing is left running.
 
     Ctrl-C (KeyboardInterrupt) ends the run `interrupted`, any other exception
     `failed` with its cause; either is re-raised after the folder is final."""
-    progress = progress or Progress()
+    progress = progress or SweepHooks()
     check_limits(spec)
     spec = default_pinning(spec, progress.say)
     sweep = open_sweep(spec, progress, stopper or Stopper(), images)
@@ -144,7 +144,7 @@ def run_sweep(spec: RunSpec, progress: Progress | None = None, stopper: Stopper 
     return SweepOutcome(str(sweep.writer.path), status, sweep.problems)
 
 
-def open_sweep(spec: RunSpec, progress: Progress, stopper: Stopper, images: dict[str, str] | None) -> Sweep:
+def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None) -> Sweep:
     """Docker client, images, a run id and the results folder with run.json started."""
     servers = stacks.resolve_servers(list(spec.servers))
     client = lab.docker_client()
@@ -323,8 +323,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     """Warm-up, then the measured window, with the server sampled at 1 Hz."""
     spec = sweep.spec
     target = make_target(f"http://127.0.0.1:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
-    schedule = make_schedule(spec.schedule, p.level, ramp_up=spec.ramp_up, pace=spec.pace, rate=spec.rate,
-                             max_inflight=spec.max_inflight)
+    schedule = spec.schedule_for(p.level)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
     start_at = now() + (0.5 if spec.workers == 1 else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}

@@ -14,7 +14,8 @@ from typing import Any
 
 from . import stacks
 from .errors import ConfigError, UsageError
-from .units import parse_cpus, parse_duration, parse_levels, parse_size
+from .load.schedules import Schedule, make_schedule
+from .units import parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
 
 
 @dataclass(frozen=True)
@@ -51,6 +52,11 @@ class RunSpec:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def schedule_for(self, level: int) -> Schedule:
+        """The schedule of one level (its `connections` bound the open files)."""
+        return make_schedule(self.schedule, level, ramp_up=self.ramp_up, pace=self.pace, rate=self.rate,
+                             max_inflight=self.max_inflight)
+
     @property
     def all_pages(self) -> tuple[str, ...]:
         return self.pages or (self.page,)
@@ -73,7 +79,7 @@ KEYS: dict[str, str] = {
     "description": "str",
     "servers": "list[str]",
     "clients": "levels",
-    "time": "duration",
+    "time": "positive duration",
     "warmup": "duration",
     "page": "str",
     "pages": "list[str]",
@@ -81,15 +87,15 @@ KEYS: dict[str, str] = {
     "schedule": "str",
     "keepalive": "bools",
     "ramp_up": "duration",
-    "pace": "duration",
-    "rate": "float",
+    "pace": "positive duration",
+    "rate": "rate",
     "max_inflight": "int",
-    "timeout": "duration",
+    "timeout": "positive duration",
     "engine": "str",
     "workers": "int",
     "server_cpus": "str",
     "client_cpus": "str",
-    "server_memory": "size",
+    "server_memory": "memory cap",
     "reuse_server": "bool",
     "set": "table",
     "smoke": "table",
@@ -164,9 +170,9 @@ def _convert(key: str, kind: str, v: Any) -> Any:
         if v < 1:
             raise ConfigError(f"must be >= 1, got {v}")
         return v
-    if kind == "float":
-        want(isinstance(v, (int, float)) and not isinstance(v, bool), "a number")
-        return float(v)
+    if kind == "rate":
+        want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "requests per second, like 1000")
+        return parse_rate(v, key)
     if kind == "bool":
         want(isinstance(v, bool), "true or false")
         return v
@@ -183,12 +189,12 @@ def _convert(key: str, kind: str, v: Any) -> Any:
     if kind == "levels":
         want(isinstance(v, (int, list)) and not isinstance(v, bool), "a number or a list of numbers")
         return tuple(parse_levels(v if isinstance(v, int) else [x for x in v]))
-    if kind == "duration":
+    if kind in ("duration", "positive duration"):
         want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "a duration like \"30s\"")
-        return parse_duration(v, key)
-    if kind == "size":
+        return parse_duration(v, key, allow_zero=kind == "duration")
+    if kind == "memory cap":
         want(isinstance(v, (str, int)) and not isinstance(v, bool), "a size like \"512m\"")
-        return parse_size(v)
+        return parse_memory_cap(v, key)
     if kind == "table":
         want(isinstance(v, dict), "a table")
         if key == "set":
@@ -227,11 +233,8 @@ def validate(spec: RunSpec) -> RunSpec:
         errors.append("--workers must be >= 1")
     check(lambda: parse_cpus(spec.server_cpus))
     check(lambda: parse_cpus(spec.client_cpus))
-    from .load.schedules import make_schedule
-
     for level in spec.levels[:1]:
-        check(lambda level=level: make_schedule(spec.schedule, level, ramp_up=spec.ramp_up, pace=spec.pace,
-                                                rate=spec.rate, max_inflight=spec.max_inflight))
+        check(lambda level=level: spec.schedule_for(level))
     for s in spec.servers:
         check(lambda s=s: stacks.effective_settings(stacks.get_stack(s), spec.settings))
     if errors:

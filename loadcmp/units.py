@@ -101,6 +101,17 @@ def parse_size(text: str | int, what: str = "size") -> int:
     return value
 
 
+def parse_memory_cap(text: str | int, what: str = "memory cap") -> int:
+    """A container memory cap: a size Docker accepts (>= 6 MiB) that this machine has."""
+    n = parse_size(text, what)
+    if n < 6 * 1024 * 1024:
+        raise UsageError(f"bad {what} {text!r}: Docker needs at least 6 MiB")
+    total = mem_total()
+    if total and n > total:
+        raise UsageError(f"bad {what} {text!r}: more than this machine has ({format_bytes(total)})")
+    return n
+
+
 def parse_rate(text: str | int | float, what: str = "rate") -> float:
     """'1000', '2.5e3', '1000/s' -> requests per second: finite and > 0."""
     if isinstance(text, bool):

@@ -28,7 +28,7 @@ def test_cli_run_reports_every_problem_exit_2(tmp_path):
     [
         (["up", "--server", "iis"], "unknown server"),
         (["up", "--server", "nginx", "--set", "nginx.bogus=1"], "unknown setting"),
-        (["up", "--server", "nginx", "--server-memory", "lots"], "bad size"),
+        (["up", "--server", "nginx", "--server-memory", "lots"], "bad --server-memory 'lots'"),
         (["up", "--server", "nginx", "--server-memory", "900g"], "more than this machine has"),
         (["run", "--server", "nginx", "-c", "0"], "clients"),
         (["run", "--server", "nginx", "--server-cpus", "7"], "CPU"),

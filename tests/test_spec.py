@@ -30,3 +30,28 @@ def test_shipped_experiments_are_valid():
     for f in files:
         fields, _ = load_experiment(f)
         validate(RunSpec(**fields))
+
+
+@pytest.mark.parametrize("line, word", [
+    ("rate = nan", "rate"),
+    ("rate = 0", "rate"),
+    ('rate = "fast"', "rate"),
+    ('time = "0s"', "positive"),
+    ("timeout = 0", "positive"),
+    ('pace = "0ms"', "positive"),
+    ('server_memory = "1m"', "6 MiB"),
+    ('server_memory = "100000g"', "more than this machine"),
+])
+def test_experiment_files_refuse_what_the_flags_refuse(tmp_path, line, word):
+    f = tmp_path / "x.toml"
+    f.write_text(f'servers = ["nginx"]\n{line}\n')
+    with pytest.raises(ConfigError) as e:
+        load_experiment(f)
+    assert word in "\n".join(e.value.errors)
+
+
+def test_experiment_file_takes_a_rate_with_unit(tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text('servers = ["nginx"]\nschedule = "rate"\nrate = "500/s"\nwarmup = 0\n')
+    fields, _ = load_experiment(f)
+    assert fields["rate"] == 500.0 and fields["warmup"] == 0.0

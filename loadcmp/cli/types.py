@@ -59,14 +59,7 @@ class Memory(click.ParamType):
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        n = units.parse_size(value)
-        flag = _flag(param, "size")
-        if n < 6 * 1024 * 1024:
-            raise UsageError(f"{flag} {value}: Docker needs at least 6 MiB")
-        total = units.mem_total()
-        if total and n > total:
-            raise UsageError(f"{flag} {value}: more than this machine has ({units.format_bytes(total)})")
-        return n
+        return units.parse_memory_cap(value, _flag(param, "size"))
 
 
 class Rate(click.ParamType):

@@ -178,8 +178,8 @@ def make_schedule(
             raise UsageError("--ramp-up must be zero or more")
         return Ramp(clients, r, p)
     if kind == "rate":
-        if rate is None or rate <= 0:
-            raise UsageError("--schedule rate needs --rate R (requests per second, > 0)")
+        if rate is None or not math.isfinite(rate) or rate <= 0:
+            raise UsageError("--schedule rate needs --rate R (a finite number of requests per second, > 0)")
         if pace is not None or ramp_up is not None:
             raise UsageError("--pace and --ramp-up need --schedule ramp")
         mi = max_inflight if max_inflight is not None else clients
