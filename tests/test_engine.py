@@ -415,3 +415,27 @@ def test_a_close_by_reset_after_a_full_answer_does_not_stall_the_client():
         r = load(f"http://127.0.0.1:{port}/", sched=Closed(4), duration=1.5)
     counts = r.counts()
     assert counts["ok"] > 200 and counts["timeout"] == 0, counts
+
+
+def test_a_client_task_that_raises_fails_the_load_instead_of_hiding():
+    """A bug in one client must not look like a quiet load with fewer requests."""
+    import asyncio
+
+    from loadcmp.errors import LoadError
+    from loadcmp.load.driver import Engine
+
+    class Broken(Engine[None]):
+        calls = 0
+
+        async def request(self, t_intended, counted, state):
+            Broken.calls += 1
+            if Broken.calls == 3:
+                raise RuntimeError("boom")
+            await asyncio.sleep(0.001)
+            return None
+
+    spec = LoadSpec(make_target("http://127.0.0.1:1/", resolve=False), Closed(2), 5.0)
+    t0 = time.monotonic()
+    with pytest.raises(LoadError, match="bug in loadcmp: RuntimeError: boom"):
+        asyncio.run(Broken(spec).run(time.monotonic()))
+    assert time.monotonic() - t0 < 3.0

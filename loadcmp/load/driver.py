@@ -18,6 +18,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from ..errors import LoadError
 from .outcomes import OK
 from .recorder import Recorder, Result
 from .schedules import Closed, Ramp, Rate, Schedule
@@ -86,6 +87,8 @@ class Engine(Generic[S]):
         self._lag_max = 0.0
         self.lags: list[float] = []
         self.cpus: list[float] = []
+        self._stopping = asyncio.Event()
+        self._failure: BaseException | None = None
 
     # --- what an engine provides --------------------------------------------------
     async def request(self, t_intended: float, counted: bool, state: S | None) -> S | None:
@@ -129,7 +132,7 @@ class Engine(Generic[S]):
         self.t_load0 = t_load0
         t0 = t_load0 + spec.warmup
         self.rec = Recorder(t0, spec.duration)
-        stopping = stop or asyncio.Event()
+        stopping = self._stopping = stop or asyncio.Event()
         await self.open()
         await asyncio.sleep(max(0.0, t_load0 - now() - 0.002))
         while now() < t_load0:  # the loop's timers are only ms-exact; the window must not start early
@@ -157,6 +160,9 @@ class Engine(Generic[S]):
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=2.0)
         await self.close()
+        if self._failure is not None:
+            f = self._failure
+            raise LoadError(f"a load client failed, a bug in loadcmp: {type(f).__name__}: {f}") from f
         result.warnings.extend(self._saturation_warnings())
         if result.client_errors:
             errs = ", ".join(f"{k} x{v}" for k, v in result.client_errors.items())
@@ -166,7 +172,17 @@ class Engine(Generic[S]):
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         t = asyncio.ensure_future(coro)
         self.tasks.add(t)
-        t.add_done_callback(self.tasks.discard)
+        t.add_done_callback(self._task_done)
+
+    def _task_done(self, t: asyncio.Task[Any]) -> None:
+        """A client's task ended: one that raised stops the load, which then
+        fails rather than reporting the requests the dead client never sent."""
+        self.tasks.discard(t)
+        if t.cancelled() or t.exception() is None:
+            return
+        if self._failure is None:
+            self._failure = t.exception()
+        self._stopping.set()
 
     # --- the schedules' loops (schedules.Driver) ------------------------------------
     def start_closed(self, schedule: Closed) -> None:
