@@ -182,6 +182,4 @@ def _build_one(client: Any, image: str, tag: str, base: str, log: Log) -> None:
         except BuildError:
             raise
         except Exception as e:
-            if isinstance(e, KeyboardInterrupt):
-                raise
             raise BuildError(f"building {image} failed at {step!r}: {e} (log: {logfile})") from None

@@ -2,7 +2,8 @@
 
 Everything goes through docker-py. Containers use host networking and listen
 on 127.0.0.1 only, carry the label `loadcmp=1` plus the run id, and are removed
-on every exit path (the callers use `Deployment` as a context manager).
+on every exit path: the runner stops a trial's deployment in a `finally`, a
+sweep's leftovers when it ends, and `loadcmp down` removes any by label.
 """
 
 from __future__ import annotations

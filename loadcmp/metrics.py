@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
 from .lab import Deployment, http_get
-from .store import ServerMetrics
+from .records import ServerMetrics
 
 log = logging.getLogger("loadcmp")
 T = TypeVar("T")

@@ -13,7 +13,7 @@ import subprocess
 from typing import Any
 
 from .stacks import project_root
-from .store import MachineInfo
+from .records import MachineInfo
 from .units import mem_total
 
 

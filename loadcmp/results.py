@@ -19,7 +19,8 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import StoreError
-from .store import FORMAT, SUMMARY_COLUMNS, LoadSummary, RunDoc, RunStatus, ServerMetrics, TrialRecord, summary_row
+from .records import LoadSummary, RunDoc, RunStatus, ServerMetrics, TrialRecord
+from .store import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "failed"]
 """Statuses from best to worst: several runs together have the worst one."""

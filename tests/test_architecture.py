@@ -82,3 +82,15 @@ def test_no_import_cycle():
 def test_no_module_is_too_long():
     long = {m: n for m, p in _modules().items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"split these (over {MAX_LINES} lines): {long}"
+
+
+def test_load_workers_and_cli_start_without_the_heavy_libraries():
+    """A load worker must not carry pandas (memory in every process), and the CLI
+    must answer `--help` or a bad flag without loading pandas, docker or the engine."""
+    import subprocess
+    import sys
+
+    code = ("import sys, loadcmp.load.workers, loadcmp.load.summary, loadcmp.cli; "
+            "print(','.join(m for m in ('pandas', 'docker', 'matplotlib') if m in sys.modules))")
+    heavy = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert heavy == "", f"imported at start-up: {heavy}"

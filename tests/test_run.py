@@ -17,9 +17,9 @@ from click.testing import CliRunner
 from loadcmp import lab
 from loadcmp.cli import cli
 from loadcmp.results import load_results
-from loadcmp.runner import Planned, Progress, run_sweep
+from loadcmp.runner import Planned, SweepHooks, run_sweep
 from loadcmp.spec import RunSpec
-from loadcmp.store import TrialRecord
+from loadcmp.records import TrialRecord
 
 pytestmark = pytest.mark.docker
 
@@ -141,7 +141,7 @@ def test_a_crash_is_failed_not_interrupted(tmp_path, images, docker_client):
 
     spec = RunSpec(servers=("nginx",), levels=(5, 10), duration=1, warmup=0, page="/index.html", out=str(tmp_path))
     with pytest.raises(RuntimeError):
-        run_sweep(spec, Progress(trial_end=broken_hook), images=images)
+        run_sweep(spec, SweepHooks(trial_end=broken_hook), images=images)
     assert lab.labelled(docker_client) == []
     r = load_results(newest(tmp_path))
     assert r.status == "failed"

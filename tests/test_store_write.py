@@ -10,7 +10,8 @@ from loadcmp.load.summary import result_doc, timeline_rows
 from loadcmp.runner import Planned, plan_sweep
 from loadcmp.spec import RunSpec
 from loadcmp.results import load_results
-from loadcmp.store import FORMAT, RunWriter, ServerInfo, TrialRecord, new_run_doc, save_bench
+from loadcmp.records import ServerInfo, TrialRecord
+from loadcmp.store import FORMAT, RunWriter, new_run_doc, save_bench
 from loadcmp.load.outcomes import OK
 from loadcmp.load.recorder import Recorder, Result
 

@@ -7,17 +7,19 @@ tables at the end), so `--json` leaves stdout with one document.
 from __future__ import annotations
 
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
 
-from ..load.driver import Live
-from ..load.recorder import Histogram
-from ..store import LatencyMs, LoadSummary
+from ..records import LatencyMs, LoadSummary
 from ..units import format_bytes
+
+if TYPE_CHECKING:  # the engine (numpy, uvloop) is imported when a load starts
+    from ..load.driver import Live
+    from ..load.recorder import Histogram
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)

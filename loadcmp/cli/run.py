@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
@@ -13,11 +13,12 @@ from .app import cli, emit_json, stop_on_sigint
 from .display import err, out
 from .options import LoadFlags, json_option, load_options, server_options
 from ..errors import Interrupted, LoadcmpError
-from ..load.driver import Live
-from ..runner import Planned, SweepOutcome
-from ..runner import Progress as Hooks
+from ..records import TrialRecord
 from ..spec import RunSpec
-from ..store import TrialRecord
+
+if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
+    from ..load.driver import Live
+    from ..runner import Planned, SweepHooks, SweepOutcome
 
 
 class SweepDisplay:
@@ -36,8 +37,10 @@ class SweepDisplay:
     def __exit__(self, *exc: Any) -> None:
         self.progress.__exit__(*exc)
 
-    def hooks(self) -> Hooks:
-        return Hooks(trial_start=self.trial_start, live=self.live, trial_end=self.trial_end, say=self.say)
+    def hooks(self) -> SweepHooks:
+        from ..runner import SweepHooks
+
+        return SweepHooks(trial_start=self.trial_start, live=self.live, trial_end=self.trial_end, say=self.say)
 
     def say(self, msg: str) -> None:
         if not msg.startswith("Step "):

@@ -9,7 +9,7 @@
     schedules.py  Closed, Ramp, Rate: when requests are due
     outcomes.py   outcome kinds; socket error / HTTP status -> kind
     recorder.py   per-second counts and histograms; Result (mergeable)
-    summary.py    Result -> store.LoadSummary and timeline rows
+    summary.py    Result -> records.LoadSummary and timeline rows
     limits.py     the open-file limit: check_nofile, raise_nofile
 
 Imports go one way: workers -> engines -> driver -> schedules, target, recorder

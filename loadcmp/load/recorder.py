@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from ..store import HistogramDoc
+from ..records import HistogramDoc
 from .outcomes import HTTP_5XX, KINDS
 
 _BASE = 1.01

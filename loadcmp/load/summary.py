@@ -1,11 +1,11 @@
-"""Turn a Result into the documents users and the store see (`store.LoadSummary`)."""
+"""Turn a Result into the documents users and the store see (`records.LoadSummary`)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..store import LatencyMs, LoadSummary, WebbenchCount
+from ..records import LatencyMs, LoadSummary, WebbenchCount
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
 from .recorder import Histogram, Result
 

@@ -13,7 +13,8 @@ import matplotlib.pyplot as plt
 
 from ..errors import StoreError, UsageError
 from ..results import Results, Run, load_results, result_of
-from ..store import ServerInfo, _atomic_write
+from ..records import ServerInfo
+from ..store import _atomic_write
 from ..units import format_bytes
 from . import compare, plots
 from .tables import notes, table1

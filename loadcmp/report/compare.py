@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..results import Results, metrics_of
-from ..store import LoadSummary, TrialRecord
+from ..records import LoadSummary, TrialRecord
 from .tables import Estimate, t95
 
 Getter = Callable[[TrialRecord], float | int | None]

@@ -1,0 +1,181 @@
+"""The documents a run.json holds, as TypedDicts: one definition for every
+reader and writer, checked by mypy, while on disk they stay plain JSON that
+any tool (and an older report) can read.
+
+Kept apart from `store` so that the load workers, which build `LoadSummary`
+and `HistogramDoc`, need not import pandas.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, NotRequired, TypedDict
+
+TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed"]
+"""How a trial ended: measured normally, or why not."""
+RunStatus = Literal["running", "complete", "interrupted", "failed"]
+"""How a run ended (`running` while it is being written)."""
+
+
+class LatencyMs(TypedDict):
+    """Percentiles of a latency histogram, in milliseconds (None: no sample)."""
+
+    p50: float | None
+    p75: float | None
+    p90: float | None
+    p95: float | None
+    p99: float | None
+    p99_9: float | None
+    max: float | None
+    min: float | None
+    mean: float | None
+
+
+class WebbenchCount(TypedDict):
+    """What webbench would have counted for the same requests."""
+
+    susceed: int  #: webbench's spelling: any answer read to EOF, whatever its status
+    failed: int  #: only connections that could not be made or read
+    pages_per_min: float
+    bytes_per_s: float
+
+
+class HistogramDoc(TypedDict):
+    """A mergeable log histogram as stored (see load.recorder.Histogram)."""
+
+    base: float
+    unit: str
+    idx: list[int]
+    cnt: list[int]
+    total_s: float
+    max_s: float
+    min_s: float | None  #: None: no sample
+
+
+class LoadSummary(TypedDict):
+    """One measurement's numbers: the `result` of a trial and of `--json`."""
+
+    ok: int  #: complete responses with status < 400
+    failed: int  #: sum of `failures`
+    failures: dict[str, int]  #: outcome kind -> count (dropped included for the rate schedule)
+    unfinished: int  #: in flight when the window closed; not failed
+    started: int  #: ok + failed + unfinished
+    dropped: int  #: rate schedule: due but not sent (the in-flight cap was reached)
+    completed: int  #: every response or failure that ended inside the window
+    rps: float  #: ok / measured seconds
+    completions_per_s: float
+    failed_rate: float  #: failed / (started - unfinished)
+    duration_s: float  #: the measured seconds
+    bytes: int
+    bytes_per_s: float
+    latency_ms: LatencyMs  #: from the intended start (corrects coordinated omission)
+    service_ms: LatencyMs  #: from the moment the request was written
+    webbench: WebbenchCount
+    interrupted: bool
+    warnings: list[str]
+    client_errors: NotRequired[dict[str, int]]  #: the client's own socket errors (EMFILE ...)
+    schedule: NotRequired[dict[str, Any]]  #: the schedule's own description, plus keepalive
+    engine: NotRequired[str]
+    workers: NotRequired[int]
+    url: NotRequired[str]
+    clients: NotRequired[int]  #: bench: the concurrency level
+    timeout_s: NotRequired[float]  #: bench: the per-request timeout
+    warmup_s: NotRequired[float]  #: bench: load sent before the window, not counted
+
+
+class ServerMetrics(TypedDict, total=False):
+    """A trial's server side summed up from the 1 Hz samples."""
+
+    cpu_pct: float | None  #: mean over the window, 100 = one core
+    cpu_pct_max: float | None
+    mem_peak_bytes: int | None
+    mem_mean_bytes: int | None
+    pids_peak: int | None  #: threads (cgroup pids)
+    procs_peak: int | None
+    tcp_peak: int | None
+    tcp_established_peak: int | None
+    busy_workers_peak: float | None
+    oom_kills: int
+    mem_limit_hits: int
+    samples: int
+
+
+class ContainerState(TypedDict):
+    """Docker's word on one container after the load."""
+
+    Status: str | None
+    ExitCode: int | None
+    OOMKilled: bool | None
+
+
+class TrialRecord(TypedDict):
+    """One server x level x trial, as stored in run.json's `trials`."""
+
+    server: str  #: the label (a stack name, or a variant's label)
+    level: int  #: concurrency (clients, users or in-flight cap)
+    trial: int  #: 1-based repeat number
+    stack: str
+    keepalive: bool
+    status: TrialStatus
+    reason: str | None  #: why the status is not `ok`, in words
+    page: NotRequired[str]
+    ready_s: NotRequired[float | None]  #: seconds from start to ready (None: the server was reused)
+    result: NotRequired[LoadSummary]
+    latency_hist: NotRequired[HistogramDoc]
+    service_hist: NotRequired[HistogramDoc]
+    server_metrics: NotRequired[ServerMetrics]
+    container_state: NotRequired[dict[str, ContainerState]]
+    notes: NotRequired[list[str]]  #: what the evidence says limited the server
+    warnings: NotRequired[list[str]]  #: client saturation, sampler errors ...
+
+
+class ServerInfo(TypedDict, total=False):
+    """A server label's set-up, stored once per run (run.json's `servers`)."""
+
+    stack: str
+    description: str
+    php_api: str
+    mpm: str | None
+    settings: dict[str, Any]  #: every tunable in effect
+    configs: dict[str, str]  #: rendered config files by path
+    versions: dict[str, str]
+    image_ids: dict[str, str]
+    cpus: str | None
+    memory_bytes: int | None
+    keepalive: bool
+    page: str
+    url: str  #: bench: the URL loaded
+
+
+class MachineInfo(TypedDict, total=False):
+    """Where the run ran (what is known of it)."""
+
+    kernel: str
+    cpu_model: str
+    cores: int | None
+    mem_total_bytes: int | None
+    docker_version: str | None
+    python: str
+    nofile_hard: int
+    somaxconn: int | None
+    hostname: str
+
+
+class RunDoc(TypedDict):
+    """run.json: everything about one run but the per-second tables."""
+
+    format: int
+    kind: Literal["run", "bench"]
+    name: str
+    status: RunStatus
+    spec: dict[str, Any]  #: RunSpec.to_dict() (bench: the same keys that apply, plus `url`)
+    loadcmp_version: str
+    started: str
+    machine: MachineInfo
+    servers: dict[str, ServerInfo]
+    trials: list[TrialRecord]
+    run_id: NotRequired[str]
+    description: NotRequired[str]
+    git_commit: NotRequired[str | None]
+    images: NotRequired[dict[str, str]]
+    ended: NotRequired[str]
+    problems: NotRequired[list[str]]
