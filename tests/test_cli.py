@@ -123,3 +123,26 @@ def test_ctrl_c_after_a_load_still_interrupts(faulty):
     with pytest.raises(KeyboardInterrupt):
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.5)
+
+
+def test_debug_flag_shows_a_crashed_workers_traceback():
+    """`--debug` (or LOADCMP_DEBUG=1) is where the one-line bug message points."""
+    import logging
+
+    from loadcmp.load.workers import _worker_failed
+
+    log = logging.getLogger("loadcmp")
+    before, level = list(log.handlers), log.level
+    try:
+        r = CliRunner().invoke(cli, ["--debug", "servers", "--json"])
+        assert r.exit_code == 0, r.output
+        added = [h for h in log.handlers if h not in before]
+        assert len(added) == 1
+        records: list[str] = []
+        added[0].emit = lambda rec: records.append(added[0].format(rec))  # type: ignore[method-assign]
+        err = _worker_failed(1, None, "RuntimeError: boom", "Traceback (most recent call last):\n  boom")
+        assert "--debug" in str(err)
+        assert records and records[0].startswith("debug: load worker 1 failed") and "Traceback" in records[0]
+    finally:
+        log.handlers[:] = before
+        log.setLevel(level)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import signal
 import sys
 from collections.abc import Iterator, Sequence
@@ -79,8 +80,24 @@ class LoadcmpGroup(click.Group):
 
 @click.group(cls=LoadcmpGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="loadcmp")
-def cli() -> None:
+@click.option("--debug", is_flag=True, envvar="LOADCMP_DEBUG",
+              help="Log details to stderr: a crashed load worker's or server sampler's traceback, and more.")
+def cli(debug: bool) -> None:
     """loadcmp: start real web servers in Docker, load them, compare them."""
+    if debug:
+        setup_debug_log()
+
+
+def setup_debug_log() -> None:
+    """Send loadcmp's debug log to stderr (worker processes report to the parent,
+    which logs for them)."""
+    log = logging.getLogger("loadcmp")
+    if not any(getattr(h, "_loadcmp", False) for h in log.handlers):
+        h = logging.StreamHandler(sys.stderr)
+        h.setFormatter(logging.Formatter("debug: %(message)s"))
+        h._loadcmp = True  # type: ignore[attr-defined]
+        log.addHandler(h)
+    log.setLevel(logging.DEBUG)
 
 
 @contextlib.contextmanager

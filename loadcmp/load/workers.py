@@ -185,7 +185,7 @@ def _worker_failed(index: int, known: LoadcmpError | None, line: str, tb: str) -
     log.debug("load worker %d failed:\n%s", index, tb)
     if known is not None:
         return known
-    err = LoadError(f"load worker {index} crashed, a bug in loadcmp: {line} (its traceback is in the debug log)")
+    err = LoadError(f"load worker {index} crashed, a bug in loadcmp: {line} (run with --debug for its traceback)")
     err.__cause__ = WorkerTraceback(tb)
     return err
 
