@@ -26,12 +26,13 @@ from pathlib import Path
 
 from . import stacks
 from . import units
-from .errors import UsageError
+from .errors import ConfigError, UsageError
 from .load.recorder import Histogram
 from .units import duration_value, size_value
 from .report.tables import table1
 from .results import Results, metrics_of
-from .store import LoadSummary, ServerMetrics, TrialRecord, _atomic_write
+from .records import LoadSummary, ServerMetrics, TrialRecord
+from .store import _atomic_write
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -136,7 +137,18 @@ def _threshold(text: str, metric: str, number: float, unit: str) -> float:
 
 
 def parse_checks(texts: list[str] | tuple[str, ...]) -> list[Check]:
-    return [parse_check(t) for t in texts]
+    """Every check parsed, or one error listing every bad one."""
+    checks, errors = [], []
+    for t in texts:
+        try:
+            checks.append(parse_check(t))
+        except UsageError as e:
+            errors.append(str(e))
+    if len(errors) == 1:
+        raise UsageError(errors[0])
+    if errors:
+        raise ConfigError(f"{len(errors)} bad checks", errors)
+    return checks
 
 
 def parse_percent(text: str) -> float:

@@ -43,6 +43,13 @@ def test_bad_checks(bad):
         sm.parse_check(bad)
 
 
+def test_every_bad_check_is_named_at_once():
+    with pytest.raises(UsageError) as e:
+        sm.parse_checks(["rps>1", "speed>5", "p(0)<3"])
+    errs = e.value.errors  # type: ignore[attr-defined]
+    assert len(errs) == 2 and "speed" in errs[0] and "p(0)" in errs[1]
+
+
 def test_bad_check_is_exit_2_before_anything_starts(tmp_path):
     res = CliRunner().invoke(cli, ["smoke", "--check", "speed>5", "--out", str(tmp_path)])
     assert res.exit_code == 2 and "unknown metric" in res.output

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -13,6 +13,9 @@ from .display import out
 from .options import LoadFlags, json_option, load_options
 from .run import build_spec, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
+
+if TYPE_CHECKING:
+    from ..smoke import Verdict
 
 SMOKE_KEYS = {"pages", "checks"}
 """What an experiment file's [smoke] table may hold."""
@@ -64,37 +67,37 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
             given[k] = v
     spec = build_spec(path, given)
     t = time.monotonic()
-    outcome = sweep(spec, table=False)
+    run = sweep(spec, table=False)
     elapsed = time.monotonic() - t
-    res = load_results(outcome.path)
-    outcomes = evaluate(res, parsed)
+    res = load_results(run.path)
+    verdicts = evaluate(res, parsed)
     if base is not None:
-        outcomes += compare_baseline(res, base, margin)
-    passed = all(o.passed for o in outcomes)
-    write_outputs(outcomes, res, passed, elapsed, junit, summary)
-    _print(outcomes, passed, elapsed, as_json, outcome.path)
-    raise_for_status(outcome)
+        verdicts += compare_baseline(res, base, margin)
+    passed = all(o.passed for o in verdicts)
+    write_outputs(verdicts, res, passed, elapsed, junit, summary)
+    _print(verdicts, passed, elapsed, as_json, run.path)
+    raise_for_status(run)
     not_started = [tr for tr in res.trials if tr["status"] == "server_failed"]
     if not_started:
         raise LabError(f"{len(not_started)} server(s) could not start: {not_started[0].get('reason')}")
     if not passed:
-        failed = [o for o in outcomes if not o.passed]
-        raise ThresholdFailed(f"{len(failed)} of {len(outcomes)} smoke check(s) not met")
+        failed = [o for o in verdicts if not o.passed]
+        raise ThresholdFailed(f"{len(failed)} of {len(verdicts)} smoke check(s) not met")
 
 
-def _print(outcomes: list[Any], passed: bool, elapsed: float, as_json: bool, path: str) -> None:
+def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool, path: str) -> None:
     if as_json:
         emit_json({"passed": passed, "results_dir": path, "elapsed_s": round(elapsed, 1),
                    "checks": [{"server": o.server, "check": o.check, "kind": o.kind, "measured": o.measured,
-                               "shown": o.shown, "passed": o.passed, "message": o.message} for o in outcomes]})
+                               "shown": o.shown, "passed": o.passed, "message": o.message} for o in verdicts]})
         return
     t = Table(title=f"smoke checks ({elapsed:.0f} s)", title_justify="left")
     for c in ("server", "check", "measured", "verdict"):
         t.add_column(c)
-    for o in outcomes:
+    for o in verdicts:
         t.add_row(o.server, o.check, o.shown, "[green]pass[/green]" if o.passed else "[red]FAIL[/red]")
     out.print(t)
-    for o in outcomes:
+    for o in verdicts:
         if not o.passed:
             out.print(f"[red]failed:[/red] {o.message}")
     out.print("[green]all checks passed[/green]" if passed else "[red]smoke checks failed[/red]")

@@ -4,7 +4,7 @@ Requests are encoded once; responses are parsed by httptools (Content-Length,
 chunked, read-to-close). Three paths, one per kind of client:
 
 * closed loop with keep-alive: the next request is written straight from the
-  protocol callback (`_ka_done`), with no coroutine switch in between, which is
+  protocol callback (`_answered_then_send_next`), with no coroutine switch in between, which is
   what keeps it near wrk's speed;
 * closed loop without keep-alive: `rawclient.RawClient`, no transports at all;
 * everything else (ramp, rate): one small coroutine per request (`request`).
@@ -80,7 +80,7 @@ class FastEngine(Engine[Slot]):
     def start_closed(self, schedule: Closed) -> None:
         if self.target.keepalive:
             for _ in range(schedule.clients):
-                self._spawn(self._ka_client())
+                self._spawn(self._keepalive_client())
         else:
             for _ in range(schedule.clients):
                 r = RawClient(self)
@@ -111,7 +111,7 @@ class FastEngine(Engine[Slot]):
         return conn
 
     # closed loop + keep-alive: the callback path -------------------------------
-    async def _ka_client(self) -> None:
+    async def _keepalive_client(self) -> None:
         """Connects (and reconnects); the requests go from the callback."""
         loop = asyncio.get_running_loop()
         rec = self.rec
@@ -129,20 +129,20 @@ class FastEngine(Engine[Slot]):
                     continue
                 conn = got
                 conn.closed_fut = loop.create_future()
-                conn.on_done = lambda c, k, slot=slot: self._ka_done(slot, c, k)
-                self._ka_send(slot, conn, t, counted)
+                conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
+                self._send_on_open_connection(slot, conn, t, counted)
                 await conn.closed_fut
         finally:
             self.slots.discard(slot)
 
-    def _ka_send(self, slot: Slot, conn: Conn, t: float, counted: bool) -> None:
+    def _send_on_open_connection(self, slot: Slot, conn: Conn, t: float, counted: bool) -> None:
         conn.t_intended = t
         conn.counted = counted
         slot.deadline = t + self.timeout
         slot.phase = WAITING
         conn.send(self.request_bytes)
 
-    def _ka_done(self, slot: Slot, conn: Conn, kind: int) -> None:
+    def _answered_then_send_next(self, slot: Slot, conn: Conn, kind: int) -> None:
         # The hottest path: the recorder is called inline, not through `_record`.
         t = now()
         slot.phase = IDLE
@@ -151,7 +151,7 @@ class FastEngine(Engine[Slot]):
         if conn.counted:
             rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes)
         if self.running and conn.reusable and kind <= HTTP_5XX and not conn.closed:
-            self._ka_send(slot, conn, t, rec.start(t))
+            self._send_on_open_connection(slot, conn, t, rec.start(t))
         elif not conn.closed:
             conn.transport.close()
 
