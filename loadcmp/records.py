@@ -72,6 +72,15 @@ class LoadSummary(TypedDict):
     webbench: WebbenchCount
     interrupted: bool
     warnings: list[str]
+    client_bound: NotRequired[bool]  #: the client, not the server, limited the rate (`load.saturation`)
+    client_bound_reason: NotRequired[str | None]  #: what says so: the client's CPU, its event-loop lag
+    client_cpu_pct: NotRequired[float | None]  #: the busiest load thread's median busy % (on or waiting for a CPU)
+    client_wait_pct: NotRequired[float | None]  #: ... of which waiting for a CPU (another process on its core)
+    client_lag_ms: NotRequired[float | None]  #: the worst median event-loop lag of the load processes
+    client_cpu_us: NotRequired[float | None]  #: the client's CPU microseconds per request completed
+    client_advice: NotRequired[str]  #: when client-bound: its ceiling and what would raise it
+    start_s: NotRequired[float]  #: starting the clients (connecting them, for a closed loop without keep-alive)
+    teardown_s: NotRequired[float]  #: from the window's close until every connection was closed
     client_errors: NotRequired[dict[str, int]]  #: the client's own socket errors (EMFILE ...)
     schedule: NotRequired[dict[str, Any]]  #: the schedule's own description, plus keepalive
     engine: NotRequired[str]

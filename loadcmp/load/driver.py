@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 import resource
 import time
 from collections.abc import Callable, Coroutine
@@ -21,6 +22,7 @@ from typing import Any, Generic, TypeVar
 from ..errors import LoadError
 from .outcomes import OK
 from .recorder import Recorder, Result
+from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse
 from .schedules import Closed, Ramp, Rate, Schedule
 from .target import Target
 
@@ -29,6 +31,8 @@ now = time.monotonic
 
 DEFAULT_TIMEOUT = 10.0
 """Per-request timeout (connect + response) unless --timeout says otherwise."""
+TICK_AFTER_S = 0.02
+"""The ticker samples this long after each second ends, so timer jitter cannot move a sample into the next second."""
 BACKOFF_S = 0.01
 """Pause of a client after an error of its own (EMFILE ...), so that it does not spin."""
 
@@ -59,6 +63,20 @@ class Live:
     rps: float
     measuring: bool
     worker: int = 0
+    client_cpu: float | None = None
+    """This second's busy share of the load thread (on a CPU or waiting for one); several: the busiest."""
+    lag_ms: float | None = None
+    """This second's worst event-loop lag."""
+
+    def client_text(self) -> tuple[str, bool]:
+        """'client busy 97%' and whether that says the client is the bottleneck."""
+        if self.client_cpu is None:
+            return "", False
+        hot = self.client_cpu >= CPU_BOUND_PCT or (self.lag_ms or 0.0) >= LAG_BOUND_MS
+        text = f"client busy {self.client_cpu:3.0f}%"
+        if (self.lag_ms or 0.0) >= LAG_BOUND_MS:
+            text += f", loop lag {self.lag_ms:,.0f} ms"
+        return text + (" (client-bound)" if hot else ""), hot
 
 
 LiveFn = Callable[[Live], None]
@@ -82,11 +100,12 @@ class Engine(Generic[S]):
         self.tasks: set[asyncio.Task[Any]] = set()
         self.is_head = spec.target.method == "HEAD"
         self.t_load0 = 0.0
-        self._cpu_prev = 0.0
-        self._wall_prev = 0.0
+        self._run_prev = self._wait_prev = self._wall_prev = 0.0
         self._lag_max = 0.0
-        self.lags: list[float] = []
-        self.cpus: list[float] = []
+        self.cpu_s = 0.0
+        """CPU seconds of the load thread inside the window."""
+        self.t_end = 0.0
+        """When the window closes: no request starts at or after it."""
         self._stopping = asyncio.Event()
         self._failure: BaseException | None = None
 
@@ -111,6 +130,11 @@ class Engine(Generic[S]):
 
     def abort_all(self) -> None:
         """Drop every connection now (the window has closed)."""
+
+    def may_start(self, t: float) -> bool:
+        """May a request start at `t`? Not once the window has closed, even when
+        a lagging loop gets to it late: it could only end as unfinished."""
+        return self.running and t < self.t_end
 
     # --- one request's end ---------------------------------------------------------
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
@@ -138,17 +162,19 @@ class Engine(Generic[S]):
         while now() < t_load0:  # the loop's timers are only ms-exact; the window must not start early
             await asyncio.sleep(0)
         self.running = True
-        self._cpu_prev, self._wall_prev = _cpu_time(), now()
+        (self._run_prev, self._wait_prev), self._wall_prev = _thread_times(), now()
         ticker = asyncio.ensure_future(self._ticker(t0))
         lagger = asyncio.ensure_future(self._lag_probe())
+        end = self.t_end = t0 + spec.duration
         spec.schedule.start(self)
-        end = t0 + spec.duration
+        start_s = now() - t_load0
         interrupted = False
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stopping.wait(), timeout=max(0.0, end - now()))
             interrupted = True
         t_stop = now()
         self.running = False
+        self._last_sample(t_stop, t0)
         measured = max(0.0, min(spec.duration, t_stop - t0))
         result = self.rec.close(measured if interrupted else None)
         result.interrupted = interrupted
@@ -160,10 +186,11 @@ class Engine(Generic[S]):
         if self.tasks:
             await asyncio.wait(list(self.tasks), timeout=2.0)
         await self.close()
+        result.start_s, result.teardown_s = round(start_s, 3), round(now() - t_stop, 3)
         if self._failure is not None:
             f = self._failure
             raise LoadError(f"a load client failed, a bug in loadcmp: {type(f).__name__}: {f}") from f
-        result.warnings.extend(self._saturation_warnings())
+        result.client_use = [ClientUse.of(spec.worker_index, result.seconds, self.cpu_s)]
         if result.client_errors:
             errs = ", ".join(f"{k} x{v}" for k, v in result.client_errors.items())
             result.warnings.append(f"client-side socket errors (counted as connect_refused): {errs}")
@@ -200,8 +227,7 @@ class Engine(Generic[S]):
         state = None
         rec = self.rec
         assert rec is not None
-        while self.running:
-            t = now()
+        while self.may_start(t := now()):
             state = await self.request(t, rec.start(t), state)
 
     async def _ramp_user(self, sched: Ramp, user: int) -> None:
@@ -213,7 +239,7 @@ class Engine(Generic[S]):
             delay = due - now()
             if delay > 0:
                 await asyncio.sleep(delay)
-            if not self.running:
+            if not self.may_start(max(due, now())):
                 return
             state = await self.request(due, rec.start(due), state)
             due = self.t_load0 + sched.next_due(due - self.t_load0, now() - self.t_load0)
@@ -239,8 +265,7 @@ class Engine(Generic[S]):
             else:
                 self.release(state)
 
-        while self.running:
-            t = now()
+        while self.may_start(t := now()):
             n_due = sched.count_before(t - self.t_load0 + 1e-9)
             while k < n_due:
                 due = self.t_load0 + sched.due(k)
@@ -263,24 +288,36 @@ class Engine(Generic[S]):
             if lag > self._lag_max:
                 self._lag_max = lag
 
+    def _sample_client(self, t: float) -> ClientSample:
+        """The loop thread's CPU and run-queue wait since the last sample, and
+        the worst loop lag seen since then."""
+        run, wait = _thread_times()
+        span = max(1e-6, t - self._wall_prev)
+        sample = ClientSample(100.0 * (run - self._run_prev) / span, 100.0 * (wait - self._wait_prev) / span,
+                              self._lag_max * 1000, run - self._run_prev)
+        self._run_prev, self._wait_prev, self._wall_prev = run, wait, t
+        self._lag_max = 0.0
+        return sample
+
     async def _ticker(self, t0: float) -> None:
+        """Once a second, just after each second of the window has ended (its
+        samples then belong to that second, whatever the timer's jitter): fold
+        the recorder, sample the client, feed the live line."""
         rec = self.rec
         assert rec is not None
-        nxt = self.t_load0 + 1.0
+        nxt = t0 - math.floor(self.spec.warmup) + TICK_AFTER_S
+        while nxt < self.t_load0 + 0.5:
+            nxt += 1.0
         prev_ok = 0
         while True:
             await asyncio.sleep(max(0.0, nxt - now()))
             t = now()
-            cpu = _cpu_time()
-            cpu_pct = 100.0 * (cpu - self._cpu_prev) / max(1e-6, t - self._wall_prev)
-            self._cpu_prev, self._wall_prev = cpu, t
-            lag_ms = self._lag_max * 1000
-            self._lag_max = 0.0
+            self._lag_max = max(self._lag_max, t - nxt)  # the ticker's own timer is a lag probe too
+            c = self._sample_client(t)
             measuring = t > t0
             if measuring:
-                self.cpus.append(cpu_pct)
-                self.lags.append(lag_ms)
-            rec.tick(t, cpu_pct, lag_ms)
+                self.cpu_s += c.cpu_s
+            rec.tick(t, c if measuring else None)
             if self.live is not None:
                 ok = fails = 0
                 for s in rec.seconds:
@@ -288,29 +325,31 @@ class Engine(Generic[S]):
                     fails += sum(s.counts) - s.counts[OK]
                 last = rec.seconds[min(max(int(t - t0) - 1, 0), rec.nsec - 1)].counts[OK] if measuring else 0
                 rps = float(last if measuring else ok - prev_ok)
-                self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, rps, measuring, self.spec.worker_index))
+                self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, rps, measuring, self.spec.worker_index,
+                               c.cpu_pct + c.wait_pct, c.lag_ms))
                 prev_ok = ok
             nxt += 1.0
+            while nxt < now():  # a loop that lagged past several ticks samples once, over the whole gap
+                nxt += 1.0
 
-    def _saturation_warnings(self) -> list[str]:
-        out = []
-        if self.cpus:
-            busy = sorted(self.cpus)[len(self.cpus) // 2]
-            if busy >= 90:
-                out.append(
-                    f"client saturated: worker {self.spec.worker_index} used {busy:.0f}% of a core (median), "
-                    "so the client may have limited the rate; add --workers or a CPU"
-                )
-        if self.lags:
-            worst = sorted(self.lags)[int(len(self.lags) * 0.9)]
-            if worst >= 100:
-                out.append(
-                    f"client event loop lagged {worst:.0f} ms (p90 per second) in worker {self.spec.worker_index}: "
-                    "latencies include client delay"
-                )
-        return out
+    def _last_sample(self, t_stop: float, t0: float) -> None:
+        """The window's last second ends after the last tick: sample it at the close."""
+        rec = self.rec
+        assert rec is not None
+        if t_stop <= t0:
+            return
+        c = self._sample_client(t_stop)
+        self.cpu_s += c.cpu_s
+        rec.sample_client(c, min(rec.nsec, math.ceil(t_stop - t0 - 1e-3)))
 
 
-def _cpu_time() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
+def _thread_times() -> tuple[float, float]:
+    """(seconds on a CPU, seconds waiting for one) of the calling thread: the
+    event loop's own, not the sampler's or an in-process test server's."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            run_ns, wait_ns, _ = f.read().split()
+        return int(run_ns) / 1e9, int(wait_ns) / 1e9
+    except (OSError, ValueError):  # not Linux: the process's CPU, no wait
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime, 0.0

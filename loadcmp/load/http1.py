@@ -119,8 +119,7 @@ class FastEngine(Engine[Slot]):
         slot = Slot()
         self.slots.add(slot)
         try:
-            while self.running:
-                t = now()
+            while self.may_start(t := now()):
                 counted = rec.start(t)
                 got = await self._connect(slot)
                 if isinstance(got, tuple):
@@ -150,7 +149,7 @@ class FastEngine(Engine[Slot]):
         assert rec is not None
         if conn.counted:
             rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes)
-        if self.running and conn.reusable and kind <= HTTP_5XX and not conn.closed:
+        if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, rec.start(t))
         elif not conn.closed:
             conn.transport.close()

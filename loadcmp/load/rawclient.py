@@ -34,6 +34,8 @@ class RawHost(Protocol):
 
     def local_addr(self) -> tuple[str, int] | None: ...
 
+    def may_start(self, t: float) -> bool: ...
+
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
                 client_error: str | None = None) -> bool: ...
 
@@ -64,11 +66,11 @@ class RawClient:
 
     def start(self) -> None:
         eng = self.engine
-        if not eng.running:
+        t = now()
+        if not eng.may_start(t):
             return
         rec = eng.rec
         assert rec is not None
-        t = now()
         self.t_intended = t
         self.counted = rec.start(t)
         self.nbytes = self.status = 0

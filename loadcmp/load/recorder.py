@@ -19,6 +19,7 @@ import numpy as np
 
 from ..records import HistogramDoc
 from .outcomes import HTTP_5XX, KINDS
+from .saturation import ClientSample, ClientUse
 
 _BASE = 1.01
 _LOG_BASE = math.log(_BASE)
@@ -142,7 +143,9 @@ class Second:
     lat_h: Histogram = field(default_factory=Histogram)
     svc_h: Histogram | None = None
     client_cpu: float | None = None
-    """Client process CPU % over this second (100 = one core)."""
+    """The load thread's CPU % over this second (100 = one core)."""
+    client_wait: float | None = None
+    """% of this second the load thread was runnable but waited for a CPU."""
     loop_lag_ms: float | None = None
     """Largest event-loop lag seen in this second."""
 
@@ -171,6 +174,8 @@ class Second:
             out.svc_h = (self.svc_h or Histogram()).merge(o.svc_h or Histogram())
         cpus = [c for c in (self.client_cpu, o.client_cpu) if c is not None]
         out.client_cpu = sum(cpus) if cpus else None
+        waits = [c for c in (self.client_wait, o.client_wait) if c is not None]
+        out.client_wait = sum(waits) if waits else None
         lags = [c for c in (self.loop_lag_ms, o.loop_lag_ms) if c is not None]
         out.loop_lag_ms = max(lags) if lags else None
         return out
@@ -196,6 +201,7 @@ class Recorder:
         self.closed = False
         self.unfinished = 0
         self.folded_upto = 0
+        self.sampled_upto = 0
         self.client_errors: dict[str, int] = {}
 
     def _sec(self, t: float) -> Second:
@@ -240,17 +246,27 @@ class Recorder:
     def client_error(self, name: str) -> None:
         self.client_errors[name] = self.client_errors.get(name, 0) + 1
 
-    def tick(self, now: float, cpu: float | None = None, lag_ms: float | None = None) -> None:
-        """Once a second: fold finished seconds, sample in-flight and client load."""
+    def tick(self, now: float, client: ClientSample | None = None) -> None:
+        """Once a second: fold finished seconds, sample in-flight and the client's load.
+
+        A tick that comes late (a lagging loop) gives its client sample to every
+        second it covers, so no second of the window is left without one.
+        """
         i = int(now - self.t0)
         if 0 < i <= self.nsec:
-            s = self.seconds[i - 1]
-            s.inflight = self.inflight
-            s.client_cpu = cpu
-            s.loop_lag_ms = lag_ms
+            self.seconds[i - 1].inflight = self.inflight
+        if client is not None:
+            self.sample_client(client, min(max(i, 0), self.nsec))
         for j in range(self.folded_upto, min(max(i, 0), self.nsec)):
             self.seconds[j].fold()
             self.folded_upto = j + 1
+
+    def sample_client(self, c: ClientSample, upto: int) -> None:
+        """The client's load for the seconds not sampled yet, up to `upto` (excluded)."""
+        for j in range(self.sampled_upto, upto):
+            s = self.seconds[j]
+            s.client_cpu, s.client_wait, s.loop_lag_ms = c.cpu_pct, c.wait_pct, c.lag_ms
+        self.sampled_upto = max(self.sampled_upto, upto)
 
     def close(self, measured_s: float | None = None) -> Result:
         """End of the window: what is still in flight is unfinished."""
@@ -281,6 +297,12 @@ class Result:
     client_errors: dict[str, int] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     interrupted: bool = False
+    client_use: list[ClientUse] = field(default_factory=list)
+    """One per load process: its CPU and event-loop lag (`saturation`)."""
+    start_s: float = 0.0
+    """How long starting the clients took (a closed loop without keep-alive connects them all at once)."""
+    teardown_s: float = 0.0
+    """From the window's close until every connection was closed and the engine was done."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -306,6 +328,9 @@ class Result:
             errs,
             [w for p in parts for w in p.warnings],
             any(p.interrupted for p in parts),
+            [u for p in parts for u in p.client_use],
+            max(p.start_s for p in parts),
+            max(p.teardown_s for p in parts),
         )
 
     def counts(self) -> dict[str, int]:

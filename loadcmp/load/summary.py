@@ -6,8 +6,13 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from ..records import LatencyMs, LoadSummary, WebbenchCount
+from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
 from .recorder import Histogram, Result
+
+
+def _round(v: float | None, digits: int) -> float | None:
+    return None if v is None else round(v, digits)
 
 
 def _ms(v: float | None) -> float | None:
@@ -46,6 +51,7 @@ def timeline_rows(result: Result) -> list[dict[str, Any]]:
         row["p99_ms"] = _ms(h.percentile(99))
         row["max_ms"] = _ms(h.max_s) if h.count else None
         row["client_cpu_pct"] = None if s.client_cpu is None else round(s.client_cpu, 1)
+        row["client_wait_pct"] = None if s.client_wait is None else round(s.client_wait, 1)
         row["loop_lag_ms"] = None if s.loop_lag_ms is None else round(s.loop_lag_ms, 2)
         rows.append(row)
     return rows
@@ -94,6 +100,16 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
         interrupted=result.interrupted,
         warnings=list(result.warnings),
     )
+    uses = result.client_use
+    reason = saturation.bound_reason(uses)
+    doc["client_bound"] = reason is not None
+    doc["client_bound_reason"] = reason
+    doc["client_cpu_pct"] = _round(saturation.peak_busy(uses), 1)
+    doc["client_wait_pct"] = _round(saturation.peak_wait(uses), 1)
+    doc["client_lag_ms"] = _round(saturation.peak_lag(uses), 1)
+    doc["client_cpu_us"] = _round(saturation.cost_us(uses, completed), 1)
+    doc["start_s"] = result.start_s
+    doc["teardown_s"] = result.teardown_s
     if result.client_errors:
         doc["client_errors"] = dict(result.client_errors)
     if extra:
