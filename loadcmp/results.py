@@ -97,6 +97,27 @@ class Results:
     def of_server(self, server: str) -> list[TrialRecord]:
         return [t for t in self.trials if t["server"] == server]
 
+    def client_bound(self, server: str, level: int) -> ClientBound | None:
+        """Why the client limited a cell's measurement (the first trial that says so), or None."""
+        return client_bound(self.cell(server, level))
+
+
+@dataclass(frozen=True)
+class ClientBound:
+    """A measurement the client limited: what says so, and what would help."""
+
+    reason: str
+    advice: str | None
+
+
+def client_bound(trials: list[TrialRecord]) -> ClientBound | None:
+    """The first of these trials whose client was the bottleneck (`load.saturation`)."""
+    for t in trials:
+        r = t.get("result")
+        if r and r.get("client_bound"):
+            return ClientBound(r.get("client_bound_reason") or "the client was saturated", r.get("client_advice"))
+    return None
+
 
 def result_of(t: TrialRecord) -> LoadSummary | None:
     """A trial's measurement, or None when it did not run."""

@@ -31,6 +31,7 @@ from . import __version__, lab, render, stacks
 from .errors import LabError, LoadcmpError, PrimerError
 from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
+from .load.saturation import Machine, add_advice
 from .load.summary import result_doc, timeline_rows
 from .load.target import make_target
 from .load.limits import check_nofile
@@ -337,6 +338,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     summary = result_doc(result, {
         "schedule": {**schedule.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
         "workers": spec.workers, "url": target.url})
+    server_cpus = len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
+    add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, min(spec.workers, schedule.connections), p.keepalive))
     return Measurement(
         summary=summary,
         latency_hist=result.latency().to_dict(),

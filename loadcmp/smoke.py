@@ -30,7 +30,7 @@ from .errors import ConfigError, UsageError
 from .load.recorder import Histogram
 from .units import duration_value, size_value
 from .report.tables import table1
-from .results import Results, metrics_of
+from .results import Results, client_bound, metrics_of
 from .records import LoadSummary, ServerMetrics, TrialRecord
 from .store import _atomic_write
 
@@ -208,6 +208,8 @@ class Verdict:
     passed: bool
     message: str
     kind: str = "check"
+    client_bound: str | None = None
+    """Why the client, not the server, limited what was measured (the check still counts)."""
 
 
 def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
@@ -223,8 +225,11 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
                 out.append(Verdict(label, c.name, None, "n/a", False, f"{label}: {c.name}: not measured ({reason})"))
                 continue
             ok = c.passes(v)
+            bound = client_bound(mine)
             msg = f"{label}: {c.name}: measured {c.show(v)}" + ("" if ok else " — not met")
-            out.append(Verdict(label, c.name, v, c.show(v), ok, msg))
+            if bound is not None:
+                msg += f" (client-bound: {bound.reason})"
+            out.append(Verdict(label, c.name, v, c.show(v), ok, msg, client_bound=None if bound is None else bound.reason))
     return out
 
 
@@ -270,14 +275,14 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
 # --- outputs ----------------------------------------------------------------------------
 
 
-def junit_xml(outcomes: list[Verdict], elapsed: float, results_dir: str) -> bytes:
+def junit_xml(verdicts: list[Verdict], elapsed: float, results_dir: str) -> bytes:
     """One testcase per server x check, readable by Jenkins, GitLab and GitHub actions."""
-    suite = ET.Element("testsuite", name="loadcmp smoke", tests=str(len(outcomes)),
-                       failures=str(sum(not o.passed for o in outcomes)), errors="0", skipped="0",
+    suite = ET.Element("testsuite", name="loadcmp smoke", tests=str(len(verdicts)),
+                       failures=str(sum(not o.passed for o in verdicts)), errors="0", skipped="0",
                        time=f"{elapsed:.3f}", timestamp=time.strftime("%Y-%m-%dT%H:%M:%S"))
     props = ET.SubElement(suite, "properties")
     ET.SubElement(props, "property", name="results_dir", value=results_dir)
-    for o in outcomes:
+    for o in verdicts:
         server = o.server.split(" ")[0]
         case = ET.SubElement(suite, "testcase", classname=f"loadcmp.smoke.{server}", name=f"{o.server}: {o.check}",
                              time="0")
@@ -293,13 +298,13 @@ def junit_xml(outcomes: list[Verdict], elapsed: float, results_dir: str) -> byte
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def summary_md(outcomes: list[Verdict], res: Results, passed: bool, elapsed: float) -> str:
+def summary_md(verdicts: list[Verdict], res: Results, passed: bool, elapsed: float) -> str:
     header, rows = table1(res)
     lines = [f"## loadcmp smoke: {'passed' if passed else 'FAILED'}", "",
-             f"{len(outcomes)} checks, {sum(not o.passed for o in outcomes)} failed, {elapsed:.0f} s; "
+             f"{len(verdicts)} checks, {sum(not o.passed for o in verdicts)} failed, {elapsed:.0f} s; "
              f"results in `{res.path}`.", "",
              "| server | check | measured | verdict |", "|---|---|---:|---|"]
-    for o in outcomes:
+    for o in verdicts:
         lines.append(f"| {o.server} | `{o.check}` | {o.shown} | {'pass' if o.passed else '**fail**'} |")
     lines += ["", "| " + " | ".join(f"{g} {w}".strip() for g, w in header) + " |",
               "|" + "|".join("---:" for _ in header) + "|"]
@@ -307,10 +312,10 @@ def summary_md(outcomes: list[Verdict], res: Results, passed: bool, elapsed: flo
     return "\n".join(lines) + "\n\n"
 
 
-def write_outputs(outcomes: list[Verdict], res: Results, passed: bool, elapsed: float, junit: str | None,
+def write_outputs(verdicts: list[Verdict], res: Results, passed: bool, elapsed: float, junit: str | None,
                   summary: str | None) -> None:
     if junit:
-        data = junit_xml(outcomes, elapsed, str(res.path))
+        data = junit_xml(verdicts, elapsed, str(res.path))
         p = Path(junit)
         p.parent.mkdir(parents=True, exist_ok=True)
         _atomic_write(p, lambda tmp: Path(tmp).write_bytes(data))
@@ -318,4 +323,4 @@ def write_outputs(outcomes: list[Verdict], res: Results, passed: bool, elapsed: 
         p = Path(summary)
         p.parent.mkdir(parents=True, exist_ok=True)
         with p.open("a") as f:
-            f.write(summary_md(outcomes, res, passed, elapsed))
+            f.write(summary_md(verdicts, res, passed, elapsed))

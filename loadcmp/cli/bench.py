@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -36,6 +37,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     Defaults: -c 50 -t 30s, a new connection per request, no warm-up.
     """
     from ..load.driver import LoadSpec
+    from ..load.saturation import Machine, add_advice
     from ..load.target import make_target
     from ..load.schedules import make_schedule
     from ..load.summary import result_doc, timeline_rows
@@ -58,6 +60,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         "url": url, "engine": v["engine"], "workers": v["workers"], "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": clients,
     })
+    add_advice(doc, Machine(os.cpu_count() or 1, None, v["workers"], keepalive))
     timeline = timeline_rows(result)
     if out_dir:
         from .. import __version__

@@ -49,8 +49,13 @@ class LiveLine:
             f"{self.label}{phase} {max(0.0, lv.elapsed):5.1f}s  req/s {lv.rps:9.0f}  ok {lv.ok:9d}  "
             f"failed {lv.failed:7d}  in flight {lv.inflight:6d}"
         )
+        client, hot = lv.client_text()
+        line = Text(self.last)
+        if client:
+            self.last += f"  {client}"
+            line.append(f"  {client}", style="yellow" if hot else "")
         if self.live is not None:
-            self.live.update(Text(self.last))
+            self.live.update(line)
 
 
 def latency_histogram(h: Histogram, bins: int = 10, width: int = 40) -> list[tuple[float, int, str]]:
@@ -87,6 +92,11 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     t.add_row("requests/s (ok)", f"{doc['rps']:,.1f}")
     t.add_row("completions/s", f"{doc['completions_per_s']:,.1f}")
     t.add_row("received", f"{format_bytes(doc['bytes'])} ({format_bytes(doc['bytes_per_s'])}/s)")
+    if doc.get("client_cpu_pct") is not None:
+        cost = doc.get("client_cpu_us")
+        wait = doc.get("client_wait_pct") or 0.0
+        t.add_row("client", f"busy {doc.get('client_cpu_pct'):.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
+                  + (f", {cost:,.0f} µs CPU per request" if cost else ""))
     wb = doc["webbench"]
     t.add_row("webbench", f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
               f"Requests: {wb['susceed']:,} susceed, {wb['failed']:,} failed")
@@ -103,6 +113,14 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
         console.print("histogram:")
         for edge, c, bar in latency_histogram(hist):
             console.print(f"  {edge:10.3f} ms [{c:>9,}] |{bar}")
+    edges = doc.get("start_s", 0.0) + doc.get("teardown_s", 0.0)
+    if edges > max(1.0, 0.1 * doc["duration_s"]):
+        console.print(f"[yellow]note:[/yellow] starting the clients took {doc.get('start_s', 0.0):.1f} s and closing "
+                      f"their connections {doc.get('teardown_s', 0.0):.1f} s beside the {doc['duration_s']:.1f} s "
+                      "measured (starting is part of the warm-up, or of the window when there is none; closing comes after it)")
+    if doc.get("client_bound"):
+        console.print(f"[yellow]client-bound:[/yellow] {doc.get('client_bound_reason')}. These figures are the "
+                      f"client's limit, not the server's. {_sentence(doc.get('client_advice', ''))}")
     for w in doc.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {w}")
 
@@ -117,3 +135,7 @@ def _percentile_cells(lat: LatencyMs) -> list[str]:
 
 def _fmt_ms(v: float | None) -> str:
     return "-" if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]

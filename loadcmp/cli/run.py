@@ -58,8 +58,12 @@ class SweepDisplay:
         if self.current is None:
             return
         phase = "" if lv.measuring else "warm-up "
+        client, hot = lv.client_text()
+        if hot:
+            client = f"[yellow]{client}[/yellow]"
         self.progress.update(self.current, completed=max(0.0, lv.elapsed),
-                             info=f"{phase}{lv.rps:8.0f} req/s  ok {lv.ok:,}  failed {lv.failed:,}  in flight {lv.inflight:,}")
+                             info=f"{phase}{lv.rps:8.0f} req/s  ok {lv.ok:,}  failed {lv.failed:,}  "
+                                  f"in flight {lv.inflight:,}  {client}")
 
     def trial_end(self, p: Planned, rec: TrialRecord) -> None:
         r = rec.get("result")
@@ -68,6 +72,8 @@ class SweepDisplay:
             msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {r['latency_ms']['p99'] or 0:,.1f} ms"
         if rec["status"] != "ok":
             msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
+        if r and r.get("client_bound"):
+            msg += f"\n{'':>18}[yellow]client-bound: {r.get('client_bound_reason')}[/yellow]"
         if r and r["failed"] > r["ok"]:
             failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
             msg += f"\n{'':>18}failures: {failures}"
@@ -79,6 +85,7 @@ class SweepDisplay:
 
 def print_table1(path: str) -> None:
     """Table 1 of a stored run, as the write-ups printed it, with its notes."""
+    from ..report.compare import verdicts
     from ..report.tables import notes, table1
     from ..results import load_results
 
@@ -92,6 +99,11 @@ def print_table1(path: str) -> None:
     out.print(t)
     for n in notes(res):
         out.print(f"* {n}")
+    lines = verdicts(res)
+    if lines:
+        out.print("[bold]Comparison[/bold]")
+        for v in lines:
+            out.print(f"- {v}")
 
 
 def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepOutcome:

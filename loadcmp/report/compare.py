@@ -1,5 +1,8 @@
 """Ratios between servers per level, and verdicts that say only what the data supports.
 
+A level where either side was client-bound (`load.saturation`) gets no verdict:
+it is inconclusive, with the reason and the advice.
+
 A ratio B/A of means gets a 95 % interval from the trials' standard errors
 (delta method on the log scale). A verdict names a difference only when that
 interval excludes 1; with one trial per side it gives the ratio and says that
@@ -113,6 +116,13 @@ def verdicts(data: Results) -> list[str]:
                 out.append(f"At {level:,} clients {missing} has no measurement, so there is nothing to compare.")
                 continue
             r = ratio(eb, ea)
+            bound = [(name, b) for name in (base, other) if (b := data.client_bound(name, level))]
+            if bound:
+                who = " and ".join(name for name, _ in bound)
+                out.append(f"Inconclusive at {level:,} clients: the client, not the server, was the bottleneck "
+                           f"for {who}: {bound[0][1].reason}. The ratio {r.text()} measures the client."
+                           + (f" {_sentence(bound[0][1].advice)}" if bound[0][1].advice else ""))
+                continue
             if r.value is None:
                 out.append(f"At {level:,} clients {base} served no successful request, so no ratio can be given.")
                 continue
@@ -132,3 +142,7 @@ def verdicts(data: Results) -> list[str]:
 def _inv(r: Ratio) -> Ratio:
     assert r.value
     return Ratio(1 / r.value, None if r.high is None else 1 / r.high, None if r.low is None else 1 / r.low)
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -105,6 +105,11 @@ def summary_doc(res: Results) -> dict[str, Any]:
             item["failures"] = {k: _num(v) for k, v in m.iloc[0].drop(["server", "level"]).items()} if len(m) else {}
         else:
             item["failures"] = {}
+        bound = res.client_bound(r.server, int(r.level))
+        item["client_bound"] = bound is not None
+        if bound is not None:
+            item["client_bound_reason"] = bound.reason
+            item["client_advice"] = bound.advice
         if r.trials > 1:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "p99_ms", "mem_peak_bytes") if r[f"{k}_low"] is not None
@@ -146,7 +151,8 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
                 continue
             r = m.iloc[0]
             mark = "" if r.statuses == "ok" else " *"
-            row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}", _cell(r.rps, r.rps_low, r.rps_high, "{:,.0f}"),
+            bound = CLIENT_BOUND_MARK if res.client_bound(s, level) else ""
+            row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}", _cell(r.rps, r.rps_low, r.rps_high, "{:,.0f}") + bound,
                     _cell(r.p99_ms, None, None, "{:,.1f}"), format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
         rows.append(row)
     return header, rows
@@ -161,13 +167,26 @@ def _cell(v: Any, lo: Any, hi: Any, fmt: str) -> str:
     return s
 
 
+CLIENT_BOUND_MARK = " ‡"
+"""Marks a Table 1 rate the client limited; `notes` says why."""
+
+
 def notes(res: Results) -> list[str]:
-    """Why a cell is '/' or starred: the trial reasons, once each."""
+    """Why a cell is '/', starred or marked client-bound: the trial reasons, once each."""
     out = []
+    bound = [(s, lv, b) for s in res.servers for lv in res.levels if (b := res.client_bound(s, lv))]
+    if bound:
+        cells = ", ".join(f"{s} at {lv:,}" for s, lv, _ in bound)
+        out.append(f"‡ client-bound ({cells}): {bound[0][2].reason}. These rates are the client's limit, not the "
+                   "server's, and no comparison is drawn from them."
+                   + (f" Advice: {bound[0][2].advice}" if bound[0][2].advice else ""))
     for t in res.trials:
         if t["status"] != "ok" and t.get("reason"):
             out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
     for t in res.trials:
+        r = t.get("result")
+        if not r or not r["failed"]:
+            continue  # a limit read from the config explains failures; without any it would mislead
         for n in t.get("notes", []):
             out.append(f"{t['server']} at {t['level']} clients: {n}")
     return list(dict.fromkeys(out))
