@@ -74,8 +74,8 @@ class LoadSummary(TypedDict):
     warnings: list[str]
     client_bound: NotRequired[bool]  #: the client, not the server, limited the rate (`load.saturation`)
     client_bound_reason: NotRequired[str | None]  #: what says so: the client's CPU, its event-loop lag
-    client_cpu_pct: NotRequired[float | None]  #: the busiest load thread's median busy % (on or waiting for a CPU)
-    client_wait_pct: NotRequired[float | None]  #: ... of which waiting for a CPU (another process on its core)
+    client_busy_pct: NotRequired[float | None]  #: the busiest load thread's median busy % (on or waiting for a CPU)
+    client_wait_pct: NotRequired[float | None]  #: the largest median % a load thread waited for a CPU
     client_lag_ms: NotRequired[float | None]  #: the worst median event-loop lag of the load processes
     client_cpu_us: NotRequired[float | None]  #: the client's CPU microseconds per request completed
     client_advice: NotRequired[str]  #: when client-bound: its ceiling and what would raise it
@@ -134,7 +134,7 @@ class TrialRecord(TypedDict):
     server_metrics: NotRequired[ServerMetrics]
     container_state: NotRequired[dict[str, ContainerState]]
     notes: NotRequired[list[str]]  #: what the evidence says limited the server
-    warnings: NotRequired[list[str]]  #: client saturation, sampler errors ...
+    warnings: NotRequired[list[str]]  #: the client's socket errors, sampler errors ...
 
 
 class ServerInfo(TypedDict, total=False):

@@ -339,7 +339,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
         "schedule": {**schedule.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
         "workers": spec.workers, "url": target.url})
     server_cpus = len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
-    add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, min(spec.workers, schedule.connections), p.keepalive))
+    add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))
     return Measurement(
         summary=summary,
         latency_hist=result.latency().to_dict(),

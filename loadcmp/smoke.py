@@ -29,7 +29,7 @@ from . import units
 from .errors import ConfigError, UsageError
 from .load.recorder import Histogram
 from .units import duration_value, size_value
-from .report.tables import table1
+from .report.tables import notes, table1
 from .results import Results, client_bound, metrics_of
 from .records import LoadSummary, ServerMetrics, TrialRecord
 from .store import _atomic_write
@@ -208,7 +208,7 @@ class Verdict:
     passed: bool
     message: str
     kind: str = "check"
-    client_bound: str | None = None
+    client_bound_reason: str | None = None
     """Why the client, not the server, limited what was measured (the check still counts)."""
 
 
@@ -229,7 +229,7 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
             msg = f"{label}: {c.name}: measured {c.show(v)}" + ("" if ok else " — not met")
             if bound is not None:
                 msg += f" (client-bound: {bound.reason})"
-            out.append(Verdict(label, c.name, v, c.show(v), ok, msg, client_bound=None if bound is None else bound.reason))
+            out.append(Verdict(label, c.name, v, c.show(v), ok, msg, client_bound_reason=None if bound is None else bound.reason))
     return out
 
 
@@ -264,11 +264,14 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
             worse = better * (was - now_v) / was  # > 0: a regression of that fraction
             ok = worse <= margin
             direction = ("below" if now_v < was else "above")
+            bound = client_bound(res.cell(*key)) or client_bound(base.cell(*key))
             out.append(Verdict(
                 key[0], f"{name} vs baseline (max {'-' if better > 0 else '+'}{margin:.0%})", now_v,
                 f"{now_v:,.1f}{unit.strip()}", ok,
                 f"{label}: {name} {now_v:,.1f}{unit} is {abs(now_v - was) / was:.0%} {direction} the baseline "
-                f"{was:,.1f}{unit}" + ("" if ok else f" (worse by more than {margin:.0%})"), "baseline"))
+                f"{was:,.1f}{unit}" + ("" if ok else f" (worse by more than {margin:.0%})")
+                + ("" if bound is None else f" (client-bound, the change may be the client's: {bound.reason})"),
+                "baseline", client_bound_reason=None if bound is None else bound.reason))
     return out
 
 
@@ -305,10 +308,12 @@ def summary_md(verdicts: list[Verdict], res: Results, passed: bool, elapsed: flo
              f"results in `{res.path}`.", "",
              "| server | check | measured | verdict |", "|---|---|---:|---|"]
     for o in verdicts:
-        lines.append(f"| {o.server} | `{o.check}` | {o.shown} | {'pass' if o.passed else '**fail**'} |")
+        verdict = "pass" if o.passed else "**fail**"
+        lines.append(f"| {o.server} | `{o.check}` | {o.shown} | {verdict}{' (client-bound)' if o.client_bound_reason else ''} |")
     lines += ["", "| " + " | ".join(f"{g} {w}".strip() for g, w in header) + " |",
               "|" + "|".join("---:" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
+    lines += [""] + [f"- {n}" for n in notes(res) if n.startswith("‡")]
     return "\n".join(lines) + "\n\n"
 
 

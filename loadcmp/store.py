@@ -35,7 +35,7 @@ FORMAT = 1
 SUMMARY_COLUMNS = [
     "server", "level", "trial", "status", "ok", "failed", "unfinished", "started", "rps",
     "completions_per_s", "failed_rate", "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes",
-    "duration_s", "cpu_pct", "mem_peak_bytes", "pids_peak", "client_bound", "client_cpu_pct", "reason",
+    "duration_s", "cpu_pct", "mem_peak_bytes", "pids_peak", "client_bound", "client_busy_pct", "reason",
 ]
 
 
@@ -229,6 +229,6 @@ def summary_row(trial: TrialRecord) -> dict[str, Any]:
         "mem_peak_bytes": srv.get("mem_peak_bytes"),
         "pids_peak": srv.get("pids_peak"),
         "client_bound": s.get("client_bound"),
-        "client_cpu_pct": s.get("client_cpu_pct"),
+        "client_busy_pct": s.get("client_busy_pct"),
         "reason": trial.get("reason"),
     }

@@ -60,7 +60,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         "url": url, "engine": v["engine"], "workers": v["workers"], "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": clients,
     })
-    add_advice(doc, Machine(os.cpu_count() or 1, None, v["workers"], keepalive))
+    add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), keepalive))
     timeline = timeline_rows(result)
     if out_dir:
         from .. import __version__

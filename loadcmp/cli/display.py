@@ -92,10 +92,10 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     t.add_row("requests/s (ok)", f"{doc['rps']:,.1f}")
     t.add_row("completions/s", f"{doc['completions_per_s']:,.1f}")
     t.add_row("received", f"{format_bytes(doc['bytes'])} ({format_bytes(doc['bytes_per_s'])}/s)")
-    if doc.get("client_cpu_pct") is not None:
+    if doc.get("client_busy_pct") is not None:
         cost = doc.get("client_cpu_us")
         wait = doc.get("client_wait_pct") or 0.0
-        t.add_row("client", f"busy {doc.get('client_cpu_pct'):.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
+        t.add_row("client", f"busy {doc.get('client_busy_pct'):.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
                   + (f", {cost:,.0f} µs CPU per request" if cost else ""))
     wb = doc["webbench"]
     t.add_row("webbench", f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
@@ -113,16 +113,24 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
         console.print("histogram:")
         for edge, c, bar in latency_histogram(hist):
             console.print(f"  {edge:10.3f} ms [{c:>9,}] |{bar}")
-    edges = doc.get("start_s", 0.0) + doc.get("teardown_s", 0.0)
-    if edges > max(1.0, 0.1 * doc["duration_s"]):
-        console.print(f"[yellow]note:[/yellow] starting the clients took {doc.get('start_s', 0.0):.1f} s and closing "
-                      f"their connections {doc.get('teardown_s', 0.0):.1f} s beside the {doc['duration_s']:.1f} s "
-                      "measured (starting is part of the warm-up, or of the window when there is none; closing comes after it)")
+    edges = edges_note(doc)
+    if edges:
+        console.print(f"[yellow]note:[/yellow] {edges}")
     if doc.get("client_bound"):
         console.print(f"[yellow]client-bound:[/yellow] {doc.get('client_bound_reason')}. These figures are the "
                       f"client's limit, not the server's. {_sentence(doc.get('client_advice', ''))}")
     for w in doc.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+def edges_note(doc: LoadSummary) -> str | None:
+    """When starting the clients or closing their connections took long beside the window, say how long."""
+    start, teardown = doc.get("start_s", 0.0), doc.get("teardown_s", 0.0)
+    if start + teardown <= max(1.0, 0.1 * doc["duration_s"]):
+        return None
+    return (f"starting the clients took {start:.1f} s and closing their connections {teardown:.1f} s beside the "
+            f"{doc['duration_s']:.1f} s measured (starting is part of the warm-up, or of the window when there is "
+            "none; closing comes after it)")
 
 
 PERCENTILE_COLUMNS = ("p50", "p75", "p90", "p95", "p99", "p99_9", "max")

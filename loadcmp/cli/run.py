@@ -10,7 +10,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from .app import cli, emit_json, stop_on_sigint
-from .display import err, out
+from .display import edges_note, err, out
 from .options import LoadFlags, json_option, load_options, server_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
@@ -74,6 +74,9 @@ class SweepDisplay:
             msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
         if r and r.get("client_bound"):
             msg += f"\n{'':>18}[yellow]client-bound: {r.get('client_bound_reason')}[/yellow]"
+        edges = edges_note(r) if r else None
+        if edges:
+            msg += f"\n{'':>18}{edges}"
         if r and r["failed"] > r["ok"]:
             failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
             msg += f"\n{'':>18}failures: {failures}"

@@ -90,7 +90,7 @@ def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool,
         emit_json({"passed": passed, "results_dir": path, "elapsed_s": round(elapsed, 1),
                    "checks": [{"server": o.server, "check": o.check, "kind": o.kind, "measured": o.measured,
                                "shown": o.shown, "passed": o.passed, "message": o.message,
-                               "client_bound": o.client_bound is not None, "client_bound_reason": o.client_bound}
+                               "client_bound": o.client_bound_reason is not None, "client_bound_reason": o.client_bound_reason}
                               for o in verdicts]})
         return
     t = Table(title=f"smoke checks ({elapsed:.0f} s)", title_justify="left")
@@ -98,13 +98,13 @@ def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool,
         t.add_column(c)
     for o in verdicts:
         verdict = "[green]pass[/green]" if o.passed else "[red]FAIL[/red]"
-        t.add_row(o.server, o.check, o.shown, verdict + (" [yellow](client-bound)[/yellow]" if o.client_bound else ""))
+        t.add_row(o.server, o.check, o.shown, verdict + (" [yellow](client-bound)[/yellow]" if o.client_bound_reason else ""))
     out.print(t)
     for o in verdicts:
         if not o.passed:
             out.print(f"[red]failed:[/red] {o.message}")
-    bound = next((o for o in verdicts if o.client_bound), None)
+    bound = next((o for o in verdicts if o.client_bound_reason), None)
     if bound is not None:
-        out.print(f"[yellow]client-bound:[/yellow] {bound.client_bound}: figures marked so are the client's "
-                  "limit, not the server's")
+        out.print(f"[yellow]client-bound:[/yellow] {bound.server}: {bound.client_bound_reason}: figures marked so "
+                  "are the client's limit, not the server's")
     out.print("[green]all checks passed[/green]" if passed else "[red]smoke checks failed[/red]")

@@ -1,7 +1,8 @@
 """The load generator: schedules (when), engines (how), recorder (what happened).
 
     workers.py    run_load: one load in this process or several; Stopper
-    driver.py     LoadSpec, Live, now; the Engine base: schedule loops, ticker, warnings
+    driver.py     LoadSpec, Live, now; the Engine base: schedule loops, the window, the
+                  once-a-second ticker that samples the load thread itself
     http1.py      FastEngine (uvloop + httptools), with conn.py (Conn, Slot)
                   and rawclient.py (the closed loop without keep-alive)
     aio.py        AiohttpEngine (TLS, redirects)
@@ -11,8 +12,9 @@
     recorder.py   per-second counts and histograms; Result (mergeable)
     summary.py    Result -> records.LoadSummary and timeline rows
     limits.py     the open-file limit: check_nofile, raise_nofile
+    saturation.py is the client the bottleneck? thresholds, judgement, advice
 
 Imports go one way: workers -> engines -> driver -> schedules, target, recorder
--> outcomes. Nothing here installs a signal handler in the caller's process: the
+-> outcomes, saturation -> records (no pandas in a load process). Nothing here installs a signal handler in the caller's process: the
 command owns SIGINT (worker processes, ours, ignore it).
 """

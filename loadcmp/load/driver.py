@@ -76,7 +76,7 @@ class Live:
         text = f"client busy {self.client_cpu:3.0f}%"
         if (self.lag_ms or 0.0) >= LAG_BOUND_MS:
             text += f", loop lag {self.lag_ms:,.0f} ms"
-        return text + (" (client-bound)" if hot else ""), hot
+        return text + (" (at its limit)" if hot else ""), hot
 
 
 LiveFn = Callable[[Live], None]
@@ -255,6 +255,9 @@ class Engine(Generic[S]):
 
         async def one(due: float) -> None:
             nonlocal inflight
+            if not self.may_start(now()):  # spawned in time, but the loop got to it after the close
+                inflight -= 1
+                return
             state = idle.pop() if idle else None
             try:
                 state = await self.request(due, rec.start(due), state)
@@ -306,7 +309,7 @@ class Engine(Generic[S]):
         rec = self.rec
         assert rec is not None
         nxt = t0 - math.floor(self.spec.warmup) + TICK_AFTER_S
-        while nxt < self.t_load0 + 0.5:
+        if nxt < self.t_load0:
             nxt += 1.0
         prev_ok = 0
         while True:
@@ -314,7 +317,7 @@ class Engine(Generic[S]):
             t = now()
             self._lag_max = max(self._lag_max, t - nxt)  # the ticker's own timer is a lag probe too
             c = self._sample_client(t)
-            measuring = t > t0
+            measuring = t >= t0 + 1.0  # the tick just after t0 covers the warm-up's last second
             if measuring:
                 self.cpu_s += c.cpu_s
             rec.tick(t, c if measuring else None)

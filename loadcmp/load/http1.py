@@ -127,6 +127,9 @@ class FastEngine(Engine[Slot]):
                         await asyncio.sleep(BACKOFF_S)
                     continue
                 conn = got
+                if not self.may_start(now()):  # connected after the window closed: the request stays unfinished
+                    conn.transport.close()
+                    break
                 conn.closed_fut = loop.create_future()
                 conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
                 self._send_on_open_connection(slot, conn, t, counted)
@@ -173,6 +176,10 @@ class FastEngine(Engine[Slot]):
                     await asyncio.sleep(BACKOFF_S)
                 return slot
             conn = got
+        if not self.may_start(now()):  # connected after the window closed: the request stays unfinished
+            conn.transport.close()
+            slot.conn = None
+            return slot
         fut: asyncio.Future[int] = loop.create_future()
 
         def answered(c: Conn, kind: int) -> None:

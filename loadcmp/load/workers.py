@@ -113,8 +113,13 @@ def run_load(
     stopper = stopper or Stopper()
     if workers == 1:
         raise_nofile(conns)
+        before = os.sched_getaffinity(0)
         _pin(cpus)
-        return _run_here(spec, start_at or now() + START_DELAY, live, stopper)
+        try:
+            return _run_here(spec, start_at or now() + START_DELAY, live, stopper)
+        finally:
+            if cpus:  # the caller's thread goes on where it was allowed to run before
+                os.sched_setaffinity(0, before)
     return _run_workers(spec, workers, cpus, live, stopper, start_at or now() + SPAWN_DELAY)
 
 

@@ -120,7 +120,8 @@ def verdicts(data: Results) -> list[str]:
             if bound:
                 who = " and ".join(name for name, _ in bound)
                 out.append(f"Inconclusive at {level:,} clients: the client, not the server, was the bottleneck "
-                           f"for {who}: {bound[0][1].reason}. The ratio {r.text()} measures the client."
+                           f"for {who}: {bound[0][1].reason}."
+                           + (f" The ratio {r.text()} measures the client." if r.value is not None else "")
                            + (f" {_sentence(bound[0][1].advice)}" if bound[0][1].advice else ""))
                 continue
             if r.value is None:

@@ -175,11 +175,12 @@ def notes(res: Results) -> list[str]:
     """Why a cell is '/', starred or marked client-bound: the trial reasons, once each."""
     out = []
     bound = [(s, lv, b) for s in res.servers for lv in res.levels if (b := res.client_bound(s, lv))]
+    for s, lv, b in bound:
+        out.append(f"‡ {s} at {lv:,} clients was client-bound: {b.reason}.")
     if bound:
-        cells = ", ".join(f"{s} at {lv:,}" for s, lv, _ in bound)
-        out.append(f"‡ client-bound ({cells}): {bound[0][2].reason}. These rates are the client's limit, not the "
-                   "server's, and no comparison is drawn from them."
-                   + (f" Advice: {bound[0][2].advice}" if bound[0][2].advice else ""))
+        s, lv, b = bound[-1]
+        out.append("‡ these rates are the client's limit, not the server's, and no comparison is drawn from them."
+                   + (f" Advice ({s} at {lv:,} clients): {b.advice}" if b.advice else ""))
     for t in res.trials:
         if t["status"] != "ok" and t.get("reason"):
             out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
