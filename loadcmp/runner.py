@@ -52,6 +52,7 @@ class Planned:
     level: int
     trial: int
     server: str
+    """The server's label (a stack's name, or a variant's)."""
     keepalive: bool
     label: str
     page: str
@@ -147,13 +148,13 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
 
 def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None) -> Sweep:
     """Docker client, images, a run id and the results folder with run.json started."""
-    servers = stacks.resolve_servers(list(spec.servers))
+    servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
     client = lab.docker_client()
     if images is None:
         needed = list(dict.fromkeys(i for s in servers for i in s.images))
         images = lab.build_images(client, needed, log=progress.say)
     run_id = lab.new_run_id()
-    name = spec.name or "-".join(s.name for s in servers)
+    name = spec.name or "-".join(spec.servers)
     doc = new_run_doc("run", name, spec.to_dict(), machine_info(client), __version__)
     doc["run_id"] = run_id
     doc["description"] = spec.description
@@ -255,7 +256,7 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
         try:
             dep, ready_s = start(sweep, plan_trial(spec, p))
         except LabError as e:
-            return TrialOutcome(not_started(p, e), [], [])
+            return TrialOutcome(not_started(spec, p, e), [], [])
         if spec.reuse_server:
             sweep.reused[p.label] = dep
     try:
@@ -275,8 +276,8 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
 
 def plan_trial(spec: RunSpec, p: Planned) -> render.DeploymentPlan:
     """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
-    return lab.plan_deployment(stacks.get_stack(p.server), cpus=spec.server_cpus, memory=spec.server_memory,
-                               overrides=spec.settings)
+    return lab.plan_deployment(stacks.get_stack(spec.stack_of(p.server)), cpus=spec.server_cpus,
+                               memory=spec.server_memory, overrides=spec.settings_for(p.server))
 
 
 def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
@@ -401,9 +402,9 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
     return record
 
 
-def not_started(p: Planned, e: LabError) -> TrialRecord:
+def not_started(spec: RunSpec, p: Planned, e: LabError) -> TrialRecord:
     """The record of a trial whose server did not start (the sweep goes on)."""
-    return TrialRecord(server=p.label, level=p.level, trial=p.trial, stack=stacks.get_stack(p.server).name,
+    return TrialRecord(server=p.label, level=p.level, trial=p.trial, stack=spec.stack_of(p.server),
                        keepalive=p.keepalive, status="server_failed", reason=f"server did not start: {e}", page=p.page)
 
 

@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import stacks
+from . import stacks, variants
 from .errors import ConfigError, UsageError
 from .load.schedules import Schedule, make_schedule
 from .units import parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
@@ -23,6 +23,9 @@ class RunSpec:
     """Everything a sweep needs; stored whole in run.json."""
 
     servers: tuple[str, ...] = ("nginx",)
+    """Labels: a stack's name, or a variant's label (see `loadcmp.variants`)."""
+    stacks: dict[str, str] = field(default_factory=dict)
+    """The stack of each label; after `validate`, of every label in `servers`."""
     levels: tuple[int, ...] = (50,)
     duration: float = 30.0
     warmup: float = 2.0
@@ -44,6 +47,9 @@ class RunSpec:
     client_cpus: str | None = None
     server_memory: int | None = None
     settings: dict[str, Any] = field(default_factory=dict)
+    """Tunables for every server whose stack has their section."""
+    variant_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    """Tunables of one label, over `settings`."""
     reuse_server: bool = False
     name: str = ""
     description: str = ""
@@ -56,6 +62,14 @@ class RunSpec:
         """The schedule of one level (its `connections` bound the open files)."""
         return make_schedule(self.schedule, level, ramp_up=self.ramp_up, pace=self.pace, rate=self.rate,
                              max_inflight=self.max_inflight)
+
+    def stack_of(self, label: str) -> str:
+        """The stack a label runs."""
+        return self.stacks.get(label) or stacks.get_stack(label).name
+
+    def settings_for(self, label: str) -> dict[str, Any]:
+        """The overrides one label's server starts with."""
+        return {**self.settings, **self.variant_settings.get(label, {})}
 
     @property
     def all_pages(self) -> tuple[str, ...]:
@@ -98,6 +112,7 @@ KEYS: dict[str, str] = {
     "server_memory": "memory cap",
     "reuse_server": "bool",
     "set": "table",
+    "variants": "variants",
     "smoke": "table",
 }
 """The keys an experiment file may have, and their types."""
@@ -139,22 +154,35 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             conv = _convert(key, kind, value)
         except (UsageError, ConfigError) as e:
             for m in getattr(e, "errors", [str(e)]):
-                errors.append(f"{where}: {key}: {m}")
+                errors.append(_variant_error(p, text, m) if key == "variants" else f"{where}: {key}: {m}")
             continue
         if key == "smoke":
             extra["smoke"] = conv
+        elif key == "variants":
+            fields["stacks"] = {v.label: v.stack for v in conv.values()}
+            fields["variant_settings"] = {v.label: dict(v.settings) for v in conv.values() if v.settings}
         else:
             fields[FIELD_OF.get(key, key)] = conv
     if "servers" in fields:
         for s in fields["servers"]:
+            if s in (raw.get("variants") or {}) and s not in fields.get("stacks", {}):
+                continue  # its [variants] table is wrong, and said so
             try:
-                stacks.get_stack(s)
+                variants.resolve([s], fields.get("stacks", {}))
             except UsageError as e:
                 errors.append(f"{_where(p, text, 'servers')}: {e}")
+    elif "stacks" in fields:
+        fields["servers"] = tuple(fields["stacks"])
     if errors:
         raise ConfigError(f"{p.name}: {len(errors)} error(s)", errors)
     fields.setdefault("name", p.stem)
     return fields, extra
+
+
+def _variant_error(path: Path, text: str, message: str) -> str:
+    """A `[variants.LABEL]: ...` message at the line of that table."""
+    m = re.match(r"\[variants\.([^\]]+)\]", message)
+    return f"{_where(path, text, m.group(0)[1:-1]) if m else path.name}: {message}"
 
 
 def _convert(key: str, kind: str, v: Any) -> Any:
@@ -200,6 +228,8 @@ def _convert(key: str, kind: str, v: Any) -> Any:
         if key == "set":
             return stacks.parse_overrides({k: val for k, val in v.items()})
         return v
+    if kind == "variants":
+        return variants.parse_variant_tables(v)
     raise ConfigError(f"unknown type {kind}")  # pragma: no cover
 
 
@@ -213,7 +243,12 @@ def validate(spec: RunSpec) -> RunSpec:
         except (UsageError, ConfigError) as e:
             errors.extend(getattr(e, "errors", [str(e)]))
 
-    check(lambda: [stacks.get_stack(s) for s in spec.servers])
+    servers: list[variants.Variant] = []
+
+    def resolve() -> None:
+        servers.extend(variants.resolve(spec.servers, spec.stacks))
+
+    check(resolve)
     if not spec.servers:
         errors.append("no server given: use --server NAME (see `loadcmp servers`)")
     if not spec.levels:
@@ -235,9 +270,15 @@ def validate(spec: RunSpec) -> RunSpec:
     check(lambda: parse_cpus(spec.client_cpus))
     for level in spec.levels[:1]:
         check(lambda level=level: spec.schedule_for(level))
-    for s in spec.servers:
-        check(lambda s=s: stacks.effective_settings(stacks.get_stack(s), spec.settings))
+    if servers:
+        errors += variants.check_sets(servers, spec.settings, spec.variant_settings)
+    for v in servers:
+        try:
+            stacks.effective_settings(stacks.get_stack(v.stack), spec.settings_for(v.label))
+        except ConfigError as e:
+            errors.extend(f"{v.label}: {m}" for m in e.errors)
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} problems", errors)
-    servers = tuple(x.name for x in stacks.resolve_servers(list(spec.servers)))
-    return replace(spec, servers=servers)
+    labels = tuple(v.label for v in servers)
+    return replace(spec, servers=labels, stacks={v.label: v.stack for v in servers},
+                   variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels})

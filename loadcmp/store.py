@@ -35,7 +35,8 @@ FORMAT = 1
 SUMMARY_COLUMNS = [
     "server", "level", "trial", "status", "ok", "failed", "unfinished", "started", "rps",
     "completions_per_s", "failed_rate", "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes",
-    "duration_s", "cpu_pct", "mem_peak_bytes", "pids_peak", "client_bound", "client_busy_pct", "reason",
+    "duration_s", "cpu_pct", "mem_peak_bytes", "pids_peak", "client_bound", "client_busy_pct", "webbench_susceed",
+    "webbench_failed", "reason",
 ]
 
 
@@ -207,6 +208,7 @@ def summary_row(trial: TrialRecord) -> dict[str, Any]:
     s: dict[str, Any] = dict(trial.get("result") or {})
     lat: dict[str, Any] = dict(s.get("latency_ms") or {})
     srv: dict[str, Any] = dict(trial.get("server_metrics") or {})
+    wb: dict[str, Any] = dict(s.get("webbench") or {})
     return {
         "server": trial["server"],
         "level": trial["level"],
@@ -230,5 +232,7 @@ def summary_row(trial: TrialRecord) -> dict[str, Any]:
         "pids_peak": srv.get("pids_peak"),
         "client_bound": s.get("client_bound"),
         "client_busy_pct": s.get("client_busy_pct"),
+        "webbench_susceed": wb.get("susceed"),
+        "webbench_failed": wb.get("failed"),
         "reason": trial.get("reason"),
     }

@@ -135,6 +135,19 @@ def raise_for_status(outcome: SweepOutcome) -> None:
         raise LoadcmpError("; ".join(outcome.problems) or f"the run failed; see {outcome.path}/run.json")
 
 
+def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, Any]:
+    """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given)."""
+    from ..variants import parse_server_items, parse_sets
+
+    out: dict[str, Any] = {}
+    if servers:
+        out["servers"], out["stacks"] = parse_server_items(servers)
+        out["servers"] = tuple(out["servers"])
+    if sets:
+        out["settings"], out["variant_settings"] = parse_sets(sets)
+    return out
+
+
 def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
     """Experiment file values, then the flags the user gave, validated together."""
     from ..spec import load_experiment, validate
@@ -143,8 +156,12 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
     if experiment:
         fields, _ = load_experiment(experiment)
     for k, v in given.items():
-        if k == "settings":
-            fields["settings"] = {**fields.get("settings", {}), **v}
+        if k in ("settings", "stacks"):
+            fields[k] = {**fields.get(k, {}), **v}
+        elif k == "variant_settings":
+            mine = fields.setdefault(k, {})
+            for label, values in v.items():
+                mine[label] = {**mine.get(label, {}), **values}
         else:
             fields[k] = v
     return validate(RunSpec(**fields))
@@ -152,7 +169,8 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
 
 @cli.command()
 @click.argument("experiment", required=False, type=click.Path(dir_okay=False))
-@click.option("--server", "servers_", multiple=True, help="Stack to run (repeatable, or 'all').")
+@click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
+              help="Stack to run (repeatable, or 'all'); LABEL=STACK runs a stack under a label of its own.")
 @load_options
 @click.option("--page", help="Path requested (default /info.php).")
 @click.option("--trials", type=click.IntRange(min=1), help="Repeat every server x level this many times.")
@@ -168,12 +186,10 @@ def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, tri
 
     Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
     """
-    from .. import stacks
-
     given = LoadFlags.pop(flags).given()
+    given.update(server_fields(servers_, sets))
     others: dict[str, Any] = {
-        "servers": tuple(servers_) or None, "page": page, "trials": trials, "server_cpus": server_cpus,
-        "server_memory": server_memory, "settings": stacks.parse_overrides(sets) if sets else None,
+        "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,
         "reuse_server": reuse_server, "out": out_dir, "name": name,
     }
     given.update({k: v for k, v in others.items() if v is not None})

@@ -80,9 +80,14 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
        sets: tuple[str, ...], as_json: bool) -> None:
     """Start a stack and leave it running; print its URL."""
     from .. import lab, stacks
+    from ..errors import ConfigError
+    from ..variants import Variant, check_sets
 
     stack = stacks.get_stack(server)
     overrides = stacks.parse_overrides(sets)
+    errors = check_sets([Variant(stack.name, stack.name, {})], overrides, {})
+    if errors:
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)
     stacks.effective_settings(stack, overrides)
     if port is not None:
         lab.check_port_free(port)

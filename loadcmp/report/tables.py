@@ -46,7 +46,7 @@ class Estimate:
 
 
 METRICS = ("ok", "failed", "unfinished", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_pct",
-           "mem_peak_bytes", "pids_peak", "failed_rate", "bytes", "duration_s")
+           "mem_peak_bytes", "pids_peak", "failed_rate", "bytes", "duration_s", "webbench_susceed", "webbench_failed")
 
 
 def aggregate(res: Results) -> pd.DataFrame:
@@ -105,6 +105,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
             item["failures"] = {k: _num(v) for k, v in m.iloc[0].drop(["server", "level"]).items()} if len(m) else {}
         else:
             item["failures"] = {}
+        item["webbench"] = {"susceed": _num(r.webbench_susceed), "failed": _num(r.webbench_failed)}
         bound = res.client_bound(r.server, int(r.level))
         item["client_bound"] = bound is not None
         if bound is not None:
@@ -138,24 +139,44 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
 
     agg = aggregate(res)
     servers = res.servers
+    webbench = webbench_differs(agg)
     header = [("", "clients")]
     for s in servers:
-        header += [(s, "ok / failed"), (s, "req/s"), (s, "p99 ms"), (s, "mem peak")]
+        header += [(s, "ok / failed")] + ([(s, WEBBENCH_COLUMN)] if webbench else [])
+        header += [(s, "req/s"), (s, "p99 ms"), (s, "mem peak")]
     rows = []
     for level in res.levels:
         row = [f"{level:,}"]
         for s in servers:
             m = agg[(agg.server == s) & (agg.level == level)]
             if m.empty or _isnan(m.iloc[0].ok):
-                row += ["/", "/", "/", "/"]
+                row += ["/"] * (5 if webbench else 4)
                 continue
             r = m.iloc[0]
             mark = "" if r.statuses == "ok" else " *"
             bound = CLIENT_BOUND_MARK if res.client_bound(s, level) else ""
-            row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}", _cell(r.rps, r.rps_low, r.rps_high, "{:,.0f}") + bound,
+            row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}"]
+            if webbench:
+                row += ["-" if _isnan(r.webbench_susceed) else f"{r.webbench_susceed:,.0f} / {r.webbench_failed:,.0f}"]
+            row += [_cell(r.rps, r.rps_low, r.rps_high, "{:,.0f}") + bound,
                     _cell(r.p99_ms, None, None, "{:,.1f}"), format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
         rows.append(row)
     return header, rows
+
+
+WEBBENCH_COLUMN = "webbench's count"
+"""A Table 1 column, shown when webbench would have counted differently from loadcmp."""
+WEBBENCH_NOTE = ("webbench's count: what webbench would have printed for the same requests (Speed ... susceed / "
+                 "failed): any answer read to the end is a success, error pages (5xx) included; only a connection "
+                 "refused, reset or timed out is a failure. ok / failed is loadcmp's strict count.")
+
+
+def webbench_differs(agg: pd.DataFrame) -> bool:
+    """Whether webbench would have told another story than the strict count for some cell."""
+    if agg.empty or "webbench_susceed" not in agg:
+        return False
+    known = agg[agg.webbench_susceed.notna() & agg.ok.notna()]
+    return bool(((known.webbench_susceed - known.ok).abs() > 0.5).any())
 
 
 def _cell(v: Any, lo: Any, hi: Any, fmt: str) -> str:
@@ -173,7 +194,7 @@ CLIENT_BOUND_MARK = " ‡"
 
 def notes(res: Results) -> list[str]:
     """Why a cell is '/', starred or marked client-bound: the trial reasons, once each."""
-    out = []
+    out = [WEBBENCH_NOTE] if webbench_differs(aggregate(res)) else []
     bound = [(s, lv, b) for s in res.servers for lv in res.levels if (b := res.client_bound(s, lv))]
     for s, lv, b in bound:
         out.append(f"‡ {s} at {lv:,} clients was client-bound: {b.reason}.")

@@ -1,0 +1,169 @@
+"""Server variants: the same stack more than once in one run, each under a label.
+
+A run names its servers by label. A label is either a stack's own name
+(`nginx`) or one the user chose for a stack with its own settings:
+
+    --server nginx --server tuned=nginx --set tuned:nginx.worker_connections=20000
+
+    [variants.tuned]
+    stack = "nginx"
+    set = { "nginx.worker_connections" = 20000 }
+
+`--set KEY=VALUE` applies to every chosen server whose stack has KEY's section;
+`--set LABEL:KEY=VALUE` to that label only. A setting that no chosen server can
+take is refused before anything starts: silently ignoring it would run an
+experiment other than the one asked for.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from . import stacks
+from .errors import ConfigError, UsageError
+
+LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
+"""Labels appear in file names, tables and check expressions (`label:rps>100`)."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """A labelled stack and the settings that are its own."""
+
+    label: str
+    stack: str
+    settings: Mapping[str, Any]
+
+
+def check_label(label: str) -> None:
+    """A label must be writable in a check and must not hide a different stack."""
+    if not LABEL_RX.match(label) or label == "all":
+        raise UsageError(f"bad server label {label!r}: use letters, digits, '.', '_' or '-' (at most 40), not 'all'")
+
+
+def parse_server_items(items: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+    """`--server` values (`STACK`, `LABEL=STACK`, `all`, comma lists) -> labels in
+    order, and the stack of each label given as LABEL=STACK."""
+    labels: list[str] = []
+    chosen: dict[str, str] = {}
+    for item in items:
+        for part in (p.strip() for p in item.split(",")):
+            if not part:
+                continue
+            if "=" in part:
+                label, name = (x.strip() for x in part.split("=", 1))
+                check_label(label)
+                stack = stacks.get_stack(name).name
+                if chosen.get(label, stack) != stack:
+                    raise UsageError(f"server label {label!r} is given twice, for {chosen[label]} and {stack}")
+                chosen[label] = stack
+                names = [label]
+            else:
+                names = [part]
+            labels += [n for n in names if n not in labels]
+    return labels, chosen
+
+
+def split_sets(items: Iterable[str]) -> tuple[list[str], dict[str, list[str]]]:
+    """`--set` values -> the ones for every server and those of one label (`LABEL:KEY=VALUE`)."""
+    common: list[str] = []
+    own: dict[str, list[str]] = {}
+    for item in items:
+        head = item.split("=", 1)[0]
+        if ":" in head:
+            label, rest = item.split(":", 1)
+            own.setdefault(label.strip(), []).append(rest)
+        else:
+            common.append(item)
+    return common, own
+
+
+def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """`--set` values parsed and typed; all bad ones reported at once."""
+    common, own = split_sets(items)
+    errors: list[str] = []
+    out_own: dict[str, dict[str, Any]] = {}
+    out_common: dict[str, Any] = {}
+    for label, values in [("", common), *own.items()]:
+        try:
+            parsed = stacks.parse_overrides(values)
+        except ConfigError as e:
+            errors += [f"{label}: {m}" if label else m for m in e.errors or [str(e)]]
+            continue
+        if label:
+            out_own[label] = parsed
+        else:
+            out_common = parsed
+    if errors:
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} bad settings", errors)
+    return out_common, out_own
+
+
+def parse_variant_tables(raw: Any) -> dict[str, Variant]:
+    """An experiment file's `[variants.LABEL]` tables (`stack`, optional `set`)."""
+    if not isinstance(raw, dict):
+        raise ConfigError("expected tables like [variants.tuned] with stack = \"nginx\"")
+    errors: list[str] = []
+    out: dict[str, Variant] = {}
+    for label, table in raw.items():
+        try:
+            check_label(label)
+            if not isinstance(table, dict):
+                raise ConfigError(f"[variants.{label}] must be a table with stack = \"...\"")
+            extra = set(table) - {"stack", "set"}
+            if extra:
+                raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} (known: stack, set)")
+            if not isinstance(table.get("stack"), str):
+                raise ConfigError(f"[variants.{label}] needs stack = \"NAME\" (see `loadcmp servers`)")
+            stack = stacks.get_stack(table["stack"]).name
+            sets = table.get("set", {})
+            if not isinstance(sets, dict):
+                raise ConfigError(f"[variants.{label}].set must be a table of settings")
+            out[label] = Variant(label, stack, stacks.parse_overrides(sets))
+        except (UsageError, ConfigError) as e:
+            errors += [f"[variants.{label}]: {m}" if not m.startswith("[variants.") else m
+                       for m in getattr(e, "errors", None) or [str(e)]]
+    if errors:
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} bad variants", errors)
+    return out
+
+
+def resolve(names: Iterable[str], chosen: Mapping[str, str]) -> list[Variant]:
+    """The run's servers: each name a label of `chosen`, a stack (or alias), or `all`."""
+    out: dict[str, Variant] = {}
+    for name in names:
+        if name in chosen:
+            found = [Variant(name, chosen[name], {})]
+        elif name == "all":
+            found = [Variant(s, s, {}) for s in stacks.stack_names()]
+        else:
+            stack = stacks.get_stack(name).name
+            found = [Variant(stack, stack, {})]
+        for v in found:
+            if v.label in stacks.STACKS and v.stack != v.label:
+                raise UsageError(f"label {v.label!r} is a stack's name; it cannot stand for {v.stack}")
+            out.setdefault(v.label, v)
+    return list(out.values())
+
+
+def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What a `--set` asks of servers that cannot take it, in words (empty: all fine)."""
+    sections = {v.label: stacks.get_stack(v.stack).sections for v in servers}
+    names = ", ".join(f"{v.label} ({v.stack})" if v.label != v.stack else v.label for v in servers)
+    errors = []
+    for key in common:
+        section = key.split(".", 1)[0]
+        if not any(section in s for s in sections.values()):
+            errors.append(f"setting {key}: none of the chosen servers has [{section}] settings (chosen: {names})")
+    for label, values in own.items():
+        if label not in sections:
+            errors.append(f"setting {label}:{next(iter(values), '')}: no server is labelled {label!r} (chosen: {names})")
+            continue
+        for key in values:
+            section = key.split(".", 1)[0]
+            if section not in sections[label]:
+                errors.append(f"setting {label}:{key}: {label} has no [{section}] settings")
+    return errors
