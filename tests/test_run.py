@@ -168,3 +168,28 @@ def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):
     assert "HTTP 404" in res.output and "--page" in res.output
     assert load_results(newest(tmp_path)).status == "failed"
     assert lab.labelled(docker_client) == []
+
+
+def test_two_labels_of_one_stack_each_with_its_own_config(tmp_path, images, docker_client):
+    """Variants end to end: Debian's nginx and a tuned one in one run, each with
+    its own settings and rendered config in run.json, labels everywhere."""
+    res = CliRunner().invoke(cli, [
+        "run", "--server", "nginx", "--server", "tuned=nginx", "--set", "tuned:nginx.worker_connections=4096",
+        "--set", "tuned:fpm.max_children=12", "-c", "5", "-t", "1", "--warmup", "0", "--page", "/index.html",
+        "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert [item["server"] for item in doc["results"]] == ["nginx", "tuned"]
+    assert all(item["ok"] > 0 and "webbench" in item for item in doc["results"])
+    r = load_results(doc["results_dir"])
+    assert r.servers == ["nginx", "tuned"]
+    servers = r.run["servers"]
+    assert servers["tuned"]["stack"] == servers["nginx"]["stack"] == "nginx"
+    assert servers["tuned"]["settings"]["nginx.worker_connections"] == 4096
+    assert servers["nginx"]["settings"]["nginx.worker_connections"] == 768
+    assert servers["tuned"]["settings"]["fpm.max_children"] == 12
+    tuned_conf = next(v for k, v in servers["tuned"]["configs"].items() if k.endswith("nginx.conf"))
+    plain_conf = next(v for k, v in servers["nginx"]["configs"].items() if k.endswith("nginx.conf"))
+    assert "worker_connections 4096;" in tuned_conf and "worker_connections 768;" in plain_conf
+    assert {t["server"]: t["stack"] for t in r.trials} == {"nginx": "nginx", "tuned": "nginx"}
+    assert lab.labelled(docker_client) == []
