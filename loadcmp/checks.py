@@ -38,7 +38,8 @@ METRICS: dict[str, tuple[str, str]] = {
 def check_metric(text: str, metric: str, q: str | None) -> float | None:
     """Refuse an unknown metric or a misplaced percentile; the percentile of p(N), else None."""
     if metric not in METRICS:
-        raise UsageError(f"check {text!r}: unknown metric {metric!r}; known: {', '.join(k if k != 'p' else 'p(N)' for k in METRICS)}")
+        known = ", ".join(k if k != "p" else "p(N)" for k in METRICS)
+        raise UsageError(f"check {text!r}: unknown metric {metric!r}; known: {known}")
     if metric == "p" and q is None:
         raise UsageError(f"check {text!r}: a percentile needs a number, e.g. p(99)")
     if q is not None and metric != "p":
