@@ -57,7 +57,7 @@ from .records import FindingDoc, FindingVerdict
 
 if TYPE_CHECKING:  # pandas: only when results are judged
     from .report.tables import Estimate
-    from .results import ClientBound, Results
+    from .results import Results
 
 MIN_TRIALS = 3
 """Trials per side below which only a large margin decides."""
@@ -275,11 +275,16 @@ class _Level:
 
 @dataclass(frozen=True)
 class FindingResult:
-    """A finding's verdict, the values that decided it, and a sentence saying so."""
+    """A finding's verdict, the values that decided it, and a sentence saying so.
+
+    `values` is plain JSON: `metric`, `scale` (ratio 0..1, ms, bytes, or "" for a plain number),
+    `op`, `threshold` (in that scale) or `factor`, and `levels`, one entry per server and level:
+    `level`, `verdict`, `reason`, `left` ({server, level, mean, low, high, n}) and, for a
+    comparison, `right` (the same) and `ratio` ({value, low, high}, left/right)."""
 
     finding: Finding
     verdict: FindingVerdict
-    values: dict[str, Any]  #: JSON-friendly: the metric, the threshold or factor, and one entry per level
+    values: dict[str, Any]
     reason: str | None
     text: str
 
@@ -323,41 +328,32 @@ def _judge(res: Results, f: Finding) -> FindingResult:
 def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
     from .report.compare import ratio
 
-    left = _estimate(res, c.left, server, level)
-    lv = _est_doc(server, level, left)
-    if c.right is None:
-        bound = [(server, res.client_bound(server, level))]
-        verdict, reason = _ready(left, None, server, None, bound)
-        if verdict is None:
-            assert left.mean is not None
-            verdict, reason = decide(left.mean, left.low, left.high, left.n, c.op, c.value)
-            reason = reason or _wrong(verdict, left.low)
-        return _Level(level, verdict, reason, lv)
-    rserver = c.right.label or server
-    rlevel = c.right.levels.low if c.right.levels and c.right.levels.low else level
-    right = _estimate(res, c.right, rserver, rlevel)
-    r = ratio(left, right)  # compare.ratio(b, a) is b/a
-    rd = {"value": r.value, "low": r.low, "high": r.high}
-    bound = [(server, res.client_bound(server, level)), (rserver, res.client_bound(rserver, rlevel))]
-    verdict, reason = _ready(left, right, server, rserver, bound)
-    if verdict is None:
-        if r.value is None:
-            verdict, reason = "inconclusive", f"{rserver} {c.right.figure} is 0: no ratio (write a threshold instead)"
+    sides = [(server, level, _estimate(res, c.left, server, level))]
+    if c.right is not None:
+        rlevel = c.right.levels.low if c.right.levels and c.right.levels.low else level
+        sides.append((c.right.label or server, rlevel, _estimate(res, c.right, c.right.label or server, rlevel)))
+    docs = [{"server": s, "level": lv, "mean": e.mean, "low": e.low, "high": e.high, "n": e.n} for s, lv, e in sides]
+    r = ratio(sides[0][2], sides[1][2]) if len(sides) == 2 else None  # compare.ratio(b, a) is b/a
+    value, low, high = (r.value, r.low, r.high) if r else (sides[0][2].mean, sides[0][2].low, sides[0][2].high)
+    verdict: FindingVerdict = "inconclusive"
+    if (reason := _unready(res, sides)) is None:
+        if value is None:
+            reason = f"{sides[1][0]} {c.right.figure if c.right else ''} is 0: no ratio (write a threshold instead)"
         else:
-            verdict, reason = decide(r.value, r.low, r.high, min(left.n, right.n), c.op, c.value)
-            reason = reason or _wrong(verdict, r.low)
-    return _Level(level, verdict, reason, lv, _est_doc(rserver, rlevel, right), rd)
+            verdict, reason = decide(value, low, high, min(e.n for _, _, e in sides), c.op, c.value)
+            reason = reason or _wrong(verdict, low)
+    if r is None:
+        return _Level(level, verdict, reason, docs[0])
+    return _Level(level, verdict, reason, docs[0], docs[1], {"value": r.value, "low": r.low, "high": r.high})
 
 
-def _ready(left: Estimate, right: Estimate | None, server: str, rserver: str | None,
-           bound: list[tuple[str, ClientBound | None]]) -> tuple[FindingVerdict | None, str | None]:
-    """Inconclusive before any interval is looked at: no data, or the client set the pace."""
-    if left.n == 0 or (right is not None and right.n == 0):
-        return "inconclusive", f"no data for {server if left.n == 0 else rserver}"
-    limited = [f"{s}: {b.reason}" for s, b in bound if b is not None]
-    if limited:
-        return "inconclusive", f"client-bound ({'; '.join(dict.fromkeys(limited))})"
-    return None, None
+def _unready(res: Results, sides: list[tuple[str, int, Estimate]]) -> str | None:
+    """Why a level is inconclusive before any interval is looked at: no data, or the client set the pace."""
+    for s, lv, e in sides:
+        if e.n == 0:
+            return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
+    limited = [f"{s}: {b.reason}" for s, lv, _ in sides if (b := res.client_bound(s, lv)) is not None]
+    return f"client-bound ({'; '.join(dict.fromkeys(limited))})" if limited else None
 
 
 def _wrong(verdict: FindingVerdict, low: float | None) -> str | None:
@@ -375,10 +371,6 @@ def _estimate(res: Results, side: Side, server: str, level: int) -> Estimate:
 
     vals = [measure(side.metric, side.q, [t]) for t in res.cell(server, level)]
     return Estimate.of([v for v in vals if v is not None and math.isfinite(v)])
-
-
-def _est_doc(server: str, level: int, e: Estimate) -> dict[str, Any]:
-    return {"server": server, "level": level, "mean": e.mean, "low": e.low, "high": e.high, "n": e.n}
 
 
 def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _Level]], reason: str | None) -> str:

@@ -261,6 +261,10 @@ def test_few_trials_decide_only_by_a_large_margin(tmp_path: Path) -> None:
     assert near.verdict == "inconclusive" and "only 1 trial" in (near.reason or "")
     assert "1,722.5 (n=1) at 10" in near.text
     assert _one(one, "nginx:rps@10 > 4000").verdict == "not supported"  # less than half
+    uneven = _stored(tmp_path, {"nginx": [2000.0, 2100.0, 2050.0], "apache-prefork": [1020.0]}, name="uneven")
+    ratio = _one(uneven, "nginx:rps@10 > 1.5 * apache-prefork:rps")  # 2.0x, but one trial on the right
+    assert ratio.verdict == "inconclusive" and "only 1 trial" in (ratio.reason or ""), ratio.text
+    assert _one(uneven, "nginx:rps@10 > 0.9 * apache-prefork:rps").verdict == "supported"  # 2.0x against 0.9
 
 
 def test_every_server_when_no_label_is_given() -> None:
