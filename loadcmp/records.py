@@ -188,3 +188,17 @@ class RunDoc(TypedDict):
     images: NotRequired[dict[str, str]]
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
+
+
+FindingVerdict = Literal["supported", "not supported", "inconclusive"]
+"""What the measured results say of a write-up's claim (`loadcmp.findings`)."""
+
+
+class FindingDoc(TypedDict):
+    """One `[[findings]]` entry judged on the results: in run.json and `run --json`."""
+
+    claim: str  #: the write-up's statement, in its words
+    check: str  #: the expression it was judged by, as written
+    verdict: FindingVerdict
+    values: dict[str, Any]  #: what decided it, per level: means, 95 % intervals, trials, ratios
+    reason: str | None  #: why it is not supported or inconclusive (None when supported)

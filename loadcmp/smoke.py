@@ -15,8 +15,6 @@ after the run each is evaluated per server x page, from the stored results.
 
 from __future__ import annotations
 
-import math
-import operator
 import re
 import time
 import xml.etree.ElementTree as ET
@@ -24,32 +22,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import checks
 from . import stacks
 from . import units
+from .checks import METRICS as METRICS  # re-exported: the metrics a smoke check names
+from .checks import OPS, check_metric, show
+from .checks import threshold as _threshold
 from .errors import ConfigError, UsageError
-from .load.recorder import Histogram
-from .units import duration_value, size_value
 from .report.tables import notes, table1
-from .results import Results, client_bound, metrics_of
-from .records import LoadSummary, ServerMetrics, TrialRecord
+from .results import Results, client_bound
+from .records import LoadSummary, TrialRecord
 from .store import _atomic_write
 
-OPS: dict[str, Callable[[float, float], bool]] = {
-    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
-}
-METRICS: dict[str, tuple[str, str]] = {
-    "failed_rate": ("ratio", "failed / (started - unfinished)"),
-    "rps": ("", "successful requests per second"),
-    "ok": ("", "successful requests"),
-    "failed": ("", "failed requests"),
-    "unfinished": ("", "requests in flight at the end"),
-    "p": ("time", "latency percentile, p(95) etc., in ms"),
-    "max": ("time", "largest latency"),
-    "mean": ("time", "mean latency"),
-    "mem_peak": ("bytes", "peak server memory"),
-    "cpu": ("", "server CPU % (100 = one core)"),
-    "pids_peak": ("", "peak server threads"),
-}
 _RX = re.compile(
     r"^\s*(?:(?P<scope>[A-Za-z0-9_.-]+)\s*:)?\s*(?P<metric>[a-z_]+)(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\))?\s*"
     r"(?P<op><=|>=|==|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$"
@@ -78,16 +62,7 @@ class Check:
         return OPS[self.op](measured, self.value)
 
     def show(self, measured: float | None) -> str:
-        if measured is None:
-            return "n/a"
-        kind = METRICS[self.metric][0]
-        if kind == "ratio":
-            return f"{measured * 100:.2f}%"
-        if kind == "time":
-            return f"{measured:.1f}ms"
-        if kind == "bytes":
-            return f"{measured / 1024**2:.1f}MiB"
-        return f"{measured:,.1f}"
+        return show(self.metric, measured)
 
 
 def parse_check(text: str) -> Check:
@@ -95,15 +70,8 @@ def parse_check(text: str) -> Check:
     m = _RX.match(text)
     if not m:
         raise UsageError(f"bad check {text!r}: write it like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB")
-    metric, q = m.group("metric"), m.group("q")
-    if metric not in METRICS:
-        raise UsageError(f"check {text!r}: unknown metric {metric!r}; known: {', '.join(k if k != 'p' else 'p(N)' for k in METRICS)}")
-    if metric == "p" and q is None:
-        raise UsageError(f"check {text!r}: a percentile needs a number, e.g. p(99)")
-    if q is not None and metric != "p":
-        raise UsageError(f"check {text!r}: only p(N) takes a number in brackets")
-    if q is not None and not 0 < float(q) <= 100:
-        raise UsageError(f"check {text!r}: the percentile must be in (0, 100]")
+    metric = m.group("metric")
+    q = check_metric(text, metric, m.group("q"))
     value = _threshold(text, metric, float(m.group("value")), m.group("unit"))
     scope = m.group("scope")
     if scope is not None:
@@ -111,29 +79,7 @@ def parse_check(text: str) -> Check:
             scope = stacks.get_stack(scope).name
         except UsageError:
             raise UsageError(f"check {text!r}: unknown server {scope!r}") from None
-    return Check(text, metric, m.group("op"), value, scope, float(q) if q else None)
-
-
-def _threshold(text: str, metric: str, number: float, unit: str) -> float:
-    """The check's value in the metric's own scale: ratio 0..1, milliseconds, bytes or a plain count."""
-    kind = METRICS[metric][0]
-    if kind == "ratio" and unit in ("%", ""):
-        return number / 100 if unit == "%" else number
-    if kind == "time":
-        if unit == "":
-            raise UsageError(f"check {text!r}: give the time a unit (us, ms, s, m or h), e.g. {metric}<500ms")
-        secs = duration_value(number, unit)
-        if secs is not None:
-            return secs * 1000
-    if kind == "bytes":
-        size = size_value(number, unit)
-        if size is not None:
-            return float(size)
-    if kind == "" and unit == "":
-        return number
-    if unit == "%" or duration_value(number, unit) is not None or size_value(number, unit) is not None:
-        raise UsageError(f"check {text!r}: {unit!r} is not a unit of {metric}")
-    raise UsageError(f"check {text!r}: unknown unit {unit!r}")
+    return Check(text, metric, m.group("op"), value, scope, q)
 
 
 def parse_checks(texts: list[str] | tuple[str, ...]) -> list[Check]:
@@ -159,42 +105,9 @@ def parse_percent(text: str) -> float:
 # --- evaluation ------------------------------------------------------------------------
 
 
-_COUNTS: dict[str, Callable[[LoadSummary], float]] = {
-    "rps": lambda r: r["rps"], "ok": lambda r: r["ok"], "failed": lambda r: r["failed"],
-    "unfinished": lambda r: r["unfinished"],
-}
-_SERVER: dict[str, Callable[[ServerMetrics], float | None]] = {
-    "mem_peak": lambda m: m.get("mem_peak_bytes"), "cpu": lambda m: m.get("cpu_pct"),
-    "pids_peak": lambda m: m.get("pids_peak"),
-}
-
-
 def measure(check: Check, trials: list[TrialRecord]) -> float | None:
     """The value a check looks at, over one variant's trials (worst-case for latency)."""
-    ran = [t for t in trials if t.get("result")]
-    if not ran:
-        return None
-    res: list[LoadSummary] = [t["result"] for t in ran]
-    if check.metric == "failed_rate":
-        done = sum(r["started"] - r["unfinished"] for r in res)
-        return sum(r["failed"] for r in res) / done if done else 0.0
-    if check.metric in ("rps", "ok", "failed", "unfinished"):
-        count = _COUNTS[check.metric]
-        return sum(count(r) for r in res) / len(res)
-    if check.metric in ("p", "max", "mean"):
-        h = Histogram()
-        for t in ran:
-            if "latency_hist" in t:
-                h = h.merge(Histogram.from_dict(t["latency_hist"]))
-        if h.count == 0:
-            return math.inf
-        v = h.percentile(check.q or 100) if check.metric == "p" else h.max_s if check.metric == "max" else h.mean
-        return None if v is None else v * 1000
-    sample = _SERVER[check.metric]
-    vals = [float(x) for x in (sample(metrics_of(t)) for t in ran) if x is not None]
-    if not vals:
-        return None
-    return sum(vals) / len(vals) if check.metric == "cpu" else max(vals)
+    return checks.measure(check.metric, check.q, trials)
 
 
 @dataclass

@@ -1,0 +1,133 @@
+"""What a check can look at: the metrics, their units and scales, the operators, and a metric's
+value over trials. Smoke checks (`loadcmp.smoke`) and findings (`loadcmp.findings`) share it,
+so `p(99)<500ms` means the same in both.
+
+Kept free of pandas and numpy at import: experiment files, and the checks in them, are
+validated when the CLI starts (`tests/test_architecture.py`).
+"""
+
+from __future__ import annotations
+
+import math
+import operator
+from collections.abc import Callable
+
+from .errors import UsageError
+from .records import LoadSummary, ServerMetrics, TrialRecord
+from .units import duration_value, size_value
+
+OPS: dict[str, Callable[[float, float], bool]] = {
+    "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
+}
+METRICS: dict[str, tuple[str, str]] = {
+    "failed_rate": ("ratio", "failed / (started - unfinished)"),
+    "rps": ("", "successful requests per second"),
+    "ok": ("", "successful requests"),
+    "failed": ("", "failed requests"),
+    "unfinished": ("", "requests in flight at the end"),
+    "p": ("time", "latency percentile, p(95) etc., in ms"),
+    "max": ("time", "largest latency"),
+    "mean": ("time", "mean latency"),
+    "mem_peak": ("bytes", "peak server memory"),
+    "cpu": ("", "server CPU % (100 = one core)"),
+    "pids_peak": ("", "peak server threads"),
+}
+"""Metric -> (kind, meaning). The kind sets the scale: ratio 0..1, time in ms, bytes, or a plain number."""
+
+
+def check_metric(text: str, metric: str, q: str | None) -> float | None:
+    """Refuse an unknown metric or a misplaced percentile; the percentile of p(N), else None."""
+    if metric not in METRICS:
+        known = ", ".join(k if k != "p" else "p(N)" for k in METRICS)
+        raise UsageError(f"check {text!r}: unknown metric {metric!r}; known: {known}")
+    if metric == "p" and q is None:
+        raise UsageError(f"check {text!r}: a percentile needs a number, e.g. p(99)")
+    if q is not None and metric != "p":
+        raise UsageError(f"check {text!r}: only p(N) takes a number in brackets")
+    if q is not None and not 0 < float(q) <= 100:
+        raise UsageError(f"check {text!r}: the percentile must be in (0, 100]")
+    return float(q) if q else None
+
+
+def threshold(text: str, metric: str, number: float, unit: str) -> float:
+    """The check's value in the metric's own scale: ratio 0..1, milliseconds, bytes or a plain count."""
+    kind = METRICS[metric][0]
+    if kind == "ratio" and unit in ("%", ""):
+        return number / 100 if unit == "%" else number
+    if kind == "time":
+        if unit == "":
+            raise UsageError(f"check {text!r}: give the time a unit (us, ms, s, m or h), e.g. {metric}<500ms")
+        secs = duration_value(number, unit)
+        if secs is not None:
+            return secs * 1000
+    if kind == "bytes":
+        size = size_value(number, unit)
+        if size is not None:
+            return float(size)
+    if kind == "" and unit == "":
+        return number
+    if unit == "%" or duration_value(number, unit) is not None or size_value(number, unit) is not None:
+        raise UsageError(f"check {text!r}: {unit!r} is not a unit of {metric}")
+    raise UsageError(f"check {text!r}: unknown unit {unit!r}")
+
+
+def comparable(a: str, b: str) -> bool:
+    """Whether two metrics measure the same thing, so that one may be a multiple of the other:
+    any two latencies (p(99) against p(50)), otherwise only a metric with itself."""
+    return a == b or METRICS[a][0] == METRICS[b][0] == "time"
+
+
+def show(metric: str, value: float | None) -> str:
+    """A value in the metric's scale as people read it: 1.25%, 12.3ms, 16.0MiB, 1,722.5."""
+    if value is None:
+        return "n/a"
+    kind = METRICS[metric][0]
+    if kind == "ratio":
+        return f"{value * 100:.2f}%"
+    if kind == "time":
+        return f"{value:.1f}ms"
+    if kind == "bytes":
+        return f"{value / 1024**2:.1f}MiB"
+    return f"{value:,.1f}"
+
+
+_COUNTS: dict[str, Callable[[LoadSummary], float]] = {
+    "rps": lambda r: r["rps"], "ok": lambda r: r["ok"], "failed": lambda r: r["failed"],
+    "unfinished": lambda r: r["unfinished"],
+}
+_SERVER: dict[str, Callable[[ServerMetrics], float | None]] = {
+    "mem_peak": lambda m: m.get("mem_peak_bytes"), "cpu": lambda m: m.get("cpu_pct"),
+    "pids_peak": lambda m: m.get("pids_peak"),
+}
+
+
+def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | None:
+    """A metric over trials (worst-case for latency: the histograms merged; inf when no request
+    succeeded), or None when nothing was measured."""
+    from .load.recorder import Histogram  # numpy and pandas: only when results are read
+    from .results import metrics_of
+
+    ran = [t for t in trials if t.get("result")]
+    if not ran:
+        return None
+    res: list[LoadSummary] = [t["result"] for t in ran]
+    if metric == "failed_rate":
+        done = sum(r["started"] - r["unfinished"] for r in res)
+        return sum(r["failed"] for r in res) / done if done else 0.0
+    if metric in _COUNTS:
+        count = _COUNTS[metric]
+        return sum(count(r) for r in res) / len(res)
+    if metric in ("p", "max", "mean"):
+        h = Histogram()
+        for t in ran:
+            if "latency_hist" in t:
+                h = h.merge(Histogram.from_dict(t["latency_hist"]))
+        if h.count == 0:
+            return math.inf
+        v = h.percentile(q or 100) if metric == "p" else h.max_s if metric == "max" else h.mean
+        return None if v is None else v * 1000
+    sample = _SERVER[metric]
+    vals = [float(x) for x in (sample(metrics_of(t)) for t in ran) if x is not None]
+    if not vals:
+        return None
+    return sum(vals) / len(vals) if metric == "cpu" else max(vals)
