@@ -10,7 +10,8 @@ same metrics, units and scales):
     apache-prefork:mem_peak@..1000 > 2 * nginx:mem_peak
     nginx:p(99)@500 < 10 * p(50)
 
-- `label:` is a server label of the run (a stack name or a variant's label, [A-Za-z0-9_.-]+).
+- `label:` is a server label of the run (a stack name or a variant's label, [A-Za-z0-9_.-]+;
+  with several pages, `nginx[/index.html]:rps`).
   Without one the claim is about every server. Labels are not checked against the stack
   catalog here (variants name themselves): `labels()` / `check_labels()` let the spec refuse
   an unknown one before a run, and a label missing from the results makes a finding inconclusive.
@@ -64,7 +65,8 @@ MIN_TRIALS = 3
 MARGIN = 2.0
 """How far past the threshold (a factor) a value from fewer than MIN_TRIALS trials must be."""
 
-_LABEL = r"[A-Za-z0-9_.-]+"
+_LABEL = r"[A-Za-z0-9_./-]+(?:\[[^\]\s]+\])?"
+"""A label; `nginx[/index.html]` names one page of a run with several (its label `nginx /index.html`)."""
 _SIDE = re.compile(rf"^\s*(?:(?P<label>{_LABEL})\s*:\s*)?(?P<metric>[a-z_]+)"
                    r"(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\))?\s*(?:@\s*(?P<levels>\S*))?\s*$")
 _VALUE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$")
@@ -166,7 +168,8 @@ def _side(text: str, part: str, where: str) -> Side:
         raise UsageError(f"check {text!r}: the {where} side {part.strip()!r} is not {hint}")
     q = check_metric(text, m["metric"], m["q"])
     levels = None if m["levels"] is None else _levels(text, m["levels"])
-    return Side(m["label"], m["metric"], q, levels)
+    label = re.sub(r"\[(.+)\]$", r" \1", m["label"]) if m["label"] else None
+    return Side(label, m["metric"], q, levels)
 
 
 def _levels(text: str, spec: str) -> Levels:
@@ -290,7 +293,7 @@ class FindingResult:
 
     def to_doc(self) -> FindingDoc:
         return {"claim": self.finding.claim, "check": self.finding.check.text, "verdict": self.verdict,
-                "values": self.values, "reason": self.reason}
+                "values": self.values, "reason": self.reason, "text": self.text}
 
 
 def evaluate(results: Results, findings: list[Finding]) -> list[FindingResult]:

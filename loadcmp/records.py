@@ -188,6 +188,7 @@ class RunDoc(TypedDict):
     images: NotRequired[dict[str, str]]
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
+    findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run
 
 
 FindingVerdict = Literal["supported", "not supported", "inconclusive"]
@@ -202,3 +203,4 @@ class FindingDoc(TypedDict):
     verdict: FindingVerdict
     values: dict[str, Any]  #: what decided it, per level: means, 95 % intervals, trials, ratios
     reason: str | None  #: why it is not supported or inconclusive (None when supported)
+    text: str  #: one sentence: the verdict and the figures behind it

@@ -14,6 +14,7 @@ from typing import Any
 
 from . import stacks, variants
 from .errors import ConfigError, UsageError
+from .findings import check_labels, parse_findings
 from .load.schedules import Schedule, make_schedule
 from .units import parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
 
@@ -51,6 +52,8 @@ class RunSpec:
     variant_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Tunables of one label, over `settings`."""
     reuse_server: bool = False
+    findings: tuple[dict[str, str], ...] = ()
+    """The write-up's claims (`claim`, `check`), judged on the results after the run."""
     name: str = ""
     description: str = ""
     out: str = "results"
@@ -113,6 +116,7 @@ KEYS: dict[str, str] = {
     "reuse_server": "bool",
     "set": "table",
     "variants": "variants",
+    "findings": "findings",
     "smoke": "table",
 }
 """The keys an experiment file may have, and their types."""
@@ -230,6 +234,8 @@ def _convert(key: str, kind: str, v: Any) -> Any:
         return v
     if kind == "variants":
         return variants.parse_variant_tables(v)
+    if kind == "findings":
+        return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
     raise ConfigError(f"unknown type {kind}")  # pragma: no cover
 
 
@@ -272,6 +278,9 @@ def validate(spec: RunSpec) -> RunSpec:
         check(lambda level=level: spec.schedule_for(level))
     if servers:
         errors += variants.check_sets(servers, spec.settings, spec.variant_settings)
+        labelled = replace(spec, servers=tuple(v.label for v in servers))
+        known = [*labelled.servers, *(labelled.label(*v) for v in labelled.variants())]
+        check(lambda: check_labels(parse_findings(list(spec.findings)), list(dict.fromkeys(known))))
     for v in servers:
         try:
             stacks.effective_settings(stacks.get_stack(v.stack), spec.settings_for(v.label))

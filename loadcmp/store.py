@@ -26,7 +26,8 @@ from urllib.parse import urlsplit
 import pandas as pd
 
 from .errors import StoreError
-from .records import HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, TrialRecord, TrialStatus
+from .records import (FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, TrialRecord,
+                      TrialStatus)
 
 FORMAT = 1
 """Bumped when the folder's layout changes; older folders are refused clearly."""
@@ -152,6 +153,17 @@ class RunWriter:
             _atomic_write(self.path / "summary.csv", lambda tmp: df.to_csv(tmp, index=False))
         except OSError as e:
             raise StoreError(f"cannot write results to {self.path}: {e.strerror}") from None
+
+
+def save_findings(path: Path | str, findings: list[FindingDoc]) -> None:
+    """Add the judged findings to a finished run's run.json (atomically)."""
+    rj = Path(path) / "run.json"
+    try:
+        doc = json.loads(rj.read_text())
+        doc["findings"] = findings
+        write_json(rj, doc)
+    except (OSError, json.JSONDecodeError) as e:
+        raise StoreError(f"cannot store the findings in {rj}: {e}") from None
 
 
 def now_stamp() -> str:

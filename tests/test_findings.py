@@ -70,7 +70,7 @@ def test_good_checks(text: str, left: Side, op: str, value: float, right: Side |
         ("rps > 5ms", "'ms' is not a unit of rps"),
         ("nginx rps > 5", "the left side 'nginx rps' is not a metric"),
         ("nginx:rps > 1.5x apache-prefork:rps", "1.5 * apache-prefork:rps"),
-        ("ngi/nx:rps > 5", "the left side"),
+        ("ngi*nx:rps > 5", "the left side"),
     ],
 )
 def test_bad_checks_say_what_to_write(bad: str, says: str) -> None:
@@ -181,7 +181,7 @@ def test_supported_at_every_level(tmp_path: Path) -> None:
     assert out.verdict == "supported" and out.reason is None
     doc = out.to_doc()
     assert doc == {"claim": "Nginx serves 1.5x the requests", "check": "nginx:rps > 1.5 * apache-prefork:rps",
-                   "verdict": "supported", "values": out.values, "reason": None}
+                   "verdict": "supported", "values": out.values, "reason": None, "text": out.text}
     levels = out.values["levels"]
     assert [lv["level"] for lv in levels] == [10, 50, 200] and out.values["factor"] == 1.5
     first = levels[0]
@@ -306,3 +306,45 @@ def test_parsing_findings_needs_no_heavy_library() -> None:
              "print([m for m in ('pandas', 'numpy') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
+
+
+# --- wired into experiment files, run.json and `run --json` ---------------------------------
+
+
+def test_experiment_findings_name_only_servers_the_run_has(tmp_path):
+    from loadcmp.cli.run import build_spec
+
+    f = tmp_path / "x.toml"
+    f.write_text('servers = ["nginx", "tuned"]\npages = ["/a", "/b"]\n[variants.tuned]\nstack = "nginx"\n'
+                 '[[findings]]\nclaim = "tuned is faster"\ncheck = "tuned[/a]:rps > nginx[/a]:rps"\n')
+    spec = build_spec(str(f), {})
+    assert spec.findings == ({"claim": "tuned is faster", "check": "tuned[/a]:rps > nginx[/a]:rps"},)
+    f.write_text('servers = ["nginx"]\n[[findings]]\nclaim = "x"\ncheck = "apache-prefork:rps > nginx:rps"\n')
+    with pytest.raises(ConfigError) as e:
+        build_spec(str(f), {})
+    assert "no server is labelled 'apache-prefork'" in "\n".join(e.value.errors)
+    f.write_text('servers = ["nginx"]\n[[findings]]\nclaim = "x"\ncheck = "nginx:rps >> 3"\ncolour = 1\n')
+    with pytest.raises(ConfigError) as e:
+        build_spec(str(f), {})
+    assert "findings" in "\n".join(e.value.errors)
+
+
+def test_judged_findings_are_stored_and_in_the_json_summary(tmp_path):
+    import shutil
+
+    from loadcmp.cli.run import judge_findings
+    from loadcmp.report.tables import summary_doc
+    from loadcmp.spec import RunSpec
+
+    dst = tmp_path / "run"
+    shutil.copytree(FIXTURE, dst)
+    spec = RunSpec(servers=("nginx", "apache-prefork"), findings=(
+        {"claim": "nginx fails nothing", "check": "nginx:failed_rate < 1%"},
+        {"claim": "apache uses 100 times nginx's memory", "check": "apache-prefork:mem_peak > 100 * nginx:mem_peak"},
+    ))
+    judge_findings(str(dst), spec)
+    stored = json.loads((dst / "run.json").read_text())["findings"]
+    assert [f["claim"] for f in stored] == ["nginx fails nothing", "apache uses 100 times nginx's memory"]
+    assert stored[1]["verdict"] == "not supported" and stored[1]["text"]
+    assert all(f["verdict"] in ("supported", "not supported", "inconclusive") for f in stored)
+    assert summary_doc(load_results(dst))["findings"] == stored

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
+from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -107,6 +108,13 @@ def print_table1(path: str) -> None:
         out.print("[bold]Comparison[/bold]")
         for v in lines:
             out.print(f"- {v}")
+    findings = res.run.get("findings") or []
+    if findings:
+        out.print("[bold]Findings of the write-up[/bold]")
+        for f in findings:
+            style = VERDICT_STYLE.get(f["verdict"], "")
+            out.print(f"- [{style}]{f['verdict']}[/{style}]: {escape(f['claim'])}\n"
+                      f"  {escape(f['check'])} — {escape(f['text'])}", highlight=False)
 
 
 def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepOutcome:
@@ -119,12 +127,27 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
 
     with stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
         outcome = run_sweep(spec, disp.hooks(), stopper)
+    if spec.findings:
+        judge_findings(outcome.path, spec)
     if as_json:
         emit_json(summary_doc(load_results(outcome.path)))
     elif table:
         print_table1(outcome.path)
     err.print(f"results: {outcome.path} ({outcome.status})")
     return outcome
+
+
+def judge_findings(path: str, spec: RunSpec) -> None:
+    """The experiment's claims judged on what was stored, and stored beside it."""
+    from ..findings import evaluate, parse_findings
+    from ..results import load_results
+    from ..store import save_findings
+
+    judged = evaluate(load_results(path), parse_findings(list(spec.findings)))
+    save_findings(path, [r.to_doc() for r in judged])
+
+
+VERDICT_STYLE = {"supported": "green", "not supported": "red", "inconclusive": "yellow"}
 
 
 def raise_for_status(outcome: SweepOutcome) -> None:

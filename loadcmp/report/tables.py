@@ -117,7 +117,8 @@ def summary_doc(res: Results) -> dict[str, Any]:
                             and not _isnan(r[f"{k}_low"])}
         out.append(item)
     return {"results_dir": str(res.path), "status": res.status, "name": res.name,
-            "servers": res.servers, "levels": res.levels, "results": out, "problems": res.problems}
+            "servers": res.servers, "levels": res.levels, "results": out, "problems": res.problems,
+            "findings": [f for run in res.runs for f in run.doc.get("findings", [])]}
 
 
 def _isnan(v: Any) -> bool:
