@@ -348,3 +348,21 @@ def test_judged_findings_are_stored_and_in_the_json_summary(tmp_path):
     assert stored[1]["verdict"] == "not supported" and stored[1]["text"]
     assert all(f["verdict"] in ("supported", "not supported", "inconclusive") for f in stored)
     assert summary_doc(load_results(dst))["findings"] == stored
+
+
+def test_the_report_shows_the_judged_findings_first(tmp_path):
+    import shutil
+
+    from loadcmp.cli.run import judge_findings
+    from loadcmp.report.build import build
+    from loadcmp.spec import RunSpec
+
+    dst = tmp_path / "run"
+    shutil.copytree(FIXTURE, dst)
+    judge_findings(str(dst), RunSpec(servers=("nginx",), findings=(
+        {"claim": "apache uses 100 times nginx's memory", "check": "apache-prefork:mem_peak > 100 * nginx:mem_peak"},)))
+    written = build([dst], tmp_path / "report", {"md", "html"})
+    md = written["md"].read_text()
+    assert md.index("## Findings of the write-up") < md.index("## Summary")
+    assert "**not supported**: apache uses 100 times nginx's memory" in md
+    assert "apache uses 100 times nginx&#x27;s memory" in written["html"].read_text()

@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 
 from ..errors import StoreError, UsageError
 from ..results import Results, Run, load_results, result_of
-from ..records import ServerInfo
+from ..records import FindingDoc, ServerInfo
 from ..store import _atomic_write
 from ..units import format_bytes
 from . import compare, plots
@@ -48,6 +48,11 @@ def warnings(data: Results) -> list[str]:
                 seen.add(key)
                 out.append(f"{t['server']} at {t['level']:,} clients: {w}")
     return out
+
+
+def findings(data: Results) -> list[FindingDoc]:
+    """The write-ups' claims as judged after each run (run.json's `findings`)."""
+    return [f for r in data.runs for f in r.doc.get("findings", [])]
 
 
 def _setup(data: Results) -> list[tuple[str, str]]:
@@ -121,6 +126,7 @@ th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
 figure{margin:1.2rem 0}figure img{max-width:100%;height:auto;border:1px solid #eee}
 figcaption{font-size:.9rem;color:#444}dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
 dt{font-weight:600}dd{margin:0}ul.warn li{margin:.2rem 0}details{margin:.4rem 0}pre{font-size:.75rem;overflow-x:auto}
+.supported{color:#1a7f37}.not-supported{color:#c62828}.inconclusive{color:#9a6700}
 @media (max-width:600px){dl{grid-template-columns:1fr}body{padding:.5rem}}
 """
 
@@ -221,6 +227,11 @@ def _html(data: Results, title: str, header: list[tuple[str, str]], rows: list[l
     if data.interrupted:
         parts.append("<div class='banner bad'><b>Interrupted run.</b> These results hold only the trials that "
                      "finished before the run was stopped.</div>")
+    found = findings(data)
+    if found:
+        parts.append("<h2>Findings of the write-up</h2><ul>" + "".join(
+            f"<li><b class='{f['verdict'].replace(' ', '-')}'>{e(f['verdict'])}</b>: {e(f['claim'])}<br>"
+            f"<code>{e(f['check'])}</code> — {e(f['text'])}</li>" for f in found) + "</ul>")
     parts.append("<h2>Set-up</h2><dl>" + "".join(f"<dt>{e(k)}</dt><dd>{e(v)}</dd>" for k, v in _setup(data)) + "</dl>")
     for name, settings in _settings(data).items():
         kv = "\n".join(f"{k} = {v}" for k, v in settings.items())
@@ -257,6 +268,10 @@ def _md(data: Results, title: str, header: list[tuple[str, str]], rows: list[lis
     parts = [f"# {title}", ""]
     if data.interrupted:
         parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]
+    found = findings(data)
+    if found:
+        parts += ["## Findings of the write-up", ""] + [
+            f"- **{f['verdict']}**: {f['claim']}  \n  `{f['check']}` — {f['text']}" for f in found] + [""]
     parts += ["## Set-up", ""] + [f"- **{k}**: {v}" for k, v in _setup(data)] + [""]
     parts += ["## Summary", "", _md_table([f"{g} {w}".strip() for g, w in header], rows), ""]
     if warns:
