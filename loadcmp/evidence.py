@@ -176,19 +176,15 @@ def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Any]) -> tuple[s
     return (key, settings[key]) if key in settings else None
 
 
-def _cap(cause: Cause, stack: Stack, settings: Mapping[str, Any]) -> float | None:
-    """The worker cap a status page can show reached, for the causes that have one."""
-    s = _setting(cause, stack, settings) if cause.key in ("fpm.max_children", "apache.max_request_workers") else None
-    return float(s[1]) if s else None
-
-
 def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Any], peaks: Mapping[str, float]) -> list[str]:
-    """What the status pages say about a worker cap: all workers busy, php-fpm's own counter."""
-    cap = _cap(cause, stack, settings)
+    """What the status pages say about a worker cap: Apache's workers all busy, php-fpm's own counter.
+
+    php-fpm's busy count is no evidence: its status page takes a worker itself, so all
+    look busy one client short of the cap, and a full pool leaves the page unanswered."""
     out = []
-    page, key = ("server-status", "apache_busy") if cause.key.startswith("apache.") else ("fpm-status", "fpm_active")
-    if cap is not None and peaks.get(key, -1) >= cap:
-        out.append(f"{page} showed all {cap:,.0f} workers busy")
+    s = _setting(cause, stack, settings) if cause.key == "apache.max_request_workers" else None
+    if s and peaks.get("apache_busy", -1) >= s[1]:
+        out.append(f"server-status showed all {s[1]:,} workers busy")
     if cause.key == "fpm.max_children" and peaks.get("fpm_max_children_reached"):
         out.append(f"fpm-status counted 'max children reached' {_times(peaks['fpm_max_children_reached'])}")
     return out

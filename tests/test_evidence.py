@@ -131,7 +131,10 @@ def test_busy_workers_at_the_cap_are_evidence() -> None:
     out = notes("apache-event", {}, "apache-event-fpm.log", peaks={"fpm_active": 5.0, "fpm_max_children_reached": 2})
     assert any("event.MaxRequestWorkers 150" in n and "AH00484" in n for n in out)
     fpm = next(n for n in out if "fpm.max_children" in n)
-    assert "fpm-status showed all 5 workers busy; fpm-status counted 'max children reached' 2 times" in fpm
+    assert "logged once; fpm-status counted 'max children reached' 2 times; no request failed" in fpm
+    # php-fpm's own status request takes a worker: all 5 busy is no evidence by itself
+    assert notes("nginx", {}, peaks={"fpm_active": 5.0}) == []
+    assert "fpm.max_children 5" in notes("nginx", {}, peaks={"fpm_max_children_reached": 1})[0]
 
 
 def test_oom_kills_and_unreadable_logs() -> None:
