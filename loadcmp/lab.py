@@ -10,10 +10,12 @@ from __future__ import annotations
 
 import http.client
 import io
+import math
 import socket
 import tarfile
 import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -123,6 +125,28 @@ class Deployment:
             if text:
                 parts.append(f"[{c.name}] {text}")
         return "\n".join(parts)
+
+    def log_lines(self, since: float, until: float) -> Iterator[str]:
+        """Every line the containers logged between two wall-clock times (epoch seconds),
+        each led by Docker's timestamp: what the servers said during a trial.
+
+        Streamed, so a window of a million error lines costs no more memory than one;
+        every server logs to stderr (see `loadcmp.evidence`). Docker is asked for whole
+        seconds around the window; the caller filters by the timestamps. LabError if unreadable."""
+        import docker
+
+        for c in self.containers:
+            rest = b""
+            try:
+                for chunk in c.logs(stream=True, follow=False, timestamps=True, since=int(since),
+                                      until=math.ceil(until)):
+                    *lines, rest = (rest + chunk).split(b"\n")
+                    for line in lines:
+                        yield line.decode(errors="replace")
+            except docker.errors.APIError as e:
+                raise LabError(f"{c.name}: its log is unreadable ({e.explanation or e})") from None
+            if rest:
+                yield rest.decode(errors="replace")
 
     def versions(self) -> dict[str, str]:
         """nginx -v, apache2 -v, php -v from inside the containers."""

@@ -133,7 +133,8 @@ class TrialRecord(TypedDict):
     service_hist: NotRequired[HistogramDoc]
     server_metrics: NotRequired[ServerMetrics]
     container_state: NotRequired[dict[str, ContainerState]]
-    notes: NotRequired[list[str]]  #: what the evidence says limited the server
+    log_evidence: NotRequired[dict[str, int]]  #: the servers' log lines of the window by cause (evidence.CAUSES)
+    notes: NotRequired[list[str]]  #: the limits the evidence (logs, status pages, OOM kills) shows, quoting it
     warnings: NotRequired[list[str]]  #: the client's socket errors, sampler errors ...
 
 

@@ -7,7 +7,7 @@ A trial is `run_trial`, read top to bottom:
     describe_server   the label's set-up into run.json, once: configs, versions, images
     prime             a few requests: the page must be the page expected
     measure           warm-up, then the measured window, the server sampled at 1 Hz
-    collect_evidence  Docker's container state, the server's figures, capacity notes
+    collect_evidence  Docker's container state, the server's figures, what the servers logged
     judge             all of it -> one TrialRecord (status and reason in words)
     stop              remove the containers (unless the server is reused)
 
@@ -23,11 +23,12 @@ from __future__ import annotations
 
 import math
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import __version__, lab, render, stacks
+from . import __version__, evidence, lab, render, stacks
 from .errors import LabError, LoadcmpError, PrimerError
 from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
@@ -225,17 +226,19 @@ class Measurement:
     timeline: list[Row]
     samples: list[Row]
     sampler_warnings: list[str]
+    window: tuple[float, float]
+    """The measured window on the wall clock (epoch seconds), the clock Docker stamps logs with."""
 
 
 @dataclass(frozen=True)
 class Evidence:
-    """The server's side after the load: Docker's word, its figures, its limits."""
+    """The server's side after the load: Docker's word, its figures, its logs, the limits they show."""
 
     containers: dict[str, ContainerState]
     server: ServerMetrics
     exit_log: str | None
     """The last log lines when a container exited during the load."""
-    notes: list[str]
+    found: evidence.Findings
 
 
 @dataclass(frozen=True)
@@ -267,8 +270,8 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
         if sweep.stopper.requested:
             return None
         m = measure(sweep, dep, p)
-        evidence = collect_evidence(spec, dep, p, m)
-        return TrialOutcome(judge(spec, p, dep, ready_s, m, evidence), m.timeline, m.samples)
+        found = collect_evidence(spec, dep, m)
+        return TrialOutcome(judge(spec, p, dep, ready_s, m, found), m.timeline, m.samples)
     finally:
         if not spec.reuse_server:
             stop(sweep, dep)
@@ -329,6 +332,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
     start_at = now() + (0.5 if spec.workers == 1 else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
+    since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = Sampler(dep, start_at + spec.warmup, keys, math.ceil(spec.duration)).start()
     try:
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
@@ -349,23 +353,21 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
         samples=samples,
         # the sampler keeps going past a bad sample and says so (metrics.Sampler.warnings)
         sampler_warnings=list(sampler.warnings),
+        window=(since, since + summary["duration_s"] + evidence.LOG_LAG),
     )
 
 
-def collect_evidence(spec: RunSpec, dep: Deployment, p: Planned, m: Measurement) -> Evidence:
-    """Docker's state of each container, the server's figures, where its config caps it."""
+def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence:
+    """Docker's state of each container, the server's figures, and the limits its logs,
+    status pages and OOM kills show (before the containers stop: their logs go with them)."""
     containers = {name: ContainerState(Status=s.get("Status"), ExitCode=s.get("ExitCode"),
                                        OOMKilled=s.get("OOMKilled"))
                   for name, s in dep.state().items()}
     exited = any(c["Status"] != "running" for c in containers.values())
-    ncpu = len(cpu_list(spec.server_cpus)) if spec.server_cpus else (os.cpu_count() or 1)
-    php = p.page.split("?")[0].endswith(".php")
-    return Evidence(
-        containers=containers,
-        server=summarize(m.samples),
-        exit_log=dep.logs(5)[-300:] if exited else None,
-        notes=stacks.capacity_notes(dep.stack, dep.settings, p.level, ncpu, php),
-    )
+    server = summarize(m.samples)
+    found = evidence.examine(dep, m.window, m.summary["failures"], m.samples, server.get("oom_kills", 0),
+                             spec.server_memory)
+    return Evidence(containers, server, dep.logs(5)[-300:] if exited else None, found)
 
 
 def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: Measurement,
@@ -394,9 +396,11 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
         latency_hist=m.latency_hist, service_hist=m.service_hist, server_metrics=ev.server,
         container_state=ev.containers,
     )
-    if ev.notes:
-        record["notes"] = ev.notes
-    warnings = [*m.summary["warnings"], *m.sampler_warnings]
+    if ev.found.log_evidence is not None:
+        record["log_evidence"] = ev.found.log_evidence
+    if ev.found.notes:
+        record["notes"] = ev.found.notes
+    warnings = [*m.summary["warnings"], *m.sampler_warnings, *ev.found.warnings]
     if warnings:
         record["warnings"] = warnings
     return record

@@ -303,37 +303,3 @@ def status_paths(stack: Stack) -> dict[str, str]:
         out["fpm"] = "/fpm-status?json"
     return out
 
-
-def capacity_notes(stack: Stack, settings: dict[str, Any], clients: int, cpus: int, php: bool) -> list[str]:
-    """Where a stack's configuration caps concurrency below `clients`, say so.
-
-    Failures past these limits are the server's configuration at work, not a
-    fault of the lab; the note names the knob (no mysteries).
-    """
-    out: list[str] = []
-    if any(r.image == "nginx" for r in stack.roles):
-        wp = settings.get("nginx.worker_processes", "auto")
-        workers = cpus if wp == "auto" else int(wp)
-        per = int(settings.get("nginx.worker_connections", 768))
-        cap = per * workers // (2 if stack.name == "nginx-apache" else 1)
-        if clients > cap:
-            out.append(
-                f"nginx holds at most {cap:,} client connections ({workers} worker(s) x worker_connections {per}"
-                + (", each proxied request using two" if stack.name == "nginx-apache" else "")
-                + "); connections past that are closed unanswered (counted as reset): "
-                "raise it with --set nginx.worker_connections=N"
-            )
-    for mpm in ("prefork", "worker", "event"):
-        key = f"{mpm}.MaxRequestWorkers"
-        if mpm in stack.sections and clients > int(settings.get(key, 0)):
-            out.append(
-                f"Apache serves at most {settings[key]:,} requests at once ({key}); the others wait in the "
-                f"listen backlog (apache.ListenBacklog {settings.get('apache.ListenBacklog')}, capped by "
-                "net.core.somaxconn), then time out or are refused"
-            )
-    if php and "fpm" in stack.sections and clients > int(settings.get("fpm.max_children", 0)):
-        out.append(
-            f"php-fpm runs at most {settings['fpm.max_children']:,} PHP requests at once (fpm.max_children); "
-            "the others queue on its socket"
-        )
-    return out

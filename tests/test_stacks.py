@@ -1,4 +1,4 @@
-"""The stack catalog, config rendering, --set overrides and capacity notes (loadcmp.stacks)."""
+"""The stack catalog, config rendering, --set overrides (loadcmp.stacks)."""
 
 from __future__ import annotations
 
@@ -111,16 +111,3 @@ def test_every_tunable_is_documented_and_changes_a_config():
         else:
             pytest.fail(f"no valid other value for {key}")
 
-
-def test_capacity_notes_name_the_knob():
-    nginx = st.get_stack("nginx")
-    notes = st.capacity_notes(nginx, st.effective_settings(nginx, {}), 5000, 1, php=True)
-    assert any("worker_connections 768" in n for n in notes)
-    assert any("fpm.max_children" in n for n in notes)
-    assert st.capacity_notes(nginx, st.effective_settings(nginx, {}), 4, 1, php=True) == []
-    prefork = st.get_stack("apache-prefork")
-    notes = st.capacity_notes(prefork, st.effective_settings(prefork, {}), 1000, 1, php=True)
-    assert len(notes) == 1 and "MaxRequestWorkers" in notes[0]
-    proxy = st.get_stack("nginx-apache")
-    notes = st.capacity_notes(proxy, st.effective_settings(proxy, {}), 500, 1, php=False)
-    assert any("two" in n for n in notes)

@@ -208,8 +208,8 @@ def notes(res: Results) -> list[str]:
             out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
     for t in res.trials:
         r = t.get("result")
-        if not r or not r["failed"]:
-            continue  # a limit read from the config explains failures; without any it would mislead
+        if not r or not r["failed"] and "log_evidence" not in t:
+            continue  # older runs noted limits read from the config: without failures they would mislead
         for n in t.get("notes", []):
             out.append(f"{t['server']} at {t['level']} clients: {n}")
     return list(dict.fromkeys(out))

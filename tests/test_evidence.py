@@ -1,0 +1,194 @@
+"""Causes from evidence (loadcmp.evidence): the log parser on lines the lab's servers really
+wrote (tests/fixtures/logs/, `docker logs -t` of overloaded stacks), the notes drawn from it,
+and a real overloaded trial whose stored record names php-fpm's limit."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp import evidence as ev
+from loadcmp.errors import LabError
+from loadcmp.stacks import Stack, effective_settings, get_stack
+
+LOGS = Path(__file__).parent / "fixtures" / "logs"
+
+EXPECTED = {
+    "nginx-fpm-worker-connections.log": {"nginx.worker_connections": 34, "fpm.max_children": 1},
+    "nginx-worker-connections-reuse.log": {"nginx.worker_connections_reuse": 7},
+    "nginx-fpm-upstream-eagain.log": {"nginx.upstream_connect_eagain": 28, "fpm.max_children": 1},
+    "nginx-fpm-upstream-timeout.log": {"fpm.max_children": 1, "nginx.upstream_timeout": 1},
+    "nginx-fpm-seems-busy.log": {"fpm.seems_busy": 1},
+    "nginx-fpm-ondemand-max-children.log": {"fpm.max_children": 1},
+    "nginx-apache-web-upstream-timeout.log": {"nginx.upstream_timeout": 2, "nginx.upstream_connect_timeout": 3},
+    "nginx-apache-backend.log": {"apache.max_request_workers": 1},
+    "apache-prefork-max-request-workers.log": {"apache.max_request_workers": 1},
+    "apache-worker-fpm.log": {"apache.max_request_workers": 1, "fpm.max_children": 1},
+    "apache-event-fpm.log": {"apache.max_request_workers": 1, "fpm.max_children": 1},
+}
+
+
+def read(name: str) -> str:
+    return (LOGS / name).read_text()
+
+
+def epoch(iso: str) -> float:
+    return datetime.fromisoformat(iso).timestamp()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_counts_on_real_logs(name: str) -> None:
+    assert ev.tally(read(name)).counts == EXPECTED[name]
+
+
+def test_every_fixture_is_checked_and_every_line_is_counted_once() -> None:
+    assert sorted(p.name for p in LOGS.glob("*.log")) == sorted(EXPECTED)
+    text = read("nginx-fpm-upstream-eagain.log")
+    assert ev.tally(text).lines == len(text.splitlines())
+
+
+def test_quotes_are_the_servers_own_words() -> None:
+    t = ev.tally(read("apache-worker-fpm.log"))
+    assert t.quotes == {"fpm.max_children": "[pool www] server reached pm.max_children setting (5)",
+                        "apache.max_request_workers": "AH00286: server reached MaxRequestWorkers setting"}
+    assert ev.tally(read("nginx-fpm-worker-connections.log")).quotes["nginx.worker_connections"] == (
+        "768 worker_connections are not enough")
+
+
+def test_only_lines_of_the_window_count() -> None:
+    text = read("nginx-fpm-upstream-timeout.log")  # fpm's warning at 12:22:31, nginx's timeout at 12:23:31
+    assert ev.tally(text, since=epoch("2026-11-23T12:23:00Z")).counts == {"nginx.upstream_timeout": 1}
+    assert ev.tally(text, until=epoch("2026-11-23T12:23:00Z")).counts == {"fpm.max_children": 1}
+    assert ev.tally(text, since=epoch("2026-11-23T12:22:31.36Z"), until=epoch("2026-11-23T12:22:31.37Z")).lines == 1
+
+
+def test_stamp() -> None:
+    t, rest = ev.stamp("2026-11-23T12:19:25.217966187Z 2026/11/23 12:19:25 [warn] 15#15: x")
+    assert t == pytest.approx(epoch("2026-11-23T12:19:25.217966Z")) and rest.startswith("2026/11/23")
+    assert ev.stamp("[warn] no stamp here") == (None, "[warn] no stamp here")
+
+
+def test_every_cause_names_a_real_setting() -> None:
+    known = set(effective_settings(get_stack("nginx"), {})) | set(effective_settings(get_stack("apache-event"), {}))
+    for c in ev.CAUSES:
+        assert c.key.split(".")[0] in ("nginx", "fpm", "apache")
+        assert c.setting is None or c.setting.format(mpm="event") in known, c.key
+
+
+# --- notes ---------------------------------------------------------------------------------
+
+
+def notes(stack: str, failures: dict[str, int], log: str | None = "", peaks: dict[str, float] | None = None,
+          **kw: Any) -> list[str]:
+    s = get_stack(stack)
+    seen = ev.Seen(None if log is None else ev.tally(read(log) if log else ""), failures, peaks or {}, **kw)
+    return ev.trial_notes(s, effective_settings(s, {}), seen)
+
+
+def test_evidence_names_the_limit_and_quotes_it() -> None:
+    out = notes("nginx", {"http_5xx": 12010}, "nginx-fpm-upstream-eagain.log")
+    fpm = next(n for n in out if "fpm.max_children" in n)
+    assert fpm == ("php-fpm ran all the workers it may; further PHP requests queued on its socket (fpm.max_children 5)"
+                   " — '[pool www] server reached pm.max_children setting (5)' logged once;"
+                   " the failures were 12,010 http_5xx")
+    eagain = next(n for n in out if "fpm.listen_backlog" in n)
+    assert "logged 28 times" in eagain and "the failures were 12,010 http_5xx" in eagain
+
+
+def test_a_reachable_limit_without_evidence_is_not_news() -> None:
+    # 5000 clients would exceed worker_connections and every worker cap: no line, no busy page, no note
+    for stack in ("nginx", "apache-prefork", "apache-event", "nginx-apache"):
+        assert notes(stack, {"reset": 100, "timeout": 50}) == []
+    assert notes("nginx", {}, "nginx-fpm-seems-busy.log") == [
+        "php-fpm had no idle worker and started more (fpm.start_servers 2) — '[pool www] seems busy' logged once"]
+
+
+def test_failures_of_another_kind_are_not_blamed() -> None:
+    # all http_5xx from php-fpm: nothing may say connections were dropped or reset
+    out = notes("nginx", {"http_5xx": 12010}, "nginx-fpm-upstream-eagain.log")
+    assert not any("worker_connections" in n or "reset" in n for n in out)
+    # worker_connections logged, but the failures were 502s: the note says it made none of them
+    out = notes("nginx", {"http_5xx": 500}, "nginx-worker-connections-reuse.log")
+    assert out == ["nginx had no free connection and closed idle keep-alive ones to make room "
+                   "(nginx.worker_connections 768) — '768 worker_connections are not enough, reusing connections' "
+                   "logged 7 times; it makes none of the failures seen (500 http_5xx)"]
+    out = notes("nginx", {"reset": 20180, "http_5xx": 3}, "nginx-fpm-worker-connections.log")
+    assert "the failures included 20,180 reset (of 20,183)" in out[0]
+
+
+def test_busy_workers_at_the_cap_are_evidence() -> None:
+    out = notes("apache-prefork", {"timeout": 7}, peaks={"apache_busy": 150.0})
+    assert out == ["Apache ran all the workers it may; further connections waited in its listen backlog "
+                   "(prefork.MaxRequestWorkers 150) — server-status showed all 150 workers busy; "
+                   "the failures were 7 timeout"]
+    assert notes("apache-prefork", {"timeout": 7}, peaks={"apache_busy": 149.0}) == []
+    out = notes("apache-event", {}, "apache-event-fpm.log", peaks={"fpm_active": 5.0, "fpm_max_children_reached": 2})
+    assert any("event.MaxRequestWorkers 150" in n and "AH00484" in n for n in out)
+    fpm = next(n for n in out if "fpm.max_children" in n)
+    assert "logged once; fpm-status counted 'max children reached' 2 times; no request failed" in fpm
+    # php-fpm's own status request takes a worker: all 5 busy is no evidence by itself
+    assert notes("nginx", {}, peaks={"fpm_active": 5.0}) == []
+    assert "fpm.max_children 5" in notes("nginx", {}, peaks={"fpm_max_children_reached": 1})[0]
+
+
+def test_oom_kills_and_unreadable_logs() -> None:
+    out = notes("apache-prefork", {"reset": 40}, None, oom_kills=3, memory=64 * 2**20)
+    assert out == ["the kernel killed 3 server process(es) at the memory cap of 64 MiB (the cgroup's oom_kill count); "
+                   "the failures were 40 reset"]
+
+
+def test_status_peaks_from_samples() -> None:
+    rows = [{"fpm_active": 3.0, "fpm_max_children_reached": 4.0}, {"fpm_active": float("nan")},
+            {"fpm_active": 5.0, "apache_busy": 20.0, "fpm_max_children_reached": 6.0}]
+    assert ev.status_peaks(rows) == {"fpm_active": 5.0, "apache_busy": 20.0, "fpm_max_children_reached": 2.0}
+    assert ev.status_peaks([]) == {}
+
+
+class FakeDeployment:
+    def __init__(self, stack: Stack, lines: list[str] | None) -> None:
+        self.stack, self.settings, self.lines = stack, effective_settings(stack, {}), lines
+
+    def log_lines(self, since: float, until: float) -> Iterator[str]:
+        if self.lines is None:
+            raise LabError("loadcmp-x-web: its log is unreadable (gone)")
+        yield from self.lines
+
+
+def test_examine_counts_the_window_and_says_when_it_cannot() -> None:
+    lines = read("nginx-apache-web-upstream-timeout.log").splitlines()
+    window = (epoch("2026-11-23T12:23:31.6Z"), epoch("2026-11-23T12:23:33Z"))
+    found = ev.examine(FakeDeployment(get_stack("nginx-apache"), lines), window, {"http_5xx": 3}, [])  # type: ignore[arg-type]
+    assert found.log_evidence == {"nginx.upstream_connect_timeout": 3} and found.warnings == []
+    assert "logged 3 times; the failures were 3 http_5xx" in found.notes[0]
+    found = ev.examine(FakeDeployment(get_stack("nginx"), None), window, {}, [])  # type: ignore[arg-type]
+    assert found.log_evidence is None and found.notes == []
+    assert found.warnings == ["server logs: loadcmp-x-web: its log is unreadable (gone); no cause could be read from them"]
+
+
+# --- a real trial --------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_overloaded_fpm_is_found_in_the_stored_trial(tmp_path, images, docker_client) -> None:  # type: ignore[no-untyped-def]
+    from loadcmp import lab
+    from loadcmp.cli import cli
+    from loadcmp.results import load_results
+
+    # 40 clients on a page that holds a worker 200 ms: php-fpm's 5 workers are all busy at once. All 5 start
+    # at once (dynamic pm adds 1, 2, 4 ... a second), so its next check, within a second, finds them busy
+    spares = [f"--set=fpm.{k}=5" for k in ("start_servers", "min_spare_servers", "max_spare_servers")]
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "40", "-t", "2", "--warmup", "0", *spares,
+                                   "--page", "/sleep.php?ms=200", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    trial = load_results(json.loads(res.stdout)["results_dir"]).trials[0]
+    assert trial["log_evidence"].get("fpm.max_children", 0) >= 1, trial
+    assert not any(k.startswith("nginx.worker_connections") for k in trial["log_evidence"])
+    note = next(n for n in trial["notes"] if "fpm.max_children 5" in n)
+    assert "'[pool www] server reached pm.max_children setting (5)' logged" in note
+    assert lab.labelled(docker_client) == []
