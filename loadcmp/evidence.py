@@ -232,7 +232,7 @@ def trial_notes(stack: Stack, settings: Mapping[str, Any], seen: Seen) -> list[s
 
 
 @dataclass(frozen=True)
-class Findings:
+class Causes:
     """What a trial's servers showed, for its TrialRecord."""
 
     log_evidence: dict[str, int] | None
@@ -242,7 +242,7 @@ class Findings:
 
 
 def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str, int],
-            samples: Iterable[Mapping[str, Any]], oom_kills: int = 0, memory: int | None = None) -> Findings:
+            samples: Iterable[Mapping[str, Any]], oom_kills: int = 0, memory: int | None = None) -> Causes:
     """A running deployment's logs of the window counted by cause, and the notes all the evidence makes.
 
     Called before the containers stop: their logs go with them."""
@@ -252,4 +252,4 @@ def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str,
     except LabError as e:
         counted, warnings = None, [f"server logs: {e}; no cause could be read from them"]
     seen = Seen(counted, failures, status_peaks(samples), oom_kills, memory)
-    return Findings(None if counted is None else counted.counts, trial_notes(dep.stack, dep.settings, seen), warnings)
+    return Causes(None if counted is None else counted.counts, trial_notes(dep.stack, dep.settings, seen), warnings)

@@ -238,7 +238,7 @@ class Evidence:
     server: ServerMetrics
     exit_log: str | None
     """The last log lines when a container exited during the load."""
-    found: evidence.Findings
+    found: evidence.Causes
 
 
 @dataclass(frozen=True)
