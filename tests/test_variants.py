@@ -110,3 +110,24 @@ def test_planned_trials_carry_the_label():
     spec = spec_of(("nginx", "tuned=nginx"))
     assert [p.server for p in plan_sweep(spec)] == ["nginx", "tuned"]
     assert isinstance(plan_sweep(spec)[0], Planned)
+
+
+def test_table1_in_the_terminal_has_a_row_per_server_when_there_are_more_than_two(tmp_path, capsys):
+    import json
+    import shutil
+    from pathlib import Path
+
+    from loadcmp.cli.run import print_table1
+
+    dst = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "run-2x3x2", dst)
+    run = json.loads((dst / "run.json").read_text())
+    for t in run["trials"]:
+        if t["server"] == "nginx" and t["trial"] == 2:
+            t["server"] = "tuned"
+    (dst / "run.json").write_text(json.dumps(run))
+    print_table1(str(dst))
+    lines = capsys.readouterr().out.splitlines()
+    rows = [ln for ln in lines if ln.startswith("│")]
+    assert len(rows) == 3 * 3  # levels x servers
+    assert any("tuned" in r and "200" in r for r in rows)

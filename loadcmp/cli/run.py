@@ -96,10 +96,18 @@ def print_table1(path: str) -> None:
     res = load_results(path)
     header, rows = table1(res)
     t = Table(title=f"{res.name} — successful / failed requests per server (Table 1)", title_justify="left")
-    for group, what in header:
-        t.add_column(f"{group}\n{what}" if group else what, justify="right", no_wrap=True)
-    for row in rows:
-        t.add_row(*row)
+    if len(res.servers) <= 2:
+        for group, what in header:
+            t.add_column(f"{group}\n{what}" if group else what, justify="right", no_wrap=True)
+        for row in rows:
+            t.add_row(*row)
+    else:  # the paper's layout is too wide for a terminal: one row per server and level
+        per = (len(header) - 1) // len(res.servers)
+        for what in ["clients", "server", *(w for _, w in header[1:1 + per])]:
+            t.add_column(what, justify="left" if what == "server" else "right", no_wrap=what != "server")
+        for row in rows:
+            for i, server in enumerate(res.servers):
+                t.add_row(row[0], server, *row[1 + i * per:1 + (i + 1) * per], end_section=i == len(res.servers) - 1)
     out.print(t)
     for n in notes(res):
         out.print(f"* {n}")
