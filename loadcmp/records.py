@@ -89,6 +89,8 @@ class LoadSummary(TypedDict):
     clients: NotRequired[int]  #: bench: the concurrency level
     timeout_s: NotRequired[float]  #: bench: the per-request timeout
     warmup_s: NotRequired[float]  #: bench: load sent before the window, not counted
+    stopped_by: NotRequired[Literal["time", "requests", "interrupted"]]  #: the window closed, -n was done, Ctrl-C
+    warmup_requests: NotRequired[int]  #: started during the warm-up; not counted, but the server saw them
 
 
 class ServerMetrics(TypedDict, total=False):

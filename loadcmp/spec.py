@@ -15,7 +15,7 @@ from typing import Any
 from . import stacks, variants
 from .errors import ConfigError, UsageError
 from .findings import check_labels, parse_findings
-from .load.schedules import Schedule, make_schedule
+from .load.schedules import Schedule, make_schedule, time_cap
 from .units import parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
 
 
@@ -29,6 +29,8 @@ class RunSpec:
     """The stack of each label; after `validate`, of every label in `servers`."""
     levels: tuple[int, ...] = (50,)
     duration: float = 30.0
+    requests: int | None = None
+    """-n: requests per trial (closed loop), then stop; `duration` is then the time limit."""
     warmup: float = 2.0
     page: str = "/info.php"
     pages: tuple[str, ...] = ()
@@ -61,10 +63,16 @@ class RunSpec:
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def without_time_limit(self) -> RunSpec:
+        """No time given: with -n, only the safety cap (`schedules.time_cap`, for the fewest clients) limits it."""
+        if self.requests is None:
+            return self
+        return replace(self, duration=time_cap(self.requests, min(self.levels, default=1), self.timeout))
+
     def schedule_for(self, level: int) -> Schedule:
         """The schedule of one level (its `connections` bound the open files)."""
         return make_schedule(self.schedule, level, ramp_up=self.ramp_up, pace=self.pace, rate=self.rate,
-                             max_inflight=self.max_inflight)
+                             max_inflight=self.max_inflight, requests=self.requests)
 
     def stack_of(self, label: str) -> str:
         """The stack a label runs."""
@@ -97,6 +105,7 @@ KEYS: dict[str, str] = {
     "servers": "list[str]",
     "clients": "levels",
     "time": "positive duration",
+    "requests": "int",
     "warmup": "duration",
     "page": "str",
     "pages": "list[str]",

@@ -180,6 +180,7 @@ def new_run_doc(kind: Literal["run", "bench"], name: str, spec: dict[str, Any], 
 
 def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, schedule: str, keepalive: bool,
                duration: float, warmup: float, timeout: float, engine: str, workers: int, summary: LoadSummary,
+               requests: int | None = None,
                latency_hist: HistogramDoc, service_hist: HistogramDoc | None = None,
                timeline: list[Row] | None = None, started: str | None = None,
                machine: MachineInfo | None = None, loadcmp_version: str = "") -> Path:
@@ -193,7 +194,7 @@ def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, sched
     spec: dict[str, Any] = {
         "servers": [label], "levels": [clients], "duration": duration, "warmup": warmup, "timeout": timeout,
         "page": page, "schedule": schedule, "keepalive": [keepalive], "engine": engine, "workers": workers,
-        "url": url,
+        "url": url, "requests": requests,
     }
     doc = new_run_doc("bench", f"bench {url}", spec, machine or {}, loadcmp_version, started)
     w = RunWriter.create(out_dir, f"bench-{label.split(':')[0]}", doc)

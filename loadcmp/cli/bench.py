@@ -14,7 +14,7 @@ from .options import LoadFlags, json_option, load_options
 from ..errors import Interrupted, UsageError
 
 BENCH_DEFAULTS: dict[str, Any] = {
-    "levels": (50,), "duration": 30.0, "schedule": "closed", "keepalive": False, "warmup": 0.0,
+    "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
     "timeout": 10.0, "engine": "fast", "workers": 1, "client_cpus": None,
     "ramp_up": None, "pace": None, "rate": None, "max_inflight": None,
 }
@@ -34,12 +34,14 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
           as_json: bool, **flags: Any) -> None:
     """Load any URL and print what happened (no containers involved).
 
-    Defaults: -c 50 -t 30s, a new connection per request, no warm-up.
+    Defaults: -c 50 -t 30s, a new connection per request, no warm-up. With
+    -n N and no -t, it sends N requests whatever they take (up to a cap that
+    only a lost request reaches: `schedules.time_cap`).
     """
     from ..load.driver import LoadSpec
     from ..load.saturation import Machine, add_advice
     from ..load.target import make_target
-    from ..load.schedules import make_schedule
+    from ..load.schedules import make_schedule, time_cap
     from ..load.summary import result_doc, timeline_rows
     from ..load.workers import Stopper, run_load
 
@@ -50,8 +52,10 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     clients = v["levels"][0]
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
     sched = make_schedule(v["schedule"], clients, ramp_up=v["ramp_up"], pace=v["pace"], rate=v["rate"],
-                          max_inflight=v["max_inflight"])
+                          max_inflight=v["max_inflight"], requests=v["requests"])
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive)
+    if v["requests"] is not None and "duration" not in given:
+        v["duration"] = time_cap(v["requests"], clients, v["timeout"])
     spec = LoadSpec(target, sched, v["duration"], warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
     with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{url} ") as live:
@@ -68,7 +72,8 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         from ..store import save_bench
 
         path = save_bench(out_dir, url=url, label=f"{target.host}:{target.port}", clients=clients,
-                          schedule=v["schedule"], keepalive=keepalive, duration=spec.duration, warmup=spec.warmup,
+                          schedule=v["schedule"], requests=v["requests"], keepalive=keepalive, duration=spec.duration,
+                          warmup=spec.warmup,
                           timeout=spec.timeout, engine=spec.engine, workers=v["workers"], summary=doc,
                           latency_hist=result.latency().to_dict(), service_hist=result.service().to_dict(),
                           timeline=timeline, started=started, machine=machine_info(), loadcmp_version=__version__)

@@ -49,6 +49,8 @@ class LiveLine:
             f"{self.label}{phase} {max(0.0, lv.elapsed):5.1f}s  req/s {lv.rps:9.0f}  ok {lv.ok:9d}  "
             f"failed {lv.failed:7d}  in flight {lv.inflight:6d}"
         )
+        if lv.requests and lv.measuring:
+            self.last += f"  {lv.ok + lv.failed:,} of {lv.requests:,} requests"
         client, hot = lv.client_text()
         line = Text(self.last)
         if client:
@@ -82,6 +84,9 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     t.add_column("what", style="bold")
     t.add_column("value", justify="right")
     t.add_row("measured", f"{doc['duration_s']:.1f} s" + ("  (interrupted)" if doc.get("interrupted") else ""))
+    n = doc.get("schedule", {}).get("requests")
+    if n:
+        t.add_row("stopped by", _stopped_by(doc, n))
     t.add_row("started", f"{doc['started']:,}")
     t.add_row("ok", f"{doc['ok']:,}")
     t.add_row("failed", f"{doc['failed']:,}")
@@ -122,6 +127,16 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
                       f"client's limit, not the server's. {_sentence(doc.get('client_advice', ''))}")
     for w in doc.get("warnings", []):
         console.print(f"[yellow]warning:[/yellow] {w}")
+
+
+def _stopped_by(doc: LoadSummary, n: int) -> str:
+    """With -n: whether the requests or the time limit ended the load."""
+    by = doc.get("stopped_by")
+    if by == "requests":
+        return f"-n: all {n:,} requests answered"
+    if by == "interrupted":
+        return f"Ctrl-C, {doc['started']:,} of {n:,} requests started"
+    return f"-t: the time limit, {doc['started']:,} of {n:,} requests started"
 
 
 def edges_note(doc: LoadSummary) -> str | None:

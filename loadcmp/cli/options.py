@@ -24,6 +24,7 @@ class LoadFlags:
 
     levels: tuple[int, ...] | None = None
     duration: float | None = None
+    requests: int | None = None
     schedule: str | None = None
     keepalive: bool | None = None
     ramp_up: float | None = None
@@ -50,12 +51,14 @@ class LoadFlags:
 
 
 def load_options(f: F) -> F:
-    """-c, -t and the schedule, connection and client options (bench, run, smoke)."""
+    """-c, -t, -n and the schedule, connection and client options (bench, run, smoke)."""
     opts = [
         click.option("-c", "--clients", "levels", type=LEVELS, metavar="N[,N...]",
                      help="Concurrent clients (ramp: users; rate: most in flight); a list sweeps (run)."),
         click.option("-t", "--time", "duration", type=POSITIVE_DURATION, metavar="DURATION",
                      help="Measured time per trial: 30, 30s, 2m."),
+        click.option("-n", "--requests", type=COUNT, metavar="N",
+                     help="Send N requests in all, then stop (ab, hey); closed loop only; with -t: whichever ends first."),
         click.option("--schedule", type=click.Choice(["closed", "ramp", "rate"]),
                      help="closed = webbench loop (default); ramp = JMeter users with pacing; rate = open arrival rate."),
         click.option("--keepalive/--no-keepalive", "-k", "keepalive", default=None,

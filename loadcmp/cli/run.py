@@ -62,7 +62,9 @@ class SweepDisplay:
         client, hot = lv.client_text()
         if hot:
             client = f"[yellow]{client}[/yellow]"
-        self.progress.update(self.current, completed=max(0.0, lv.elapsed),
+        # -n: the bar counts requests, not seconds
+        done = (lv.ok + lv.failed if lv.measuring else 0) if lv.requests else max(0.0, lv.elapsed)
+        self.progress.update(self.current, total=lv.requests, completed=done,
                              info=f"{phase}{lv.rps:8.0f} req/s  ok {lv.ok:,}  failed {lv.failed:,}  "
                                   f"in flight {lv.inflight:,}  {client}")
 
@@ -195,7 +197,8 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
                 mine[label] = {**mine.get(label, {}), **values}
         else:
             fields[k] = v
-    return validate(RunSpec(**fields))
+    spec = RunSpec(**fields)
+    return validate(spec if "duration" in fields else spec.without_time_limit())
 
 
 @cli.command()

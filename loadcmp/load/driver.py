@@ -2,7 +2,8 @@
 
 `Engine` runs a load from its start time: it opens the engine, starts the
 schedule's loop (closed clients, ramp users or the open-rate ticker), measures
-`duration` after the warm-up, and stops on time or when told. Once a second it
+`duration` after the warm-up, and stops on time, when told, or (-n) once its
+share of the requests has been sent and answered. Once a second it
 folds the recorder, samples the client's CPU and event-loop lag, and feeds the
 live line; at the end it warns when the client itself was the bottleneck.
 Subclasses (`http1.FastEngine`, `aio.AiohttpEngine`) say how one request goes.
@@ -11,7 +12,6 @@ Subclasses (`http1.FastEngine`, `aio.AiohttpEngine`) say how one request goes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 import resource
 import time
@@ -67,6 +67,8 @@ class Live:
     """This second's busy share of the load thread (on a CPU or waiting for one); several: the busiest."""
     lag_ms: float | None = None
     """This second's worst event-loop lag."""
+    requests: int | None = None
+    """-n: the requests to send in all (the live line shows ok + failed of them)."""
 
     def client_text(self) -> tuple[str, bool]:
         """'client busy 97%' and whether that says the client is the bottleneck."""
@@ -106,6 +108,8 @@ class Engine(Generic[S]):
         """CPU seconds of the load thread inside the window."""
         self.t_end = 0.0
         """When the window closes: no request starts at or after it."""
+        self.budget = spec.schedule.requests if isinstance(spec.schedule, Closed) else None
+        """-n: this process's share of the requests; each start takes a ticket (`Recorder.start`)."""
         self._stopping = asyncio.Event()
         self._failure: BaseException | None = None
 
@@ -133,7 +137,13 @@ class Engine(Generic[S]):
 
     def may_start(self, t: float) -> bool:
         """May a request start at `t`? Not once the window has closed, even when
-        a lagging loop gets to it late: it could only end as unfinished."""
+        a lagging loop gets to it late: it could only end as unfinished. Nor
+        without a ticket left (-n): no ticket, no request."""
+        rec = self.rec
+        return self.running and t < self.t_end and (rec is None or rec.ticket_left(t))
+
+    def window_open(self, t: float) -> bool:
+        """May a request that has its ticket go out at `t` (after its connect)?"""
         return self.running and t < self.t_end
 
     # --- one request's end ---------------------------------------------------------
@@ -155,7 +165,7 @@ class Engine(Generic[S]):
         spec = self.spec
         self.t_load0 = t_load0
         t0 = t_load0 + spec.warmup
-        self.rec = Recorder(t0, spec.duration)
+        self.rec = Recorder(t0, spec.duration, self.budget)
         stopping = self._stopping = stop or asyncio.Event()
         await self.open()
         await asyncio.sleep(max(0.0, t_load0 - now() - 0.002))
@@ -168,10 +178,7 @@ class Engine(Generic[S]):
         end = self.t_end = t0 + spec.duration
         spec.schedule.start(self)
         start_s = now() - t_load0
-        interrupted = False
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(stopping.wait(), timeout=max(0.0, end - now()))
-            interrupted = True
+        interrupted = await self._until_end(stopping, end)
         t_stop = now()
         self.running = False
         self._last_sample(t_stop, t0)
@@ -196,6 +203,18 @@ class Engine(Generic[S]):
             result.warnings.append(f"client-side socket errors (counted as connect_refused): {errs}")
         return result
 
+    async def _until_end(self, stopping: asyncio.Event, end: float) -> bool:
+        """Wait for the window's close, the last answer of -n, or a stop; True: stopped."""
+        rec = self.rec
+        assert rec is not None
+        spent = asyncio.Event()
+        rec.on_spent = spent.set
+        waits = [asyncio.ensure_future(stopping.wait()), asyncio.ensure_future(spent.wait())]
+        await asyncio.wait(waits, timeout=max(0.0, end - now()), return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        return stopping.is_set() and not rec.spent
+
     def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
         t = asyncio.ensure_future(coro)
         self.tasks.add(t)
@@ -213,7 +232,7 @@ class Engine(Generic[S]):
 
     # --- the schedules' loops (schedules.Driver) ------------------------------------
     def start_closed(self, schedule: Closed) -> None:
-        for _ in range(schedule.clients):
+        for _ in range(schedule.connections):
             self._spawn(self._closed_client())
 
     def start_ramp(self, schedule: Ramp) -> None:
@@ -326,10 +345,10 @@ class Engine(Generic[S]):
                 for s in rec.seconds:
                     ok += s.counts[OK]
                     fails += sum(s.counts) - s.counts[OK]
-                last = rec.seconds[min(max(int(t - t0) - 1, 0), rec.nsec - 1)].counts[OK] if measuring else 0
+                last = rec.second_at(t - 1.0).counts[OK] if measuring else 0
                 rps = float(last if measuring else ok - prev_ok)
                 self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, rps, measuring, self.spec.worker_index,
-                               c.cpu_pct + c.wait_pct, c.lag_ms))
+                               c.cpu_pct + c.wait_pct, c.lag_ms, self.budget))
                 prev_ok = ok
             nxt += 1.0
             while nxt < now():  # a loop that lagged past several ticks samples once, over the whole gap

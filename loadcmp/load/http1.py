@@ -79,10 +79,10 @@ class FastEngine(Engine[Slot]):
 
     def start_closed(self, schedule: Closed) -> None:
         if self.target.keepalive:
-            for _ in range(schedule.clients):
+            for _ in range(schedule.connections):
                 self._spawn(self._keepalive_client())
         else:
-            for _ in range(schedule.clients):
+            for _ in range(schedule.connections):
                 r = RawClient(self)
                 self.raw.append(r)
                 self.slots.add(r)
@@ -127,7 +127,7 @@ class FastEngine(Engine[Slot]):
                         await asyncio.sleep(BACKOFF_S)
                     continue
                 conn = got
-                if not self.may_start(now()):  # connected after the window closed: the request stays unfinished
+                if not self.window_open(now()):  # connected after the window closed: the request stays unfinished
                     conn.transport.close()
                     break
                 conn.closed_fut = loop.create_future()
@@ -176,7 +176,7 @@ class FastEngine(Engine[Slot]):
                     await asyncio.sleep(BACKOFF_S)
                 return slot
             conn = got
-        if not self.may_start(now()):  # connected after the window closed: the request stays unfinished
+        if not self.window_open(now()):  # connected after the window closed: the request stays unfinished
             conn.transport.close()
             slot.conn = None
             return slot

@@ -12,114 +12,16 @@ from __future__ import annotations
 
 import math
 from array import array
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
-import numpy as np
-
-from ..records import HistogramDoc
+from .histogram import Histogram  # re-exported: readers of results import it from here
 from .outcomes import HTTP_5XX, KINDS
 from .saturation import ClientSample, ClientUse
 
-_BASE = 1.01
-_LOG_BASE = math.log(_BASE)
-
-
-@dataclass
-class Histogram:
-    """Sparse log-bucketed latency histogram (microseconds, buckets 1 % wide).
-
-    A value is reported as its bucket's geometric middle, so any percentile is
-    within 0.5 % of the exact one. Adding two histograms is exact.
-    """
-
-    idx: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    """Bucket numbers present, ascending."""
-    cnt: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
-    """How many values fell in each of those buckets."""
-    total_s: float = 0.0
-    """Exact sum of the values (seconds), for the mean."""
-    max_s: float = 0.0
-    """Exact largest value (seconds)."""
-    min_s: float = math.inf
-    """Exact smallest value (seconds)."""
-
-    @classmethod
-    def of(cls, values_s: Any) -> Histogram:
-        v = np.asarray(values_s, dtype=np.float64)
-        if v.size == 0:
-            return cls()
-        us = np.maximum(v * 1e6, 1.0)
-        b = np.floor(np.log(us) / _LOG_BASE).astype(np.int32)
-        idx, cnt = np.unique(b, return_counts=True)
-        return cls(idx.astype(np.int32), cnt.astype(np.int64), float(v.sum()), float(v.max()), float(v.min()))
-
-    @property
-    def count(self) -> int:
-        return int(self.cnt.sum())
-
-    def merge(self, other: Histogram) -> Histogram:
-        if other.cnt.size == 0:
-            return self
-        if self.cnt.size == 0:
-            return other
-        allidx = np.concatenate([self.idx, other.idx])
-        allcnt = np.concatenate([self.cnt, other.cnt])
-        idx, inv = np.unique(allidx, return_inverse=True)
-        cnt = np.bincount(inv, weights=allcnt).astype(np.int64)
-        return Histogram(
-            idx.astype(np.int32),
-            cnt,
-            self.total_s + other.total_s,
-            max(self.max_s, other.max_s),
-            min(self.min_s, other.min_s),
-        )
-
-    def percentile(self, q: float) -> float | None:
-        """The q-th percentile (0..100) in seconds, or None when empty."""
-        n = self.count
-        if n == 0:
-            return None
-        if q >= 100:
-            return self.max_s
-        if q <= 0:
-            return self.min_s
-        rank = max(1, math.ceil(q / 100.0 * n))
-        pos = int(np.searchsorted(np.cumsum(self.cnt), rank))
-        value = _BASE ** (float(self.idx[pos]) + 0.5) / 1e6
-        return min(max(value, self.min_s), self.max_s)
-
-    @property
-    def mean(self) -> float | None:
-        n = self.count
-        return self.total_s / n if n else None
-
-    def to_dict(self) -> HistogramDoc:
-        return {
-            "base": _BASE,
-            "unit": "us",
-            "idx": self.idx.tolist(),
-            "cnt": self.cnt.tolist(),
-            "total_s": self.total_s,
-            "max_s": self.max_s,
-            "min_s": None if math.isinf(self.min_s) else self.min_s,
-        }
-
-    @classmethod
-    def from_dict(cls, d: HistogramDoc) -> Histogram:
-        return cls(
-            np.asarray(d["idx"], dtype=np.int32),
-            np.asarray(d["cnt"], dtype=np.int64),
-            float(d["total_s"]),
-            float(d["max_s"]),
-            math.inf if d["min_s"] is None else float(d["min_s"]),
-        )
-
-    def buckets_ms(self) -> list[tuple[float, float, int]]:
-        """(low ms, high ms, count) per bucket, for plots."""
-        return [
-            (_BASE ** float(i) / 1e3, _BASE ** float(i + 1) / 1e3, int(c)) for i, c in zip(self.idx, self.cnt, strict=True)
-        ]
+StoppedBy = Literal["time", "requests"]
+"""What ended a load: its time (the window closed, or a stop) or its -n requests, all answered."""
 
 
 @dataclass
@@ -187,14 +89,25 @@ class Recorder:
     A request counts when it *starts* inside the window [t0, t0 + duration);
     those still in flight when the window closes are `unfinished`, so
     `sum(kinds) + unfinished == started - dropped` holds by construction.
+    With `requests` (-n) the window is the time limit, and the recorder says
+    when the last of them has ended (`on_spent`).
     """
 
-    def __init__(self, t0: float, duration: float) -> None:
+    def __init__(self, t0: float, duration: float, requests: int | None = None) -> None:
         self.t0 = t0
         self.duration = duration
         self.end = t0 + duration
         self.nsec = max(1, math.ceil(duration))
-        self.seconds = [Second() for _ in range(self.nsec)]
+        self.seconds = [Second()]
+        """Made as the window reaches them (`_at`): a -n load's time cap may be days long."""
+        self.requests = requests
+        """-n: the requests this recorder may count (the tickets); None: no limit."""
+        self.on_spent: Callable[[], None] | None = None
+        """Called once, when the last of `requests` has ended."""
+        self.spent = False
+        self.first_start = self.last_end = 0.0
+        """When the first counted request started and the last one ended (-n: the span measured)."""
+        self.warmup_started = 0
         self.started = 0
         self.dropped = 0
         self.inflight = 0
@@ -204,14 +117,35 @@ class Recorder:
         self.sampled_upto = 0
         self.client_errors: dict[str, int] = {}
 
+    def second_at(self, t: float) -> Second:
+        """The window's second holding `t` (the first or last for times outside it)."""
+        return self._sec(t)
+
     def _sec(self, t: float) -> Second:
         i = int(t - self.t0)
-        return self.seconds[i if 0 <= i < self.nsec else (0 if i < 0 else self.nsec - 1)]
+        i = i if 0 <= i < self.nsec else (0 if i < 0 else self.nsec - 1)
+        return self.seconds[i] if i < len(self.seconds) else self._at(i)
+
+    def _at(self, i: int) -> Second:
+        """Second `i` of the window (< nsec), made with those before it if need be."""
+        while len(self.seconds) <= i:
+            self.seconds.append(Second())
+        return self.seconds[i]
+
+    def ticket_left(self, t: float) -> bool:
+        """May a request start at `t` under -n? Warm-up requests need no ticket;
+        the caller takes its ticket (`start`) before it next awaits."""
+        return self.requests is None or t < self.t0 or self.started < self.requests
 
     def start(self, t: float) -> bool:
         """A request begins at `t`; returns whether it counts."""
-        if self.closed or t < self.t0 or t >= self.end:
+        if t < self.t0:
+            self.warmup_started += 1
             return False
+        if self.closed or t >= self.end:
+            return False
+        if not self.started:
+            self.first_start = t
         self.started += 1
         self.inflight += 1
         self._sec(t).started += 1
@@ -242,6 +176,12 @@ class Recorder:
             s.lat.append(t_end - t_intended)
             if t_sent != t_intended:
                 s.svc.append(t_end - t_sent)
+        if self.requests is not None:
+            self.last_end = max(self.last_end, t_end)
+            if not self.inflight and self.started >= self.requests and not self.spent:
+                self.spent = True
+                if self.on_spent is not None:
+                    self.on_spent()
 
     def client_error(self, name: str) -> None:
         self.client_errors[name] = self.client_errors.get(name, 0) + 1
@@ -254,27 +194,34 @@ class Recorder:
         """
         i = int(now - self.t0)
         if 0 < i <= self.nsec:
-            self.seconds[i - 1].inflight = self.inflight
+            self._at(i - 1).inflight = self.inflight
         if client is not None:
             self.sample_client(client, min(max(i, 0), self.nsec))
         for j in range(self.folded_upto, min(max(i, 0), self.nsec)):
-            self.seconds[j].fold()
+            self._at(j).fold()
             self.folded_upto = j + 1
 
     def sample_client(self, c: ClientSample, upto: int) -> None:
         """The client's load for the seconds not sampled yet, up to `upto` (excluded)."""
         for j in range(self.sampled_upto, upto):
-            s = self.seconds[j]
+            s = self._at(j)
             s.client_cpu, s.client_wait, s.loop_lag_ms = c.cpu_pct, c.wait_pct, c.lag_ms
         self.sampled_upto = max(self.sampled_upto, upto)
 
     def close(self, measured_s: float | None = None) -> Result:
-        """End of the window: what is still in flight is unfinished."""
+        """End of the window: what is still in flight is unfinished. When the -n
+        requests have all ended, the load took from the first one's start to
+        the last one's end, and its seconds run up to that end."""
         self.closed = True
         self.unfinished = self.inflight
+        if self.spent:
+            measured_s = self.last_end - self.first_start
+            n = min(self.nsec, int(self.last_end - self.t0) + 1)
+        else:
+            n = self.nsec if measured_s is None else max(0, min(self.nsec, math.ceil(measured_s)))
+        self._at(max(n, 1) - 1)
         for s in self.seconds:
             s.fold()
-        n = self.nsec if measured_s is None else max(0, min(self.nsec, math.ceil(measured_s)))
         return Result(
             seconds=self.seconds[: max(n, 1)],
             started=self.started,
@@ -282,6 +229,10 @@ class Recorder:
             unfinished=self.unfinished,
             duration_s=self.duration if measured_s is None else measured_s,
             client_errors=dict(self.client_errors),
+            stopped_by="requests" if self.spent else "time",
+            began=self.first_start,
+            ended=self.last_end,
+            warmup_requests=self.warmup_started,
         )
 
 
@@ -303,6 +254,13 @@ class Result:
     """How long starting the clients took (a closed loop without keep-alive connects them all at once)."""
     teardown_s: float = 0.0
     """From the window's close until every connection was closed and the engine was done."""
+    stopped_by: StoppedBy = "time"
+    began: float = 0.0
+    """-n: when the first counted request started (CLOCK_MONOTONIC, shared by the workers)."""
+    ended: float = 0.0
+    """-n: when the last counted request ended."""
+    warmup_requests: int = 0
+    """Requests started during the warm-up (not counted; a server saw them too)."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -319,18 +277,26 @@ class Result:
         for p in parts:
             for k, v in p.client_errors.items():
                 errs[k] = errs.get(k, 0) + v
+        # all workers sent their share of -n: the load took from the first start to the last end;
+        # one of them stopped by time: the window, as without -n
+        by_requests = all(p.stopped_by == "requests" for p in parts)
+        began, ended = min(p.began for p in parts), max(p.ended for p in parts)
         return cls(
             secs,
             sum(p.started for p in parts),
             sum(p.dropped for p in parts),
             sum(p.unfinished for p in parts),
-            max(p.duration_s for p in parts),
+            ended - began if by_requests else max(p.duration_s for p in parts),
             errs,
             [w for p in parts for w in p.warnings],
             any(p.interrupted for p in parts),
             [u for p in parts for u in p.client_use],
             max(p.start_s for p in parts),
             max(p.teardown_s for p in parts),
+            "requests" if by_requests else "time",
+            began,
+            ended,
+            sum(p.warmup_requests for p in parts),
         )
 
     def counts(self) -> dict[str, int]:

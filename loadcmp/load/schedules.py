@@ -30,25 +30,38 @@ class Driver(Protocol):
 
 @dataclass(frozen=True)
 class Closed:
-    """webbench: N clients, each sending its next request as soon as the last ended."""
+    """webbench: N clients, each sending its next request as soon as the last ended;
+    with `requests` (ab and hey -n), they stop once that many have been started."""
 
     clients: int
 
     kind: ScheduleKind = "closed"
+    requests: int | None = None
+    """Requests to send in all (this part's share when split); None: until the time is up."""
 
     @property
     def connections(self) -> int:
-        """At most this many connections open at once."""
-        return self.clients
+        """At most this many connections open at once: a client never waits
+        for a request it cannot get, so no more clients than requests."""
+        return self.clients if self.requests is None else min(self.clients, self.requests)
 
     def start(self, driver: Driver) -> None:
         driver.start_closed(self)
 
     def split(self, n: int) -> list[Closed]:
-        return [Closed(c) for c in _split(self.clients, n)]
+        """Clients split evenly; requests in proportion to them, exactly (10 over
+        three equal parts: 4 + 3 + 3), so the parts end at about the same time
+        and none has more clients than requests."""
+        clients = _split(self.connections, n)
+        if self.requests is None:
+            return [Closed(c) for c in clients]
+        return [Closed(c, requests=r) for c, r in zip(clients, _shares(self.requests, clients), strict=True)]
 
     def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "clients": self.clients}
+        out: dict[str, object] = {"kind": self.kind, "clients": self.clients}
+        if self.requests is not None:
+            out["requests"] = self.requests
+        return out
 
 
 @dataclass(frozen=True)
@@ -149,10 +162,36 @@ def _split(total: int, n: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(n)]
 
 
+def _shares(total: int, weights: list[int]) -> list[int]:
+    """`total` split in proportion to `weights`, exactly: the largest remainders
+    get the units left over (ties: the first parts)."""
+    whole = sum(weights)
+    out = [total * w // whole for w in weights]
+    order = sorted(range(len(weights)), key=lambda i: (-(total * weights[i] % whole), i))
+    for i in order[: total - sum(out)]:
+        out[i] += 1
+    return out
+
+
+REQUEST_SLACK_S = 2.0
+"""Beyond twice the timeout, what one request may take at worst: the sweeper's
+tenth of a second, a back-off, and reading a closing server to its end (1 s)."""
+
+
+def time_cap(requests: int, clients: int, timeout: float) -> float:
+    """The time limit of `-n` without `-t`: as long as the N requests would take
+    if every one ran into its timeout (a connect, then the answer, each up to
+    `timeout`), plus a round for uneven shares between workers. A load that
+    works ends by its count first, even against a server that never answers."""
+    rounds = math.ceil(requests / max(1, min(clients, requests))) + 1
+    return float(rounds * (2 * timeout + REQUEST_SLACK_S))
+
+
 def make_schedule(
     kind: str,
     clients: int,
     *,
+    requests: int | None = None,
     ramp_up: float | None = None,
     pace: float | None = None,
     rate: float | None = None,
@@ -161,12 +200,16 @@ def make_schedule(
     """Build a schedule from CLI-level values, refusing combinations that make no sense."""
     if clients < 1:
         raise UsageError(f"bad concurrency {clients}: clients must be >= 1")
+    if requests is not None and kind != "closed":
+        raise UsageError(f"-n/--requests needs --schedule closed: the {kind} schedule says when requests start")
+    if requests is not None and requests < 1:
+        raise UsageError(f"bad -n/--requests {requests}: must be at least 1")
     if kind == "closed":
         if rate is not None:
             raise UsageError("--rate needs --schedule rate (the closed loop sends as fast as responses come)")
         if pace is not None or ramp_up is not None:
             raise UsageError("--pace and --ramp-up need --schedule ramp")
-        return Closed(clients)
+        return Closed(clients, requests=requests)
     if kind == "ramp":
         if rate is not None:
             raise UsageError("--rate needs --schedule rate, not ramp")

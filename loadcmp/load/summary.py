@@ -110,6 +110,8 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
     doc["client_cpu_us"] = _round(saturation.cost_us(uses, completed), 1)
     doc["start_s"] = result.start_s
     doc["teardown_s"] = result.teardown_s
+    doc["stopped_by"] = "interrupted" if result.interrupted else result.stopped_by
+    doc["warmup_requests"] = result.warmup_requests
     if result.client_errors:
         doc["client_errors"] = dict(result.client_errors)
     if extra:

@@ -255,6 +255,8 @@ def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, 
 def _sum_live(vals: list[Live]) -> Live:
     cpus = [v.client_cpu for v in vals if v.client_cpu is not None]
     lags = [v.lag_ms for v in vals if v.lag_ms is not None]
+    shares = [v.requests for v in vals if v.requests is not None]
     return Live(max(v.elapsed for v in vals), sum(v.ok for v in vals), sum(v.failed for v in vals),
                 sum(v.inflight for v in vals), sum(v.rps for v in vals), vals[0].measuring,
-                client_cpu=max(cpus) if cpus else None, lag_ms=max(lags) if lags else None)
+                client_cpu=max(cpus) if cpus else None, lag_ms=max(lags) if lags else None,
+                requests=sum(shares) if shares else None)

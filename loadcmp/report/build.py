@@ -84,13 +84,20 @@ def _load_rows(r: Run) -> list[tuple[str, str]]:
     target = spec.get("url") if r.doc.get("kind") == "bench" else spec.get("page")
     memory = spec.get("server_memory")
     return [
-        ("load", f"{sched} schedule, page {target}, {spec.get('duration')} s measured after "
+        ("load", f"{sched} schedule, page {target}, {_how_long(spec)} after "
                  f"{spec.get('warmup', 0)} s warm-up, timeout {spec.get('timeout')} s, keep-alive "
                  f"{_onoff(spec.get('keepalive'))}, {spec.get('trials', 1)} trial(s), engine {spec.get('engine')}, "
                  f"{spec.get('workers', 1)} client process(es)"),
         ("limits", f"server CPUs {spec.get('server_cpus') or 'all'}, client CPUs {spec.get('client_cpus') or 'all'}, "
                    f"server memory {format_bytes(memory) if memory else 'no cap'}"),
     ]
+
+
+def _how_long(spec: dict[str, Any]) -> str:
+    """-t, or -n with the time that limited it."""
+    if spec.get("requests"):
+        return f"{spec['requests']:,} requests per trial (time limit {spec.get('duration'):,.0f} s)"
+    return f"{spec.get('duration')} s measured"
 
 
 def _server_line(s: ServerInfo) -> str:
