@@ -289,3 +289,21 @@ def test_the_live_line_and_the_run_bar_count_requests():
     assert disp.current is not None
     task = disp.progress.tasks[disp.current]
     assert (task.total, task.completed) == (1000, 300)
+
+
+def test_the_trial_line_says_what_ended_a_run_of_n():
+    from loadcmp.cli.run import SweepDisplay
+
+    disp = SweepDisplay()
+    out = io.StringIO()
+    disp.progress.console.file = out
+    p = SimpleNamespace(label="nginx", level=10, trial=1)
+    base = {"ok": 900, "failed": 0, "rps": 450.0, "latency_ms": {"p99": 3.0}, "failures": {},
+            "schedule": {"kind": "closed", "clients": 10, "requests": 1000}}
+    disp.trial_end(p, {"status": "ok", "result": {**base, "stopped_by": "time", "started": 910,  # type: ignore[arg-type]
+                                                   "duration_s": 2.0}})
+    disp.trial_end(p, {"status": "ok", "result": {**base, "ok": 1000, "stopped_by": "requests",  # type: ignore[arg-type]
+                                                   "started": 1000, "duration_s": 2.2}})
+    text = " ".join(out.getvalue().split())
+    assert "stopped by the time limit: 910 of 1,000 requests started" in text
+    assert "all 1,000 requests in 2.2 s" in text

@@ -73,6 +73,12 @@ class SweepDisplay:
         msg = f"{p.label:>16} c={p.level:<6,} #{p.trial}: "
         if r:
             msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {r['latency_ms']['p99'] or 0:,.1f} ms"
+        n = r.get("schedule", {}).get("requests") if r else None
+        if r and n:  # -n: say what ended it, and how long the n took
+            by = r.get("stopped_by", "time")
+            msg += (f"\n{'':>18}all {n:,} requests in {r['duration_s']:.1f} s" if by == "requests" else
+                    f"\n{'':>18}[yellow]stopped by {'the time limit' if by == 'time' else 'Ctrl-C'}: "
+                    f"{r['started']:,} of {n:,} requests started[/yellow]")
         if rec["status"] != "ok":
             msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
         if r and r.get("client_bound"):
