@@ -129,7 +129,13 @@ def tally(text: str, since: float | None = None, until: float | None = None) -> 
 
 
 LOG_LAG = 0.25
-"""Seconds Docker may take to stamp a line that a server wrote as the window closed."""
+"""Seconds Docker may take to stamp a line that a server wrote as the window closed.
+
+The window read runs to the end of the client's teardown: requests still in flight
+at the close end there. What a server logs later is not read: nginx's upstream
+timeouts (60 s after the request) in a shorter trial, and Apache's AH00161 and
+php-fpm's max_children warnings, logged once per server or per episode, after the
+first level of a server kept across levels (reuse_server)."""
 
 
 def status_peaks(samples: Iterable[Mapping[str, Any]]) -> dict[str, float]:
@@ -184,7 +190,7 @@ def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Any], pe
     out = []
     s = _setting(cause, stack, settings) if cause.key == "apache.max_request_workers" else None
     if s and peaks.get("apache_busy", -1) >= s[1]:
-        out.append(f"server-status showed all {s[1]:,} workers busy")
+        out.append(f"server-status showed all {s[1]:,} workers busy (its own request on one of them)")
     if cause.key == "fpm.max_children" and peaks.get("fpm_max_children_reached"):
         out.append(f"fpm-status counted 'max children reached' {_times(peaks['fpm_max_children_reached'])}")
     return out

@@ -130,7 +130,10 @@ class Finding:
 
 def parse_check(text: str) -> FindingCheck:
     """A finding's check -> FindingCheck; a one-line UsageError that names it and says what to write."""
-    parts = re.split(r"(<=|>=|==|!=|=<|=>|<|>|=)", text)
+    # an operator inside [/page?a=1] is part of the page, not the check
+    masked = re.sub(r"\[[^\]]*\]", lambda m: "_" * len(m[0]), text)
+    cuts = [m.span() for m in re.finditer(r"<=|>=|==|!=|=<|=>|<|>|=", masked)]
+    parts = [text[: cuts[0][0]], text[cuts[0][0]:cuts[0][1]], text[cuts[0][1]:]] if len(cuts) == 1 else []
     if len(parts) != 3:
         raise UsageError(f"check {text!r}: needs exactly one of <, <=, >, >=; {_LIKE}")
     lhs, op, rhs = parts
@@ -192,10 +195,12 @@ def labels(check: FindingCheck) -> tuple[str, ...]:
     return tuple(dict.fromkeys(named))
 
 
-def check_labels(findings: list[Finding], known: Collection[str]) -> None:
-    """Refuse, all at once, findings that name a label the run will not have."""
-    errors = [f"finding {i} ({f.check.text!r}): no server is labelled {lb!r} (known: {', '.join(known)})"
-              for i, f in enumerate(findings, 1) for lb in labels(f.check) if lb not in known]
+def check_labels(findings: list[Finding], known: Collection[str], elsewhere: Collection[str] = ()) -> None:
+    """Refuse, all at once, findings that name a label the run will not have and that
+    is not `elsewhere` either (a server declared but left out of this run: judged inconclusive)."""
+    shown = ", ".join(re.sub(r"^(\S+) (/.*)$", r"\1[\2]", k) for k in known)  # as a check names them
+    errors = [f"finding {i} ({f.check.text!r}): no server is labelled {lb!r} (known: {shown})"
+              for i, f in enumerate(findings, 1) for lb in labels(f.check) if lb not in known and lb not in elsewhere]
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} findings name unknown servers", errors)
 
@@ -355,8 +360,9 @@ def _unready(res: Results, sides: list[tuple[str, int, Estimate]]) -> str | None
     for s, lv, e in sides:
         if e.n == 0:
             return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
-    limited = [f"{s}: {b.reason}" for s, lv, _ in sides if (b := res.client_bound(s, lv)) is not None]
-    return f"client-bound ({'; '.join(dict.fromkeys(limited))})" if limited else None
+    limited = [s for s, lv, _ in sides if res.client_bound(s, lv) is not None]
+    # the reason and advice per trial are in Table 1's notes; here, only whose
+    return f"client-bound ({', '.join(dict.fromkeys(limited))}: the client set the pace)" if limited else None
 
 
 def _wrong(verdict: FindingVerdict, low: float | None) -> str | None:

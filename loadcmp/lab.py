@@ -134,6 +134,7 @@ class Deployment:
         every server logs to stderr (see `loadcmp.evidence`). Docker is asked for whole
         seconds around the window; the caller filters by the timestamps. LabError if unreadable."""
         import docker
+        import requests
 
         for c in self.containers:
             rest = b""
@@ -145,6 +146,8 @@ class Deployment:
                         yield line.decode(errors="replace")
             except docker.errors.APIError as e:
                 raise LabError(f"{c.name}: its log is unreadable ({e.explanation or e})") from None
+            except (requests.exceptions.RequestException, OSError) as e:  # the stream broke off
+                raise LabError(f"{c.name}: its log is unreadable ({e})") from None
             if rest:
                 yield rest.decode(errors="replace")
 

@@ -353,7 +353,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
         samples=samples,
         # the sampler keeps going past a bad sample and says so (metrics.Sampler.warnings)
         sampler_warnings=list(sampler.warnings),
-        window=(since, since + summary["duration_s"] + evidence.LOG_LAG),
+        window=(since, since + summary["duration_s"] + summary.get("teardown_s", 0.0) + evidence.LOG_LAG),
     )
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import re
 import tomllib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -222,13 +223,22 @@ def tunables() -> dict[str, Tunable]:
     return out
 
 
+def _flat(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """TOML reads an unquoted nginx.worker_connections = 2000 as a nested table: the same setting."""
+    for k, v in table.items():
+        if isinstance(v, dict):
+            yield from _flat(v, f"{prefix}{k}.")
+        else:
+            yield f"{prefix}{k}", v
+
+
 def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any]) -> dict[str, Any]:
     """`--set k=v` items (or a TOML table) into typed values; all errors at once."""
     known = tunables()
     pairs: list[tuple[str, Any]] = []
     errors: list[str] = []
     if isinstance(items, dict):
-        pairs = list(items.items())
+        pairs = list(_flat(items))
     else:
         for item in items:
             if "=" not in item:

@@ -125,7 +125,7 @@ def test_failures_of_another_kind_are_not_blamed() -> None:
 def test_busy_workers_at_the_cap_are_evidence() -> None:
     out = notes("apache-prefork", {"timeout": 7}, peaks={"apache_busy": 150.0})
     assert out == ["Apache ran all the workers it may; further connections waited in its listen backlog "
-                   "(prefork.MaxRequestWorkers 150) — server-status showed all 150 workers busy; "
+                   "(prefork.MaxRequestWorkers 150) — server-status showed all 150 workers busy (its own request on one of them); "
                    "the failures were 7 timeout"]
     assert notes("apache-prefork", {"timeout": 7}, peaks={"apache_busy": 149.0}) == []
     out = notes("apache-event", {}, "apache-event-fpm.log", peaks={"fpm_active": 5.0, "fpm_max_children_reached": 2})

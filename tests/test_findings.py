@@ -234,7 +234,7 @@ def test_inconclusive_when_a_side_was_client_bound(tmp_path: Path) -> None:
     res = _stored(tmp_path, FAST, bound)
     out = _one(res, "nginx:rps > 1.5 * apache-prefork:rps")
     assert out.verdict == "inconclusive"
-    assert out.reason == "at 50: client-bound (apache-prefork: the load thread was busy 99% of the time)"
+    assert out.reason == "at 50: client-bound (apache-prefork: the client set the pace)"
     assert [lv["verdict"] for lv in out.values["levels"]] == ["supported", "inconclusive", "supported"]
     assert _one(res, "apache-prefork:rps@50 > 500").verdict == "inconclusive"
     assert _one(res, "apache-prefork:rps@200 > 500").verdict == "supported"
@@ -319,10 +319,21 @@ def test_experiment_findings_name_only_servers_the_run_has(tmp_path):
                  '[[findings]]\nclaim = "tuned is faster"\ncheck = "tuned[/a]:rps > nginx[/a]:rps"\n')
     spec = build_spec(str(f), {})
     assert spec.findings == ({"claim": "tuned is faster", "check": "tuned[/a]:rps > nginx[/a]:rps"},)
-    f.write_text('servers = ["nginx"]\n[[findings]]\nclaim = "x"\ncheck = "apache-prefork:rps > nginx:rps"\n')
+    # a seed cut with --server: a finding about a server left out is judged inconclusive after the run
+    f.write_text('servers = ["nginx", "tuned"]\n[variants.tuned]\nstack = "nginx"\nset = { "nginx.worker_processes" = "1" }\n'
+                 '[[findings]]\nclaim = "x"\ncheck = "apache-prefork:rps > tuned:rps"\n')
+    from loadcmp.cli.run import server_fields
+
+    cut = build_spec(str(f), server_fields(("nginx",), ()))
+    assert cut.servers == ("nginx",) and cut.variant_settings == {}
+    f.write_text('servers = ["nginx"]\n[[findings]]\nclaim = "x"\ncheck = "ngnix:rps > 3"\n')  # a typo
     with pytest.raises(ConfigError) as e:
         build_spec(str(f), {})
-    assert "no server is labelled 'apache-prefork'" in "\n".join(e.value.errors)
+    assert "no server is labelled 'ngnix' (known: nginx)" in "\n".join(e.value.errors)
+    f.write_text('servers = ["nginx"]\npages = ["/a", "/b"]\n[[findings]]\nclaim = "x"\ncheck = "nginx:rps > 3"\n')
+    with pytest.raises(ConfigError) as e:  # with two pages a result is one page's: nginx[/a]
+        build_spec(str(f), {})
+    assert "known: nginx[/a], nginx[/b]" in "\n".join(e.value.errors)
     f.write_text('servers = ["nginx"]\n[[findings]]\nclaim = "x"\ncheck = "nginx:rps >> 3"\ncolour = 1\n')
     with pytest.raises(ConfigError) as e:
         build_spec(str(f), {})
@@ -366,3 +377,11 @@ def test_the_report_shows_the_judged_findings_first(tmp_path):
     assert md.index("## Findings of the write-up") < md.index("## Summary")
     assert "**not supported**: apache uses 100 times nginx's memory" in md
     assert "apache uses 100 times nginx&#x27;s memory" in written["html"].read_text()
+
+
+def test_a_page_may_hold_operators():
+    c = fd.parse_check("nginx[/sleep.php?ms=500]:rps@100.. > 2 * apache-prefork[/sleep.php?ms=500]:rps")
+    assert c.left.label == "nginx /sleep.php?ms=500" and c.op == ">" and c.value == 2.0
+    assert c.right is not None and c.right.label == "apache-prefork /sleep.php?ms=500"
+    with pytest.raises(UsageError, match="exactly one of"):
+        fd.parse_check("nginx[/a?b=<]:rps")

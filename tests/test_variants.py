@@ -131,3 +131,13 @@ def test_table1_in_the_terminal_has_a_row_per_server_when_there_are_more_than_tw
     rows = [ln for ln in lines if ln.startswith("│")]
     assert len(rows) == 3 * 3  # levels x servers
     assert any("tuned" in r and "200" in r for r in rows)
+
+
+def test_unquoted_dotted_keys_in_a_set_table_are_the_same_settings(tmp_path):
+    from loadcmp.cli.run import build_spec
+
+    f = tmp_path / "v.toml"
+    f.write_text('servers = ["tuned"]\n[variants.tuned]\nstack = "nginx"\n'
+                 'set = { nginx.worker_connections = 2000, "fpm.max_children" = 50 }\n')
+    spec = build_spec(str(f), {})
+    assert spec.settings_for("tuned") == {"nginx.worker_connections": 2000, "fpm.max_children": 50}

@@ -136,7 +136,7 @@ def _stopped_by(doc: LoadSummary, n: int) -> str:
         return f"-n: all {n:,} requests answered"
     if by == "interrupted":
         return f"Ctrl-C, {doc['started']:,} of {n:,} requests started"
-    return f"-t: the time limit, {doc['started']:,} of {n:,} requests started"
+    return f"the time limit ({doc['duration_s']:.0f} s), {doc['started']:,} of {n:,} requests started"
 
 
 def edges_note(doc: LoadSummary) -> str | None:
