@@ -49,3 +49,43 @@ def test_webbench_count_beside_the_strict_one_when_they_differ(tmp_path):
     assert any(n.startswith("webbench's count") for n in notes(res))
     doc = next(d for d in summary_doc(res)["results"] if d["server"] == "nginx" and d["level"] == 200)
     assert doc["webbench"] == {"susceed": sum(ok) / 2 + 1000, "failed": 0}
+
+
+def test_comparisons_pair_servers_on_the_same_page_and_advise_once():
+    from types import SimpleNamespace
+
+    from loadcmp.report.compare import verdicts
+
+    rps = {"nginx /a": 100.0, "nginx /b": 10.0, "apache /a": 50.0, "apache /b": 20.0}
+    bound = SimpleNamespace(reason="busy", advice="use more cores")
+    data = SimpleNamespace(
+        servers=list(rps), levels=[10, 20],
+        cell=lambda s, lv: [{"result": {"rps": rps[s] + i, "failed": 0, "ok": 1}} for i in range(3)],
+        client_bound=lambda s, lv: bound if s.endswith("/a") else None,
+    )
+    out = verdicts(data)  # type: ignore[arg-type]
+    assert len(out) == 4  # (a, b) pairs x two levels: never nginx /a against nginx /b
+    assert not any("nginx /a" in v and "nginx /b" in v for v in out)
+    assert sum("use more cores" in v.lower() for v in out) == 1, out
+    assert any("apache /b served 1.91×" in v for v in out), out
+
+
+def test_a_cause_seen_in_several_trials_is_one_note(tmp_path):
+    import json
+    import shutil
+    from pathlib import Path
+
+    from loadcmp.report.tables import notes
+    from loadcmp.results import load_results
+
+    folder = tmp_path / "run"
+    shutil.copytree(Path(__file__).parent / "fixtures" / "run-2x3x2", folder)
+    run = json.loads((folder / "run.json").read_text())
+    for t in run["trials"]:
+        if t["server"] == "nginx" and t["level"] == 10:
+            t["log_evidence"] = {}
+            t["notes"] = [f"php-fpm ran all its workers — logged {100 * t['trial']:,} times"]
+    (folder / "run.json").write_text(json.dumps(run))
+    got = [n for n in notes(load_results(folder)) if "php-fpm" in n]
+    assert got == ["nginx at 10 clients (2 of 2 trials; figures of trial 1): php-fpm ran all its workers — logged "
+                   "100 times"]

@@ -12,6 +12,7 @@ no interval could be computed.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -107,9 +108,14 @@ def verdicts(data: Results) -> list[str]:
         return []
     out = []
     get = METRICS["rps"][1]
+    # servers are compared on the same page and keep-alive ("nginx /a" with "apache /a", not with "nginx /b")
+    groups: dict[str, list[str]] = {}
+    for s in servers:
+        groups.setdefault(re.sub(r"^[^/ ]+", "", s), []).append(s)
+    pairs = [(g[0], other) for g in groups.values() for other in g[1:]]
+    advised = False
     for level in data.levels:
-        base = servers[0]
-        for other in servers[1:]:
+        for base, other in pairs:
             ea, eb = _est(data, base, level, get), _est(data, other, level, get)
             if ea.mean is None or eb.mean is None:
                 missing = base if ea.mean is None else other
@@ -122,7 +128,8 @@ def verdicts(data: Results) -> list[str]:
                 out.append(f"Inconclusive at {level:,} clients: the client, not the server, was the bottleneck "
                            f"for {who}: {bound[0][1].reason}."
                            + (f" The ratio {r.text()} measures the client." if r.value is not None else "")
-                           + (f" {_sentence(bound[0][1].advice)}" if bound[0][1].advice else ""))
+                           + (f" {_sentence(bound[0][1].advice)}" if bound[0][1].advice and not advised else ""))
+                advised = advised or bool(bound[0][1].advice)
                 continue
             if r.value is None:
                 out.append(f"At {level:,} clients {base} served no successful request, so no ratio can be given.")

@@ -7,6 +7,7 @@ table, `--json`, the HTML and the Markdown report all say the same numbers.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -206,10 +207,16 @@ def notes(res: Results) -> list[str]:
     for t in res.trials:
         if t["status"] != "ok" and t.get("reason"):
             out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
+    # a cause seen in several trials of a cell is one note: the first trial's words and figures
+    same: dict[tuple[str, int, str], list[tuple[int, str]]] = {}
     for t in res.trials:
         r = t.get("result")
         if not r or not r["failed"] and "log_evidence" not in t:
             continue  # older runs noted limits read from the config: without failures they would mislead
         for n in t.get("notes", []):
-            out.append(f"{t['server']} at {t['level']} clients: {n}")
+            same.setdefault((t["server"], t["level"], re.sub(r"\d[\d,.]*", "#", n)), []).append((t["trial"], n))
+    for (server, level, _), seen in same.items():
+        trials = len(res.cell(server, level))
+        where = (f" ({len(seen)} of {trials} trials; figures of trial {seen[0][0]})" if trials > 1 else "")
+        out.append(f"{server} at {level} clients{where}: {seen[0][1]}")
     return list(dict.fromkeys(out))
