@@ -5,7 +5,7 @@ A trial is `run_trial`, read top to bottom:
     plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs)
     start             the plan -> a running Deployment (or the reused one)
     describe_server   the label's set-up into run.json, once: configs, versions, images
-    prime             a few requests: the page must be the page expected
+    prime             a few requests: the page must be the page expected (`loadcmp.primer`)
     measure           warm-up, then the measured window, the server sampled at 1 Hz
     collect_evidence  Docker's container state, the server's figures, what the servers logged
     judge             all of it -> one TrialRecord (status and reason in words)
@@ -29,7 +29,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from . import __version__, evidence, lab, render, stacks
-from .errors import LabError, LoadcmpError, PrimerError
+from .errors import LabError, LoadcmpError
 from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
 from .load.saturation import Machine, add_advice
@@ -38,6 +38,7 @@ from .load.target import make_target
 from .load.limits import check_nofile
 from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
+from .primer import KEPT_PATIENCE_S, prime
 from .provenance import git_commit, machine_info
 from .spec import RunSpec
 from .records import (ContainerState, HistogramDoc, LoadSummary, RunStatus, ServerInfo, ServerMetrics, TrialRecord,
@@ -254,19 +255,24 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
     """One trial, step by step; None when a stop request came before the load."""
     spec = sweep.spec
     dep = sweep.reused.get(p.label)
-    ready_s = None
+    kept, ready_s = dep is not None, None
     if dep is None:
         try:
             dep, ready_s = start(sweep, plan_trial(spec, p))
         except LabError as e:
-            return TrialOutcome(not_started(spec, p, e), [], [])
+            return TrialOutcome(not_started(spec, p, f"server did not start: {e}"), [], [])
         if spec.reuse_server:
             sweep.reused[p.label] = dep
     try:
         if sweep.stopper.requested:
             return None
         describe_server(sweep, p, dep)
-        prime(dep, p.page)
+        try:
+            prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
+        except LabError as e:  # it does not answer: this trial is lost, not the sweep
+            if sweep.reused.pop(p.label, None) is not None:
+                stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
+            return TrialOutcome(not_started(spec, p, f"{e}" + (" (kept from the level before)" if kept else "")), [], [])
         if sweep.stopper.requested:
             return None
         m = measure(sweep, dep, p)
@@ -299,29 +305,6 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
         settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page))
-
-
-PHP_ERRORS = ("Fatal error", "Parse error", "Warning</b>:", "Uncaught ")
-
-
-def prime(dep: Deployment, page: str, n: int = 3) -> None:
-    """A few requests; the response must be the page, not an error page."""
-    for _ in range(n):
-        try:
-            code, body = lab.http_get(dep.port, page, timeout=10)
-        except OSError as e:
-            raise PrimerError(f"{dep.stack.name}: GET {page} failed before the load started ({e})") from None
-        text = body[:200000].decode(errors="replace")
-        if code >= 400:
-            raise PrimerError(f"{dep.stack.name}: GET {page} answered HTTP {code}, not the page; check --page")
-        if page.split("?")[0].endswith(".php"):
-            if "<?php" in text:
-                raise PrimerError(f"{dep.stack.name}: GET {page} returned PHP source: PHP is not executing")
-            bad = next((m for m in PHP_ERRORS if m in text), None)
-            if bad:
-                raise PrimerError(f"{dep.stack.name}: GET {page} returned a PHP error page ({bad.strip('<>/b:')})")
-        if not body:
-            raise PrimerError(f"{dep.stack.name}: GET {page} returned an empty body")
 
 
 def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
@@ -406,10 +389,10 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
     return record
 
 
-def not_started(spec: RunSpec, p: Planned, e: LabError) -> TrialRecord:
-    """The record of a trial whose server did not start (the sweep goes on)."""
+def not_started(spec: RunSpec, p: Planned, reason: str) -> TrialRecord:
+    """The record of a trial whose server did not start or answer (the sweep goes on)."""
     return TrialRecord(server=p.label, level=p.level, trial=p.trial, stack=spec.stack_of(p.server),
-                       keepalive=p.keepalive, status="server_failed", reason=f"server did not start: {e}", page=p.page)
+                       keepalive=p.keepalive, status="server_failed", reason=reason, page=p.page)
 
 
 def stop(sweep: Sweep, dep: Deployment) -> None:

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -192,3 +195,19 @@ def images(docker_client):  # type: ignore[no-untyped-def]
 def artifacts() -> Path:
     ARTIFACTS.mkdir(exist_ok=True)
     return ARTIFACTS
+
+
+@pytest.fixture(scope="module")
+def fast_server() -> Iterator[int]:
+    """tests/helpers/fastserver.py (its /count says how many requests it saw), on the
+    last CPU when there are several: the clients under test run on CPU 0."""
+    cpus = os.cpu_count() or 1
+    pin = (lambda: os.sched_setaffinity(0, {cpus - 1})) if cpus > 1 else None
+    p = subprocess.Popen([sys.executable, str(ROOT / "tests" / "helpers" / "fastserver.py")], stdout=subprocess.PIPE,
+                         text=True, preexec_fn=pin)
+    try:
+        assert p.stdout is not None
+        yield int(p.stdout.readline())
+    finally:
+        p.kill()
+        p.wait()

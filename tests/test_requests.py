@@ -8,13 +8,8 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.request
-from collections.abc import Iterator
-from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -28,24 +23,6 @@ from loadcmp.load.schedules import Closed, make_schedule, time_cap
 from loadcmp.load.summary import check_invariant, result_doc, timeline_rows
 from loadcmp.load.target import make_target
 from loadcmp.load.workers import run_load
-
-HELPERS = Path(__file__).parent / "helpers"
-
-
-@pytest.fixture(scope="module")
-def fast_server() -> Iterator[int]:
-    """tests/helpers/fastserver.py, on the last CPU when there are several."""
-    cpus = os.cpu_count() or 1
-    pin = (lambda: os.sched_setaffinity(0, {cpus - 1})) if cpus > 1 else None
-    p = subprocess.Popen([sys.executable, str(HELPERS / "fastserver.py")], stdout=subprocess.PIPE, text=True,
-                         preexec_fn=pin)
-    try:
-        assert p.stdout is not None
-        yield int(p.stdout.readline())
-    finally:
-        p.kill()
-        p.wait()
-
 
 def seen(port: int) -> int:
     """How many requests the fast server has answered (its /count is not one of them)."""

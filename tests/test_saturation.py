@@ -16,8 +16,6 @@ import pytest
 from loadcmp.load.recorder import Recorder
 from loadcmp.load.saturation import ClientSample, ClientUse, Machine, advice, bound_reason
 
-HELPERS = Path(__file__).resolve().parent / "helpers"
-
 
 def use(cpu: float | None, wait: float = 0.0, lag: float = 1.0, worker: int = 0) -> ClientUse:
     return ClientUse(worker, cpu, wait, lag, 1.0)
@@ -64,18 +62,11 @@ def test_a_late_tick_gives_its_sample_to_every_second_it_covers():
 
 
 @pytest.fixture(scope="module")
-def fast_server() -> Iterator[int]:
-    """tests/helpers/fastserver.py on CPU 1; the clients below run on CPU 0."""
+def fast_server(fast_server: int) -> int:
+    """conftest's fast server on the last CPU; the clients below run on CPU 0."""
     if (os.cpu_count() or 1) < 2:
         pytest.skip("needs two CPUs: one for the server, one for the client")
-    p = subprocess.Popen([sys.executable, str(HELPERS / "fastserver.py")], stdout=subprocess.PIPE, text=True,
-                         preexec_fn=lambda: os.sched_setaffinity(0, {1}))
-    try:
-        assert p.stdout is not None
-        yield int(p.stdout.readline())
-    finally:
-        p.kill()
-        p.wait()
+    return fast_server
 
 
 @contextlib.contextmanager

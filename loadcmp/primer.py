@@ -1,0 +1,53 @@
+"""The primer: a few requests before a trial's load, so that a wrong page stops the run.
+
+A 404, a PHP error page or PHP source means the experiment measures the wrong
+thing: PrimerError, and the run stops. A server that does not answer at all is
+a lab problem (LabError): the trial is recorded as not started and the sweep
+goes on. A server kept from the previous level (`reuse_server`) may still be
+draining that level's queue, so it gets `patience` seconds first.
+"""
+
+from __future__ import annotations
+
+import time
+
+from . import lab
+from .errors import LabError, PrimerError
+from .lab import Deployment
+
+PHP_ERRORS = ("Fatal error", "Parse error", "Warning</b>:", "Uncaught ")
+
+KEPT_PATIENCE_S = 60.0
+"""How long a server kept from the previous level may take to answer again."""
+
+
+def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0) -> None:
+    """A few requests; the response must be the page, not an error page."""
+    deadline = time.monotonic() + patience
+    for _ in range(n):
+        code, body = _get(dep, page, deadline)
+        text = body[:200000].decode(errors="replace")
+        if code >= 400:
+            raise PrimerError(f"{dep.stack.name}: GET {page} answered HTTP {code}, not the page; check --page")
+        if page.split("?")[0].endswith(".php"):
+            if "<?php" in text:
+                raise PrimerError(f"{dep.stack.name}: GET {page} returned PHP source: PHP is not executing")
+            bad = next((m for m in PHP_ERRORS if m in text), None)
+            if bad:
+                raise PrimerError(f"{dep.stack.name}: GET {page} returned a PHP error page ({bad.strip('<>/b:')})")
+        if not body:
+            raise PrimerError(f"{dep.stack.name}: GET {page} returned an empty body")
+
+
+def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:
+    """One GET, tried again each second until `deadline`; LabError if the server never answers."""
+    waited = time.monotonic()
+    while True:
+        try:
+            return lab.http_get(dep.port, page, timeout=10)
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                waited_s = time.monotonic() - waited
+                after = f" after {waited_s:.0f} s of tries" if waited_s >= 1 else ""
+                raise LabError(f"{dep.stack.name}: GET {page} got no answer before the load{after} ({e})") from None
+            time.sleep(1.0)

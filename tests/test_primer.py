@@ -1,0 +1,71 @@
+"""The primer: a wrong page stops the run; a server that does not answer loses only its trial,
+and a server kept from the level before gets time to drain first."""
+
+from __future__ import annotations
+
+import http.server
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from loadcmp.errors import LabError, PrimerError
+from loadcmp.primer import prime
+
+
+def dep(port: int) -> SimpleNamespace:
+    return SimpleNamespace(port=port, stack=SimpleNamespace(name="nginx"))
+
+
+class Page(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"<html>phpinfo()</html>")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_page_that_answers_passes(faulty):
+    prime(dep(faulty.port), "/ok")  # type: ignore[arg-type]
+
+
+def test_a_wrong_page_stops_the_run(faulty):
+    with pytest.raises(PrimerError, match="HTTP 404"):
+        prime(dep(faulty.port), "/404")  # type: ignore[arg-type]
+
+
+def test_no_answer_is_a_lab_problem_at_once_without_patience(refused_port):
+    t = time.monotonic()
+    with pytest.raises(LabError, match="got no answer before the load"):
+        prime(dep(refused_port), "/info.php")  # type: ignore[arg-type]
+    assert time.monotonic() - t < 1.0
+
+
+def test_a_kept_server_gets_time_to_answer_again(refused_port):
+    """The port answers only after 1.5 s: with patience the primer waits for it."""
+    server: list[http.server.HTTPServer] = []
+
+    def later() -> None:
+        time.sleep(1.5)
+        s = http.server.HTTPServer(("127.0.0.1", refused_port), Page)
+        server.append(s)
+        s.serve_forever()
+
+    threading.Thread(target=later, daemon=True).start()
+    try:
+        t = time.monotonic()
+        prime(dep(refused_port), "/info.php", patience=10.0)  # type: ignore[arg-type]
+        assert 1.0 < time.monotonic() - t < 8.0
+    finally:
+        for s in server:
+            s.shutdown()
+
+
+def test_patience_runs_out(refused_port):
+    t = time.monotonic()
+    with pytest.raises(LabError, match=r"after [12] s of tries"):
+        prime(dep(refused_port), "/", patience=1.5)  # type: ignore[arg-type]
+    assert time.monotonic() - t < 5.0
