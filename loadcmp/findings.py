@@ -312,7 +312,7 @@ def _judge(res: Results, f: Finding) -> FindingResult:
                               "factor" if c.right else "threshold": c.value}
     missing = [lb for lb in labels(c) if lb not in res.servers]
     if missing:
-        reason = f"{', '.join(missing)} not in the results (they hold {', '.join(res.servers) or 'nothing'})"
+        reason = f"{', '.join(missing)} not run (this run has {', '.join(res.servers) or 'nothing'})"
         return FindingResult(f, "inconclusive", {**values, "levels": []}, reason, f"inconclusive: {reason}")
     levels = c.left.levels.pick(res.levels) if c.left.levels else res.levels
     rows = [(s, _level(res, c, s, lv)) for s in ([c.left.label] if c.left.label else res.servers) for lv in levels]
@@ -360,6 +360,10 @@ def _unready(res: Results, sides: list[tuple[str, int, Estimate]]) -> str | None
     for s, lv, e in sides:
         if e.n == 0:
             return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
+    short = [f"{s} {min(got):,}" for s, lv, _ in sides
+             if (got := [r["users_reached"] for t in res.cell(s, lv) if (r := t.get("result")) and "users_reached" in r])]
+    if short:
+        return f"the ramp never reached {sides[0][1]:,} users in the window ({', '.join(short)}): -t is shorter than its ramp-up"
     limited = [s for s, lv, _ in sides if res.client_bound(s, lv) is not None]
     # the reason and advice per trial are in Table 1's notes; here, only whose
     return f"client-bound ({', '.join(dict.fromkeys(limited))}: the client set the pace)" if limited else None

@@ -254,6 +254,10 @@ def status_page(dep: Deployment, kind: str, timeout: float = 0.5) -> dict[str, f
     return STATUS_PARSERS[kind](body.decode(errors="replace"))
 
 
+MIN_PART_S = 0.2
+"""The shortest last part of a second worth a sample of its own when the load stops inside it."""
+
+
 # --- the sampler ---------------------------------------------------------------------------
 
 
@@ -339,28 +343,37 @@ class Sampler:
             while now() < due and not self._stop.is_set():
                 time.sleep(min(0.05, max(0.0, due - now())))
             if self._stop.is_set():
+                # a load that ended inside a second (-n: often under one) still gets its last
+                # part sampled, or a short trial would have no server figures at all
+                if now() - t_prev >= MIN_PART_S:
+                    self._sample(k, prev, t_prev, base_oom, base_hits)
                 break
-            cur = self._read_cgroups()
-            t = now()
-            row: ServerRow = {**self.labels, "second": k}
-            if "cpu_ns" in cur and "cpu_ns" in prev:
-                row["cpu_pct"] = round(100.0 * (cur["cpu_ns"] - prev["cpu_ns"]) / 1e9 / max(1e-6, t - t_prev), 2)
-            for key in ("mem_bytes", "mem_rss_bytes", "mem_max_usage_bytes", "threads", "procs"):
-                if key in cur:
-                    row[key] = cur[key]
-            row["oom_kills"] = cur.get("oom_kills", 0) - base_oom
-            row["mem_limit_hits"] = cur.get("mem_limit_hits", 0) - base_hits
-            states = self._try("ss (TCP states)", partial(tcp_states, self.dep.port), NO_COUNTS)
-            for s in TCP_STATES:
-                row["tcp_" + s.lower().replace("-", "_")] = states.get(s, 0)
-            row["tcp_total"] = sum(states.values())
-            status: dict[str, float] = {}
-            for kind in self.dep.status_urls:
-                status.update(self._try(f"{kind} status page", partial(status_page, self.dep, kind), NO_FIGURES))
-            row.update(with_busy_workers(status))
-            self.rows.append(row)
-            prev, t_prev = cur, t
+            prev, t_prev = self._sample(k, prev, t_prev, base_oom, base_hits)
             k += 1
+
+    def _sample(self, k: int, prev: dict[str, int], t_prev: float, base_oom: int,
+                base_hits: int) -> tuple[dict[str, int], float]:
+        """One row: CPU over the time since `t_prev`, the rest as it is now."""
+        cur = self._read_cgroups()
+        t = now()
+        row: ServerRow = {**self.labels, "second": k}
+        if "cpu_ns" in cur and "cpu_ns" in prev:
+            row["cpu_pct"] = round(100.0 * (cur["cpu_ns"] - prev["cpu_ns"]) / 1e9 / max(1e-6, t - t_prev), 2)
+        for key in ("mem_bytes", "mem_rss_bytes", "mem_max_usage_bytes", "threads", "procs"):
+            if key in cur:
+                row[key] = cur[key]
+        row["oom_kills"] = cur.get("oom_kills", 0) - base_oom
+        row["mem_limit_hits"] = cur.get("mem_limit_hits", 0) - base_hits
+        states = self._try("ss (TCP states)", partial(tcp_states, self.dep.port), NO_COUNTS)
+        for st in TCP_STATES:
+            row["tcp_" + st.lower().replace("-", "_")] = states.get(st, 0)
+        row["tcp_total"] = sum(states.values())
+        status: dict[str, float] = {}
+        for kind in self.dep.status_urls:
+            status.update(self._try(f"{kind} status page", partial(status_page, self.dep, kind), NO_FIGURES))
+        row.update(with_busy_workers(status))
+        self.rows.append(row)
+        return cur, t
 
 
 def summarize(rows: list[ServerRow]) -> ServerMetrics:

@@ -91,6 +91,7 @@ class LoadSummary(TypedDict):
     warmup_s: NotRequired[float]  #: bench: load sent before the window, not counted
     stopped_by: NotRequired[Literal["time", "requests", "interrupted"]]  #: the window closed, -n was done, Ctrl-C
     warmup_requests: NotRequired[int]  #: started during the warm-up; not counted, but the server saw them
+    users_reached: NotRequired[int]  #: ramp: the users started by the window's close, when fewer than all
 
 
 class ServerMetrics(TypedDict, total=False):

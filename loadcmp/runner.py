@@ -33,7 +33,7 @@ from .errors import LabError, LoadcmpError
 from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
 from .load.saturation import Machine, add_advice
-from .load.summary import result_doc, timeline_rows
+from .load.summary import note_ramp_cut, result_doc, timeline_rows
 from .load.target import make_target
 from .load.limits import check_nofile
 from .load.workers import SPAWN_DELAY, Stopper, run_load
@@ -326,6 +326,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     summary = result_doc(result, {
         "schedule": {**schedule.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
         "workers": spec.workers, "url": target.url})
+    note_ramp_cut(summary, schedule, spec.warmup)
     server_cpus = len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
     add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))
     return Measurement(

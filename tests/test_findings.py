@@ -279,7 +279,7 @@ def test_inconclusive_without_data_or_label() -> None:
     res = load_results(FIXTURE)
     missing = _one(res, "apache-worker:rps > 2 * nginx:rps")
     assert missing.verdict == "inconclusive" and missing.reason is not None
-    assert missing.reason.startswith("apache-worker not in the results (they hold nginx, apache-prefork)")
+    assert missing.reason.startswith("apache-worker not run (this run has nginx, apache-prefork)")
     level = _one(res, "nginx:rps@1000 > 1")
     assert level.verdict == "inconclusive" and level.reason == "at 1000: no data for nginx"
     none = _one(res, "nginx:rps@5000.. > 1")
@@ -385,3 +385,13 @@ def test_a_page_may_hold_operators():
     assert c.right is not None and c.right.label == "apache-prefork /sleep.php?ms=500"
     with pytest.raises(UsageError, match="exactly one of"):
         fd.parse_check("nginx[/a?b=<]:rps")
+
+
+def test_a_level_the_ramp_never_reached_is_inconclusive(tmp_path: Path) -> None:
+    def cut(t: dict[str, Any]) -> None:
+        if t["server"] == "nginx" and t["level"] == 200:
+            t["result"]["users_reached"] = 41
+
+    out = _one(_stored(tmp_path, FAST, cut), "nginx:rps > 1.5 * apache-prefork:rps")
+    assert out.verdict == "inconclusive"
+    assert out.reason == "at 200: the ramp never reached 200 users in the window (nginx 41): -t is shorter than its ramp-up"

@@ -6,6 +6,7 @@ import json
 import logging
 import shutil
 import socket
+import time
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -218,3 +219,16 @@ def test_sampler_bug_is_reported_not_swallowed(monkeypatch):
     sampler.start()
     assert sampler.stop() == []
     assert sampler.warnings == ["server sampling: stopped after 0 samples: KeyError: 'oops'"]
+
+
+def test_a_load_that_stops_inside_a_second_still_gets_its_last_part_sampled(tmp_path, monkeypatch):
+    """-n often ends a trial in under a second: without this sample it would have no server figures."""
+    monkeypatch.setattr(metrics, "CG", tmp_path)
+    dep = FakeDeployment(closed_port(), [FakeContainer("b" * 64)])
+    sampler = metrics.Sampler(dep, metrics.now(), {"server": "x"}, seconds=30).start()
+    time.sleep(0.5)
+    rows = sampler.stop()
+    assert [r["second"] for r in rows] == [0]
+    sampler = metrics.Sampler(dep, metrics.now(), {"server": "x"}, seconds=30).start()
+    time.sleep(0.05)  # too short a part to say anything
+    assert sampler.stop() == []

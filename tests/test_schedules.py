@@ -27,3 +27,26 @@ def test_schedule_refusals():
     with pytest.raises(UsageError):
         make_schedule("ramp", 10, pace=0)
     assert Ramp(5000, 50, 5).peak_rate() == 1000
+
+
+def test_a_ramp_says_how_many_users_it_started_by_a_time():
+    from loadcmp.load.schedules import Ramp
+
+    r = Ramp(5000, 50.0, 5.0)
+    assert r.users_by(0.0) == 1 and r.users_by(10.0) == 1001 and r.users_by(50.0) == 5000
+    assert [p.users_by(12.0) for p in r.split(2)] == [1201, 1201]  # of the whole schedule, whichever part
+
+
+def test_a_ramp_cut_by_the_window_is_said_with_how_far_it_got():
+    from loadcmp.load.schedules import Closed, Ramp
+    from loadcmp.load.summary import note_ramp_cut
+
+    doc = {"duration_s": 10.0, "warnings": []}
+    note_ramp_cut(doc, Ramp(5000, 50.0, 5.0), 2.0)  # type: ignore[arg-type]
+    assert doc["users_reached"] == 1201
+    assert doc["warnings"] == ["the ramp started only 1,201 of 5,000 users before the window closed "
+                               "(ramp-up 50 s > warm-up + time 12 s)"]
+    whole = {"duration_s": 100.0, "warnings": []}
+    note_ramp_cut(whole, Ramp(5000, 50.0, 5.0), 2.0)  # type: ignore[arg-type]
+    note_ramp_cut(whole, Closed(50), 0.0)  # type: ignore[arg-type]
+    assert "users_reached" not in whole and whole["warnings"] == []

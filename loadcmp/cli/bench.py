@@ -42,7 +42,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     from ..load.saturation import Machine, add_advice
     from ..load.target import make_target
     from ..load.schedules import make_schedule, time_cap
-    from ..load.summary import result_doc, timeline_rows
+    from ..load.summary import note_ramp_cut, result_doc, timeline_rows
     from ..load.workers import Stopper, run_load
 
     given = LoadFlags.pop(flags).given()
@@ -62,8 +62,9 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         result = run_load(spec, workers=v["workers"], cpus=v["client_cpus"], live=live, stopper=stopper)
     doc = result_doc(result, {
         "url": url, "engine": v["engine"], "workers": v["workers"], "schedule": {**sched.describe(), "keepalive": keepalive},
-        "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": clients,
+        "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
     })
+    note_ramp_cut(doc, sched, spec.warmup)
     add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), keepalive))
     timeline = timeline_rows(result)
     if out_dir:

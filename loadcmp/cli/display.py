@@ -83,7 +83,7 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
               show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value", justify="right")
-    t.add_row("measured", f"{doc['duration_s']:.1f} s" + ("  (interrupted)" if doc.get("interrupted") else ""))
+    t.add_row("measured", f"{doc['duration_s']:.{1 if doc['duration_s'] >= 10 else 3}f} s" + ("  (interrupted)" if doc.get("interrupted") else ""))
     n = doc.get("schedule", {}).get("requests")
     if n:
         t.add_row("stopped by", _stopped_by(doc, n))
@@ -133,7 +133,8 @@ def _stopped_by(doc: LoadSummary, n: int) -> str:
     """With -n: whether the requests or the time limit ended the load."""
     by = doc.get("stopped_by")
     if by == "requests":
-        return f"-n: all {n:,} requests answered"
+        warm = doc.get("warmup_requests", 0)
+        return f"-n: all {n:,} requests ended" + (f" (after {warm:,} warm-up requests)" if warm else "")
     if by == "interrupted":
         return f"Ctrl-C, {doc['started']:,} of {n:,} requests started"
     return f"the time limit ({doc['duration_s']:.0f} s), {doc['started']:,} of {n:,} requests started"

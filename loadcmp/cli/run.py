@@ -76,11 +76,14 @@ class SweepDisplay:
         n = r.get("schedule", {}).get("requests") if r else None
         if r and n:  # -n: say what ended it, and how long the n took
             by = r.get("stopped_by", "time")
-            msg += (f"\n{'':>18}all {n:,} requests in {r['duration_s']:.1f} s" if by == "requests" else
+            warm = f" (after {r['warmup_requests']:,} warm-up requests)" if r.get("warmup_requests") else ""
+            msg += (f"\n{'':>18}all {n:,} requests in {r['duration_s']:.1f} s{warm}" if by == "requests" else
                     f"\n{'':>18}[yellow]stopped by {'the time limit' if by == 'time' else 'Ctrl-C'}: "
                     f"{r['started']:,} of {n:,} requests started[/yellow]")
         if rec["status"] != "ok":
             msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
+        if r and "users_reached" in r:
+            msg += f"\n{'':>18}[yellow]the ramp started only {r['users_reached']:,} of {p.level:,} users in the window[/yellow]"
         if r and r.get("client_bound"):
             msg += f"\n{'':>18}[yellow]client-bound: {r.get('client_bound_reason')}[/yellow]"
         edges = edges_note(r) if r else None

@@ -92,6 +92,11 @@ class Ramp:
         total = self.total_users or self.users
         return (self.first_user + user) * self.ramp_up / total
 
+    def users_by(self, t: float) -> int:
+        """How many of the whole schedule's users have started `t` seconds after the load began."""
+        total = self.total_users or self.users
+        return total if t >= self.ramp_up else min(total, math.floor(t * total / self.ramp_up) + 1)
+
     def next_due(self, last_due: float, now: float) -> float:
         """The next intended start after one due at `last_due` that ended at `now`."""
         nxt = last_due + self.pace

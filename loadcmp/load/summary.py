@@ -9,6 +9,7 @@ from ..records import LatencyMs, LoadSummary, WebbenchCount
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
 from .recorder import Histogram, Result
+from .schedules import Ramp, Schedule
 
 
 def _round(v: float | None, digits: int) -> float | None:
@@ -55,6 +56,18 @@ def timeline_rows(result: Result) -> list[dict[str, Any]]:
         row["loop_lag_ms"] = None if s.loop_lag_ms is None else round(s.loop_lag_ms, 2)
         rows.append(row)
     return rows
+
+
+def note_ramp_cut(doc: LoadSummary, schedule: Schedule, warmup: float) -> None:
+    """A ramp longer than warm-up + window never reaches its level: say how far it got,
+    so that no figure or finding is read as that level's."""
+    if isinstance(schedule, Ramp):
+        total = schedule.total_users or schedule.users
+        reached = schedule.users_by(warmup + doc["duration_s"])
+        if reached < total:
+            doc["users_reached"] = reached
+            doc["warnings"].append(f"the ramp started only {reached:,} of {total:,} users before the window closed "
+                                   f"(ramp-up {schedule.ramp_up:g} s > warm-up + time {warmup + doc['duration_s']:g} s)")
 
 
 def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSummary:
