@@ -139,8 +139,10 @@ class Engine(Generic[S]):
         """May a request start at `t`? Not once the window has closed, even when
         a lagging loop gets to it late: it could only end as unfinished. Nor
         without a ticket left (-n): no ticket, no request."""
-        rec = self.rec
-        return self.running and t < self.t_end and (rec is None or rec.ticket_left(t))
+        if not (self.running and t < self.t_end):
+            return False
+        # the hot path (every request): without -n no call into the recorder
+        return self.budget is None or self.rec is None or self.rec.ticket_left(t)
 
     def window_open(self, t: float) -> bool:
         """May a request that has its ticket go out at `t` (after its connect)?"""
