@@ -104,8 +104,7 @@ _SERVER: dict[str, Callable[[ServerMetrics], float | None]] = {
 def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | None:
     """A metric over trials (worst-case for latency: the histograms merged; inf when no request
     succeeded), or None when nothing was measured."""
-    from .load.recorder import Histogram  # numpy and pandas: only when results are read
-    from .results import metrics_of
+    from .results import metrics_of, pooled_latency  # numpy and pandas: only when results are read
 
     ran = [t for t in trials if t.get("result")]
     if not ran:
@@ -118,10 +117,7 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
         count = _COUNTS[metric]
         return sum(count(r) for r in res) / len(res)
     if metric in ("p", "max", "mean"):
-        h = Histogram()
-        for t in ran:
-            if "latency_hist" in t:
-                h = h.merge(Histogram.from_dict(t["latency_hist"]))
+        h = pooled_latency(ran)
         if h.count == 0:
             return math.inf
         v = h.percentile(q or 100) if metric == "p" else h.max_s if metric == "max" else h.mean

@@ -13,6 +13,7 @@ an exit code. Anything else that escapes is a bug and is shown as one.
     ├── LoadError                the client side (file limits, engine failure)
     ├── PrimerError              the page served is not the page expected
     ├── StoreError               a results folder is unreadable or of an older format
+    ├── ReportError              a figure could not be drawn (then no file of the report is written)
     ├── ThresholdFailed          exit 3: a smoke check was not met
     └── Interrupted              exit 130: Ctrl-C; carries the results folder when one was written
 """
@@ -68,6 +69,10 @@ class PrimerError(LoadcmpError):
 
 class StoreError(LoadcmpError):
     """A results folder cannot be read or written."""
+
+
+class ReportError(LoadcmpError):
+    """A report could not be built from readable results (a figure failed to draw)."""
 
 
 class ThresholdFailed(LoadcmpError):

@@ -19,6 +19,7 @@ from pathlib import Path
 import pandas as pd
 
 from .errors import StoreError
+from .load.histogram import Histogram
 from .records import LoadSummary, RunDoc, RunStatus, ServerMetrics, TrialRecord
 from .store import FORMAT, SUMMARY_COLUMNS, summary_row
 
@@ -94,6 +95,11 @@ class Results:
         """The trials of one server at one level that produced a measurement."""
         return [t for t in self.trials if t["server"] == server and t["level"] == level and t.get("result")]
 
+    def pooled_latency(self, server: str, level: int) -> Histogram:
+        """Every request's latency of a cell's trials in one histogram: the one definition of
+        a cell's percentiles (Table 1, the figures, `--json` and smoke checks alike)."""
+        return pooled_latency(self.cell(server, level))
+
     def of_server(self, server: str) -> list[TrialRecord]:
         return [t for t in self.trials if t["server"] == server]
 
@@ -117,6 +123,15 @@ def client_bound(trials: list[TrialRecord]) -> ClientBound | None:
         if r and r.get("client_bound"):
             return ClientBound(r.get("client_bound_reason") or "the client was saturated", r.get("client_advice"))
     return None
+
+
+def pooled_latency(trials: list[TrialRecord]) -> Histogram:
+    """The trials' latency histograms merged (empty when none was stored)."""
+    h = Histogram()
+    for t in trials:
+        if "latency_hist" in t:
+            h = h.merge(Histogram.from_dict(t["latency_hist"]))
+    return h
 
 
 def result_of(t: TrialRecord) -> LoadSummary | None:

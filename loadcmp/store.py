@@ -183,7 +183,7 @@ def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, sched
                requests: int | None = None,
                latency_hist: HistogramDoc, service_hist: HistogramDoc | None = None,
                timeline: list[Row] | None = None, started: str | None = None,
-               machine: MachineInfo | None = None, loadcmp_version: str = "") -> Path:
+               machine: MachineInfo | None = None, loadcmp_version: str = "", git_commit: str | None = None) -> Path:
     """A bench result as a one-trial results folder with a run's layout.
 
     The spec uses RunSpec.to_dict()'s keys where they apply (`servers` is the
@@ -197,6 +197,8 @@ def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, sched
         "url": url, "requests": requests,
     }
     doc = new_run_doc("bench", f"bench {url}", spec, machine or {}, loadcmp_version, started)
+    if git_commit:
+        doc["git_commit"] = git_commit
     w = RunWriter.create(out_dir, f"bench-{label.split(':')[0]}", doc)
     w.add_server(label, ServerInfo(url=url, keepalive=keepalive, page=page))
     status: TrialStatus = "interrupted" if summary["interrupted"] else "ok"

@@ -373,10 +373,10 @@ def test_the_report_shows_the_judged_findings_first(tmp_path):
     judge_findings(str(dst), RunSpec(servers=("nginx",), findings=(
         {"claim": "apache uses 100 times nginx's memory", "check": "apache-prefork:mem_peak > 100 * nginx:mem_peak"},)))
     written = build([dst], tmp_path / "report", {"md", "html"})
-    md = written["md"].read_text()
-    assert md.index("## Findings of the write-up") < md.index("## Summary")
+    md = written["report.md"].read_text()
+    assert md.index("## Findings") < md.index("### The write-up's claims, judged") < md.index("## Summary")
     assert "**not supported**: apache uses 100 times nginx's memory" in md
-    assert "apache uses 100 times nginx&#x27;s memory" in written["html"].read_text()
+    assert "apache uses 100 times nginx&#x27;s memory" in written["report.html"].read_text()
 
 
 def test_a_page_may_hold_operators():

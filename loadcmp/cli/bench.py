@@ -69,7 +69,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     timeline = timeline_rows(result)
     if out_dir:
         from .. import __version__
-        from ..provenance import machine_info
+        from ..provenance import git_commit, machine_info
         from ..store import save_bench
 
         path = save_bench(out_dir, url=url, label=f"{target.host}:{target.port}", clients=clients,
@@ -77,7 +77,8 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
                           warmup=spec.warmup,
                           timeout=spec.timeout, engine=spec.engine, workers=v["workers"], summary=doc,
                           latency_hist=result.latency().to_dict(), service_hist=result.service().to_dict(),
-                          timeline=timeline, started=started, machine=machine_info(), loadcmp_version=__version__)
+                          timeline=timeline, started=started, machine=machine_info(), loadcmp_version=__version__,
+                          git_commit=git_commit())
         err.print(f"stored in {path}")
     if as_json:
         emit_json({**doc, "timeline": timeline})

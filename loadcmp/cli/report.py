@@ -14,14 +14,16 @@ from .app import cli
 @click.option("--level", type=int, help="Level for the timeline and latency figures (default: highest common).")
 @click.option("--open", "open_", is_flag=True, help="Open report.html in a browser.")
 def report(results: tuple[str, ...], out_dir: str | None, fmt: str, level: int | None, open_: bool) -> None:
-    """Build report.html and report.md from one or more results folders."""
+    """Build report.html and report.md from one or more results folders.
+
+    Prints every file it wrote, one per line (the report first)."""
     from ..report.build import build, parse_formats
 
     written = build(list(results), out_dir, parse_formats(fmt), level)
-    for kind in ("html", "md"):
-        if kind in written:
-            click.echo(str(written[kind]))
-    if open_ and "html" in written:
+    first = [n for n in ("report.html", "report.md") if n in written]
+    for name in first + sorted(n for n in written if n not in first):
+        click.echo(str(written[name]))
+    if open_ and "report.html" in written:
         import webbrowser
 
-        webbrowser.open(written["html"].resolve().as_uri())
+        webbrowser.open(written["report.html"].resolve().as_uri())

@@ -101,32 +101,33 @@ class SweepDisplay:
 def print_table1(path: str) -> None:
     """Table 1 of a stored run, as the write-ups printed it, with its notes."""
     from ..report.compare import verdicts
-    from ..report.tables import notes, table1
+    from ..report.tables import legend, long_form, notes, table1
     from ..results import load_results
 
     res = load_results(path)
     header, rows = table1(res)
     t = Table(title=f"{res.name} — successful / failed requests per server (Table 1)", title_justify="left")
-    if len(res.servers) <= 2:
+    wide = sum(3 + max(len(group), len(what), *(len(r[i]) for r in rows)) for i, (group, what) in enumerate(header))
+    if len(res.servers) <= 2 and wide <= out.width:
         for group, what in header:
             t.add_column(f"{group}\n{what}" if group else what, justify="right", no_wrap=True)
         for row in rows:
             t.add_row(*row)
-    else:  # the paper's layout is too wide for a terminal: one row per server and level
-        per = (len(header) - 1) // len(res.servers)
-        for what in ["clients", "server", *(w for _, w in header[1:1 + per])]:
+    else:  # the paper's layout is too wide for this terminal: one row per server and level
+        cols, long = long_form(header, rows, res.servers)
+        for what in cols:
             t.add_column(what, justify="left" if what == "server" else "right", no_wrap=what != "server")
-        for row in rows:
-            for i, server in enumerate(res.servers):
-                t.add_row(row[0], server, *row[1 + i * per:1 + (i + 1) * per], end_section=i == len(res.servers) - 1)
+        for i, row in enumerate(long):
+            t.add_row(*row, end_section=i % len(res.servers) == len(res.servers) - 1)
     out.print(t)
+    out.print(f"[dim]{escape(legend(header, rows, res))}[/dim]", highlight=False)
     for n in notes(res):
-        out.print(f"* {n}")
+        out.print(f"* {escape(n)}", highlight=False)
     lines = verdicts(res)
     if lines:
         out.print("[bold]Comparison[/bold]")
         for v in lines:
-            out.print(f"- {v}")
+            out.print(f"- {escape(v)}", highlight=False)
     findings = res.run.get("findings") or []
     if findings:
         out.print("[bold]Findings of the write-up[/bold]")

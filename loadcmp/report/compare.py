@@ -4,9 +4,9 @@ A level where either side was client-bound (`load.saturation`) gets no verdict:
 it is inconclusive, with the reason and the advice.
 
 A ratio B/A of means gets a 95 % interval from the trials' standard errors
-(delta method on the log scale). A verdict names a difference only when that
-interval excludes 1; with one trial per side it gives the ratio and says that
-no interval could be computed.
+(delta method on the log scale) when each side has 3 trials or more. A verdict
+names a difference only when that interval excludes 1; with fewer trials it
+gives the ratio and says that it is no finding.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from ..results import Results, metrics_of
 from ..records import LoadSummary, TrialRecord
-from .tables import Estimate, t95
+from .tables import MIN_TRIALS, Estimate, t95
 
 Getter = Callable[[TrialRecord], float | int | None]
 """One number of a measured trial (None: not known)."""
@@ -54,8 +54,8 @@ def ratio(b: Estimate, a: Estimate) -> Ratio:
     if a.mean is None or b.mean is None or a.mean == 0:
         return Ratio(None, None, None)
     r = b.mean / a.mean
-    if a.low is None or b.low is None or b.mean <= 0:
-        return Ratio(r, None, None)
+    if a.interval is None or b.interval is None or b.mean <= 0:
+        return Ratio(r, None, None)  # an interval from fewer than MIN_TRIALS trials says nothing
     se_a = (a.high - a.mean) / t95(a.n - 1)  # type: ignore[operator]
     se_b = (b.high - b.mean) / t95(b.n - 1)  # type: ignore[operator]
     rel = math.sqrt((se_a / a.mean) ** 2 + (se_b / b.mean) ** 2)
@@ -108,14 +108,9 @@ def verdicts(data: Results) -> list[str]:
         return []
     out = []
     get = METRICS["rps"][1]
-    # servers are compared on the same page and keep-alive ("nginx /a" with "apache /a", not with "nginx /b")
-    groups: dict[str, list[str]] = {}
-    for s in servers:
-        groups.setdefault(re.sub(r"^[^/ ]+", "", s), []).append(s)
-    pairs = [(g[0], other) for g in groups.values() for other in g[1:]]
     advised = False
     for level in data.levels:
-        for base, other in pairs:
+        for base, other in pairs(data):
             ea, eb = _est(data, base, level, get), _est(data, other, level, get)
             if ea.mean is None or eb.mean is None:
                 missing = base if ea.mean is None else other
@@ -134,10 +129,12 @@ def verdicts(data: Results) -> list[str]:
             if r.value is None:
                 out.append(f"At {level:,} clients {base} served no successful request, so no ratio can be given.")
                 continue
-            hi, lo_name, rr = (other, base, r) if r.value >= 1 else (base, other, _inv(r))
+            hi, lo_name, rr = (other, base, r) if r.value >= 1 else (base, other, inverse(r))
             if r.significant is None:
+                n = min(ea.n, eb.n)
                 out.append(f"{hi} served {rr.value:.2f}× the requests of {lo_name} at {level:,} clients "
-                           "(one trial each: no interval; use --trials 3 or more to test it).")
+                           f"({'one trial' if n == 1 else f'{n} trials'} each: an interval needs {MIN_TRIALS} or "
+                           f"more, so this is no finding; use --trials {MIN_TRIALS}).")
             elif r.significant:
                 out.append(f"{hi} served {rr.value:.2f}× ({rr.low:.2f}–{rr.high:.2f}) the requests of {lo_name} "
                            f"at {level:,} clients.")
@@ -147,7 +144,17 @@ def verdicts(data: Results) -> list[str]:
     return out
 
 
-def _inv(r: Ratio) -> Ratio:
+def pairs(data: Results) -> list[tuple[str, str]]:
+    """Which servers are compared: those on the same page and keep-alive ("nginx /a" with
+    "apache /a", not with "nginx /b"), each against the first of its group."""
+    groups: dict[str, list[str]] = {}
+    for s in data.servers:
+        groups.setdefault(re.sub(r"^[^/ ]+", "", s), []).append(s)
+    return [(g[0], other) for g in groups.values() for other in g[1:]]
+
+
+def inverse(r: Ratio) -> Ratio:
+    """A/B from B/A."""
     assert r.value
     return Ratio(1 / r.value, None if r.high is None else 1 / r.high, None if r.low is None else 1 / r.low)
 

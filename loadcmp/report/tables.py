@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import pandas as pd
 
-from ..results import Results
+from ..records import TrialRecord
+from ..results import Results, metrics_of
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -24,14 +26,22 @@ def t95(df: int) -> float:
     return _T95[df - 1] if 1 <= df <= len(_T95) else 1.96
 
 
+MIN_TRIALS = 3
+"""Trials a cell needs before a 95 % interval is shown: from two, the t-interval is
+wider than most values (t = 12.7), so two trials show their range instead."""
+
+
 @dataclass(frozen=True)
 class Estimate:
-    """A mean over trials with its 95 % confidence interval (None for one trial)."""
+    """A mean over trials with its 95 % t-interval (`low`, `high`: None for one trial)
+    and the range of the trials. Readers show `interval` (3+ trials) or the range."""
 
     mean: float | None
     low: float | None
     high: float | None
     n: int
+    least: float | None = None
+    most: float | None = None
 
     @classmethod
     def of(cls, values: Any) -> Estimate:
@@ -40,10 +50,37 @@ class Estimate:
             return cls(None, None, None, 0)
         m = sum(v) / len(v)
         if len(v) < 2:
-            return cls(m, None, None, len(v))
+            return cls(m, None, None, len(v), m, m)
         sd = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
         h = t95(len(v) - 1) * sd / math.sqrt(len(v))
-        return cls(m, m - h, m + h, len(v))
+        return cls(m, m - h, m + h, len(v), min(v), max(v))
+
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The 95 % interval, only from MIN_TRIALS trials on."""
+        if self.n < MIN_TRIALS or self.low is None or self.high is None:
+            return None
+        return self.low, self.high
+
+    @property
+    def spread(self) -> tuple[float, float] | None:
+        """What a bar or a cell shows around the mean: the interval, else the range of 2 trials."""
+        if self.interval:
+            return self.interval
+        if self.n >= 2 and self.least is not None and self.most is not None:
+            return self.least, self.most
+        return None
+
+    def text(self, fmt: str = "{:,.0f}") -> str:
+        """'1,234 ±56' (3+ trials), '1,234 (1,200–1,270)' (2 trials: their range), '1,234' (one)."""
+        if self.mean is None:
+            return "-"
+        s = fmt.format(self.mean)
+        if self.interval:
+            return s + f" ±{fmt.format((self.interval[1] - self.interval[0]) / 2)}"
+        if self.spread:
+            return s + f" ({fmt.format(self.spread[0])}–{fmt.format(self.spread[1])})"
+        return s
 
 
 METRICS = ("ok", "failed", "unfinished", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_pct",
@@ -89,7 +126,8 @@ def failures_by_kind(res: Results) -> pd.DataFrame:
 
 
 def summary_doc(res: Results) -> dict[str, Any]:
-    """The `--json` summary of a run: §6 keys per server x level, means and intervals."""
+    """The `--json` summary of a run: §6 keys per server x level, means over the trials with their
+    95 % interval (`ci95`, from 3 trials; 2 give `rps_range`), latency pooled over the trials."""
     agg = aggregate(res)
     fk = failures_by_kind(res)
     out = []
@@ -99,8 +137,9 @@ def summary_doc(res: Results) -> dict[str, Any]:
         for k in ("ok", "failed", "unfinished", "rps", "duration_s", "bytes", "cpu_pct", "mem_peak_bytes",
                   "pids_peak", "failed_rate"):
             item[k] = _num(r[k])
-        item["latency_ms"] = {"p50": _num(r.p50_ms), "p90": _num(r.p90_ms), "p99": _num(r.p99_ms),
-                              "max": _num(r.max_ms)}
+        item["latency_ms"] = _pooled_ms(res, r.server, int(r.level)) or {
+            "p50": _num(r.p50_ms), "p90": _num(r.p90_ms), "p99": _num(r.p99_ms), "max": _num(r.max_ms)}
+        item["rps_per_core"] = cell_estimate(res, r.server, int(r.level), per_core).mean
         if not fk.empty:
             m = fk[(fk.server == r.server) & (fk.level == r.level)]
             item["failures"] = {k: _num(v) for k, v in m.iloc[0].drop(["server", "level"]).items()} if len(m) else {}
@@ -112,14 +151,27 @@ def summary_doc(res: Results) -> dict[str, Any]:
         if bound is not None:
             item["client_bound_reason"] = bound.reason
             item["client_advice"] = bound.advice
-        if r.trials > 1:
+        if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "p99_ms", "mem_peak_bytes") if r[f"{k}_low"] is not None
                             and not _isnan(r[f"{k}_low"])}
+        elif r.measured == 2:
+            est = cell_estimate(res, r.server, int(r.level), _rps)
+            item["rps_range"] = [est.least, est.most]
         out.append(item)
     return {"results_dir": str(res.path), "status": res.status, "name": res.name,
             "servers": res.servers, "levels": res.levels, "results": out, "problems": res.problems,
             "findings": [f for run in res.runs for f in run.doc.get("findings", [])]}
+
+
+def _pooled_ms(res: Results, server: str, level: int) -> dict[str, Any] | None:
+    """A cell's latency percentiles over every request of its trials (None: no histogram stored)."""
+    h = res.pooled_latency(server, level)
+    if h.count == 0:
+        return None
+    ms = {f"p{q}": round(v * 1000, 3) if (v := h.percentile(q)) is not None else None for q in (50, 90, 99)}
+    return {**ms, "max": round(h.max_s * 1000, 3), "mean": round(h.mean * 1000, 3) if h.mean is not None else None,
+            "pooled": True}
 
 
 def _isnan(v: Any) -> bool:
@@ -134,25 +186,49 @@ def _num(v: Any) -> Any:
     return float(v) if hasattr(v, "__float__") else v
 
 
+def per_core(t: TrialRecord) -> float | None:
+    """Requests/s per core of server CPU the trial used (its measured CPU, 100 % = one core):
+    what a server gets from the CPU it burns, beside what it gets in all."""
+    r, cpu = t.get("result"), metrics_of(t).get("cpu_pct")
+    if not r or not cpu or cpu <= 0:
+        return None
+    return float(r["rps"]) / (cpu / 100)
+
+
+def cell_estimate(res: Results, server: str, level: int, get: Callable[[TrialRecord], Any]) -> Estimate:
+    """One number of a cell's measured trials, as mean, interval (3+ trials) and range."""
+    return Estimate.of([v for t in res.cell(server, level) if (v := get(t)) is not None])
+
+
+def _rps(t: TrialRecord) -> Any:
+    return t["result"]["rps"]
+
+
+P99_COLUMN = "p99 ms, pooled"
+"""Percentiles are pooled everywhere: the percentile of every request of the cell's trials together."""
+
+
 def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
-    """The paper's Table 1: clients in rows; per server ok / failed, rps, p99,
-    peak memory; '/' where a level could not run, with the reason below."""
+    """The paper's Table 1: clients in rows; per server ok / failed (and webbench's count where
+    it differs), req/s, req/s per server core, pooled p99, peak memory; '/' where a level
+    could not run, with the reason in `notes`."""
     from ..units import format_bytes
 
     agg = aggregate(res)
     servers = res.servers
     webbench = webbench_differs(agg)
-    header = [("", "clients")]
-    for s in servers:
-        header += [(s, "ok / failed")] + ([(s, WEBBENCH_COLUMN)] if webbench else [])
-        header += [(s, "req/s"), (s, "p99 ms"), (s, "mem peak")]
+    cores = any(per_core(t) is not None for t in res.trials)
+    memory = any(metrics_of(t).get("mem_peak_bytes") for t in res.trials)
+    what = ["ok / failed", *([WEBBENCH_COLUMN] if webbench else []), "req/s", *([PER_CORE_COLUMN] if cores else []),
+            P99_COLUMN, *(["mem peak"] if memory else [])]
+    header = [("", "clients")] + [(s, w) for s in servers for w in what]
     rows = []
     for level in res.levels:
         row = [f"{level:,}"]
         for s in servers:
             m = agg[(agg.server == s) & (agg.level == level)]
             if m.empty or _isnan(m.iloc[0].ok):
-                row += ["/"] * (5 if webbench else 4)
+                row += ["/"] * len(what)
                 continue
             r = m.iloc[0]
             mark = "" if r.statuses == "ok" else " *"
@@ -160,10 +236,61 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
             row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}"]
             if webbench:
                 row += ["-" if _isnan(r.webbench_susceed) else f"{r.webbench_susceed:,.0f} / {r.webbench_failed:,.0f}"]
-            row += [_cell(r.rps, r.rps_low, r.rps_high, "{:,.0f}") + bound,
-                    _cell(r.p99_ms, None, None, "{:,.1f}"), format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
+            row += [cell_estimate(res, s, level, _rps).text() + bound]
+            if cores:
+                row += [cell_estimate(res, s, level, per_core).text()]
+            p99 = res.pooled_latency(s, level).percentile(99)
+            row += [_ms(p99 * 1000 if p99 is not None else r.p99_ms)]
+            if memory:
+                row += [format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
         rows.append(row)
     return header, rows
+
+
+PER_CORE_COLUMN = "req/s per core"
+
+
+def long_form(header: list[tuple[str, str]], rows: list[list[str]], servers: list[str]
+              ) -> tuple[list[str], list[list[str]]]:
+    """Table 1 with one row per level and server, for more servers than a page is wide:
+    columns clients, server, then each server's columns once."""
+    per = (len(header) - 1) // max(1, len(servers))
+    cols = ["clients", "server", *(w for _, w in header[1:1 + per])]
+    out = [[row[0], server, *row[1 + i * per:1 + (i + 1) * per]] for row in rows for i, server in enumerate(servers)]
+    return cols, out
+
+
+def _ms(v: Any) -> str:
+    return "-" if _isnan(v) else f"{v:,.1f}"
+
+
+def legend(header: list[tuple[str, str]], rows: list[list[str]], res: Results | None = None) -> str:
+    """What Table 1's columns and marks mean, naming only those it holds."""
+    cells = [c for r in rows for c in r[1:]]
+    whats = {w for _, w in header}
+    out = ["ok / failed: loadcmp's strict count of successful and failed requests"]
+    if WEBBENCH_COLUMN in whats:
+        out.append("webbench's count: what webbench would have printed for them (see the notes)")
+    elif res is not None and any("webbench" in r for t in res.trials if (r := t.get("result"))):
+        out.append("webbench would have printed the same counts (it differs only where error pages are answered)")
+    spread = []
+    if any(" ±" in c for c in cells):
+        spread.append("± half the 95 % interval")
+    if any(re.search(r"\(\S+–\S+\)", c) for c in cells):
+        spread.append(f"(low–high) the range of 2 trials, as an interval needs {MIN_TRIALS} or more")
+    out.append("req/s: the mean over the trials" + (", with " + " or ".join(spread) if spread else ""))
+    if PER_CORE_COLUMN in whats:
+        out.append("req/s per core: each trial's req/s divided by the server CPU it used (100 % = one core)")
+    out.append("p99 pooled: the 99th percentile of every request of the level's trials together, as in the figures")
+    if "mem peak" in whats:
+        out.append("mem peak: the server's peak memory")
+    if "/" in cells:
+        out.append("'/' = the level could not run")
+    if any(c.endswith(" *") for c in cells):
+        out.append("'*' = a trial did not end normally (see the notes)")
+    if any(CLIENT_BOUND_MARK.strip() in c for c in cells):
+        out.append(f"{CLIENT_BOUND_MARK.strip()} = the client, not the server, limited the rate")
+    return "; ".join(out) + "."
 
 
 WEBBENCH_COLUMN = "webbench's count"
@@ -179,15 +306,6 @@ def webbench_differs(agg: pd.DataFrame) -> bool:
         return False
     known = agg[agg.webbench_susceed.notna() & agg.ok.notna()]
     return bool(((known.webbench_susceed - known.ok).abs() > 0.5).any())
-
-
-def _cell(v: Any, lo: Any, hi: Any, fmt: str) -> str:
-    if _isnan(v):
-        return "-"
-    s = fmt.format(v)
-    if not _isnan(lo) and not _isnan(hi):
-        s += f" ±{fmt.format((hi - lo) / 2)}"
-    return s
 
 
 CLIENT_BOUND_MARK = " ‡"

@@ -1,0 +1,174 @@
+"""The report as a self-contained HTML page and as Markdown, from one `build.Report`.
+
+Both say the same things in the same order: what was run, the findings
+(the write-up's claims with their verdicts, then what happened and why), Table 1,
+the comparison, the figures, the notes, and the full set-up.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from dataclasses import dataclass
+from typing import Any
+
+from ..records import FindingDoc
+from ..results import Results
+from .compare import RatioRow
+from .plots import Drawn
+from .tables import long_form
+
+
+@dataclass
+class Report:
+    """What the report says, once, for every format."""
+
+    title: str
+    data: Results
+    claims: list[FindingDoc]
+    story: list[tuple[str, list[str]]]
+    setup: list[tuple[str, str]]
+    settings: dict[str, dict[str, Any]]
+    header: list[tuple[str, str]]
+    rows: list[list[str]]
+    legend: str
+    warnings: list[str]
+    verdicts: list[str]
+    baseline: str
+    ratios: list[RatioRow]
+    figures: list[Drawn]
+    png: dict[str, bytes]  #: stem -> the figure as PNG (figures drawn only)
+    svg: dict[str, bytes]  #: stem -> as SVG, when asked for
+
+CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
+color:#222;line-height:1.45}
+h1{font-size:1.5rem;margin:.2rem 0}h2{font-size:1.2rem;margin-top:2rem;border-bottom:1px solid #ddd}
+h3{font-size:1rem;margin:1rem 0 .3rem}.lead{color:#444}
+.banner{background:#fff3cd;border:1px solid #e0c060;padding:.6rem .8rem;border-radius:6px;margin:.8rem 0}
+.banner.bad{background:#fde2e1;border-color:#d88}
+.scroll{overflow-x:auto}table{border-collapse:collapse;font-size:.85rem;margin:.5rem 0}
+th,td{border:1px solid #ddd;padding:.25rem .5rem;text-align:right;white-space:nowrap}
+th{background:#f4f4f4}td:first-child,th:first-child{text-align:left}
+figure{margin:1.2rem 0;overflow-x:auto}figure img{width:100%;height:auto;border:1px solid #eee;box-sizing:border-box}
+figcaption{font-size:.9rem;color:#444}p.instead{color:#555;font-style:italic}
+dl{display:grid;grid-template-columns:max-content 1fr;gap:.2rem 1rem}
+dt{font-weight:600}dd{margin:0}ul li{margin:.25rem 0}details{margin:.4rem 0}pre{font-size:.75rem;overflow-x:auto}
+.supported{color:#1a7f37}.not-supported{color:#c62828}.inconclusive{color:#9a6700}small.legend{color:#555}
+@media (max-width:700px){dl{grid-template-columns:1fr}body{padding:.5rem}figure img{width:720px;max-width:none}
+figcaption{position:sticky;left:0;max-width:calc(100vw - 1.5rem)}}
+"""
+
+
+def _e(text: object) -> str:
+    return html.escape(str(text))
+
+
+def _table_html(header: list[tuple[str, str]], rows: list[list[str]]) -> str:
+    groups: list[tuple[str, int]] = []
+    for g, _ in header:
+        if groups and groups[-1][0] == g:
+            groups[-1] = (g, groups[-1][1] + 1)
+        else:
+            groups.append((g, 1))
+    h1 = "".join(f'<th colspan="{n}">{_e(g)}</th>' for g, n in groups)
+    h2 = "".join(f"<th>{_e(w)}</th>" for _, w in header)
+    body = "".join("<tr>" + "".join(f"<td>{_e(c)}</td>" for c in r) + "</tr>" for r in rows)
+    top = f"<tr>{h1}</tr>" if any(g for g, _ in header) else ""
+    return f'<div class="scroll"><table><thead>{top}<tr>{h2}</tr></thead><tbody>{body}</tbody></table></div>'
+
+
+RATIO_HEADER = ["clients", "B / A", "requests/s", "p99 latency", "failures", "peak memory"]
+
+
+def _ratio_rows(rows: list[RatioRow]) -> list[list[str]]:
+    return [[f"{r.level:,}", f"{r.server} / {r.baseline}", *(r.ratios[k].text() for k in ("rps", "p99", "failed", "mem"))]
+            for r in rows]
+
+
+def _ratio_lead(r: Report) -> str:
+    return (f"Ratios of each server B to {r.baseline} (A) per level; above 1, B has more. The 95 % interval is given "
+            "where both sides have 3 trials or more.")
+
+
+def _lead(r: Report) -> str:
+    """One line under the title: the load of the (first) run."""
+    return next((v for k, v in r.setup if k == "load"), "")
+
+
+def html_page(r: Report) -> str:
+    parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+             f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{_e(r.title)}</title>"
+             f"<style>{CSS}</style></head><body>", f"<h1>{_e(r.title)}</h1>", f"<p class='lead'>{_e(_lead(r))}</p>"]
+    if r.data.interrupted:
+        parts.append("<div class='banner bad'><b>Interrupted run.</b> These results hold only the trials that "
+                     "finished before the run was stopped.</div>")
+    parts.append("<h2>Findings</h2>")
+    if r.claims:
+        parts.append("<h3>The write-up's claims, judged</h3><ul>" + "".join(
+            f"<li><b class='{f['verdict'].replace(' ', '-')}'>{_e(f['verdict'])}</b>: {_e(f['claim'])}<br>"
+            f"<code>{_e(f['check'])}</code> — {_e(f['text'])}</li>" for f in r.claims) + "</ul>")
+    for head, lines in r.story:
+        parts.append(f"<h3>{_e(head)}</h3><ul>" + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul>")
+    parts.append("<h2>Summary (Table 1)</h2>")
+    if len(r.data.servers) > 2:  # the paper's layout, one column group per server, is too wide for a page
+        cols, rows = long_form(r.header, r.rows, r.data.servers)
+        parts.append(_table_html([("", c) for c in cols], rows))
+    else:
+        parts.append(_table_html(r.header, r.rows))
+    parts.append(f"<p><small class='legend'>{_e(r.legend)}</small></p>")
+    if r.verdicts:
+        parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.verdicts) + "</ul>")
+        parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
+        parts.append(_table_html([("", h) for h in RATIO_HEADER], _ratio_rows(r.ratios)))
+    parts.append("<h2>Figures</h2>")
+    for i, d in enumerate(r.figures, 1):
+        if d.stem in r.png:
+            b64 = base64.b64encode(r.png[d.stem]).decode()
+            parts.append(f"<figure><img alt='{_e(d.caption)}' src='data:image/png;base64,{b64}'>"
+                         f"<figcaption>Figure {i}. {_e(d.caption)}</figcaption></figure>")
+        elif d.instead:
+            parts.append(f"<p class='instead'>Figure {i}: {_e(d.instead)}</p>")
+    if r.warnings:
+        parts.append("<h2>Notes and warnings</h2><ul>" + "".join(f"<li>{_e(w)}</li>" for w in r.warnings) + "</ul>")
+    parts.append("<h2>Set-up</h2><dl>" + "".join(f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in r.setup) + "</dl>")
+    for name, settings in r.settings.items():
+        kv = "\n".join(f"{k} = {v}" for k, v in settings.items())
+        parts.append(f"<details><summary>{_e(name)}: configuration in effect</summary><pre>{_e(kv)}</pre></details>")
+    parts.append("<p><small>Built by loadcmp from stored results only: "
+                 + _e(", ".join(str(run.path) for run in r.data.runs)) + "</small></p></body></html>")
+    return "\n".join(parts)
+
+
+def _md_table(header: list[str], rows: list[list[str]]) -> str:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
+    out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
+    return "\n".join(out)
+
+
+def markdown(r: Report) -> str:
+    parts = [f"# {r.title}", "", _lead(r), ""]
+    if r.data.interrupted:
+        parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]
+    parts += ["## Findings", ""]
+    if r.claims:
+        parts += ["### The write-up's claims, judged", ""] + [
+            f"- **{f['verdict']}**: {f['claim']}  \n  `{f['check']}` — {f['text']}" for f in r.claims] + [""]
+    for head, lines in r.story:
+        parts += [f"### {head}", ""] + [f"- {x}" for x in lines] + [""]
+    table = (_md_table(*long_form(r.header, r.rows, r.data.servers)) if len(r.data.servers) > 2
+             else _md_table([f"{g} {w}".strip() for g, w in r.header], r.rows))
+    parts += ["## Summary (Table 1)", "", table, "", f"*{r.legend}*", ""]
+    if r.verdicts:
+        parts += ["## Comparison", ""] + [f"- {v}" for v in r.verdicts] + [
+            "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]
+    parts += ["## Figures", ""]
+    for i, d in enumerate(r.figures, 1):
+        if d.stem in r.png:
+            parts += [f"![Figure {i}. {d.caption}]({d.stem}.png)", "", f"*Figure {i}. {d.caption}*", ""]
+        elif d.instead:
+            parts += [f"*Figure {i}: {d.instead}*", ""]
+    if r.warnings:
+        parts += ["## Notes and warnings", ""] + [f"- {w}" for w in r.warnings] + [""]
+    parts += ["## Set-up", ""] + [f"- **{k}**: {v}" for k, v in r.setup] + [""]
+    return "\n".join(parts)

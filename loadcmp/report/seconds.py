@@ -1,0 +1,107 @@
+"""The report's figures at one level: second by second (3), and how latency is spread (4)."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
+
+from ..results import Results
+from .axes import MiB, WIDTH, auto_y, colors, finish, legend_below, plain_log, plt
+
+SERVER_ROWS = (("cpu_pct", "server CPU %\n(100 = one core)"), ("mem_bytes", "server memory MiB"),
+               ("tcp_estab", "TCP sockets\n(solid estab., dotted TIME_WAIT)"))
+
+
+def timeline(data: Results, level: int, trial: int = 1) -> Figure:
+    """Per second at one level: req/s, failures/s, p50/p99 latency; the server's CPU, memory
+    and TCP connections on the same time axis (those rows only where the server was sampled)."""
+    col = colors(data)
+    sv = data.server
+    shown = [(k, label) for k, label in SERVER_ROWS if not sv.empty and k in sv and sv[k].notna().any()]
+    fig, grid = plt.subplots(2 + len(shown), 1, figsize=(WIDTH, 2.2 * (2 + len(shown)) + 1), sharex=True,
+                             squeeze=False)
+    axes = list(grid[:, 0])
+    tl = data.timeline
+    lat_values: list[float] = []
+    for s in data.servers:
+        c = col[s]
+        if not tl.empty:
+            d = tl[(tl.server == s) & (tl.level == level) & (tl.trial == trial)].sort_values("second")
+            if not d.empty:
+                t = d.second + 1
+                axes[0].plot(t, d.ok, color=c, label=s, lw=1.6)
+                axes[0].plot(t, d.failed, color=c, lw=1.2, ls=":")
+                axes[1].plot(t, d.p99_ms, color=c, lw=1.6)
+                axes[1].plot(t, d.p50_ms, color=c, lw=1.0, ls="--")
+                lat_values += [float(x) for x in d.p99_ms.dropna()] + [float(x) for x in d.p50_ms.dropna()]
+        if shown:
+            d = sv[(sv.server == s) & (sv.level == level) & (sv.trial == trial)].sort_values("second")
+            for ax, (key, _) in zip(axes[2:], shown, strict=True):
+                if d.empty:
+                    continue
+                t = d.second + 1
+                ax.plot(t, d[key] / MiB if key == "mem_bytes" else d[key], color=c, lw=1.6)
+                if key == "tcp_estab" and "tcp_time_wait" in d:
+                    ax.plot(t, d.tcp_time_wait, color=c, lw=1.0, ls=":")
+    axes[0].set_ylabel("per second\n(solid ok, dotted failed)")
+    axes[1].set_ylabel("latency ms\n(solid p99, dashed p50)")
+    for ax, (_, label) in zip(axes[2:], shown, strict=True):
+        ax.set_ylabel(label)
+    axes[-1].set_xlabel("seconds into the measured window")
+    for ax in axes:
+        if ax is not axes[1]:
+            ax.set_ylim(bottom=0)
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+    auto_y(axes[1], lat_values)
+    axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
+    below = "client side above, server side below" if shown else "client side (the server was not sampled)"
+    fig = finish(fig, f"Timeline at {level:,} clients (trial {trial}): {below}")
+    legend_below(fig, axes[0])
+    fig.subplots_adjust(bottom=0.08 if shown else 0.2)
+    return fig
+
+
+def latency_distribution(data: Results, level: int) -> Figure:
+    """Latency histogram and percentile spectrum per server at one level (log scales), pooled over the trials."""
+    col = colors(data)
+    fig, (a, b) = plt.subplots(1, 2, figsize=(WIDTH, 4.4))
+    any_data = False
+    for s in data.servers:
+        h = data.pooled_latency(s, level)
+        if h.count == 0:
+            continue
+        any_data = True
+        b_ms = h.buckets_ms()
+        lo = max(1e-3, min(x[0] for x in b_ms))
+        hi = max(x[1] for x in b_ms)
+        edges = np.geomspace(lo, hi * 1.0001, 40)
+        counts = np.zeros(len(edges) - 1)
+        for a0, a1, c in b_ms:
+            j = min(len(counts) - 1, max(0, int(np.searchsorted(edges, math.sqrt(a0 * a1)) - 1)))
+            counts[j] += c
+        a.stairs(counts / h.count * 100, edges, color=col[s], label=s, lw=1.6)
+        qs = np.array([50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99])
+        qs = qs[qs < 100 - 100 / max(h.count, 1)] if h.count < 10000 else qs
+        vals = [(h.percentile(q) or 0.0) * 1000 for q in qs]
+        b.plot(1 / (1 - qs / 100), vals, "-o", color=col[s], label=s, ms=3, lw=1.6)
+    plain_log(a, "x")
+    a.set_xlabel("latency (ms, log scale)")
+    a.set_ylabel("share of responses (%)")
+    a.set_title("histogram", fontsize=10)
+    b.set_xscale("log")
+    plain_log(b, "y")
+    ticks = [2, 10, 100, 1000, 10000]
+    b.set_xticks(ticks, ["50%", "90%", "99%", "99.9%", "99.99%"])
+    b.xaxis.set_minor_locator(NullLocator())
+    b.set_xlabel("percentile")
+    b.set_ylabel("latency (ms, log scale)")
+    b.set_title("percentile spectrum (wrk2 style)", fontsize=10)
+    if not any_data:
+        a.text(0.5, 0.5, "no responses at this level", transform=a.transAxes, ha="center")
+    fig = finish(fig, f"Latency at {level:,} clients, pooled over the trials (from each request's intended start)")
+    legend_below(fig, a)
+    fig.subplots_adjust(bottom=0.25)
+    return fig

@@ -1,0 +1,342 @@
+"""The report's opening: what happened, in plain sentences, each backed by a number.
+
+Read from stored results only, in the order a performance engineer asks: who
+handled more and by how much (`throughput`), where each server starts to fail
+(`failures`, with `knee`), what it used to get there (`resources`), and why, as
+far as the servers' own evidence says (`causes`: their log lines, the status
+pages, OOM kills, and the CPU). A claim about a difference is made only where
+the 95 % interval supports it (3 trials or more, see `tables.MIN_TRIALS`).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from itertools import groupby
+from typing import Literal
+
+from ..records import TrialRecord
+from ..results import Results, metrics_of
+from ..units import format_bytes
+from .compare import Ratio, inverse, pairs, ratio
+from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core
+
+FAIL_LIMIT = 0.01
+"""Failures begin at the first level where more than 1 % of the requests that ended failed."""
+
+CPU_BOUND = 0.9
+"""A server that used 90 % or more of the CPUs it had was limited by them."""
+
+
+@dataclass(frozen=True)
+class Knee:
+    """Where a server's failures begin: the level, the share failed, and the main kind."""
+
+    level: int
+    rate: float  #: mean failed share of the requests that ended
+    kind: str | None  #: the kind with the most failures there
+    kind_count: float  #: its mean count per trial
+
+
+def knee(data: Results, server: str) -> Knee | None:
+    """The first level at which more than FAIL_LIMIT of a server's requests failed, or None."""
+    for level in data.levels:
+        cell = data.cell(server, level)
+        if not cell:
+            continue
+        rate = sum(t["result"]["failed_rate"] for t in cell) / len(cell)
+        if rate > FAIL_LIMIT:
+            kind, count = _main_kind(data, server, level)
+            return Knee(level, rate, kind, count)
+    return None
+
+
+def _main_kind(data: Results, server: str, level: int) -> tuple[str | None, float]:
+    cell = data.cell(server, level)
+    kinds: dict[str, float] = {}
+    for t in cell:
+        for k, n in t["result"]["failures"].items():
+            kinds[k] = kinds.get(k, 0) + n / len(cell)
+    if not kinds or max(kinds.values()) == 0:
+        return None, 0.0
+    kind = max(kinds, key=lambda k: kinds[k])
+    return kind, kinds[kind]
+
+
+def _levels(levels: list[int], all_levels: list[int]) -> str:
+    """'at 50 clients', 'at 50 and 400 clients', 'from 50 to 5,000 clients'."""
+    if len(levels) == 1:
+        return f"at {levels[0]:,} clients"
+    run = all_levels[all_levels.index(levels[0]):all_levels.index(levels[-1]) + 1]
+    if len(levels) > 2 and run == levels:
+        return f"from {levels[0]:,} to {levels[-1]:,} clients"
+    return "at " + ", ".join(f"{lv:,}" for lv in levels[:-1]) + f" and {levels[-1]:,} clients"
+
+
+Kind = Literal["more", "same", "few", "bound", "missing"]
+
+
+@dataclass(frozen=True)
+class _Step:
+    level: int
+    kind: Kind
+    winner: str  #: the server that handled more ('' when none is named)
+    ratio: Ratio  #: winner / other
+    trials: int
+
+
+def _step(data: Results, base: str, other: str, level: int) -> _Step:
+    ea, eb = cell_estimate(data, base, level, _rps), cell_estimate(data, other, level, _rps)
+    n = min(ea.n, eb.n)
+    if ea.mean is None or eb.mean is None or not ea.mean or not eb.mean:
+        return _Step(level, "missing", "", Ratio(None, None, None), n)
+    if data.client_bound(base, level) or data.client_bound(other, level):
+        return _Step(level, "bound", "", Ratio(None, None, None), n)
+    r = ratio(eb, ea)
+    winner, rr = (other, r) if (r.value or 0) >= 1 else (base, inverse(r))
+    if r.significant is None:
+        return _Step(level, "few", winner, rr, n)
+    return _Step(level, "more" if r.significant else "same", winner if r.significant else "", rr, n)
+
+
+def peaks(data: Results) -> list[str]:
+    """Each server's highest rate, where it was reached, and its latency there."""
+    out = []
+    for s in data.servers:
+        cells = [(lv, e) for lv in data.levels if (e := cell_estimate(data, s, lv, _rps)).mean is not None]
+        if not cells:
+            continue
+        lv, e = max(cells, key=lambda c: c[1].mean or 0)
+        p99 = data.pooled_latency(s, lv).percentile(99)
+        out.append(f"{s} served at most {e.text()} requests/s, at {lv:,} clients"
+                   + (f" (p99 latency {p99 * 1000:,.1f} ms)" if p99 is not None else "")
+                   + (f"; at {data.levels[-1]:,} clients, {_at(data, s, data.levels[-1])}"
+                      if lv != data.levels[-1] and data.cell(s, data.levels[-1]) else "") + ".")
+    return out
+
+
+def _rps(t: TrialRecord) -> float:
+    return float(t["result"]["rps"])
+
+
+def _at(data: Results, server: str, level: int) -> str:
+    return f"{cell_estimate(data, server, level, _rps).text()} requests/s"
+
+
+def throughput(data: Results) -> list[str]:
+    """Each server's peak rate; then per compared pair, one sentence per run of levels with the same outcome."""
+    out = peaks(data)
+    for base, other in pairs(data):
+        steps = [_step(data, base, other, lv) for lv in data.levels]
+        for (kind, winner), group in groupby(steps, key=lambda s: (s.kind, s.winner)):
+            g = list(group)
+            where = _levels([s.level for s in g], data.levels)
+            loser = other if winner == base else base
+            if kind == "more":
+                out.append(f"{winner} handled more requests/s than {loser} {where}: {_ratios(g)}.")
+            elif kind == "same":
+                out.append(f"{base} and {other} handled the same requests/s within the noise {where} "
+                           f"({_ratios(g)}; each 95 % interval includes 1).")
+            elif kind == "few":
+                n = min(s.trials for s in g)
+                out.append(f"{winner} handled more requests/s than {loser} {where} ({_ratios(g)}), from "
+                           f"{'one trial' if n == 1 else f'{n} trials'} each: too few for an interval "
+                           f"({MIN_TRIALS} or more are needed), so this is a hint, not a finding.")
+            elif kind == "bound":
+                out.append(f"{where[0].upper() + where[1:]}, the client, not the servers, limited the rate of "
+                           f"{base} or {other}: these levels say nothing about the servers (see the notes).")
+    return out
+
+
+def _ratios(steps: list[_Step]) -> str:
+    """'1.45× (1.30–1.60)' for one level, each level for a few, the extremes for many."""
+    def one(s: _Step) -> str:
+        return s.ratio.text() + (f" at {s.level:,}" if len(steps) > 1 else "")
+
+    if len(steps) <= 3:
+        return ", ".join(one(s) for s in steps)
+    lo = min(steps, key=lambda s: s.ratio.value or 0)
+    hi = max(steps, key=lambda s: s.ratio.value or 0)
+    return f"between {one(lo)} and {one(hi)}"
+
+
+def failures(data: Results) -> list[str]:
+    """Per server: where failures begin and of what kind, how far they go, and the levels that could not run."""
+    out: list[str] = []
+    clean: list[str] = []
+    for s in data.servers:
+        k = knee(data, s)
+        measured = [lv for lv in data.levels if data.cell(s, lv)]
+        if not measured:
+            continue
+        if k is not None:
+            what = f", mostly {k.kind} ({k.kind_count:,.0f} per trial)" if k.kind else ""
+            text = f"{s}'s failures begin at {k.level:,} clients: {k.rate:.1%} of its requests failed{what}"
+            last = measured[-1]
+            if last != k.level:
+                rate = _rate(data, s, last)
+                text += f"; at {last:,} clients, {rate:.1%}"
+            out.append(text + ".")
+        else:
+            worst = max(measured, key=lambda lv: _rate(data, s, lv))
+            rate = _rate(data, s, worst)
+            if rate > 0:
+                out.append(f"{s} kept its failures under {FAIL_LIMIT:.0%} at every level measured "
+                           f"(at most {rate:.2%}, at {worst:,} clients).")
+            else:
+                clean.append(s)
+        missing = [lv for lv in data.levels if not data.cell(s, lv) and any(t["server"] == s and t["level"] == lv
+                                                                             for t in data.trials)]
+        if missing:
+            why = next((t.get("reason") for t in data.trials if t["server"] == s and t["level"] in missing
+                        and t.get("reason")), None)
+            out.append(f"{s} could not be measured {_levels(missing, data.levels)}" + (f": {why}" if why else "")
+                       + ".")
+    if clean:
+        who = clean[0] if len(clean) == 1 else ", ".join(clean[:-1]) + " and " + clean[-1]
+        out.insert(0, f"No request to {who} failed at any level measured.")
+    return out
+
+
+def _rate(data: Results, server: str, level: int) -> float:
+    cell = data.cell(server, level)
+    return sum(t["result"]["failed_rate"] for t in cell) / len(cell) if cell else 0.0
+
+
+def _cores(data: Results, server: str) -> int | None:
+    """How many CPUs the server could use: its cpuset, else the machine's."""
+    for r in data.runs:
+        info = r.doc.get("servers", {}).get(server) or {}
+        cpus = info.get("cpus") or r.doc.get("spec", {}).get("server_cpus")
+        if cpus:
+            from ..units import cpu_list
+
+            return len(cpu_list(str(cpus)))
+        cores = r.doc.get("machine", {}).get("cores")
+        if cores:
+            return int(cores)
+    return None
+
+
+def _saturated(data: Results, server: str) -> str:
+    """The levels at which a server used CPU_BOUND of the CPUs it had, in words ('' for none)."""
+    cores = _cores(data, server)
+    if not cores:
+        return ""
+    levels = [lv for lv in data.levels
+              if (e := cell_estimate(data, server, lv, lambda t: metrics_of(t).get("cpu_pct"))).mean is not None
+              and e.mean >= CPU_BOUND * 100 * cores]
+    measured = [lv for lv in data.levels if data.cell(server, lv)]
+    if not levels:
+        return ""
+    return "at every level" if levels == measured and len(levels) > 1 else _levels(levels, data.levels)
+
+
+def resources(data: Results) -> list[str]:
+    """The server CPU each used and what it got per core; peak memory and processes."""
+    out = []
+    per = []
+    for s in data.servers:
+        cpu = [(lv, e) for lv in data.levels if (e := cell_estimate(data, s, lv, lambda t: metrics_of(t).get("cpu_pct")))
+               .mean is not None]
+        if not cpu:
+            continue
+        cores = _cores(data, s)
+        means = [float(e.mean or 0) for _, e in cpu]
+        lo, hi = min(means), max(means)
+        used = f"{lo:,.0f} %" if round(lo) == round(hi) else f"{lo:,.0f}–{hi:,.0f} %"
+        text = (f"{s} used {used} of its one CPU core" if cores == 1 else
+                f"{s} used {used} of server CPU (100 % = one core" + (f"; it had {cores})" if cores else ")"))
+        if saturated := _saturated(data, s):
+            text += f": saturated {saturated}"
+        out.append(text + ".")
+        core = [(lv, e) for lv in data.levels if (e := cell_estimate(data, s, lv, per_core)).mean is not None]
+        if core:
+            per.append((s, core))
+    if len(per) > 1:
+        common = set.intersection(*({lv for lv, _ in c} for _, c in per))
+        free = {lv for lv in common if not any(data.client_bound(s, lv) for s, _ in per)}
+        level = max(free or common, default=None)  # the client's ceiling says nothing of the server's cores
+        if level is not None:
+            cells = [(s, next(e for lv, e in c if lv == level)) for s, c in per]
+            out.append(f"Per core of server CPU at {level:,} clients: "
+                       + ", ".join(f"{s} {e.text()} req/s" for s, e in cells) + _per_core_verdict(cells) + ".")
+    peaks = []
+    for s in data.servers:
+        mem = [(lv, m) for lv in data.levels for t in data.cell(s, lv) if (m := metrics_of(t).get("mem_peak_bytes"))]
+        procs = [p for lv in data.levels for t in data.cell(s, lv)
+                 if (p := metrics_of(t).get("procs_peak") or metrics_of(t).get("pids_peak"))]
+        if mem:
+            lv, m = max(mem, key=lambda x: x[1])
+            peaks.append(f"{s} {format_bytes(m)} (at {lv:,} clients)" + (f" and {max(procs):,} processes" if procs
+                                                                            else ""))
+    if peaks:
+        out.append("Peak server memory: " + "; ".join(peaks) + ".")
+    return out
+
+
+def _per_core_verdict(cells: list[tuple[str, Estimate]]) -> str:
+    best, second = sorted(cells, key=lambda c: -(c[1].mean or 0))[:2]
+    r = ratio(best[1], second[1])
+    if r.significant:
+        return f": {best[0]} got {r.text()} as much from each core as {second[0]}"
+    return ""
+
+
+def _cap(data: Results, server: str) -> tuple[str, int] | None:
+    """The worker cap that busy workers are counted against: Apache's MaxRequestWorkers, else php-fpm's."""
+    for r in data.runs:
+        info = r.doc.get("servers", {}).get(server) or {}
+        settings = info.get("settings") or {}
+        mpm = info.get("mpm")
+        key = f"{mpm}.MaxRequestWorkers" if mpm else "fpm.max_children"
+        if key in settings:
+            return key, int(settings[key])
+    return None
+
+
+def causes(data: Results) -> list[str]:
+    """Why, as far as the servers' own evidence says: their notes (log lines, status pages, OOM
+    kills) once per cause with where they were seen, and worker pools full at every level."""
+    out = []
+    for s in data.servers:
+        seen: dict[str, tuple[str, list[int], int]] = {}  # cause -> (first note, levels, trials)
+        for t in data.of_server(s):
+            for note in t.get("notes", []):
+                if not t.get("result") or (not t["result"]["failed"] and "log_evidence" not in t):
+                    continue
+                cause = note.split(" — ")[0]
+                key = re.sub(r"\d[\d,.]*", "#", cause)
+                first, levels, n = seen.get(key, (note, [], 0))
+                seen[key] = (first, levels + [t["level"]] if t["level"] not in levels else levels, n + 1)
+        for first, levels, n in seen.values():
+            cause, _, evidence = first.partition(" — ")
+            total = sum(1 for t in data.of_server(s) if t["level"] in levels and t.get("result"))
+            where = _levels(sorted(levels), data.levels) + (f" ({n} of {total} trials)" if total > 1 else "")
+            out.append(f"{s}: {cause} {where}" + (f" — {'for example ' if total > 1 else ''}{evidence}"
+                                                   if evidence else "") + ".")
+        cpu = _saturated(data, s)
+        if cpu:
+            out.append(f"{s}: its CPU was saturated {cpu} — the server's CPU, and what each request costs on it, "
+                       "set its rate there; more workers or connections could not have served more.")
+        cap = _cap(data, s)
+        busy = [b for lv in data.levels for t in data.cell(s, lv) if (b := metrics_of(t).get("busy_workers_peak"))]
+        full = [lv for lv in data.levels if data.cell(s, lv) and all(
+            (b := metrics_of(t).get("busy_workers_peak")) is not None and b >= cap[1] - 1 for t in data.cell(s, lv))
+            ] if cap else []
+        if cap and full and full == [lv for lv in data.levels if data.cell(s, lv)]:
+            where = "at every level" if len(full) > 1 else _levels(full, data.levels)
+            lo, hi = min(busy), max(busy)
+            peak = f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}–{hi:,.0f}"
+            out.append(f"{s}'s workers were all busy {where}: busy workers peaked at {peak} of "
+                       f"{cap[0]} {cap[1]:,} (a status page takes one itself), so requests queued for a worker.")
+    return out
+
+
+SECTIONS = (("Requests served", throughput), ("Where failures begin", failures),
+            ("What the servers used", resources), ("Why, from the servers' own evidence", causes))
+
+
+def story(data: Results) -> list[tuple[str, list[str]]]:
+    """The report's opening: (heading, sentences) in the order they are read; empty ones left out."""
+    return [(head, lines) for head, make in SECTIONS if (lines := make(data))]
