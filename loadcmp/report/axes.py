@@ -63,12 +63,19 @@ def auto_y(ax: Any, values: list[float]) -> None:
 
 
 def levels_axis(ax: Any, levels: list[int]) -> None:
+    """Ticks at the measured levels; on a log axis, labels only where they do not crowd
+    (each at least 1.9x the last labelled one), so 1,000 1,500 2,000 3,000 stay readable."""
+    shown = set(levels)
     if len(levels) > 1 and max(levels) / max(1, min(levels)) >= 8:
         ax.set_xscale("log")
+        shown = set()
+        for lv in levels:
+            if not shown or lv / max(shown) >= 1.9 or lv == levels[-1] and lv / max(shown) >= 1.4:
+                shown.add(lv)
     ax.set_xticks(levels)
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}"))
-    if len(levels) > 5:
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if round(v) in shown else ""))
+    if len(shown) > 5:
         for lab in ax.get_xticklabels():
             lab.set_rotation(45)
             lab.set_ha("right")

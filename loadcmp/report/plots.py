@@ -158,10 +158,15 @@ def memory_and_processes(data: Results) -> Figure | None:
         errplot(b, xs, es, col[s], f"{s} threads")
         xs, es = per_level(data, s, lambda t: server_value(t, "procs_peak"))
         errplot(b, xs, es, col[s], f"{s} processes", style="--s")
-    caps = {int(cap) for r in data.runs for info in r.doc.get("servers", {}).values() if (cap := info.get("memory_bytes"))}
-    for cap in caps:
+    caps: dict[int, list[str]] = {}
+    for r in data.runs:
+        for name, info in r.doc.get("servers", {}).items():
+            if cap := info.get("memory_bytes"):
+                caps.setdefault(int(cap), []).append(name)
+    for cap, names in caps.items():
         a.axhline(cap / MiB, color="#555", ls="--", lw=1)
-        a.text(min(data.levels), cap / MiB, " memory cap", va="bottom", fontsize=8, color="#555")
+        a.text(min(data.levels), cap / MiB, f" memory cap of {', '.join(names)}", va="bottom", fontsize=8,
+               color="#555")
     a.set_ylabel("peak memory (MiB)")
     a.set_title("server memory, peak per trial", fontsize=10)
     b.set_ylabel("peak count (solid threads, dashed processes)")
