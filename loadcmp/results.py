@@ -12,7 +12,7 @@ run's name is added ("nginx (paper-2013)") so nothing is mixed up.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 
@@ -20,7 +20,7 @@ import pandas as pd
 
 from .errors import StoreError
 from .load.histogram import Histogram
-from .records import LoadSummary, RunDoc, RunStatus, ServerMetrics, TrialRecord
+from .records import LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics, TrialRecord
 from .store import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "failed"]
@@ -53,6 +53,13 @@ class Results:
     timeline: pd.DataFrame  #: client side, one row per second (same labels as `trials`)
     server: pd.DataFrame  #: server side 1 Hz samples (same labels)
     servers: list[str]  #: the labels in ONE order for every table and figure (see `_order`)
+    origin: dict[str, tuple[Run, str]] = field(default_factory=dict)  #: label -> its run and label there
+
+    def info(self, server: str) -> tuple[Run, ServerInfo] | None:
+        """A label's run and its run.json entry (labels relabelled across folders included)."""
+        run, label = self.origin.get(server, (self.runs[0], server))
+        info = run.doc.get("servers", {}).get(label)
+        return (run, info) if info is not None else None
 
     @property
     def path(self) -> Path:
@@ -203,6 +210,7 @@ def load_results(*paths: Path | str) -> Results:
             seen[label] = seen.get(label, 0) + 1
     trials: list[TrialRecord] = []
     servers: list[str] = []
+    origin: dict[str, tuple[Run, str]] = {}
     timelines: list[pd.DataFrame] = []
     samples: list[pd.DataFrame] = []
     for run, (_, tl, sv) in zip(runs, read, strict=True):
@@ -214,6 +222,7 @@ def load_results(*paths: Path | str) -> Results:
         for t in run.doc.get("trials", []):
             rec = t.copy()
             rec["server"] = relabel(t["server"])
+            origin[rec["server"]] = (run, t["server"])
             mine.append(rec)
         trials += mine
         servers += [s for s in _order(run, mine) if s not in servers]
@@ -222,7 +231,7 @@ def load_results(*paths: Path | str) -> Results:
                 d = df.copy()
                 d["server"] = d["server"].map(relabel)
                 acc.append(d)
-    return Results(runs, trials, _concat(timelines), _concat(samples), servers)
+    return Results(runs, trials, _concat(timelines), _concat(samples), servers, origin)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

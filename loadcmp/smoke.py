@@ -159,19 +159,23 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
 
     cur, old = by_key(res), by_key(base)
 
-    def mean(ts: list[LoadSummary], get: Callable[[LoadSummary], float | None]) -> float | None:
-        vals = [v for v in (get(x) for x in ts) if v]
+    def rps(r: Results, key: tuple[str, int]) -> float | None:
+        vals = [x["rps"] for x in (cur if r is res else old).get(key, []) if x["rps"]]
         return sum(vals) / len(vals) if vals else None
 
+    def p99(r: Results, key: tuple[str, int]) -> float | None:
+        v = r.pooled_latency(*key).percentile(99)  # pooled, as Table 1 and the checks
+        return v * 1000 if v else None
+
     # (name, getter, +1 if higher is better, unit)
-    figures: tuple[tuple[str, Callable[[LoadSummary], float | None], int, str], ...] = (
-        ("rps", lambda r: r["rps"], 1, ""), ("p99", lambda r: r["latency_ms"]["p99"], -1, " ms"))
-    for key, ts in cur.items():
+    figures: tuple[tuple[str, Callable[[Results, tuple[str, int]], float | None], int, str], ...] = (
+        ("rps", rps, 1, ""), ("p99", p99, -1, " ms"))
+    for key in cur:
         if key not in old:
             continue
         label = f"{key[0]} at {key[1]} clients"
         for name, get, better, unit in figures:
-            now_v, was = mean(ts, get), mean(old[key], get)
+            now_v, was = get(res, key), get(base, key)
             if now_v is None or was is None:
                 continue
             worse = better * (was - now_v) / was  # > 0: a regression of that fraction

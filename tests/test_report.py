@@ -276,15 +276,104 @@ def test_findings_open_the_report_with_numbers(fixture_copy, tmp_path):
     md = written["report.md"].read_text()
     findings = md[md.index("## Findings"):md.index("## Summary")]
     # who handled more, with the ratio and the honest caveat of 2 trials
-    assert "apache-prefork handled more requests/s than nginx at 200 clients (1.40×), from 2 trials each" in findings
-    assert "a hint, not a finding" in findings
+    assert ("apache-prefork handled more requests/s than nginx at 200 clients (1.40×), from 2 trials on the "
+            "smaller side") in findings and "a hint, not a finding" in findings
+    assert "nginx peaked at a mean of 1,462 requests/s, at 50 clients" in findings
     # where failures begin (none here), what limited the servers and what they used, from the stored figures
-    assert "No request to nginx and apache-prefork failed at any level measured." in findings
+    assert "No request to nginx or apache-prefork failed at any level measured." in findings
     assert "nginx used 99–100 % of its one CPU core: saturated at every level" in findings
     assert "nginx's workers were all busy at every level: busy workers peaked at 4 of fpm.max_children 5" in findings
     assert "nginx: its CPU was saturated at every level" in findings
     assert re.search(r"Per core of server CPU at 200 clients: nginx [\d,]+ \([\d,]+–[\d,]+\) req/s", findings)
-    assert "Peak server memory: nginx 18.9 MiB (at 200 clients) and 10 processes" in findings
+    # memory as Table 1 has it: the mean of the trials' peaks at the level where it is highest
+    header, rows = table1(load_results(fixture_copy))
+    mem = rows[2][header.index(("nginx", "mem peak"))]
+    assert f"nginx {mem} (at 200 clients), at most 10 processes" in findings
+
+
+THREE = Path(__file__).parent / "fixtures" / "run-2x2x3"
+PPHC = Path(__file__).parent / "fixtures" / "pphc-2022"
+
+
+def test_a_3_trial_run_opens_with_intervals_and_says_where_none_is_shown():
+    from loadcmp.report.story import story
+
+    data = load_results(THREE)  # nginx and apache-prefork at 50 and 400 clients, 3 trials each, /info.php
+    text = dict(story(data))
+    served = text["Requests served"]
+    assert "apache-prefork handled more requests/s than nginx at 50 clients: 1.24× (1.00–1.53)." in served
+    assert ("No difference in requests/s could be shown between apache-prefork and nginx at 400 clients: "
+            "apache-prefork/nginx 1.17× (0.99–1.39), each 95 % interval including 1.") in served
+    assert any("nginx: php-fpm ran all the workers it may" in x and "(6 of 6 trials)" in x
+               for x in text["Why, from the servers' own evidence"])
+    header, rows = table1(data)
+    assert all(" ±" in row[header.index(("nginx", "req/s"))] for row in rows)
+    doc = summary_doc(data)
+    assert all("ci95" in item and "rps_range" not in item and "p99_ms" not in item["ci95"] for item in doc["results"])
+
+
+def test_the_pphc_run_opens_with_its_claims_then_what_happened(tmp_path):
+    written = build([str(PPHC)], tmp_path / "rep", {"md"})
+    md = written["report.md"].read_text()
+    top = md[md.index("## Findings"):md.index("## Summary")]
+    assert top.index("### The write-up's claims, judged") < top.index("### Requests served")
+    assert top.count("**supported**") == 3
+    assert "proxy-article handled more requests/s than prefork-article at 5,000 clients: 7.58× (7.46–7.70)." in top
+    assert ("prefork-article's failures begin at 5,000 clients: 46.6% of its requests failed, mostly "
+            "connect_timeout (7,807 per trial).") in top
+    assert "prefork-article: Apache ran all the workers it may" in top and "AH00161" in top
+    assert "nginx-article: nginx had no free connection" in top
+    # three servers: Table 1 is one row per server and level, so a page holds it
+    assert "| clients | server | ok / failed |" in md
+
+
+def test_runs_read_together_keep_each_servers_facts(fixture_copy):
+    from loadcmp.report.story import causes, resources
+
+    _edit_run(fixture_copy, name="other")
+    data = load_results(FIXTURE, fixture_copy)
+    assert data.servers[0] == "nginx (fixture-2x3x2)"
+    found = data.info("nginx (other)")
+    assert found is not None and found[0].path == fixture_copy and found[1]["stack"] == "nginx"
+    why = causes(data)
+    assert any(x.startswith("nginx (other)'s workers were all busy") for x in why), why
+    assert any(x.startswith("nginx (other) used 99–100 % of its one CPU core") for x in resources(data))
+
+
+def test_a_server_never_measured_and_one_that_served_nothing(fixture_copy, tmp_path):
+    from loadcmp.report.story import failures, throughput
+
+    run = json.loads((fixture_copy / "run.json").read_text())
+    for t in run["trials"]:
+        if t["server"] == "apache-prefork":
+            t.pop("result"), t.pop("latency_hist", None)
+            t["status"], t["reason"] = "server_failed", "the container exited (code 1)"
+        elif t["level"] == 200:
+            r = t["result"]
+            r["failures"]["connect_refused"], r["failed"], r["ok"], r["rps"] = r["ok"], r["ok"], 0, 0.0
+            r["failed_rate"] = 1.0
+    (fixture_copy / "run.json").write_text(json.dumps(run))
+    data = load_results(fixture_copy)
+    lines = failures(data)
+    assert ("apache-prefork could not be measured from 10 to 200 clients: the container exited (code 1).") in lines
+    assert any(x.startswith("nginx's failures begin at 200 clients: 100.0%") for x in lines)
+    assert throughput(data) == ["nginx peaked at a mean of 1,462 requests/s, at 50 clients (pooled p99 latency "
+                                "52.6 ms); at 200 clients, 0 requests/s."]
+    written = build([str(fixture_copy)], tmp_path / "rep", {"md", "png"})  # no crash on 0 req/s or no cell
+    assert "## Findings" in written["report.md"].read_text()
+
+
+def test_a_ratio_against_zero_is_no_ratio(fixture_copy):
+    run = json.loads((fixture_copy / "run.json").read_text())
+    for t in run["trials"]:
+        if t["server"] == "apache-prefork" and t["level"] == 50:
+            t["result"]["rps"], t["result"]["ok"] = 0.0, 0
+    (fixture_copy / "run.json").write_text(json.dumps(run))
+    data = load_results(fixture_copy)
+    assert "At 50 clients apache-prefork served no successful request, so no ratio can be given." in verdicts(data)
+    from loadcmp.report.story import throughput
+
+    assert "nginx served requests at 50 clients where apache-prefork served none." in throughput(data)
 
 
 def test_failures_begin_at_the_knee_with_their_kind(fixture_copy):
@@ -311,7 +400,7 @@ def test_failures_begin_at_the_knee_with_their_kind(fixture_copy):
 
 
 def test_the_same_folder_twice_is_refused(fixture_copy, tmp_path):
-    res = CliRunner().invoke(cli, ["report", str(fixture_copy), str(fixture_copy / ".." / "run"),
+    res = CliRunner().invoke(cli, ["report", str(fixture_copy), str(fixture_copy.parent / "." / fixture_copy.name),
                                    "--out", str(tmp_path / "rep")])
     assert res.exit_code == 2 and "given twice" in res.output and "Traceback" not in res.output
     assert not (tmp_path / "rep").exists()

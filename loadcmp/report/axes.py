@@ -40,6 +40,7 @@ Value = Callable[[TrialRecord], float | int | None]
 
 
 def colors(data: Results) -> dict[str, str]:
+    """One colour per server, the same in every figure."""
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(data.servers)}
 
 
@@ -126,16 +127,19 @@ def server_value(t: TrialRecord, key: str) -> Any:
 
 
 def has_server_data(data: Results, key: str) -> bool:
+    """Whether any trial has this server-side figure (a bench of a URL has none)."""
     return any(server_value(t, key) is not None for t in data.trials)
 
 
 def finish(fig: Figure, title: str) -> Figure:
+    """The title at the top left, and the panels laid out below it."""
     fig.suptitle(title, fontsize=12, x=0.01, ha="left")
     fig.tight_layout(rect=(0, 0, 1, 0.95))
     return fig
 
 
 def legend_below(fig: Figure, ax: Any, ncol: int | None = None) -> None:
+    """One legend for the figure, under it, from one panel's labelled lines (none: no legend)."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="lower center", ncol=ncol or min(len(labels), 4), bbox_to_anchor=(0.5, 0.0))

@@ -26,6 +26,8 @@ Getter = Callable[[TrialRecord], float | int | None]
 
 @dataclass(frozen=True)
 class Ratio:
+    """B/A with its 95 % interval (None: not computable, or fewer than 3 trials a side)."""
+
     value: float | None
     low: float | None
     high: float | None
@@ -70,7 +72,7 @@ def _result(t: TrialRecord) -> LoadSummary:
 
 METRICS: dict[str, tuple[str, Getter]] = {
     "rps": ("requests/s", lambda t: _result(t)["rps"]),
-    "p99": ("p99 latency", lambda t: _result(t)["latency_ms"]["p99"]),
+    "p99": ("p99 latency, pooled", lambda t: _result(t)["latency_ms"]["p99"]),  # ratio_table: `_pooled_p99`
     "failed": ("failures", lambda t: _result(t)["failed"]),
     "mem": ("peak memory", lambda t: metrics_of(t).get("mem_peak_bytes")),
 }
@@ -95,10 +97,16 @@ def ratio_table(data: Results) -> tuple[str, list[RatioRow]]:
     rows = []
     for level in data.levels:
         for other in servers[1:]:
-            rows.append(RatioRow(level, other, base, {
-                key: ratio(_est(data, other, level, get), _est(data, base, level, get))
-                for key, (_, get) in METRICS.items()}))
+            ratios = {key: ratio(_est(data, other, level, get), _est(data, base, level, get))
+                      for key, (_, get) in METRICS.items() if key != "p99"}
+            rows.append(RatioRow(level, other, base, {**ratios, "p99": _pooled_p99(data, other, base, level)}))
     return base, rows
+
+
+def _pooled_p99(data: Results, b: str, a: str, level: int) -> Ratio:
+    """B/A of the pooled p99s (the one percentile of the report): a ratio without an interval."""
+    pb, pa = (data.pooled_latency(s, level).percentile(99) for s in (b, a))
+    return Ratio(pb / pa if pb is not None and pa else None, None, None)
 
 
 def verdicts(data: Results) -> list[str]:
@@ -126,8 +134,9 @@ def verdicts(data: Results) -> list[str]:
                            + (f" {_sentence(bound[0][1].advice)}" if bound[0][1].advice and not advised else ""))
                 advised = advised or bool(bound[0][1].advice)
                 continue
-            if r.value is None:
-                out.append(f"At {level:,} clients {base} served no successful request, so no ratio can be given.")
+            if not r.value:
+                zero = base if r.value is None else other
+                out.append(f"At {level:,} clients {zero} served no successful request, so no ratio can be given.")
                 continue
             hi, lo_name, rr = (other, base, r) if r.value >= 1 else (base, other, inverse(r))
             if r.significant is None:
@@ -149,13 +158,24 @@ def pairs(data: Results) -> list[tuple[str, str]]:
     "apache /a", not with "nginx /b"), each against the first of its group."""
     groups: dict[str, list[str]] = {}
     for s in data.servers:
-        groups.setdefault(re.sub(r"^[^/ ]+", "", s), []).append(s)
+        groups.setdefault(_group(s), []).append(s)
     return [(g[0], other) for g in groups.values() for other in g[1:]]
 
 
+def _group(label: str) -> str:
+    """What a label says beyond its server: ' /index.html', ' /mem.php keep-alive', or ''."""
+    return re.sub(r"^[^/ ]+", "", label)
+
+
+def same_group(a: str, b: str) -> bool:
+    """Whether two labels load the same page with the same keep-alive (so may be compared)."""
+    return _group(a) == _group(b)
+
+
 def inverse(r: Ratio) -> Ratio:
-    """A/B from B/A."""
-    assert r.value
+    """A/B from B/A (no ratio when B/A is 0 or unknown)."""
+    if not r.value:
+        return Ratio(None, None, None)
     return Ratio(1 / r.value, None if r.high is None else 1 / r.high, None if r.low is None else 1 / r.low)
 
 

@@ -78,7 +78,7 @@ def _table_html(header: list[tuple[str, str]], rows: list[list[str]]) -> str:
     return f'<div class="scroll"><table><thead>{top}<tr>{h2}</tr></thead><tbody>{body}</tbody></table></div>'
 
 
-RATIO_HEADER = ["clients", "B / A", "requests/s", "p99 latency", "failures", "peak memory"]
+RATIO_HEADER = ["clients", "B / A", "requests/s", "p99 latency, pooled", "failures", "peak memory"]
 
 
 def _ratio_rows(rows: list[RatioRow]) -> list[list[str]]:
@@ -97,6 +97,7 @@ def _lead(r: Report) -> str:
 
 
 def html_page(r: Report) -> str:
+    """report.html: one file, the figures inline as PNG, no request to anywhere."""
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
              f"<meta name='viewport' content='width=device-width, initial-scale=1'><title>{_e(r.title)}</title>"
              f"<style>{CSS}</style></head><body>", f"<h1>{_e(r.title)}</h1>", f"<p class='lead'>{_e(_lead(r))}</p>"]
@@ -147,6 +148,7 @@ def _md_table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def markdown(r: Report) -> str:
+    """report.md: the same text, the figures as PNG files beside it."""
     parts = [f"# {r.title}", "", _lead(r), ""]
     if r.data.interrupted:
         parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]

@@ -23,7 +23,7 @@ from ..records import TrialRecord
 from ..results import Results, result_of
 from .axes import (KIND_COLORS, MiB, WIDTH, Value, bars_note, colors, errplot, finish, has_server_data,
                    legend_below, levels_axis, load_value, per_level, plt, server_value)
-from .seconds import latency_distribution, timeline
+from .seconds import first_trial, latency_distribution, timeline
 from .story import FAIL_LIMIT, knee
 from .tables import per_core
 
@@ -76,7 +76,10 @@ def _mark_knees(data: Results, ax: Any, value: Value) -> None:
 
 # 1 ------------------------------------------------------------------------------------------
 def success_vs_concurrency(data: Results) -> Figure | None:
-    """Successful requests, requests/s, and requests/s per server core vs concurrency (the paper's Figure 4)."""
+    """Successful requests, requests/s, and requests/s per server core vs concurrency (the paper's
+    Figure 4); None when no request succeeded anywhere."""
+    if not any(load_value(t, "ok") for t in data.trials):
+        return None
     return _level_panels(data, [
         (lambda t: load_value(t, "ok"), "successful requests (count)", "successful requests per measured window"),
         (lambda t: load_value(t, "rps"), "requests per second (ok)", "throughput"),
@@ -155,9 +158,9 @@ def memory_and_processes(data: Results) -> Figure | None:
         xs, es = per_level(data, s, lambda t: server_value(t, "mem_peak_bytes"))
         errplot(a, xs, es, col[s], s, scale=MiB)
         xs, es = per_level(data, s, lambda t: server_value(t, "pids_peak"))
-        errplot(b, xs, es, col[s], f"{s} threads")
+        errplot(b, xs, es, col[s], s)
         xs, es = per_level(data, s, lambda t: server_value(t, "procs_peak"))
-        errplot(b, xs, es, col[s], f"{s} processes", style="--s")
+        errplot(b, xs, es, col[s], s, style="--s")
     caps: dict[int, list[str]] = {}
     for r in data.runs:
         for name, info in r.doc.get("servers", {}).items():
@@ -175,7 +178,7 @@ def memory_and_processes(data: Results) -> Figure | None:
         levels_axis(ax, data.levels)
         ax.set_ylim(bottom=0)
     fig = finish(fig, "Server memory and processes vs concurrency" + bars_note(data))
-    legend_below(fig, a)
+    legend_below(fig, a)  # servers by colour; panel b's y label says which line is threads, which processes
     fig.subplots_adjust(bottom=0.24)
     return fig
 
@@ -214,11 +217,13 @@ def figures(data: Results, level: int | None = None) -> list[Drawn]:
               success_vs_concurrency(data), "No request succeeded at any level."),
         Drawn("2-failures", "Failed requests by kind (refused, timeouts, resets, 5xx …) at each level.",
               failures_vs_concurrency(data), "No request failed at any level: there is no failure to draw."),
-        Drawn("3-timeline", f"Second by second at {lv:,} clients: throughput, failures and latency"
-              + (", with the server's CPU, memory and sockets below." if not data.server.empty else "."),
-              timeline(data, lv)),
+        Drawn("3-timeline", f"Second by second at {lv:,} clients (trial {first_trial(data, lv)}): throughput, "
+              "failures and latency" + (", with the server's CPU, memory and sockets below."
+                                        if not data.server.empty else "."),
+              timeline(data, lv), f"No per-second record at {lv:,} clients to draw."),
         Drawn("4-latency", f"How latency is spread at {lv:,} clients, pooled over the trials: histogram and "
-              "percentile spectrum, log scales.", latency_distribution(data, lv)),
+              "percentile spectrum, log scales.", latency_distribution(data, lv),
+              f"No response was timed at {lv:,} clients: no latency to draw."),
         Drawn("5-memory", "Peak server memory and number of processes/threads per level.",
               memory_and_processes(data), _not_sampled(data, "memory or processes")),
         Drawn("6-workers", "Busy workers from the status pages and sockets on the server port per level.",

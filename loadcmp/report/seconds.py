@@ -15,9 +15,22 @@ SERVER_ROWS = (("cpu_pct", "server CPU %\n(100 = one core)"), ("mem_bytes", "ser
                ("tcp_estab", "TCP sockets\n(solid estab., dotted TIME_WAIT)"))
 
 
-def timeline(data: Results, level: int, trial: int = 1) -> Figure:
+def first_trial(data: Results, level: int) -> int | None:
+    """The first trial with per-second rows at a level (None: none has)."""
+    tl = data.timeline
+    if tl.empty:
+        return None
+    trials = sorted(set(tl[tl.level == level].trial))
+    return int(trials[0]) if trials else None
+
+
+def timeline(data: Results, level: int, trial: int | None = None) -> Figure | None:
     """Per second at one level: req/s, failures/s, p50/p99 latency; the server's CPU, memory
-    and TCP connections on the same time axis (those rows only where the server was sampled)."""
+    and TCP connections on the same time axis (those rows only where the server was sampled).
+    None when no trial has per-second rows there."""
+    trial = trial if trial is not None else first_trial(data, level)
+    if trial is None:
+        return None
     col = colors(data)
     sv = data.server
     shown = [(k, label) for k, label in SERVER_ROWS if not sv.empty and k in sv and sv[k].notna().any()]
@@ -64,16 +77,17 @@ def timeline(data: Results, level: int, trial: int = 1) -> Figure:
     return fig
 
 
-def latency_distribution(data: Results, level: int) -> Figure:
-    """Latency histogram and percentile spectrum per server at one level (log scales), pooled over the trials."""
+def latency_distribution(data: Results, level: int) -> Figure | None:
+    """Latency histogram and percentile spectrum per server at one level (log scales), pooled over
+    the trials; None when no response was timed there."""
+    if not any(data.pooled_latency(s, level).count for s in data.servers):
+        return None
     col = colors(data)
     fig, (a, b) = plt.subplots(1, 2, figsize=(WIDTH, 4.4))
-    any_data = False
     for s in data.servers:
         h = data.pooled_latency(s, level)
         if h.count == 0:
             continue
-        any_data = True
         b_ms = h.buckets_ms()
         lo = max(1e-3, min(x[0] for x in b_ms))
         hi = max(x[1] for x in b_ms)
@@ -99,8 +113,6 @@ def latency_distribution(data: Results, level: int) -> Figure:
     b.set_xlabel("percentile")
     b.set_ylabel("latency (ms, log scale)")
     b.set_title("percentile spectrum (wrk2 style)", fontsize=10)
-    if not any_data:
-        a.text(0.5, 0.5, "no responses at this level", transform=a.transAxes, ha="center")
     fig = finish(fig, f"Latency at {level:,} clients, pooled over the trials (from each request's intended start)")
     legend_below(fig, a)
     fig.subplots_adjust(bottom=0.25)

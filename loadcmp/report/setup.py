@@ -36,6 +36,7 @@ def warnings(data: Results) -> list[str]:
 
 
 def setup_rows(data: Results) -> list[tuple[str, str]]:
+    """(what, line) for each run: the run, its load and limits, the machine, loadcmp, each server."""
     rows: list[tuple[str, str]] = []
     for r in data.runs:
         run = r.doc
@@ -68,7 +69,8 @@ def machine_line(m: MachineInfo) -> str:
     return ", ".join(p for p in parts if p)
 
 
-def _levels(levels: list[int]) -> str:
+def _and_list(levels: list[int]) -> str:
+    """'50', '50 and 400', '50, 100 and 400'."""
     text = [f"{lv:,}" for lv in levels]
     return text[0] if len(text) == 1 else ", ".join(text[:-1]) + " and " + text[-1]
 
@@ -92,13 +94,13 @@ def load_sentence(r: Run) -> str:
     levels = [int(x) for x in spec.get("levels") or []] or [int(t["level"]) for t in r.doc.get("trials", [])[:1]]
     if kind == "ramp":
         ramp, pace = sched.get("ramp_up_s", spec.get("ramp_up")), sched.get("pace_s", spec.get("pace"))
-        who = (f"{_levels(levels)} users started evenly over {ramp:g} s, each sending a request every {pace:g} s "
+        who = (f"{_and_list(levels)} users started evenly over {ramp:g} s, each sending a request every {pace:g} s "
                "(JMeter's thread group)")
     elif kind == "rate":
         rate = sched.get("rate", spec.get("rate"))
-        who = f"{rate:,g} requests/s at a fixed rate (wrk2, k6), at most {_levels(levels)} in flight, the rest dropped"
+        who = f"{rate:,g} requests/s at a fixed rate (wrk2, k6), at most {_and_list(levels)} in flight, the rest dropped"
     else:
-        who = f"{_levels(levels)} concurrent clients, each sending its next request when the last one ends (webbench, ab)"
+        who = f"{_and_list(levels)} concurrent clients, each sending its next request when the last one ends (webbench, ab)"
     target = spec.get("url") if r.doc.get("kind") == "bench" else f"page {spec.get('page')}"
     keep = spec.get("keepalive")
     keeps = keep if isinstance(keep, list) else [keep]
@@ -138,4 +140,5 @@ def _server_line(s: ServerInfo) -> str:
 
 
 def settings(data: Results) -> dict[str, dict[str, Any]]:
+    """Each server's tunables in effect, by label as stored."""
     return {name: s["settings"] for r in data.runs for name, s in r.doc.get("servers", {}).items() if s.get("settings")}

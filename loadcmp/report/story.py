@@ -18,8 +18,8 @@ from typing import Literal
 from ..records import TrialRecord
 from ..results import Results, metrics_of
 from ..units import format_bytes
-from .compare import Ratio, inverse, pairs, ratio
-from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core
+from .compare import Ratio, inverse, pairs, ratio, same_group
+from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
 FAIL_LIMIT = 0.01
 """Failures begin at the first level where more than 1 % of the requests that ended failed."""
@@ -63,6 +63,11 @@ def _main_kind(data: Results, server: str, level: int) -> tuple[str | None, floa
     return kind, kinds[kind]
 
 
+def _kind_text(kind: str) -> str:
+    """A failure kind in words; `dropped` is the client's doing (the rate schedule's in-flight cap)."""
+    return "requests the client dropped at its in-flight cap (not sent)" if kind == "dropped" else kind
+
+
 def _levels(levels: list[int], all_levels: list[int]) -> str:
     """'at 50 clients', 'at 50 and 400 clients', 'from 50 to 5,000 clients'."""
     if len(levels) == 1:
@@ -73,54 +78,57 @@ def _levels(levels: list[int], all_levels: list[int]) -> str:
     return "at " + ", ".join(f"{lv:,}" for lv in levels[:-1]) + f" and {levels[-1]:,} clients"
 
 
-Kind = Literal["more", "same", "few", "bound", "missing"]
+Outcome = Literal["more", "same", "few", "bound", "none", "missing"]
 
 
 @dataclass(frozen=True)
 class _Step:
     level: int
-    kind: Kind
+    outcome: Outcome
     winner: str  #: the server that handled more ('' when none is named)
-    ratio: Ratio  #: winner / other
-    trials: int
+    ratio: Ratio  #: winner / the other; for "same": other / base
+    trials: int  #: the fewer trials of the two sides
 
 
 def _step(data: Results, base: str, other: str, level: int) -> _Step:
-    ea, eb = cell_estimate(data, base, level, _rps), cell_estimate(data, other, level, _rps)
+    ea, eb = cell_estimate(data, base, level, rps), cell_estimate(data, other, level, rps)
     n = min(ea.n, eb.n)
-    if ea.mean is None or eb.mean is None or not ea.mean or not eb.mean:
-        return _Step(level, "missing", "", Ratio(None, None, None), n)
+    none = Ratio(None, None, None)
+    if ea.mean is None or eb.mean is None:
+        return _Step(level, "missing", "", none, n)
     if data.client_bound(base, level) or data.client_bound(other, level):
-        return _Step(level, "bound", "", Ratio(None, None, None), n)
+        return _Step(level, "bound", "", none, n)
+    if not ea.mean or not eb.mean:
+        return _Step(level, "none", other if eb.mean else base if ea.mean else "", none, n)
     r = ratio(eb, ea)
     winner, rr = (other, r) if (r.value or 0) >= 1 else (base, inverse(r))
     if r.significant is None:
         return _Step(level, "few", winner, rr, n)
-    return _Step(level, "more" if r.significant else "same", winner if r.significant else "", rr, n)
+    if not r.significant:
+        return _Step(level, "same", "", r, n)
+    return _Step(level, "more", winner, rr, n)
 
 
 def peaks(data: Results) -> list[str]:
-    """Each server's highest rate, where it was reached, and its latency there."""
+    """Each server's highest mean rate where the client kept up, where it was reached, and its latency there."""
     out = []
     for s in data.servers:
-        cells = [(lv, e) for lv in data.levels if (e := cell_estimate(data, s, lv, _rps)).mean is not None]
-        if not cells:
+        cells = [(lv, e) for lv in data.levels if (e := cell_estimate(data, s, lv, rps)).mean is not None]
+        free = [(lv, e) for lv, e in cells if not data.client_bound(s, lv)]
+        if not free:
             continue
-        lv, e = max(cells, key=lambda c: c[1].mean or 0)
+        lv, e = max(free, key=lambda c: c[1].mean or 0)
         p99 = data.pooled_latency(s, lv).percentile(99)
-        out.append(f"{s} served at most {e.text()} requests/s, at {lv:,} clients"
-                   + (f" (p99 latency {p99 * 1000:,.1f} ms)" if p99 is not None else "")
-                   + (f"; at {data.levels[-1]:,} clients, {_at(data, s, data.levels[-1])}"
-                      if lv != data.levels[-1] and data.cell(s, data.levels[-1]) else "") + ".")
+        last = data.levels[-1]
+        out.append(f"{s} peaked at a mean of {e.mean:,.0f} requests/s, at {lv:,} clients"
+                   + (f" (pooled p99 latency {p99 * 1000:,.1f} ms)" if p99 is not None else "")
+                   + (f"; at {last:,} clients, {_at(data, s, last)}" if lv != last and data.cell(s, last) else "")
+                   + ".")
     return out
 
 
-def _rps(t: TrialRecord) -> float:
-    return float(t["result"]["rps"])
-
-
 def _at(data: Results, server: str, level: int) -> str:
-    return f"{cell_estimate(data, server, level, _rps).text()} requests/s"
+    return f"{cell_estimate(data, server, level, rps).text()} requests/s"
 
 
 def throughput(data: Results) -> list[str]:
@@ -128,20 +136,23 @@ def throughput(data: Results) -> list[str]:
     out = peaks(data)
     for base, other in pairs(data):
         steps = [_step(data, base, other, lv) for lv in data.levels]
-        for (kind, winner), group in groupby(steps, key=lambda s: (s.kind, s.winner)):
+        for (kind, winner), group in groupby(steps, key=lambda s: (s.outcome, s.winner)):
             g = list(group)
             where = _levels([s.level for s in g], data.levels)
             loser = other if winner == base else base
             if kind == "more":
                 out.append(f"{winner} handled more requests/s than {loser} {where}: {_ratios(g)}.")
             elif kind == "same":
-                out.append(f"{base} and {other} handled the same requests/s within the noise {where} "
-                           f"({_ratios(g)}; each 95 % interval includes 1).")
+                out.append(f"No difference in requests/s could be shown between {other} and {base} {where}: "
+                           f"{other}/{base} {_ratios(g)}, each 95 % interval including 1.")
             elif kind == "few":
                 n = min(s.trials for s in g)
                 out.append(f"{winner} handled more requests/s than {loser} {where} ({_ratios(g)}), from "
-                           f"{'one trial' if n == 1 else f'{n} trials'} each: too few for an interval "
-                           f"({MIN_TRIALS} or more are needed), so this is a hint, not a finding.")
+                           f"{'one trial' if n == 1 else f'{n} trials'} on the smaller side: too few for an "
+                           f"interval ({MIN_TRIALS} or more are needed), so this is a hint, not a finding.")
+            elif kind == "none":
+                out.append(f"{winner} served requests {where} where {loser} served none." if winner else
+                           f"Neither {base} nor {other} served a request {where}.")
             elif kind == "bound":
                 out.append(f"{where[0].upper() + where[1:]}, the client, not the servers, limited the rate of "
                            f"{base} or {other}: these levels say nothing about the servers (see the notes).")
@@ -165,12 +176,16 @@ def failures(data: Results) -> list[str]:
     out: list[str] = []
     clean: list[str] = []
     for s in data.servers:
+        missing = [lv for lv in data.levels if not data.cell(s, lv) and any(t["server"] == s and t["level"] == lv
+                                                                             for t in data.trials)]
+        if missing:
+            out.append(_not_measured(data, s, missing))
         k = knee(data, s)
         measured = [lv for lv in data.levels if data.cell(s, lv)]
         if not measured:
             continue
         if k is not None:
-            what = f", mostly {k.kind} ({k.kind_count:,.0f} per trial)" if k.kind else ""
+            what = f", mostly {_kind_text(k.kind)} ({k.kind_count:,.0f} per trial)" if k.kind else ""
             text = f"{s}'s failures begin at {k.level:,} clients: {k.rate:.1%} of its requests failed{what}"
             last = measured[-1]
             if last != k.level:
@@ -185,17 +200,23 @@ def failures(data: Results) -> list[str]:
                            f"(at most {rate:.2%}, at {worst:,} clients).")
             else:
                 clean.append(s)
-        missing = [lv for lv in data.levels if not data.cell(s, lv) and any(t["server"] == s and t["level"] == lv
-                                                                             for t in data.trials)]
-        if missing:
-            why = next((t.get("reason") for t in data.trials if t["server"] == s and t["level"] in missing
-                        and t.get("reason")), None)
-            out.append(f"{s} could not be measured {_levels(missing, data.levels)}" + (f": {why}" if why else "")
-                       + ".")
     if clean:
-        who = clean[0] if len(clean) == 1 else ", ".join(clean[:-1]) + " and " + clean[-1]
+        who = clean[0] if len(clean) == 1 else ", ".join(clean[:-1]) + " or " + clean[-1]
         out.insert(0, f"No request to {who} failed at any level measured.")
     return out
+
+
+def _not_measured(data: Results, server: str, levels: list[int]) -> str:
+    """'X could not be measured at L: why' — one reason for all, or each level's own."""
+    why: dict[int, str] = {}
+    for t in data.trials:
+        if t["server"] == server and t["level"] in levels and t.get("reason") and t["level"] not in why:
+            why[t["level"]] = str(t["reason"])
+    reasons = set(why.values())
+    if len(reasons) <= 1:
+        return (f"{server} could not be measured {_levels(levels, data.levels)}"
+                + (f": {reasons.pop()}" if reasons else "") + ".")
+    return f"{server} could not be measured: " + "; ".join(f"at {lv:,} clients, {r}" for lv, r in why.items()) + "."
 
 
 def _rate(data: Results, server: str, level: int) -> float:
@@ -204,18 +225,22 @@ def _rate(data: Results, server: str, level: int) -> float:
 
 
 def _cores(data: Results, server: str) -> int | None:
-    """How many CPUs the server could use: its cpuset, else the machine's."""
-    for r in data.runs:
-        info = r.doc.get("servers", {}).get(server) or {}
-        cpus = info.get("cpus") or r.doc.get("spec", {}).get("server_cpus")
-        if cpus:
-            from ..units import cpu_list
+    """How many CPUs the server could use: its cpuset, else the machine's (of the run it comes from)."""
+    found = data.info(server)
+    if found is None:
+        return None
+    run, info = found
+    cpus = info.get("cpus") or run.doc.get("spec", {}).get("server_cpus")
+    if cpus:
+        from ..units import cpu_list
 
-            return len(cpu_list(str(cpus)))
-        cores = r.doc.get("machine", {}).get("cores")
-        if cores:
-            return int(cores)
-    return None
+        return len(cpu_list(str(cpus)))
+    cores = run.doc.get("machine", {}).get("cores")
+    return int(cores) if cores else None
+
+
+def _cpu(t: TrialRecord) -> float | None:
+    return metrics_of(t).get("cpu_pct")
 
 
 def _saturated(data: Results, server: str) -> str:
@@ -224,8 +249,7 @@ def _saturated(data: Results, server: str) -> str:
     if not cores:
         return ""
     levels = [lv for lv in data.levels
-              if (e := cell_estimate(data, server, lv, lambda t: metrics_of(t).get("cpu_pct"))).mean is not None
-              and e.mean >= CPU_BOUND * 100 * cores]
+              if (e := cell_estimate(data, server, lv, _cpu)).mean is not None and e.mean >= CPU_BOUND * 100 * cores]
     measured = [lv for lv in data.levels if data.cell(server, lv)]
     if not levels:
         return ""
@@ -237,12 +261,11 @@ def resources(data: Results) -> list[str]:
     out = []
     per = []
     for s in data.servers:
-        cpu = [(lv, e) for lv in data.levels if (e := cell_estimate(data, s, lv, lambda t: metrics_of(t).get("cpu_pct")))
-               .mean is not None]
+        cpu = [e for lv in data.levels if (e := cell_estimate(data, s, lv, _cpu)).mean is not None]
         if not cpu:
             continue
         cores = _cores(data, s)
-        means = [float(e.mean or 0) for _, e in cpu]
+        means = [float(e.mean or 0) for e in cpu]
         lo, hi = min(means), max(means)
         used = f"{lo:,.0f} %" if round(lo) == round(hi) else f"{lo:,.0f}–{hi:,.0f} %"
         text = (f"{s} used {used} of its one CPU core" if cores == 1 else
@@ -250,49 +273,60 @@ def resources(data: Results) -> list[str]:
         if saturated := _saturated(data, s):
             text += f": saturated {saturated}"
         out.append(text + ".")
-        core = [(lv, e) for lv in data.levels if (e := cell_estimate(data, s, lv, per_core)).mean is not None]
+        core = {lv: e for lv in data.levels if (e := cell_estimate(data, s, lv, per_core)).mean is not None}
         if core:
             per.append((s, core))
     if len(per) > 1:
-        common = set.intersection(*({lv for lv, _ in c} for _, c in per))
-        free = {lv for lv in common if not any(data.client_bound(s, lv) for s, _ in per)}
-        level = max(free or common, default=None)  # the client's ceiling says nothing of the server's cores
-        if level is not None:
-            cells = [(s, next(e for lv, e in c if lv == level)) for s, c in per]
+        common = set.intersection(*(set(c) for _, c in per))
+        # the client's ceiling says nothing of what a server gets from its cores
+        free = [lv for lv in sorted(common) if not any(data.client_bound(s, lv) for s, _ in per)]
+        if free:
+            level = free[-1]
+            cells = [(s, c[level]) for s, c in per]
             out.append(f"Per core of server CPU at {level:,} clients: "
                        + ", ".join(f"{s} {e.text()} req/s" for s, e in cells) + _per_core_verdict(cells) + ".")
-    peaks = []
+    memory = []
     for s in data.servers:
-        mem = [(lv, m) for lv in data.levels for t in data.cell(s, lv) if (m := metrics_of(t).get("mem_peak_bytes"))]
-        procs = [p for lv in data.levels for t in data.cell(s, lv)
-                 if (p := metrics_of(t).get("procs_peak") or metrics_of(t).get("pids_peak"))]
+        # the same figure as Table 1: per level, the mean of the trials' peaks
+        mem = {lv: e.mean for lv in data.levels
+               if (e := cell_estimate(data, s, lv, lambda t: metrics_of(t).get("mem_peak_bytes"))).mean}
+        procs = [p for lv in data.levels for t in data.cell(s, lv) if (p := metrics_of(t).get("procs_peak"))]
         if mem:
-            lv, m = max(mem, key=lambda x: x[1])
-            peaks.append(f"{s} {format_bytes(m)} (at {lv:,} clients)" + (f" and {max(procs):,} processes" if procs
-                                                                            else ""))
-    if peaks:
-        out.append("Peak server memory: " + "; ".join(peaks) + ".")
+            lv = max(mem, key=lambda k: mem[k] or 0)
+            memory.append(f"{s} {format_bytes(mem[lv])} (at {lv:,} clients)"
+                          + (f", at most {max(procs):,} processes" if procs else ""))
+    if memory:
+        out.append("Peak server memory (mean of the trials' peaks): " + "; ".join(memory) + ".")
     return out
 
 
 def _per_core_verdict(cells: list[tuple[str, Estimate]]) -> str:
+    """Which server got the most from each core, when the interval says so, among servers on the
+    same page and keep-alive (`compare.pairs`)."""
+    compared = {frozenset(p) for p in pairs_of(cells)}
     best, second = sorted(cells, key=lambda c: -(c[1].mean or 0))[:2]
+    if frozenset((best[0], second[0])) not in compared:
+        return ""
     r = ratio(best[1], second[1])
-    if r.significant:
-        return f": {best[0]} got {r.text()} as much from each core as {second[0]}"
-    return ""
+    return f": {best[0]} got {r.text()} as much from each core as {second[0]}" if r.significant else ""
+
+
+def pairs_of(cells: list[tuple[str, Estimate]]) -> list[tuple[str, str]]:
+    """Every two of these servers that serve the same page with the same keep-alive."""
+    names = [s for s, _ in cells]
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if same_group(a, b)]
 
 
 def _cap(data: Results, server: str) -> tuple[str, int] | None:
     """The worker cap that busy workers are counted against: Apache's MaxRequestWorkers, else php-fpm's."""
-    for r in data.runs:
-        info = r.doc.get("servers", {}).get(server) or {}
-        settings = info.get("settings") or {}
-        mpm = info.get("mpm")
-        key = f"{mpm}.MaxRequestWorkers" if mpm else "fpm.max_children"
-        if key in settings:
-            return key, int(settings[key])
-    return None
+    found = data.info(server)
+    if found is None:
+        return None
+    info = found[1]
+    settings = info.get("settings") or {}
+    mpm = info.get("mpm")
+    key = f"{mpm}.MaxRequestWorkers" if mpm else "fpm.max_children"
+    return (key, int(settings[key])) if key in settings else None
 
 
 def causes(data: Results) -> list[str]:
@@ -317,8 +351,8 @@ def causes(data: Results) -> list[str]:
                                                    if evidence else "") + ".")
         cpu = _saturated(data, s)
         if cpu:
-            out.append(f"{s}: its CPU was saturated {cpu} — the server's CPU, and what each request costs on it, "
-                       "set its rate there; more workers or connections could not have served more.")
+            out.append(f"{s}: its CPU was saturated {cpu} (at least {CPU_BOUND:.0%} of the cores it had), so CPU "
+                       "time limited its rate there, whatever else did too.")
         cap = _cap(data, s)
         busy = [b for lv in data.levels for t in data.cell(s, lv) if (b := metrics_of(t).get("busy_workers_peak"))]
         full = [lv for lv in data.levels if data.cell(s, lv) and all(

@@ -78,7 +78,7 @@ class Estimate:
         s = fmt.format(self.mean)
         if self.interval:
             return s + f" ±{fmt.format((self.interval[1] - self.interval[0]) / 2)}"
-        if self.spread:
+        if self.spread and fmt.format(self.spread[0]) != fmt.format(self.spread[1]):
             return s + f" ({fmt.format(self.spread[0])}–{fmt.format(self.spread[1])})"
         return s
 
@@ -153,10 +153,10 @@ def summary_doc(res: Results) -> dict[str, Any]:
             item["client_advice"] = bound.advice
         if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
-                            for k in ("ok", "failed", "rps", "p99_ms", "mem_peak_bytes") if r[f"{k}_low"] is not None
+                            for k in ("ok", "failed", "rps", "mem_peak_bytes") if r[f"{k}_low"] is not None
                             and not _isnan(r[f"{k}_low"])}
         elif r.measured == 2:
-            est = cell_estimate(res, r.server, int(r.level), _rps)
+            est = cell_estimate(res, r.server, int(r.level), rps)
             item["rps_range"] = [est.least, est.most]
         out.append(item)
     return {"results_dir": str(res.path), "status": res.status, "name": res.name,
@@ -200,8 +200,9 @@ def cell_estimate(res: Results, server: str, level: int, get: Callable[[TrialRec
     return Estimate.of([v for t in res.cell(server, level) if (v := get(t)) is not None])
 
 
-def _rps(t: TrialRecord) -> Any:
-    return t["result"]["rps"]
+def rps(t: TrialRecord) -> float:
+    """A measured trial's requests/s."""
+    return float(t["result"]["rps"])
 
 
 P99_COLUMN = "p99 ms, pooled"
@@ -236,11 +237,11 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
             row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}"]
             if webbench:
                 row += ["-" if _isnan(r.webbench_susceed) else f"{r.webbench_susceed:,.0f} / {r.webbench_failed:,.0f}"]
-            row += [cell_estimate(res, s, level, _rps).text() + bound]
+            row += [cell_estimate(res, s, level, rps).text() + bound]
             if cores:
                 row += [cell_estimate(res, s, level, per_core).text()]
             p99 = res.pooled_latency(s, level).percentile(99)
-            row += [_ms(p99 * 1000 if p99 is not None else r.p99_ms)]
+            row += [_ms(p99 * 1000 if p99 is not None else None)]
             if memory:
                 row += [format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
         rows.append(row)
