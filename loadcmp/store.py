@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from .errors import StoreError
+from .errors import StoreError, UsageError
 from .records import (FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, TrialRecord,
                       TrialStatus)
 
@@ -211,6 +211,31 @@ def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, sched
     w.add_trial(trial, [{**keys, **row} for row in timeline or []], [])
     w.finish("interrupted" if summary["interrupted"] else "complete")
     return w.path
+
+
+def check_out_dir(root: Path | str, flag: str = "--out") -> None:
+    """Make sure results can be stored under `root` before any load is sent (creating it):
+    a bad --out found after the load would lose what was measured."""
+    root = Path(root)
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(f"{flag} {root}: cannot create the folder ({e.strerror or e})") from None
+    if not os.access(root, os.W_OK | os.X_OK):
+        raise StoreError(f"{flag} {root}: the folder is not writable")
+
+
+def check_out_file(path: Path | str, flag: str) -> None:
+    """Make sure a file can be written at `path` before any load is sent (its folder exists
+    and is writable, and it is not a folder itself)."""
+    p = Path(path)
+    if p.is_dir():
+        raise UsageError(f"{flag} {p} is a folder; give a file")
+    parent = p.parent
+    if not parent.is_dir():
+        raise StoreError(f"{flag} {p}: no folder {parent} to write it in")
+    if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
+        raise StoreError(f"{flag} {p}: not writable")
 
 
 def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -155,8 +155,8 @@ def parse_levels(text: str | int | list[int] | tuple[int, ...]) -> list[int]:
         parts: list[str] = [str(text)]
     elif isinstance(text, (list, tuple)):
         parts = [str(x) for x in text]
-    else:
-        parts = [p for p in str(text).replace(" ", "").split(",") if p]
+    else:  # '-c=50' reaches here as '=50': the '=' belongs to the flag, not the value
+        parts = [p for p in str(text).replace(" ", "").removeprefix("=").split(",") if p]
     if not parts:
         raise UsageError("no concurrency level given: use -c N or -c 50,100,500")
     out: list[int] = []

@@ -11,7 +11,7 @@ import click
 from .app import cli, emit_json, stop_on_sigint
 from .display import LiveLine, err, print_result
 from .options import LoadFlags, json_option, load_options
-from ..errors import Interrupted, UsageError
+from ..errors import Interrupted, LoadError, UsageError
 
 BENCH_DEFAULTS: dict[str, Any] = {
     "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
@@ -54,6 +54,10 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     sched = make_schedule(v["schedule"], clients, ramp_up=v["ramp_up"], pace=v["pace"], rate=v["rate"],
                           max_inflight=v["max_inflight"], requests=v["requests"])
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive)
+    if out_dir:
+        from ..store import check_out_dir
+
+        check_out_dir(out_dir)
     if v["requests"] is not None and "duration" not in given:
         v["duration"] = time_cap(v["requests"], clients, v["timeout"])
     spec = LoadSpec(target, sched, v["duration"], warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
@@ -86,4 +90,8 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         print_result(doc, result.latency())
     if result.interrupted:
         raise Interrupted("the numbers above cover the measured part only")
+    ended = doc["started"] - doc["unfinished"]
+    if ended and not doc["ok"]:  # hey and ab print a table of zeros here; a number to trust must not look like one
+        kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(doc["failures"].items(), key=lambda kv: -kv[1]) if n)
+        raise LoadError(f"every request failed ({kinds}): the figures above measure failures, not the server")
 

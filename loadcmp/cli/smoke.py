@@ -53,6 +53,11 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
     parsed = parse_checks(texts)
+    from ..store import check_out_file
+
+    for flag, file in (("--junit", junit), ("--summary", summary)):
+        if file:
+            check_out_file(file, flag)  # before any container starts: a bad path found after would lose the run
     margin = parse_percent(max_regression)
     base = None
     if baseline:

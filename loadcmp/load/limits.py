@@ -24,6 +24,36 @@ def files_needed(connections: int, workers: int) -> int:
     return math.ceil(connections / max(1, workers)) + HEADROOM
 
 
+def local_ports() -> tuple[int, int] | None:
+    """The kernel's range of local ports for outgoing connections (None: not readable)."""
+    with contextlib.suppress(OSError, ValueError):
+        lo, hi = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
+        return lo, hi
+    return None
+
+
+def check_ports(connections: int) -> None:
+    """Refuse more connections than this machine can hold open to one server address:
+    each takes a local port of its own, whatever the number of client processes."""
+    ports = local_ports()
+    if ports is None:
+        return
+    lo, hi = ports
+    if connections > hi - lo + 1:
+        raise LoadError(
+            f"{connections:,} clients cannot be connected at once from this machine: each needs a local port of "
+            f"its own and net.ipv4.ip_local_port_range gives {hi - lo + 1:,} ({lo}-{hi}); use fewer clients, or widen "
+            "the range as root (sysctl -w net.ipv4.ip_local_port_range='1024 65535')"
+        )
+
+
+def check_limits(connections: int, workers: int) -> None:
+    """Refuse, before anything starts, a load this machine cannot hold: more connections than
+    local ports (`check_ports`), or a share per process above the open-file limit (`check_nofile`)."""
+    check_ports(connections)
+    check_nofile(connections, workers)
+
+
 def check_nofile(connections: int, workers: int) -> None:
     """Refuse a load whose per-process share cannot fit the hard open-file limit."""
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]

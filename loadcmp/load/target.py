@@ -61,9 +61,11 @@ def make_target(
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"bad URL {url!r}: give an http:// or https:// URL with a host")
     try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
+        port = parts.port if parts.port is not None else (443 if parts.scheme == "https" else 80)
     except ValueError:
-        raise UsageError(f"bad URL {url!r}: the port is not a number in 1..65535") from None
+        port = 0
+    if not 1 <= port <= 65535:
+        raise UsageError(f"bad URL {url!r}: the port is not a number in 1..65535")
     host = parts.hostname
     if resolve:
         try:

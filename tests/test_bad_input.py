@@ -1,0 +1,74 @@
+"""Bad input tried as a new user would: one line, exit 1 or 2, no traceback, and no load
+sent (so nothing measured is lost to a mistake found afterwards)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.load.limits import local_ports
+
+
+def _one_line(res, code: int) -> str:
+    assert res.exit_code == code, res.output
+    assert "Traceback" not in res.output
+    lines = [x for x in res.output.strip().splitlines() if x.strip()]
+    assert len(lines) == 1, res.output
+    return lines[0]
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:0/", "http://127.0.0.1:99999/", "http://127.0.0.1:-1/"])
+def test_a_port_outside_1_to_65535_is_refused(url):
+    assert "the port is not a number in 1..65535" in _one_line(CliRunner().invoke(cli, ["bench", url, "-t", "1"]), 2)
+
+
+def test_an_equals_sign_after_a_short_flag_is_not_part_of_the_value():
+    line = _one_line(CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "-c=-5", "-t", "1"]), 2)
+    assert "bad concurrency '-5'" in line and "'=" not in line
+
+
+@pytest.mark.parametrize("rate", ["nan", "inf", "-inf", "0"])
+def test_a_rate_that_is_no_finite_positive_number_is_refused(rate):
+    res = CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "--schedule", "rate", "--rate", rate, "-t", "1"])
+    assert "--rate" in _one_line(res, 2)
+
+
+def test_more_clients_than_local_ports_is_refused_without_a_workers_advice():
+    ports = local_ports()
+    if ports is None:
+        pytest.skip("no /proc/sys/net/ipv4/ip_local_port_range here")
+    line = _one_line(CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "-c", "99999999999", "-t", "1"]), 1)
+    assert "99,999,999,999 clients cannot be connected at once" in line and "ip_local_port_range" in line
+    assert "--workers" not in line
+
+
+def test_an_unwritable_out_is_refused_before_any_request(faulty):
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", "2", "-t", "1", "--out", "/proc/nope/x"])
+    assert "--out /proc/nope/x" in _one_line(res, 1)
+    assert faulty.requests == 0, "no load may be sent before the output is known to be writable"
+
+
+@pytest.mark.parametrize("flag", ["--junit", "--summary"])
+def test_smoke_refuses_an_unwritable_report_file_before_starting(flag, monkeypatch, tmp_path):
+    import loadcmp.cli.smoke as smoke_cli
+
+    monkeypatch.setattr(smoke_cli, "sweep", lambda *a, **k: pytest.fail("the sweep must not start"))
+    line = _one_line(CliRunner().invoke(cli, ["smoke", flag, "/proc/nope/out.xml"]), 1)
+    assert f"{flag} /proc/nope/out.xml" in line
+    folder = tmp_path / "a-folder"
+    folder.mkdir()
+    res = CliRunner().invoke(cli, ["smoke", flag, str(folder)])
+    assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+def test_a_bench_where_every_request_failed_says_so_and_exits_1(faulty):
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/404"), "-c", "2", "-t", "1", "--json"])
+    assert res.exit_code == 1, res.output
+    assert "every request failed (" in res.stderr and "http_4xx)" in res.stderr
+    doc = json.loads(res.stdout)  # the measurement is printed all the same
+    assert doc["ok"] == 0 and doc["failures"]["http_4xx"] > 0
+    ok = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", "2", "-t", "1"])
+    assert ok.exit_code == 0 and "every request failed" not in ok.output
