@@ -35,7 +35,7 @@ from .load.driver import Live, LoadSpec, now
 from .load.saturation import Machine, add_advice
 from .load.summary import note_ramp_cut, result_doc, timeline_rows
 from .load.target import make_target
-from .load import limits
+from .load.limits import check_nofile
 from .load.workers import SPAWN_DELAY, Stopper, run_load
 from .metrics import Sampler, summarize
 from .primer import KEPT_PATIENCE_S, prime
@@ -73,9 +73,9 @@ def plan_sweep(spec: RunSpec) -> list[Planned]:
 
 
 def check_limits(spec: RunSpec) -> None:
-    """Refuse up front a level the machine cannot hold (local ports, open files)."""
+    """Refuse up front a level the machine's open-file limit cannot hold."""
     for level in spec.levels:
-        limits.check_limits(spec.schedule_for(level).connections, spec.workers)
+        check_nofile(spec.schedule_for(level).connections, spec.workers)
 
 
 def default_pinning(spec: RunSpec, say: Callable[[str], None]) -> RunSpec:

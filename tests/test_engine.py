@@ -277,12 +277,9 @@ def test_bench_ctrl_c_prints_stores_and_exits_130(faulty, tmp_path):
 def test_too_many_clients_for_the_file_limit_is_refused_clearly(faulty):
     import resource
 
-    from loadcmp.load.limits import local_ports
-
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    ports = local_ports()
-    if hard == resource.RLIM_INFINITY or (ports and hard + 100 > ports[1] - ports[0] + 1):
-        pytest.skip("the local port range is met before the open-file limit here")
+    if hard == resource.RLIM_INFINITY or hard > 1_000_000:
+        pytest.skip("no open-file limit to run into here")
     res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", str(hard + 100), "-t", "1"])
     assert res.exit_code == 1
     assert "open files" in res.output and "--workers" in res.output and "Traceback" not in res.output

@@ -11,7 +11,7 @@
     outcomes.py   outcome kinds; socket error / HTTP status -> kind
     recorder.py   per-second counts and histograms; Result (mergeable)
     summary.py    Result -> records.LoadSummary and timeline rows
-    limits.py     local ports and open files: check_limits, raise_nofile
+    limits.py     the open-file limit: check_nofile, raise_nofile
     saturation.py is the client the bottleneck? thresholds, judgement, advice
 
 Imports go one way: workers -> engines -> driver -> schedules, target, recorder

@@ -24,36 +24,6 @@ def files_needed(connections: int, workers: int) -> int:
     return math.ceil(connections / max(1, workers)) + HEADROOM
 
 
-def local_ports() -> tuple[int, int] | None:
-    """The kernel's range of local ports for outgoing connections (None: not readable)."""
-    with contextlib.suppress(OSError, ValueError):
-        lo, hi = (int(x) for x in open("/proc/sys/net/ipv4/ip_local_port_range").read().split())
-        return lo, hi
-    return None
-
-
-def check_ports(connections: int) -> None:
-    """Refuse more connections than this machine can hold open to one server address:
-    each takes a local port of its own, whatever the number of client processes."""
-    ports = local_ports()
-    if ports is None:
-        return
-    lo, hi = ports
-    if connections > hi - lo + 1:
-        raise LoadError(
-            f"{connections:,} clients cannot be connected at once from this machine: each needs a local port of "
-            f"its own and net.ipv4.ip_local_port_range gives {hi - lo + 1:,} ({lo}-{hi}); use fewer clients, or widen "
-            "the range as root (sysctl -w net.ipv4.ip_local_port_range='1024 65535')"
-        )
-
-
-def check_limits(connections: int, workers: int) -> None:
-    """Refuse, before anything starts, a load this machine cannot hold: more connections than
-    local ports (`check_ports`), or a share per process above the open-file limit (`check_nofile`)."""
-    check_ports(connections)
-    check_nofile(connections, workers)
-
-
 def check_nofile(connections: int, workers: int) -> None:
     """Refuse a load whose per-process share cannot fit the hard open-file limit."""
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -75,10 +45,19 @@ def raise_nofile(connections: int, workers: int = 1) -> int:
     return soft
 
 
+MAX_WORKERS_ADVISED = 64
+"""Beyond this many client processes, `--workers N` is no advice a machine can follow."""
+
+
 def _refuse_above(connections: int, workers: int, allowed: int) -> None:
     per = files_needed(connections, workers)
     if per > allowed:
         need = math.ceil(connections / max(1, allowed - HEADROOM))
+        if need > MAX_WORKERS_ADVISED:
+            raise LoadError(
+                f"{connections:,} clients are more than this machine can hold open: it allows {allowed:,} open "
+                f"files per process, so they would need {need:,} client processes; use fewer clients"
+            )
         raise LoadError(
             f"{connections} clients need about {per} open files per client process and this machine allows "
             f"{allowed}: use --workers {need} (or more), or raise the hard limit (ulimit -Hn) as root"

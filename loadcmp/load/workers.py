@@ -35,7 +35,7 @@ from ..units import cpu_list
 from .aio import AiohttpEngine
 from .driver import Engine, Live, LiveFn, LoadSpec, now
 from .http1 import FastEngine
-from .limits import check_limits, raise_nofile
+from .limits import check_nofile, raise_nofile
 from .recorder import Recorder, Result
 from .schedules import Schedule
 
@@ -109,7 +109,7 @@ def run_load(
     if conns > SPREAD_ABOVE and not spec.spread_sources:
         spec = replace(spec, spread_sources=True)
     workers = min(workers, conns)
-    check_limits(conns, workers)
+    check_nofile(conns, workers)
     stopper = stopper or Stopper()
     if workers == 1:
         raise_nofile(conns)
