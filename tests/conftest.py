@@ -27,7 +27,8 @@ class FaultyServer:
 
     /ok /chunked /close (read-to-close) /500 /404 /reset (RST mid-response)
     /stall (never answers) /slow?ms=N /malformed /stall-after=T (answers /ok,
-    but stalls every request from T seconds after start)
+    but stalls every request from T seconds after start); /mixed answers 200,
+    201, 404, 503 in turn; /split?ms=N sends the head at once and the body N ms later
     """
 
     def __init__(self) -> None:
@@ -83,6 +84,14 @@ class FaultyServer:
             await asyncio.sleep(3600)
         if path.startswith("/ok"):
             w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: " + conn + b"\r\n\r\nhello")
+        elif path == "/mixed":
+            status = (b"200 OK", b"201 Created", b"404 Not Found", b"503 Unavailable")[self.requests % 4]
+            w.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\nConnection: " + conn + b"\r\n\r\nhi")
+        elif path.startswith("/split"):
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: " + conn + b"\r\n\r\n")
+            await w.drain()
+            await asyncio.sleep(int(path.split("ms=")[1]) / 1000)
+            w.write(b"body")
         elif path == "/chunked":
             w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: " + conn
                     + b"\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")

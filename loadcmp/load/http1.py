@@ -70,12 +70,15 @@ class FastEngine(Engine[Slot]):
         return (f"127.0.{(self._sources_used // 250) % 250}.{2 + self._sources_used % 250}", 0)
 
     def abort_all(self) -> None:
+        """Close every connection with a FIN, not a reset: a request written just
+        before the close is then still read by the server, which counts it as
+        loadcmp does (unfinished); a reset would throw it away unread."""
         for c in list(self.conns):
             with contextlib.suppress(Exception):
-                c.transport.abort()
+                c.transport.close()
         for r in self.raw:
             with contextlib.suppress(Exception):
-                r.close()
+                r.abandon()
 
     def start_closed(self, schedule: Closed) -> None:
         if self.target.keepalive:
@@ -92,7 +95,8 @@ class FastEngine(Engine[Slot]):
         """Open a connection for `slot`, or say why it could not be opened."""
         slot.task = asyncio.current_task()
         slot.timed_out = False
-        slot.deadline = now() + self.timeout
+        t_connect = now()
+        slot.deadline = t_connect + self.timeout
         slot.phase = CONNECTING
         try:
             _, conn = await asyncio.get_running_loop().create_connection(
@@ -108,6 +112,7 @@ class FastEngine(Engine[Slot]):
             return kind_of_error(e)
         slot.phase = IDLE
         slot.conn = conn
+        conn.t_connect = t_connect
         return conn
 
     # closed loop + keep-alive: the callback path -------------------------------
@@ -121,13 +126,18 @@ class FastEngine(Engine[Slot]):
         try:
             while self.may_start(t := now()):
                 counted = rec.start(t)
-                got = await self._connect(slot)
+                try:
+                    got = await self._connect(slot)
+                except asyncio.CancelledError:
+                    rec.unsent(t, counted)  # the load ended while it connected
+                    raise
                 if isinstance(got, tuple):
                     if self._record(counted, got[0], t, t, client_error=got[1]):
                         await asyncio.sleep(BACKOFF_S)
                     continue
                 conn = got
-                if not self.window_open(now()):  # connected after the window closed: the request stays unfinished
+                if not self.window_open(now()):  # connected after the window closed: never sent
+                    rec.unsent(t, counted)
                     conn.transport.close()
                     break
                 conn.closed_fut = loop.create_future()
@@ -151,7 +161,7 @@ class FastEngine(Engine[Slot]):
         rec = self.rec
         assert rec is not None
         if conn.counted:
-            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes)
+            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, conn.marks(t))
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, rec.start(t))
         elif not conn.closed:
@@ -168,15 +178,22 @@ class FastEngine(Engine[Slot]):
             slot = state
         t_sent = now()
         conn = slot.conn if slot.conn is not None and not slot.conn.closed else None
+        rec = self.rec
+        assert rec is not None
         if conn is None:
-            got = await self._connect(slot)
+            try:
+                got = await self._connect(slot)
+            except asyncio.CancelledError:
+                rec.unsent(t_intended, counted)  # the load ended while it connected
+                raise
             if isinstance(got, tuple):
                 slot.conn = None
                 if self._record(counted, got[0], t_intended, t_sent, client_error=got[1]):
                     await asyncio.sleep(BACKOFF_S)
                 return slot
             conn = got
-        if not self.window_open(now()):  # connected after the window closed: the request stays unfinished
+        if not self.window_open(now()):  # connected after the window closed: never sent
+            rec.unsent(t_intended, counted)
             conn.transport.close()
             slot.conn = None
             return slot
@@ -194,7 +211,7 @@ class FastEngine(Engine[Slot]):
         conn.send(self.request_bytes)
         kind = await fut
         slot.phase = IDLE
-        self._record(counted, kind, t_intended, t_sent, conn.nbytes)
+        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.marks(now()))
         if self.target.keepalive and kind <= HTTP_5XX and conn.reusable and not conn.closed:
             return slot
         if not conn.closed:
