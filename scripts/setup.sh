@@ -43,8 +43,8 @@ if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
     touch "$stamp"
 fi
 
-# --- tools the benchmarks and report tests use -----------------------------
-for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium; do
+# --- tools the benchmarks and the report and https tests use ---------------
+for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium openssl:openssl; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

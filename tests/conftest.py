@@ -6,6 +6,7 @@ import asyncio
 import os
 import random
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -31,7 +32,8 @@ class FaultyServer:
     201, 404, 503 in turn; /split?ms=N sends the head at once and the body N ms later
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.ssl = ssl_context
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self.requests = 0
@@ -46,12 +48,12 @@ class FaultyServer:
         return self
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{'https' if self.ssl else 'http'}://127.0.0.1:{self.port}{path}"
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.server = self.loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=4096, limit=65536)
+            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=4096, limit=65536, ssl=self.ssl)
         )
         self.port = self.server.sockets[0].getsockname()[1]
         self._ready.set()
@@ -141,6 +143,27 @@ class FaultyServer:
 @pytest.fixture(scope="module")
 def faulty() -> Iterator[FaultyServer]:
     s = FaultyServer().start()
+    yield s
+    s.stop()
+
+
+@pytest.fixture(scope="session")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost: (cert, key)."""
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.fixture(scope="module")
+def tls_faulty(tls_cert: tuple[Path, Path]) -> Iterator[FaultyServer]:
+    """The faulty server over https, with the self-signed certificate of `tls_cert`."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(*tls_cert)
+    s = FaultyServer(ctx).start()
     yield s
     s.stop()
 

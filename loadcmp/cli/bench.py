@@ -28,10 +28,11 @@ BENCH_DEFAULTS: dict[str, Any] = {
 @click.option("-H", "--header", "headers", multiple=True, help="Extra header 'Name: value' (repeatable).")
 @click.option("--body", help="Request body.")
 @click.option("--http10", is_flag=True, help="Send HTTP/1.0 requests (webbench -1).")
+@click.option("--insecure", is_flag=True, help="https: do not verify the server's certificate (self-signed test servers).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Store the result in a results folder here.")
 @json_option
-def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool, out_dir: str | None,
-          as_json: bool, **flags: Any) -> None:
+def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool, insecure: bool,
+          out_dir: str | None, as_json: bool, **flags: Any) -> None:
     """Load any URL and print what happened (no containers involved).
 
     Defaults: -c 50 -t 30s, a new connection per request, no warm-up. With
@@ -40,6 +41,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     """
     from ..load.driver import LoadSpec
     from ..load.saturation import Machine, add_advice
+    from ..load import tls
     from ..load.target import make_target
     from ..load.schedules import make_schedule, time_cap
     from ..load.summary import note_ramp_cut, result_doc, timeline_rows
@@ -53,11 +55,13 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
     sched = make_schedule(v["schedule"], clients, ramp_up=v["ramp_up"], pace=v["pace"], rate=v["rate"],
                           max_inflight=v["max_inflight"], requests=v["requests"])
-    target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive)
+    target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
+                         insecure=insecure)
     if out_dir:
         from ..store import check_out_dir
 
         check_out_dir(out_dir)
+    tls.probe(target, v["timeout"])
     if v["requests"] is not None and "duration" not in given:
         v["duration"] = time_cap(v["requests"], clients, v["timeout"])
     spec = LoadSpec(target, sched, v["duration"], warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
@@ -67,6 +71,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     doc = result_doc(result, {
         "url": url, "engine": v["engine"], "workers": v["workers"], "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
+        **({"tls_verify": not insecure} if target.scheme == "https" else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
     add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), keepalive))
@@ -94,4 +99,9 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     if ended and not doc["ok"]:  # hey and ab print a table of zeros here; a number to trust must not look like one
         kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(doc["failures"].items(), key=lambda kv: -kv[1]) if n)
         raise LoadError(f"every request failed ({kinds}): the figures above measure failures, not the server")
+    if not ended:
+        what = (f"all {doc['unfinished']:,} requests were still unanswered" if doc["started"]
+                else "no request was sent: every connection was still opening")
+        raise LoadError(f"no request ended within the {doc['duration_s']:g} s measured ({what}); "
+                        f"the server did not answer in time (--timeout {spec.timeout:g} s)")
 

@@ -9,6 +9,7 @@ import contextlib
 import math
 from typing import Any
 
+from . import tls
 from .driver import BACKOFF_S, Engine, now
 from .outcomes import CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
 
@@ -24,7 +25,7 @@ class AiohttpEngine(Engine[None]):
         self.aiohttp = aiohttp
         self.connector = aiohttp.TCPConnector(
             limit=self.spec.schedule.connections, limit_per_host=0, force_close=not self.target.keepalive,
-            ssl=False, ttl_dns_cache=3600,
+            ssl=tls.context(self.target) or False, ttl_dns_cache=3600,
         )
         trace = aiohttp.TraceConfig()
 

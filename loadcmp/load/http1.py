@@ -1,4 +1,4 @@
-"""The fast engine: uvloop + asyncio.Protocol + httptools, HTTP/1.x only.
+"""The fast engine: uvloop + asyncio.Protocol + httptools, HTTP/1.x, http and https.
 
 Requests are encoded once; responses are parsed by httptools (Content-Length,
 chunked, read-to-close). Three paths, one per kind of client:
@@ -6,7 +6,8 @@ chunked, read-to-close). Three paths, one per kind of client:
 * closed loop with keep-alive: the next request is written straight from the
   protocol callback (`_answered_then_send_next`), with no coroutine switch in between, which is
   what keeps it near wrk's speed;
-* closed loop without keep-alive: `rawclient.RawClient`, no transports at all;
+* closed loop without keep-alive: `rawclient.RawClient`, no transports at all
+  (over https the callback path, a new connection per request: TLS needs transports);
 * everything else (ramp, rate): one small coroutine per request (`request`).
 
 Deadlines are not timers: one sweeper expires every slot ten times a second.
@@ -19,10 +20,10 @@ import contextlib
 import socket
 from typing import Any
 
-from ..errors import UsageError
 from .conn import CONNECTING, IDLE, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
+from . import tls
 from .rawclient import RawClient
 from .schedules import Closed
 
@@ -37,8 +38,8 @@ class FastEngine(Engine[Slot]):
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
         super().__init__(spec, live)
-        if spec.target.scheme != "http":
-            raise UsageError("the fast engine speaks plain http only; use --engine aiohttp for https")
+        self.ssl = tls.context(spec.target)
+        """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""
         self.request_bytes = spec.target.encode()
         self.conns: set[Conn] = set()
         self.slots: set[Slot | RawClient] = set()
@@ -81,7 +82,7 @@ class FastEngine(Engine[Slot]):
                 r.abandon()
 
     def start_closed(self, schedule: Closed) -> None:
-        if self.target.keepalive:
+        if self.target.keepalive or self.ssl is not None:  # TLS needs transports: a connection per request there too
             for _ in range(schedule.connections):
                 self._spawn(self._keepalive_client())
         else:
@@ -100,7 +101,8 @@ class FastEngine(Engine[Slot]):
         slot.phase = CONNECTING
         try:
             _, conn = await asyncio.get_running_loop().create_connection(
-                lambda: Conn(self.conns, self.is_head), self.host, self.port, local_addr=self.local_addr()
+                lambda: Conn(self.conns, self.is_head), self.host, self.port, local_addr=self.local_addr(),
+                ssl=self.ssl, server_hostname=self.host if self.ssl is not None else None,
             )
         except asyncio.CancelledError:
             slot.phase = IDLE
