@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed"]
+TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 """How a run ended (`running` while it is being written)."""
@@ -98,6 +98,8 @@ class LoadSummary(TypedDict):
     phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), write, wait (first byte), read
     connections_opened: NotRequired[int | None]  #: connections the answered requests opened (keep-alive: few)
     bytes_per_response: NotRequired[float | None]  #: bytes received per response, head included
+    lost: NotRequired[list[str]]  #: shares whose worker died or left (the load is partial), in words
+    cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
 
 
 class ServerMetrics(TypedDict, total=False):
@@ -196,6 +198,7 @@ class RunDoc(TypedDict):
     description: NotRequired[str]
     git_commit: NotRequired[str | None]
     images: NotRequired[dict[str, str]]
+    cluster: NotRequired[dict[str, Any]]  #: --cluster: the Dask scheduler, its workers, their hosts and clock offsets
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run

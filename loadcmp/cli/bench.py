@@ -15,7 +15,7 @@ from ..errors import Interrupted, LoadError, UsageError
 
 BENCH_DEFAULTS: dict[str, Any] = {
     "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
-    "timeout": 10.0, "engine": "fast", "workers": 1, "client_cpus": None,
+    "timeout": 10.0, "engine": "fast", "workers": 1, "cluster": None, "client_cpus": None,
     "ramp_up": None, "pace": None, "rate": None, "max_inflight": None,
 }
 """What `bench` does when a flag is not given (ab and webbench: no keep-alive, no warm-up)."""
@@ -42,6 +42,8 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     from ..load.driver import LoadSpec
     from ..load.saturation import Machine, add_advice
     from ..load import tls
+    from ..load.cluster import open_fleet
+    from ..units import parse_cluster
     from ..load.target import make_target
     from ..load.schedules import make_schedule, time_cap
     from ..load.summary import note_ramp_cut, result_doc, timeline_rows
@@ -66,12 +68,22 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         v["duration"] = time_cap(v["requests"], clients, v["timeout"])
     spec = LoadSpec(target, sched, v["duration"], warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
     started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
-    with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{url} ") as live:
-        result = run_load(spec, workers=v["workers"], cpus=v["client_cpus"], live=live, stopper=stopper)
+    if v["cluster"] is not None:
+        parse_cluster(v["cluster"])
+        if v["workers"] > 1:
+            raise UsageError("--workers is for processes on this machine; with --cluster the Dask workers share the load")
+    with open_fleet(v["cluster"], err.print) as fleet:
+        with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{url} ") as live:
+            result = run_load(spec, workers=v["workers"], cpus=v["client_cpus"], live=live, stopper=stopper,
+                              fleet=fleet)
+        cluster = fleet.describe() if fleet is not None else None
     doc = result_doc(result, {
-        "url": url, "engine": v["engine"], "workers": v["workers"], "schedule": {**sched.describe(), "keepalive": keepalive},
+        "url": url, "engine": v["engine"], "workers": fleet.size if fleet is not None else v["workers"],
+        "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
         **({"tls_verify": not insecure} if target.scheme == "https" else {}),
+        **({"cluster": cluster} if cluster is not None else {}),
+        **({"lost": result.lost} if result.lost else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
     add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), keepalive))
@@ -95,6 +107,8 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         print_result(doc, result.latency())
     if result.interrupted:
         raise Interrupted("the numbers above cover the measured part only")
+    if result.lost:
+        raise LoadError("the load is partial: " + "; ".join(result.lost))
     ended = doc["started"] - doc["unfinished"]
     if ended and not doc["ok"]:  # hey and ab print a table of zeros here; a number to trust must not look like one
         kinds = ", ".join(f"{n:,} {k}" for k, n in sorted(doc["failures"].items(), key=lambda kv: -kv[1]) if n)
