@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import io
 import math
+import random
 import socket
 import tarfile
 import time
@@ -22,19 +23,23 @@ from typing import Any
 
 from . import render
 from . import stacks
+from .dockerhost import DockerHost
 from .errors import DockerUnavailable, LabError, ServerStartError, UsageError
 from .images import LABEL, Log, no_log, build_images
 
 
-def docker_client() -> Any:
-    """A docker-py client that answers, or DockerUnavailable saying what to do."""
+def docker_client(url: str | None = None) -> Any:
+    """A docker-py client that answers (`url`: another engine's, e.g. tcp://HOST:2375),
+    or DockerUnavailable saying what to do."""
     try:
         import docker
 
-        client = docker.from_env(timeout=300)
+        client = docker.DockerClient(base_url=url, timeout=300) if url else docker.from_env(timeout=300)
         client.ping()
         return client
     except Exception as e:  # docker-py raises several unrelated types here
+        if url:
+            raise DockerUnavailable(f"no Docker engine answers at {url} ({type(e).__name__}: {e})") from None
         raise DockerUnavailable(
             f"no Docker engine answers ({type(e).__name__}); run `make setup` as root "
             "(installs Debian's docker.io and starts dockerd) or start Docker yourself"
@@ -43,8 +48,17 @@ def docker_client() -> Any:
 
 # --- ports --------------------------------------------------------------------
 
+LOCAL = DockerHost()
+"""This machine's engine, servers on 127.0.0.1, measured through cgroup files."""
+REMOTE_PORTS = (20000, 29999)
+"""Where ports are picked on another engine's host (below Linux's ephemeral range)."""
 
-def free_port() -> int:
+
+def free_port(host: DockerHost = LOCAL) -> int:
+    """A free port here; on another engine's host, one picked at random from a range
+    this machine cannot check (a clash shows as a server that does not start)."""
+    if host.remote:
+        return random.randint(REMOTE_PORTS[0], REMOTE_PORTS[1])
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -74,6 +88,8 @@ class Deployment:
     image_ids: dict[str, str] = field(default_factory=dict)
     containers: list[Any] = field(default_factory=list)
     client: Any = None
+    host: DockerHost = LOCAL
+    """The engine it runs on and where the clients reach it."""
 
     @property
     def stack(self) -> stacks.Stack:
@@ -89,11 +105,17 @@ class Deployment:
 
     @property
     def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/"
+        return f"http://{self.host.address}:{self.port}/"
 
     @property
     def status_urls(self) -> dict[str, str]:
+        """Each status page; they answer only on the server's own loopback (`apimetrics` reads them from inside)."""
         return {k: f"http://127.0.0.1:{self.port}{p}" for k, p in stacks.status_paths(self.stack).items()}
+
+    @property
+    def front(self) -> Any:
+        """The container clients talk to (status pages and sockets are read in it)."""
+        return self.containers[[r.role.name for r in self.plan.rendered].index(self.stack.front.name)]
 
     @property
     def container_names(self) -> list[str]:
@@ -205,17 +227,17 @@ def new_run_id() -> str:
 
 
 def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
-                    overrides: dict[str, Any] | None = None) -> render.DeploymentPlan:
+                    overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL) -> render.DeploymentPlan:
     """Pick free ports on 127.0.0.1 (or check `port`) and render the stack's configs for them."""
     if port is None:
-        port = free_port()
-    else:
+        port = free_port(host)
+    elif not host.remote:
         check_port_free(port)
     ports = {stack.front.name: port}
     for role in stack.roles:
         if role.name not in ports:
-            ports[role.name] = free_port()
-    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory)
+            ports[role.name] = free_port(host)
+    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind)
 
 
 def up(
@@ -226,16 +248,17 @@ def up(
     images: dict[str, str] | None = None,
     ready_timeout: float = 60.0,
     log: Log = no_log,
+    host: DockerHost = LOCAL,
 ) -> Deployment:
     """Start a planned stack and wait until it answers; on any failure nothing is left."""
     import docker
 
-    client = client or docker_client()
+    client = client or docker_client(host.url)
     if images is None:
         images = build_images(client, plan.stack.images, log)
     run_id = run_id or new_run_id()
     stack = plan.stack
-    dep = Deployment(plan, run_id, images, client=client)
+    dep = Deployment(plan, run_id, images, client=client, host=host)
     try:
         for r in plan.rendered:
             image = images[r.role.image]
@@ -286,15 +309,32 @@ def _config_tar(files: dict[str, str]) -> bytes:
     return buf.getvalue()
 
 
-def http_get(port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    """One plain GET on loopback (readiness, primer, status pages)."""
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+def http_get(port: int, path: str, timeout: float = 2.0, host: str = "127.0.0.1") -> tuple[int, bytes]:
+    """One plain GET (readiness, primer, status pages), on loopback unless the servers are elsewhere."""
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
     try:
         conn.request("GET", path, headers={"Connection": "close"})
         resp = conn.getresponse()
         return resp.status, resp.read()
     finally:
         conn.close()
+
+
+INSIDE_GET = ("timeout {timeout} bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && "
+              "printf \"GET {path} HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n\" >&3 && cat <&3'")
+"""bash's own /dev/tcp, all of it (the connect too) within `timeout` seconds: every image has bash, none curl."""
+
+
+def get_inside(container: Any, port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+    """One GET on the container's own loopback, through the Docker API (a server on
+    another engine's host, whose status pages answer only there)."""
+    cmd = INSIDE_GET.format(port=port, path=path, timeout=timeout)
+    code, out = container.exec_run(["bash", "-c", cmd], demux=False)
+    head, _, body = (out or b"").partition(b"\r\n\r\n")
+    first = head.split(b"\r\n", 1)[0].split()
+    if code != 0 and not head or len(first) < 2 or not first[1].isdigit():
+        raise OSError(f"no HTTP answer on 127.0.0.1:{port} inside {container.name} (exit {code})")
+    return int(first[1]), body
 
 
 def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> None:
@@ -308,7 +348,10 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
                 f"(code {container.attrs['State'].get('ExitCode')}): " + _tail(container)
             )
         try:
-            status, _ = http_get(port, "/index.html", timeout=1.0)
+            if dep.host.remote and port != dep.port:  # a back role listens on that host's loopback only
+                status, _ = get_inside(container, port, "/index.html", timeout=1.0)
+            else:
+                status, _ = http_get(port, "/index.html", timeout=1.0, host=dep.host.address)
             if status == 200:
                 return
             last = f"HTTP {status}"
@@ -316,7 +359,7 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
             last = type(e).__name__
         time.sleep(0.1)
     raise ServerStartError(
-        f"{dep.stack.name}: no answer on 127.0.0.1:{port} within {timeout:.0f} s ({last}): " + _tail(container)
+        f"{dep.stack.name}: no answer on {dep.host.address}:{port} within {timeout:.0f} s ({last}): " + _tail(container)
     )
 
 

@@ -278,7 +278,7 @@ class Sampler:
     _thread: threading.Thread | None = None
 
     def start(self) -> Sampler:
-        self.cgroups = [Cgroup(c.id) for c in self.dep.containers]
+        self.cgroups = self.sources()
         self._thread = threading.Thread(target=self._loop, name="loadcmp-sampler", daemon=True)
         self._thread.start()
         return self
@@ -292,6 +292,16 @@ class Sampler:
         self.warnings = [f"server sampling: {msg}" + (f" ({n} times)" if n > 1 else "")
                          for msg, n in dict(self._problems).items()]
         return self.rows
+
+    # where the figures come from: this machine's cgroups, ss and loopback (`apimetrics.ApiSampler`: the Docker API)
+    def sources(self) -> list[Any]:
+        return [Cgroup(c.id) for c in self.dep.containers]
+
+    def tcp_states(self) -> dict[str, int]:
+        return tcp_states(self.dep.port)
+
+    def status_page(self, kind: str) -> dict[str, float]:
+        return status_page(self.dep, kind)
 
     def _note(self, what: str, exc: BaseException | None = None) -> None:
         """Counts one problem; the first of each kind is logged with its traceback."""
@@ -364,13 +374,13 @@ class Sampler:
                 row[key] = cur[key]
         row["oom_kills"] = cur.get("oom_kills", 0) - base_oom
         row["mem_limit_hits"] = cur.get("mem_limit_hits", 0) - base_hits
-        states = self._try("ss (TCP states)", partial(tcp_states, self.dep.port), NO_COUNTS)
+        states = self._try("TCP states", self.tcp_states, NO_COUNTS)
         for st in TCP_STATES:
             row["tcp_" + st.lower().replace("-", "_")] = states.get(st, 0)
         row["tcp_total"] = sum(states.values())
         status: dict[str, float] = {}
         for kind in self.dep.status_urls:
-            status.update(self._try(f"{kind} status page", partial(status_page, self.dep, kind), NO_FIGURES))
+            status.update(self._try(f"{kind} status page", partial(self.status_page, kind), NO_FIGURES))
         row.update(with_busy_workers(status))
         self.rows.append(row)
         return cur, t

@@ -44,7 +44,7 @@ def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:
     waited = time.monotonic()
     while True:
         try:
-            return lab.http_get(dep.port, page, timeout=10)
+            return lab.http_get(dep.port, page, timeout=10, host=dep.host.address)
         except OSError as e:
             if time.monotonic() >= deadline:
                 waited_s = time.monotonic() - waited

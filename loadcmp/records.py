@@ -199,6 +199,7 @@ class RunDoc(TypedDict):
     git_commit: NotRequired[str | None]
     images: NotRequired[dict[str, str]]
     cluster: NotRequired[dict[str, Any]]  #: --cluster: the Dask scheduler, its workers, their hosts and clock offsets
+    docker_host: NotRequired[dict[str, Any]]  #: the engine the stacks ran on, the server address, how they were measured
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run

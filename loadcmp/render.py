@@ -53,12 +53,14 @@ class Rendered:
     files: dict[str, str] = field(default_factory=dict)
 
 
-def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int]) -> list[Rendered]:
-    """Render every role's config files; `ports` maps role name to its port."""
+def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1") -> list[Rendered]:
+    """Render every role's config files; `ports` maps role name to its port, `bind` is
+    where the front role listens (the others stay on 127.0.0.1)."""
     out: list[Rendered] = []
     for role in stack.roles:
         port = ports[role.name]
-        vals: dict[str, Any] = {"stack": stack.name, "port": port, "nofile": nofile_limit()}
+        vals: dict[str, Any] = {"stack": stack.name, "port": port, "nofile": nofile_limit(),
+                                "bind": bind if role.name == stack.front.name else "127.0.0.1"}
         for k, v in settings.items():
             vals[k.replace(".", "_")] = _fmt(v, apache=k.startswith("apache."))
         vals["php_opcache"] = "1" if settings.get("php.opcache", True) else "0"
@@ -104,6 +106,8 @@ class DeploymentPlan:
     rendered: tuple[Rendered, ...]
     cpus: str | None = None
     memory: int | None = None
+    bind: str = "127.0.0.1"
+    """Where the front role listens (`dockerhost.DockerHost.bind`)."""
 
     @property
     def port(self) -> int:
@@ -115,10 +119,11 @@ class DeploymentPlan:
 
 
 def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
-                    memory: int | None = None) -> DeploymentPlan:
+                    memory: int | None = None, bind: str = "127.0.0.1") -> DeploymentPlan:
     """Settings in effect (checked), then every role's configs rendered for `ports`."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
     settings = effective_settings(stack, overrides)
-    return DeploymentPlan(stack, settings, dict(ports), tuple(render(stack, settings, ports)), cpus, memory)
+    return DeploymentPlan(stack, settings, dict(ports), tuple(render(stack, settings, ports, bind)), cpus, memory,
+                          bind)

@@ -28,7 +28,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import __version__, evidence, lab, render, stacks
+from . import __version__, dockerhost, evidence, lab, render, stacks
+from .apimetrics import ApiSampler
 from .errors import LabError, LoadcmpError
 from .lab import Deployment
 from .load.driver import Live, LoadSpec, now
@@ -121,6 +122,8 @@ class Sweep:
     progress: SweepHooks
     fleet: Fleet | None = None
     """--cluster: the Dask cluster the loads run on (open for the whole sweep)."""
+    host: dockerhost.DockerHost = lab.LOCAL
+    """--docker-host: the engine the stacks run on, and where the clients reach them."""
     reused: dict[str, Deployment] = field(default_factory=dict)
     """--reuse-server: the deployment of each label, kept across trials."""
     problems: list[str] = field(default_factory=list)
@@ -154,7 +157,8 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
                fleet: Fleet | None = None) -> Sweep:
     """Docker client, images, a run id and the results folder with run.json started."""
     servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
-    client = lab.docker_client()
+    host = dockerhost.resolve(spec.docker_host, spec.server_address)
+    client = lab.docker_client(host.url)
     if images is None:
         needed = list(dict.fromkeys(i for s in servers for i in s.images))
         images = lab.build_images(client, needed, log=progress.say)
@@ -167,8 +171,9 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     doc["images"] = images
     if fleet is not None:
         doc["cluster"] = fleet.describe()
+    doc["docker_host"] = host.describe(client)
     writer = RunWriter.create(spec.out, name, doc)
-    return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet)
+    return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet, host)
 
 
 def run_trials(sweep: Sweep, planned: list[Planned]) -> RunStatus:
@@ -263,7 +268,7 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
     kept, ready_s = dep is not None, None
     if dep is None:
         try:
-            dep, ready_s = start(sweep, plan_trial(spec, p))
+            dep, ready_s = start(sweep, plan_trial(spec, p, sweep.host))
         except LabError as e:
             return TrialOutcome(not_started(spec, p, f"server did not start: {e}"), [], [])
         if spec.reuse_server:
@@ -288,16 +293,16 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
             stop(sweep, dep)
 
 
-def plan_trial(spec: RunSpec, p: Planned) -> render.DeploymentPlan:
+def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = lab.LOCAL) -> render.DeploymentPlan:
     """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
     return lab.plan_deployment(stacks.get_stack(spec.stack_of(p.server)), cpus=spec.server_cpus,
-                               memory=spec.server_memory, overrides=spec.settings_for(p.server))
+                               memory=spec.server_memory, overrides=spec.settings_for(p.server), host=host)
 
 
 def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
     """Start the plan's containers and wait until they answer; also how long that took."""
     t0 = now()
-    dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images)
+    dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images, host=sweep.host)
     return dep, round(now() - t0, 3)
 
 
@@ -315,13 +320,14 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
 def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     """Warm-up, then the measured window, with the server sampled at 1 Hz."""
     spec = sweep.spec
-    target = make_target(f"http://127.0.0.1:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
+    target = make_target(f"http://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
     schedule = spec.schedule_for(p.level)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
-    sampler = Sampler(dep, start_at + spec.warmup, keys, math.ceil(spec.duration)).start()
+    sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration))
+    sampler.start()
     try:
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
         result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,

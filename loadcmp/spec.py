@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import stacks, variants
+from . import dockerhost, stacks, variants
 from .errors import ConfigError, UsageError
 from .findings import check_labels, parse_findings
 from .load.schedules import Schedule, make_schedule, time_cap
@@ -48,6 +48,10 @@ class RunSpec:
     workers: int = 1
     cluster: str | None = None
     """`local:N` or `tcp://HOST:PORT`: the load's shares on a Dask cluster (`load.cluster`)."""
+    docker_host: str | None = None
+    """Another machine's Docker engine for the stacks (`dockerhost`); None: this machine's."""
+    server_address: str | None = None
+    """Where the clients reach servers on `docker_host` (None: that host's address)."""
     server_cpus: str | None = None
     client_cpus: str | None = None
     server_memory: int | None = None
@@ -122,6 +126,8 @@ KEYS: dict[str, str] = {
     "engine": "str",
     "workers": "int",
     "cluster": "str",
+    "docker_host": "str",
+    "server_address": "str",
     "server_cpus": "str",
     "client_cpus": "str",
     "server_memory": "memory cap",
@@ -290,6 +296,7 @@ def validate(spec: RunSpec) -> RunSpec:
         errors.append(f"unknown engine {spec.engine!r}")
     if spec.workers < 1:
         errors.append("--workers must be >= 1")
+    check(lambda: dockerhost.resolve(spec.docker_host, spec.server_address))
     if spec.cluster is not None:
         check(lambda: parse_cluster(spec.cluster or ""))
         if spec.workers > 1:

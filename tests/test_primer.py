@@ -15,7 +15,7 @@ from loadcmp.primer import prime
 
 
 def dep(port: int) -> SimpleNamespace:
-    return SimpleNamespace(port=port, stack=SimpleNamespace(name="nginx"))
+    return SimpleNamespace(port=port, stack=SimpleNamespace(name="nginx"), host=SimpleNamespace(address="127.0.0.1"))
 
 
 class Page(http.server.BaseHTTPRequestHandler):

@@ -60,18 +60,22 @@ def test_sweep_2_levels_2_servers_2_trials(tmp_path, images, docker_client):
     assert lab.labelled(docker_client) == []
 
 
-def test_memory_capped_prefork_records_oom(tmp_path, images, docker_client):
+@pytest.mark.parametrize("engine_args", [[], ["--docker-host", "unix:///var/run/docker.sock"]],
+                         ids=["cgroup files", "docker api"])
+def test_memory_capped_prefork_records_oom(tmp_path, images, docker_client, engine_args):
     res = CliRunner().invoke(cli, [
         "run", "--server", "apache-prefork", "-c", "300", "-t", "4", "--warmup", "0", "--server-memory", "64m",
         "--set", "prefork.StartServers=100", "--set", "prefork.MinSpareServers=100",
         "--set", "prefork.MaxSpareServers=300", "--set", "prefork.MaxRequestWorkers=300",
-        "--set", "prefork.ServerLimit=300", "--out", str(tmp_path), "--json"])
+        "--set", "prefork.ServerLimit=300", "--out", str(tmp_path), "--json", *engine_args])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     r = load_results(doc["results_dir"])
     trial = r.trials[0]
     assert trial["status"] == "oom", trial.get("reason")
     assert "memory" in trial["reason"] or "OOM" in trial["reason"]
+    if engine_args:  # through the API the kills come from the engine's oom events
+        assert trial["server_metrics"]["oom_kills"] > 0, trial["server_metrics"]
     assert r.status == "complete"
     assert lab.labelled(docker_client) == []
 
@@ -201,7 +205,8 @@ def test_run_with_a_dask_cluster_of_two_workers(tmp_path, images, docker_client)
     res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "20", "-t", "2", "--warmup", "0.5",
                                    "--page", "/index.html", "--cluster", "local:2", "--out", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
-    assert "Dask cluster local:2: 2 workers" in res.stderr and "dashboard http://127.0.0.1:" in res.stderr
+    said = " ".join(res.stderr.split())  # rich wraps long lines
+    assert "Dask cluster local:2: 2 workers" in said and "dashboard http://127.0.0.1:" in said, said
     doc = json.loads(res.stdout)
     assert doc["status"] == "complete" and doc["results"][0]["ok"] > 0
     run = json.loads((newest(tmp_path) / "run.json").read_text())
@@ -211,5 +216,26 @@ def test_run_with_a_dask_cluster_of_two_workers(tmp_path, images, docker_client)
     trial = run["trials"][0]
     assert trial["status"] == "ok" and trial["result"]["workers"] == 2
     assert len(trial["result"]["status_codes"]) == 1 and trial["result"]["status_codes"]["200"] == trial["result"]["ok"]
+    left = docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"})
+    assert not left, [c.name for c in left]
+
+
+def test_a_stack_on_another_engine_is_measured_through_the_docker_api(tmp_path, images, docker_client):
+    """`--docker-host` given explicitly: the local engine measured as a remote one would be (stats, top,
+    events, one exec a second); a two-container stack, so the back role is checked from inside too."""
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx-apache", "-c", "10", "-t", "3", "--warmup", "0.5",
+                                   "--page", "/info.php", "--docker-host", "unix:///var/run/docker.sock",
+                                   "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    run = json.loads((newest(tmp_path) / "run.json").read_text())
+    assert run["docker_host"]["measured_through"] == "docker api"
+    assert run["docker_host"]["server_address"] == "127.0.0.1" and run["docker_host"]["engine"]["version"]
+    trial = run["trials"][0]
+    assert trial["status"] == "ok" and trial["result"]["ok"] > 0, trial.get("reason")
+    m = trial["server_metrics"]
+    assert m["samples"] >= 3, m
+    for key in ("cpu_pct", "mem_peak_bytes", "pids_peak", "procs_peak", "tcp_peak", "busy_workers_peak"):
+        assert m[key] is not None and m[key] > 0, (key, m)
+    assert not trial.get("warnings"), trial.get("warnings")
     left = docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"})
     assert not left, [c.name for c in left]

@@ -97,3 +97,32 @@ def server_options(f: F) -> F:
 def json_option(f: F) -> F:
     """--json: one JSON document on stdout, progress on stderr."""
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(f)
+
+
+@dataclass(frozen=True)
+class DockerFlags:
+    """Where the stacks run (run, smoke): another Docker engine, and where its servers are reached."""
+
+    docker_host: str | None = None
+    server_address: str | None = None
+
+    @classmethod
+    def pop(cls, kwargs: dict[str, Any]) -> DockerFlags:
+        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls)})
+
+    def given(self) -> dict[str, Any]:
+        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def docker_host_option(f: F) -> F:
+    """--docker-host: the stacks on another machine's Docker engine."""
+    return click.option("--docker-host", metavar="URL",
+                        help="Run the stacks on this Docker engine (tcp://HOST:2375, ssh://USER@HOST; DOCKER_HOST "
+                             "too), measured through the Docker API.")(f)
+
+
+def docker_options(f: F) -> F:
+    """--docker-host and --server-address (run, smoke, up)."""
+    f = click.option("--server-address", metavar="HOST",
+                     help="Where the clients reach servers on --docker-host (default: that host's address).")(f)
+    return docker_host_option(f)

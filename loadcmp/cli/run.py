@@ -12,7 +12,7 @@ from rich.table import Table
 
 from .app import cli, emit_json, stop_on_sigint
 from .display import edges_note, err, out
-from .options import LoadFlags, json_option, load_options, server_options
+from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options
 from ..errors import Interrupted, LoadcmpError, UsageError
 from ..records import TrialRecord
 from ..spec import RunSpec
@@ -145,14 +145,15 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     from ..runner import run_sweep
     from ..results import load_results
 
+    from ..dockerhost import resolve
     from ..load.cluster import open_fleet
 
     # the cluster first: a scheduler that cannot be reached is said before any container starts
     with open_fleet(spec.cluster, err.print) as fleet, stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
-        if fleet is not None and fleet.elsewhere():
-            raise UsageError(f"run loads its containers on 127.0.0.1, so every Dask worker must be on this machine; "
-                             f"{spec.cluster} has workers on {', '.join(fleet.elsewhere())} (load a server there with "
-                             "`loadcmp bench URL --cluster ...`)")
+        if fleet is not None and fleet.elsewhere() and not resolve(spec.docker_host, spec.server_address).remote:
+            raise UsageError(f"run loads its local containers on 127.0.0.1, so every Dask worker must be on this machine; "
+                             f"{spec.cluster} has workers on {', '.join(fleet.elsewhere())} (run the stacks on an "
+                             "engine they reach with --docker-host, or load a server with `loadcmp bench URL --cluster`)")
         outcome = run_sweep(spec, disp.hooks(), stopper, fleet=fleet)
     if spec.findings:
         judge_findings(outcome.path, spec)
@@ -226,6 +227,7 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
 @click.option("--page", help="Path requested (default /info.php).")
 @click.option("--trials", type=click.IntRange(min=1), help="Repeat every server x level this many times.")
 @server_options
+@docker_options
 @click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
 @click.option("--out", "out_dir", help="Where results folders go (default results/).")
 @click.option("--name", help="Name of the run (part of its folder's name).")
@@ -238,6 +240,7 @@ def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, tri
     Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
     """
     given = LoadFlags.pop(flags).given()
+    given.update(DockerFlags.pop(flags).given())
     given.update(server_fields(servers_, sets))
     others: dict[str, Any] = {
         "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,

@@ -9,7 +9,8 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import err, out
-from .options import json_option, server_options
+from .options import docker_host_option, docker_options, json_option, server_options
+from ..dockerhost import resolve
 
 
 @cli.command()
@@ -52,13 +53,14 @@ def servers(as_json: bool, tunables: bool) -> None:
 @click.option("--server", "servers_", multiple=True, default=("all",), show_default=True,
               help="Build the images these stacks need.")
 @click.option("--force", is_flag=True, help="Rebuild even when an image with the same inputs exists.")
-def build(servers_: tuple[str, ...], force: bool) -> None:
+@docker_host_option
+def build(servers_: tuple[str, ...], force: bool, docker_host: str | None) -> None:
     """Build the server images (and the base image if none can be had)."""
     from .. import lab, stacks
 
     chosen = stacks.resolve_servers(servers_)
     images = list(dict.fromkeys(i for s in chosen for i in s.images))
-    client = lab.docker_client()
+    client = lab.docker_client(resolve(docker_host).url)
     with err.status("building images") as status:
         def log(m: str) -> None:
             if m.startswith("Step"):
@@ -75,9 +77,10 @@ def build(servers_: tuple[str, ...], force: bool) -> None:
 @click.option("--server", "server", required=True, help="Which stack (see `loadcmp servers`).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
 @server_options
+@docker_options
 @json_option
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
-       sets: tuple[str, ...], as_json: bool) -> None:
+       sets: tuple[str, ...], docker_host: str | None, server_address: str | None, as_json: bool) -> None:
     """Start a stack and leave it running; print its URL."""
     from .. import lab, stacks
     from ..errors import ConfigError
@@ -89,12 +92,14 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)
     stacks.effective_settings(stack, overrides)
-    if port is not None:
+    host = resolve(docker_host, server_address)
+    if port is not None and not host.remote:
         lab.check_port_free(port)
-    client = lab.docker_client()
+    client = lab.docker_client(host.url)
     with err.status(f"starting {stack.name}") as status:
-        plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides)
-        dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]))
+        plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
+                                   host=host)
+        dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]), host=host)
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
@@ -107,9 +112,10 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
 
 @cli.command()
 @click.option("--run", "run_id", help="Only the containers of this run id.")
-def down(run_id: str | None) -> None:
+@docker_host_option
+def down(run_id: str | None, docker_host: str | None) -> None:
     """Remove every container loadcmp started (label loadcmp=1)."""
     from .. import lab
 
-    names = lab.down(run_id=run_id)
+    names = lab.down(lab.docker_client(resolve(docker_host).url), run_id=run_id)
     click.echo(f"removed {len(names)} container(s)" + (": " + ", ".join(names) if names else ""), err=True)

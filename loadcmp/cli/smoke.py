@@ -10,7 +10,7 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import out
-from .options import LoadFlags, json_option, load_options
+from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options
 from .run import build_spec, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
@@ -25,6 +25,7 @@ SMOKE_KEYS = {"pages", "checks"}
 @click.argument("experiment", required=False, type=click.Path(dir_okay=False))
 @click.option("--server", "servers_", multiple=True, help="Stacks to check (default: all five).")
 @load_options
+@docker_options
 @click.option("--page", "pages", multiple=True, help="Pages to load (repeatable; default /index.html and /info.php).")
 @click.option("--check", "checks", multiple=True, metavar="EXPR",
               help="A threshold like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB (repeatable).")
@@ -66,6 +67,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         except StoreError as e:
             raise UsageError(f"--baseline: {e}") from None
     given = LoadFlags.pop(flags).given()
+    given.update(DockerFlags.pop(flags).given())
     for k, v in (("servers", tuple(servers_)), ("pages", tuple(pages) or tuple(table.get("pages", ()))),
                  ("out", out_dir)):
         if v:
