@@ -16,6 +16,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,6 +32,34 @@ COUNT_PORT = ("awk -v p=:{port:04X} '$2 ~ p\"$\" {{c[$4]++}} END {{for (s in c) 
               "/proc/net/tcp /proc/net/tcp6 2>/dev/null")
 """Counts the sockets whose local port is the server's, by state, inside the container (as
 `metrics.tcp_states` does with ss here): only a few lines cross the API."""
+
+
+EVENTS_MARGIN_S = 0.5
+"""OOM events are read up to this long ago (on the engine's clock), so a clock offset measured a little off
+never asks for the engine's future; an event of the last half second counts in the next sample."""
+
+
+def engine_offset(client: Any) -> float:
+    """The engine's wall clock minus ours, from its `SystemTime` (0 when it cannot be had): its events
+    are stamped on its clock, which on another machine may differ from this one's."""
+    try:
+        t0 = time.time()
+        stamp = str(client.info().get("SystemTime", ""))
+        t1 = time.time()
+        return parse_rfc3339(stamp) - (t0 + t1) / 2
+    except (ValueError, OSError, AttributeError):
+        return 0.0
+
+
+def parse_rfc3339(stamp: str) -> float:
+    """'2026-11-23T16:40:08.123456789Z' (nanoseconds, any zone) -> Unix seconds."""
+    head, zone = stamp[:19], stamp[19:]
+    frac = ""
+    if zone.startswith("."):
+        digits = len(zone) - len(zone[1:].lstrip("0123456789")) - 1
+        frac, zone = zone[1:1 + digits], zone[1 + digits:]
+    zone = "+00:00" if zone in ("Z", "z", "") else zone
+    return datetime.fromisoformat(head + zone).timestamp() + (float("0." + frac) if frac else 0.0)
 
 
 def parse_stats(stats: dict[str, Any]) -> CgroupSample:
@@ -101,6 +130,8 @@ class StatsStream:
         if not docs:
             raise OSError(f"no stats from the engine for {self.container.name}"
                           + (f": {type(self.error).__name__}: {self.error}" if self.error else ""))
+        if time.monotonic() - docs[-1][0] > STALE_S:
+            raise OSError(f"the engine's stats of {self.container.name} have stopped coming")
         out = parse_stats(docs[-1][1])
         out["cpu_ns"] = cpu_at(time.monotonic() - LAG_S, [(t, parse_stats(d)["cpu_ns"]) for t, d in docs])
         return out
@@ -126,6 +157,8 @@ def cpu_at(t: float, points: list[tuple[float, int | None]]) -> int | None:
 _streams: dict[str, StatsStream] = {}
 FIRST_STATS_S = 3.0
 """How long the first reading of a container may take."""
+STALE_S = 3.0
+"""A reading older than this is not shown as the present: the sample says the source stopped."""
 LAG_S = 1.0
 """How late the CPU time is read, so that it lies between two of the engine's readings."""
 
@@ -136,7 +169,9 @@ class ApiStats:
 
     container: Any
     since: float = field(default_factory=time.time)
-    """Wall-clock start of the sampling: OOM events from then on are counted."""
+    """Start of the sampling on the engine's clock: OOM events from then on are counted."""
+    offset: float = 0.0
+    """The engine's clock minus ours (`engine_offset`)."""
 
     def __post_init__(self) -> None:
         if self.cid not in _streams:
@@ -159,8 +194,9 @@ class ApiStats:
             sample["procs"] = len(self.container.top().get("Processes") or [])
         except Exception:  # noqa: BLE001 - a container that has just died has no processes to list;
             sample["procs"] = None  # its last stats and its OOM events still count
-        events = self.container.client.api.events(since=self.since, until=time.time(), decode=True,  # until: now,
-                                                  filters={"container": self.cid, "event": "oom"})  # not later: it waits
+        until = time.time() + self.offset - EVENTS_MARGIN_S  # never in the engine's future: the call would wait for it
+        events = self.container.client.api.events(since=self.since, until=max(self.since, until), decode=True,
+                                                  filters={"container": self.cid, "event": "oom"})
         sample["oom_kills"] = sum(1 for _ in events)
         return sample
 
@@ -176,14 +212,14 @@ def inside_script(port: int, pages: dict[str, str], tag: str, timeout: float = P
     (each exec costs that host tens of ms of CPU, too much once a second): every second
     the status pages are fetched at once in the background, the sockets counted
     meanwhile, then each page printed after a mark line and the block ended by
-    `END`. It stops when /tmp/loadcmp-stop-TAG appears, or after an hour."""
+    `END`. It stops when /tmp/loadcmp-stop-TAG appears, or after a day."""
     fetch = [f"({INSIDE_GET.format(port=port, path=path, timeout=timeout)}) >/tmp/loadcmp-page-$$-{kind} 2>/dev/null &"
              for kind, path in pages.items()]
     show = [f"echo '{MARK} {kind}'; cat /tmp/loadcmp-page-$$-{kind}; rm -f /tmp/loadcmp-page-$$-{kind}"
             for kind in pages]
     body = " ".join(fetch) + " " + "; ".join([COUNT_PORT.format(port=port), "wait", *show, f"echo '{END}'"])
     # `sleep 1 &` first, and `wait` in the body waits for it too: one block a second, or as fast as the work allows
-    return (f"for i in $(seq 3600); do [ -e /tmp/loadcmp-stop-{tag} ] && break; sleep 1 & {body}; done; "
+    return (f"for i in $(seq 86400); do [ -e /tmp/loadcmp-stop-{tag} ] && break; sleep 1 & {body}; done; "
             f"rm -f /tmp/loadcmp-stop-{tag}")
 
 
@@ -212,6 +248,8 @@ class InsideReader:
         self.dep = dep
         self.tag = uuid.uuid4().hex[:8]
         self.latest: tuple[str, dict[str, bytes]] | None = None
+        self.when = 0.0
+        """When the latest block came (monotonic)."""
         self.first = threading.Event()
         paths = {k: u.split(str(dep.port), 1)[1] for k, u in dep.status_urls.items()}
         _, self.stream = dep.front.exec_run(["bash", "-c", inside_script(dep.port, paths, self.tag)], stream=True)
@@ -223,7 +261,7 @@ class InsideReader:
             for chunk in self.stream:
                 buf += chunk
                 while (i := buf.find(END.encode())) >= 0:
-                    self.latest = split_inside(buf[:i])
+                    self.latest, self.when = split_inside(buf[:i]), time.monotonic()
                     buf = buf[i + len(END) + 1:]
                     self.first.set()
         finally:
@@ -233,6 +271,8 @@ class InsideReader:
         self.first.wait(FIRST_STATS_S)
         if self.latest is None:
             raise OSError(f"no socket counts from inside {self.dep.front.name}")
+        if time.monotonic() - self.when > STALE_S:
+            raise OSError(f"the loop inside {self.dep.front.name} has stopped answering")
         return self.latest
 
     def stop(self) -> None:
@@ -243,12 +283,20 @@ class ApiSampler(Sampler):
     """`metrics.Sampler` reading through the Docker API: stats, top, events, and what
     one loop inside the front container prints every second."""
 
+    inside: InsideReader | None = None
+
     def sources(self) -> list[Any]:
-        self.inside = InsideReader(self.dep)
-        return [ApiStats(c) for c in self.dep.containers]
+        try:
+            self.inside = InsideReader(self.dep)
+        except Exception as e:  # noqa: BLE001 - e.g. the server died right after it answered: a warning, no traceback
+            self._note(f"starting the loop inside {self.dep.front.name}", e)
+        offset = engine_offset(self.dep.client)
+        return [ApiStats(c, since=time.time() + offset, offset=offset) for c in self.dep.containers]
 
     def stop(self) -> list[ServerRow]:
         rows = super().stop()
+        if self.inside is None:
+            return rows
         try:
             self.inside.stop()
         except Exception as e:  # noqa: BLE001 - the loop ends within the hour anyway
@@ -256,11 +304,16 @@ class ApiSampler(Sampler):
                 self.warnings.append(f"server sampling: could not stop the loop in {self.dep.front.name}: {e}")
         return rows
 
+    def _latest(self) -> tuple[str, dict[str, bytes]]:
+        if self.inside is None:
+            raise OSError(f"no loop runs inside {self.dep.front.name}")
+        return self.inside.get()
+
     def tcp_states(self) -> dict[str, int]:
-        return parse_proc_states(self.inside.get()[0])
+        return parse_proc_states(self._latest()[0])
 
     def status_page(self, kind: str) -> dict[str, float]:
-        status, body = parse_answer(self.inside.get()[1].get(kind, b""))
+        status, body = parse_answer(self._latest()[1].get(kind, b""))
         if status != 200:
             raise ValueError(f"the {kind} status page answered " + (f"HTTP {status}" if status else "nothing"))
         return STATUS_PARSERS[kind](body)

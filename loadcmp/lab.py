@@ -235,7 +235,7 @@ def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str |
         check_port_free(port)
     ports = {stack.front.name: port}
     for role in stack.roles:
-        if role.name not in ports:
+        while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
     return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind)
 

@@ -80,8 +80,9 @@ def check_limits(spec: RunSpec) -> None:
 
 
 def default_pinning(spec: RunSpec, say: Callable[[str], None]) -> RunSpec:
-    """On a 2-core machine: server on CPU 1, client on CPU 0, unless told otherwise."""
-    if spec.server_cpus is None and spec.client_cpus is None and (os.cpu_count() or 1) == 2:
+    """On a 2-core machine: server on CPU 1, client on CPU 0, unless told otherwise (or either is elsewhere)."""
+    elsewhere = spec.cluster is not None or dockerhost.resolve(spec.docker_host, spec.server_address).remote
+    if spec.server_cpus is None and spec.client_cpus is None and (os.cpu_count() or 1) == 2 and not elsewhere:
         say("2 CPUs: pinning the server to CPU 1 and the client to CPU 0 (set --server-cpus/--client-cpus to change)")
         return replace(spec, server_cpus="1", client_cpus="0")
     return spec
@@ -327,8 +328,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration))
-    sampler.start()
     try:
+        sampler.start()
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
         result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
                           stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
@@ -384,7 +385,7 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
     elif ev.server.get("mem_limit_hits") and spec.server_memory:
         reasons.append(f"the memory cap was reached {ev.server.get('mem_limit_hits')} times (reclaim, no kill)")
     if m.summary.get("lost"):
-        status = "partial"
+        status = "partial" if status == "ok" else status
         reasons += m.summary.get("lost", [])
     if m.summary["interrupted"]:
         status = "interrupted"

@@ -28,7 +28,7 @@ CPU sets (`parse_cpus`): `1`, `0-3`, `0,2-3` — ascending ranges of this machin
 CPUs; `5-2` (descending) or an empty set is refused. None means "not pinned".
 
 Cluster addresses (`parse_cluster`): `local:N` (N >= 1 Dask worker processes here)
-or `tcp://HOST:PORT` (`tls://` too) of a running Dask scheduler.
+or `tcp://HOST:PORT` of a running Dask scheduler.
 """
 
 from __future__ import annotations
@@ -214,7 +214,7 @@ def mem_total() -> int | None:
     return None
 
 
-_CLUSTER = re.compile(r"^(local:(?P<n>\d+)|(tcp|tls)://[^\s:/]+:\d+)$")
+_CLUSTER = re.compile(r"^(local:(?P<n>\d+)|tcp://[^\s:/]+:\d+)$")
 
 
 def parse_cluster(text: str) -> tuple[str, int | None]:

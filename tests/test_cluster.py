@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+from dataclasses import replace
 import signal
 import threading
 import time
@@ -83,11 +84,14 @@ def test_a_worker_killed_mid_load_makes_it_partial_and_names_the_loss(fast_serve
         spec = LoadSpec(make_target(f"http://127.0.0.1:{fast_server}/", keepalive=True), Closed(10), 3.0)
         threading.Timer(fleet.start_delay + 1.0, os.kill, (pids[victim], signal.SIGKILL)).start()
         result = run_load(spec, fleet=fleet)
+        time.sleep(3)  # the nanny starts a new worker under a new address
+        again = run_load(replace(spec, duration=1.0), fleet=fleet)  # the same fleet: it adopts what is there now
     assert len(result.lost) == 1 and victim in result.lost[0], result.lost
     assert "left the cluster" in result.lost[0] and "5 clients" in result.lost[0]
     assert any(w.startswith("partial: ") for w in result.warnings)
     doc = result_doc(result)
     assert doc["ok"] > 0 and len(result.client_use) == 1  # the other worker's share is kept
+    assert not again.lost and result_doc(again)["ok"] > 0
 
 
 def test_ctrl_c_stops_every_worker_and_keeps_what_was_measured(fast_server, fleet):
@@ -148,3 +152,15 @@ def test_an_experiment_file_gives_the_cluster(tmp_path):
     with pytest.raises(ConfigError) as e:
         build_spec(str(f), {})
     assert any("bad cluster address" in m for m in e.value.errors)
+
+
+def test_a_loopback_target_is_refused_when_workers_are_elsewhere():
+    from loadcmp.errors import UsageError
+
+    fleet = DaskFleet("tcp://10.0.0.9:8786")
+    fleet.hosts = {"tcp://10.0.0.7:4000": "10.0.0.7", "tcp://127.0.0.1:4001": "127.0.0.1"}
+    with pytest.raises(UsageError, match="which would load their own"):
+        fleet.check_reach("127.0.0.1")
+    fleet.check_reach("10.0.0.5")  # an address they reach
+    fleet.hosts = {"tcp://127.0.0.1:4001": "127.0.0.1"}
+    fleet.check_reach("localhost")  # every worker here

@@ -85,3 +85,12 @@ def test_short_url_keeps_the_host_and_the_end():
     s = short_url(url, 60)
     assert len(s) == 60 and s.startswith("http://127.0.0.1:8080/") and s.endswith("index.php?x=1")
     assert short_url("http://h/x") == "http://h/x"
+
+
+def test_connections_opened_in_the_warm_up_are_not_counted_again(faulty):
+    """Keep-alive with a warm-up: the three connections open before the window, so the
+    window opened none, and no connect phase stretches over the warm-up."""
+    doc = bench(faulty.url("/ok"), "-k", "--warmup", "0.5")
+    assert doc["warmup_requests"] > 0 and doc["ok"] > 0
+    assert doc["connections_opened"] == 0, doc["connections_opened"]
+    assert doc["phases_ms"]["connect"]["max"] is None, doc["phases_ms"]["connect"]

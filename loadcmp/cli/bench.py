@@ -73,12 +73,15 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         if v["workers"] > 1:
             raise UsageError("--workers is for processes on this machine; with --cluster the Dask workers share the load")
     with open_fleet(v["cluster"], err.print) as fleet:
+        if fleet is not None:
+            fleet.check_reach(target.host)
         with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{url} ") as live:
             result = run_load(spec, workers=v["workers"], cpus=v["client_cpus"], live=live, stopper=stopper,
                               fleet=fleet)
         cluster = fleet.describe() if fleet is not None else None
+        used = len(cluster["workers"]) if cluster is not None else v["workers"]
     doc = result_doc(result, {
-        "url": url, "engine": v["engine"], "workers": fleet.size if fleet is not None else v["workers"],
+        "url": url, "engine": v["engine"], "workers": used,
         "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
         **({"tls_verify": not insecure} if target.scheme == "https" else {}),
@@ -96,7 +99,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         path = save_bench(out_dir, url=url, label=f"{target.host}:{target.port}", clients=clients,
                           schedule=v["schedule"], requests=v["requests"], keepalive=keepalive, duration=spec.duration,
                           warmup=spec.warmup,
-                          timeout=spec.timeout, engine=spec.engine, workers=v["workers"], summary=doc,
+                          timeout=spec.timeout, engine=spec.engine, workers=doc.get("workers", v["workers"]), summary=doc,
                           latency_hist=result.latency().to_dict(), service_hist=result.service().to_dict(),
                           timeline=timeline, started=started, machine=machine_info(), loadcmp_version=__version__,
                           git_commit=git_commit())

@@ -13,7 +13,7 @@ from rich.table import Table
 from .app import cli, emit_json, stop_on_sigint
 from .display import edges_note, err, out
 from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options
-from ..errors import Interrupted, LoadcmpError, UsageError
+from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..spec import RunSpec
 
@@ -150,10 +150,8 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
 
     # the cluster first: a scheduler that cannot be reached is said before any container starts
     with open_fleet(spec.cluster, err.print) as fleet, stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
-        if fleet is not None and fleet.elsewhere() and not resolve(spec.docker_host, spec.server_address).remote:
-            raise UsageError(f"run loads its local containers on 127.0.0.1, so every Dask worker must be on this machine; "
-                             f"{spec.cluster} has workers on {', '.join(fleet.elsewhere())} (run the stacks on an "
-                             "engine they reach with --docker-host, or load a server with `loadcmp bench URL --cluster`)")
+        if fleet is not None:
+            fleet.check_reach(resolve(spec.docker_host, spec.server_address).address)
         outcome = run_sweep(spec, disp.hooks(), stopper, fleet=fleet)
     if spec.findings:
         judge_findings(outcome.path, spec)

@@ -24,7 +24,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import LoadcmpError, LoadError
+from ..errors import LoadcmpError, LoadError, UsageError
 from ..units import parse_cluster
 from .driver import Live, LiveFn, LoadSpec, now
 from .limits import raise_nofile
@@ -55,6 +55,8 @@ class DaskFleet:
 
     @property
     def size(self) -> int:
+        """The workers there are now (asked each time: `run_load` splits the load by it)."""
+        self.refresh()
         return len(self.workers)
 
     def __enter__(self) -> DaskFleet:
@@ -68,17 +70,27 @@ class DaskFleet:
                 self.client = Client(self.local)
             else:
                 self.client = Client(self.address, timeout=CONNECT_TIMEOUT_S)
-        except (OSError, TimeoutError) as e:
+        except Exception as e:  # noqa: BLE001 - Dask raises OSError, TimeoutError, RuntimeError ("Nanny failed to start")
             self.close()
-            raise LoadError(f"cannot reach the Dask scheduler at {self.address}: {e}") from None
+            raise LoadError(f"cannot reach the Dask scheduler at {self.address}: {type(e).__name__}: {e}") from None
+        try:
+            self.refresh()
+            if not self.workers:
+                raise LoadError(f"the Dask scheduler at {self.address} has no workers")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def refresh(self) -> None:
+        """The workers the scheduler has now (a nanny restarts a dead one under a new address),
+        their hosts, and the clock offsets of any new ones."""
         info = self.client.scheduler_info()["workers"]
         self.workers = sorted(info)
         self.hosts = {w: info[w].get("host", "") for w in self.workers}
-        if not self.workers:
-            self.close()
-            raise LoadError(f"the Dask scheduler at {self.address} has no workers")
-        self.measure_offsets()
-        return self
+        for w in self.workers:
+            if w not in self.offsets:
+                self.measure_offset(w)
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
@@ -99,7 +111,14 @@ class DaskFleet:
 
     def elsewhere(self) -> list[str]:
         """Workers on another machine than this one's loopback (their host addresses)."""
-        return sorted({h for h in self.hosts.values() if not (h.startswith("127.") or h in ("localhost", "::1"))})
+        return sorted({h for h in self.hosts.values() if not is_loopback(h)})
+
+    def check_reach(self, target_host: str) -> None:
+        """A target on loopback is this machine's only: workers elsewhere would load their own."""
+        if is_loopback(target_host) and self.elsewhere():
+            raise UsageError(f"the target {target_host} is this machine's loopback, but {self.address} has workers on "
+                             f"{', '.join(self.elsewhere())}, which would load their own; give an address they reach "
+                             "(run: put the stacks there with --docker-host and --server-address)")
 
     def describe(self) -> dict[str, Any]:
         """For run.json's provenance: the scheduler, its workers and their clock offsets."""
@@ -111,24 +130,22 @@ class DaskFleet:
                         for w in self.workers],
         }
 
-    def measure_offsets(self) -> dict[str, float]:
-        """Each worker's wall clock minus ours, from a round trip each (the middle of it)."""
-        for w in self.workers:
-            t0 = time.time()
-            theirs = self.client.run(time.time, workers=[w])[w]
-            t1 = time.time()
-            self.offsets[w] = round(theirs - (t0 + t1) / 2, 6)
-        return dict(self.offsets)
+    def measure_offset(self, w: str) -> float:
+        """A worker's wall clock minus ours, from one round trip (the middle of it)."""
+        t0 = time.time()
+        theirs = self.client.run(time.time, workers=[w])[w]
+        t1 = time.time()
+        self.offsets[w] = round(theirs - (t0 + t1) / 2, 6)
+        return self.offsets[w]
 
     def run_shares(self, shares: list[LoadSpec], t_load0: float, cpus: str | None, live: LiveFn | None,
                    stopper: Stopper) -> Gathered:
         from distributed import Event, Queue
 
-        present = set(self.client.scheduler_info()["workers"])
-        self.workers = [w for w in self.workers if w in present] or sorted(present)
         if len(shares) > len(self.workers):
             raise LoadError(f"the Dask cluster has {len(self.workers)} workers left, the load needs {len(shares)}")
-        self.measure_offsets()
+        for w in self.workers[:len(shares)]:  # clocks drift: measured again before each load
+            self.measure_offset(w)
         tag = uuid.uuid4().hex[:12]
         q, stop = Queue(f"loadcmp-live-{tag}", client=self.client), Event(f"loadcmp-stop-{tag}", client=self.client)
         t_wall = time.time() + (t_load0 - now())
@@ -187,6 +204,10 @@ class DaskFleet:
                                     f"of its {shares[i].schedule.connections:,} clients are missing from these figures")
                 break
         return got
+
+
+def is_loopback(host: str) -> bool:
+    return host.startswith("127.") or host in ("localhost", "::1")
 
 
 def _lost_text(worker: str, host: str, share: LoadSpec, last_seen: float | None) -> str:

@@ -202,7 +202,8 @@ class Engine(Generic[S]):
         result.client_use = [ClientUse.of(spec.worker_index, result.seconds, self.cpu_s)]
         if result.client_errors:
             errs = ", ".join(f"{k} x{v}" for k, v in result.client_errors.items())
-            result.warnings.append(f"client-side socket errors (counted as connect_refused): {errs}")
+            result.warnings.append(f"errors of the client's own, each counted as a failure (connect_refused for its "
+                                   f"sockets and ports, reset for the rest): {errs}")
         return result
 
     async def _until_end(self, stopping: asyncio.Event, end: float) -> bool:

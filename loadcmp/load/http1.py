@@ -162,8 +162,9 @@ class FastEngine(Engine[Slot]):
         slot.phase = IDLE
         rec = self.rec
         assert rec is not None
+        marks = conn.marks(t)  # also for a warm-up request: the next one is on a reused connection
         if conn.counted:
-            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, conn.marks(t))
+            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks)
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, rec.start(t))
         elif not conn.closed:

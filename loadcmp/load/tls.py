@@ -36,9 +36,12 @@ def probe(target: Target, timeout: float) -> None:
     if ctx is None:
         return
     try:
-        with socket.create_connection((target.host, target.port), timeout=timeout) as raw:
-            with ctx.wrap_socket(raw, server_hostname=target.host):
-                return
+        raw = socket.create_connection((target.host, target.port), timeout=timeout)
+    except OSError:
+        return  # refused, unreachable, no answer: the load counts it for every request
+    try:
+        with ctx.wrap_socket(raw, server_hostname=target.host):
+            return
     except ssl.SSLCertVerificationError as e:
         raise UsageError(f"the certificate of {target.host}:{target.port} did not verify ({e.verify_message}); "
                          "pass --insecure to skip the check for a test server") from None
@@ -50,3 +53,5 @@ def probe(target: Target, timeout: float) -> None:
                          "(--timeout): is it an http:// server?") from None
     except OSError:
         return
+    finally:
+        raw.close()
