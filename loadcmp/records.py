@@ -28,6 +28,7 @@ class LatencyMs(TypedDict):
     max: float | None
     min: float | None
     mean: float | None
+    stdev: NotRequired[float | None]  #: population standard deviation (exact)
 
 
 class WebbenchCount(TypedDict):
@@ -49,6 +50,7 @@ class HistogramDoc(TypedDict):
     total_s: float
     max_s: float
     min_s: float | None  #: None: no sample
+    sq_s: NotRequired[float]  #: sum of the squared values (s²), for the stdev; absent in older results
 
 
 class LoadSummary(TypedDict):

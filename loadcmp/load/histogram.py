@@ -36,6 +36,8 @@ class Histogram:
     """Exact largest value (seconds)."""
     min_s: float = math.inf
     """Exact smallest value (seconds)."""
+    sq_s: float = 0.0
+    """Exact sum of the squared values (seconds²), for the standard deviation."""
 
     @classmethod
     def of(cls, values_s: Any) -> Histogram:
@@ -45,7 +47,8 @@ class Histogram:
         us = np.maximum(v * 1e6, 1.0)
         b = np.floor(np.log(us) / _LOG_BASE).astype(np.int32)
         idx, cnt = np.unique(b, return_counts=True)
-        return cls(idx.astype(np.int32), cnt.astype(np.int64), float(v.sum()), float(v.max()), float(v.min()))
+        return cls(idx.astype(np.int32), cnt.astype(np.int64), float(v.sum()), float(v.max()), float(v.min()),
+                   float(np.dot(v, v)))
 
     @property
     def count(self) -> int:
@@ -66,6 +69,7 @@ class Histogram:
             self.total_s + other.total_s,
             max(self.max_s, other.max_s),
             min(self.min_s, other.min_s),
+            self.sq_s + other.sq_s,
         )
 
     def percentile(self, q: float) -> float | None:
@@ -87,6 +91,15 @@ class Histogram:
         n = self.count
         return self.total_s / n if n else None
 
+    @property
+    def stdev(self) -> float | None:
+        """The population standard deviation (as hey and oha print it), from the exact sums."""
+        n = self.count
+        if n == 0 or math.isnan(self.sq_s):
+            return None
+        mean = self.total_s / n
+        return math.sqrt(max(0.0, self.sq_s / n - mean * mean))
+
     def to_dict(self) -> HistogramDoc:
         return {
             "base": _BASE,
@@ -96,6 +109,7 @@ class Histogram:
             "total_s": self.total_s,
             "max_s": self.max_s,
             "min_s": None if math.isinf(self.min_s) else self.min_s,
+            "sq_s": self.sq_s,
         }
 
     @classmethod
@@ -106,6 +120,7 @@ class Histogram:
             float(d["total_s"]),
             float(d["max_s"]),
             math.inf if d["min_s"] is None else float(d["min_s"]),
+            float(d.get("sq_s", math.nan)),  # results stored before the stdev was kept have none
         )
 
     def buckets_ms(self) -> list[tuple[float, float, int]]:

@@ -13,74 +13,28 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Any, Literal
 
-from .histogram import Histogram  # re-exported: readers of results import it from here
-from .outcomes import HTTP_5XX, KINDS
-from .saturation import ClientSample, ClientUse
+import numpy as np
 
-StoppedBy = Literal["time", "requests"]
-"""What ended a load: its time (the window closed, or a stop) or its -n requests, all answered."""
+from .histogram import Histogram
+from .outcomes import HTTP_5XX
+from .result import PHASES, Result, Second, StoppedBy
+from .saturation import ClientSample
+
+__all__ = ["RECORD_DTYPE", "PHASES", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy"]
+"""Histogram, Result and Second are re-exported: readers of results import them from here."""
 
 
-@dataclass
-class Second:
-    """One second of the measured window (by completion time)."""
+RECORD_DTYPE = np.dtype([
+    ("kind", "u1"), ("status", "u2"), ("t_intended", "f8"), ("t_sent", "f8"), ("t_end", "f8"), ("nbytes", "i8"),
+    ("connect", "f8"), ("write", "f8"), ("wait", "f8"), ("read", "f8"),
+])
+"""One ended request, for engines that hand over their requests in batches (`Recorder.done_many`):
+times in `time.monotonic()` seconds, status 0 without a response, phases as durations (NaN: not there)."""
 
-    counts: list[int] = field(default_factory=lambda: [0] * len(KINDS))
-    """Outcomes that ended in this second, by kind."""
-    started: int = 0
-    """Requests started (and counted) in this second."""
-    dropped: int = 0
-    """Requests the rate schedule could not start in this second."""
-    bytes: int = 0
-    """Bytes received in this second's completed requests."""
-    inflight: int = 0
-    """Requests in flight when the second was closed (a sample)."""
-    lat: Any = field(default_factory=lambda: array("d"))
-    """Raw latencies from the intended start; folded away at the end of the second."""
-    svc: Any = field(default_factory=lambda: array("d"))
-    """Raw service times (from the actual send) when they differ from `lat`."""
-    lat_h: Histogram = field(default_factory=Histogram)
-    svc_h: Histogram | None = None
-    client_cpu: float | None = None
-    """The load thread's CPU % over this second (100 = one core)."""
-    client_wait: float | None = None
-    """% of this second the load thread was runnable but waited for a CPU."""
-    loop_lag_ms: float | None = None
-    """Largest event-loop lag seen in this second."""
-
-    def fold(self) -> None:
-        """Turn the raw arrays into histograms (bounded memory)."""
-        if len(self.lat):
-            self.lat_h = self.lat_h.merge(Histogram.of(self.lat))
-            self.lat = array("d")
-        if len(self.svc):
-            h = Histogram.of(self.svc)
-            self.svc_h = h if self.svc_h is None else self.svc_h.merge(h)
-            self.svc = array("d")
-
-    def merge(self, o: Second) -> Second:
-        self.fold()
-        o.fold()
-        out = Second(
-            [a + b for a, b in zip(self.counts, o.counts, strict=True)],
-            self.started + o.started,
-            self.dropped + o.dropped,
-            self.bytes + o.bytes,
-            self.inflight + o.inflight,
-        )
-        out.lat_h = self.lat_h.merge(o.lat_h)
-        if self.svc_h is not None or o.svc_h is not None:
-            out.svc_h = (self.svc_h or Histogram()).merge(o.svc_h or Histogram())
-        cpus = [c for c in (self.client_cpu, o.client_cpu) if c is not None]
-        out.client_cpu = sum(cpus) if cpus else None
-        waits = [c for c in (self.client_wait, o.client_wait) if c is not None]
-        out.client_wait = sum(waits) if waits else None
-        lags = [c for c in (self.loop_lag_ms, o.loop_lag_ms) if c is not None]
-        out.loop_lag_ms = max(lags) if lags else None
-        return out
+Marks = tuple[float, float, float, float]
+"""When a response's phases began: the connect (NaN on a reused connection), the send, the end of
+the write, the first byte of the answer; the response's end closes the last one."""
 
 
 class Recorder:
@@ -116,6 +70,11 @@ class Recorder:
         self.folded_upto = 0
         self.sampled_upto = 0
         self.client_errors: dict[str, int] = {}
+        self.status_codes: dict[int, int] = {}
+        """Responses by exact status code (hey's and oha's distribution)."""
+        self.ph = array("d")
+        """Raw phase durations, four per response (`PHASES`); folded into `phase_h` once a second."""
+        self.phase_h = [Histogram() for _ in PHASES]
 
     def second_at(self, t: float) -> Second:
         """The window's second holding `t` (the first or last for times outside it)."""
@@ -159,8 +118,10 @@ class Recorder:
         self.dropped += 1
         self._sec(t).dropped += 1
 
-    def done(self, kind: int, t_intended: float, t_sent: float, t_end: float, nbytes: int) -> None:
-        """A counted request ended as `kind` at `t_end`.
+    def done(self, kind: int, t_intended: float, t_sent: float, t_end: float, nbytes: int, status: int = 0,
+             marks: Marks | None = None) -> None:
+        """A counted request ended as `kind` at `t_end`, with its response's
+        status and the `marks` of its phases when it had a response.
 
         An end after the window closed is not counted even if the engine got
         to it late (a lagging loop): that request was in flight at the close,
@@ -176,12 +137,61 @@ class Recorder:
             s.lat.append(t_end - t_intended)
             if t_sent != t_intended:
                 s.svc.append(t_end - t_sent)
+            if status:
+                codes = self.status_codes
+                codes[status] = codes.get(status, 0) + 1
+            if marks is not None:
+                c, w0, w1, f = marks
+                self.ph.extend((w0 - c, w1 - w0, f - w1, t_end - f))
         if self.requests is not None:
             self.last_end = max(self.last_end, t_end)
-            if not self.inflight and self.started >= self.requests and not self.spent:
-                self.spent = True
-                if self.on_spent is not None:
-                    self.on_spent()
+            self._maybe_spent()
+
+    def _maybe_spent(self) -> None:
+        n = self.requests
+        if n is not None and not self.inflight and self.started >= n and not self.spent:
+            self.spent = True
+            if self.on_spent is not None:
+                self.on_spent()
+
+    def done_many(self, rows: np.ndarray) -> None:
+        """Counted requests that ended, as rows of `RECORD_DTYPE`: the same as
+        `done()` for each row in order, at a fraction of the cost per request."""
+        if self.closed or not len(rows):
+            return
+        rows = rows[rows["t_end"] < self.end]
+        if not len(rows):
+            return
+        self.inflight -= len(rows)
+        t_end = rows["t_end"]
+        sec = np.clip((t_end - self.t0).astype(np.int64), 0, self.nsec - 1)
+        answered = rows["kind"] <= HTTP_5XX
+        for i in np.unique(sec).tolist():
+            mine = rows[sec == i]
+            s = self._at(i)
+            for k, n in enumerate(np.bincount(mine["kind"], minlength=len(s.counts)).tolist()):
+                s.counts[k] += n
+            s.bytes += int(mine["nbytes"].sum())
+            resp = mine[mine["kind"] <= HTTP_5XX]
+            s.lat.frombytes((resp["t_end"] - resp["t_intended"]).tobytes())
+            own = resp[resp["t_sent"] != resp["t_intended"]]
+            s.svc.frombytes((own["t_end"] - own["t_sent"]).tobytes())
+        resp = rows[answered]
+        codes, counts = np.unique(resp["status"][resp["status"] > 0], return_counts=True)
+        for code, n in zip(codes.tolist(), counts.tolist(), strict=True):
+            self.status_codes[code] = self.status_codes.get(code, 0) + n
+        self.ph.frombytes(np.ascontiguousarray(np.stack([resp[p] for p in PHASES], axis=1)).tobytes())
+        if self.requests is not None:
+            self.last_end = max(self.last_end, float(t_end.max()))
+            self._maybe_spent()
+
+    def _fold_phases(self) -> None:
+        if len(self.ph):
+            v = np.frombuffer(self.ph, dtype=np.float64).reshape(-1, len(PHASES))
+            for j in range(len(PHASES)):
+                col = v[:, j]
+                self.phase_h[j] = self.phase_h[j].merge(Histogram.of(np.maximum(col[~np.isnan(col)], 0.0)))
+            self.ph = array("d")
 
     def client_error(self, name: str) -> None:
         self.client_errors[name] = self.client_errors.get(name, 0) + 1
@@ -200,6 +210,7 @@ class Recorder:
         for j in range(self.folded_upto, min(max(i, 0), self.nsec)):
             self._at(j).fold()
             self.folded_upto = j + 1
+        self._fold_phases()
 
     def sample_client(self, c: ClientSample, upto: int) -> None:
         """The client's load for the seconds not sampled yet, up to `upto` (excluded)."""
@@ -222,6 +233,7 @@ class Recorder:
         self._at(max(n, 1) - 1)
         for s in self.seconds:
             s.fold()
+        self._fold_phases()
         return Result(
             seconds=self.seconds[: max(n, 1)],
             started=self.started,
@@ -233,87 +245,8 @@ class Recorder:
             began=self.first_start,
             ended=self.last_end,
             warmup_requests=self.warmup_started,
+            status_codes=dict(self.status_codes),
+            phases=dict(zip(PHASES, self.phase_h, strict=True)),
         )
 
 
-@dataclass
-class Result:
-    """A finished measurement: per-second rows plus totals; mergeable."""
-
-    seconds: list[Second]
-    started: int
-    dropped: int
-    unfinished: int
-    duration_s: float
-    client_errors: dict[str, int] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    interrupted: bool = False
-    client_use: list[ClientUse] = field(default_factory=list)
-    """One per load process: its CPU and event-loop lag (`saturation`)."""
-    start_s: float = 0.0
-    """How long starting the clients took (a closed loop without keep-alive connects them all at once)."""
-    teardown_s: float = 0.0
-    """From the window's close until every connection was closed and the engine was done."""
-    stopped_by: StoppedBy = "time"
-    began: float = 0.0
-    """-n: when the first counted request started (CLOCK_MONOTONIC, shared by the workers)."""
-    ended: float = 0.0
-    """-n: when the last counted request ended."""
-    warmup_requests: int = 0
-    """Requests started during the warm-up (not counted; a server saw them too)."""
-
-    @classmethod
-    def merge(cls, parts: list[Result]) -> Result:
-        """Merge the results of workers that measured the same window."""
-        n = max(len(p.seconds) for p in parts)
-        secs: list[Second] = []
-        for i in range(n):
-            acc = Second()
-            for p in parts:
-                if i < len(p.seconds):
-                    acc = acc.merge(p.seconds[i])
-            secs.append(acc)
-        errs: dict[str, int] = {}
-        for p in parts:
-            for k, v in p.client_errors.items():
-                errs[k] = errs.get(k, 0) + v
-        # all workers sent their share of -n: the load took from the first start to the last end;
-        # one of them stopped by time: the window, as without -n
-        by_requests = all(p.stopped_by == "requests" for p in parts)
-        began, ended = min(p.began for p in parts), max(p.ended for p in parts)
-        return cls(
-            secs,
-            sum(p.started for p in parts),
-            sum(p.dropped for p in parts),
-            sum(p.unfinished for p in parts),
-            ended - began if by_requests else max(p.duration_s for p in parts),
-            errs,
-            [w for p in parts for w in p.warnings],
-            any(p.interrupted for p in parts),
-            [u for p in parts for u in p.client_use],
-            max(p.start_s for p in parts),
-            max(p.teardown_s for p in parts),
-            "requests" if by_requests else "time",
-            began,
-            ended,
-            sum(p.warmup_requests for p in parts),
-        )
-
-    def counts(self) -> dict[str, int]:
-        tot = [0] * len(KINDS)
-        for s in self.seconds:
-            for k, v in enumerate(s.counts):
-                tot[k] += v
-        return dict(zip(KINDS, tot, strict=True))
-
-    def latency(self) -> Histogram:
-        h = Histogram()
-        for s in self.seconds:
-            h = h.merge(s.lat_h)
-        return h
-
-    def service(self) -> Histogram:
-        h = Histogram()
-        for s in self.seconds:
-            h = h.merge(s.svc_h if s.svc_h is not None else s.lat_h)
-        return h

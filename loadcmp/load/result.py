@@ -1,0 +1,186 @@
+"""A finished measurement: per-second buckets and the totals of a load; mergeable.
+
+Kept apart from the recorder that fills them: readers of stored results, the
+workers' merge and the summaries need only these.
+"""
+
+from __future__ import annotations
+
+from array import array
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .histogram import Histogram
+from .outcomes import KINDS
+from .saturation import ClientUse
+
+StoppedBy = Literal["time", "requests"]
+"""What ended a load: its time (the window closed, or a stop) or its -n requests, all answered."""
+
+PHASES = ("connect", "write", "wait", "read")
+"""A response's phases, as hey prints them: opening the connection (new ones only), writing the request,
+waiting for the first byte of the answer, reading the rest of it."""
+
+
+@dataclass
+class Second:
+    """One second of the measured window (by completion time)."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * len(KINDS))
+    """Outcomes that ended in this second, by kind."""
+    started: int = 0
+    """Requests started (and counted) in this second."""
+    dropped: int = 0
+    """Requests the rate schedule could not start in this second."""
+    bytes: int = 0
+    """Bytes received in this second's completed requests."""
+    inflight: int = 0
+    """Requests in flight when the second was closed (a sample)."""
+    lat: Any = field(default_factory=lambda: array("d"))
+    """Raw latencies from the intended start; folded away at the end of the second."""
+    svc: Any = field(default_factory=lambda: array("d"))
+    """Raw service times (from the actual send) when they differ from `lat`."""
+    lat_h: Histogram = field(default_factory=Histogram)
+    svc_h: Histogram | None = None
+    client_cpu: float | None = None
+    """The load thread's CPU % over this second (100 = one core)."""
+    client_wait: float | None = None
+    """% of this second the load thread was runnable but waited for a CPU."""
+    loop_lag_ms: float | None = None
+    """Largest event-loop lag seen in this second."""
+
+    def fold(self) -> None:
+        """Turn the raw arrays into histograms (bounded memory)."""
+        if len(self.lat):
+            self.lat_h = self.lat_h.merge(Histogram.of(self.lat))
+            self.lat = array("d")
+        if len(self.svc):
+            h = Histogram.of(self.svc)
+            self.svc_h = h if self.svc_h is None else self.svc_h.merge(h)
+            self.svc = array("d")
+
+    def merge(self, o: Second) -> Second:
+        self.fold()
+        o.fold()
+        out = Second(
+            [a + b for a, b in zip(self.counts, o.counts, strict=True)],
+            self.started + o.started,
+            self.dropped + o.dropped,
+            self.bytes + o.bytes,
+            self.inflight + o.inflight,
+        )
+        out.lat_h = self.lat_h.merge(o.lat_h)
+        if self.svc_h is not None or o.svc_h is not None:
+            out.svc_h = (self.svc_h or Histogram()).merge(o.svc_h or Histogram())
+        cpus = [c for c in (self.client_cpu, o.client_cpu) if c is not None]
+        out.client_cpu = sum(cpus) if cpus else None
+        waits = [c for c in (self.client_wait, o.client_wait) if c is not None]
+        out.client_wait = sum(waits) if waits else None
+        lags = [c for c in (self.loop_lag_ms, o.loop_lag_ms) if c is not None]
+        out.loop_lag_ms = max(lags) if lags else None
+        return out
+
+
+
+@dataclass
+class Result:
+    """A finished measurement: per-second rows plus totals; mergeable."""
+
+    seconds: list[Second]
+    started: int
+    dropped: int
+    unfinished: int
+    duration_s: float
+    client_errors: dict[str, int] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+    interrupted: bool = False
+    client_use: list[ClientUse] = field(default_factory=list)
+    """One per load process: its CPU and event-loop lag (`saturation`)."""
+    start_s: float = 0.0
+    """How long starting the clients took (a closed loop without keep-alive connects them all at once)."""
+    teardown_s: float = 0.0
+    """From the window's close until every connection was closed and the engine was done."""
+    stopped_by: StoppedBy = "time"
+    began: float = 0.0
+    """-n: when the first counted request started (CLOCK_MONOTONIC, shared by the workers)."""
+    ended: float = 0.0
+    """-n: when the last counted request ended."""
+    warmup_requests: int = 0
+    """Requests started during the warm-up (not counted; a server saw them too)."""
+    status_codes: dict[int, int] = field(default_factory=dict)
+    """Responses by exact status code."""
+    phases: dict[str, Histogram] = field(default_factory=dict)
+    """Each of `PHASES`' durations over the responses (connect: those that opened a connection)."""
+
+    @classmethod
+    def merge(cls, parts: list[Result]) -> Result:
+        """Merge the results of workers that measured the same window."""
+        n = max(len(p.seconds) for p in parts)
+        secs: list[Second] = []
+        for i in range(n):
+            acc = Second()
+            for p in parts:
+                if i < len(p.seconds):
+                    acc = acc.merge(p.seconds[i])
+            secs.append(acc)
+        errs: dict[str, int] = {}
+        for p in parts:
+            for k, v in p.client_errors.items():
+                errs[k] = errs.get(k, 0) + v
+        # all workers sent their share of -n: the load took from the first start to the last end;
+        # one of them stopped by time: the window, as without -n
+        by_requests = all(p.stopped_by == "requests" for p in parts)
+        began, ended = min(p.began for p in parts), max(p.ended for p in parts)
+        return cls(
+            secs,
+            sum(p.started for p in parts),
+            sum(p.dropped for p in parts),
+            sum(p.unfinished for p in parts),
+            ended - began if by_requests else max(p.duration_s for p in parts),
+            errs,
+            [w for p in parts for w in p.warnings],
+            any(p.interrupted for p in parts),
+            [u for p in parts for u in p.client_use],
+            max(p.start_s for p in parts),
+            max(p.teardown_s for p in parts),
+            "requests" if by_requests else "time",
+            began,
+            ended,
+            sum(p.warmup_requests for p in parts),
+            _add_counts([p.status_codes for p in parts]),
+            {ph: _merged([p.phases.get(ph, Histogram()) for p in parts]) for ph in PHASES},
+        )
+
+    def counts(self) -> dict[str, int]:
+        tot = [0] * len(KINDS)
+        for s in self.seconds:
+            for k, v in enumerate(s.counts):
+                tot[k] += v
+        return dict(zip(KINDS, tot, strict=True))
+
+    def latency(self) -> Histogram:
+        h = Histogram()
+        for s in self.seconds:
+            h = h.merge(s.lat_h)
+        return h
+
+    def service(self) -> Histogram:
+        h = Histogram()
+        for s in self.seconds:
+            h = h.merge(s.svc_h if s.svc_h is not None else s.lat_h)
+        return h
+
+
+def _add_counts(parts: list[dict[int, int]]) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for p in parts:
+        for k, v in p.items():
+            out[k] = out.get(k, 0) + v
+    return dict(sorted(out.items()))
+
+
+def _merged(hs: list[Histogram]) -> Histogram:
+    h = Histogram()
+    for x in hs:
+        h = h.merge(x)
+    return h
