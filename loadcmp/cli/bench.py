@@ -38,6 +38,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     -n N and no -t, it sends N requests whatever they take (up to a cap that
     only a lost request reaches: `schedules.time_cap`).
     """
+    from ..load.compiled import engine_path
     from ..load.driver import LoadSpec
     from ..load.saturation import Machine, add_advice
     from ..load.target import make_target
@@ -67,6 +68,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     doc = result_doc(result, {
         "url": url, "engine": v["engine"], "workers": v["workers"], "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
+        "engine_path": engine_path(spec.engine, keepalive),
     })
     note_ramp_cut(doc, sched, spec.warmup)
     add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), keepalive))
