@@ -59,7 +59,8 @@ if [ ${#build_deps[@]} -gt 0 ]; then
 fi
 
 stamp="$VENV/.loadcmp-installed"
-newer=$(find pyproject.toml setup.py loadcmp/load/_cloop.pyx loadcmp/load/_chttp.h -newer "$stamp" 2>/dev/null | head -1)
+newer=
+[ -f "$stamp" ] && newer=$(find pyproject.toml setup.py loadcmp/load/_cloop.pyx loadcmp/load/_chttp.h -newer "$stamp")
 if [ ! -f "$stamp" ] || [ -n "$newer" ]; then
     log "installing loadcmp into $VENV"
     "$VENV/bin/pip" install -q --upgrade pip >/dev/null
