@@ -14,6 +14,14 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 NOTE = "loadcmp: the compiled fast path was not built ({}); the pure-Python loop will run instead"
+noted: list[str] = []
+
+
+def note(why: str) -> None:
+    """One line, once: a failed compile also fails the copy that follows it."""
+    if not noted:
+        noted.append(why)
+        print(NOTE.format(why), file=sys.stderr)
 
 
 class OptionalBuildExt(build_ext):
@@ -23,23 +31,23 @@ class OptionalBuildExt(build_ext):
         try:
             super().run()
         except Exception as e:  # no compiler at all, and the like
-            print(NOTE.format(f"{type(e).__name__}: {e}"), file=sys.stderr)
+            note(f"{type(e).__name__}: {e}")
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
         except Exception as e:  # a compile error, missing Python.h, ...
-            print(NOTE.format(f"{type(e).__name__}: {e}"), file=sys.stderr)
+            note(f"{type(e).__name__}: {e}")
 
 
 def extensions() -> list[Extension]:
     if not sys.platform.startswith("linux"):
-        print(NOTE.format("it needs Linux's epoll"), file=sys.stderr)
+        note("it needs Linux's epoll")
         return []
     try:
         from Cython.Build import cythonize
     except ImportError:
-        print(NOTE.format("Cython is not installed"), file=sys.stderr)
+        note("Cython is not installed")
         return []
     ext = Extension("loadcmp.load._cloop", ["loadcmp/load/_cloop.pyx"], include_dirs=["loadcmp/load"],
                     depends=["loadcmp/load/_chttp.h"], extra_compile_args=["-O2"])
