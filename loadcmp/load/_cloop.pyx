@@ -224,7 +224,7 @@ cdef class CLoop:
             got = epoll_wait(self.epfd, self.events, MAXEVENTS, 0)
             for j in range(got):
                 d = self.events[j].data.u64
-                c = &self.clients[d & 0xffffffff]
+                c = &self.clients[<uint32_t>d]
                 if c.fd < 0 or c.gen != <uint32_t>(d >> 32):
                     continue
                 if c.phase == CONNECTING:
@@ -324,7 +324,7 @@ cdef class CLoop:
             return
         if self.budget and not self.engine.may_start(t):
             return
-        c.counted = self.rec.start(t)  # takes the -n ticket; False in the warm-up (sent all the same)
+        c.counted = <bint>self.rec.start(t)  # takes the -n ticket; False in the warm-up (sent all the same)
         if c.counted:
             self.counted_inflight += 1
         c.t_intended = c.t_sent = c.t_connect = t
