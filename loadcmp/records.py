@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
-TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed"]
+TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
 RunStatus = Literal["running", "complete", "interrupted", "failed"]
 """How a run ended (`running` while it is being written)."""
@@ -94,6 +94,12 @@ class LoadSummary(TypedDict):
     stopped_by: NotRequired[Literal["time", "requests", "interrupted"]]  #: the window closed, -n was done, Ctrl-C
     warmup_requests: NotRequired[int]  #: started during the warm-up; not counted, but the server saw them
     users_reached: NotRequired[int]  #: ramp: the users started by the window's close, when fewer than all
+    status_codes: NotRequired[dict[str, int]]  #: responses by exact status code, e.g. {"200": 9120, "404": 3}
+    phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), write, wait (first byte), read
+    connections_opened: NotRequired[int | None]  #: connections the answered requests opened (keep-alive: few)
+    bytes_per_response: NotRequired[float | None]  #: bytes received per response, head included
+    lost: NotRequired[list[str]]  #: shares whose worker died or left (the load is partial), in words
+    cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
 
 
 class ServerMetrics(TypedDict, total=False):
@@ -192,6 +198,7 @@ class RunDoc(TypedDict):
     description: NotRequired[str]
     git_commit: NotRequired[str | None]
     images: NotRequired[dict[str, str]]
+    cluster: NotRequired[dict[str, Any]]  #: --cluster: the Dask scheduler, its workers, their hosts and clock offsets
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run

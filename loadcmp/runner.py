@@ -36,7 +36,7 @@ from .load.saturation import Machine, add_advice
 from .load.summary import note_ramp_cut, result_doc, timeline_rows
 from .load.target import make_target
 from .load.limits import check_nofile
-from .load.workers import SPAWN_DELAY, Stopper, run_load
+from .load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from .metrics import Sampler, summarize
 from .primer import KEPT_PATIENCE_S, prime
 from .provenance import git_commit, machine_info
@@ -119,6 +119,8 @@ class Sweep:
     writer: RunWriter
     stopper: Stopper
     progress: SweepHooks
+    fleet: Fleet | None = None
+    """--cluster: the Dask cluster the loads run on (open for the whole sweep)."""
     reused: dict[str, Deployment] = field(default_factory=dict)
     """--reuse-server: the deployment of each label, kept across trials."""
     problems: list[str] = field(default_factory=list)
@@ -126,7 +128,7 @@ class Sweep:
 
 
 def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stopper | None = None,
-              images: dict[str, str] | None = None) -> SweepOutcome:
+              images: dict[str, str] | None = None, fleet: Fleet | None = None) -> SweepOutcome:
     """Run every planned trial and store each as it ends; nothing is left running.
 
     Ctrl-C (KeyboardInterrupt) ends the run `interrupted`, any other exception
@@ -134,7 +136,7 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
     progress = progress or SweepHooks()
     check_limits(spec)
     spec = default_pinning(spec, progress.say)
-    sweep = open_sweep(spec, progress, stopper or Stopper(), images)
+    sweep = open_sweep(spec, progress, stopper or Stopper(), images, fleet)
     progress.say(f"results: {sweep.writer.path}")
     try:
         status = run_trials(sweep, plan_sweep(spec))
@@ -148,7 +150,8 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
     return SweepOutcome(str(sweep.writer.path), status, sweep.problems)
 
 
-def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None) -> Sweep:
+def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None,
+               fleet: Fleet | None = None) -> Sweep:
     """Docker client, images, a run id and the results folder with run.json started."""
     servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
     client = lab.docker_client()
@@ -162,8 +165,10 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     doc["description"] = spec.description
     doc["git_commit"] = git_commit()
     doc["images"] = images
+    if fleet is not None:
+        doc["cluster"] = fleet.describe()
     writer = RunWriter.create(spec.out, name, doc)
-    return Sweep(spec, client, images, run_id, writer, stopper, progress)
+    return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet)
 
 
 def run_trials(sweep: Sweep, planned: list[Planned]) -> RunStatus:
@@ -313,19 +318,20 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
     target = make_target(f"http://127.0.0.1:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
     schedule = spec.schedule_for(p.level)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
-    start_at = now() + (0.5 if spec.workers == 1 else SPAWN_DELAY)
+    start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = Sampler(dep, start_at + spec.warmup, keys, math.ceil(spec.duration)).start()
     try:
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
         result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
-                          stopper=sweep.stopper, start_at=start_at)
+                          stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
     finally:
         samples = sampler.stop()
     summary = result_doc(result, {
         "schedule": {**schedule.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
-        "workers": spec.workers, "url": target.url})
+        "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
+        **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
     server_cpus = len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
     add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))
@@ -371,6 +377,9 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
         reasons.append(f"{oom_kills} server process(es) OOM-killed at the memory cap")
     elif ev.server.get("mem_limit_hits") and spec.server_memory:
         reasons.append(f"the memory cap was reached {ev.server.get('mem_limit_hits')} times (reclaim, no kill)")
+    if m.summary.get("lost"):
+        status = "partial"
+        reasons += m.summary.get("lost", [])
     if m.summary["interrupted"]:
         status = "interrupted"
         reasons.append("interrupted")

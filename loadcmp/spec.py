@@ -16,7 +16,7 @@ from . import stacks, variants
 from .errors import ConfigError, UsageError
 from .findings import check_labels, parse_findings
 from .load.schedules import Schedule, make_schedule, time_cap
-from .units import parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
+from .units import parse_cluster, parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
 
 
 @dataclass(frozen=True)
@@ -46,6 +46,8 @@ class RunSpec:
     timeout: float = 10.0
     engine: str = "fast"
     workers: int = 1
+    cluster: str | None = None
+    """`local:N` or `tcp://HOST:PORT`: the load's shares on a Dask cluster (`load.cluster`)."""
     server_cpus: str | None = None
     client_cpus: str | None = None
     server_memory: int | None = None
@@ -119,6 +121,7 @@ KEYS: dict[str, str] = {
     "timeout": "positive duration",
     "engine": "str",
     "workers": "int",
+    "cluster": "str",
     "server_cpus": "str",
     "client_cpus": "str",
     "server_memory": "memory cap",
@@ -287,6 +290,10 @@ def validate(spec: RunSpec) -> RunSpec:
         errors.append(f"unknown engine {spec.engine!r}")
     if spec.workers < 1:
         errors.append("--workers must be >= 1")
+    if spec.cluster is not None:
+        check(lambda: parse_cluster(spec.cluster or ""))
+        if spec.workers > 1:
+            errors.append("--workers is for processes on this machine; with --cluster the Dask workers share the load")
     check(lambda: parse_cpus(spec.server_cpus))
     check(lambda: parse_cpus(spec.client_cpus))
     for level in spec.levels[:1]:

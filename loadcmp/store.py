@@ -199,12 +199,15 @@ def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, sched
     doc = new_run_doc("bench", f"bench {url}", spec, machine or {}, loadcmp_version, started)
     if git_commit:
         doc["git_commit"] = git_commit
+    if "cluster" in summary:
+        doc["cluster"] = summary["cluster"]
     w = RunWriter.create(out_dir, f"bench-{label.split(':')[0]}", doc)
     w.add_server(label, ServerInfo(url=url, keepalive=keepalive, page=page))
-    status: TrialStatus = "interrupted" if summary["interrupted"] else "ok"
+    lost = summary.get("lost", [])
+    status: TrialStatus = "interrupted" if summary["interrupted"] else "partial" if lost else "ok"
+    reason = "; ".join([*lost, *(["interrupted"] if summary["interrupted"] else [])]) or None
     trial = TrialRecord(server=label, level=clients, trial=1, stack="", keepalive=keepalive, status=status,
-                        reason="interrupted" if summary["interrupted"] else None, page=page, result=summary,
-                        latency_hist=latency_hist)
+                        reason=reason, page=page, result=summary, latency_hist=latency_hist)
     if service_hist is not None:
         trial["service_hist"] = service_hist
     keys = {"server": label, "level": clients, "trial": 1}

@@ -26,6 +26,9 @@ Levels (`parse_levels`): `50,100,500` — whole numbers >= 1, at least one.
 
 CPU sets (`parse_cpus`): `1`, `0-3`, `0,2-3` — ascending ranges of this machine's
 CPUs; `5-2` (descending) or an empty set is refused. None means "not pinned".
+
+Cluster addresses (`parse_cluster`): `local:N` (N >= 1 Dask worker processes here)
+or `tcp://HOST:PORT` (`tls://` too) of a running Dask scheduler.
 """
 
 from __future__ import annotations
@@ -209,3 +212,16 @@ def mem_total() -> int | None:
     except (OSError, ValueError):
         pass
     return None
+
+
+_CLUSTER = re.compile(r"^(local:(?P<n>\d+)|(tcp|tls)://[^\s:/]+:\d+)$")
+
+
+def parse_cluster(text: str) -> tuple[str, int | None]:
+    """A Dask cluster address, and the worker count of `local:N` (None for a scheduler's URL)."""
+    t = text.strip()
+    m = _CLUSTER.match(t)
+    if m is None or (m.group("n") is not None and int(m.group("n")) < 1):
+        raise UsageError(f"bad cluster address {text!r} (--cluster, LOADCMP_CLUSTER): give local:N "
+                         "(N >= 1 worker processes here) or tcp://HOST:PORT of a running Dask scheduler")
+    return t, int(m.group("n")) if m.group("n") is not None else None

@@ -71,8 +71,8 @@ if ! "$VENV/bin/python" -c 'import loadcmp.load._cloop' 2>/dev/null; then
     log "note: the compiled fast path did not build; loadcmp runs its pure-Python loop (\`$VENV/bin/pip install -v -e .\` says why)"
 fi
 
-# --- tools the benchmarks and report tests use -----------------------------
-for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium; do
+# --- tools the benchmarks and the report and https tests use ---------------
+for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium openssl:openssl; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

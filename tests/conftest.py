@@ -6,6 +6,7 @@ import asyncio
 import os
 import random
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -27,13 +28,15 @@ class FaultyServer:
 
     /ok /chunked /close (read-to-close) /500 /404 /reset (RST mid-response)
     /stall (never answers) /slow?ms=N /malformed /stall-after=T (answers /ok,
-    but stalls every request from T seconds after start); for the response
-    reader's edges: /split (chunked, cut across many writes), /204, /interim
-    (a 100 Continue first), /cut (a body short of its length, then a FIN),
-    /garbage (not HTTP at all)
+    but stalls every request from T seconds after start); /mixed answers 200,
+    201, 404, 503 in turn; /split?ms=N sends the head at once and the body N ms later;
+    for the compiled loop's response reader: /pieces (chunked, cut across many
+    writes), /204, /interim (a 100 Continue first), /cut (a body short of its
+    length, then a FIN), /garbage (not HTTP at all)
     """
 
-    def __init__(self) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.ssl = ssl_context
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self.requests = 0
@@ -48,12 +51,12 @@ class FaultyServer:
         return self
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{'https' if self.ssl else 'http'}://127.0.0.1:{self.port}{path}"
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
         self.server = self.loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=4096, limit=65536)
+            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=4096, limit=65536, ssl=self.ssl)
         )
         self.port = self.server.sockets[0].getsockname()[1]
         self._ready.set()
@@ -86,6 +89,14 @@ class FaultyServer:
             await asyncio.sleep(3600)
         if path.startswith("/ok"):
             w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nConnection: " + conn + b"\r\n\r\nhello")
+        elif path == "/mixed":
+            status = (b"200 OK", b"201 Created", b"404 Not Found", b"503 Unavailable")[self.requests % 4]
+            w.write(b"HTTP/1.1 " + status + b"\r\nContent-Length: 2\r\nConnection: " + conn + b"\r\n\r\nhi")
+        elif path.startswith("/split"):
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: " + conn + b"\r\n\r\n")
+            await w.drain()
+            await asyncio.sleep(int(path.split("ms=")[1]) / 1000)
+            w.write(b"body")
         elif path == "/chunked":
             w.write(b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nConnection: " + conn
                     + b"\r\n\r\n5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n")
@@ -110,7 +121,7 @@ class FaultyServer:
             ms = int(path.split("ms=")[1]) if "ms=" in path else 100
             await asyncio.sleep(ms / 1000)
             w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: " + conn + b"\r\n\r\nslow")
-        elif path == "/split":
+        elif path == "/pieces":
             for piece in (b"HTTP/1.1 200 OK\r\nTransfer-", b"Encoding: chunked\r\nConnection: ", conn,
                           b"\r\n\r", b"\n5\r", b"\nhel", b"lo\r\n1", b"0;ext=1\r\n0123456789abcdef",
                           b"\r\n0\r\nX-Trailer: 1\r\n", b"\r\n"):
@@ -159,6 +170,27 @@ def faulty() -> Iterator[FaultyServer]:
     s.stop()
 
 
+@pytest.fixture(scope="session")
+def tls_cert(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """A self-signed certificate for 127.0.0.1 and localhost: (cert, key)."""
+    d = tmp_path_factory.mktemp("tls")
+    cert, key = d / "cert.pem", d / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                    "-days", "2", "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                    "-keyout", str(key), "-out", str(cert)], check=True, capture_output=True)
+    return cert, key
+
+
+@pytest.fixture(scope="module")
+def tls_faulty(tls_cert: tuple[Path, Path]) -> Iterator[FaultyServer]:
+    """The faulty server over https, with the self-signed certificate of `tls_cert`."""
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(*tls_cert)
+    s = FaultyServer(ctx).start()
+    yield s
+    s.stop()
+
+
 @pytest.fixture(params=["compiled", "python"])
 def loop_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test on both closed loops without keep-alive: the compiled one and the
@@ -178,7 +210,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         params = getattr(item, "callspec", None)
         p = params.params if params is not None else {}
-        if p.get("loop_path") == "python" and (p.get("keepalive") or p.get("engine") == "aiohttp"):
+        keepalive = p.get("keepalive") or "keep-alive" in str(p.get("case", ""))
+        if p.get("loop_path") == "python" and (keepalive or p.get("engine") == "aiohttp"):
             config.hook.pytest_deselected(items=[item])
             continue
         keep.append(item)

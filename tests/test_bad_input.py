@@ -75,3 +75,10 @@ def test_a_bench_where_every_request_failed_says_so_and_exits_1(faulty):
     assert doc["ok"] == 0 and doc["failures"]["http_4xx"] > 0
     ok = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", "2", "-t", "1"])
     assert ok.exit_code == 0 and "every request failed" not in ok.output
+
+
+def test_a_load_where_no_request_ended_says_so(faulty):
+    """A server that never answers within the window: not a table of zeros and exit 0."""
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/stall"), "-c", "2", "-t", "0.5", "--timeout", "5"])
+    assert res.exit_code == 1, res.output
+    assert "no request ended within the 0.5 s measured (all 2 requests were still unanswered)" in res.stderr

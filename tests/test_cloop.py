@@ -85,7 +85,7 @@ def load(url: str, clients: int = 3, duration: float = 1.0, timeout: float = 10.
     return run_load(LoadSpec(make_target(url), Closed(clients), duration, timeout=timeout))
 
 
-@pytest.mark.parametrize("path, kind", [("/split", "ok"), ("/close", "ok"), ("/204", "ok"), ("/interim", "ok"),
+@pytest.mark.parametrize("path, kind", [("/pieces", "ok"), ("/close", "ok"), ("/204", "ok"), ("/interim", "ok"),
                                         ("/cut", "reset"), ("/garbage", "protocol_error"),
                                         ("/malformed", "protocol_error")])
 def test_both_loops_end_each_answer_the_same_way(faulty, loop_path, path, kind):

@@ -194,3 +194,22 @@ def test_two_labels_of_one_stack_each_with_its_own_config(tmp_path, images, dock
     assert "worker_connections 4096;" in tuned_conf and "worker_connections 768;" in plain_conf
     assert {t["server"]: t["stack"] for t in r.trials} == {"nginx": "nginx", "tuned": "nginx"}
     assert lab.labelled(docker_client) == []
+
+
+def test_run_with_a_dask_cluster_of_two_workers(tmp_path, images, docker_client):
+    """`run --server nginx --cluster local:2`: the load from two Dask workers, the cluster in run.json."""
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "20", "-t", "2", "--warmup", "0.5",
+                                   "--page", "/index.html", "--cluster", "local:2", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    assert "Dask cluster local:2: 2 workers" in res.stderr and "dashboard http://127.0.0.1:" in res.stderr
+    doc = json.loads(res.stdout)
+    assert doc["status"] == "complete" and doc["results"][0]["ok"] > 0
+    run = json.loads((newest(tmp_path) / "run.json").read_text())
+    assert [w["host"] for w in run["cluster"]["workers"]] == ["127.0.0.1", "127.0.0.1"]
+    assert all(isinstance(w["clock_offset_s"], float) for w in run["cluster"]["workers"])
+    assert len(run["trials"]) == 1
+    trial = run["trials"][0]
+    assert trial["status"] == "ok" and trial["result"]["workers"] == 2
+    assert len(trial["result"]["status_codes"]) == 1 and trial["result"]["status_codes"]["200"] == trial["result"]["ok"]
+    left = docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"})
+    assert not left, [c.name for c in left]

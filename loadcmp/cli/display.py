@@ -7,7 +7,7 @@ tables at the end), so `--json` leaves stdout with one document.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
 from rich.live import Live as RichLive
@@ -79,8 +79,8 @@ def latency_histogram(h: Histogram, bins: int = 10, width: int = 40) -> list[tup
 
 def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = out) -> None:
     """The end-of-bench summary: counts, rates, latency and its histogram."""
-    t = Table(title=f"{doc.get('url', '')}  ({doc.get('schedule', {}).get('kind', '')}, {doc.get('engine', '')} engine)",
-              show_header=False, title_justify="left")
+    t = Table(title=f"{short_url(doc.get('url', ''))}  ({doc.get('schedule', {}).get('kind', '')}, "
+                    f"{doc.get('engine', '')} engine)", show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value", justify="right")
     t.add_row("measured", f"{doc['duration_s']:.{1 if doc['duration_s'] >= 10 else 3}f} s" + ("  (interrupted)" if doc.get("interrupted") else ""))
@@ -97,15 +97,23 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     t.add_row("requests/s (ok)", f"{doc['rps']:,.1f}")
     t.add_row("completions/s", f"{doc['completions_per_s']:,.1f}")
     t.add_row("received", f"{format_bytes(doc['bytes'])} ({format_bytes(doc['bytes_per_s'])}/s)")
+    if doc.get("bytes_per_response") is not None:
+        t.add_row("size/response", f"{doc['bytes_per_response']:,.0f} bytes (head and body)")
+    if doc.get("status_codes"):
+        t.add_row("status codes", ", ".join(f"{code} ×{n:,}" for code, n in doc["status_codes"].items()))
+    opened = doc.get("connections_opened")
+    if opened and doc.get("schedule", {}).get("keepalive"):
+        answered = sum(doc.get("status_codes", {}).values())
+        t.add_row("connections opened", f"{opened:,} ({answered / opened:,.1f} requests each)")
     if doc.get("client_busy_pct") is not None:
         cost = doc.get("client_cpu_us")
         wait = doc.get("client_wait_pct") or 0.0
         t.add_row("client", f"busy {doc.get('client_busy_pct'):.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
                   + (f", {cost:,.0f} µs CPU per request" if cost else ""))
     wb = doc["webbench"]
-    t.add_row("webbench would say", f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
+    t.add_row("webbench would print", f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
               f"Requests: {wb['susceed']:,} susceed, {wb['failed']:,} failed"
-              + (" (it counts error pages as success)" if wb["susceed"] != doc["ok"] else ""))
+              + (" (error pages count as success there)" if wb["susceed"] != doc["ok"] else ""))
     console.print(t)
     lat = Table(title="latency (ms, from intended start)", title_justify="left")
     for k in PERCENTILE_COLUMNS:
@@ -115,6 +123,18 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
         lat.add_row(*_percentile_cells(doc["service_ms"]), style="dim")
         lat.caption = "second row: service time (from the actual send)"
     console.print(lat)
+    phases = doc.get("phases_ms")
+    if phases and any(p["p50"] is not None for p in phases.values()):
+        ph = Table(title="phases (ms)", title_justify="left",
+                   caption="connect: new connections; wait: to the first byte", caption_justify="left")
+        ph.add_column("phase")
+        for k in ("mean", "p50", "p90", "p99", "max"):
+            ph.add_column(k, justify="right")
+        for name, p in phases.items():
+            if p["p50"] is not None:
+                ph.add_row(name, _fmt_ms(p["mean"]), _fmt_ms(p["p50"]), _fmt_ms(p["p90"]), _fmt_ms(p["p99"]),
+                           _fmt_ms(p["max"]))
+        console.print(ph)
     if hist is not None and hist.count:
         console.print("histogram:")
         for edge, c, bar in latency_histogram(hist):
@@ -150,16 +170,21 @@ def edges_note(doc: LoadSummary) -> str | None:
             "none; closing comes after it)")
 
 
-PERCENTILE_COLUMNS = ("p50", "p75", "p90", "p95", "p99", "p99_9", "max")
+PERCENTILE_COLUMNS = ("min", "mean", "stdev", "p50", "p75", "p90", "p95", "p99", "p99_9", "max")
 
 
 def _percentile_cells(lat: LatencyMs) -> list[str]:
-    return [_fmt_ms(lat["p50"]), _fmt_ms(lat["p75"]), _fmt_ms(lat["p90"]), _fmt_ms(lat["p95"]),
-            _fmt_ms(lat["p99"]), _fmt_ms(lat["p99_9"]), _fmt_ms(lat["max"])]
+    cells = cast(dict[str, float | None], lat)
+    return [_fmt_ms(cells.get(k)) for k in PERCENTILE_COLUMNS]
 
 
 def _fmt_ms(v: float | None) -> str:
     return "-" if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
+
+
+def short_url(url: str, width: int = 70) -> str:
+    """A long URL cut in its middle, so the header keeps its host and its end."""
+    return url if len(url) <= width else url[: width // 2 - 1] + "…" + url[-(width - width // 2):]
 
 
 def _sentence(text: str) -> str:

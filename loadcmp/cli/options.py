@@ -35,6 +35,7 @@ class LoadFlags:
     timeout: float | None = None
     engine: str | None = None
     workers: int | None = None
+    cluster: str | None = None
     client_cpus: str | None = None
 
     @classmethod
@@ -73,6 +74,9 @@ def load_options(f: F) -> F:
                      help="Per request, connect included; past it a request is a timeout (default 10s)."),
         click.option("--engine", type=click.Choice(["fast", "aiohttp"]), help="fast (default) or aiohttp."),
         click.option("--workers", type=COUNT, help="Client processes (default 1)."),
+        click.option("--cluster", envvar="LOADCMP_CLUSTER", metavar="local:N|tcp://HOST:PORT",
+                     help="Share the clients over a Dask cluster: N worker processes here, or a running scheduler "
+                          "(env LOADCMP_CLUSTER)."),
         click.option("--client-cpus", type=CPUS, metavar="CPUS", help="Pin the client processes to these CPUs."),
     ]
     for o in reversed(opts):

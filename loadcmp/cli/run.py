@@ -13,7 +13,7 @@ from rich.table import Table
 from .app import cli, emit_json, stop_on_sigint
 from .display import edges_note, err, out
 from .options import LoadFlags, json_option, load_options, server_options
-from ..errors import Interrupted, LoadcmpError
+from ..errors import Interrupted, LoadcmpError, UsageError
 from ..records import TrialRecord
 from ..spec import RunSpec
 
@@ -145,8 +145,15 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     from ..runner import run_sweep
     from ..results import load_results
 
-    with stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
-        outcome = run_sweep(spec, disp.hooks(), stopper)
+    from ..load.cluster import open_fleet
+
+    # the cluster first: a scheduler that cannot be reached is said before any container starts
+    with open_fleet(spec.cluster, err.print) as fleet, stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
+        if fleet is not None and fleet.elsewhere():
+            raise UsageError(f"run loads its containers on 127.0.0.1, so every Dask worker must be on this machine; "
+                             f"{spec.cluster} has workers on {', '.join(fleet.elsewhere())} (load a server there with "
+                             "`loadcmp bench URL --cluster ...`)")
+        outcome = run_sweep(spec, disp.hooks(), stopper, fleet=fleet)
     if spec.findings:
         judge_findings(outcome.path, spec)
     if as_json:

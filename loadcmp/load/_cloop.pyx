@@ -293,12 +293,18 @@ cdef class CLoop:
         self.done_many(self.frombuffer(data, self.dtype))
 
     def abort(self):
-        """The window has closed: every socket shut at once, nothing started again."""
+        """The window has closed: every socket shut at once, nothing started again. A
+        request still connecting was never sent: the recorder takes it back (`unsent`)."""
         cdef int i
         cdef Client *c
         if self.stopped:
             return
         self.stopped = True
+        for i in range(self.n):
+            c = &self.clients[i]
+            if c.phase == CONNECTING and c.fd >= 0:
+                self.rec.unsent(c.t_intended, <bint>c.counted)
+                c.counted = 0
         self.loop.remove_reader(self.epfd)
         for h in (self.tick_handle, self.retry_handle):
             if h is not None:

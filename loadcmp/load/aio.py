@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import math
 from typing import Any
 
+from . import tls
 from .driver import BACKOFF_S, Engine, now
 from .outcomes import CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
 
@@ -23,15 +25,19 @@ class AiohttpEngine(Engine[None]):
         self.aiohttp = aiohttp
         self.connector = aiohttp.TCPConnector(
             limit=self.spec.schedule.connections, limit_per_host=0, force_close=not self.target.keepalive,
-            ssl=False, ttl_dns_cache=3600,
+            ssl=tls.context(self.target) or False, ttl_dns_cache=3600,
         )
         trace = aiohttp.TraceConfig()
 
-        async def connected(session: Any, ctx: Any, params: Any) -> None:
-            ctx.trace_request_ctx["t_sent"] = now()
+        def mark(name: str) -> Any:
+            async def hook(session: Any, ctx: Any, params: Any) -> None:
+                ctx.trace_request_ctx[name] = now()
+            return hook
 
-        trace.on_connection_create_end.append(connected)
-        trace.on_connection_reuseconn.append(connected)
+        trace.on_connection_create_start.append(mark("t_connect"))
+        trace.on_connection_create_end.append(mark("t_sent"))
+        trace.on_connection_reuseconn.append(mark("t_sent"))
+        trace.on_request_headers_sent.append(mark("t_written"))
         self.session = aiohttp.ClientSession(
             trace_configs=[trace],
             connector=self.connector,
@@ -54,7 +60,8 @@ class AiohttpEngine(Engine[None]):
     async def request(self, t_intended: float, counted: bool, state: None) -> None:
         aiohttp = self.aiohttp
         trace: dict[str, float] = {}
-        nbytes = 0
+        nbytes = status = 0
+        t_first = 0.0
         client_error = None
         try:
             async with asyncio.timeout(self.timeout):
@@ -62,6 +69,8 @@ class AiohttpEngine(Engine[None]):
                     self.target.method, self.target.url, headers=self.headers, data=self.target.body or None,
                     allow_redirects=True, trace_request_ctx=trace,
                 ) as resp:
+                    t_first = now()  # aiohttp hands over the response once its head is read
+                    status = resp.status
                     body = await resp.read()
                     nbytes = len(body) + sum(len(k) + len(v) + 4 for k, v in resp.raw_headers) + 17
                     kind = kind_of_status(resp.status)
@@ -75,6 +84,14 @@ class AiohttpEngine(Engine[None]):
             kind = PROTOCOL_ERROR
         except OSError as e:
             kind, client_error = kind_of_error(e)
-        if self._record(counted, kind, t_intended, trace.get("t_sent", t_intended), nbytes, client_error):
+        except asyncio.CancelledError:
+            if "t_written" not in trace:  # the load ended before the request went out
+                rec = self.rec
+                assert rec is not None
+                rec.unsent(t_intended, counted)
+            raise
+        t_sent = trace.get("t_sent", t_intended)
+        marks = (trace.get("t_connect", math.nan), t_sent, trace.get("t_written", t_sent), t_first) if status else None
+        if self._record(counted, kind, t_intended, t_sent, nbytes, client_error, status, marks):
             await asyncio.sleep(BACKOFF_S)
         return None

@@ -9,12 +9,18 @@ and the task that opens its connection; one sweeper expires them all.
 from __future__ import annotations
 
 import asyncio
+import math
+import time
 from collections.abc import Callable
 from typing import Any
 
 import httptools
 
 from .outcomes import PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_status
+from .recorder import Marks
+
+now = time.monotonic
+NAN = math.nan
 
 IDLE, CONNECTING, WAITING, DRAINING = 0, 1, 2, 3
 """A slot's (or raw client's) phase; a non-zero phase has a deadline."""
@@ -40,7 +46,7 @@ class Conn(Framing, asyncio.Protocol):
     __slots__ = (
         "open_conns", "transport", "parser", "on_done", "active", "nbytes", "status",
         "headers_done", "closed", "closed_fut", "is_head", "reusable",
-        "t_intended", "counted",
+        "t_intended", "counted", "t_connect", "t_sent", "t_written", "t_first",
     )
 
     def __init__(self, open_conns: set[Conn], is_head: bool) -> None:
@@ -60,6 +66,9 @@ class Conn(Framing, asyncio.Protocol):
         """The last response allows another request on this connection (keep-alive)."""
         self.t_intended = 0.0
         self.counted = False
+        self.t_connect = NAN
+        """When this connection's connect began, until its first request is recorded (then NaN: reused)."""
+        self.t_sent = self.t_written = self.t_first = 0.0
 
     # asyncio.Protocol
     def connection_made(self, transport: Any) -> None:
@@ -67,6 +76,8 @@ class Conn(Framing, asyncio.Protocol):
         self.open_conns.add(self)
 
     def data_received(self, data: bytes) -> None:
+        if not self.t_first:
+            self.t_first = now()
         self.nbytes += len(data)
         try:
             self.parser.feed_data(data)
@@ -109,7 +120,16 @@ class Conn(Framing, asyncio.Protocol):
         self.status = 0
         self.framed = False
         self.headers_done = False
+        self.t_first = 0.0
+        self.t_sent = now()
         self.transport.write(request)
+        self.t_written = now()
+
+    def marks(self, t_end: float) -> Marks:
+        """The phases of the answer that just ended at `t_end`; the next one is on a reused connection."""
+        m = self.t_connect, self.t_sent, self.t_written, self.t_first or t_end
+        self.t_connect = NAN
+        return m
 
     def _finish(self, kind: int) -> None:
         if not self.active:

@@ -1,4 +1,4 @@
-"""The fast engine: uvloop + asyncio.Protocol + httptools, HTTP/1.x only.
+"""The fast engine: uvloop + asyncio.Protocol + httptools, HTTP/1.x, http and https.
 
 Requests are encoded once; responses are parsed by httptools (Content-Length,
 chunked, read-to-close). Three paths, one per kind of client:
@@ -7,7 +7,8 @@ chunked, read-to-close). Three paths, one per kind of client:
   protocol callback (`_answered_then_send_next`), with no coroutine switch in between, which is
   what keeps it near wrk's speed;
 * closed loop without keep-alive: the compiled loop (`compiled.py`, `_cloop.pyx`),
-  or where it is not built `rawclient.RawClient`; no transports either way;
+  or where it is not built `rawclient.RawClient`; no transports either way
+  (over https the callback path, a new connection per request: TLS needs transports);
 * everything else (ramp, rate): one small coroutine per request (`request`).
 
 Deadlines are not timers: one sweeper expires every slot ten times a second.
@@ -20,11 +21,11 @@ import contextlib
 import socket
 from typing import Any
 
-from ..errors import UsageError
 from .compiled import make_cloop
 from .conn import CONNECTING, IDLE, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
+from . import tls
 from .rawclient import RawClient
 from .schedules import Closed
 
@@ -39,8 +40,8 @@ class FastEngine(Engine[Slot]):
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
         super().__init__(spec, live)
-        if spec.target.scheme != "http":
-            raise UsageError("the fast engine speaks plain http only; use --engine aiohttp for https")
+        self.ssl = tls.context(spec.target)
+        """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""
         self.request_bytes = spec.target.encode()
         self.conns: set[Conn] = set()
         self.slots: set[Slot | RawClient] = set()
@@ -74,12 +75,15 @@ class FastEngine(Engine[Slot]):
         return (f"127.0.{(self._sources_used // 250) % 250}.{2 + self._sources_used % 250}", 0)
 
     def abort_all(self) -> None:
+        """Close every connection with a FIN, not a reset: a request written just
+        before the close is then still read by the server, which counts it as
+        loadcmp does (unfinished); a reset would throw it away unread."""
         for c in list(self.conns):
             with contextlib.suppress(Exception):
-                c.transport.abort()
+                c.transport.close()
         for r in self.raw:
             with contextlib.suppress(Exception):
-                r.close()
+                r.abandon()
         if self.cloop is not None:
             self.cloop.abort()
 
@@ -88,7 +92,7 @@ class FastEngine(Engine[Slot]):
             self.cloop.flush()
 
     def start_closed(self, schedule: Closed) -> None:
-        if self.target.keepalive:
+        if self.target.keepalive or self.ssl is not None:  # TLS needs transports: a connection per request there too
             for _ in range(schedule.connections):
                 self._spawn(self._keepalive_client())
         elif (cloop := make_cloop(self, schedule.connections, asyncio.get_running_loop())) is not None:
@@ -105,11 +109,13 @@ class FastEngine(Engine[Slot]):
         """Open a connection for `slot`, or say why it could not be opened."""
         slot.task = asyncio.current_task()
         slot.timed_out = False
-        slot.deadline = now() + self.timeout
+        t_connect = now()
+        slot.deadline = t_connect + self.timeout
         slot.phase = CONNECTING
         try:
             _, conn = await asyncio.get_running_loop().create_connection(
-                lambda: Conn(self.conns, self.is_head), self.host, self.port, local_addr=self.local_addr()
+                lambda: Conn(self.conns, self.is_head), self.host, self.port, local_addr=self.local_addr(),
+                ssl=self.ssl, server_hostname=self.host if self.ssl is not None else None,
             )
         except asyncio.CancelledError:
             slot.phase = IDLE
@@ -121,6 +127,7 @@ class FastEngine(Engine[Slot]):
             return kind_of_error(e)
         slot.phase = IDLE
         slot.conn = conn
+        conn.t_connect = t_connect
         return conn
 
     # closed loop + keep-alive: the callback path -------------------------------
@@ -134,13 +141,18 @@ class FastEngine(Engine[Slot]):
         try:
             while self.may_start(t := now()):
                 counted = rec.start(t)
-                got = await self._connect(slot)
+                try:
+                    got = await self._connect(slot)
+                except asyncio.CancelledError:
+                    rec.unsent(t, counted)  # the load ended while it connected
+                    raise
                 if isinstance(got, tuple):
                     if self._record(counted, got[0], t, t, client_error=got[1]):
                         await asyncio.sleep(BACKOFF_S)
                     continue
                 conn = got
-                if not self.window_open(now()):  # connected after the window closed: the request stays unfinished
+                if not self.window_open(now()):  # connected after the window closed: never sent
+                    rec.unsent(t, counted)
                     conn.transport.close()
                     break
                 conn.closed_fut = loop.create_future()
@@ -164,7 +176,7 @@ class FastEngine(Engine[Slot]):
         rec = self.rec
         assert rec is not None
         if conn.counted:
-            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes)
+            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, conn.marks(t))
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, rec.start(t))
         elif not conn.closed:
@@ -181,15 +193,22 @@ class FastEngine(Engine[Slot]):
             slot = state
         t_sent = now()
         conn = slot.conn if slot.conn is not None and not slot.conn.closed else None
+        rec = self.rec
+        assert rec is not None
         if conn is None:
-            got = await self._connect(slot)
+            try:
+                got = await self._connect(slot)
+            except asyncio.CancelledError:
+                rec.unsent(t_intended, counted)  # the load ended while it connected
+                raise
             if isinstance(got, tuple):
                 slot.conn = None
                 if self._record(counted, got[0], t_intended, t_sent, client_error=got[1]):
                     await asyncio.sleep(BACKOFF_S)
                 return slot
             conn = got
-        if not self.window_open(now()):  # connected after the window closed: the request stays unfinished
+        if not self.window_open(now()):  # connected after the window closed: never sent
+            rec.unsent(t_intended, counted)
             conn.transport.close()
             slot.conn = None
             return slot
@@ -207,7 +226,7 @@ class FastEngine(Engine[Slot]):
         conn.send(self.request_bytes)
         kind = await fut
         slot.phase = IDLE
-        self._record(counted, kind, t_intended, t_sent, conn.nbytes)
+        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.marks(now()))
         if self.target.keepalive and kind <= HTTP_5XX and conn.reusable and not conn.closed:
             return slot
         if not conn.closed:

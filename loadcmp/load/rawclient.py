@@ -17,8 +17,17 @@ import httptools
 
 from .conn import CONNECTING, DRAINING, IDLE, WAITING
 from .driver import now
-from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
-from .recorder import Recorder
+from .outcomes import (
+    CONNECT_REFUSED,
+    CONNECT_TIMEOUT,
+    HTTP_5XX,
+    PROTOCOL_ERROR,
+    RESET,
+    TIMEOUT,
+    kind_of_error,
+    kind_of_status,
+)
+from .recorder import Marks, Recorder
 
 
 class RawHost(Protocol):
@@ -37,7 +46,7 @@ class RawHost(Protocol):
     def may_start(self, t: float) -> bool: ...
 
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
-                client_error: str | None = None) -> bool: ...
+                client_error: str | None = None, status: int = 0, marks: Marks | None = None) -> bool: ...
 
 
 class RawClient:
@@ -47,8 +56,8 @@ class RawClient:
     """
 
     __slots__ = (
-        "engine", "loop", "sock", "fd", "parser", "t_intended", "t_sent", "counted", "nbytes", "status", "head",
-        "headers_done", "phase", "deadline",
+        "engine", "loop", "sock", "fd", "parser", "t_intended", "t_sent", "t_written", "t_first", "counted", "nbytes",
+        "status", "head", "headers_done", "phase", "deadline",
     )
 
     def __init__(self, engine: RawHost) -> None:
@@ -57,7 +66,8 @@ class RawClient:
         self.sock: socket.socket | None = None
         self.fd = -1
         self.parser: Any = None
-        self.t_intended = self.t_sent = self.deadline = 0.0
+        self.t_intended = self.t_sent = self.t_written = self.t_first = self.deadline = 0.0
+        """The request's start (its connect's too), its send, the end of the write, the answer's first byte."""
         self.counted = False
         self.nbytes = self.status = 0
         self.head = b""
@@ -73,6 +83,7 @@ class RawClient:
         assert rec is not None
         self.t_intended = t
         self.counted = rec.start(t)
+        self.t_first = 0.0
         self.nbytes = self.status = 0
         self.head = b""
         self.headers_done = False
@@ -124,6 +135,7 @@ class RawClient:
             req = self.engine.request_bytes
             if sock.send(req) != len(req):  # only a body larger than the socket buffer does this
                 raise OSError(errno.ENOBUFS, "the request did not fit the socket buffer")
+            self.t_written = now()
         except BlockingIOError:
             if early:
                 return False
@@ -158,6 +170,8 @@ class RawClient:
                 return
             if self.phase == DRAINING:
                 return
+            if not self.t_first:
+                self.t_first = now()
             if not self.headers_done:
                 self.head += data
             self.nbytes += len(data)
@@ -191,9 +205,14 @@ class RawClient:
             self._end(kind_of_status(self.status))
         else:
             counted, self.counted = self.counted, False
-            self.engine._record(counted, kind_of_status(self.status), self.t_intended, self.t_sent, self.nbytes)
+            self.engine._record(counted, kind_of_status(self.status), self.t_intended, self.t_sent, self.nbytes,
+                                None, self.status, self._marks())
             self.phase = DRAINING  # let the server close first, as webbench reads to EOF
             self.deadline = now() + 1.0
+
+    def _marks(self) -> Marks:
+        """The answer's phases; the connect began with the request."""
+        return self.t_intended, self.t_sent, self.t_written, self.t_first or now()
 
     # endings
     def _failed(self, e: BaseException) -> None:
@@ -208,6 +227,15 @@ class RawClient:
             self._end(TIMEOUT)
         elif self.phase == DRAINING:
             self._end(-1)  # answered, but the server kept the connection open: close it ourselves
+
+    def abandon(self) -> None:
+        """The load has ended: close, taking back a request still connecting (never sent)."""
+        if self.phase == CONNECTING and self.sock is not None:
+            rec = self.engine.rec
+            assert rec is not None
+            counted, self.counted = self.counted, False
+            rec.unsent(self.t_intended, counted)
+        self.close()
 
     def close(self) -> None:
         sock = self.sock
@@ -230,8 +258,10 @@ class RawClient:
         later = kind == CONNECT_REFUSED
         if kind >= 0:
             counted, self.counted = self.counted, False
+            answered = kind <= HTTP_5XX
             later = self.engine._record(counted, kind, self.t_intended, self.t_sent if t_sent is None else t_sent,
-                                        self.nbytes, client_error) or later
+                                        self.nbytes, client_error, self.status if answered else 0,
+                                        self._marks() if answered else None) or later
         if not self.engine.running:
             return
         if later:

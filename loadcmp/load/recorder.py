@@ -70,6 +70,8 @@ class Recorder:
         self.folded_upto = 0
         self.sampled_upto = 0
         self.client_errors: dict[str, int] = {}
+        self.result: Result | None = None
+        """Once closed: the result, which a request taken back (`unsent`) still corrects."""
         self.status_codes: dict[int, int] = {}
         """Responses by exact status code (hey's and oha's distribution)."""
         self.ph = array("d")
@@ -109,6 +111,25 @@ class Recorder:
         self.inflight += 1
         self._sec(t).started += 1
         return True
+
+    def unsent(self, t: float, counted: bool) -> None:
+        """A request started at `t` was never sent: the window closed while it
+        was connecting. It is taken back, so that warm-up + ok + failed +
+        unfinished is what reached the server."""
+        res = self.result
+        if not counted:
+            if t < self.t0:
+                self.warmup_started -= 1
+                if res is not None:
+                    res.warmup_requests -= 1
+            return
+        self.started -= 1
+        self.inflight -= 1
+        self._sec(t).started -= 1  # the result's seconds are these same objects
+        if res is not None:  # closed already: it was counted as unfinished
+            self.unfinished -= 1
+            res.started -= 1
+            res.unfinished -= 1
 
     def drop(self, t: float) -> None:
         """The rate schedule wanted a request at `t` but could not start it."""
@@ -234,7 +255,7 @@ class Recorder:
         for s in self.seconds:
             s.fold()
         self._fold_phases()
-        return Result(
+        self.result = Result(
             seconds=self.seconds[: max(n, 1)],
             started=self.started,
             dropped=self.dropped,
@@ -248,5 +269,6 @@ class Recorder:
             status_codes=dict(self.status_codes),
             phases=dict(zip(PHASES, self.phase_h, strict=True)),
         )
+        return self.result
 
 

@@ -111,6 +111,8 @@ class Result:
     """Responses by exact status code."""
     phases: dict[str, Histogram] = field(default_factory=dict)
     """Each of `PHASES`' durations over the responses (connect: those that opened a connection)."""
+    lost: list[str] = field(default_factory=list)
+    """Shares of the load whose worker died or left: what is missing, in words (the load is partial)."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -149,6 +151,7 @@ class Result:
             sum(p.warmup_requests for p in parts),
             _add_counts([p.status_codes for p in parts]),
             {ph: _merged([p.phases.get(ph, Histogram()) for p in parts]) for ph in PHASES},
+            [w for p in parts for w in p.lost],
         )
 
     def counts(self) -> dict[str, int]:

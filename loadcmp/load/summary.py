@@ -8,7 +8,7 @@ from typing import Any, cast
 from ..records import LatencyMs, LoadSummary, WebbenchCount
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
-from .recorder import Histogram, Result
+from .recorder import PHASES, Histogram, Result
 from .schedules import Ramp, Schedule
 
 
@@ -32,6 +32,7 @@ def latency_doc(h: Histogram) -> LatencyMs:
         max=_ms(h.max_s) if h.count else None,
         min=_ms(h.min_s) if h.count else None,
         mean=_ms(h.mean),
+        stdev=_ms(h.stdev),
     )
 
 
@@ -125,6 +126,11 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
     doc["teardown_s"] = result.teardown_s
     doc["stopped_by"] = "interrupted" if result.interrupted else result.stopped_by
     doc["warmup_requests"] = result.warmup_requests
+    responses = counts["ok"] + counts["http_4xx"] + counts["http_5xx"]
+    doc["status_codes"] = {str(code): n for code, n in sorted(result.status_codes.items())}
+    doc["phases_ms"] = {name: latency_doc(result.phases.get(name, Histogram())) for name in PHASES}
+    doc["connections_opened"] = result.phases["connect"].count if "connect" in result.phases else None
+    doc["bytes_per_response"] = round(nbytes / responses, 1) if responses else None
     if result.client_errors:
         doc["client_errors"] = dict(result.client_errors)
     if extra:

@@ -27,6 +27,8 @@ class Target:
     body: bytes = b""
     http10: bool = False
     keepalive: bool = False
+    insecure: bool = False
+    """https: do not verify the server's certificate (a test server's self-signed one)."""
 
     def encode(self) -> bytes:
         """The request as sent by the fast engine, every time the same bytes."""
@@ -55,6 +57,7 @@ def make_target(
     http10: bool = False,
     keepalive: bool = False,
     resolve: bool = True,
+    insecure: bool = False,
 ) -> Target:
     """Validate a URL and options into a Target; one-line UsageErrors."""
     parts = urlsplit(url)
@@ -87,4 +90,6 @@ def make_target(
     if not m.isalpha():
         raise UsageError(f"bad method {method!r}")
     data = body.encode() if isinstance(body, str) else (body or b"")
-    return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive)
+    if insecure and parts.scheme != "https":
+        raise UsageError(f"--insecure is for https URLs; {url} is plain http")
+    return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure)

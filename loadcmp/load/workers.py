@@ -24,9 +24,9 @@ import queue
 import signal
 import traceback
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from multiprocessing.synchronize import Event as ProcessEvent
-from typing import Any
+from typing import Any, Protocol
 
 import uvloop
 
@@ -89,6 +89,36 @@ class Stopper:
                 wake[0].call_soon_threadsafe(wake[1].set)
 
 
+@dataclass
+class Gathered:
+    """What the shares of a load sent back: results by share, errors, and the shares lost
+    (a worker that died or left), each described for the user."""
+
+    results: dict[int, Result] = field(default_factory=dict)
+    failures: list[LoadcmpError] = field(default_factory=list)
+    lost: list[str] = field(default_factory=list)
+
+
+class Fleet(Protocol):
+    """Where the shares of a load run: processes here (`Processes`) or a Dask cluster
+    (`cluster.DaskFleet`). Both hand back a `Gathered`; `run_load` merges it."""
+
+    @property
+    def size(self) -> int:
+        """How many shares it runs at once."""
+        ...
+
+    start_delay: float
+    """Seconds between planning the start and the first request."""
+
+    def run_shares(self, shares: list[LoadSpec], t_load0: float, cpus: str | None, live: LiveFn | None,
+                   stopper: Stopper) -> Gathered: ...
+
+    def describe(self) -> dict[str, Any]:
+        """What it is, for run.json."""
+        ...
+
+
 def run_load(
     spec: LoadSpec,
     *,
@@ -97,8 +127,9 @@ def run_load(
     live: LiveFn | None = None,
     stopper: Stopper | None = None,
     start_at: float | None = None,
+    fleet: Fleet | None = None,
 ) -> Result:
-    """Run `spec` with `workers` processes (1 = in this process) and merge.
+    """Run `spec` with `workers` processes (1 = in this process), or over `fleet`, and merge.
 
     `start_at` (CLOCK_MONOTONIC) is when the load starts, warm-up included;
     by default a moment from now. The caller may line other samplers up on it.
@@ -108,22 +139,44 @@ def run_load(
     conns = spec.schedule.connections
     if conns > SPREAD_ABOVE and not spec.spread_sources:
         spec = replace(spec, spread_sources=True)
-    workers = min(workers, conns)
-    check_nofile(conns, workers)
+    n = min(fleet.size if fleet is not None else workers, conns)
+    check_nofile(conns, n)
     stopper = stopper or Stopper()
-    if workers == 1:
+    if fleet is None and n == 1:
         raise_nofile(conns)
         before = os.sched_getaffinity(0)
-        _pin(cpus)
+        pin(cpus)
         try:
-            return _run_here(spec, start_at or now() + START_DELAY, live, stopper)
+            return run_here(spec, start_at or now() + START_DELAY, live, stopper)
         finally:
             if cpus:  # the caller's thread goes on where it was allowed to run before
                 os.sched_setaffinity(0, before)
-    return _run_workers(spec, workers, cpus, live, stopper, start_at or now() + SPAWN_DELAY)
+    fleet = fleet or Processes(n)
+    parts: list[Schedule] = list(spec.schedule.split(n))
+    shares = [replace(spec, schedule=part, worker_index=i) for i, part in enumerate(parts)]
+    t_load0 = start_at if start_at is not None else now() + fleet.start_delay
+    return _merge(fleet.run_shares(shares, t_load0, cpus, live, stopper), spec, t_load0, stopper)
 
 
-def _pin(cpus: str | None) -> None:
+def _merge(g: Gathered, spec: LoadSpec, t_load0: float, stopper: Stopper) -> Result:
+    """One result from the shares': an error of one is the load's; a lost share is said, never hidden."""
+    if g.failures:
+        raise g.failures[0]
+    measured = [g.results[i] for i in sorted(g.results)]
+    if not measured and g.lost and not stopper.requested:
+        raise LoadError("every load worker was lost: " + "; ".join(g.lost))
+    # Interrupted: a worker that the terminal's Ctrl-C caught while it was still
+    # starting (before it could ignore SIGINT) has nothing to send; merge the rest.
+    merged = Result.merge(measured) if measured else Recorder(t_load0 + spec.warmup, spec.duration).close(0.0)
+    merged.lost = list(g.lost)
+    for what in g.lost:
+        merged.warnings.append(f"partial: {what}")
+    if stopper.requested:
+        merged.interrupted = True
+    return merged
+
+
+def pin(cpus: str | None) -> None:
     if cpus:
         try:
             os.sched_setaffinity(0, cpu_list(cpus))
@@ -131,7 +184,7 @@ def _pin(cpus: str | None) -> None:
             raise UsageError(f"cannot pin the client to CPUs {cpus}: {e.strerror}") from None
 
 
-def _run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stopper,
+def run_here(spec: LoadSpec, t_load0: float, live: LiveFn | None, stopper: Stopper,
               stop_ev: ProcessEvent | None = None) -> Result:
     """One load on a loop of its own; `stop_ev` (a worker's) is polled too."""
 
@@ -167,13 +220,13 @@ def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # this process's owner: the parent stops it via stop_ev
     try:
         raise_nofile(spec.schedule.connections)
-        _pin(cpus)
+        pin(cpus)
 
         def live(lv: Live) -> None:
             with contextlib.suppress(Exception):
                 q.put_nowait(("live", lv))
 
-        result = _run_here(spec, t_load0, live, Stopper(), stop_ev)
+        result = run_here(spec, t_load0, live, Stopper(), stop_ev)
         q.put(("result", spec.worker_index, result))
     except BaseException as e:  # report, never hang the parent
         known = e if isinstance(e, LoadcmpError) else None
@@ -195,64 +248,66 @@ def _worker_failed(index: int, known: LoadcmpError | None, line: str, tb: str) -
     return err
 
 
-def _run_workers(spec: LoadSpec, n: int, cpus: str | None, live: LiveFn | None, stopper: Stopper,
-                 t_load0: float) -> Result:
-    ctx = mp.get_context("spawn")
-    q: Any = ctx.Queue()
-    stop_ev = ctx.Event()
-    parts: list[Schedule] = list(spec.schedule.split(n))
-    procs = []
-    try:
-        for i, part in enumerate(parts):
-            p = ctx.Process(
-                target=_worker_main,
-                args=(replace(spec, schedule=part, worker_index=i), t_load0, cpus, q, stop_ev),
-                daemon=True,
-            )
-            p.start()
-            procs.append(p)
-        results: dict[int, Result] = {}
-        failures: list[LoadcmpError] = []
-        latest: dict[int, Live] = {}
-        deadline = t_load0 + spec.warmup + spec.duration + 30
-        while len(results) + len(failures) < len(procs):
-            if stopper.requested:
-                stop_ev.set()
-            try:
-                msg = q.get(timeout=0.1)
-            except queue.Empty:
-                if now() > deadline or not any(p.is_alive() for p in procs) and q.empty():
-                    break
-                continue
-            if msg[0] == "live":
-                lv: Live = msg[1]
-                latest[lv.worker] = lv
-                if live is not None and len(latest) == len(procs):
-                    live(_sum_live(list(latest.values())))
-            elif msg[0] == "result":
-                results[msg[1]] = msg[2]
-            else:
-                failures.append(_worker_failed(*msg[1:]))
-        if failures:
-            raise failures[0]
-        if len(results) < len(procs) and not stopper.requested:
-            raise LoadError("load worker failed: a worker exited without a result")
-        # Interrupted: a worker that the terminal's Ctrl-C caught while it was still
-        # starting (before it could ignore SIGINT) has nothing to send; merge the rest.
-        measured = [results[i] for i in sorted(results)]
-        merged = Result.merge(measured) if measured else Recorder(t_load0 + spec.warmup, spec.duration).close(0.0)
-        if stopper.requested:
-            merged.interrupted = True
-        return merged
-    finally:
-        stop_ev.set()
-        for p in procs:
-            p.join(timeout=3)
-            if p.is_alive():
-                p.kill()
+class Processes:
+    """Shares in worker processes of this machine (`--workers N`), started with spawn."""
+
+    start_delay = SPAWN_DELAY
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+    def describe(self) -> dict[str, Any]:
+        return {"processes": self.size}
+
+    def run_shares(self, shares: list[LoadSpec], t_load0: float, cpus: str | None, live: LiveFn | None,
+                   stopper: Stopper) -> Gathered:
+        ctx = mp.get_context("spawn")
+        q: Any = ctx.Queue()
+        stop_ev = ctx.Event()
+        procs = []
+        got = Gathered()
+        try:
+            for share in shares:
+                p = ctx.Process(target=_worker_main, args=(share, t_load0, cpus, q, stop_ev), daemon=True)
+                p.start()
+                procs.append(p)
+            latest: dict[int, Live] = {}
+            spec = shares[0]
+            deadline = t_load0 + spec.warmup + spec.duration + 30
+            while len(got.results) + len(got.failures) < len(procs):
+                if stopper.requested:
+                    stop_ev.set()
+                try:
+                    msg = q.get(timeout=0.1)
+                except queue.Empty:
+                    if now() > deadline or not any(p.is_alive() for p in procs) and q.empty():
+                        break
+                    continue
+                if msg[0] == "live":
+                    lv: Live = msg[1]
+                    latest[lv.worker] = lv
+                    if live is not None and len(latest) == len(procs):
+                        live(sum_live(list(latest.values())))
+                elif msg[0] == "result":
+                    got.results[msg[1]] = msg[2]
+                else:
+                    got.failures.append(_worker_failed(*msg[1:]))
+            if not stopper.requested:
+                for i, p in enumerate(procs):
+                    if i not in got.results:
+                        got.lost.append(f"load worker {i} (pid {p.pid}) ended without a result (exit code "
+                                        f"{p.exitcode}); the requests of its {shares[i].schedule.connections:,} "
+                                        "clients are missing from these figures")
+            return got
+        finally:
+            stop_ev.set()
+            for p in procs:
+                p.join(timeout=3)
+                if p.is_alive():
+                    p.kill()
 
 
-def _sum_live(vals: list[Live]) -> Live:
+def sum_live(vals: list[Live]) -> Live:
     cpus = [v.client_cpu for v in vals if v.client_cpu is not None]
     lags = [v.lag_ms for v in vals if v.lag_ms is not None]
     shares = [v.requests for v in vals if v.requests is not None]

@@ -1,0 +1,52 @@
+"""https for both engines: one SSL context per load, and a handshake before it.
+
+Certificates are verified by default (the system's CAs, or `SSL_CERT_FILE`);
+`--insecure` skips the check for a test server with a self-signed certificate,
+as curl -k and hey's default do. A certificate that does not verify, or a
+server that does not speak TLS at all, is found by one handshake before any
+load and said in one line, instead of a run where every request failed.
+"""
+
+from __future__ import annotations
+
+import socket
+import ssl
+
+from ..errors import UsageError
+from .target import Target
+
+
+def context(target: Target) -> ssl.SSLContext | None:
+    """The client context for `target` (None for plain http). HTTP/1.1 only (ALPN)."""
+    if target.scheme != "https":
+        return None
+    ctx = ssl.create_default_context()
+    if target.insecure:
+        ctx.check_hostname = False
+        ctx.verify_mode = ssl.CERT_NONE
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def probe(target: Target, timeout: float) -> None:
+    """One TLS handshake with the server; a UsageError when its certificate does
+    not verify or it does not speak TLS. A server that cannot be reached is left
+    to the load, which counts and names what happens to each request."""
+    ctx = context(target)
+    if ctx is None:
+        return
+    try:
+        with socket.create_connection((target.host, target.port), timeout=timeout) as raw:
+            with ctx.wrap_socket(raw, server_hostname=target.host):
+                return
+    except ssl.SSLCertVerificationError as e:
+        raise UsageError(f"the certificate of {target.host}:{target.port} did not verify ({e.verify_message}); "
+                         "pass --insecure to skip the check for a test server") from None
+    except ssl.SSLError as e:
+        raise UsageError(f"{target.host}:{target.port} did not complete a TLS handshake ({e.reason or e}): "
+                         f"is it an http:// server?") from None
+    except TimeoutError:
+        raise UsageError(f"{target.host}:{target.port} did not complete a TLS handshake within {timeout:g} s "
+                         "(--timeout): is it an http:// server?") from None
+    except OSError:
+        return

@@ -1,0 +1,89 @@
+"""What hey, oha and wrk users expect to read: exact status codes, min/mean/stdev,
+the four phases of a response, its size, the connections opened (issue 10, part 3)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.cli.display import short_url
+
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+
+
+def bench(url: str, *args: str) -> dict:
+    res = CliRunner().invoke(cli, ["bench", url, "-c", "3", "-t", "1", "--json", *args])
+    assert res.exit_code in (0, 1), res.output
+    return json.loads(res.stdout)
+
+
+ENGINES = [("fast", False), ("fast", True), ("aiohttp", False), ("aiohttp", True)]
+
+
+@pytest.mark.parametrize("engine, keepalive", ENGINES)
+def test_status_codes_are_exact_and_add_up_to_the_classes(faulty, engine, keepalive):
+    doc = bench(faulty.url("/mixed"), "--engine", engine, *(["-k"] if keepalive else []))
+    codes = doc["status_codes"]
+    assert set(codes) == {"200", "201", "404", "503"}, codes
+    assert codes["200"] + codes["201"] == doc["ok"]
+    assert codes["404"] == doc["failures"]["http_4xx"] and codes["503"] == doc["failures"]["http_5xx"]
+    assert all(n > 0 for n in codes.values())
+    assert doc["bytes_per_response"] == pytest.approx(doc["bytes"] / sum(codes.values()), abs=0.1)
+
+
+@pytest.mark.parametrize("engine, keepalive", ENGINES)
+def test_phases_say_where_the_time_went(faulty, engine, keepalive):
+    """/slow?ms=40 makes the client wait for the first byte; /split?ms=40 sends the
+    head at once and the body later, so the time is in reading."""
+    ka = ["-k"] if keepalive else []
+    slow = bench(faulty.url("/slow?ms=40"), "--engine", engine, *ka)["phases_ms"]
+    assert slow["wait"]["p50"] >= 38 and slow["read"]["p50"] < 20, slow
+    split = bench(faulty.url("/split?ms=40"), "--engine", engine, *ka)["phases_ms"]
+    assert split["read"]["p50"] >= 38 and split["wait"]["p50"] < 20, split
+    for name in ("connect", "write", "wait", "read"):
+        p = slow[name]
+        assert p["min"] <= p["p50"] <= p["max"] and p["stdev"] >= 0, (name, p)
+
+
+@pytest.mark.parametrize("engine", ["fast", "aiohttp"])
+def test_connections_opened_with_and_without_keepalive(faulty, engine):
+    ka = bench(faulty.url("/ok"), "--engine", engine, "-k")
+    answered = sum(ka["status_codes"].values())
+    assert ka["connections_opened"] == 3 < answered, ka  # three clients, one connection each
+    assert ka["phases_ms"]["connect"]["p50"] is not None
+    new = bench(faulty.url("/ok"), "--engine", engine)
+    assert new["connections_opened"] == sum(new["status_codes"].values()) == new["ok"], new
+
+
+def test_latency_has_min_mean_and_an_exact_stdev(faulty):
+    lat = bench(faulty.url("/slow?ms=20"), "-k")["latency_ms"]
+    assert lat["min"] <= lat["mean"] <= lat["max"]
+    assert 0 <= lat["stdev"] < lat["mean"]  # 20 ms each, give or take the loop's jitter
+
+
+def test_the_terminal_shows_codes_phases_and_the_spread(faulty):
+    long_path = "/ok/" + "x" * 200
+    res = CliRunner().invoke(cli, ["bench", faulty.url(long_path), "-c", "2", "-t", "0.5", "-k"])
+    assert res.exit_code == 0, res.output
+    out = res.stdout
+    for needle in ("status codes", "200 ×", "size/response", "connections opened", "stdev", "mean", "min",
+                   "phases (ms)", "connect", "wait", "read", "webbench would print"):
+        assert needle in out, needle
+    assert "x" * 100 not in out and "…" in out  # the long URL is shortened in the header
+    assert "error pages count as success" not in out
+
+
+def test_webbench_line_says_why_it_differs(faulty):
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/404"), "-c", "2", "-t", "0.5"])
+    assert res.exit_code == 1  # every request failed
+    assert "webbench would print" in res.stdout and "error pages count as success there" in res.stdout
+
+
+def test_short_url_keeps_the_host_and_the_end():
+    url = "http://127.0.0.1:8080/" + "a" * 100 + "/index.php?x=1"
+    s = short_url(url, 60)
+    assert len(s) == 60 and s.startswith("http://127.0.0.1:8080/") and s.endswith("index.php?x=1")
+    assert short_url("http://h/x") == "http://h/x"
