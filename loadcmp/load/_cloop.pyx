@@ -1,18 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The closed loop without keep-alive in C: what `rawclient.RawClient` does, minus Python per request.
 
-A new connection per request costs the kernel about as much in every client;
-what a Python client adds on top (~60 us a request) is what kept it at 0.65x
-ab. Here one epoll set of our own holds every client's socket; its fd is a
-single reader of the running loop, and `_drain` does connect, send, recv,
-parse (`_chttp.h`) and close in C. Python is left with one call a request
-(`Recorder.start`, which takes the -n ticket) and a batch of finished rows
-handed to `Recorder.done_many` every few dozen milliseconds.
+The kernel's cost per connection is the same in every client; the ~60 us of Python a
+request on top kept RawClient at ~0.65x ab. One epoll set of our own holds every socket;
+its fd is one reader of the running loop, and `_drain` connects, sends, reads, parses
+(`_chttp.h`) and closes in C. Python is left with `Recorder.start` once a request (it takes
+the -n ticket) and finished rows handed to `Recorder.done_many` in batches.
 """
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR, ENOBUFS, ENOTCONN
 from libc.math cimport NAN, isnan
-from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset, strerror
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
@@ -22,81 +19,13 @@ from .driver import BACKOFF_S
 from .outcomes import (CONNECT_REFUSED, CONNECT_TIMEOUT, HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, TIMEOUT,
                        kind_of_error)
 
-cdef extern from "<sys/socket.h>" nogil:
-    ctypedef unsigned int socklen_t
-    struct sockaddr:
-        unsigned short sa_family
-    struct sockaddr_storage:
-        unsigned short ss_family
-    int socket(int, int, int)
-    int connect(int, const sockaddr *, socklen_t)
-    int bind(int, const sockaddr *, socklen_t)
-    ssize_t send(int, const void *, size_t, int)
-    ssize_t recv(int, void *, size_t, int)
-    int getsockopt(int, int, int, void *, socklen_t *)
-    enum: AF_INET, AF_INET6, SOCK_STREAM, SOCK_NONBLOCK, SOCK_CLOEXEC, SOL_SOCKET, SO_ERROR, MSG_NOSIGNAL
-
-cdef extern from "<netinet/in.h>" nogil:
-    struct in_addr:
-        uint32_t s_addr
-    struct in6_addr:
-        pass
-    struct sockaddr_in:
-        unsigned short sin_family
-        uint16_t sin_port
-        in_addr sin_addr
-    struct sockaddr_in6:
-        unsigned short sin6_family
-        uint16_t sin6_port
-        uint32_t sin6_flowinfo
-        in6_addr sin6_addr
-        uint32_t sin6_scope_id
-    uint16_t htons(uint16_t)
-
-cdef extern from "<arpa/inet.h>" nogil:
-    int inet_pton(int, const char *, void *)
-
-cdef extern from "<sys/epoll.h>" nogil:
-    ctypedef union epoll_data_t:
-        uint64_t u64
-    struct epoll_event:
-        uint32_t events
-        epoll_data_t data
-    enum: EPOLLIN, EPOLLOUT, EPOLLERR, EPOLLHUP, EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CLOEXEC
-    int epoll_create1(int)
-    int epoll_ctl(int, int, int, epoll_event *)
-    int epoll_wait(int, epoll_event *, int, int)
-
-cdef extern from "_chttp.h" nogil:
-    ctypedef struct resp_t:
-        int status
-        int keepalive
-        int nobody
-    enum: R_MORE, R_COMPLETE, R_BAD
-    void resp_reset(resp_t *, int)
-    void resp_free(resp_t *)
-    int resp_feed(resp_t *, const char *, size_t)
-    int resp_eof(resp_t *)
-
-cdef packed struct Row:  # RECORD_DTYPE, byte for byte (checked in __init__)
-    uint8_t kind
-    uint16_t status
-    double t_intended, t_sent, t_end
-    int64_t nbytes
-    double connect, write, wait, read
+from ._csys cimport *
 
 cdef enum:
     IDLE, CONNECTING, WAITING, DRAINING, BACKOFF  # conn.py's phases, and a pause before a retry
     BUFSIZE = 262144
     MAXEVENTS = 128  # per call of the loop: ~100 us of kernel each, so the loop lags ~13 ms at most
     MAXROWS = 2048
-
-cdef struct Client:
-    int fd, phase, counted, registered
-    uint32_t gen  # in every epoll event's data: an event of a closed socket is ignored
-    double t_intended, t_connect, t_up, t_sent, t_written, t_first, deadline
-    int64_t nbytes
-    resp_t resp
 
 cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, REFUSED_ = CONNECT_REFUSED
 cdef int CTIMEOUT_ = CONNECT_TIMEOUT, RESET_ = RESET, TIMEOUT_ = TIMEOUT, PROTO_ = PROTOCOL_ERROR
@@ -122,12 +51,9 @@ def parse(chunks, bint head=False):
     resp_reset(&r, head)
     got = R_MORE
     for c in chunks:
-        got = resp_feed(&r, <bytes>c, len(c))
-        if got != R_MORE:
-            break
-    if got == R_MORE:
-        got = 1 if resp_eof(&r) == R_COMPLETE else 0
-    out = (got, r.status, r.keepalive, r.nobody)
+        if got == R_MORE:
+            got = resp_feed(&r, <bytes>c, len(c))
+    out = (got if got != R_MORE else int(resp_eof(&r) == R_COMPLETE), r.status, r.keepalive, r.nobody)
     resp_free(&r)
     return out
 
@@ -199,11 +125,10 @@ cdef class CLoop:
             raise ValueError(f"not a numeric address: {host!r}")
 
     def __dealloc__(self):
-        if self.clients:
-            for i in range(self.n):
-                if self.clients[i].fd >= 0:
-                    close(self.clients[i].fd)
-                resp_free(&self.clients[i].resp)
+        for i in range(self.n if self.clients else 0):
+            if self.clients[i].fd >= 0:
+                close(self.clients[i].fd)
+            resp_free(&self.clients[i].resp)
         free(self.clients); free(self.retry); free(self.retry_at); free(self.rows); free(self.buf); free(self.events)
         if self.epfd >= 0:
             close(self.epfd)
@@ -263,16 +188,14 @@ cdef class CLoop:
         """Start the clients whose pause after a refused connect is over."""
         self.retry_handle = None
         try:
-            t = now()
-            due = [self.retry[k] for k in range(self.nretry) if self.retry_at[k] <= t]
-            keep = [(self.retry[k], self.retry_at[k]) for k in range(self.nretry) if self.retry_at[k] > t]
-            self.nretry = 0
-            for i, at in keep:
-                self.retry[self.nretry], self.retry_at[self.nretry] = i, at
-                self.nretry += 1
-            for i in due:
-                self.clients[i].phase = IDLE
-                self._start(&self.clients[<int>i])
+            t, waiting, self.nretry = now(), [(self.retry[k], self.retry_at[k]) for k in range(self.nretry)], 0
+            for i, at in waiting:  # those not due yet go back on the list
+                if at > t:
+                    self.retry[self.nretry], self.retry_at[self.nretry] = i, at
+                    self.nretry += 1
+                else:
+                    self.clients[<int>i].phase = IDLE
+                    self._start(&self.clients[<int>i])
             if self.nretry and self.retry_handle is None and not self.stopped:
                 self.retry_handle = self.loop.call_later(RETRY_S, self._retry)
         except BaseException as e:
@@ -307,8 +230,7 @@ cdef class CLoop:
                 c.counted = 0
         self.loop.remove_reader(self.epfd)
         for h in (self.tick_handle, self.retry_handle):
-            if h is not None:
-                h.cancel()
+            h is not None and h.cancel()
         self.tick_handle = self.retry_handle = None
         for i in range(self.n):
             c = &self.clients[i]
@@ -318,10 +240,6 @@ cdef class CLoop:
             c.phase = IDLE
         close(self.epfd)
         self.epfd = -1
-
-    @property
-    def inflight(self):
-        return sum(1 for i in range(self.n) if CONNECTING <= self.clients[i].phase <= WAITING)
 
     # --- one request, in C ----------------------------------------------------------------
     cdef void _start(self, Client *c) except *:
