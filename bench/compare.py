@@ -5,7 +5,8 @@
 Starts the `nginx` stack pinned to CPU 1 (worker_connections raised so 1000
 clients fit), then alternates A B A B with every client pinned to CPU 0:
 wrk vs `loadcmp bench --keepalive`, and ab vs `loadcmp bench` (a new connection
-per request), at each level; the aiohttp engine's ratio is printed too. Last, a
+per request), at each level; the aiohttp engine's ratio is printed too, and without
+keep-alive the pure-Python loop's (LOADCMP_PURE_PYTHON=1, the fallback of the compiled one). Last, a
 15000-client closed loop for 20 s: exact counts and the client's peak memory.
 A benchmark, not a test: it prints ratios and asserts nothing.
 """
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -57,10 +59,11 @@ def run_ab(url: str, c: int, t: int) -> float:
     return done / secs
 
 
-def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast") -> dict:
+def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast", pure: bool = False) -> dict:
     cmd = [PY, "-m", "loadcmp", "bench", url, "-c", str(c), "-t", str(t), "--warmup", "1", "--json",
            "--client-cpus", "0", "--engine", engine] + (["-k"] if keepalive else [])
-    return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True).stdout)
+    env = {**os.environ, "LOADCMP_PURE_PYTHON": "1" if pure else "0"}
+    return json.loads(subprocess.run(cmd, capture_output=True, text=True, check=True, env=env).stdout)
 
 
 def main() -> None:
@@ -85,18 +88,27 @@ def main() -> None:
         rows = []
         for c in levels:
             for keepalive, ref_name in ((True, "wrk"), (False, "ab")):
-                ref, ours, aio = [], [], []
+                ref, ours, pure, aio = [], [], [], []
+                paths = set()
                 for _ in range(args.rounds):
                     ref.append(run_wrk(url, c, args.time, lua) if keepalive else run_ab(url, c, args.time))
-                    ours.append(run_loadcmp(url, c, args.time, keepalive)["completions_per_s"])
+                    doc = run_loadcmp(url, c, args.time, keepalive)
+                    ours.append(doc["completions_per_s"])
+                    paths.add(doc.get("engine_path", "?"))
+                    if not keepalive:
+                        pure.append(run_loadcmp(url, c, args.time, keepalive, pure=True)["completions_per_s"])
                 aio.append(run_loadcmp(url, c, args.time, keepalive, "aiohttp")["completions_per_s"])
                 r, o, a = statistics.mean(ref), statistics.mean(ours), statistics.mean(aio)
-                rows.append((c, "keep-alive" if keepalive else "new conn", ref_name, r, o, o / r, a / r))
+                p = statistics.mean(pure) if pure else None
+                rows.append((c, "keep-alive" if keepalive else "new conn", ref_name, r, o, o / r, a / r,
+                             None if p is None else p / r, "/".join(sorted(paths))))
+                extra = "" if p is None else f"   python loop {p:8.0f} ({p / r:.2f}x)"
                 print(f"c={c:<5} {rows[-1][1]:<10} {ref_name:>3} {r:9.0f} req/s   loadcmp fast {o:9.0f} "
-                      f"({o / r:.2f}x)   aiohttp {a:8.0f} ({a / r:.2f}x)", flush=True)
+                      f"({o / r:.2f}x, {rows[-1][-1]}){extra}   aiohttp {a:8.0f} ({a / r:.2f}x)", flush=True)
         print("\nratios (loadcmp / reference):")
-        for c, mode, name, _r, _o, ratio, aratio in rows:
-            print(f"  c={c:<5} {mode:<10} vs {name}: fast {ratio:.2f}x  aiohttp {aratio:.2f}x")
+        for c, mode, name, _r, _o, ratio, aratio, pratio, path in rows:
+            py = "" if pratio is None else f"  python loop {pratio:.2f}x"
+            print(f"  c={c:<5} {mode:<10} vs {name}: fast {ratio:.2f}x ({path}){py}  aiohttp {aratio:.2f}x")
         big = args.big
         code = ("import resource,subprocess,sys,json;"
                 f"p=subprocess.run({[PY, '-m', 'loadcmp', 'bench', url, '-c', str(big), '-t', '20', '--json', '--client-cpus', '0']!r},"

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Idempotent set-up for loadcmp on a Debian/Ubuntu machine.
-#   - a venv in .venv with loadcmp installed (editable, with test extras)
+#   - a venv in .venv with loadcmp installed (editable, with test extras), its
+#     compiled fast path built with gcc and the Python headers (installed with
+#     apt if missing; without them loadcmp runs its pure-Python loop)
 #   - a Docker engine: if `docker info` fails, install Debian's docker.io and
 #     debootstrap with apt and start dockerd in the background with a raised
 #     open-file limit, then wait until it answers.
@@ -35,12 +37,38 @@ if [ ! -x "$VENV/bin/python" ]; then
     log "creating venv $VENV"
     "$PY" -m venv "$VENV"
 fi
+
+# --- a C compiler and the Python headers: the compiled fast path --------------
+# (loadcmp/load/_cloop.pyx, built by pip below). Optional: without them the
+# install still succeeds and loadcmp runs its pure-Python loop.
+build_deps=()
+if ! command -v cc >/dev/null 2>&1; then
+    build_deps+=(gcc libc6-dev)
+elif ! printf '#include <sys/epoll.h>\n' | cc -E -x c - >/dev/null 2>&1; then
+    build_deps+=(libc6-dev)
+fi
+if ! "$VENV/bin/python" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
+    build_deps+=(python3-dev)
+fi
+if [ ${#build_deps[@]} -gt 0 ]; then
+    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+        apt_install "${build_deps[@]}"
+    else
+        log "not installing ${build_deps[*]} (not root, or no apt): the compiled fast path may not build"
+    fi
+fi
+
 stamp="$VENV/.loadcmp-installed"
-if [ ! -f "$stamp" ] || [ pyproject.toml -nt "$stamp" ]; then
+newer=
+[ -f "$stamp" ] && newer=$(find pyproject.toml setup.py loadcmp/load/_cloop.pyx loadcmp/load/_csys.pxd loadcmp/load/_chttp.h -newer "$stamp")
+if [ ! -f "$stamp" ] || [ -n "$newer" ]; then
     log "installing loadcmp into $VENV"
     "$VENV/bin/pip" install -q --upgrade pip >/dev/null
     "$VENV/bin/pip" install -q -e '.[test]'
     touch "$stamp"
+fi
+if ! "$VENV/bin/python" -c 'import loadcmp.load._cloop' 2>/dev/null; then
+    log "note: the compiled fast path did not build; loadcmp runs its pure-Python loop (\`$VENV/bin/pip install -v -e .\` says why)"
 fi
 
 # --- tools the benchmarks and the report and https tests use ---------------

@@ -29,7 +29,10 @@ class FaultyServer:
     /ok /chunked /close (read-to-close) /500 /404 /reset (RST mid-response)
     /stall (never answers) /slow?ms=N /malformed /stall-after=T (answers /ok,
     but stalls every request from T seconds after start); /mixed answers 200,
-    201, 404, 503 in turn; /split?ms=N sends the head at once and the body N ms later
+    201, 404, 503 in turn; /split?ms=N sends the head at once and the body N ms later;
+    for the compiled loop's response reader: /pieces (chunked, cut across many
+    writes), /204, /interim (a 100 Continue first), /cut (a body short of its
+    length, then a FIN), /garbage (not HTTP at all)
     """
 
     def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
@@ -118,6 +121,26 @@ class FaultyServer:
             ms = int(path.split("ms=")[1]) if "ms=" in path else 100
             await asyncio.sleep(ms / 1000)
             w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: " + conn + b"\r\n\r\nslow")
+        elif path == "/pieces":
+            for piece in (b"HTTP/1.1 200 OK\r\nTransfer-", b"Encoding: chunked\r\nConnection: ", conn,
+                          b"\r\n\r", b"\n5\r", b"\nhel", b"lo\r\n1", b"0;ext=1\r\n0123456789abcdef",
+                          b"\r\n0\r\nX-Trailer: 1\r\n", b"\r\n"):
+                w.write(piece)
+                await w.drain()
+                await asyncio.sleep(0.002)
+        elif path == "/204":
+            w.write(b"HTTP/1.1 204 No Content\r\nConnection: " + conn + b"\r\n\r\n")
+        elif path == "/interim":
+            w.write(b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: " + conn
+                    + b"\r\n\r\nok")
+        elif path == "/cut":
+            w.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly this")
+            await w.drain()
+            return False
+        elif path == "/garbage":
+            w.write(b"SSH-2.0-OpenSSH_9.2\r\n\r\n")
+            await w.drain()
+            return False
         elif path == "/malformed":
             w.write(b"HTTP/1.1 2x0 Bogus\r\nContent-Length: nope\r\n\r\n")
             await w.drain()
@@ -166,6 +189,33 @@ def tls_faulty(tls_cert: tuple[Path, Path]) -> Iterator[FaultyServer]:
     s = FaultyServer(ctx).start()
     yield s
     s.stop()
+
+
+@pytest.fixture(params=["compiled", "python"])
+def loop_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Run a test on both closed loops without keep-alive: the compiled one and the
+    pure-Python fallback (LOADCMP_PURE_PYTHON=1, also in the processes it starts)."""
+    from loadcmp.load.compiled import PURE_ENV, cloop_module
+
+    monkeypatch.setenv(PURE_ENV, "1" if request.param == "python" else "0")
+    if request.param == "compiled" and cloop_module() is None:
+        pytest.skip("the compiled loop is not built here (loadcmp/load/_cloop.pyx)")
+    return str(request.param)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The two loops differ only for the fast engine without keep-alive: a test
+    run with keep-alive or on aiohttp runs once, not once per loop."""
+    keep = []
+    for item in items:
+        params = getattr(item, "callspec", None)
+        p = params.params if params is not None else {}
+        keepalive = p.get("keepalive") or "keep-alive" in str(p.get("case", ""))
+        if p.get("loop_path") == "python" and (keepalive or p.get("engine") == "aiohttp"):
+            config.hook.pytest_deselected(items=[item])
+            continue
+        keep.append(item)
+    items[:] = keep
 
 
 @pytest.fixture()

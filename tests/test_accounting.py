@@ -21,6 +21,8 @@ from loadcmp.load.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
 from loadcmp.load.workers import run_load
 
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+
 
 def seen(port: int) -> int:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/count", timeout=10) as r:

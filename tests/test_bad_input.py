@@ -10,6 +10,8 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+
 
 def _one_line(res, code: int) -> str:
     assert res.exit_code == code, res.output

@@ -11,6 +11,8 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.cli.display import short_url
 
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+
 
 def bench(url: str, *args: str) -> dict:
     res = CliRunner().invoke(cli, ["bench", url, "-c", "3", "-t", "1", "--json", *args])

@@ -24,6 +24,9 @@ from loadcmp.load.summary import check_invariant, result_doc, timeline_rows
 from loadcmp.load.target import make_target
 from loadcmp.load.workers import run_load
 
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+
+
 def seen(port: int) -> int:
     """How many requests the fast server has answered (its /count is not one of them)."""
     with urllib.request.urlopen(f"http://127.0.0.1:{port}/count", timeout=10) as r:

@@ -87,7 +87,9 @@ def bench(port: int, path: str, *args: str) -> dict:
     return json.loads(out)
 
 
-def test_a_client_without_keepalive_against_a_fast_server_is_client_bound(fast_server):
+def test_a_client_without_keepalive_against_a_fast_server_is_client_bound(fast_server, monkeypatch):
+    # the pure-Python loop: the compiled one outruns this Python server, which is then the bottleneck
+    monkeypatch.setenv("LOADCMP_PURE_PYTHON", "1")
     d = bench(fast_server, "/")
     assert d["client_bound"], d["client_busy_pct"]
     assert "busy" in d["client_bound_reason"]
@@ -102,7 +104,8 @@ def test_a_client_waiting_on_a_slow_server_is_not(fast_server):
     assert d["client_bound_reason"] is None and "client_advice" not in d
 
 
-def test_a_client_starved_of_its_cpu_is_client_bound_though_it_used_half(fast_server):
+def test_a_client_starved_of_its_cpu_is_client_bound_though_it_used_half(fast_server, monkeypatch):
+    monkeypatch.setenv("LOADCMP_PURE_PYTHON", "1")  # on half a core the compiled loop can still outrun this server
     with hog_on_cpu0():
         d = bench(fast_server, "/")
     assert d["client_bound"]
@@ -181,10 +184,11 @@ def test_older_results_without_the_client_keys_read_as_not_bound():
     assert not any(v.startswith("Inconclusive") for v in verdicts(res))
 
 
-def test_5000_clients_every_request_accounted_none_sent_after_the_window(fast_server):
-    """A closed loop of 5000 clients without keep-alive on one core: the loop lags,
-    yet every request is accounted, the server saw no request the client started after
-    the window, and the run takes the window plus what starting and closing took."""
+def test_5000_clients_every_request_accounted_none_sent_after_the_window(fast_server, loop_path):
+    """A closed loop of 5000 clients without keep-alive on one core: the loop is at its
+    limit (the pure-Python one lags), yet every request is accounted, the server saw no
+    request the client started after the window, and the run takes the window plus what
+    starting and closing took."""
     import time
     import urllib.request
 
@@ -199,8 +203,10 @@ def test_5000_clients_every_request_accounted_none_sent_after_the_window(fast_se
     assert d["ok"] + d["failed"] + d["unfinished"] == d["started"]
     assert d["ok"] > 0 and d["unfinished"] <= 5000
     assert seen() - before <= d["started"], "a request went out after the window closed"
-    assert d["client_bound"] and "lagged" in d["client_bound_reason"], d["client_bound_reason"]
-    assert "fewer clients" in d["client_advice"]
+    assert d["client_bound"], d
+    if loop_path == "python":  # the compiled loop hands the event loop back every 128 events: no lag to speak of
+        assert "lagged" in d["client_bound_reason"], d["client_bound_reason"]
+        assert "fewer clients" in d["client_advice"]
     assert d["teardown_s"] < 3.0
     # the command: process start-up, the load (its start inside the window), its close
     assert wall < d["duration_s"] + d["teardown_s"] + 8.0, (wall, d["start_s"], d["teardown_s"])

@@ -39,6 +39,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     -n N and no -t, it sends N requests whatever they take (up to a cap that
     only a lost request reaches: `schedules.time_cap`).
     """
+    from ..load.compiled import engine_path
     from ..load.driver import LoadSpec
     from ..load.saturation import Machine, add_advice
     from ..load import tls
@@ -84,6 +85,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         "url": url, "engine": v["engine"], "workers": used,
         "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
+        "engine_path": engine_path(spec.engine, keepalive),
         **({"tls_verify": not insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
         **({"lost": result.lost} if result.lost else {}),

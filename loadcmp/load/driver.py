@@ -135,6 +135,17 @@ class Engine(Generic[S]):
     def abort_all(self) -> None:
         """Drop every connection now (the window has closed)."""
 
+    def settle(self) -> None:
+        """Hand the recorder what the engine still holds (rows batched by the
+        compiled loop): called just before the window is closed."""
+
+    def crashed(self, e: BaseException) -> None:
+        """A client failed outside a task (a loop callback): stop the load, which
+        then fails rather than reporting the requests the dead client never sent."""
+        if self._failure is None:
+            self._failure = e
+        self._stopping.set()
+
     def may_start(self, t: float) -> bool:
         """May a request start at `t`? Not once the window has closed, even when
         a lagging loop gets to it late: it could only end as unfinished. Nor
@@ -185,6 +196,7 @@ class Engine(Generic[S]):
         self.running = False
         self._last_sample(t_stop, t0)
         measured = max(0.0, min(spec.duration, t_stop - t0))
+        self.settle()
         result = self.rec.close(measured if interrupted else None)
         result.interrupted = interrupted
         ticker.cancel()
@@ -229,9 +241,7 @@ class Engine(Generic[S]):
         self.tasks.discard(t)
         if t.cancelled() or t.exception() is None:
             return
-        if self._failure is None:
-            self._failure = t.exception()
-        self._stopping.set()
+        self.crashed(t.exception())  # type: ignore[arg-type]
 
     # --- the schedules' loops (schedules.Driver) ------------------------------------
     def start_closed(self, schedule: Closed) -> None:

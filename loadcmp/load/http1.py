@@ -6,7 +6,8 @@ chunked, read-to-close). Three paths, one per kind of client:
 * closed loop with keep-alive: the next request is written straight from the
   protocol callback (`_answered_then_send_next`), with no coroutine switch in between, which is
   what keeps it near wrk's speed;
-* closed loop without keep-alive: `rawclient.RawClient`, no transports at all
+* closed loop without keep-alive: the compiled loop (`compiled.py`, `_cloop.pyx`),
+  or where it is not built `rawclient.RawClient`; no transports either way
   (over https the callback path, a new connection per request: TLS needs transports);
 * everything else (ramp, rate): one small coroutine per request (`request`).
 
@@ -20,6 +21,7 @@ import contextlib
 import socket
 from typing import Any
 
+from .compiled import make_cloop
 from .conn import CONNECTING, IDLE, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
@@ -47,6 +49,8 @@ class FastEngine(Engine[Slot]):
         self.port = spec.target.port
         self._sources_used = 0
         self.raw: list[RawClient] = []
+        self.cloop: Any = None
+        """The compiled closed loop without keep-alive, when it runs (`compiled.make_cloop`)."""
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family: int = info[0]
         self.sockaddr: Any = info[4]
@@ -80,11 +84,20 @@ class FastEngine(Engine[Slot]):
         for r in self.raw:
             with contextlib.suppress(Exception):
                 r.abandon()
+        if self.cloop is not None:
+            self.cloop.abort()
+
+    def settle(self) -> None:
+        if self.cloop is not None:
+            self.cloop.flush()
 
     def start_closed(self, schedule: Closed) -> None:
         if self.target.keepalive or self.ssl is not None:  # TLS needs transports: a connection per request there too
             for _ in range(schedule.connections):
                 self._spawn(self._keepalive_client())
+        elif (cloop := make_cloop(self, schedule.connections, asyncio.get_running_loop())) is not None:
+            self.cloop = cloop
+            cloop.start()
         else:
             for _ in range(schedule.connections):
                 r = RawClient(self)

@@ -1,0 +1,419 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The closed loop without keep-alive in C: what `rawclient.RawClient` does, minus Python per request.
+
+The kernel's cost per connection is the same in every client; the ~60 us of Python a
+request on top kept RawClient at ~0.65x ab. One epoll set of our own holds every socket;
+its fd is one reader of the running loop, and `_drain` connects, sends, reads, parses
+(`_chttp.h`) and closes in C. Python is left with `Recorder.start` once a request (it takes
+the -n ticket) and finished rows handed to `Recorder.done_many` in batches.
+"""
+
+from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR, ENOBUFS, ENOTCONN
+from libc.math cimport NAN, isnan
+from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memset, strerror
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from posix.unistd cimport close
+
+from .driver import BACKOFF_S
+from .outcomes import (CONNECT_REFUSED, CONNECT_TIMEOUT, HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, TIMEOUT,
+                       kind_of_error)
+
+from ._csys cimport *
+
+cdef enum:
+    IDLE, CONNECTING, WAITING, DRAINING, BACKOFF  # conn.py's phases, and a pause before a retry
+    BUFSIZE = 262144
+    MAXEVENTS = 128  # per call of the loop: ~100 us of kernel each, so the loop lags ~13 ms at most
+    MAXROWS = 2048
+
+cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, REFUSED_ = CONNECT_REFUSED
+cdef int CTIMEOUT_ = CONNECT_TIMEOUT, RESET_ = RESET, TIMEOUT_ = TIMEOUT, PROTO_ = PROTOCOL_ERROR
+cdef double TICK_S = 0.05  # deadlines checked and rows handed over this often
+cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
+
+
+cdef inline double now() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)  # time.monotonic()'s clock
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+cdef inline int kind_of_status(int status) noexcept:
+    return HTTP_5XX_ if status >= 500 else (HTTP_4XX_ if status >= 400 else OK_)
+
+
+
+def parse(chunks, bint head=False):
+    """Feed `chunks` to the response reader, then an EOF: (result, status, keepalive, nobody)
+    after the chunk that ended it (result 1 complete, -1 bad, 0 cut short). For the tests."""
+    cdef resp_t r
+    memset(&r, 0, sizeof(r))
+    resp_reset(&r, head)
+    got = R_MORE
+    for c in chunks:
+        if got == R_MORE:
+            got = resp_feed(&r, <bytes>c, len(c))
+    out = (got if got != R_MORE else int(resp_eof(&r) == R_COMPLETE), r.status, r.keepalive, r.nobody)
+    resp_free(&r)
+    return out
+
+
+cdef class CLoop:
+    """Every client of one engine's closed loop without keep-alive."""
+
+    cdef Client *clients
+    cdef int n, epfd, nrows, nretry, counted_inflight
+    cdef int *retry
+    cdef double *retry_at
+    cdef Row *rows
+    cdef char *buf
+    cdef epoll_event *events
+    cdef sockaddr_storage addr
+    cdef socklen_t addrlen
+    cdef int family
+    cdef bytes request
+    cdef double timeout, t_end
+    cdef bint is_head, stopped, spread, budget
+    cdef object engine, rec, loop, dtype, done_many, frombuffer, tick_handle, retry_handle
+
+    def __init__(self, engine, int clients, loop, dtype, done_many):
+        import numpy
+        names = ("kind", "status", "t_intended", "t_sent", "t_end", "nbytes", "connect", "write", "wait", "read")
+        offsets = [0, 1, 3, 11, 19, 27, 35, 43, 51, 59]
+        if (dtype.names != names or dtype.itemsize != sizeof(Row) or sizeof(Row) != 67
+                or [dtype.fields[f][1] for f in names] != offsets or not dtype.isnative):
+            raise ImportError("RECORD_DTYPE is not the row this module writes")
+        self.frombuffer = numpy.frombuffer
+        self.engine, self.rec, self.loop, self.dtype, self.done_many = engine, engine.rec, loop, dtype, done_many
+        self.n = clients
+        self.request = engine.request_bytes
+        self.timeout = engine.timeout
+        self.t_end = engine.t_end
+        self.is_head = engine.is_head
+        self.spread = engine.spec.spread_sources
+        self.budget = engine.budget is not None
+        self.family = engine.family
+        self._set_addr(&self.addr, engine.family, engine.sockaddr[0], engine.sockaddr[1],
+                       engine.sockaddr[3] if len(engine.sockaddr) > 3 else 0)
+        self.addrlen = sizeof(sockaddr_in6) if self.family == AF_INET6 else sizeof(sockaddr_in)
+        self.clients = <Client *>calloc(clients, sizeof(Client))
+        self.retry = <int *>malloc(clients * sizeof(int))
+        self.retry_at = <double *>malloc(clients * sizeof(double))
+        self.rows = <Row *>malloc(MAXROWS * sizeof(Row))
+        self.buf = <char *>malloc(BUFSIZE)
+        self.events = <epoll_event *>malloc(MAXEVENTS * sizeof(epoll_event))
+        if not (self.clients and self.retry and self.retry_at and self.rows and self.buf and self.events):
+            raise MemoryError()
+        for i in range(clients):
+            self.clients[i].fd = -1
+        self.epfd = epoll_create1(EPOLL_CLOEXEC)
+        if self.epfd < 0:
+            raise OSError(errno, strerror(errno).decode())
+
+    cdef void _set_addr(self, sockaddr_storage *sa, int family, str host, int port, int scope) except *:
+        cdef sockaddr_in *a4 = <sockaddr_in *>sa
+        cdef sockaddr_in6 *a6 = <sockaddr_in6 *>sa
+        memset(sa, 0, sizeof(sockaddr_storage))
+        h = host.encode()
+        if family == AF_INET6:
+            a6.sin6_family, a6.sin6_port, a6.sin6_scope_id = AF_INET6, htons(port), scope
+            ok = inet_pton(AF_INET6, h, &a6.sin6_addr)
+        else:
+            a4.sin_family, a4.sin_port = AF_INET, htons(port)
+            ok = inet_pton(AF_INET, h, &a4.sin_addr)
+        if ok != 1:
+            raise ValueError(f"not a numeric address: {host!r}")
+
+    def __dealloc__(self):
+        for i in range(self.n if self.clients else 0):
+            if self.clients[i].fd >= 0:
+                close(self.clients[i].fd)
+            resp_free(&self.clients[i].resp)
+        free(self.clients); free(self.retry); free(self.retry_at); free(self.rows); free(self.buf); free(self.events)
+        if self.epfd >= 0:
+            close(self.epfd)
+
+    # --- the Python side: start, the loop's callbacks, stop -------------------------------
+    def start(self):
+        """Register our epoll fd with the loop and start every client."""
+        self.loop.add_reader(self.epfd, self._drain)
+        self.tick_handle = self.loop.call_later(TICK_S, self._tick)
+        for i in range(self.n):
+            self._start(&self.clients[i])
+
+    def _drain(self):
+        cdef int j, got
+        cdef uint64_t d
+        cdef Client *c
+        try:
+            got = epoll_wait(self.epfd, self.events, MAXEVENTS, 0)
+            for j in range(got):
+                d = self.events[j].data.u64
+                c = &self.clients[<uint32_t>d]
+                if c.fd < 0 or c.gen != <uint32_t>(d >> 32):
+                    continue
+                if c.phase == CONNECTING:
+                    self._writable(c)
+                elif c.phase == WAITING or c.phase == DRAINING:
+                    self._readable(c)
+        except BaseException as e:
+            self._crash(e)
+
+    def _tick(self):
+        """Deadlines (connect_timeout, timeout, a server that never closes), and the rows so far."""
+        cdef int i
+        cdef double t
+        cdef Client *c
+        self.tick_handle = None
+        try:
+            if self.stopped:
+                return
+            t = now()
+            for i in range(self.n):
+                c = &self.clients[i]
+                if CONNECTING <= c.phase <= DRAINING and c.deadline < t:
+                    if c.phase == CONNECTING:
+                        c.t_sent = c.t_intended
+                        self._end(c, CTIMEOUT_, t, 0)
+                    elif c.phase == WAITING:
+                        self._end(c, TIMEOUT_, t, 0)
+                    else:
+                        self._next(c, 0.0)
+            self.flush()
+            self.tick_handle = self.loop.call_later(TICK_S, self._tick)
+        except BaseException as e:
+            self._crash(e)
+
+    def _retry(self):
+        """Start the clients whose pause after a refused connect is over."""
+        self.retry_handle = None
+        try:
+            t, waiting, self.nretry = now(), [(self.retry[k], self.retry_at[k]) for k in range(self.nretry)], 0
+            for i, at in waiting:  # those not due yet go back on the list
+                if at > t:
+                    self.retry[self.nretry], self.retry_at[self.nretry] = i, at
+                    self.nretry += 1
+                else:
+                    self.clients[<int>i].phase = IDLE
+                    self._start(&self.clients[<int>i])
+            if self.nretry and self.retry_handle is None and not self.stopped:
+                self.retry_handle = self.loop.call_later(RETRY_S, self._retry)
+        except BaseException as e:
+            self._crash(e)
+
+    def _crash(self, e):
+        """A bug here must fail the load, not leave it quietly short of clients."""
+        self.abort()
+        self.engine.crashed(e)
+
+    def flush(self):
+        """Hand the finished rows to the recorder (`Recorder.done_many`)."""
+        cdef int k = self.nrows
+        if k == 0:
+            return
+        self.nrows = 0
+        data = (<char *>self.rows)[:k * sizeof(Row)]
+        self.done_many(self.frombuffer(data, self.dtype))
+
+    def abort(self):
+        """The window has closed: every socket shut at once, nothing started again. A
+        request still connecting was never sent: the recorder takes it back (`unsent`)."""
+        cdef int i
+        cdef Client *c
+        if self.stopped:
+            return
+        self.stopped = True
+        for i in range(self.n):
+            c = &self.clients[i]
+            if c.phase == CONNECTING and c.fd >= 0:
+                self.rec.unsent(c.t_intended, <bint>c.counted)
+                c.counted = 0
+        self.loop.remove_reader(self.epfd)
+        for h in (self.tick_handle, self.retry_handle):
+            h is not None and h.cancel()
+        self.tick_handle = self.retry_handle = None
+        for i in range(self.n):
+            c = &self.clients[i]
+            if c.fd >= 0:
+                close(c.fd)
+                c.fd = -1
+            c.phase = IDLE
+        close(self.epfd)
+        self.epfd = -1
+
+    # --- one request, in C ----------------------------------------------------------------
+    cdef void _start(self, Client *c) except *:
+        cdef double t = now()
+        if self.stopped or t >= self.t_end or not self.engine.running:
+            return
+        if self.budget and not self.engine.may_start(t):
+            return
+        c.counted = <bint>self.rec.start(t)  # takes the -n ticket; False in the warm-up (sent all the same)
+        if c.counted:
+            self.counted_inflight += 1
+        c.t_intended = c.t_sent = c.t_connect = t
+        c.deadline = t + self.timeout
+        c.t_up = c.t_written = c.t_first = NAN
+        c.nbytes = 0
+        c.registered = 0
+        resp_reset(&c.resp, self.is_head)
+        c.fd = socket(self.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+        if c.fd < 0:
+            self._failed(c, errno, RETRY_S)
+            return
+        if self.spread and not self._bind(c):
+            return
+        c.t_connect = now()
+        if connect(c.fd, <sockaddr *>&self.addr, self.addrlen) != 0 and errno != EINPROGRESS:
+            self._failed(c, errno, RETRY_S)
+        elif not self._send(c, True):
+            c.phase = CONNECTING  # on loopback the handshake is mostly done by now; else wait for it
+            self._watch(c, EPOLLOUT)
+
+    cdef bint _bind(self, Client *c) except *:
+        cdef sockaddr_storage local
+        host, port = self.engine.local_addr()
+        self._set_addr(&local, AF_INET, host, port, 0)
+        if bind(c.fd, <sockaddr *>&local, sizeof(sockaddr_in)) != 0:
+            self._failed(c, errno, RETRY_S)
+            return False
+        return True
+
+    cdef void _watch(self, Client *c, uint32_t events) except *:
+        cdef epoll_event ev
+        ev.events = events
+        ev.data.u64 = (<uint64_t>c.gen << 32) | <uint64_t>(c - self.clients)
+        if epoll_ctl(self.epfd, EPOLL_CTL_MOD if c.registered else EPOLL_CTL_ADD, c.fd, &ev) != 0:
+            raise OSError(errno, "epoll_ctl: " + strerror(errno).decode())
+        c.registered = 1
+
+    cdef bint _send(self, Client *c, bint early) except *:
+        """Write the request; False (early only) while the connection is not up yet."""
+        cdef Py_ssize_t want = len(self.request)
+        c.t_sent = now()
+        cdef ssize_t sent = send(c.fd, <char *>self.request, want, MSG_NOSIGNAL)
+        if sent == want:
+            c.t_written = now()
+            if isnan(c.t_up):
+                c.t_up = c.t_sent
+            c.phase = WAITING
+            self._watch(c, EPOLLIN)
+            return True
+        if sent >= 0:  # only a body larger than the socket buffer does this
+            self._failed(c, ENOBUFS, RETRY_S if early else 0.0)
+        elif early and (errno == EAGAIN or errno == ENOTCONN):
+            return False
+        else:  # early: still inside _start, so never straight back into it
+            self._failed(c, errno, RETRY_S if early else 0.0)
+        return True
+
+    cdef void _writable(self, Client *c) except *:
+        cdef int err = 0
+        cdef socklen_t n = sizeof(err)
+        getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &n)
+        if err:
+            self._failed(c, err, 0.0)
+            return
+        c.t_up = now()
+        if not self._send(c, False):
+            self._failed(c, EAGAIN, 0.0)
+
+    cdef void _readable(self, Client *c) except *:
+        cdef ssize_t got
+        cdef double t
+        cdef int r
+        while True:
+            got = recv(c.fd, self.buf, BUFSIZE, 0)
+            if got > 0:
+                if c.phase == DRAINING:
+                    continue
+                t = now()
+                if isnan(c.t_first):
+                    c.t_first = t
+                c.nbytes += got
+                r = resp_feed(&c.resp, self.buf, got)
+                if r == R_BAD:
+                    self._end(c, PROTO_, t, 0)
+                    return
+                if r == R_COMPLETE:
+                    self._record(c, kind_of_status(c.resp.status), t, c.resp.status, t)
+                    if c.resp.nobody or c.resp.keepalive:
+                        self._next(c, 0.0)
+                        return
+                    c.phase = DRAINING  # let the server close first, as webbench reads to EOF
+                    c.deadline = t + 1.0
+                    continue  # its close is usually there already: one wake-up less
+                if got < BUFSIZE:
+                    return  # the rest has not come yet (the socket stays readable if it has)
+            elif got == 0:
+                if c.phase == DRAINING:
+                    self._next(c, 0.0)
+                elif resp_eof(&c.resp) == R_COMPLETE:  # a read-to-close body ended
+                    t = now()
+                    self._end(c, kind_of_status(c.resp.status), t, c.resp.status, t)
+                else:
+                    self._end(c, RESET_, now(), 0)
+                return
+            elif errno == EAGAIN:
+                return
+            elif errno != EINTR:
+                if c.phase == DRAINING:
+                    self._next(c, 0.0)  # answered in full, then reset: nothing more to record
+                else:
+                    self._end(c, RESET_, now(), 0)
+                return
+
+    # --- endings --------------------------------------------------------------------------
+    cdef void _failed(self, Client *c, int err, double later) except *:
+        """A socket error, named as outcomes.kind_of_error names it."""
+        kind, name = kind_of_error(OSError(err, strerror(err).decode()))
+        if c.counted and name is not None:
+            self.rec.client_error(name)
+        if name is not None:
+            later = max(later, BACKOFF_S)
+        elif kind == REFUSED_:
+            later = max(later, RETRY_S)
+        c.t_sent = c.t_intended
+        self._record(c, kind, now(), 0, NAN)
+        self._next(c, later)
+
+    cdef void _end(self, Client *c, int kind, double t, int status, double t_done=NAN) except *:
+        self._record(c, kind, t, status, t_done)
+        self._next(c, RETRY_S if kind == REFUSED_ else 0.0)
+
+    cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *:
+        """A counted request ended at `t` (`t_done`: its response complete)."""
+        if not c.counted:
+            return
+        c.counted = 0
+        self.counted_inflight -= 1
+        cdef Row *w = &self.rows[self.nrows]
+        self.nrows += 1
+        w.kind, w.status, w.t_intended, w.t_sent, w.t_end, w.nbytes = kind, status, c.t_intended, c.t_sent, t, c.nbytes
+        w.connect = c.t_up - c.t_connect  # NaN propagates: a phase that did not happen
+        w.write = c.t_written - c.t_sent
+        w.wait = c.t_first - c.t_written
+        w.read = t_done - c.t_first
+        # Each hand-over costs ~0.2 ms whatever its size: hand over when full, on the tick, and
+        # at once when this was the last of the -n requests (the load ends when it is recorded).
+        if self.nrows == MAXROWS or (self.counted_inflight == 0 and self.budget and not self.engine.may_start(t)):
+            self.flush()
+
+    cdef void _next(self, Client *c, double later) except *:
+        """Close, then the client's next request: now, or after a pause."""
+        if c.fd >= 0:
+            close(c.fd)  # leaves the epoll set by itself
+            c.fd = -1
+            c.gen += 1
+        c.phase = IDLE
+        if self.stopped:
+            return
+        if later <= 0.0:
+            self._start(c)
+            return
+        c.phase = BACKOFF
+        self.retry[self.nretry] = <int>(c - self.clients)
+        self.retry_at[self.nretry] = now() + later
+        self.nretry += 1
+        if self.retry_handle is None:
+            self.retry_handle = self.loop.call_later(later, self._retry)

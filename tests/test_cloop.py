@@ -1,0 +1,141 @@
+"""The compiled closed loop (loadcmp/load/_cloop.pyx, _chttp.h): its response reader at
+the edges, the same outcomes as the pure-Python loop against misbehaving servers, and
+how the loop is chosen. The engine tests run on both loops too (conftest's loop_path)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.load.compiled import PURE_ENV, cloop_module, engine_path
+from loadcmp.load.driver import LoadSpec
+from loadcmp.load.schedules import Closed
+from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.target import make_target
+from loadcmp.load.workers import run_load
+
+COMPLETE, BAD, CUT = 1, -1, 0
+
+
+@pytest.fixture(scope="module")
+def creader():
+    mod = cloop_module()
+    if mod is None:
+        pytest.skip("the compiled loop is not built here")
+    return mod.parse
+
+
+def every_split(data: bytes) -> list[list[bytes]]:
+    """`data` cut in two at every place, and byte by byte."""
+    return [[data[:i], data[i:]] for i in range(1, len(data))] + [[data[i:i + 1] for i in range(len(data))]]
+
+
+CHUNKED = (b"HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n"
+           b"5\r\nhello\r\nA;name=value\r\n0123456789\r\n0\r\nX-Trailer: yes\r\n\r\n")
+
+
+def test_chunked_is_read_to_its_end_however_it_is_cut(creader):
+    for chunks in every_split(CHUNKED):
+        assert creader(chunks) == (COMPLETE, 200, 1, 0), chunks
+    assert creader([CHUNKED[:-2]]) == (CUT, 200, 1, 0)  # no empty line after the trailer: cut short
+
+
+@pytest.mark.parametrize("bad", [
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",  # no hex size
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhelloXY0\r\n\r\n",  # no CRLF after the data
+    b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nFFFFFFFFFFFFFFFFFF\r\n",  # a size past 2**63
+    b"HTTP/1.1 200 OK\r\nContent-Length: nope\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nhello",
+    b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\nTransfer-Encoding: chunked\r\n\r\n",  # ambiguous framing
+    b"HTTP/1.1 2x0 Bogus\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nno colon here\r\n\r\n",
+    b"HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n",
+    b"SSH-2.0-OpenSSH_9.2\r\n",
+    b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03\n",  # a TLS hello
+])
+def test_garbage_is_bad_at_once(creader, bad):
+    assert creader([bad])[0] == BAD
+    assert creader([bad[:7], bad[7:]])[0] == BAD
+
+
+def test_lengths_closes_and_bodiless_answers(creader):
+    assert creader([b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", b"lo"]) == (COMPLETE, 200, 1, 0)
+    assert creader([b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel"]) == (CUT, 200, 1, 0)
+    assert creader([b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nConnection: close\r\n\r\n"]) == (COMPLETE, 404, 0, 0)
+    # no length: the body ends when the server closes (read-to-close), which the reader sees as an EOF
+    assert creader([b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nread until", b" the end"]) == (COMPLETE, 200, 0, 0)
+    assert creader([b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"]) == (COMPLETE, 200, 1, 0)
+    for status in (204, 304):
+        assert creader([b"HTTP/1.1 %d X\r\nContent-Length: 10\r\n\r\n" % status]) == (COMPLETE, status, 1, 1)
+    assert creader([b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\n"], head=True) == (COMPLETE, 200, 1, 1)
+    # bare LF line ends; an interim 100 before the answer; a head cut mid-line is cut short, not bad
+    assert creader([b"HTTP/1.1 200 OK\nContent-Length: 2\n\nok"]) == (COMPLETE, 200, 1, 0)
+    assert creader([b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"])[:2] == (1, 201)
+    assert creader([b"HTTP/1.1 200 OK\r\nContent-Len"])[0] == CUT
+    long_header = b"X-Big: " + b"a" * 100_000 + b"\r\n"
+    assert creader([b"HTTP/1.1 200 OK\r\n", long_header[:5000], long_header[5000:], b"Content-Length: 0\r\n\r\n"])[0] == 1
+    assert creader([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 300_000])[0] == BAD  # a line past 256 KiB
+
+
+def load(url: str, clients: int = 3, duration: float = 1.0, timeout: float = 10.0):
+    return run_load(LoadSpec(make_target(url), Closed(clients), duration, timeout=timeout))
+
+
+@pytest.mark.parametrize("path, kind", [("/pieces", "ok"), ("/close", "ok"), ("/204", "ok"), ("/interim", "ok"),
+                                        ("/cut", "reset"), ("/garbage", "protocol_error"),
+                                        ("/malformed", "protocol_error")])
+def test_both_loops_end_each_answer_the_same_way(faulty, loop_path, path, kind):
+    r = load(faulty.url(path))
+    counts = r.counts()
+    assert counts[kind] > 0 and not {k: v for k, v in counts.items() if k != kind and v}, (loop_path, counts)
+    assert check_invariant(result_doc(r))
+
+
+def test_both_loops_record_status_codes_and_phases(faulty, loop_path):
+    r = load(faulty.url("/ok"))
+    ok = r.counts()["ok"]
+    assert ok > 50 and r.status_codes == {200: ok}, r.status_codes
+    for name in ("connect", "write", "wait", "read"):
+        h = r.phases[name]
+        assert h.count == ok and 0 <= h.min_s <= h.max_s < 1.0, (name, h.count, h.min_s, h.max_s)
+
+
+def test_the_window_and_the_count_hold_on_both_loops(fast_server, loop_path):
+    """-n and no -n, with a warm-up: what the server saw is exactly what was accounted."""
+    import urllib.request
+
+    def seen() -> int:
+        with urllib.request.urlopen(f"http://127.0.0.1:{fast_server}/count", timeout=10) as f:
+            return int(f.read())
+
+    before = seen()
+    r = run_load(LoadSpec(make_target(f"http://127.0.0.1:{fast_server}/"), Closed(20), 1.0, warmup=0.3))
+    doc = result_doc(r)
+    assert check_invariant(doc) and doc["warmup_requests"] > 0
+    assert seen() - before == doc["started"] + doc["warmup_requests"], doc
+
+
+def test_which_loop_runs(monkeypatch):
+    monkeypatch.setenv(PURE_ENV, "1")
+    assert cloop_module() is None and engine_path("fast", False) == "python"
+    monkeypatch.setenv(PURE_ENV, "0")
+    built = cloop_module() is not None
+    assert engine_path("fast", False) == ("compiled" if built else "python")
+    assert engine_path("fast", True) == engine_path("aiohttp", False) == "python"
+
+
+def test_the_install_built_the_compiled_loop():
+    """With a C compiler on the machine, the normal install must have built it."""
+    if shutil.which("gcc") is None and shutil.which("cc") is None:
+        pytest.skip("no C compiler: the pure-Python loop is what runs here")
+    assert cloop_module() is not None, "pip install -e . did not build loadcmp/load/_cloop.pyx"
+
+
+def test_bench_json_says_which_loop_ran(faulty, loop_path):
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", "2", "-t", "0.5", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["engine_path"] == loop_path
