@@ -88,7 +88,7 @@ def test_done_many_is_done_for_each_row():
         c = float(row["connect"])
         marks = (t_sent - c, t_sent, t_sent + float(row["write"]), t_sent + float(row["write"]) + float(row["wait"]))
         one.done(int(row["kind"]), float(row["t_intended"]), t_sent, t_end, int(row["nbytes"]), int(row["status"]),
-                 (marks[0] if c == c else float("nan"), *marks[1:]))
+                 (marks[0] if c == c else float("nan"), *marks[1:], t_end))
     many.done_many(rows[:1234])
     many.done_many(rows[1234:])
     a, b = one.close(), many.close()

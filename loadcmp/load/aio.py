@@ -91,7 +91,7 @@ class AiohttpEngine(Engine[None]):
                 rec.unsent(t_intended, counted)
             raise
         t_sent = trace.get("t_sent", t_intended)
-        marks = (trace.get("t_connect", math.nan), t_sent, trace.get("t_written", t_sent), t_first) if status else None
-        if self._record(counted, kind, t_intended, t_sent, nbytes, client_error, status, marks):
+        began = (trace.get("t_connect", math.nan), t_sent, trace.get("t_written", t_sent), t_first) if status else None
+        if self._record(counted, kind, t_intended, t_sent, nbytes, client_error, status, began):
             await asyncio.sleep(BACKOFF_S)
         return None

@@ -17,7 +17,7 @@ from typing import Any
 import httptools
 
 from .outcomes import PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_status
-from .recorder import Marks
+from .recorder import Began
 
 now = time.monotonic
 NAN = math.nan
@@ -46,7 +46,7 @@ class Conn(Framing, asyncio.Protocol):
     __slots__ = (
         "open_conns", "transport", "parser", "on_done", "active", "nbytes", "status",
         "headers_done", "closed", "closed_fut", "is_head", "reusable",
-        "t_intended", "counted", "t_connect", "t_sent", "t_written", "t_first",
+        "t_intended", "counted", "t_connect", "t_sent", "t_written", "t_first", "t_rx",
     )
 
     def __init__(self, open_conns: set[Conn], is_head: bool) -> None:
@@ -69,6 +69,8 @@ class Conn(Framing, asyncio.Protocol):
         self.t_connect = NAN
         """When this connection's connect began, until its first request is recorded (then NaN: reused)."""
         self.t_sent = self.t_written = self.t_first = 0.0
+        self.t_rx = 0.0
+        """While `data_received` runs: when the data came (a response that ends in it ended then)."""
 
     # asyncio.Protocol
     def connection_made(self, transport: Any) -> None:
@@ -76,8 +78,9 @@ class Conn(Framing, asyncio.Protocol):
         self.open_conns.add(self)
 
     def data_received(self, data: bytes) -> None:
+        self.t_rx = t = now()  # one clock read serves the first byte and the end of most answers
         if not self.t_first:
-            self.t_first = now()
+            self.t_first = t
         self.nbytes += len(data)
         try:
             self.parser.feed_data(data)
@@ -85,6 +88,7 @@ class Conn(Framing, asyncio.Protocol):
             self.reusable = False
             self._finish(PROTOCOL_ERROR)
             self.transport.abort()
+        self.t_rx = 0.0
 
     def eof_received(self) -> bool:
         return False
@@ -114,22 +118,23 @@ class Conn(Framing, asyncio.Protocol):
             self._finish(kind_of_status(self.status))
 
     # ours
-    def send(self, request: bytes) -> None:
+    def send(self, request: bytes, t_sent: float) -> None:
+        """Write the request; `t_sent` is the caller's clock read of just now (one less on the hot path)."""
         self.active = True
         self.nbytes = 0
         self.status = 0
         self.framed = False
         self.headers_done = False
         self.t_first = 0.0
-        self.t_sent = now()
+        self.t_sent = t_sent
         self.transport.write(request)
         self.t_written = now()
 
-    def marks(self, t_end: float) -> Marks:
-        """The phases of the answer that just ended at `t_end`; the next one is on a reused connection."""
-        m = self.t_connect, self.t_sent, self.t_written, self.t_first or t_end
+    def began(self) -> Began:
+        """When the phases of the answer that just ended began; the next one is on a reused connection."""
+        b = self.t_connect, self.t_sent, self.t_written, self.t_first or now()
         self.t_connect = NAN
-        return m
+        return b
 
     def _finish(self, kind: int) -> None:
         if not self.active:

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from ..errors import LoadError
 from .outcomes import OK
-from .recorder import Marks, Recorder, Result
+from .recorder import Began, Recorder, Result
 from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse
 from .schedules import Closed, Ramp, Rate, Schedule
 from .target import Target
@@ -161,7 +161,7 @@ class Engine(Generic[S]):
 
     # --- one request's end ---------------------------------------------------------
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
-                client_error: str | None = None, status: int = 0, marks: Marks | None = None) -> bool:
+                client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool:
         """Record a request that ended now (if it counted), naming the client's
         own error if there was one; True when the client should back off."""
         if counted:
@@ -169,7 +169,8 @@ class Engine(Generic[S]):
             assert rec is not None
             if client_error is not None:
                 rec.client_error(client_error)
-            rec.done(kind, t_intended, t_sent, now(), nbytes, status, marks)
+            t = now()
+            rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t))
         return client_error is not None
 
     # --- the run -------------------------------------------------------------------

@@ -22,7 +22,7 @@ import socket
 from typing import Any
 
 from .compiled import make_cloop
-from .conn import CONNECTING, IDLE, WAITING, Conn, Slot
+from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
 from . import tls
@@ -157,29 +157,31 @@ class FastEngine(Engine[Slot]):
                     break
                 conn.closed_fut = loop.create_future()
                 conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
-                self._send_on_open_connection(slot, conn, t, counted)
+                self._send_on_open_connection(slot, conn, t, counted, now())
                 await conn.closed_fut
         finally:
             self.slots.discard(slot)
 
-    def _send_on_open_connection(self, slot: Slot, conn: Conn, t: float, counted: bool) -> None:
+    def _send_on_open_connection(self, slot: Slot, conn: Conn, t: float, counted: bool, t_sent: float) -> None:
         conn.t_intended = t
         conn.counted = counted
         slot.deadline = t + self.timeout
         slot.phase = WAITING
-        conn.send(self.request_bytes)
+        conn.send(self.request_bytes, t_sent)
 
     def _answered_then_send_next(self, slot: Slot, conn: Conn, kind: int) -> None:
-        # The hottest path: the recorder is called inline, not through `_record`.
-        t = now()
+        # The hottest path: the recorder is called inline, not through `_record`, with the
+        # clock read when the data came (`t_rx`) when the answer ended in it.
+        t = conn.t_rx or now()
         slot.phase = IDLE
         rec = self.rec
         assert rec is not None
-        marks = conn.marks(t)  # also for a warm-up request: the next one is on a reused connection
+        marks = conn.t_connect, conn.t_sent, conn.t_written, conn.t_first or t, t
+        conn.t_connect = NAN  # also after a warm-up request: the next one is on a reused connection
         if conn.counted:
             rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks)
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
-            self._send_on_open_connection(slot, conn, t, rec.start(t))
+            self._send_on_open_connection(slot, conn, t, rec.start(t), t)
         elif not conn.closed:
             conn.transport.close()
 
@@ -224,10 +226,10 @@ class FastEngine(Engine[Slot]):
         slot.deadline = t_sent + self.timeout
         slot.phase = WAITING
         slot.timed_out = False
-        conn.send(self.request_bytes)
+        conn.send(self.request_bytes, t_sent)
         kind = await fut
         slot.phase = IDLE
-        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.marks(now()))
+        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.began())
         if self.target.keepalive and kind <= HTTP_5XX and conn.reusable and not conn.closed:
             return slot
         if not conn.closed:

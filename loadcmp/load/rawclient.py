@@ -27,7 +27,7 @@ from .outcomes import (
     kind_of_error,
     kind_of_status,
 )
-from .recorder import Marks, Recorder
+from .recorder import Began, Recorder
 
 
 class RawHost(Protocol):
@@ -46,7 +46,7 @@ class RawHost(Protocol):
     def may_start(self, t: float) -> bool: ...
 
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
-                client_error: str | None = None, status: int = 0, marks: Marks | None = None) -> bool: ...
+                client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool: ...
 
 
 class RawClient:
@@ -210,7 +210,7 @@ class RawClient:
             self.phase = DRAINING  # let the server close first, as webbench reads to EOF
             self.deadline = now() + 1.0
 
-    def _marks(self) -> Marks:
+    def _marks(self) -> Began:
         """The answer's phases; the connect began with the request."""
         return self.t_intended, self.t_sent, self.t_written, self.t_first or now()
 

@@ -21,7 +21,7 @@ from .outcomes import HTTP_5XX
 from .result import PHASES, Result, Second, StoppedBy
 from .saturation import ClientSample
 
-__all__ = ["RECORD_DTYPE", "PHASES", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy"]
+__all__ = ["RECORD_DTYPE", "PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy"]
 """Histogram, Result and Second are re-exported: readers of results import them from here."""
 
 
@@ -32,9 +32,14 @@ RECORD_DTYPE = np.dtype([
 """One ended request, for engines that hand over their requests in batches (`Recorder.done_many`):
 times in `time.monotonic()` seconds, status 0 without a response, phases as durations (NaN: not there)."""
 
-Marks = tuple[float, float, float, float]
-"""When a response's phases began: the connect (NaN on a reused connection), the send, the end of
-the write, the first byte of the answer; the response's end closes the last one."""
+Marks = tuple[float, float, float, float, float]
+"""When a response's phases began and ended: the connect (NaN on a reused connection), the send, the end
+of the write, the first byte of the answer, the answer's end. Kept as they are, one C call a response;
+the durations are taken once a second (`_fold_phases`)."""
+Began = tuple[float, float, float, float]
+"""The first four `Marks`, as an engine knows them before the end is read (`Engine._record` adds it)."""
+STATUS_SLOTS = 1000
+"""Status codes 0..999 are counted in a list (an index is cheaper than a dict on the hot path)."""
 
 
 class Recorder:
@@ -72,10 +77,12 @@ class Recorder:
         self.client_errors: dict[str, int] = {}
         self.result: Result | None = None
         """Once closed: the result, which a request taken back (`unsent`) still corrects."""
-        self.status_codes: dict[int, int] = {}
-        """Responses by exact status code (hey's and oha's distribution)."""
+        self.status_counts = [0] * STATUS_SLOTS
+        """Responses by exact status code (hey's and oha's distribution), indexed by the code."""
         self.ph = array("d")
-        """Raw phase durations, four per response (`PHASES`); folded into `phase_h` once a second."""
+        """Phase durations, four per response (`PHASES`), from `done_many`; folded into `phase_h` once a second."""
+        self.pm = array("d")
+        """Phase `Marks`, five per response, from `done`; folded into `phase_h` once a second."""
         self.phase_h = [Histogram() for _ in PHASES]
 
     def second_at(self, t: float) -> Second:
@@ -158,12 +165,10 @@ class Recorder:
             s.lat.append(t_end - t_intended)
             if t_sent != t_intended:
                 s.svc.append(t_end - t_sent)
-            if status:
-                codes = self.status_codes
-                codes[status] = codes.get(status, 0) + 1
+            if 0 < status < STATUS_SLOTS:
+                self.status_counts[status] += 1
             if marks is not None:
-                c, w0, w1, f = marks
-                self.ph.extend((w0 - c, w1 - w0, f - w1, t_end - f))
+                self.pm.extend(marks)
         if self.requests is not None:
             self.last_end = max(self.last_end, t_end)
             self._maybe_spent()
@@ -200,19 +205,30 @@ class Recorder:
         resp = rows[answered]
         codes, counts = np.unique(resp["status"][resp["status"] > 0], return_counts=True)
         for code, n in zip(codes.tolist(), counts.tolist(), strict=True):
-            self.status_codes[code] = self.status_codes.get(code, 0) + n
+            if code < STATUS_SLOTS:
+                self.status_counts[code] += n
         self.ph.frombytes(np.ascontiguousarray(np.stack([resp[p] for p in PHASES], axis=1)).tobytes())
         if self.requests is not None:
             self.last_end = max(self.last_end, float(t_end.max()))
             self._maybe_spent()
 
     def _fold_phases(self) -> None:
+        parts = []
         if len(self.ph):
-            v = np.frombuffer(self.ph, dtype=np.float64).reshape(-1, len(PHASES))
+            parts.append(np.frombuffer(self.ph, dtype=np.float64).reshape(-1, len(PHASES)))
+            self.ph = array("d")
+        if len(self.pm):
+            parts.append(np.diff(np.frombuffer(self.pm, dtype=np.float64).reshape(-1, len(PHASES) + 1), axis=1))
+            self.pm = array("d")
+        for v in parts:
             for j in range(len(PHASES)):
                 col = v[:, j]
                 self.phase_h[j] = self.phase_h[j].merge(Histogram.of(np.maximum(col[~np.isnan(col)], 0.0)))
-            self.ph = array("d")
+
+    @property
+    def status_codes(self) -> dict[int, int]:
+        """The responses by exact status code, those seen only."""
+        return {code: n for code, n in enumerate(self.status_counts) if n}
 
     def client_error(self, name: str) -> None:
         self.client_errors[name] = self.client_errors.get(name, 0) + 1
