@@ -253,7 +253,7 @@ def test_workers_merge_to_the_span_of_all_their_requests():
 # --- what the user sees while it runs ---------------------------------------------------------
 
 
-def test_the_live_line_and_the_run_bar_count_requests():
+def test_the_live_line_and_the_run_bar_count_requests(monkeypatch):
     from rich.console import Console
 
     from loadcmp.cli.display import LiveLine
@@ -263,7 +263,7 @@ def test_the_live_line_and_the_run_bar_count_requests():
     line(Live(1.0, 290, 10, 5, 290.0, True, requests=1000))
     assert "300 of 1,000 requests" in line.last
     disp = SweepDisplay()
-    disp.progress.console.file = io.StringIO()
+    monkeypatch.setattr(disp.progress.console, "file", io.StringIO())  # the shared stderr console: put back after
     disp.trial_start(SimpleNamespace(label="nginx", level=10, trial=1), 0, 1, 2000.0)  # type: ignore[arg-type]
     disp.live(Live(1.0, 290, 10, 5, 290.0, True, requests=1000))
     assert disp.current is not None
@@ -271,12 +271,12 @@ def test_the_live_line_and_the_run_bar_count_requests():
     assert (task.total, task.completed) == (1000, 300)
 
 
-def test_the_trial_line_says_what_ended_a_run_of_n():
+def test_the_trial_line_says_what_ended_a_run_of_n(monkeypatch):
     from loadcmp.cli.run import SweepDisplay
 
     disp = SweepDisplay()
     out = io.StringIO()
-    disp.progress.console.file = out
+    monkeypatch.setattr(disp.progress.console, "file", out)  # the shared stderr console: put back after
     p = SimpleNamespace(label="nginx", level=10, trial=1)
     base = {"ok": 900, "failed": 0, "rps": 450.0, "latency_ms": {"p99": 3.0}, "failures": {},
             "schedule": {"kind": "closed", "clients": 10, "requests": 1000}}
