@@ -9,13 +9,13 @@ from dataclasses import replace
 import signal
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 
 import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
+from test_accounting import seen, settled  # the counting server's own count, read once it has settled
 from loadcmp.load.cluster import DaskFleet
 from loadcmp.load.driver import Live, LoadSpec
 from loadcmp.load.schedules import Closed, Rate
@@ -24,22 +24,6 @@ from loadcmp.load.target import make_target
 from loadcmp.load.workers import Stopper, run_load
 
 pytestmark = pytest.mark.slow
-
-
-def seen(port: int) -> int:
-    with urllib.request.urlopen(f"http://127.0.0.1:{port}/count", timeout=10) as r:
-        return int(r.read())
-
-
-def settled(port: int, before: int) -> int:
-    last = -1
-    for _ in range(25):
-        n = seen(port) - before
-        if n == last:
-            return n
-        last = n
-        time.sleep(0.2)
-    return last
 
 
 @pytest.fixture(scope="module")
