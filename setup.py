@@ -50,7 +50,8 @@ def extensions() -> list[Extension]:
         note("Cython is not installed")
         return []
     ext = Extension("loadcmp.load._cloop", ["loadcmp/load/_cloop.pyx"], include_dirs=["loadcmp/load"],
-                    depends=["loadcmp/load/_chttp.h", "loadcmp/load/_csys.pxd"], extra_compile_args=["-O2"])
+                    depends=["loadcmp/load/_chttp.h", "loadcmp/load/_cnet.h", "loadcmp/load/_csys.pxd",
+                             "loadcmp/load/_cloop.pxd"], extra_compile_args=["-O2"])
     return list(cythonize([ext], build_dir="build/cython", quiet=True))
 
 

@@ -60,7 +60,7 @@ fi
 
 stamp="$VENV/.loadcmp-installed"
 newer=
-[ -f "$stamp" ] && newer=$(find pyproject.toml setup.py loadcmp/load/_cloop.pyx loadcmp/load/_csys.pxd loadcmp/load/_chttp.h -newer "$stamp")
+[ -f "$stamp" ] && newer=$(find pyproject.toml setup.py loadcmp/load/_c*.pyx loadcmp/load/_c*.pxd loadcmp/load/_c*.h -newer "$stamp")
 if [ ! -f "$stamp" ] || [ -n "$newer" ]; then
     log "installing loadcmp into $VENV"
     "$VENV/bin/pip" install -q --upgrade pip >/dev/null

@@ -193,8 +193,8 @@ def tls_faulty(tls_cert: tuple[Path, Path]) -> Iterator[FaultyServer]:
 
 @pytest.fixture(params=["compiled", "python"])
 def loop_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """Run a test on both closed loops without keep-alive: the compiled one and the
-    pure-Python fallback (LOADCMP_PURE_PYTHON=1, also in the processes it starts)."""
+    """Run a test on both closed loops: the compiled one and the pure-Python fallback
+    (LOADCMP_PURE_PYTHON=1, also in the processes it starts)."""
     from loadcmp.load.compiled import PURE_ENV, cloop_module
 
     monkeypatch.setenv(PURE_ENV, "1" if request.param == "python" else "0")
@@ -204,14 +204,13 @@ def loop_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The two loops differ only for the fast engine without keep-alive: a test
-    run with keep-alive or on aiohttp runs once, not once per loop."""
+    """The two loops differ only for the fast engine: a test run on aiohttp runs
+    once, not once per loop."""
     keep = []
     for item in items:
         params = getattr(item, "callspec", None)
         p = params.params if params is not None else {}
-        keepalive = p.get("keepalive") or "keep-alive" in str(p.get("case", ""))
-        if p.get("loop_path") == "python" and (keepalive or p.get("engine") == "aiohttp"):
+        if p.get("loop_path") == "python" and p.get("engine") == "aiohttp":
             config.hook.pytest_deselected(items=[item])
             continue
         keep.append(item)

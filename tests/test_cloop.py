@@ -81,27 +81,37 @@ def test_lengths_closes_and_bodiless_answers(creader):
     assert creader([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 300_000])[0] == BAD  # a line past 256 KiB
 
 
-def load(url: str, clients: int = 3, duration: float = 1.0, timeout: float = 10.0):
-    return run_load(LoadSpec(make_target(url), Closed(clients), duration, timeout=timeout))
+def load(url: str, clients: int = 3, duration: float = 1.0, timeout: float = 10.0, keepalive: bool = False):
+    return run_load(LoadSpec(make_target(url, keepalive=keepalive), Closed(clients), duration, timeout=timeout))
 
 
+@pytest.mark.parametrize("keepalive", [False, True], ids=["new-connection", "keep-alive"])
 @pytest.mark.parametrize("path, kind", [("/pieces", "ok"), ("/close", "ok"), ("/204", "ok"), ("/interim", "ok"),
-                                        ("/cut", "reset"), ("/garbage", "protocol_error"),
-                                        ("/malformed", "protocol_error")])
-def test_both_loops_end_each_answer_the_same_way(faulty, loop_path, path, kind):
-    r = load(faulty.url(path))
+                                        ("/chunked", "ok"), ("/500", "http_5xx"), ("/cut", "reset"),
+                                        ("/garbage", "protocol_error"), ("/malformed", "protocol_error")])
+def test_both_loops_end_each_answer_the_same_way(faulty, loop_path, path, kind, keepalive):
+    """With keep-alive the connection is kept after a complete answer (an error page too) and
+    opened again after the server closed it (/close) or after a failure."""
+    r = load(faulty.url(path), keepalive=keepalive)
     counts = r.counts()
     assert counts[kind] > 0 and not {k: v for k, v in counts.items() if k != kind and v}, (loop_path, counts)
     assert check_invariant(result_doc(r))
+    opened = r.phases["connect"].count
+    if keepalive and kind in ("ok", "http_5xx") and path != "/close":
+        assert opened == 3, (loop_path, opened, counts)  # one connection per client, kept to the end
+    elif kind in ("ok", "http_5xx"):
+        assert opened == counts[kind], (loop_path, opened, counts)
 
 
-def test_both_loops_record_status_codes_and_phases(faulty, loop_path):
-    r = load(faulty.url("/ok"))
+@pytest.mark.parametrize("keepalive", [False, True], ids=["new-connection", "keep-alive"])
+def test_both_loops_record_status_codes_and_phases(faulty, loop_path, keepalive):
+    r = load(faulty.url("/ok"), keepalive=keepalive)
     ok = r.counts()["ok"]
     assert ok > 50 and r.status_codes == {200: ok}, r.status_codes
     for name in ("connect", "write", "wait", "read"):
         h = r.phases[name]
-        assert h.count == ok and 0 <= h.min_s <= h.max_s < 1.0, (name, h.count, h.min_s, h.max_s)
+        want = 3 if keepalive and name == "connect" else ok  # the connect phase: only where one was opened
+        assert h.count == want and 0 <= h.min_s <= h.max_s < 1.0, (name, h.count, h.min_s, h.max_s)
 
 
 def test_the_window_and_the_count_hold_on_both_loops(fast_server, loop_path):
@@ -121,11 +131,11 @@ def test_the_window_and_the_count_hold_on_both_loops(fast_server, loop_path):
 
 def test_which_loop_runs(monkeypatch):
     monkeypatch.setenv(PURE_ENV, "1")
-    assert cloop_module() is None and engine_path("fast", False) == "python"
+    assert cloop_module() is None and engine_path("fast") == "python"
     monkeypatch.setenv(PURE_ENV, "0")
     built = cloop_module() is not None
-    assert engine_path("fast", False) == ("compiled" if built else "python")
-    assert engine_path("fast", True) == engine_path("aiohttp", False) == "python"
+    assert engine_path("fast") == ("compiled" if built else "python")  # with or without keep-alive
+    assert engine_path("fast", closed=False) == engine_path("fast", https=True) == engine_path("aiohttp") == "python"
 
 
 def test_the_install_built_the_compiled_loop():
@@ -135,7 +145,12 @@ def test_the_install_built_the_compiled_loop():
     assert cloop_module() is not None, "pip install -e . did not build loadcmp/load/_cloop.pyx"
 
 
-def test_bench_json_says_which_loop_ran(faulty, loop_path):
-    res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", "2", "-t", "0.5", "--json"])
+@pytest.mark.parametrize("flags", [[], ["-k"]], ids=["new-connection", "keep-alive"])
+def test_bench_json_says_which_loop_ran(faulty, loop_path, flags):
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", "2", "-t", "0.5", "--json", *flags])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["engine_path"] == loop_path
+    res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "--schedule", "rate", "--rate", "50", "-t", "0.5",
+                                   "--json", *flags])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["engine_path"] == "python"  # a coroutine per request

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.cli.display import short_url
 
-pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest)
 
 
 def bench(url: str, *args: str) -> dict:

@@ -85,7 +85,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         "url": url, "engine": v["engine"], "workers": used,
         "schedule": {**sched.describe(), "keepalive": keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
-        "engine_path": engine_path(spec.engine, keepalive),
+        "engine_path": engine_path(spec.engine, sched.kind == "closed", target.scheme == "https"),
         **({"tls_verify": not insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
         **({"lost": result.lost} if result.lost else {}),

@@ -1,11 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The closed loop without keep-alive in C: what `rawclient.RawClient` does, minus Python per request.
+"""The fast engine's closed loop over http in C: what `rawclient.RawClient` (a new
+connection per request) and the keep-alive callback path of `http1` do, minus Python per request.
 
 The kernel's cost per connection is the same in every client; the ~60 us of Python a
-request on top kept RawClient at ~0.65x ab. One epoll set of our own holds every socket;
-its fd is one reader of the running loop, and `_drain` connects, sends, reads, parses
-(`_chttp.h`) and closes in C. Python is left with `Recorder.start` once a request (it takes
-the -n ticket) and finished rows handed to `Recorder.done_many` in batches.
+request on top kept RawClient at ~0.65x ab, and ~15 us kept keep-alive below wrk once the
+client's core was the limit. One epoll set of our own holds every socket; its fd is one
+reader of the running loop, and `_drain` connects, sends, reads, parses (`_chttp.h`),
+sends again on a kept connection, and closes in C. Python is left with `Recorder.start`
+once a request (it takes the -n ticket) and finished rows handed to `Recorder.done_many`
+in batches. The class's state is declared in `_cloop.pxd`.
 """
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR, ENOBUFS, ENOTCONN
@@ -19,8 +22,6 @@ from .driver import BACKOFF_S
 from .outcomes import (CONNECT_REFUSED, CONNECT_TIMEOUT, HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, TIMEOUT,
                        kind_of_error)
 
-from ._csys cimport *
-
 cdef enum:
     IDLE, CONNECTING, WAITING, DRAINING, BACKOFF  # conn.py's phases, and a pause before a retry
     BUFSIZE = 262144
@@ -31,6 +32,7 @@ cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, REFUSED_ = CONNEC
 cdef int CTIMEOUT_ = CONNECT_TIMEOUT, RESET_ = RESET, TIMEOUT_ = TIMEOUT, PROTO_ = PROTOCOL_ERROR
 cdef double TICK_S = 0.05  # deadlines checked and rows handed over this often
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
+cdef int ONE = 1
 
 
 cdef inline double now() noexcept nogil:
@@ -41,6 +43,9 @@ cdef inline double now() noexcept nogil:
 cdef inline int kind_of_status(int status) noexcept:
     return HTTP_5XX_ if status >= 500 else (HTTP_4XX_ if status >= 400 else OK_)
 
+cdef void set_addr(sockaddr_storage *sa, int family, str host, int port, int scope) except *:
+    if addr_set(sa, family, host.encode(), port, scope) != 1:
+        raise ValueError(f"not a numeric address: {host!r}")
 
 
 def parse(chunks, bint head=False):
@@ -59,22 +64,7 @@ def parse(chunks, bint head=False):
 
 
 cdef class CLoop:
-    """Every client of one engine's closed loop without keep-alive."""
-
-    cdef Client *clients
-    cdef int n, epfd, nrows, nretry, counted_inflight
-    cdef int *retry
-    cdef double *retry_at
-    cdef Row *rows
-    cdef char *buf
-    cdef epoll_event *events
-    cdef sockaddr_storage addr
-    cdef socklen_t addrlen
-    cdef int family
-    cdef bytes request
-    cdef double timeout, t_end
-    cdef bint is_head, stopped, spread, budget
-    cdef object engine, rec, loop, dtype, done_many, frombuffer, tick_handle, retry_handle
+    """Every client of one engine's closed loop (over http, with or without keep-alive)."""
 
     def __init__(self, engine, int clients, loop, dtype, done_many):
         import numpy
@@ -90,10 +80,11 @@ cdef class CLoop:
         self.timeout = engine.timeout
         self.t_end = engine.t_end
         self.is_head = engine.is_head
+        self.keepalive = engine.target.keepalive
         self.spread = engine.spec.spread_sources
         self.budget = engine.budget is not None
         self.family = engine.family
-        self._set_addr(&self.addr, engine.family, engine.sockaddr[0], engine.sockaddr[1],
+        set_addr(&self.addr, engine.family, engine.sockaddr[0], engine.sockaddr[1],
                        engine.sockaddr[3] if len(engine.sockaddr) > 3 else 0)
         self.addrlen = sizeof(sockaddr_in6) if self.family == AF_INET6 else sizeof(sockaddr_in)
         self.clients = <Client *>calloc(clients, sizeof(Client))
@@ -109,20 +100,6 @@ cdef class CLoop:
         self.epfd = epoll_create1(EPOLL_CLOEXEC)
         if self.epfd < 0:
             raise OSError(errno, strerror(errno).decode())
-
-    cdef void _set_addr(self, sockaddr_storage *sa, int family, str host, int port, int scope) except *:
-        cdef sockaddr_in *a4 = <sockaddr_in *>sa
-        cdef sockaddr_in6 *a6 = <sockaddr_in6 *>sa
-        memset(sa, 0, sizeof(sockaddr_storage))
-        h = host.encode()
-        if family == AF_INET6:
-            a6.sin6_family, a6.sin6_port, a6.sin6_scope_id = AF_INET6, htons(port), scope
-            ok = inet_pton(AF_INET6, h, &a6.sin6_addr)
-        else:
-            a4.sin_family, a4.sin_port = AF_INET, htons(port)
-            ok = inet_pton(AF_INET, h, &a4.sin_addr)
-        if ok != 1:
-            raise ValueError(f"not a numeric address: {host!r}")
 
     def __dealloc__(self):
         for i in range(self.n if self.clients else 0):
@@ -242,12 +219,12 @@ cdef class CLoop:
         self.epfd = -1
 
     # --- one request, in C ----------------------------------------------------------------
-    cdef void _start(self, Client *c) except *:
-        cdef double t = now()
+    cdef bint _begin(self, Client *c, double t) except -1:
+        """Take the request's ticket and clear its marks; False: no request may start at `t`."""
         if self.stopped or t >= self.t_end or not self.engine.running:
-            return
+            return False
         if self.budget and not self.engine.may_start(t):
-            return
+            return False
         c.counted = <bint>self.rec.start(t)  # takes the -n ticket; False in the warm-up (sent all the same)
         if c.counted:
             self.counted_inflight += 1
@@ -255,14 +232,22 @@ cdef class CLoop:
         c.deadline = t + self.timeout
         c.t_up = c.t_written = c.t_first = NAN
         c.nbytes = 0
-        c.registered = 0
         resp_reset(&c.resp, self.is_head)
+        return True
+
+    cdef void _start(self, Client *c) except *:
+        """A request on a new connection."""
+        if not self._begin(c, now()):
+            return
+        c.registered = 0
         c.fd = socket(self.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
         if c.fd < 0:
             self._failed(c, errno, RETRY_S)
             return
         if self.spread and not self._bind(c):
             return
+        if self.keepalive:  # no Nagle delay for the requests that follow on it, as uvloop and wrk do
+            setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &ONE, sizeof(int))
         c.t_connect = now()
         if connect(c.fd, <sockaddr *>&self.addr, self.addrlen) != 0 and errno != EINPROGRESS:
             self._failed(c, errno, RETRY_S)
@@ -270,10 +255,19 @@ cdef class CLoop:
             c.phase = CONNECTING  # on loopback the handshake is mostly done by now; else wait for it
             self._watch(c, EPOLLOUT)
 
+    cdef void _again(self, Client *c, double t) except *:
+        """Keep-alive: the next request on the open connection (no connect, no epoll_ctl), as
+        wrk sends it; when none may start, the connection is closed."""
+        if not self._begin(c, t):
+            self._next(c, 0.0)  # closes it; its _start declines too
+            return
+        c.t_connect = NAN  # a reused connection: no connect phase
+        self._send(c, False)
+
     cdef bint _bind(self, Client *c) except *:
         cdef sockaddr_storage local
         host, port = self.engine.local_addr()
-        self._set_addr(&local, AF_INET, host, port, 0)
+        set_addr(&local, AF_INET, host, port, 0)
         if bind(c.fd, <sockaddr *>&local, sizeof(sockaddr_in)) != 0:
             self._failed(c, errno, RETRY_S)
             return False
@@ -283,9 +277,11 @@ cdef class CLoop:
         cdef epoll_event ev
         ev.events = events
         ev.data.u64 = (<uint64_t>c.gen << 32) | <uint64_t>(c - self.clients)
+        if c.registered == <int>events:  # keep-alive: already watched for its answer
+            return
         if epoll_ctl(self.epfd, EPOLL_CTL_MOD if c.registered else EPOLL_CTL_ADD, c.fd, &ev) != 0:
             raise OSError(errno, "epoll_ctl: " + strerror(errno).decode())
-        c.registered = 1
+        c.registered = events
 
     cdef bint _send(self, Client *c, bint early) except *:
         """Write the request; False (early only) while the connection is not up yet."""
@@ -337,6 +333,9 @@ cdef class CLoop:
                     return
                 if r == R_COMPLETE:
                     self._record(c, kind_of_status(c.resp.status), t, c.resp.status, t)
+                    if c.resp.keepalive and self.keepalive:
+                        self._again(c, t)
+                        return
                     if c.resp.nobody or c.resp.keepalive:
                         self._next(c, 0.0)
                         return

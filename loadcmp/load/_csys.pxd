@@ -15,6 +15,7 @@ cdef extern from "<sys/socket.h>" nogil:
     ssize_t send(int, const void *, size_t, int)
     ssize_t recv(int, void *, size_t, int)
     int getsockopt(int, int, int, void *, socklen_t *)
+    int setsockopt(int, int, int, const void *, socklen_t)
     enum: AF_INET, AF_INET6, SOCK_STREAM, SOCK_NONBLOCK, SOCK_CLOEXEC, SOL_SOCKET, SO_ERROR, MSG_NOSIGNAL
 
 cdef extern from "<netinet/in.h>" nogil:
@@ -34,8 +35,11 @@ cdef extern from "<netinet/in.h>" nogil:
         uint32_t sin6_scope_id
     uint16_t htons(uint16_t)
 
-cdef extern from "<arpa/inet.h>" nogil:
-    int inet_pton(int, const char *, void *)
+cdef extern from "<netinet/tcp.h>" nogil:
+    enum: IPPROTO_TCP, TCP_NODELAY
+
+cdef extern from "_cnet.h" nogil:
+    int addr_set(sockaddr_storage *, int, const char *, int, int)
 
 cdef extern from "<sys/epoll.h>" nogil:
     ctypedef union epoll_data_t:
@@ -67,7 +71,8 @@ cdef packed struct Row:  # RECORD_DTYPE, byte for byte (checked in CLoop.__init_
     double connect, write, wait, read
 
 cdef struct Client:
-    int fd, phase, counted, registered
+    int fd, phase, counted
+    int registered  # the events its fd is watched for (0: not in the epoll set yet)
     uint32_t gen  # in every epoll event's data: an event of a closed socket is ignored
     double t_intended, t_connect, t_up, t_sent, t_written, t_first, deadline
     int64_t nbytes

@@ -1,10 +1,12 @@
-"""Which closed loop without keep-alive runs: compiled, or pure Python.
+"""Which closed loop runs: compiled, or pure Python.
 
 The compiled one (`_cloop.pyx`, built by the install when a C compiler is there)
-does every request's syscalls and parsing in C: a new connection per request is
-otherwise ~60 us of Python per request, which holds a client core to 0.65x ab.
-`rawclient.RawClient` is the fallback, kept and tested: when the module did not
-build or import, or when LOADCMP_PURE_PYTHON=1 asks for it.
+does every request's syscalls and parsing in C, with or without keep-alive: a new
+connection per request is otherwise ~60 us of Python per request, which holds a
+client core to 0.65x ab, and keep-alive ~15 us, which holds it below wrk once the
+client's core is the limit. The pure-Python paths are the fallback, kept and tested
+(`rawclient.RawClient`, and `http1`'s keep-alive callback path): when the module did
+not build or import, when LOADCMP_PURE_PYTHON=1 asks for them, and over https.
 """
 
 from __future__ import annotations
@@ -30,14 +32,14 @@ def cloop_module() -> ModuleType | None:
         return None
 
 
-def engine_path(engine: str, keepalive: bool) -> EnginePath:
-    """The path that sends a load's requests: only the fast engine's closed loop
-    without keep-alive has a compiled one."""
-    return "compiled" if engine == "fast" and not keepalive and cloop_module() is not None else "python"
+def engine_path(engine: str, closed: bool = True, https: bool = False) -> EnginePath:
+    """The path that sends a load's requests: only the fast engine's closed loop over
+    http has a compiled one (ramp and rate start each request from a coroutine)."""
+    return "compiled" if engine == "fast" and closed and not https and cloop_module() is not None else "python"
 
 
 def make_cloop(engine: Any, clients: int, loop: Any) -> Any | None:
-    """The compiled loop for `engine`'s closed clients, or None: run RawClient."""
+    """The compiled loop for `engine`'s closed clients, or None: run the pure-Python ones."""
     mod = cloop_module()
     if mod is None:
         return None

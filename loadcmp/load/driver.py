@@ -12,6 +12,7 @@ Subclasses (`http1.FastEngine`, `aio.AiohttpEngine`) say how one request goes.
 from __future__ import annotations
 
 import asyncio
+import gc
 import math
 import resource
 import time
@@ -180,7 +181,16 @@ class Engine(Generic[S]):
         self.t_load0 = t_load0
         t0 = t_load0 + spec.warmup
         self.rec = Recorder(t0, spec.duration, self.budget)
-        stopping = self._stopping = stop or asyncio.Event()
+        gc.freeze()  # what exists now (modules, the plan) is not walked by each collection during the load
+        try:
+            return await self._run(t0, stop or asyncio.Event())
+        finally:
+            gc.unfreeze()
+
+    async def _run(self, t0: float, stopping: asyncio.Event) -> Result:
+        spec, t_load0 = self.spec, self.t_load0
+        assert self.rec is not None
+        self._stopping = stopping
         await self.open()
         await asyncio.sleep(max(0.0, t_load0 - now() - 0.002))
         while now() < t_load0:  # the loop's timers are only ms-exact; the window must not start early

@@ -3,12 +3,12 @@
 Requests are encoded once; responses are parsed by httptools (Content-Length,
 chunked, read-to-close). Three paths, one per kind of client:
 
-* closed loop with keep-alive: the next request is written straight from the
-  protocol callback (`_answered_then_send_next`), with no coroutine switch in between, which is
-  what keeps it near wrk's speed;
-* closed loop without keep-alive: the compiled loop (`compiled.py`, `_cloop.pyx`),
-  or where it is not built `rawclient.RawClient`; no transports either way
-  (over https the callback path, a new connection per request: TLS needs transports);
+* closed loop over http, with or without keep-alive: the compiled loop (`compiled.py`,
+  `_cloop.pyx`), no transports, no Python per request;
+* where it is not built, and over https (TLS needs transports): with keep-alive (and over
+  https, also without it) the next request is written straight from the protocol callback
+  (`_answered_then_send_next`), with no coroutine switch in between; without keep-alive
+  `rawclient.RawClient`, one socket driven from the loop's reader and writer callbacks;
 * everything else (ramp, rate): one small coroutine per request (`request`).
 
 Deadlines are not timers: one sweeper expires every slot ten times a second.
@@ -50,7 +50,7 @@ class FastEngine(Engine[Slot]):
         self._sources_used = 0
         self.raw: list[RawClient] = []
         self.cloop: Any = None
-        """The compiled closed loop without keep-alive, when it runs (`compiled.make_cloop`)."""
+        """The compiled closed loop, when it runs (`compiled.make_cloop`)."""
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family: int = info[0]
         self.sockaddr: Any = info[4]
@@ -92,12 +92,13 @@ class FastEngine(Engine[Slot]):
             self.cloop.flush()
 
     def start_closed(self, schedule: Closed) -> None:
-        if self.target.keepalive or self.ssl is not None:  # TLS needs transports: a connection per request there too
-            for _ in range(schedule.connections):
-                self._spawn(self._keepalive_client())
-        elif (cloop := make_cloop(self, schedule.connections, asyncio.get_running_loop())) is not None:
+        cloop = None if self.ssl is not None else make_cloop(self, schedule.connections, asyncio.get_running_loop())
+        if cloop is not None:
             self.cloop = cloop
             cloop.start()
+        elif self.target.keepalive or self.ssl is not None:  # TLS needs transports: a connection per request there too
+            for _ in range(schedule.connections):
+                self._spawn(self._keepalive_client())
         else:
             for _ in range(schedule.connections):
                 r = RawClient(self)

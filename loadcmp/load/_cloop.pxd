@@ -1,0 +1,33 @@
+# The compiled closed loop's class (_cloop.pyx): its state and its C methods.
+
+from ._csys cimport *
+
+
+cdef class CLoop:
+    cdef Client *clients
+    cdef int n, epfd, nrows, nretry, counted_inflight
+    cdef int *retry  # clients pausing before their next connect, and until when
+    cdef double *retry_at
+    cdef Row *rows  # ended requests not handed to the recorder yet
+    cdef char *buf
+    cdef epoll_event *events
+    cdef sockaddr_storage addr
+    cdef socklen_t addrlen
+    cdef int family
+    cdef bytes request
+    cdef double timeout, t_end
+    cdef bint is_head, stopped, spread, budget, keepalive
+    cdef object engine, rec, loop, dtype, done_many, frombuffer, tick_handle, retry_handle
+
+    cdef bint _begin(self, Client *c, double t) except -1
+    cdef void _start(self, Client *c) except *
+    cdef void _again(self, Client *c, double t) except *
+    cdef bint _bind(self, Client *c) except *
+    cdef void _watch(self, Client *c, uint32_t events) except *
+    cdef bint _send(self, Client *c, bint early) except *
+    cdef void _writable(self, Client *c) except *
+    cdef void _readable(self, Client *c) except *
+    cdef void _failed(self, Client *c, int err, double later) except *
+    cdef void _end(self, Client *c, int kind, double t, int status, double t_done=*) except *
+    cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *
+    cdef void _next(self, Client *c, double later) except *
