@@ -21,7 +21,7 @@ from loadcmp.load.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
 from loadcmp.load.workers import run_load
 
-pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest)
 
 
 def seen(port: int) -> int:

@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 
-pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops without keep-alive (conftest)
+pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest)
 
 
 def _one_line(res, code: int) -> str:
