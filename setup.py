@@ -1,7 +1,8 @@
-"""Builds the one compiled module, the fast engine's closed loop without keep-alive
-(loadcmp/load/_cloop.pyx); everything else about the package is in pyproject.toml.
+"""Builds the compiled modules: the fast engine's closed loop (loadcmp/load/_cloop.pyx)
+and what it records of each request (_ctally.pyx); everything else about the package is
+in pyproject.toml.
 
-The module is optional: without a C compiler, the Python headers, Cython or Linux's
+The modules are optional: without a C compiler, the Python headers, Cython or Linux's
 epoll, the install goes on without it (one line says so) and loadcmp runs the
 pure-Python loop (loadcmp/load/rawclient.py) instead.
 """
@@ -49,10 +50,16 @@ def extensions() -> list[Extension]:
     except ImportError:
         note("Cython is not installed")
         return []
-    ext = Extension("loadcmp.load._cloop", ["loadcmp/load/_cloop.pyx"], include_dirs=["loadcmp/load"],
-                    depends=["loadcmp/load/_chttp.h", "loadcmp/load/_cnet.h", "loadcmp/load/_csys.pxd",
-                             "loadcmp/load/_cloop.pxd"], extra_compile_args=["-O2"])
-    return list(cythonize([ext], build_dir="build/cython", quiet=True))
+    here = "loadcmp/load/"
+    tally = [here + f for f in ("_ctally.h", "_ctally.pxd")]
+    exts = [
+        Extension("loadcmp.load._ctally", [here + "_ctally.pyx"], include_dirs=[here], depends=tally,
+                  extra_compile_args=["-O2"]),
+        Extension("loadcmp.load._cloop", [here + "_cloop.pyx"], include_dirs=[here],
+                  depends=[here + f for f in ("_chttp.h", "_cnet.h", "_csys.pxd", "_cloop.pxd")] + tally,
+                  extra_compile_args=["-O2"]),
+    ]
+    return list(cythonize(exts, build_dir="build/cython", quiet=True))
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})

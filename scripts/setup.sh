@@ -39,7 +39,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 # --- a C compiler and the Python headers: the compiled fast path --------------
-# (loadcmp/load/_cloop.pyx, built by pip below). Optional: without them the
+# (loadcmp/load/_cloop.pyx and _ctally.pyx, built by pip below). Optional: without them the
 # install still succeeds and loadcmp runs its pure-Python loop.
 build_deps=()
 if ! command -v cc >/dev/null 2>&1; then

@@ -1,18 +1,21 @@
-"""The compiled closed loop (loadcmp/load/_cloop.pyx, _chttp.h): its response reader at
-the edges, the same outcomes as the pure-Python loop against misbehaving servers, and
-how the loop is chosen. The engine tests run on both loops too (conftest's loop_path)."""
+"""The compiled closed loop (loadcmp/load/_cloop.pyx, _chttp.h, _ctally.pyx): its response
+reader at the edges, its counting against the recorder's, the same outcomes as the
+pure-Python loop against misbehaving servers, and how the loop is chosen. The engine tests run on both loops too (conftest's loop_path)."""
 
 from __future__ import annotations
 
 import json
 import shutil
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.load.compiled import PURE_ENV, cloop_module, engine_path
 from loadcmp.load.driver import LoadSpec
+from loadcmp.load.outcomes import OK
+from loadcmp.load.recorder import PHASES, Recorder
 from loadcmp.load.schedules import Closed
 from loadcmp.load.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
@@ -154,3 +157,66 @@ def test_bench_json_says_which_loop_ran(faulty, loop_path, flags):
                                    "--json", *flags])
     assert res.exit_code == 0, res.output
     assert json.loads(res.stdout)["engine_path"] == "python"  # a coroutine per request
+
+
+@pytest.fixture(scope="module")
+def ctally():
+    if cloop_module() is None:
+        pytest.skip("the compiled loop is not built here")
+    from loadcmp.load import _ctally
+
+    return _ctally.tally
+
+
+def _requests(n: int, t0: float, seed: int = 7) -> list[tuple]:
+    """Random requests around a 3 s window from t0: warm-up ones, ends after the window,
+    every kind and status, reused connections (no connect phase): (kind, status, t_intended,
+    t_sent, t_end, nbytes, (connect, write, wait, read)), by their start."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for t in np.sort(t0 + rng.uniform(-0.5, 3.0, n)).tolist():
+        kind = int(rng.integers(0, 8))
+        sent = t if rng.random() < 0.5 else t + 0.001
+        write, wait, read = rng.uniform(0, 0.01, 3).tolist()
+        connect = float("nan") if rng.random() < 0.3 else float(rng.uniform(0, 0.001))
+        status = int(rng.choice([200, 204, 404, 503])) if kind <= 2 else 0
+        out.append((kind, status, t, sent, sent + write + wait + read, int(rng.integers(0, 5000)),
+                    (connect, write, wait, read)))
+    return out
+
+
+def test_counted_in_c_as_the_recorder_counts(ctally):
+    """The compiled loop counts in C (`_ctally`) what `Recorder.start` and `done` count, request by request."""
+    t0 = 100.0
+    reqs = _requests(5000, t0)
+    one, c = Recorder(t0, 3.0), Recorder(t0, 3.0)
+    counted = [one.start(r[2]) for r in reqs]
+    ends = sorted((r for r, n in zip(reqs, counted, strict=True) if n), key=lambda r: r[4])
+    for kind, status, t, sent, end, nbytes, (connect, write, wait, _) in ends:
+        one.done(kind, t, sent, end, nbytes, status, (sent - connect, sent, sent + write, sent + write + wait, end))
+    assert ctally(c, [r[2] for r in reqs], ends) == [int(n) for n in counted]
+    a, b = one.close(), c.close()
+    assert a.counts() == b.counts() and a.unfinished == b.unfinished > 0 and a.started == b.started
+    assert a.warmup_requests == b.warmup_requests > 0
+    assert [(s.counts, s.bytes, s.started) for s in a.seconds] == [(s.counts, s.bytes, s.started) for s in b.seconds]
+    assert a.status_codes == b.status_codes and sum(a.status_codes.values()) == a.latency().count
+    for ha, hb in ((a.latency(), b.latency()), (a.service(), b.service()),
+                   *((a.phases[p], b.phases[p]) for p in PHASES)):
+        assert ha.count == hb.count  # done() takes the phases from marks: the same but for rounding
+        assert (ha.min_s, ha.max_s) == pytest.approx((hb.min_s, hb.max_s), rel=1e-6)
+        assert ha.mean == pytest.approx(hb.mean, rel=1e-6) and ha.stdev == pytest.approx(hb.stdev, rel=1e-6)
+        for q in (50, 90, 99):
+            assert ha.percentile(q) == pytest.approx(hb.percentile(q), rel=0.011), q
+    assert a.phases["connect"].count < a.phases["read"].count == a.latency().count  # reused connections: no connect
+
+
+def test_c_takes_the_requests_tickets(ctally):
+    """-n: warm-up requests need no ticket, the N after it take one each, and the load is
+    spent when the last of them is handed over."""
+    rec = Recorder(10.0, 5.0, requests=3)
+    spent = []
+    rec.on_spent = lambda: spent.append(True)
+    ends = [(OK, 200, t, t, t + 0.1, 10, (0.0, 0.0, 0.05, 0.05)) for t in (10.1, 10.2, 10.3)]
+    assert ctally(rec, [9.5, 10.1, 10.2, 10.3, 10.4], ends) == [0, 1, 1, 1, -1]
+    assert spent == [True] and rec.started == 3 and rec.inflight == 0 and rec.warmup_started == 1
+    assert rec.close().stopped_by == "requests"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from loadcmp.load.outcomes import KINDS, OK, TIMEOUT
-from loadcmp.load.recorder import PHASES, Histogram, Recorder, Result
+from loadcmp.load.recorder import Histogram, Recorder, Result
 from loadcmp.load.summary import check_invariant, result_doc
 
 
@@ -55,54 +55,6 @@ def test_recorder_ignores_outside_window_and_after_close():
     res = rec.close()
     rec.done(TIMEOUT, 11.0, 11.0, 11.5, 0)  # after close: ignored
     assert res.counts()["ok"] == 1 and res.unfinished == 1 and res.started == 2
-
-
-def _rows(n: int, t0: float, seed: int = 7) -> np.ndarray:
-    """Random ended requests around a 3 s window from t0: some after it, every kind, reused connections."""
-    from loadcmp.load.recorder import RECORD_DTYPE
-
-    rng = np.random.default_rng(seed)
-    rows = np.zeros(n, dtype=RECORD_DTYPE)
-    rows["kind"] = rng.integers(0, 8, n)
-    rows["status"] = np.where(rows["kind"] <= 2, rng.choice([200, 204, 404, 503], n), 0)
-    rows["t_intended"] = t0 + rng.uniform(0, 3.2, n)
-    rows["t_sent"] = np.where(rng.random(n) < 0.5, rows["t_intended"], rows["t_intended"] + 0.001)
-    rows["t_end"] = rows["t_sent"] + rng.uniform(0.0001, 0.05, n)
-    rows["nbytes"] = rng.integers(0, 5000, n)
-    rows["connect"] = np.where(rng.random(n) < 0.3, np.nan, rng.uniform(0, 0.001, n))
-    for p in ("write", "wait", "read"):
-        rows[p] = rng.uniform(0, 0.01, n)
-    return rows
-
-
-def test_done_many_is_done_for_each_row():
-    """The batch path of compiled engines must count exactly what `done()` counts, row by row."""
-    t0 = 100.0
-    rows = _rows(5000, t0)
-    one, many = Recorder(t0, 3.0), Recorder(t0, 3.0)
-    for r in (one, many):
-        for t in rows["t_intended"]:
-            r.start(float(t))
-    for row in rows:
-        t_sent, t_end = float(row["t_sent"]), float(row["t_end"])
-        c = float(row["connect"])
-        marks = (t_sent - c, t_sent, t_sent + float(row["write"]), t_sent + float(row["write"]) + float(row["wait"]))
-        one.done(int(row["kind"]), float(row["t_intended"]), t_sent, t_end, int(row["nbytes"]), int(row["status"]),
-                 (marks[0] if c == c else float("nan"), *marks[1:], t_end))
-    many.done_many(rows[:1234])
-    many.done_many(rows[1234:])
-    a, b = one.close(), many.close()
-    assert a.counts() == b.counts() and a.unfinished == b.unfinished > 0
-    assert [s.counts for s in a.seconds] == [s.counts for s in b.seconds]
-    assert [s.bytes for s in a.seconds] == [s.bytes for s in b.seconds]
-    assert a.latency().count == b.latency().count and a.latency().percentile(99) == b.latency().percentile(99)
-    assert a.service().count == b.service().count
-    assert a.status_codes == b.status_codes and sum(a.status_codes.values()) == a.latency().count
-    for p in PHASES:
-        assert a.phases[p].count == b.phases[p].count, p
-    for p in ("connect", "write", "wait"):  # read ends at t_end in done(); the rows give it as they like
-        assert a.phases[p].percentile(50) == pytest.approx(b.phases[p].percentile(50), rel=0.011), p
-    assert a.phases["connect"].count < a.phases["read"].count == a.latency().count  # reused connections: no connect
 
 
 def test_stdev_is_exact_and_merges():

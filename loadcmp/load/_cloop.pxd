@@ -1,14 +1,15 @@
-# The compiled closed loop's class (_cloop.pyx): its state and its C methods.
+# The compiled closed loop's classes (_cloop.pyx): their state and their C methods.
 
 from ._csys cimport *
+from ._ctally cimport CTally
 
 
 cdef class CLoop:
     cdef Client *clients
-    cdef int n, epfd, nrows, nretry, counted_inflight
+    cdef int n, epfd, nretry, counted_inflight
     cdef int *retry  # clients pausing before their next connect, and until when
     cdef double *retry_at
-    cdef Row *rows  # ended requests not handed to the recorder yet
+    cdef CTally tally  # what is recorded of each request
     cdef char *buf
     cdef epoll_event *events
     cdef sockaddr_storage addr
@@ -16,8 +17,8 @@ cdef class CLoop:
     cdef int family
     cdef bytes request
     cdef double timeout, t_end
-    cdef bint is_head, stopped, spread, budget, keepalive
-    cdef object engine, rec, loop, dtype, done_many, frombuffer, tick_handle, retry_handle
+    cdef bint is_head, stopped, spread, keepalive
+    cdef object engine, rec, loop, tick_handle, retry_handle
 
     cdef bint _begin(self, Client *c, double t) except -1
     cdef void _start(self, Client *c) except *
@@ -31,3 +32,4 @@ cdef class CLoop:
     cdef void _end(self, Client *c, int kind, double t, int status, double t_done=*) except *
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *
     cdef void _next(self, Client *c, double later) except *
+

@@ -3,12 +3,13 @@
 connection per request) and the keep-alive callback path of `http1` do, minus Python per request.
 
 The kernel's cost per connection is the same in every client; the ~60 us of Python a
-request on top kept RawClient at ~0.65x ab, and ~15 us kept keep-alive below wrk once the
-client's core was the limit. One epoll set of our own holds every socket; its fd is one
-reader of the running loop, and `_drain` connects, sends, reads, parses (`_chttp.h`),
-sends again on a kept connection, and closes in C. Python is left with `Recorder.start`
-once a request (it takes the -n ticket) and finished rows handed to `Recorder.done_many`
-in batches. The class's state is declared in `_cloop.pxd`.
+request on top kept RawClient at ~0.65x ab; with keep-alive, ~6-8 us more a request than
+here (31-37 against 25-29 us) kept the callback path below wrk at 1000 clients. One epoll
+set of our own holds every socket; its fd is one reader of the running loop, and `_drain`
+connects, sends, reads, parses (`_chttp.h`), sends again on a kept connection, and closes
+in C. What the recorder keeps of each request is counted in C as well (`_ctally.pyx`) and
+handed over when a second ends and when the driver asks: no Python runs per request. The
+classes' state is declared in `_cloop.pxd`.
 """
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR, ENOBUFS, ENOTCONN
@@ -26,11 +27,10 @@ cdef enum:
     IDLE, CONNECTING, WAITING, DRAINING, BACKOFF  # conn.py's phases, and a pause before a retry
     BUFSIZE = 262144
     MAXEVENTS = 128  # per call of the loop: ~100 us of kernel each, so the loop lags ~13 ms at most
-    MAXROWS = 2048
 
 cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, REFUSED_ = CONNECT_REFUSED
 cdef int CTIMEOUT_ = CONNECT_TIMEOUT, RESET_ = RESET, TIMEOUT_ = TIMEOUT, PROTO_ = PROTOCOL_ERROR
-cdef double TICK_S = 0.05  # deadlines checked and rows handed over this often
+cdef double TICK_S = 0.05  # deadlines checked this often
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
 cdef int ONE = 1
 
@@ -66,15 +66,9 @@ def parse(chunks, bint head=False):
 cdef class CLoop:
     """Every client of one engine's closed loop (over http, with or without keep-alive)."""
 
-    def __init__(self, engine, int clients, loop, dtype, done_many):
-        import numpy
-        names = ("kind", "status", "t_intended", "t_sent", "t_end", "nbytes", "connect", "write", "wait", "read")
-        offsets = [0, 1, 3, 11, 19, 27, 35, 43, 51, 59]
-        if (dtype.names != names or dtype.itemsize != sizeof(Row) or sizeof(Row) != 67
-                or [dtype.fields[f][1] for f in names] != offsets or not dtype.isnative):
-            raise ImportError("RECORD_DTYPE is not the row this module writes")
-        self.frombuffer = numpy.frombuffer
-        self.engine, self.rec, self.loop, self.dtype, self.done_many = engine, engine.rec, loop, dtype, done_many
+    def __init__(self, engine, int clients, loop):
+        self.engine, self.rec, self.loop = engine, engine.rec, loop
+        self.tally = CTally(engine.rec)
         self.n = clients
         self.request = engine.request_bytes
         self.timeout = engine.timeout
@@ -82,18 +76,16 @@ cdef class CLoop:
         self.is_head = engine.is_head
         self.keepalive = engine.target.keepalive
         self.spread = engine.spec.spread_sources
-        self.budget = engine.budget is not None
         self.family = engine.family
         set_addr(&self.addr, engine.family, engine.sockaddr[0], engine.sockaddr[1],
-                       engine.sockaddr[3] if len(engine.sockaddr) > 3 else 0)
+                 engine.sockaddr[3] if len(engine.sockaddr) > 3 else 0)
         self.addrlen = sizeof(sockaddr_in6) if self.family == AF_INET6 else sizeof(sockaddr_in)
         self.clients = <Client *>calloc(clients, sizeof(Client))
         self.retry = <int *>malloc(clients * sizeof(int))
         self.retry_at = <double *>malloc(clients * sizeof(double))
-        self.rows = <Row *>malloc(MAXROWS * sizeof(Row))
         self.buf = <char *>malloc(BUFSIZE)
         self.events = <epoll_event *>malloc(MAXEVENTS * sizeof(epoll_event))
-        if not (self.clients and self.retry and self.retry_at and self.rows and self.buf and self.events):
+        if not (self.clients and self.retry and self.retry_at and self.buf and self.events):
             raise MemoryError()
         for i in range(clients):
             self.clients[i].fd = -1
@@ -106,7 +98,7 @@ cdef class CLoop:
             if self.clients[i].fd >= 0:
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
-        free(self.clients); free(self.retry); free(self.retry_at); free(self.rows); free(self.buf); free(self.events)
+        free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.events)
         if self.epfd >= 0:
             close(self.epfd)
 
@@ -137,7 +129,7 @@ cdef class CLoop:
             self._crash(e)
 
     def _tick(self):
-        """Deadlines (connect_timeout, timeout, a server that never closes), and the rows so far."""
+        """Deadlines (connect_timeout, timeout, a server that never closes)."""
         cdef int i
         cdef double t
         cdef Client *c
@@ -156,7 +148,6 @@ cdef class CLoop:
                         self._end(c, TIMEOUT_, t, 0)
                     else:
                         self._next(c, 0.0)
-            self.flush()
             self.tick_handle = self.loop.call_later(TICK_S, self._tick)
         except BaseException as e:
             self._crash(e)
@@ -184,13 +175,8 @@ cdef class CLoop:
         self.engine.crashed(e)
 
     def flush(self):
-        """Hand the finished rows to the recorder (`Recorder.done_many`)."""
-        cdef int k = self.nrows
-        if k == 0:
-            return
-        self.nrows = 0
-        data = (<char *>self.rows)[:k * sizeof(Row)]
-        self.done_many(self.frombuffer(data, self.dtype))
+        """Hand what was counted so far to the recorder (the driver's `settle`)."""
+        self.tally.flush()
 
     def abort(self):
         """The window has closed: every socket shut at once, nothing started again. A
@@ -220,14 +206,16 @@ cdef class CLoop:
 
     # --- one request, in C ----------------------------------------------------------------
     cdef bint _begin(self, Client *c, double t) except -1:
-        """Take the request's ticket and clear its marks; False: no request may start at `t`."""
-        if self.stopped or t >= self.t_end or not self.engine.running:
+        """Count the request's start (its -n ticket) and clear its marks; False: no request
+        may start at `t` (the driver's cleanup after the close runs with no callback between)."""
+        cdef int got
+        if self.stopped:
             return False
-        if self.budget and not self.engine.may_start(t):
+        got = self.tally.start(t)
+        if got < 0:
             return False
-        c.counted = <bint>self.rec.start(t)  # takes the -n ticket; False in the warm-up (sent all the same)
-        if c.counted:
-            self.counted_inflight += 1
+        c.counted = got
+        self.counted_inflight += got
         c.t_intended = c.t_sent = c.t_connect = t
         c.deadline = t + self.timeout
         c.t_up = c.t_written = c.t_first = NAN
@@ -382,21 +370,18 @@ cdef class CLoop:
 
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *:
         """A counted request ended at `t` (`t_done`: its response complete)."""
+        cdef double phases[4]
         if not c.counted:
             return
         c.counted = 0
         self.counted_inflight -= 1
-        cdef Row *w = &self.rows[self.nrows]
-        self.nrows += 1
-        w.kind, w.status, w.t_intended, w.t_sent, w.t_end, w.nbytes = kind, status, c.t_intended, c.t_sent, t, c.nbytes
-        w.connect = c.t_up - c.t_connect  # NaN propagates: a phase that did not happen
-        w.write = c.t_written - c.t_sent
-        w.wait = c.t_first - c.t_written
-        w.read = t_done - c.t_first
-        # Each hand-over costs ~0.2 ms whatever its size: hand over when full, on the tick, and
-        # at once when this was the last of the -n requests (the load ends when it is recorded).
-        if self.nrows == MAXROWS or (self.counted_inflight == 0 and self.budget and not self.engine.may_start(t)):
-            self.flush()
+        phases[0] = c.t_up - c.t_connect  # NaN propagates: a phase that did not happen
+        phases[1] = c.t_written - c.t_sent
+        phases[2] = c.t_first - c.t_written
+        phases[3] = t_done - c.t_first
+        self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases)
+        if self.counted_inflight == 0 and self.tally.spent():  # -n: the load ends once the last is recorded
+            self.tally.flush()
 
     cdef void _next(self, Client *c, double later) except *:
         """Close, then the client's next request: now, or after a pause."""

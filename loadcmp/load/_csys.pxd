@@ -1,5 +1,5 @@
 # The C declarations of the compiled loop (_cloop.pyx): Linux sockets and epoll,
-# the response reader in _chttp.h, and the row the recorder takes (RECORD_DTYPE).
+# the response reader in _chttp.h, and the state of one client.
 
 from libc.stdint cimport int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 
@@ -62,13 +62,6 @@ cdef extern from "_chttp.h" nogil:
     void resp_free(resp_t *)
     int resp_feed(resp_t *, const char *, size_t)
     int resp_eof(resp_t *)
-
-cdef packed struct Row:  # RECORD_DTYPE, byte for byte (checked in CLoop.__init__)
-    uint8_t kind
-    uint16_t status
-    double t_intended, t_sent, t_end
-    int64_t nbytes
-    double connect, write, wait, read
 
 cdef struct Client:
     int fd, phase, counted

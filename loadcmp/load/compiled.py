@@ -1,12 +1,13 @@
 """Which closed loop runs: compiled, or pure Python.
 
-The compiled one (`_cloop.pyx`, built by the install when a C compiler is there)
-does every request's syscalls and parsing in C, with or without keep-alive: a new
-connection per request is otherwise ~60 us of Python per request, which holds a
-client core to 0.65x ab, and keep-alive ~15 us, which holds it below wrk once the
-client's core is the limit. The pure-Python paths are the fallback, kept and tested
-(`rawclient.RawClient`, and `http1`'s keep-alive callback path): when the module did
-not build or import, when LOADCMP_PURE_PYTHON=1 asks for them, and over https.
+The compiled one (`_cloop.pyx` and `_ctally.pyx`, built by the install when a C
+compiler is there) does every request's syscalls, parsing and counting in C, with or
+without keep-alive: a new connection per request is otherwise ~60 us of Python per
+request, which holds a client core to 0.65x ab, and keep-alive ~6-8 us, which holds it
+below wrk once the client's core is the limit. The pure-Python paths are the fallback,
+kept and tested (`rawclient.RawClient`, and `http1`'s keep-alive callback path): when
+the modules did not build or import, when LOADCMP_PURE_PYTHON=1 asks for them, and
+over https.
 """
 
 from __future__ import annotations
@@ -43,10 +44,7 @@ def make_cloop(engine: Any, clients: int, loop: Any) -> Any | None:
     mod = cloop_module()
     if mod is None:
         return None
-    from .recorder import RECORD_DTYPE
-
-    rec = engine.rec
     try:
-        return mod.CLoop(engine, clients, loop, RECORD_DTYPE, rec.done_many)
-    except ImportError:  # built against another row layout: not this recorder's
+        return mod.CLoop(engine, clients, loop)
+    except ImportError:  # built for another recorder (its kinds, status slots or phases differ)
         return None

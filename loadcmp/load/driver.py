@@ -137,8 +137,8 @@ class Engine(Generic[S]):
         """Drop every connection now (the window has closed)."""
 
     def settle(self) -> None:
-        """Hand the recorder what the engine still holds (rows batched by the
-        compiled loop): called just before the window is closed."""
+        """Hand the recorder what the engine still holds (what the compiled loop
+        counted in C): once a second, and just before the window is closed."""
 
     def crashed(self, e: BaseException) -> None:
         """A client failed outside a task (a loop callback): stop the load, which
@@ -363,6 +363,7 @@ class Engine(Generic[S]):
             measuring = t >= t0 + 1.0  # the tick just after t0 covers the warm-up's last second
             if measuring:
                 self.cpu_s += c.cpu_s
+            self.settle()  # what the compiled loop counted in this second, before it is read
             rec.tick(t, c if measuring else None)
             if self.live is not None:
                 ok = fails = 0

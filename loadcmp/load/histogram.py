@@ -50,6 +50,12 @@ class Histogram:
         return cls(idx.astype(np.int32), cnt.astype(np.int64), float(v.sum()), float(v.max()), float(v.min()),
                    float(np.dot(v, v)))
 
+    @classmethod
+    def from_buckets(cls, cnt: np.ndarray, total_s: float, max_s: float, min_s: float, sq_s: float) -> Histogram:
+        """From a dense count per bucket (bucket i at index i), as the compiled loop counts them."""
+        idx = np.flatnonzero(cnt)
+        return cls(idx.astype(np.int32), cnt[idx].astype(np.int64), total_s, max_s, min_s, sq_s)
+
     @property
     def count(self) -> int:
         return int(self.cnt.sum())

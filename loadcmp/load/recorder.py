@@ -1,7 +1,8 @@
 """What happened: outcomes in per-second buckets and mergeable latency histograms.
 
 The engine calls `start()` when a request begins and `done()` when it ends;
-nothing else. Per-second buckets are folded into sparse log histograms once
+nothing else. The compiled loop counts in C and hands over what it counted
+instead (`add_started`, `add_tally`), to the same effect. Per-second buckets are folded into sparse log histograms once
 their second is over, so memory stays bounded on long runs: raw latencies live
 for one second at most. Recorders of several workers merge exactly
 (`Result.merge`): counts add, histograms add, percentiles are read from the
@@ -13,6 +14,7 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -21,16 +23,9 @@ from .outcomes import HTTP_5XX
 from .result import PHASES, Result, Second, StoppedBy
 from .saturation import ClientSample
 
-__all__ = ["RECORD_DTYPE", "PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy"]
+__all__ = ["PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy", "Tally"]
 """Histogram, Result and Second are re-exported: readers of results import them from here."""
 
-
-RECORD_DTYPE = np.dtype([
-    ("kind", "u1"), ("status", "u2"), ("t_intended", "f8"), ("t_sent", "f8"), ("t_end", "f8"), ("nbytes", "i8"),
-    ("connect", "f8"), ("write", "f8"), ("wait", "f8"), ("read", "f8"),
-])
-"""One ended request, for engines that hand over their requests in batches (`Recorder.done_many`):
-times in `time.monotonic()` seconds, status 0 without a response, phases as durations (NaN: not there)."""
 
 Marks = tuple[float, float, float, float, float]
 """When a response's phases began and ended: the connect (NaN on a reused connection), the send, the end
@@ -40,6 +35,26 @@ Began = tuple[float, float, float, float]
 """The first four `Marks`, as an engine knows them before the end is read (`Engine._record` adds it)."""
 STATUS_SLOTS = 1000
 """Status codes 0..999 are counted in a list (an index is cheaper than a dict on the hot path)."""
+
+
+@dataclass
+class Tally:
+    """Counted requests that ended in one second of the window, summed by the compiled loop
+    (`_ctally.h`): what `Recorder.done` would have recorded of each of them."""
+
+    second: int
+    """The window's second they ended in."""
+    counts: list[int]
+    """How many ended as each kind (`KINDS`)."""
+    nbytes: int
+    lat: Histogram
+    """Latency from the intended start, of those with a response."""
+    svc: Histogram | None
+    """Service time (from the send), of those sent later than intended; None: none was."""
+    status_codes: dict[int, int]
+    phases: list[Histogram]
+    """Each of `PHASES`, of those with a response that had the phase."""
+    last_end: float
 
 
 class Recorder:
@@ -79,8 +94,6 @@ class Recorder:
         """Once closed: the result, which a request taken back (`unsent`) still corrects."""
         self.status_counts = [0] * STATUS_SLOTS
         """Responses by exact status code (hey's and oha's distribution), indexed by the code."""
-        self.ph = array("d")
-        """Phase durations, four per response (`PHASES`), from `done_many`; folded into `phase_h` once a second."""
         self.pm = array("d")
         """Phase `Marks`, five per response, from `done`; folded into `phase_h` once a second."""
         self.phase_h = [Histogram() for _ in PHASES]
@@ -180,47 +193,43 @@ class Recorder:
             if self.on_spent is not None:
                 self.on_spent()
 
-    def done_many(self, rows: np.ndarray) -> None:
-        """Counted requests that ended, as rows of `RECORD_DTYPE`: the same as
-        `done()` for each row in order, at a fraction of the cost per request."""
-        if self.closed or not len(rows):
+    def add_started(self, second: int, n: int, warmup: int, first: float) -> None:
+        """What `start()` counts, counted by the compiled loop: `n` requests that started
+        in `second` of the window (the first of them at `first` when none had before),
+        and `warmup` before the window."""
+        if self.closed:
             return
-        rows = rows[rows["t_end"] < self.end]
-        if not len(rows):
+        self.warmup_started += warmup
+        if n:
+            if not self.started:
+                self.first_start = first
+            self.started += n
+            self.inflight += n
+            self._at(second).started += n
+
+    def add_tally(self, t: Tally) -> None:
+        """What `done()` records, for requests the compiled loop counted (`Tally`)."""
+        if self.closed:
             return
-        self.inflight -= len(rows)
-        t_end = rows["t_end"]
-        sec = np.clip((t_end - self.t0).astype(np.int64), 0, self.nsec - 1)
-        answered = rows["kind"] <= HTTP_5XX
-        for i in np.unique(sec).tolist():
-            mine = rows[sec == i]
-            s = self._at(i)
-            for k, n in enumerate(np.bincount(mine["kind"], minlength=len(s.counts)).tolist()):
-                s.counts[k] += n
-            s.bytes += int(mine["nbytes"].sum())
-            resp = mine[mine["kind"] <= HTTP_5XX]
-            s.lat.frombytes((resp["t_end"] - resp["t_intended"]).tobytes())
-            own = resp[resp["t_sent"] != resp["t_intended"]]
-            s.svc.frombytes((own["t_end"] - own["t_sent"]).tobytes())
-        resp = rows[answered]
-        codes, counts = np.unique(resp["status"][resp["status"] > 0], return_counts=True)
-        for code, n in zip(codes.tolist(), counts.tolist(), strict=True):
-            if code < STATUS_SLOTS:
-                self.status_counts[code] += n
-        self.ph.frombytes(np.ascontiguousarray(np.stack([resp[p] for p in PHASES], axis=1)).tobytes())
+        self.inflight -= sum(t.counts)
+        s = self._at(t.second)
+        for k, n in enumerate(t.counts):
+            s.counts[k] += n
+        s.bytes += t.nbytes
+        s.lat_h = s.lat_h.merge(t.lat)
+        if t.svc is not None:
+            s.svc_h = t.svc if s.svc_h is None else s.svc_h.merge(t.svc)
+        for code, n in t.status_codes.items():
+            self.status_counts[code] += n
+        self.phase_h = [h.merge(p) for h, p in zip(self.phase_h, t.phases, strict=True)]
         if self.requests is not None:
-            self.last_end = max(self.last_end, float(t_end.max()))
+            self.last_end = max(self.last_end, t.last_end)
             self._maybe_spent()
 
     def _fold_phases(self) -> None:
-        parts = []
-        if len(self.ph):
-            parts.append(np.frombuffer(self.ph, dtype=np.float64).reshape(-1, len(PHASES)))
-            self.ph = array("d")
         if len(self.pm):
-            parts.append(np.diff(np.frombuffer(self.pm, dtype=np.float64).reshape(-1, len(PHASES) + 1), axis=1))
+            v = np.diff(np.frombuffer(self.pm, dtype=np.float64).reshape(-1, len(PHASES) + 1), axis=1)
             self.pm = array("d")
-        for v in parts:
             for j in range(len(PHASES)):
                 col = v[:, j]
                 self.phase_h[j] = self.phase_h[j].merge(Histogram.of(np.maximum(col[~np.isnan(col)], 0.0)))

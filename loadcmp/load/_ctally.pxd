@@ -1,0 +1,33 @@
+# What the compiled loop counts of each request (_ctally.pyx, _ctally.h): declared here so
+# that _cloop.pyx calls CTally's methods in C.
+
+from libc.stdint cimport int64_t
+
+cdef extern from "_ctally.h" nogil:
+    enum: T_BUCKETS, T_KINDS, T_STATUS, T_PHASES
+    ctypedef struct hist_t:
+        int64_t cnt[T_BUCKETS]
+        int64_t n
+        double total, sq, min, max
+    ctypedef struct tally_t:
+        int64_t sec, ended, bytes
+        int64_t counts[T_KINDS]
+        double last_end
+        hist_t lat, svc
+        hist_t phase[T_PHASES]
+        int64_t status[T_STATUS]
+    void tally_reset(tally_t *)
+    void tally_add(tally_t *, int, int, double, double, double, int64_t, const double *)
+
+cdef class CTally:
+    cdef tally_t *t  # the counted requests that ended in one second, not handed to the recorder yet
+    cdef object rec
+    cdef int64_t start_sec, start_n, warm_n  # the starts not handed over yet
+    cdef int64_t started, requests, nsec  # counted starts in all; -n (-1: no limit)
+    cdef double t0, t_end, first_start
+
+    cdef int start(self, double t) except -2
+    cdef void end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
+                  const double *phases) except *
+    cdef bint spent(self)
+    cpdef flush(self)
