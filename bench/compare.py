@@ -1,19 +1,27 @@
 """The load engine measured against wrk and ab on the same pinned server, in one run.
 
-    .venv/bin/python bench/compare.py [--time 10] [--rounds 2] [--levels 50,1000]
+    .venv/bin/python bench/compare.py [--time 5] [--rounds 5] [--levels 50,1000] [--page /plaintext]
 
-Starts the `nginx` stack pinned to CPU 1 (worker_connections raised so 1000
-clients fit), then alternates A B A B with every client pinned to CPU 0:
-wrk vs `loadcmp bench --keepalive`, and ab vs `loadcmp bench` (a new connection
-per request), at each level; the aiohttp engine's ratio is printed too, and without
-keep-alive the pure-Python loop's (LOADCMP_PURE_PYTHON=1, the fallback of the compiled one). Each
-ratio is the median of the rounds' ratios: a round runs A and B back to back, so a drift
-of the machine between rounds cancels within each. Beside each rate, the client's CPU
-per request (wrk and ab: their process's user + system time; loadcmp: its load
-thread's, inside the window) and the server CPU's busy share: when the server's CPU is
-full, the ratio measures the server under each client, not the clients. Last, a
-15000-client closed loop for 20 s: exact counts and the client's peak memory.
-A benchmark, not a test: it prints ratios and asserts nothing.
+Starts the `nginx` stack pinned to CPU 1, with one worker for its one CPU (the stack's
+`auto` counts the machine's CPUs, and two workers on one CPU take turns) and
+worker_connections raised so 1000 clients fit, and loads `/plaintext`: the least work
+nginx does for a request (a `return`, no file). Against a static file nginx's one core
+is the limit of any keep-alive client here (it spends ~1.5x what wrk does per request),
+and the ratio then measures the server twice. Every client is pinned to CPU 0.
+
+At each level it alternates wrk vs `loadcmp bench --keepalive` and ab vs `loadcmp bench`
+(a new connection per request), in rounds of A B, then B A, so that a machine that
+speeds up or slows down within a round favours neither; each ratio is the median of the
+rounds' ratios, with their range. Short runs in many rounds: a run's rate moves by
+±15 % here from one run to the next whatever the client. The aiohttp engine's ratio is
+printed too, and without keep-alive the pure-Python loop's (LOADCMP_PURE_PYTHON=1, the
+fallback of the compiled one). Beside each rate: the client's CPU per request (wrk
+and ab: their process's user + system time; loadcmp: its load thread's, inside the
+window) and each CPU's busy share (the median of half-second samples over the run), which
+say which side was the limit: when the server's CPU is full, the ratio measures the
+server under each client, not the clients. Last, a 15000-client closed loop for 20 s:
+exact counts and the client's peak memory. A benchmark, not a test: it prints ratios
+and asserts nothing.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -44,6 +54,7 @@ done = function(summary, latency, requests)
     summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
 end
 """
+SAMPLE_S = 0.5
 
 
 def pinned(cmd: list[str], cpu: str = "0") -> list[str]:
@@ -51,56 +62,152 @@ def pinned(cmd: list[str], cpu: str = "0") -> list[str]:
 
 
 class Run(NamedTuple):
-    """One run: its rate, the client's CPU per request (us), the server CPU's busy share (%)."""
+    """One run: its rate, the client's CPU per request (us), and the busy share (%) of
+    the clients' CPU and of the server's."""
 
     rps: float
     cpu_us: float
+    client_busy: float
     server_busy: float
 
 
-def cpu_times(cpu: str = "1") -> tuple[int, int]:
-    """(busy, all) jiffies of one CPU so far, from /proc/stat."""
+def cpu_times() -> dict[str, tuple[int, int]]:
+    """(busy, all) jiffies so far of CPU 0 and CPU 1, from /proc/stat."""
+    out = {}
     with open("/proc/stat") as f:
-        v = [int(x) for x in next(line for line in f if line.startswith(f"cpu{cpu} ")).split()[1:9]]
-    return sum(v) - v[3] - v[4], sum(v)
+        for line in f:
+            if line.startswith(("cpu0 ", "cpu1 ")):
+                v = [int(x) for x in line.split()[1:9]]
+                out[line[:4]] = (sum(v) - v[3] - v[4], sum(v))
+    return out
 
 
-def measured(cmd: list[str], **kw: Any) -> tuple[str, float, float]:
-    """Run `cmd`: its stdout, its CPU seconds (user + system) and CPU 1's busy share meanwhile."""
-    before, (b0, a0) = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_times()
-    out = subprocess.run(cmd, capture_output=True, text=True, **kw).stdout
-    after, (b1, a1) = resource.getrusage(resource.RUSAGE_CHILDREN), cpu_times()
+def measured(cmd: list[str], **kw: Any) -> tuple[str, float, float, float]:
+    """Run `cmd`: its stdout, its CPU seconds (user + system), and the median busy share of
+    CPU 0 and of CPU 1 over half-second samples meanwhile (a start-up's idle samples do
+    not move a median much)."""
+    shares: dict[str, list[float]] = {"cpu0": [], "cpu1": []}
+    done = threading.Event()
+
+    def sample() -> None:
+        prev = cpu_times()
+        while not done.wait(SAMPLE_S):
+            cur = cpu_times()
+            for k, (b, a) in cur.items():
+                shares[k].append(100.0 * (b - prev[k][0]) / max(1, a - prev[k][1]))
+            prev = cur
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    sampler.start()
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, **kw).stdout
+    finally:
+        done.set()
+        sampler.join()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
-    return out, cpu, 100.0 * (b1 - b0) / max(1, a1 - a0)
+    med = {k: statistics.median(v) if v else float("nan") for k, v in shares.items()}
+    return out, cpu, med["cpu0"], med["cpu1"]
 
 
 def run_wrk(url: str, c: int, t: int, lua: str) -> Run:
-    out, cpu, busy = measured(pinned(["wrk", "-t1", f"-c{c}", f"-d{t}s", "-s", lua, url]), check=True)
+    out, cpu, b0, b1 = measured(pinned(["wrk", "-t1", f"-c{c}", f"-d{t}s", "-s", lua, url]), check=True)
     doc = json.loads(out.strip().splitlines()[-1])
-    return Run(doc["requests"] / doc["seconds"], 1e6 * cpu / max(1, doc["requests"]), busy)
+    return Run(doc["requests"] / doc["seconds"], 1e6 * cpu / max(1, doc["requests"]), b0, b1)
 
 
 def run_ab(url: str, c: int, t: int) -> Run:
-    out, cpu, busy = measured(pinned(["ab", "-q", "-r", "-c", str(c), "-t", str(t), "-n", "10000000", url]))
+    out, cpu, b0, b1 = measured(pinned(["ab", "-q", "-r", "-c", str(c), "-t", str(t), "-n", "10000000", url]))
     fields = dict(line.split(":", 1) for line in out.splitlines() if ":" in line)
     done = int(fields["Complete requests"].strip())
     secs = float(fields["Time taken for tests"].split()[0])
-    return Run(done / secs, 1e6 * cpu / max(1, done), busy)
+    return Run(done / secs, 1e6 * cpu / max(1, done), b0, b1)
 
 
-def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast", pure: bool = False) -> dict:
+def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast", pure: bool = False) -> tuple[Run, str]:
+    """One `loadcmp bench`, and which loop ran (`engine_path`)."""
     cmd = [PY, "-m", "loadcmp", "bench", url, "-c", str(c), "-t", str(t), "--warmup", "1", "--json",
            "--client-cpus", "0", "--engine", engine] + (["-k"] if keepalive else [])
     env = {**os.environ, "LOADCMP_PURE_PYTHON": "1" if pure else "0"}
-    out, _, busy = measured(cmd, check=True, env=env)
-    return {**json.loads(out), "server_busy": busy}
+    out, _, b0, b1 = measured(cmd, check=True, env=env)
+    doc = json.loads(out)
+    return Run(doc["completions_per_s"], doc.get("client_cpu_us") or float("nan"), b0, b1), doc.get("engine_path", "?")
+
+
+class Compared(NamedTuple):
+    """The rounds of one level and mode: each runner's runs, round by round."""
+
+    ref: list[Run]
+    fast: list[Run]
+    pure: list[Run]
+
+    @staticmethod
+    def ratios(ours: list[Run], ref: list[Run]) -> list[float]:
+        return [o.rps / r.rps for o, r in zip(ours, ref, strict=True)]
+
+
+def compare(rounds: int, ref: Callable[[], Run], fast: Callable[[], Run], pure: Callable[[], Run] | None) -> Compared:
+    """`rounds` rounds of the reference and loadcmp, in the order A B, then B A."""
+    got = Compared([], [], [])
+    for i in range(rounds):
+        order = [(got.ref, ref), (got.fast, fast)] + ([(got.pure, pure)] if pure is not None else [])
+        for runs, run in order if i % 2 == 0 else order[::-1]:
+            runs.append(run())
+    return got
+
+
+def median(xs: list[float]) -> float:
+    return statistics.median(xs) if xs else float("nan")
+
+
+class Row(NamedTuple):
+    c: int
+    mode: str
+    ref: str
+    ratio: float
+    aiohttp: float
+    pure: float | None
+    path: str
+
+
+def one_level(url: str, c: int, keepalive: bool, t: int, rounds: int, lua: str) -> Row:
+    """The rounds at one level and mode, printed as they end."""
+    paths: set[str] = set()
+
+    def ours(pure: bool = False) -> Run:
+        run, path = run_loadcmp(url, c, t, keepalive, pure=pure)
+        if not pure:
+            paths.add(path)
+        return run
+
+    ref_name = "wrk" if keepalive else "ab"
+    got = compare(rounds, (lambda: run_wrk(url, c, t, lua)) if keepalive else (lambda: run_ab(url, c, t)), ours,
+                  None if keepalive else (lambda: ours(pure=True)))
+    aio = run_loadcmp(url, c, t, keepalive, "aiohttp")[0].rps
+    fast_r = Compared.ratios(got.fast, got.ref)
+    pure_r = Compared.ratios(got.pure, got.ref) if got.pure else []
+    r = median([x.rps for x in got.ref])
+    row = Row(c, "keep-alive" if keepalive else "new conn", ref_name, median(fast_r), aio / r,
+              median(pure_r) if pure_r else None, "/".join(sorted(paths)))
+    py = f"   python loop {median([x.rps for x in got.pure]):8.0f} ({median(pure_r):.2f}x)" if pure_r else ""
+    print(f"c={c:<5} {row.mode:<10} {ref_name:>3} {r:9.0f} req/s   loadcmp fast {median([x.rps for x in got.fast]):9.0f} "
+          f"({row.ratio:.2f}x, {min(fast_r):.2f}-{max(fast_r):.2f}, rounds {' '.join(f'{x:.2f}' for x in fast_r)}, "
+          f"{row.path}){py}   aiohttp {aio:8.0f} ({row.aiohttp:.2f}x)", flush=True)
+    print(f"        client CPU per request: {ref_name} {median([x.cpu_us for x in got.ref]):.1f} us, loadcmp "
+          f"{median([x.cpu_us for x in got.fast]):.1f} us (its load thread); CPU busy, client / server: with "
+          f"{ref_name} {median([x.client_busy for x in got.ref]):.0f} / {median([x.server_busy for x in got.ref]):.0f} %, "
+          f"with loadcmp {median([x.client_busy for x in got.fast]):.0f} / "
+          f"{median([x.server_busy for x in got.fast]):.0f} %", flush=True)
+    return row
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--time", type=int, default=10)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--time", type=int, default=5, help="seconds per run (default 5)")
+    ap.add_argument("--rounds", type=int, default=5, help="rounds per level and mode (default 5)")
     ap.add_argument("--levels", default="50,1000")
+    ap.add_argument("--page", default="/plaintext", help="what to load (default /plaintext)")
     ap.add_argument("--big", type=int, default=15000)
     args = ap.parse_args()
     for tool in ("wrk", "ab", "taskset"):
@@ -108,51 +215,20 @@ def main() -> None:
             sys.exit(f"bench needs {tool}: run `make setup` (installs wrk and apache2-utils)")
     levels = [int(x) for x in args.levels.split(",")]
     stack = st.get_stack("nginx")
-    overrides = st.parse_overrides(["nginx.worker_connections=20000", "nginx.keepalive_requests=100000000"])
+    overrides = st.parse_overrides(["nginx.worker_processes=1", "nginx.worker_connections=20000",
+                                    "nginx.keepalive_requests=100000000"])
     with tempfile.TemporaryDirectory() as tmp, lab.up(lab.plan_deployment(stack, cpus="1", overrides=overrides)) as dep:
         lua = str(Path(tmp) / "report.lua")
         Path(lua).write_text(WRK_LUA)
-        url = f"http://127.0.0.1:{dep.port}/index.html"
-        print(f"server: nginx stack on CPU 1 at {url}; clients on CPU 0; {args.time} s per run, "
-              f"{args.rounds} rounds A B\n")
-        rows = []
-        for c in levels:
-            for keepalive, ref_name in ((True, "wrk"), (False, "ab")):
-                ref, ours, pure, aio = [], [], [], []
-                ref_cpu, our_cpu, ref_busy, our_busy = [], [], [], []
-                paths = set()
-                for _ in range(args.rounds):
-                    run = run_wrk(url, c, args.time, lua) if keepalive else run_ab(url, c, args.time)
-                    ref.append(run.rps)
-                    ref_cpu.append(run.cpu_us)
-                    ref_busy.append(run.server_busy)
-                    doc = run_loadcmp(url, c, args.time, keepalive)
-                    ours.append(doc["completions_per_s"])
-                    our_cpu.append(doc.get("client_cpu_us") or float("nan"))
-                    our_busy.append(doc["server_busy"])
-                    paths.add(doc.get("engine_path", "?"))
-                    if not keepalive:
-                        pure.append(run_loadcmp(url, c, args.time, keepalive, pure=True)["completions_per_s"])
-                aio.append(run_loadcmp(url, c, args.time, keepalive, "aiohttp")["completions_per_s"])
-                r, o, a = statistics.median(ref), statistics.median(ours), statistics.mean(aio)
-                ratio = statistics.median(x / y for x, y in zip(ours, ref, strict=True))
-                p = statistics.median(pure) if pure else None
-                pratio = statistics.median(x / y for x, y in zip(pure, ref, strict=True)) if pure else None
-                rows.append((c, "keep-alive" if keepalive else "new conn", ref_name, r, o, ratio, a / r, pratio,
-                             "/".join(sorted(paths))))
-                extra = "" if p is None else f"   python loop {p:8.0f} ({pratio:.2f}x)"
-                rounds = " ".join(f"{x / y:.2f}" for x, y in zip(ours, ref, strict=True))
-                print(f"c={c:<5} {rows[-1][1]:<10} {ref_name:>3} {r:9.0f} req/s   loadcmp fast {o:9.0f} "
-                      f"({ratio:.2f}x, rounds {rounds}, {rows[-1][-1]}){extra}   aiohttp {a:8.0f} ({a / r:.2f}x)",
-                      flush=True)
-                print(f"        client CPU per request: {ref_name} {statistics.median(ref_cpu):.1f} us, loadcmp "
-                      f"{statistics.median(our_cpu):.1f} us (its load thread); server CPU busy: with {ref_name} "
-                      f"{statistics.median(ref_busy):.0f} %, with loadcmp {statistics.median(our_busy):.0f} % "
-                      f"(its start-up included)", flush=True)
-        print("\nratios (loadcmp / reference):")
-        for c, mode, name, _r, _o, ratio, aratio, pratio, path in rows:
-            py = "" if pratio is None else f"  python loop {pratio:.2f}x"
-            print(f"  c={c:<5} {mode:<10} vs {name}: fast {ratio:.2f}x ({path}){py}  aiohttp {aratio:.2f}x")
+        url = f"http://127.0.0.1:{dep.port}{args.page}"
+        print(f"server: nginx stack (one worker) on CPU 1 at {url}; clients on CPU 0; {args.time} s per run, "
+              f"{args.rounds} rounds (A B, then B A)\n")
+        rows = [one_level(url, c, keepalive, args.time, args.rounds, lua) for c in levels for keepalive in (True, False)]
+        print("\nratios (loadcmp / reference, the median of the rounds'):")
+        for row in rows:
+            py = "" if row.pure is None else f"  python loop {row.pure:.2f}x"
+            print(f"  c={row.c:<5} {row.mode:<10} vs {row.ref}: fast {row.ratio:.2f}x ({row.path}){py}  "
+                  f"aiohttp {row.aiohttp:.2f}x")
         big = args.big
         code = ("import resource,subprocess,sys,json;"
                 f"p=subprocess.run({[PY, '-m', 'loadcmp', 'bench', url, '-c', str(big), '-t', '20', '--json', '--client-cpus', '0']!r},"

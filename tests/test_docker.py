@@ -51,6 +51,8 @@ def test_stack_serves_what_it_claims(name, images, docker_client):
         assert code == 200 and body.startswith(b"loadcmp-sleep-ok 20 ms")
         code, body = get(doc["url"], "/cpu.php")
         assert code == 200 and body.startswith(b"loadcmp-cpu-ok")
+        if stack.front.image == "nginx":  # answered by the front itself, also in front of Apache
+            assert get(doc["url"], "/plaintext") == (200, b"Hello, World!")
 
         if stack.mpm:
             code, body = get(doc["url"], "/server-status?auto")
