@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import gc
 import math
-import resource
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
@@ -23,7 +22,7 @@ from typing import Any, Generic, TypeVar
 from ..errors import LoadError
 from .outcomes import OK
 from .recorder import Began, Recorder, Result
-from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse
+from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse, thread_times
 from .schedules import Closed, Ramp, Rate, Schedule
 from .target import Target
 
@@ -196,7 +195,7 @@ class Engine(Generic[S]):
         while now() < t_load0:  # the loop's timers are only ms-exact; the window must not start early
             await asyncio.sleep(0)
         self.running = True
-        (self._run_prev, self._wait_prev), self._wall_prev = _thread_times(), now()
+        (self._run_prev, self._wait_prev), self._wall_prev = thread_times(), now()
         ticker = asyncio.ensure_future(self._ticker(t0))
         lagger = asyncio.ensure_future(self._lag_probe())
         end = self.t_end = t0 + spec.duration
@@ -337,7 +336,7 @@ class Engine(Generic[S]):
     def _sample_client(self, t: float) -> ClientSample:
         """The loop thread's CPU and run-queue wait since the last sample, and
         the worst loop lag seen since then."""
-        run, wait = _thread_times()
+        run, wait = thread_times()
         span = max(1e-6, t - self._wall_prev)
         sample = ClientSample(100.0 * (run - self._run_prev) / span, 100.0 * (wait - self._wait_prev) / span,
                               self._lag_max * 1000, run - self._run_prev)
@@ -361,8 +360,7 @@ class Engine(Generic[S]):
             self._lag_max = max(self._lag_max, t - nxt)  # the ticker's own timer is a lag probe too
             c = self._sample_client(t)
             measuring = t >= t0 + 1.0  # the tick just after t0 covers the warm-up's last second
-            if measuring:
-                self.cpu_s += c.cpu_s
+            self.cpu_s += c.cpu_s if measuring else 0.0
             self.settle()  # what the compiled loop counted in this second, before it is read
             rec.tick(t, c if measuring else None)
             if self.live is not None:
@@ -389,14 +387,3 @@ class Engine(Generic[S]):
         self.cpu_s += c.cpu_s
         rec.sample_client(c, min(rec.nsec, math.ceil(t_stop - t0 - 1e-3)))
 
-
-def _thread_times() -> tuple[float, float]:
-    """(seconds on a CPU, seconds waiting for one) of the calling thread: the
-    event loop's own, not the sampler's or an in-process test server's."""
-    try:
-        with open("/proc/thread-self/schedstat") as f:
-            run_ns, wait_ns, _ = f.read().split()
-        return int(run_ns) / 1e9, int(wait_ns) / 1e9
-    except (OSError, ValueError):  # not Linux: the process's CPU, no wait
-        r = resource.getrusage(resource.RUSAGE_SELF)
-        return r.ru_utime + r.ru_stime, 0.0

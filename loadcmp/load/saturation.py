@@ -4,7 +4,7 @@ A load process is one event loop on one thread. When that thread is busy all
 the time, the requests/s measured is what the *client* can send, not what the
 server can serve, and a comparison of two servers then compares the client
 with itself. The driver samples the loop's own thread once a second
-(`driver.Engine._ticker`, from /proc/thread-self/schedstat):
+(`driver.Engine._ticker`, from /proc/thread-self/schedstat: `thread_times`):
 
 * busy: the share of the second the thread was on a CPU plus the share it was
   runnable but waiting for one (another process on its core: a starved client
@@ -28,6 +28,7 @@ the client had (from its CPU cost per request) and what would give it more.
 
 from __future__ import annotations
 
+import resource
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -193,3 +194,15 @@ def add_advice(doc: LoadSummary, m: Machine) -> LoadSummary:
         lagging = (doc.get("client_lag_ms") or 0.0) >= LAG_BOUND_MS
         doc["client_advice"] = advice(doc.get("client_cpu_us"), m, lagging)
     return doc
+
+
+def thread_times() -> tuple[float, float]:
+    """(seconds on a CPU, seconds waiting for one) of the calling thread: the
+    event loop's own, not the sampler's or an in-process test server's."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            run_ns, wait_ns, _ = f.read().split()
+        return int(run_ns) / 1e9, int(wait_ns) / 1e9
+    except (OSError, ValueError):  # not Linux: the process's CPU, no wait
+        r = resource.getrusage(resource.RUSAGE_SELF)
+        return r.ru_utime + r.ru_stime, 0.0
