@@ -186,7 +186,8 @@ def _requests(n: int, t0: float, seed: int = 7) -> list[tuple]:
 
 
 def test_counted_in_c_as_the_recorder_counts(ctally):
-    """The compiled loop counts in C (`_ctally`) what `Recorder.start` and `done` count, request by request."""
+    """The compiled loop counts in C (`_ctally`) what `Recorder.start` and `done` count, request
+    by request, with starts and ends interleaved as they happen and handed over at any moment."""
     t0 = 100.0
     reqs = _requests(5000, t0)
     one, c = Recorder(t0, 3.0), Recorder(t0, 3.0)
@@ -194,19 +195,23 @@ def test_counted_in_c_as_the_recorder_counts(ctally):
     ends = sorted((r for r, n in zip(reqs, counted, strict=True) if n), key=lambda r: r[4])
     for kind, status, t, sent, end, nbytes, (connect, write, wait, _) in ends:
         one.done(kind, t, sent, end, nbytes, status, (sent - connect, sent, sent + write, sent + write + wait, end))
-    assert ctally(c, [r[2] for r in reqs], ends) == [int(n) for n in counted]
+    ticks = [(t0 - 0.5 + 0.3 * k, None) for k in range(13)]  # the driver's settle() mid-second, warm-up too
+    timed = sorted([(r[2], r[2]) for r in reqs] + [(r[4], r) for r in ends] + ticks, key=lambda e: e[0])
+    assert ctally(c, [ev for _, ev in timed]) == [int(n) for n in counted]
     a, b = one.close(), c.close()
     assert a.counts() == b.counts() and a.unfinished == b.unfinished > 0 and a.started == b.started
     assert a.warmup_requests == b.warmup_requests > 0
     assert [(s.counts, s.bytes, s.started) for s in a.seconds] == [(s.counts, s.bytes, s.started) for s in b.seconds]
     assert a.status_codes == b.status_codes and sum(a.status_codes.values()) == a.latency().count
-    for ha, hb in ((a.latency(), b.latency()), (a.service(), b.service()),
-                   *((a.phases[p], b.phases[p]) for p in PHASES)):
-        assert ha.count == hb.count  # done() takes the phases from marks: the same but for rounding
-        assert (ha.min_s, ha.max_s) == pytest.approx((hb.min_s, hb.max_s), rel=1e-6)
+    for ha, hb in ((a.latency(), b.latency()), (a.service(), b.service())):  # the same values: the same buckets
+        assert ha.idx.tolist() == hb.idx.tolist() and ha.cnt.tolist() == hb.cnt.tolist()
+        assert (ha.min_s, ha.max_s) == (hb.min_s, hb.max_s) and ha.stdev == pytest.approx(hb.stdev, rel=1e-9)
+    for p in PHASES:  # done() takes the phases from marks: the same but for rounding
+        ha, hb = a.phases[p], b.phases[p]
+        assert ha.count == hb.count and (ha.min_s, ha.max_s) == pytest.approx((hb.min_s, hb.max_s), rel=1e-6)
         assert ha.mean == pytest.approx(hb.mean, rel=1e-6) and ha.stdev == pytest.approx(hb.stdev, rel=1e-6)
         for q in (50, 90, 99):
-            assert ha.percentile(q) == pytest.approx(hb.percentile(q), rel=0.011), q
+            assert ha.percentile(q) == pytest.approx(hb.percentile(q), rel=0.011), (p, q)
     assert a.phases["connect"].count < a.phases["read"].count == a.latency().count  # reused connections: no connect
 
 
@@ -217,6 +222,6 @@ def test_c_takes_the_requests_tickets(ctally):
     spent = []
     rec.on_spent = lambda: spent.append(True)
     ends = [(OK, 200, t, t, t + 0.1, 10, (0.0, 0.0, 0.05, 0.05)) for t in (10.1, 10.2, 10.3)]
-    assert ctally(rec, [9.5, 10.1, 10.2, 10.3, 10.4], ends) == [0, 1, 1, 1, -1]
+    assert ctally(rec, [9.5, 10.1, 10.2, 10.3, 10.4, *ends]) == [0, 1, 1, 1, -1]
     assert spent == [True] and rec.started == 3 and rec.inflight == 0 and rec.warmup_started == 1
     assert rec.close().stopped_by == "requests"

@@ -1,4 +1,4 @@
-# The compiled closed loop's classes (_cloop.pyx): their state and their C methods.
+# The compiled closed loop's class (_cloop.pyx): its state and its C methods.
 
 from ._csys cimport *
 from ._ctally cimport CTally
@@ -16,7 +16,7 @@ cdef class CLoop:
     cdef socklen_t addrlen
     cdef int family
     cdef bytes request
-    cdef double timeout, t_end
+    cdef double timeout
     cdef bint is_head, stopped, spread, keepalive
     cdef object engine, rec, loop, tick_handle, retry_handle
 

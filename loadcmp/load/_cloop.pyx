@@ -9,7 +9,7 @@ set of our own holds every socket; its fd is one reader of the running loop, and
 connects, sends, reads, parses (`_chttp.h`), sends again on a kept connection, and closes
 in C. What the recorder keeps of each request is counted in C as well (`_ctally.pyx`) and
 handed over when a second ends and when the driver asks: no Python runs per request. The
-classes' state is declared in `_cloop.pxd`.
+class's state is declared in `_cloop.pxd`.
 """
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR, ENOBUFS, ENOTCONN
@@ -66,13 +66,15 @@ def parse(chunks, bint head=False):
 cdef class CLoop:
     """Every client of one engine's closed loop (over http, with or without keep-alive)."""
 
+    def __cinit__(self):
+        self.epfd = -1  # __dealloc__ runs after a failed __init__ too
+
     def __init__(self, engine, int clients, loop):
         self.engine, self.rec, self.loop = engine, engine.rec, loop
         self.tally = CTally(engine.rec)
         self.n = clients
         self.request = engine.request_bytes
         self.timeout = engine.timeout
-        self.t_end = engine.t_end
         self.is_head = engine.is_head
         self.keepalive = engine.target.keepalive
         self.spread = engine.spec.spread_sources

@@ -17,7 +17,7 @@
 
 #define T_BUCKETS 2400 /* 1 us .. 1.01^2400 us (6.6 hours); a longer value counts in the last bucket */
 #define T_KINDS 8      /* outcomes.KINDS */
-#define T_RESPONSES 2  /* kinds 0..2 (ok, http_4xx, http_5xx) had a complete response */
+#define T_HTTP_5XX 2   /* kinds 0..T_HTTP_5XX (ok, http_4xx, http_5xx) had a complete response */
 #define T_STATUS 1000  /* recorder.STATUS_SLOTS */
 #define T_PHASES 4     /* result.PHASES: connect, write, wait, read */
 
@@ -59,9 +59,8 @@ static void tally_reset(tally_t *t) {
 }
 
 static inline void hist_add(hist_t *h, double v) {
-    double us = v * 1e6;
-    int b = us > 1.0 ? (int)floor(log(us) / T_LOG_BASE) : 0;
-    h->cnt[b < T_BUCKETS ? b : T_BUCKETS - 1]++;
+    double us = v * 1e6, b = us > 1.0 ? floor(log(us) / T_LOG_BASE) : 0.0; /* NaN and below 1 us: 0 */
+    h->cnt[b < T_BUCKETS ? (int)b : T_BUCKETS - 1]++;
     h->n++;
     h->total += v;
     h->sq += v * v;
@@ -87,7 +86,7 @@ static inline void tally_add(tally_t *t, int kind, int status, double t_intended
     t->bytes += nbytes;
     if (t_end > t->last_end)
         t->last_end = t_end;
-    if (kind > T_RESPONSES)
+    if (kind > T_HTTP_5XX)
         return;
     hist_add(&t->lat, t_end - t_intended);
     if (t_sent != t_intended)

@@ -18,6 +18,8 @@ from .histogram import Histogram
 from .outcomes import KINDS
 from .recorder import PHASES, STATUS_SLOTS, Tally
 
+if T_KINDS != len(KINDS) or T_STATUS != STATUS_SLOTS or T_PHASES != len(PHASES):  # a build of older sources
+    raise ImportError("_ctally.h does not count what the recorder keeps: build it again (make setup)")
 
 cdef object _hist(hist_t *h):
     return Histogram.from_buckets(numpy.frombuffer((<char *>h.cnt)[:T_BUCKETS * sizeof(int64_t)], numpy.int64),
@@ -30,8 +32,6 @@ cdef class CTally:
     to the recorder (`add_started`, `add_tally`) when a second ends and on `flush`."""
 
     def __init__(self, rec):
-        if T_KINDS != len(KINDS) or T_STATUS != STATUS_SLOTS or T_PHASES != len(PHASES):
-            raise ImportError("_ctally.h does not count what the recorder keeps")
         self.rec = rec
         self.t0, self.t_end, self.nsec = rec.t0, rec.end, rec.nsec
         self.requests = -1 if rec.requests is None else rec.requests
@@ -94,15 +94,22 @@ cdef class CTally:
             tally_reset(t)
 
 
-def tally(rec, starts, ends):
-    """Count `starts` (times) and then `ends` ((kind, status, t_intended, t_sent, t_end, nbytes,
-    (connect, write, wait, read)), in the order they ended) as the loop does, into `rec`. For the tests."""
+def tally(rec, events):
+    """Count `events` in their order as the loop does, into `rec`: a start at a time (a float),
+    an end (kind, status, t_intended, t_sent, t_end, nbytes, (connect, write, wait, read)),
+    or None, a hand-over (the driver's `settle`). What each start was answered. For the tests."""
     cdef CTally tl = CTally(rec)
     cdef double ph[4]
-    got = [tl.start(t) for t in starts]
-    for kind, status, t_intended, t_sent, t_end, nbytes, phases in ends:
-        for k in range(4):
-            ph[k] = phases[k]
-        tl.end(kind, status, t_intended, t_sent, t_end, nbytes, ph)
+    got = []
+    for ev in events:
+        if ev is None:
+            tl.flush()
+        elif isinstance(ev, float):
+            got.append(tl.start(ev))
+        else:
+            kind, status, t_intended, t_sent, t_end, nbytes, phases = ev
+            for k in range(4):
+                ph[k] = phases[k]
+            tl.end(kind, status, t_intended, t_sent, t_end, nbytes, ph)
     tl.flush()
     return got

@@ -42,9 +42,4 @@ def engine_path(engine: str, closed: bool = True, https: bool = False) -> Engine
 def make_cloop(engine: Any, clients: int, loop: Any) -> Any | None:
     """The compiled loop for `engine`'s closed clients, or None: run the pure-Python ones."""
     mod = cloop_module()
-    if mod is None:
-        return None
-    try:
-        return mod.CLoop(engine, clients, loop)
-    except ImportError:  # built for another recorder (its kinds, status slots or phases differ)
-        return None
+    return None if mod is None else mod.CLoop(engine, clients, loop)

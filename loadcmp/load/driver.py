@@ -109,7 +109,8 @@ class Engine(Generic[S]):
         self.t_end = 0.0
         """When the window closes: no request starts at or after it."""
         self.budget = spec.schedule.requests if isinstance(spec.schedule, Closed) else None
-        """-n: this process's share of the requests; each start takes a ticket (`Recorder.start`)."""
+        """-n: this process's share of the requests; each start takes a ticket (`Recorder.start`, or
+        the compiled loop's own count)."""
         self._stopping = asyncio.Event()
         self._failure: BaseException | None = None
 

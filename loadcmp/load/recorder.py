@@ -2,11 +2,12 @@
 
 The engine calls `start()` when a request begins and `done()` when it ends;
 nothing else. The compiled loop counts in C and hands over what it counted
-instead (`add_started`, `add_tally`), to the same effect. Per-second buckets are folded into sparse log histograms once
-their second is over, so memory stays bounded on long runs: raw latencies live
-for one second at most. Recorders of several workers merge exactly
-(`Result.merge`): counts add, histograms add, percentiles are read from the
-merged histogram (within 0.5 %, see `Histogram`).
+instead (`add_started`, `add_tally`), to the same effect. Per-second buckets
+are folded into sparse log histograms once their second is over, so memory
+stays bounded on long runs: raw latencies live for one second at most.
+Recorders of several workers merge exactly (`Result.merge`): counts add,
+histograms add, percentiles are read from the merged histogram (within 0.5 %,
+see `Histogram`).
 """
 
 from __future__ import annotations
