@@ -6,8 +6,10 @@ Starts the `nginx` stack pinned to CPU 1, with one worker for its one CPU (the s
 `auto` counts the machine's CPUs, and two workers on one CPU take turns) and
 worker_connections raised so 1000 clients fit, and loads `/plaintext`: the least work
 nginx does for a request (a `return`, no file). Against a static file nginx's one core
-is the limit of any keep-alive client here (it spends ~1.5x what wrk does per request),
-and the ratio then measures the server twice. Every client is pinned to CPU 0.
+is the limit of any keep-alive client here (it spends 1.2-1.7x what wrk does on a
+request), and the ratio then measures the server twice. Every client is pinned to CPU 0,
+its whole process, and measured as wrk and ab measure themselves: from its start, no
+warm-up (`--warmup 0`), the connect storm of 1000 clients included.
 
 At each level it alternates wrk vs `loadcmp bench --keepalive` and ab vs `loadcmp bench`
 (a new connection per request), in rounds of A B, then B A, so that a machine that
@@ -127,10 +129,10 @@ def run_ab(url: str, c: int, t: int) -> Run:
 
 def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast", pure: bool = False) -> tuple[Run, str]:
     """One `loadcmp bench`, and which loop ran (`engine_path`)."""
-    cmd = [PY, "-m", "loadcmp", "bench", url, "-c", str(c), "-t", str(t), "--warmup", "1", "--json",
+    cmd = [PY, "-m", "loadcmp", "bench", url, "-c", str(c), "-t", str(t), "--warmup", "0", "--json",
            "--client-cpus", "0", "--engine", engine] + (["-k"] if keepalive else [])
     env = {**os.environ, "LOADCMP_PURE_PYTHON": "1" if pure else "0"}
-    out, _, b0, b1 = measured(cmd, check=True, env=env)
+    out, _, b0, b1 = measured(pinned(cmd), check=True, env=env)
     doc = json.loads(out)
     return Run(doc["completions_per_s"], doc.get("client_cpu_us") or float("nan"), b0, b1), doc.get("engine_path", "?")
 
