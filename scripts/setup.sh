@@ -5,7 +5,9 @@
 #     apt if missing; without them loadcmp runs its pure-Python loop)
 #   - a Docker engine: if `docker info` fails, install Debian's docker.io and
 #     debootstrap with apt and start dockerd in the background with a raised
-#     open-file limit, then wait until it answers.
+#     open-file limit, then wait until it answers;
+#   - a larger connection-tracking table with a shorter TIME_WAIT (as root), which
+#     Docker's iptables rules turn on for loopback connections too.
 # Running it twice does nothing the second time that is already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -114,6 +116,24 @@ if ! docker_ok; then
     docker_ok || { log "dockerd did not answer within 60 s; see /var/log/loadcmp-dockerd.log"; tail -5 /var/log/loadcmp-dockerd.log >&2; exit 1; }
 fi
 log "docker engine: $(docker version --format '{{.Server.Version}}' 2>/dev/null)"
+
+# --- the kernel's connection tracking -----------------------------------------
+# Docker's iptables rules make the kernel track every connection, loopback ones
+# too, and keep each closed one for 120 s: 18,000 new connections a second (the
+# fast engine without keep-alive here) fill the default table of 262,144 in 15 s,
+# and then new connections' packets are dropped (a SYN is retried after 1 s: a
+# server that looks slow). A larger table and a 10 s TIME_WAIT hold ~50,000
+# connections a second. loadcmp says after a load when packets were dropped.
+ct=/proc/sys/net/netfilter
+if [ -w "$ct/nf_conntrack_max" ]; then
+    if [ "$(cat "$ct/nf_conntrack_max")" -lt 1048576 ] || [ "$(cat "$ct/nf_conntrack_tcp_timeout_time_wait")" -gt 10 ]; then
+        log "connection tracking: table 1048576, TIME_WAIT 10 s (was $(cat "$ct/nf_conntrack_max"), $(cat "$ct/nf_conntrack_tcp_timeout_time_wait") s)"
+        echo 1048576 >"$ct/nf_conntrack_max"
+        echo 10 >"$ct/nf_conntrack_tcp_timeout_time_wait"
+    fi
+elif [ -e "$ct/nf_conntrack_max" ]; then
+    log "note: cannot raise net.netfilter.nf_conntrack_max (not root): fast loads without keep-alive may fill it"
+fi
 
 # --- leftovers of an earlier run --------------------------------------------
 left=$(docker ps -aq --filter label=loadcmp=1)

@@ -330,6 +330,26 @@ def test_open_file_check_has_one_message(monkeypatch):
     limits.check_nofile(10**6, 1)  # no hard limit: nothing to refuse up front
 
 
+def test_a_full_connection_table_is_said(faulty, tmp_path, monkeypatch):
+    """Packets the kernel dropped during a load because its connection-tracking table was
+    full are said: a dropped SYN waits a second for its retry, which looks like a slow server."""
+    from loadcmp.load import limits, workers
+
+    stat = tmp_path / "nf_conntrack"  # /proc/net/stat/nf_conntrack as this machine's kernel writes it
+    stat.write_text("entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "
+                    "early_drop\n0001c9e5  00000000 00000000 00000000 0000003c 00000000 00000000 00000000 00000000 "
+                    "00000000 000000cb 00000000\n0001c9e5  00000000 00000000 00000000 00000028 00000000 00000000 "
+                    "00000000 00000000 00000000 0000000c 00000000\n")
+    assert limits.conntrack_drops(stat) == 0xCB + 0x0C
+    assert limits.conntrack_drops(tmp_path / "absent") is None  # connections not tracked here
+    assert limits.conntrack_note(7, 7) is None and limits.conntrack_note(None, 9) is None
+    readings = iter([100, 142])
+    monkeypatch.setattr(workers, "conntrack_drops", lambda: next(readings))
+    result = load(faulty.url("/ok"), Closed(2), duration=0.3)
+    assert [w for w in result.warnings if "dropped 42 packets" in w and "nf_conntrack_max" in w]
+    assert "dropped 42 packets" in json.dumps(result_doc(result)["warnings"])
+
+
 def test_stop_before_between_and_after_loads_is_safe(faulty):
     spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 30.0)
     stopper = Stopper()

@@ -35,7 +35,7 @@ from ..units import cpu_list
 from .aio import AiohttpEngine
 from .driver import Engine, Live, LiveFn, LoadSpec, now
 from .http1 import FastEngine
-from .limits import check_nofile, raise_nofile
+from .limits import check_nofile, conntrack_drops, conntrack_note, raise_nofile
 from .recorder import Recorder, Result
 from .schedules import Schedule
 
@@ -142,20 +142,26 @@ def run_load(
     n = min(fleet.size if fleet is not None else workers, conns)
     check_nofile(conns, n)
     stopper = stopper or Stopper()
+    dropped = conntrack_drops()
     if fleet is None and n == 1:
         raise_nofile(conns)
         before = os.sched_getaffinity(0)
         pin(cpus)
         try:
-            return run_here(spec, start_at or now() + START_DELAY, live, stopper)
+            result = run_here(spec, start_at or now() + START_DELAY, live, stopper)
         finally:
             if cpus:  # the caller's thread goes on where it was allowed to run before
                 os.sched_setaffinity(0, before)
-    fleet = fleet or Processes(n)
-    parts: list[Schedule] = list(spec.schedule.split(n))
-    shares = [replace(spec, schedule=part, worker_index=i) for i, part in enumerate(parts)]
-    t_load0 = start_at if start_at is not None else now() + fleet.start_delay
-    return _merge(fleet.run_shares(shares, t_load0, cpus, live, stopper), spec, t_load0, stopper)
+    else:
+        fleet = fleet or Processes(n)
+        parts: list[Schedule] = list(spec.schedule.split(n))
+        shares = [replace(spec, schedule=part, worker_index=i) for i, part in enumerate(parts)]
+        t_load0 = start_at if start_at is not None else now() + fleet.start_delay
+        result = _merge(fleet.run_shares(shares, t_load0, cpus, live, stopper), spec, t_load0, stopper)
+    note = conntrack_note(dropped, conntrack_drops())
+    if note:
+        result.warnings.append(note)
+    return result
 
 
 def _merge(g: Gathered, spec: LoadSpec, t_load0: float, stopper: Stopper) -> Result:
