@@ -348,11 +348,13 @@ class Sampler:
         base_oom = prev.get("oom_kills", 0)
         base_hits = prev.get("mem_limit_hits", 0)
         k = 0
-        while not self._stop.is_set() and (self.seconds is None or k < self.seconds):
+        # a second already due is sampled even when stop came meanwhile (a slow sample, e.g. a
+        # status page that took a second, must not cost the window its last second)
+        while self.seconds is None or k < self.seconds:
             due = self.t0 + k + 1 - EARLY
             while now() < due and not self._stop.is_set():
                 time.sleep(min(0.05, max(0.0, due - now())))
-            if self._stop.is_set():
+            if now() < due:
                 # a load that ended inside a second (-n: often under one) still gets its last
                 # part sampled, or a short trial would have no server figures at all
                 if now() - t_prev >= MIN_PART_S:

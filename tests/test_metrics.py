@@ -6,6 +6,7 @@ import json
 import logging
 import shutil
 import socket
+import threading
 import time
 import subprocess
 from dataclasses import dataclass, field
@@ -232,3 +233,23 @@ def test_a_load_that_stops_inside_a_second_still_gets_its_last_part_sampled(tmp_
     sampler = metrics.Sampler(dep, metrics.now(), {"server": "x"}, seconds=30).start()
     time.sleep(0.05)  # too short a part to say anything
     assert sampler.stop() == []
+
+
+def test_a_second_due_while_a_slow_sample_ran_is_still_sampled_after_stop(tmp_path, monkeypatch):
+    """The load stops while second 0's sample is still reading: second 1 was due by then and is kept."""
+    monkeypatch.setattr(metrics, "CG", tmp_path)
+    dep = FakeDeployment(closed_port(), [FakeContainer("c" * 64)])
+    slow = threading.Event()
+
+    def tcp_states(self: metrics.Sampler) -> dict[str, int]:
+        if not slow.is_set():  # the first sample takes 1.3 s: second 1 falls due meanwhile
+            slow.set()
+            time.sleep(1.3)
+        return {}
+
+    monkeypatch.setattr(metrics.Sampler, "tcp_states", tcp_states)
+    sampler = metrics.Sampler(dep, metrics.now() - 0.9, {"server": "x"}, seconds=30).start()
+    assert slow.wait(timeout=5)
+    time.sleep(0.9)  # stop while the first sample still reads; second 1 falls due before it ends
+    rows = sampler.stop()
+    assert [r["second"] for r in rows][:2] == [0, 1]
