@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import re
 import subprocess
 import threading
@@ -275,6 +276,7 @@ class Sampler:
     """After stop(): one line per distinct problem met while sampling, with how often."""
     _problems: dict[str, int] = field(default_factory=dict)
     _stop: threading.Event = field(default_factory=threading.Event)
+    _stopped_at: float = math.inf
     _thread: threading.Thread | None = None
 
     def start(self) -> Sampler:
@@ -284,6 +286,7 @@ class Sampler:
         return self
 
     def stop(self) -> list[ServerRow]:
+        self._stopped_at = now()
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
@@ -348,16 +351,16 @@ class Sampler:
         base_oom = prev.get("oom_kills", 0)
         base_hits = prev.get("mem_limit_hits", 0)
         k = 0
-        # a second already due is sampled even when stop came meanwhile (a slow sample, e.g. a
-        # status page that took a second, must not cost the window its last second)
         while self.seconds is None or k < self.seconds:
             due = self.t0 + k + 1 - EARLY
             while now() < due and not self._stop.is_set():
                 time.sleep(min(0.05, max(0.0, due - now())))
-            if now() < due:
-                # a load that ended inside a second (-n: often under one) still gets its last
-                # part sampled, or a short trial would have no server figures at all
-                if now() - t_prev >= MIN_PART_S:
+            if self._stop.is_set():
+                # one last sample, no more: the second that fell due before the load stopped
+                # (a slow sample, e.g. a status page that took a second, ran past it), or the
+                # last part of a second (-n often ends a trial inside one: without it a short
+                # trial would have no server figures at all)
+                if due <= self._stopped_at or self._stopped_at - t_prev >= MIN_PART_S:
                     self._sample(k, prev, t_prev, base_oom, base_hits)
                 break
             prev, t_prev = self._sample(k, prev, t_prev, base_oom, base_hits)

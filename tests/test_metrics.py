@@ -235,21 +235,47 @@ def test_a_load_that_stops_inside_a_second_still_gets_its_last_part_sampled(tmp_
     assert sampler.stop() == []
 
 
-def test_a_second_due_while_a_slow_sample_ran_is_still_sampled_after_stop(tmp_path, monkeypatch):
-    """The load stops while second 0's sample is still reading: second 1 was due by then and is kept."""
-    monkeypatch.setattr(metrics, "CG", tmp_path)
-    dep = FakeDeployment(closed_port(), [FakeContainer("c" * 64)])
-    slow = threading.Event()
+def slow_first_samples(monkeypatch: pytest.MonkeyPatch, n: int, seconds: float) -> threading.Event:
+    """The first `n` samples each take `seconds` (a status page or `ss` that hangs)."""
+    started = threading.Event()
+    left = [n]
 
     def tcp_states(self: metrics.Sampler) -> dict[str, int]:
-        if not slow.is_set():  # the first sample takes 1.3 s: second 1 falls due meanwhile
-            slow.set()
-            time.sleep(1.3)
+        started.set()
+        if left[0] > 0:
+            left[0] -= 1
+            time.sleep(seconds)
         return {}
 
     monkeypatch.setattr(metrics.Sampler, "tcp_states", tcp_states)
+    return started
+
+
+def test_a_second_due_while_a_slow_sample_ran_is_still_sampled_after_stop(tmp_path, monkeypatch):
+    """The load stops while second 0's sample still reads: second 1 fell due before, and is kept."""
+    monkeypatch.setattr(metrics, "CG", tmp_path)
+    started = slow_first_samples(monkeypatch, 1, 2.0)
+    dep = FakeDeployment(closed_port(), [FakeContainer("c" * 64)])
     sampler = metrics.Sampler(dep, metrics.now() - 0.9, {"server": "x"}, seconds=30).start()
-    assert slow.wait(timeout=5)
-    time.sleep(0.9)  # stop while the first sample still reads; second 1 falls due before it ends
+    assert started.wait(timeout=5)
+    time.sleep(0.9)  # second 1 falls due now; the first sample reads for another second
     rows = sampler.stop()
-    assert [r["second"] for r in rows][:2] == [0, 1]
+    assert [r["second"] for r in rows] == [0, 1]
+
+
+def test_a_sampler_behind_takes_one_last_sample_after_stop_not_every_second_it_missed(tmp_path, monkeypatch):
+    """Samples slower than a second put the sampler ever further behind: stop must still end it."""
+    monkeypatch.setattr(metrics, "CG", tmp_path)
+    started = slow_first_samples(monkeypatch, 100, 1.1)
+    dep = FakeDeployment(closed_port(), [FakeContainer("d" * 64)])
+    sampler = metrics.Sampler(dep, metrics.now() - 0.9, {"server": "x"}).start()  # no end of its own
+    assert started.wait(timeout=5)
+    time.sleep(3.0)  # three slow samples: seconds 0-1 taken, 2 under way, 3 and 4 due or nearly
+    t = metrics.now()
+    rows = sampler.stop()
+    assert metrics.now() - t < 3.0, "stop waits for at most the sample under way and one more"
+    assert sampler._thread is not None and not sampler._thread.is_alive()
+    n = len(rows)
+    assert [r["second"] for r in rows] == list(range(n)) and 2 <= n <= 5
+    time.sleep(1.2)
+    assert len(sampler.rows) == n, "no sample after stop returned"
