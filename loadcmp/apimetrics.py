@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .lab import INSIDE_GET, Deployment
-from .metrics import STATUS_PARSERS, CgroupSample, Sampler, ServerRow, parse_state_counts
+from .metrics import CgroupSample, Sampler, ServerRow, parse_state_counts
+from .statuspages import STATUS_PARSERS
 
 TCP_STATE_HEX = {
     "01": "ESTAB", "02": "SYN-SENT", "03": "SYN-RECV", "04": "FIN-WAIT-1", "05": "FIN-WAIT-2", "06": "TIME-WAIT",

@@ -4,7 +4,7 @@ Read straight from the containers' cgroups (CPU time, memory, tasks, OOM
 kills; cgroup v1 or v2, whichever the host has), from the kernel's socket
 table for the server port (by TCP state, counted by `ss` and awk so that
 hundreds of thousands of TIME_WAIT sockets cost no Python time), and from the
-stacks' status pages (busy/idle workers).
+stacks' status pages (busy/idle workers; parsed in statuspages.py).
 
 Parsing is split from reading: every `parse_*` function is a pure function of
 the text a file or a page holds, tested from fixtures in tests/test_metrics.py.
@@ -14,10 +14,8 @@ reports each distinct problem once, with a count, in `Sampler.warnings`.
 
 from __future__ import annotations
 
-import json
 import logging
 import math
-import re
 import subprocess
 import threading
 import time
@@ -29,6 +27,7 @@ from typing import Any, TypedDict, TypeVar
 
 from .lab import Deployment, http_get
 from .records import ServerMetrics
+from .statuspages import STATUS_PARSERS, with_busy_workers
 
 log = logging.getLogger("loadcmp")
 T = TypeVar("T")
@@ -149,52 +148,6 @@ def parse_state_counts(text: str) -> dict[str, int]:
         except ValueError:
             raise ValueError(f"unexpected socket count line {line!r}") from None
     return out
-
-
-def parse_mod_status(text: str) -> dict[str, float]:
-    """Apache mod_status `?auto` -> apache_busy / apache_idle workers."""
-    out: dict[str, float] = {}
-    for key, name in (("BusyWorkers", "apache_busy"), ("IdleWorkers", "apache_idle")):
-        m = re.search(rf"^{key}:\s*(\d+)", text, re.M)
-        if m:
-            out[name] = float(m.group(1))
-    return out
-
-
-def parse_stub_status(text: str) -> dict[str, float]:
-    """nginx stub_status -> nginx_active connections and reading / writing / waiting."""
-    out: dict[str, float] = {}
-    m = re.search(r"Active connections:\s*(\d+)", text)
-    if m:
-        out["nginx_active"] = float(m.group(1))
-    m = re.search(r"Reading:\s*(\d+)\s+Writing:\s*(\d+)\s+Waiting:\s*(\d+)", text)
-    if m:
-        out["nginx_reading"], out["nginx_writing"], out["nginx_waiting"] = (float(x) for x in m.groups())
-    return out
-
-
-FPM_FIELDS = {"active processes": "fpm_active", "idle processes": "fpm_idle", "listen queue": "fpm_queue",
-              "max children reached": "fpm_max_children_reached"}
-
-
-def parse_fpm_status(text: str) -> dict[str, float]:
-    """php-fpm status `?json` -> fpm_active / fpm_idle / fpm_queue / fpm_max_children_reached."""
-    doc = json.loads(text)
-    if not isinstance(doc, dict):
-        raise ValueError(f"php-fpm status is not a JSON object: {text[:60]!r}")
-    return {name: float(doc[key]) for key, name in FPM_FIELDS.items() if key in doc}
-
-
-STATUS_PARSERS: dict[str, Callable[[str], dict[str, float]]] = {
-    "apache": parse_mod_status, "nginx": parse_stub_status, "fpm": parse_fpm_status,
-}
-"""A stack's status page kind (stacks.status_paths) -> its parser."""
-
-
-def with_busy_workers(status: dict[str, float]) -> dict[str, float]:
-    """Adds busy_workers: the front server's workers where it has them (Apache), else PHP's (nginx)."""
-    busy = status.get("apache_busy", status.get("fpm_active"))
-    return status if busy is None else {**status, "busy_workers": busy}
 
 
 # --- reading -----------------------------------------------------------------------------

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loadcmp import metrics
+from loadcmp import metrics, statuspages
 
 FIX = Path(__file__).parent / "fixtures" / "metrics"
 
@@ -118,27 +118,27 @@ def test_tcp_states_sees_a_listener():
 
 @pytest.mark.parametrize("name, busy, idle", [("mod_status-prefork.txt", 21, 4), ("mod_status-event.txt", 48, 2)])
 def test_mod_status_auto(name, busy, idle):
-    assert metrics.parse_mod_status((FIX / name).read_text()) == {"apache_busy": busy, "apache_idle": idle}
+    assert statuspages.parse_mod_status((FIX / name).read_text()) == {"apache_busy": busy, "apache_idle": idle}
 
 
 def test_nginx_stub_status():
-    assert metrics.parse_stub_status((FIX / "stub_status.txt").read_text()) == {
+    assert statuspages.parse_stub_status((FIX / "stub_status.txt").read_text()) == {
         "nginx_active": 291, "nginx_reading": 6, "nginx_writing": 179, "nginx_waiting": 106}
 
 
 def test_fpm_status_json():
-    assert metrics.parse_fpm_status((FIX / "fpm-status.json").read_text()) == {
+    assert statuspages.parse_fpm_status((FIX / "fpm-status.json").read_text()) == {
         "fpm_active": 4, "fpm_idle": 1, "fpm_queue": 3, "fpm_max_children_reached": 2}
     with pytest.raises(ValueError):
-        metrics.parse_fpm_status("<html>File not found.</html>")
+        statuspages.parse_fpm_status("<html>File not found.</html>")
     with pytest.raises(ValueError):
-        metrics.parse_fpm_status(json.dumps([1, 2]))
+        statuspages.parse_fpm_status(json.dumps([1, 2]))
 
 
 def test_busy_workers_front_server_first():
-    assert metrics.with_busy_workers({"apache_busy": 3.0, "fpm_active": 7.0})["busy_workers"] == 3.0
-    assert metrics.with_busy_workers({"nginx_active": 9.0, "fpm_active": 7.0})["busy_workers"] == 7.0
-    assert "busy_workers" not in metrics.with_busy_workers({"nginx_active": 9.0})
+    assert statuspages.with_busy_workers({"apache_busy": 3.0, "fpm_active": 7.0})["busy_workers"] == 3.0
+    assert statuspages.with_busy_workers({"nginx_active": 9.0, "fpm_active": 7.0})["busy_workers"] == 7.0
+    assert "busy_workers" not in statuspages.with_busy_workers({"nginx_active": 9.0})
 
 
 def test_every_status_kind_has_a_parser():
