@@ -23,47 +23,20 @@ same metrics, units and scales):
   or one `@level` for them all.
 - `<`, `<=`, `>`, `>=`; `==` is refused, since an interval can never show equality.
 
-Verdicts. Every level (and, without a label, every server) is judged on its own, and the
-claim must hold at each:
-
-- supported: at every level the 95 % interval of the mean over trials (Student t), or of the
-  ratio left/right (delta method on the log scale, `report.compare.ratio`) against the factor,
-  lies entirely on the claimed side;
-- not supported: at some level it lies entirely on the wrong side;
-- inconclusive, with the reason: an interval straddles the threshold; a level has no data; a
-  label is not in the results; a side was client-bound at that level (the client's limit, not
-  the server's); or too few trials (below).
-
-Few trials. With fewer than 3 trials on a side an interval says little (two trials give
-t = 12.7, one gives none), so such a level is decided only by a large margin: the mean (or the
-ratio) must be past the threshold by a factor of 2 — at least twice it for `>`, at most half
-for `<` — and, with 2 trials, the interval must agree. The factor of 2 is beyond the spread
-seen between two trials of one cell on these machines (1.6x in tests/fixtures/run-2x3x2).
-Otherwise the level is inconclusive and the reason asks for 3 trials or more; so is a
-threshold of 0, which leaves no margin to measure. A trial without
-a successful request has no latency and counts as no trial for latency metrics.
+The verdicts (supported, not supported, inconclusive) and the rule for few trials are
+`loadcmp.judge`'s.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from .checks import METRICS, OPS, check_metric, comparable, show, threshold
+from .checks import check_metric, comparable, threshold
 from .errors import ConfigError, UsageError
-from .records import FindingDoc, FindingVerdict
 
-if TYPE_CHECKING:  # pandas: only when results are judged
-    from .report.tables import Estimate
-    from .results import Results
-
-MIN_TRIALS = 3
-"""Trials per side below which only a large margin decides."""
-MARGIN = 2.0
-"""How far past the threshold (a factor) a value from fewer than MIN_TRIALS trials must be."""
 
 _LABEL = r"[A-Za-z0-9_./-]+(?:\[[^\]\s]+\])?"
 """A label; `nginx[/index.html]` names one page of a run with several (its label `nginx /index.html`)."""
@@ -73,7 +46,6 @@ _VALUE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$")
 _FACTOR = re.compile(r"^\s*(?P<factor>\d+(?:\.\d+)?|\.\d+)\s*\*(?P<side>.*)$")
 _LEVELS = re.compile(r"^(?P<low>\d+)?(?P<range>\.\.)?(?P<high>\d+)?$")
 _LIKE = "write it like nginx:failed_rate@6000 < 1% or nginx:rps@1000.. > 1.5 * apache-prefork:rps"
-_SCALE = {"ratio": "ratio", "time": "ms", "bytes": "bytes", "": ""}
 
 
 @dataclass(frozen=True)
@@ -231,185 +203,3 @@ def parse_findings(raw: list[dict[str, Any]]) -> list[Finding]:
     if errors:
         raise ConfigError(f"{len(errors)} bad finding(s)", errors)
     return out
-
-
-# --- judging ------------------------------------------------------------------------------
-
-
-def decide(value: float, low: float | None, high: float | None, n: int, op: str,
-           target: float) -> tuple[FindingVerdict, str | None]:
-    """One level: where the interval [low, high] of `value` (n trials on its smaller side)
-    lies against `target` for the claim `value op target` (see the module docstring)."""
-    claimed = OPS[op]
-    side: FindingVerdict | None = None
-    if low is not None and high is not None:
-        if claimed(low, target) and claimed(high, target):
-            side = "supported"
-        elif not claimed(low, target) and not claimed(high, target):
-            side = "not supported"
-        if n >= MIN_TRIALS:
-            if side is not None:
-                return side, None
-            return "inconclusive", "the 95 % interval straddles the threshold"
-    toward, away = (MARGIN, 1 / MARGIN) if op in (">", ">=") else (1 / MARGIN, MARGIN)
-    margin: FindingVerdict | None = None
-    if target > 0:  # a threshold of 0 leaves no margin to measure
-        margin = ("supported" if claimed(value, target * toward)
-                  else "not supported" if not claimed(value, target * away) else None)
-    if margin is not None and (low is None or side == margin):
-        return margin, None
-    if n >= MIN_TRIALS:
-        return "inconclusive", f"no interval, and the value is within a factor of {MARGIN:g} of the threshold"
-    clear = " and its interval clear of it" if n == 2 else ""
-    return "inconclusive", (f"only {n} trial{'s' if n != 1 else ''}: with fewer than {MIN_TRIALS}, the value must be "
-                            f"past the threshold by a factor of {MARGIN:g}{clear}; run --trials {MIN_TRIALS} or more")
-
-
-@dataclass(frozen=True)
-class _Level:
-    """One server at one level, judged."""
-
-    level: int
-    verdict: FindingVerdict
-    reason: str | None
-    left: dict[str, Any]
-    right: dict[str, Any] | None = None
-    ratio: dict[str, Any] | None = None
-
-    def doc(self) -> dict[str, Any]:
-        d = {"level": self.level, "verdict": self.verdict, "reason": self.reason, "left": self.left}
-        return d if self.right is None else {**d, "right": self.right, "ratio": self.ratio}
-
-
-@dataclass(frozen=True)
-class FindingResult:
-    """A finding's verdict, the values that decided it, and a sentence saying so.
-
-    `values` is plain JSON: `metric`, `scale` (ratio 0..1, ms, bytes, or "" for a plain number),
-    `op`, `threshold` (in that scale) or `factor`, and `levels`, one entry per server and level:
-    `level`, `verdict`, `reason`, `left` ({server, level, mean, low, high, n}) and, for a
-    comparison, `right` (the same) and `ratio` ({value, low, high}, left/right)."""
-
-    finding: Finding
-    verdict: FindingVerdict
-    values: dict[str, Any]
-    reason: str | None
-    text: str
-
-    def to_doc(self) -> FindingDoc:
-        return {"claim": self.finding.claim, "check": self.finding.check.text, "verdict": self.verdict,
-                "values": self.values, "reason": self.reason, "text": self.text}
-
-
-def evaluate(results: Results, findings: list[Finding]) -> list[FindingResult]:
-    """Every finding judged on stored results, in the order given."""
-    return [_judge(results, f) for f in findings]
-
-
-def _judge(res: Results, f: Finding) -> FindingResult:
-    c = f.check
-    values: dict[str, Any] = {"metric": c.left.figure, "scale": _SCALE[METRICS[c.left.metric][0]], "op": c.op,
-                              "factor" if c.right else "threshold": c.value}
-    missing = [lb for lb in labels(c) if lb not in res.servers]
-    if missing:
-        reason = f"{', '.join(missing)} not run (this run has {', '.join(res.servers) or 'nothing'})"
-        return FindingResult(f, "inconclusive", {**values, "levels": []}, reason, f"inconclusive: {reason}")
-    levels = c.left.levels.pick(res.levels) if c.left.levels else res.levels
-    rows = [(s, _level(res, c, s, lv)) for s in ([c.left.label] if c.left.label else res.servers) for lv in levels]
-    values["levels"] = [r.doc() for _, r in rows]
-    if not rows:
-        reason = (f"no level of the run is in {c.left.levels} (it ran {', '.join(map(str, res.levels))})"
-                  if res.levels else "nothing was measured")
-        return FindingResult(f, "inconclusive", values, reason, f"inconclusive: {reason}")
-    verdicts = {r.verdict for _, r in rows}
-    verdict: FindingVerdict = ("not supported" if "not supported" in verdicts
-                               else "supported" if verdicts == {"supported"} else "inconclusive")
-    grouped: dict[str, list[str]] = {}
-    for s, r in rows:
-        if r.verdict == verdict and r.reason:
-            grouped.setdefault(r.reason, []).append(f"{r.level}" if c.left.label else f"{s} at {r.level}")
-    at = "at " if c.left.label else ""
-    why = "; ".join(f"{at}{', '.join(where)}: {w}" for w, where in grouped.items())
-    return FindingResult(f, verdict, values, why or None, _sentence(c, verdict, rows, why or None))
-
-
-def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
-    from .report.compare import ratio
-
-    sides = [(server, level, _estimate(res, c.left, server, level))]
-    if c.right is not None:
-        rlevel = c.right.levels.low if c.right.levels and c.right.levels.low else level
-        sides.append((c.right.label or server, rlevel, _estimate(res, c.right, c.right.label or server, rlevel)))
-    docs = [{"server": s, "level": lv, "mean": e.mean, "low": e.low, "high": e.high, "n": e.n} for s, lv, e in sides]
-    r = ratio(sides[0][2], sides[1][2]) if len(sides) == 2 else None  # compare.ratio(b, a) is b/a
-    value, low, high = (r.value, r.low, r.high) if r else (sides[0][2].mean, sides[0][2].low, sides[0][2].high)
-    verdict: FindingVerdict = "inconclusive"
-    if (reason := _unready(res, sides)) is None:
-        if value is None:
-            reason = f"{sides[1][0]} {c.right.figure if c.right else ''} is 0: no ratio (write a threshold instead)"
-        else:
-            verdict, reason = decide(value, low, high, min(e.n for _, _, e in sides), c.op, c.value)
-            reason = reason or _wrong(verdict, low)
-    if r is None:
-        return _Level(level, verdict, reason, docs[0])
-    return _Level(level, verdict, reason, docs[0], docs[1], {"value": r.value, "low": r.low, "high": r.high})
-
-
-def _unready(res: Results, sides: list[tuple[str, int, Estimate]]) -> str | None:
-    """Why a level is inconclusive before any interval is looked at: no data, or the client set the pace."""
-    for s, lv, e in sides:
-        if e.n == 0:
-            return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
-    short = [f"{s} {min(got):,}" for s, lv, _ in sides
-             if (got := [r["users_reached"] for t in res.cell(s, lv) if (r := t.get("result")) and "users_reached" in r])]
-    if short:
-        return f"the ramp never reached {sides[0][1]:,} users in the window ({', '.join(short)}): -t is shorter than its ramp-up"
-    limited = [s for s, lv, _ in sides if res.client_bound(s, lv) is not None]
-    # the reason and advice per trial are in Table 1's notes; here, only whose
-    return f"client-bound ({', '.join(dict.fromkeys(limited))}: the client set the pace)" if limited else None
-
-
-def _wrong(verdict: FindingVerdict, low: float | None) -> str | None:
-    if verdict != "not supported":
-        return None
-    if low is None:
-        return f"the value is past the threshold the wrong way by more than a factor of {MARGIN:g}"
-    return "the 95 % interval lies entirely on the wrong side"
-
-
-def _estimate(res: Results, side: Side, server: str, level: int) -> Estimate:
-    """The mean of a metric over the cell's trials, each trial measured on its own."""
-    from .checks import measure
-    from .report.tables import Estimate
-
-    vals = [measure(side.metric, side.q, [t]) for t in res.cell(server, level)]
-    return Estimate.of([v for v in vals if v is not None and math.isfinite(v)])
-
-
-def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _Level]], reason: str | None) -> str:
-    """E.g. "supported: nginx/apache-prefork rps ratio 1.80× (1.60–2.00) at 1000 > 1.5"."""
-    parts: dict[str, list[str]] = {}
-    for s, r in rows:
-        if c.right is None:
-            subject = f"{s} {c.left.figure}"
-            got = _shown(c.left.metric, r.left["mean"], r.left["low"], r.left["high"], r.left["n"])
-        else:
-            assert r.right is not None and r.ratio is not None
-            rs, rf = r.right["server"], c.right.figure + (str(c.right.levels) if c.right.levels else "")
-            subject = (f"{s}/{rs} {rf} ratio" if rf == c.left.figure else f"{s} {c.left.figure}/{rs} {rf} ratio")
-            got = _shown(None, r.ratio["value"], r.ratio["low"], r.ratio["high"], min(r.left["n"], r.right["n"]))
-        parts.setdefault(subject, []).append(f"{got} at {r.level}")
-    target = f"{c.value:g}" if c.right else show(c.left.metric, c.value)
-    body = "; ".join(f"{subject} {', '.join(got)}" for subject, got in parts.items())
-    return f"{verdict}: {body} {c.op} {target}" + (f" ({reason})" if reason else "")
-
-
-def _shown(metric: str | None, v: float | None, low: float | None, high: float | None, n: int) -> str:
-    def fmt(x: float) -> str:
-        return f"{x:.2f}×" if metric is None else show(metric, x)
-
-    if v is None:
-        return "n/a"
-    if low is None or high is None:
-        return f"{fmt(v)} (n={n})"
-    return f"{fmt(v)} ({fmt(low).rstrip('×')}–{fmt(high).rstrip('×')})"

@@ -206,7 +206,7 @@ class RunDoc(TypedDict):
 
 
 FindingVerdict = Literal["supported", "not supported", "inconclusive"]
-"""What the measured results say of a write-up's claim (`loadcmp.findings`)."""
+"""What the measured results say of a write-up's claim (`loadcmp.judge`)."""
 
 
 class FindingDoc(TypedDict):

@@ -1,4 +1,4 @@
-"""Findings (loadcmp.findings): the check grammar, the verdict rule, and the three verdicts judged
+"""Findings (loadcmp.findings, loadcmp.judge): the check grammar, the verdict rule, and the three verdicts judged
 on stored results made from the checked-in run tests/fixtures/run-2x3x2."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from loadcmp import findings as fd
+from loadcmp import judge as jd
 from loadcmp.errors import ConfigError, UsageError
 from loadcmp.findings import Levels, Side
 from loadcmp.results import Results, load_results
@@ -136,7 +137,7 @@ def test_parse_findings_names_every_problem_at_once() -> None:
 )
 def test_the_verdict_rule(value: float, low: float | None, high: float | None, n: int, op: str, target: float,
                           verdict: str, says: str | None) -> None:
-    got, reason = fd.decide(value, low, high, n, op, target)
+    got, reason = jd.decide(value, low, high, n, op, target)
     assert got == verdict, reason
     assert (reason is None) == (says is None) and (says is None or says in (reason or "")), reason
 
@@ -167,8 +168,8 @@ def _stored(tmp_path: Path, rps: dict[str, list[float]] | None = None,
     return load_results(folder)
 
 
-def _one(res: Results, check: str, claim: str = "a claim") -> fd.FindingResult:
-    (out,) = fd.evaluate(res, fd.parse_findings([{"claim": claim, "check": check}]))
+def _one(res: Results, check: str, claim: str = "a claim") -> jd.FindingResult:
+    (out,) = jd.evaluate(res, fd.parse_findings([{"claim": claim, "check": check}]))
     json.dumps(out.to_doc(), allow_nan=False)  # JSON as it is
     return out
 

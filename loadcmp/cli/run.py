@@ -165,7 +165,8 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
 
 def judge_findings(path: str, spec: RunSpec) -> None:
     """The experiment's claims judged on what was stored, and stored beside it."""
-    from ..findings import evaluate, parse_findings
+    from ..findings import parse_findings
+    from ..judge import evaluate
     from ..results import load_results
     from ..store import save_findings
 
