@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from loadcmp import lab
 from loadcmp.cli import cli
 from loadcmp.results import load_results
-from loadcmp.runner import Planned, SweepHooks, run_sweep
+from loadcmp.runner import run_sweep
+from loadcmp.trial import Planned, SweepHooks
 from loadcmp.spec import RunSpec
 from loadcmp.records import TrialRecord
 

@@ -7,7 +7,8 @@ import json
 from loadcmp import render
 from loadcmp import stacks as st
 from loadcmp.load.summary import result_doc, timeline_rows
-from loadcmp.runner import Planned, plan_sweep
+from loadcmp.runner import plan_sweep
+from loadcmp.trial import Planned
 from loadcmp.spec import RunSpec
 from loadcmp.results import load_results
 from loadcmp.records import ServerInfo, TrialRecord

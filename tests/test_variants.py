@@ -8,7 +8,8 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.cli.run import build_spec, server_fields
 from loadcmp.errors import ConfigError, UsageError
-from loadcmp.runner import Planned, plan_sweep, plan_trial
+from loadcmp.runner import plan_sweep
+from loadcmp.trial import Planned, plan_trial
 from loadcmp.spec import load_experiment
 from loadcmp.variants import parse_server_items, parse_sets
 

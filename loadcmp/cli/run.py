@@ -19,7 +19,8 @@ from ..spec import RunSpec
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
-    from ..runner import Planned, SweepHooks, SweepOutcome
+    from ..runner import SweepOutcome
+    from ..trial import Planned, SweepHooks
 
 
 class SweepDisplay:
@@ -39,7 +40,7 @@ class SweepDisplay:
         self.progress.__exit__(*exc)
 
     def hooks(self) -> SweepHooks:
-        from ..runner import SweepHooks
+        from ..trial import SweepHooks
 
         return SweepHooks(trial_start=self.trial_start, live=self.live, trial_end=self.trial_end, say=self.say)
 

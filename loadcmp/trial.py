@@ -1,0 +1,281 @@
+"""One trial of a sweep, read top to bottom in `run_trial`:
+
+    plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs)
+    start             the plan -> a running Deployment (or the reused one)
+    describe_server   the label's set-up into run.json, once: configs, versions, images
+    prime             a few requests: the page must be the page expected (`loadcmp.primer`)
+    measure           warm-up, then the measured window, the server sampled at 1 Hz
+    collect_evidence  Docker's container state, the server's figures, what the servers logged
+    judge             all of it -> one TrialRecord (status and reason in words)
+    stop              remove the containers (unless the server is reused)
+
+`Sweep` is what the trials of one sweep share; `loadcmp.runner` sets it up, runs the
+trials in order and stores each as it ends.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import dockerhost, evidence, lab, render, stacks
+from .apimetrics import ApiSampler
+from .errors import LabError
+from .lab import Deployment
+from .load.driver import Live, LoadSpec, now
+from .load.saturation import Machine, add_advice
+from .load.summary import note_ramp_cut, result_doc, timeline_rows
+from .load.target import make_target
+from .load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
+from .metrics import Sampler, summarize
+from .primer import KEPT_PATIENCE_S, prime
+from .records import ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord, TrialStatus
+from .spec import RunSpec
+from .store import Row, RunWriter
+from .units import cpu_list
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One trial of the sweep."""
+
+    level: int
+    trial: int
+    server: str
+    """The server's label (a stack's name, or a variant's)."""
+    keepalive: bool
+    label: str
+    page: str
+
+
+@dataclass
+class SweepHooks:
+    """Hooks the console uses to show where the sweep is (all optional)."""
+
+    trial_start: Callable[[Planned, int, int, float], None] = lambda p, i, n, d: None
+    live: Callable[[Live], None] = lambda lv: None
+    trial_end: Callable[[Planned, TrialRecord], None] = lambda p, rec: None
+    say: Callable[[str], None] = lambda m: None
+
+
+@dataclass
+class Sweep:
+    """What the trials of one sweep share, set up once by `runner.open_sweep`."""
+
+    spec: RunSpec
+    client: Any
+    images: dict[str, str]
+    run_id: str
+    writer: RunWriter
+    stopper: Stopper
+    progress: SweepHooks
+    fleet: Fleet | None = None
+    """--cluster: the Dask cluster the loads run on (open for the whole sweep)."""
+    host: dockerhost.DockerHost = lab.LOCAL
+    """--docker-host: the engine the stacks run on, and where the clients reach them."""
+    reused: dict[str, Deployment] = field(default_factory=dict)
+    """--reuse-server: the deployment of each label, kept across trials."""
+    problems: list[str] = field(default_factory=list)
+    """What went wrong, in words, for run.json's `problems`."""
+
+
+def note_problem(sweep: Sweep, message: str) -> None:
+    """A problem of the run: kept for run.json and said at once."""
+    sweep.problems.append(message)
+    sweep.progress.say(message)
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What the client and the sampler saw in one measured window."""
+
+    summary: LoadSummary
+    latency_hist: HistogramDoc
+    service_hist: HistogramDoc
+    timeline: list[Row]
+    samples: list[Row]
+    sampler_warnings: list[str]
+    window: tuple[float, float]
+    """The measured window on the wall clock (epoch seconds), the clock Docker stamps logs with."""
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The server's side after the load: Docker's word, its figures, its logs, the limits they show."""
+
+    containers: dict[str, ContainerState]
+    server: ServerMetrics
+    exit_log: str | None
+    """The last log lines when a container exited during the load."""
+    found: evidence.Causes
+
+
+@dataclass(frozen=True)
+class TrialOutcome:
+    """A finished trial: its record and its rows for the two tables."""
+
+    record: TrialRecord
+    timeline: list[Row]
+    samples: list[Row]
+
+
+def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
+    """One trial, step by step; None when a stop request came before the load."""
+    spec = sweep.spec
+    dep = sweep.reused.get(p.label)
+    kept, ready_s = dep is not None, None
+    if dep is None:
+        try:
+            dep, ready_s = start(sweep, plan_trial(spec, p, sweep.host))
+        except LabError as e:
+            return TrialOutcome(not_started(spec, p, f"server did not start: {e}"), [], [])
+        if spec.reuse_server:
+            sweep.reused[p.label] = dep
+    try:
+        if sweep.stopper.requested:
+            return None
+        describe_server(sweep, p, dep)
+        try:
+            prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
+        except LabError as e:  # it does not answer: this trial is lost, not the sweep
+            if sweep.reused.pop(p.label, None) is not None:
+                stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
+            return TrialOutcome(not_started(spec, p, f"{e}" + (" (kept from the level before)" if kept else "")), [], [])
+        if sweep.stopper.requested:
+            return None
+        m = measure(sweep, dep, p)
+        found = collect_evidence(spec, dep, m)
+        return TrialOutcome(judge(spec, p, dep, ready_s, m, found), m.timeline, m.samples)
+    finally:
+        if not spec.reuse_server:
+            stop(sweep, dep)
+
+
+def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = lab.LOCAL) -> render.DeploymentPlan:
+    """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
+    return lab.plan_deployment(stacks.get_stack(spec.stack_of(p.server)), cpus=spec.server_cpus,
+                               memory=spec.server_memory, overrides=spec.settings_for(p.server), host=host)
+
+
+def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
+    """Start the plan's containers and wait until they answer; also how long that took."""
+    t0 = now()
+    dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images, host=sweep.host)
+    return dep, round(now() - t0, 3)
+
+
+def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
+    """Store a label's set-up the first time it runs: configs, versions, images, limits."""
+    if sweep.writer.has_server(p.label):
+        return
+    stack = dep.stack
+    sweep.writer.add_server(p.label, ServerInfo(
+        stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
+        settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
+        cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page))
+
+
+def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
+    """Warm-up, then the measured window, with the server sampled at 1 Hz."""
+    spec = sweep.spec
+    target = make_target(f"http://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
+    schedule = spec.schedule_for(p.level)
+    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
+    start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
+    keys = {"server": p.label, "level": p.level, "trial": p.trial}
+    since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
+    sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration))
+    try:
+        sampler.start()
+        # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
+        result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
+                          stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
+    finally:
+        samples = sampler.stop()
+    summary = result_doc(result, {
+        "schedule": {**schedule.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
+        "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
+        **({"lost": result.lost} if result.lost else {})})
+    note_ramp_cut(summary, schedule, spec.warmup)
+    server_cpus = len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
+    add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))
+    return Measurement(
+        summary=summary,
+        latency_hist=result.latency().to_dict(),
+        service_hist=result.service().to_dict(),
+        timeline=[{**keys, **row} for row in timeline_rows(result)],
+        samples=samples,
+        # the sampler keeps going past a bad sample and says so (metrics.Sampler.warnings)
+        sampler_warnings=list(sampler.warnings),
+        window=(since, since + summary["duration_s"] + summary.get("teardown_s", 0.0) + evidence.LOG_LAG),
+    )
+
+
+def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence:
+    """Docker's state of each container, the server's figures, and the limits its logs,
+    status pages and OOM kills show (before the containers stop: their logs go with them)."""
+    containers = {name: ContainerState(Status=s.get("Status"), ExitCode=s.get("ExitCode"),
+                                       OOMKilled=s.get("OOMKilled"))
+                  for name, s in dep.state().items()}
+    exited = any(c["Status"] != "running" for c in containers.values())
+    server = summarize(m.samples)
+    found = evidence.examine(dep, m.window, m.summary["failures"], m.samples, server.get("oom_kills", 0),
+                             spec.server_memory)
+    return Evidence(containers, server, dep.logs(5)[-300:] if exited else None, found)
+
+
+def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: Measurement,
+          ev: Evidence) -> TrialRecord:
+    """The trial's record: its status and, in words, why it is not `ok`."""
+    status: TrialStatus = "ok"
+    reasons: list[str] = []
+    if any(c["OOMKilled"] for c in ev.containers.values()):
+        status = "oom"
+        reasons.append("the server was killed for memory (OOMKilled)")
+    elif ev.exit_log is not None:
+        status = "server_died"
+        reasons.append(f"the server exited during the run: {ev.exit_log}")
+    oom_kills = ev.server.get("oom_kills")
+    if oom_kills:
+        status = "oom" if status == "ok" else status
+        reasons.append(f"{oom_kills} server process(es) OOM-killed at the memory cap")
+    elif ev.server.get("mem_limit_hits") and spec.server_memory:
+        reasons.append(f"the memory cap was reached {ev.server.get('mem_limit_hits')} times (reclaim, no kill)")
+    if m.summary.get("lost"):
+        status = "partial" if status == "ok" else status
+        reasons += m.summary.get("lost", [])
+    if m.summary["interrupted"]:
+        status = "interrupted"
+        reasons.append("interrupted")
+    record = TrialRecord(
+        server=p.label, level=p.level, trial=p.trial, stack=dep.stack.name, keepalive=p.keepalive, status=status,
+        reason="; ".join(reasons) or None, page=p.page, ready_s=ready_s, result=m.summary,
+        latency_hist=m.latency_hist, service_hist=m.service_hist, server_metrics=ev.server,
+        container_state=ev.containers,
+    )
+    if ev.found.log_evidence is not None:
+        record["log_evidence"] = ev.found.log_evidence
+    if ev.found.notes:
+        record["notes"] = ev.found.notes
+    warnings = [*m.summary["warnings"], *m.sampler_warnings, *ev.found.warnings]
+    if warnings:
+        record["warnings"] = warnings
+    return record
+
+
+def not_started(spec: RunSpec, p: Planned, reason: str) -> TrialRecord:
+    """The record of a trial whose server did not start or answer (the sweep goes on)."""
+    return TrialRecord(server=p.label, level=p.level, trial=p.trial, stack=spec.stack_of(p.server),
+                       keepalive=p.keepalive, status="server_failed", reason=reason, page=p.page)
+
+
+def stop(sweep: Sweep, dep: Deployment) -> None:
+    """Remove the trial's containers; one that will not go is a problem of the run."""
+    try:
+        dep.stop()
+    except LabError as e:
+        note_problem(sweep, f"{e} (run `loadcmp down`)")
