@@ -5,6 +5,7 @@ pure-Python loop against misbehaving servers, and how the loop is chosen. The en
 from __future__ import annotations
 
 import json
+import math
 import shutil
 
 import numpy as np
@@ -12,7 +13,8 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.compiled import PURE_ENV, cloop_module, engine_path
+from loadcmp.load.compiled import CLOOP_INTERFACE, PURE_ENV, cloop_module, engine_path
+from loadcmp.load.histogram import MAX_BUCKET, Histogram
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.outcomes import OK
 from loadcmp.load.recorder import PHASES, Recorder
@@ -141,6 +143,18 @@ def test_which_loop_runs(monkeypatch):
     assert engine_path("fast", closed=False) == engine_path("fast", https=True) == engine_path("aiohttp") == "python"
 
 
+def test_a_build_of_older_sources_runs_the_python_loop(monkeypatch):
+    """An editable install not built again still imports: its INTERFACE tells it apart."""
+    mod = cloop_module()
+    if mod is None:
+        pytest.skip("the compiled loop is not built here")
+    assert mod.INTERFACE == CLOOP_INTERFACE
+    monkeypatch.setattr(mod, "INTERFACE", CLOOP_INTERFACE - 1)
+    assert cloop_module() is None and engine_path("fast") == "python"
+    monkeypatch.delattr(mod, "INTERFACE")
+    assert cloop_module() is None
+
+
 def test_the_install_built_the_compiled_loop():
     """With a C compiler on the machine, the normal install must have built it."""
     if shutil.which("gcc") is None and shutil.which("cc") is None:
@@ -225,3 +239,17 @@ def test_c_takes_the_requests_tickets(ctally):
     assert ctally(rec, [9.5, 10.1, 10.2, 10.3, 10.4, *ends]) == [0, 1, 1, 1, -1]
     assert spent == [True] and rec.started == 3 and rec.inflight == 0 and rec.warmup_started == 1
     assert rec.close().stopped_by == "requests"
+
+
+def test_edge_values_fall_in_the_same_buckets_in_c_and_python(ctally):
+    """Below 1 us, and longer than the last bucket (6.6 hours): C's dense count and numpy agree."""
+    durations = [0.0, 1e-7, 1e-6, 0.5, 3e4]
+    c = Recorder(0.0, 1e5)
+    ends = [(OK, 200, 1.0, 1.0, 1.0 + d, 1, (0.0, 0.0, 0.0, 0.0)) for d in durations]
+    ctally(c, [1.0] * len(durations) + ends)
+    got, want = c.close().latency(), Histogram.of(durations)
+    assert got.idx.tolist() == want.idx.tolist() and got.cnt.tolist() == want.cnt.tolist()
+    assert want.idx.tolist()[0] == 0 and want.idx.tolist()[-1] == MAX_BUCKET
+    assert Histogram.of([math.inf]).idx.tolist() == [MAX_BUCKET]  # not a wrapped-around int32
+    assert Histogram.of([math.nan]).idx.tolist() == [0]
+

@@ -34,6 +34,10 @@ cdef double TICK_S = 0.05  # deadlines checked this often
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
 cdef int ONE = 1
 
+INTERFACE = 2
+"""What `compiled.CLOOP_INTERFACE` must be: CLoop(engine, clients, loop), counting in C
+(`_ctally`). A build of older sources still imports; this tells it apart."""
+
 
 cdef inline double now() noexcept nogil:
     cdef timespec ts

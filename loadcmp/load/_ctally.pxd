@@ -4,7 +4,8 @@
 from libc.stdint cimport int64_t
 
 cdef extern from "_ctally.h" nogil:
-    enum: T_BUCKETS, T_KINDS, T_STATUS, T_PHASES
+    enum: T_BUCKETS, T_KINDS, T_HTTP_5XX, T_STATUS, T_PHASES
+    const double T_LOG_BASE
     ctypedef struct hist_t:
         int64_t cnt[T_BUCKETS]
         int64_t n
@@ -27,7 +28,7 @@ cdef class CTally:
     cdef double t0, t_end, first_start
 
     cdef int start(self, double t) except -2
-    cdef void end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
-                  const double *phases) except *
-    cdef bint spent(self)
+    cdef int end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
+                 const double *phases) except -1
+    cdef bint spent(self) noexcept
     cpdef flush(self)

@@ -14,11 +14,12 @@ from libc.stdlib cimport free, malloc
 
 import numpy
 
-from .histogram import Histogram
-from .outcomes import KINDS
+from .histogram import _LOG_BASE, MAX_BUCKET, Histogram
+from .outcomes import HTTP_5XX, KINDS
 from .recorder import PHASES, STATUS_SLOTS, Tally
 
-if T_KINDS != len(KINDS) or T_STATUS != STATUS_SLOTS or T_PHASES != len(PHASES):  # a build of older sources
+if (T_KINDS != len(KINDS) or T_HTTP_5XX != HTTP_5XX or T_STATUS != STATUS_SLOTS or T_PHASES != len(PHASES)
+        or T_BUCKETS != MAX_BUCKET + 1 or T_LOG_BASE != _LOG_BASE):  # a build of older sources
     raise ImportError("_ctally.h does not count what the recorder keeps: build it again (make setup)")
 
 cdef object _hist(hist_t *h):
@@ -63,19 +64,20 @@ cdef class CTally:
         self.start_n += 1
         return 1
 
-    cdef void end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
-                  const double *phases) except *:
+    cdef int end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
+                 const double *phases) except -1:
         """A counted request ended at `t`; one that ends after the window stays unfinished."""
         cdef int64_t sec
         if t >= self.t_end:
-            return
+            return 0
         sec = min(<int64_t>(t - self.t0), self.nsec - 1)
         if sec != self.t.sec and self.t.sec >= 0:
             self.flush()
         self.t.sec = sec
         tally_add(self.t, kind, status, t_intended, t_sent, t, nbytes, phases)
+        return 0
 
-    cdef bint spent(self):
+    cdef bint spent(self) noexcept:
         """Every -n ticket is taken."""
         return 0 <= self.requests <= self.started
 
@@ -83,15 +85,16 @@ cdef class CTally:
         """Hand what was counted to the recorder: the starts first, so nothing ends before it began."""
         cdef tally_t *t = self.t
         cdef int k
-        if self.start_n or self.warm_n:
-            self.rec.add_started(self.start_sec, self.start_n, self.warm_n, self.first_start)
-            self.start_n = self.warm_n = 0
+        cdef int64_t start_n = self.start_n, warm_n = self.warm_n
+        if start_n or warm_n:
+            self.start_n = self.warm_n = 0  # cleared first: a hand-over that raised is not made twice
+            self.rec.add_started(self.start_sec, start_n, warm_n, self.first_start)
         if t.ended:
-            self.rec.add_tally(Tally(t.sec, [t.counts[k] for k in range(T_KINDS)], t.bytes, _hist(&t.lat),
-                                     _hist(&t.svc) if t.svc.n else None,
-                                     {k: t.status[k] for k in range(T_STATUS) if t.status[k]},
-                                     [_hist(&t.phase[k]) for k in range(T_PHASES)], t.last_end))
+            done = Tally(t.sec, [t.counts[k] for k in range(T_KINDS)], t.bytes, _hist(&t.lat),
+                         _hist(&t.svc) if t.svc.n else None, {k: t.status[k] for k in range(T_STATUS) if t.status[k]},
+                         [_hist(&t.phase[k]) for k in range(T_PHASES)], t.last_end)
             tally_reset(t)
+            self.rec.add_tally(done)
 
 
 def tally(rec, events):

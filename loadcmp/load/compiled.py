@@ -22,15 +22,21 @@ PURE_ENV = "LOADCMP_PURE_PYTHON"
 
 EnginePath = Literal["compiled", "python"]
 
+CLOOP_INTERFACE = 2
+"""The `_cloop` this code drives (its `INTERFACE`): raise both together whenever CLoop's
+constructor or what it calls back changes, so a build of older sources (an editable
+install not built again) runs the pure-Python loop instead of failing the load."""
+
 
 def cloop_module() -> ModuleType | None:
     """The compiled module, or None (not built, not importable, or not wanted)."""
     if os.environ.get(PURE_ENV, "") not in ("", "0"):
         return None
     try:
-        return importlib.import_module("loadcmp.load._cloop")
+        mod = importlib.import_module("loadcmp.load._cloop")
     except ImportError:
         return None
+    return mod if getattr(mod, "INTERFACE", None) == CLOOP_INTERFACE else None
 
 
 def engine_path(engine: str, closed: bool = True, https: bool = False) -> EnginePath:

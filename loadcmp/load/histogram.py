@@ -16,6 +16,9 @@ from ..records import HistogramDoc
 
 _BASE = 1.01
 _LOG_BASE = math.log(_BASE)
+MAX_BUCKET = 2399
+"""The last bucket (1.01^2399 us, 6.6 hours): a longer value, or an infinite one, counts in it,
+as in the compiled loop's dense count (`_ctally.h`)."""
 
 
 @dataclass
@@ -44,8 +47,8 @@ class Histogram:
         v = np.asarray(values_s, dtype=np.float64)
         if v.size == 0:
             return cls()
-        us = np.maximum(v * 1e6, 1.0)
-        b = np.floor(np.log(us) / _LOG_BASE).astype(np.int32)
+        us = np.fmax(v * 1e6, 1.0)  # below 1 us, and NaN: bucket 0
+        b = np.minimum(np.floor(np.log(us) / _LOG_BASE), MAX_BUCKET).astype(np.int32)
         idx, cnt = np.unique(b, return_counts=True)
         return cls(idx.astype(np.int32), cnt.astype(np.int64), float(v.sum()), float(v.max()), float(v.min()),
                    float(np.dot(v, v)))
