@@ -45,8 +45,8 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from loadcmp import lab  # noqa: E402
-from loadcmp import stacks as st  # noqa: E402
+from loadcmp.lab import containers as lab  # noqa: E402
+from loadcmp.lab import stacks as st  # noqa: E402
 
 PY = sys.executable
 WRK_LUA = """

@@ -206,7 +206,7 @@ class RunDoc(TypedDict):
 
 
 FindingVerdict = Literal["supported", "not supported", "inconclusive"]
-"""What the measured results say of a write-up's claim (`loadcmp.judge`)."""
+"""What the measured results say of a write-up's claim (`loadcmp.verdicts.judge`)."""
 
 
 class FindingDoc(TypedDict):

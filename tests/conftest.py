@@ -260,14 +260,14 @@ def docker_ok() -> bool:
 def docker_client():  # type: ignore[no-untyped-def]
     if not docker_ok():
         pytest.fail("the Docker tests need a Docker engine: run `make setup` as root")
-    from loadcmp import lab
+    from loadcmp.lab import containers as lab
 
     return lab.docker_client()
 
 
 @pytest.fixture(scope="session")
 def images(docker_client):  # type: ignore[no-untyped-def]
-    from loadcmp import lab
+    from loadcmp.lab import containers as lab
 
     return lab.build_images(docker_client, ["apache", "nginx"])
 

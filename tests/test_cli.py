@@ -10,7 +10,7 @@ import time
 import pytest
 from click.testing import CliRunner
 
-from loadcmp import stacks as st
+from loadcmp.lab import stacks as st
 from loadcmp.cli import cli
 from loadcmp.cli.app import stop_on_sigint
 

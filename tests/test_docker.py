@@ -9,9 +9,9 @@ import socket
 import pytest
 from click.testing import CliRunner
 
-from loadcmp import images as img
-from loadcmp import lab
-from loadcmp import stacks as st
+from loadcmp.lab import images as img
+from loadcmp.lab import containers as lab
+from loadcmp.lab import stacks as st
 from loadcmp.cli import cli
 from loadcmp.errors import ServerStartError
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from loadcmp.apimetrics import inside_script, parse_answer, parse_proc_states, parse_stats, split_inside
+from loadcmp.observe.apimetrics import inside_script, parse_answer, parse_proc_states, parse_stats, split_inside
 from loadcmp.cli import cli
-from loadcmp.dockerhost import DockerHost, host_of, resolve
+from loadcmp.lab.dockerhost import DockerHost, host_of, resolve
 from loadcmp.errors import UsageError
-from loadcmp.render import plan_deployment
-from loadcmp.stacks import get_stack
+from loadcmp.lab.render import plan_deployment
+from loadcmp.lab.stacks import get_stack
 
 
 def test_the_default_is_this_machine(monkeypatch):
@@ -113,7 +113,7 @@ def test_an_engine_that_does_not_answer_is_one_line_exit_1():
 
 
 def test_cpu_time_is_read_a_little_late_between_two_readings():
-    from loadcmp.apimetrics import cpu_at
+    from loadcmp.observe.apimetrics import cpu_at
 
     pts = [(10.0, 1000), (11.0, 2000), (12.0, 4000)]
     assert cpu_at(10.5, pts) == 1500 and cpu_at(11.5, pts) == 3000

@@ -270,7 +270,7 @@ def test_bench_ctrl_c_prints_stores_and_exits_130(faulty, tmp_path):
     assert time.monotonic() - t < 5
     assert b"interrupted" in out + err
     (folder,) = list(tmp_path.iterdir())
-    from loadcmp.results import load_results
+    from loadcmp.store.reader import load_results
 
     r = load_results(folder)
     assert r.status == "interrupted" and r.summary.iloc[0].ok > 0 and r.summary.iloc[0].duration_s < 10

@@ -1,4 +1,4 @@
-"""Causes from evidence (loadcmp.evidence): the log parser on lines the lab's servers really
+"""Causes from evidence (loadcmp.observe.evidence): the log parser on lines the lab's servers really
 wrote (tests/fixtures/logs/, `docker logs -t` of overloaded stacks), the notes drawn from it,
 and a real overloaded trial whose stored record names php-fpm's limit."""
 
@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
-from loadcmp import evidence as ev
+from loadcmp.observe import evidence as ev
 from loadcmp.errors import LabError
-from loadcmp.stacks import Stack, effective_settings, get_stack
+from loadcmp.lab.stacks import Stack, effective_settings, get_stack
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
@@ -176,9 +176,9 @@ def test_examine_counts_the_window_and_says_when_it_cannot() -> None:
 
 @pytest.mark.docker
 def test_overloaded_fpm_is_found_in_the_stored_trial(tmp_path, images, docker_client) -> None:  # type: ignore[no-untyped-def]
-    from loadcmp import lab
+    from loadcmp.lab import containers as lab
     from loadcmp.cli import cli
-    from loadcmp.results import load_results
+    from loadcmp.store.reader import load_results
 
     # 40 clients on a page that holds a worker 200 ms: php-fpm's 5 workers are all busy at once. All 5 start
     # at once (dynamic pm adds 1, 2, 4 ... a second), so its next check, within a second, finds them busy

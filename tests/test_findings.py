@@ -1,4 +1,4 @@
-"""Findings (loadcmp.findings, loadcmp.judge): the check grammar, the verdict rule, and the three verdicts judged
+"""Findings (loadcmp.verdicts.findings, loadcmp.verdicts.judge): the check grammar, the verdict rule, and the three verdicts judged
 on stored results made from the checked-in run tests/fixtures/run-2x3x2."""
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from loadcmp import findings as fd
-from loadcmp import judge as jd
+from loadcmp.verdicts import findings as fd
+from loadcmp.verdicts import judge as jd
 from loadcmp.errors import ConfigError, UsageError
-from loadcmp.findings import Levels, Side
-from loadcmp.results import Results, load_results
+from loadcmp.verdicts.findings import Levels, Side
+from loadcmp.store.reader import Results, load_results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 
@@ -303,7 +303,7 @@ def test_parsing_findings_needs_no_heavy_library() -> None:
     import subprocess
     import sys
 
-    probe = ("import sys, loadcmp.findings as f; f.parse_findings([{'claim': 'a', 'check': 'nginx:p(99)@10.. < 2s'}]); "
+    probe = ("import sys, loadcmp.verdicts.findings as f; f.parse_findings([{'claim': 'a', 'check': 'nginx:p(99)@10.. < 2s'}]); "
              "print([m for m in ('pandas', 'numpy') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
@@ -346,7 +346,7 @@ def test_judged_findings_are_stored_and_in_the_json_summary(tmp_path):
 
     from loadcmp.cli.run import judge_findings
     from loadcmp.report.tables import summary_doc
-    from loadcmp.spec import RunSpec
+    from loadcmp.experiment.spec import RunSpec
 
     dst = tmp_path / "run"
     shutil.copytree(FIXTURE, dst)
@@ -367,7 +367,7 @@ def test_the_report_shows_the_judged_findings_first(tmp_path):
 
     from loadcmp.cli.run import judge_findings
     from loadcmp.report.build import build
-    from loadcmp.spec import RunSpec
+    from loadcmp.experiment.spec import RunSpec
 
     dst = tmp_path / "run"
     shutil.copytree(FIXTURE, dst)

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from loadcmp import metrics, statuspages
+from loadcmp.observe import metrics, statuspages
 
 FIX = Path(__file__).parent / "fixtures" / "metrics"
 
@@ -142,7 +142,7 @@ def test_busy_workers_front_server_first():
 
 
 def test_every_status_kind_has_a_parser():
-    from loadcmp import stacks as st
+    from loadcmp.lab import stacks as st
 
     kinds = {k for name in st.stack_names() for k in st.status_paths(st.get_stack(name))}
     assert kinds == set(metrics.STATUS_PARSERS)

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from loadcmp.errors import LabError, PrimerError
-from loadcmp.primer import prime
+from loadcmp.sweep.primer import prime
 
 
 def dep(port: int) -> SimpleNamespace:

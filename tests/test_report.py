@@ -17,7 +17,7 @@ from loadcmp.errors import StoreError, UsageError
 from loadcmp.report.build import build
 from loadcmp.report.compare import Ratio, ratio, ratio_table, verdicts
 from loadcmp.report.tables import Estimate, legend, summary_doc, table1
-from loadcmp.results import load_results
+from loadcmp.store.reader import load_results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

@@ -166,7 +166,7 @@ def test_a_bad_count_is_refused(bad):
 
 def test_the_experiment_file_key(tmp_path):
     from loadcmp.cli.run import build_spec
-    from loadcmp.spec import load_experiment
+    from loadcmp.experiment.spec import load_experiment
 
     f = tmp_path / "n.toml"
     f.write_text('servers = ["nginx"]\nclients = [10, 100]\nrequests = 10000\ntimeout = "5s"\n')

@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadcmp import lab
+from loadcmp.lab import containers as lab
 from loadcmp.cli import cli
-from loadcmp.results import load_results
-from loadcmp.runner import run_sweep
-from loadcmp.trial import Planned, SweepHooks
-from loadcmp.spec import RunSpec
+from loadcmp.store.reader import load_results
+from loadcmp.sweep.runner import run_sweep
+from loadcmp.sweep.trial import Planned, SweepHooks
+from loadcmp.experiment.spec import RunSpec
 from loadcmp.records import TrialRecord
 
 pytestmark = pytest.mark.docker

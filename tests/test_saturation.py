@@ -138,7 +138,7 @@ def bound_at_200(tmp_path) -> Path:
 
 def test_a_comparison_with_a_client_bound_side_is_inconclusive(bound_at_200):
     from loadcmp.report.compare import verdicts
-    from loadcmp.results import load_results
+    from loadcmp.store.reader import load_results
 
     lines = verdicts(load_results(bound_at_200))
     at200 = [v for v in lines if "200 clients" in v]
@@ -151,7 +151,7 @@ def test_a_comparison_with_a_client_bound_side_is_inconclusive(bound_at_200):
 
 def test_table1_marks_client_bound_cells_and_json_says_why(bound_at_200):
     from loadcmp.report.tables import CLIENT_BOUND_MARK, notes, summary_doc, table1
-    from loadcmp.results import load_results
+    from loadcmp.store.reader import load_results
 
     res = load_results(bound_at_200)
     header, rows = table1(res)
@@ -167,8 +167,8 @@ def test_table1_marks_client_bound_cells_and_json_says_why(bound_at_200):
 
 
 def test_smoke_says_a_check_was_measured_client_bound(bound_at_200):
-    from loadcmp import smoke as sm
-    from loadcmp.results import load_results
+    from loadcmp.verdicts import smoke as sm
+    from loadcmp.store.reader import load_results
 
     out = {v.server: v for v in sm.evaluate(load_results(bound_at_200), sm.parse_checks(["rps>1"]))}
     assert out["apache-prefork"].client_bound_reason == REASON and "client-bound" in out["apache-prefork"].message
@@ -177,7 +177,7 @@ def test_smoke_says_a_check_was_measured_client_bound(bound_at_200):
 
 def test_older_results_without_the_client_keys_read_as_not_bound():
     from loadcmp.report.compare import verdicts
-    from loadcmp.results import load_results
+    from loadcmp.store.reader import load_results
 
     res = load_results(FIXTURE)
     assert res.client_bound("nginx", 10) is None

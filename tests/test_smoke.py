@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadcmp import lab
-from loadcmp import smoke as sm
+from loadcmp.lab import containers as lab
+from loadcmp.verdicts import smoke as sm
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError
-from loadcmp.results import load_results
+from loadcmp.store.reader import load_results
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 

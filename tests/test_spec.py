@@ -1,11 +1,11 @@
-"""Experiment files and run specs (loadcmp.spec)."""
+"""Experiment files and run specs (loadcmp.experiment.spec)."""
 
 from __future__ import annotations
 
 import pytest
 
 from loadcmp.errors import ConfigError
-from loadcmp.spec import RunSpec, load_experiment, validate
+from loadcmp.experiment.spec import RunSpec, load_experiment, validate
 
 
 def test_experiment_errors_listed_at_once_with_lines(tmp_path):
@@ -23,7 +23,7 @@ def test_experiment_errors_listed_at_once_with_lines(tmp_path):
 
 
 def test_shipped_experiments_are_valid():
-    from loadcmp.stacks import configs_dir
+    from loadcmp.lab.stacks import configs_dir
 
     files = sorted((configs_dir() / "experiments").glob("*.toml"))
     assert {f.stem for f in files} >= {"paper-2013", "pphc-2022", "static", "smoke"}

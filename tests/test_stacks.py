@@ -1,11 +1,11 @@
-"""The stack catalog, config rendering, --set overrides (loadcmp.stacks)."""
+"""The stack catalog, config rendering, --set overrides (loadcmp.lab.stacks)."""
 
 from __future__ import annotations
 
 import pytest
 
-from loadcmp import render as rendering
-from loadcmp import stacks as st
+from loadcmp.lab import render as rendering
+from loadcmp.lab import stacks as st
 from loadcmp.errors import ConfigError, UsageError
 
 

@@ -1,4 +1,4 @@
-"""Results folders: writing, reading back, refusing old formats (loadcmp.store)."""
+"""Results folders: writing, reading back, refusing old formats (loadcmp.store.writer)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from loadcmp.errors import StoreError
 from loadcmp.load.summary import result_doc
-from loadcmp.results import load_results
-from loadcmp.store import RunWriter
+from loadcmp.store.reader import load_results
+from loadcmp.store.writer import RunWriter
 
 
 def test_store_roundtrip_and_old_format(tmp_path, simulate):

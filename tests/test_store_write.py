@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import json
 
-from loadcmp import render
-from loadcmp import stacks as st
+from loadcmp.lab import render
+from loadcmp.lab import stacks as st
 from loadcmp.load.summary import result_doc, timeline_rows
-from loadcmp.runner import plan_sweep
-from loadcmp.trial import Planned
-from loadcmp.spec import RunSpec
-from loadcmp.results import load_results
+from loadcmp.sweep.runner import plan_sweep
+from loadcmp.sweep.trial import Planned
+from loadcmp.experiment.spec import RunSpec
+from loadcmp.store.reader import load_results
 from loadcmp.records import ServerInfo, TrialRecord
-from loadcmp.store import FORMAT, RunWriter, new_run_doc, save_bench
+from loadcmp.store.writer import FORMAT, RunWriter, new_run_doc, save_bench
 from loadcmp.load.outcomes import OK
 from loadcmp.load.recorder import Recorder, Result
 

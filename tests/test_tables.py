@@ -24,7 +24,7 @@ def test_webbench_count_beside_the_strict_one_when_they_differ(tmp_path):
     import shutil
 
     from loadcmp.report.tables import WEBBENCH_COLUMN, notes, summary_doc, table1
-    from loadcmp.results import load_results
+    from loadcmp.store.reader import load_results
 
     fixture = Path(__file__).parent / "fixtures" / "run-2x3x2"
     header, _ = table1(load_results(fixture))
@@ -76,7 +76,7 @@ def test_a_cause_seen_in_several_trials_is_one_note(tmp_path):
     from pathlib import Path
 
     from loadcmp.report.tables import notes
-    from loadcmp.results import load_results
+    from loadcmp.store.reader import load_results
 
     folder = tmp_path / "run"
     shutil.copytree(Path(__file__).parent / "fixtures" / "run-2x3x2", folder)

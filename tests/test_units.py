@@ -106,7 +106,7 @@ def test_bad_cpu_sets_are_one_line_usage_errors(bad, needle):
 
 def test_checks_and_flags_agree_on_units():
     """`mem_peak<256MB` and `--server-memory 256MB` are the same number of bytes; checks take every duration unit."""
-    from loadcmp.smoke import parse_check
+    from loadcmp.verdicts.smoke import parse_check
 
     assert parse_check("mem_peak<256MB").value == parse_size("256MB") == 256_000_000
     assert parse_check("mem_peak<256m").value == parse_size("256m") == 256 * 2**20

@@ -1,4 +1,4 @@
-"""Variants: one stack under several labels, each with its own settings (loadcmp.variants)."""
+"""Variants: one stack under several labels, each with its own settings (loadcmp.experiment.variants)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.cli.run import build_spec, server_fields
 from loadcmp.errors import ConfigError, UsageError
-from loadcmp.runner import plan_sweep
-from loadcmp.trial import Planned, plan_trial
-from loadcmp.spec import load_experiment
-from loadcmp.variants import parse_server_items, parse_sets
+from loadcmp.sweep.runner import plan_sweep
+from loadcmp.sweep.trial import Planned, plan_trial
+from loadcmp.experiment.spec import load_experiment
+from loadcmp.experiment.variants import parse_server_items, parse_sets
 
 
 def spec_of(servers: tuple[str, ...], sets: tuple[str, ...] = (), experiment: str | None = None):

@@ -61,7 +61,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
                          insecure=insecure)
     if out_dir:
-        from ..store import check_out_dir
+        from ..store.writer import check_out_dir
 
         check_out_dir(out_dir)
     tls.probe(target, v["timeout"])
@@ -95,8 +95,8 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     timeline = timeline_rows(result)
     if out_dir:
         from .. import __version__
-        from ..provenance import git_commit, machine_info
-        from ..store import save_bench
+        from ..lab.provenance import git_commit, machine_info
+        from ..store.writer import save_bench
 
         path = save_bench(out_dir, url=url, label=f"{target.host}:{target.port}", clients=clients,
                           schedule=v["schedule"], requests=v["requests"], keepalive=keepalive, duration=spec.duration,

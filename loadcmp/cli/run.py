@@ -15,12 +15,12 @@ from .display import edges_note, err, out
 from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
-from ..spec import RunSpec
+from ..experiment.spec import RunSpec
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
-    from ..runner import SweepOutcome
-    from ..trial import Planned, SweepHooks
+    from ..sweep.runner import SweepOutcome
+    from ..sweep.trial import Planned, SweepHooks
 
 
 class SweepDisplay:
@@ -40,7 +40,7 @@ class SweepDisplay:
         self.progress.__exit__(*exc)
 
     def hooks(self) -> SweepHooks:
-        from ..trial import SweepHooks
+        from ..sweep.trial import SweepHooks
 
         return SweepHooks(trial_start=self.trial_start, live=self.live, trial_end=self.trial_end, say=self.say)
 
@@ -103,7 +103,7 @@ def print_table1(path: str) -> None:
     """Table 1 of a stored run, as the write-ups printed it, with its notes."""
     from ..report.compare import verdicts
     from ..report.tables import legend, long_form, notes, table1
-    from ..results import load_results
+    from ..store.reader import load_results
 
     res = load_results(path)
     header, rows = table1(res)
@@ -143,10 +143,10 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     then print its summary (JSON, or Table 1) and where it is stored."""
     from ..load.workers import Stopper
     from ..report.tables import summary_doc
-    from ..runner import run_sweep
-    from ..results import load_results
+    from ..sweep.runner import run_sweep
+    from ..store.reader import load_results
 
-    from ..dockerhost import resolve
+    from ..lab.dockerhost import resolve
     from ..load.cluster import open_fleet
 
     # the cluster first: a scheduler that cannot be reached is said before any container starts
@@ -166,10 +166,10 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
 
 def judge_findings(path: str, spec: RunSpec) -> None:
     """The experiment's claims judged on what was stored, and stored beside it."""
-    from ..findings import parse_findings
-    from ..judge import evaluate
-    from ..results import load_results
-    from ..store import save_findings
+    from ..verdicts.findings import parse_findings
+    from ..verdicts.judge import evaluate
+    from ..store.reader import load_results
+    from ..store.writer import save_findings
 
     judged = evaluate(load_results(path), parse_findings(list(spec.findings)))
     save_findings(path, [r.to_doc() for r in judged])
@@ -188,7 +188,7 @@ def raise_for_status(outcome: SweepOutcome) -> None:
 
 def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, Any]:
     """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given)."""
-    from ..variants import parse_server_items, parse_sets
+    from ..experiment.variants import parse_server_items, parse_sets
 
     out: dict[str, Any] = {}
     if servers:
@@ -201,7 +201,7 @@ def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, 
 
 def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
     """Experiment file values, then the flags the user gave, validated together."""
-    from ..spec import load_experiment, validate
+    from ..experiment.spec import load_experiment, validate
 
     fields: dict[str, Any] = {}
     if experiment:

@@ -10,7 +10,7 @@ from rich.table import Table
 from .app import cli, emit_json
 from .display import err, out
 from .options import docker_host_option, docker_options, json_option, server_options
-from ..dockerhost import resolve
+from ..lab.dockerhost import resolve
 
 
 @cli.command()
@@ -18,7 +18,7 @@ from ..dockerhost import resolve
 @click.option("--tunables", is_flag=True, help="Also list every tunable with its default.")
 def servers(as_json: bool, tunables: bool) -> None:
     """List the server set-ups (stacks) loadcmp can start."""
-    from .. import stacks
+    from ..lab import stacks
 
     if as_json:
         doc: dict[str, Any] = {
@@ -56,7 +56,7 @@ def servers(as_json: bool, tunables: bool) -> None:
 @docker_host_option
 def build(servers_: tuple[str, ...], force: bool, docker_host: str | None) -> None:
     """Build the server images (and the base image if none can be had)."""
-    from .. import lab, stacks
+    from ..lab import containers as lab, stacks
 
     chosen = stacks.resolve_servers(servers_)
     images = list(dict.fromkeys(i for s in chosen for i in s.images))
@@ -82,9 +82,9 @@ def build(servers_: tuple[str, ...], force: bool, docker_host: str | None) -> No
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
        sets: tuple[str, ...], docker_host: str | None, server_address: str | None, as_json: bool) -> None:
     """Start a stack and leave it running; print its URL."""
-    from .. import lab, stacks
+    from ..lab import containers as lab, stacks
     from ..errors import ConfigError
-    from ..variants import Variant, check_sets
+    from ..experiment.variants import Variant, check_sets
 
     stack = stacks.get_stack(server)
     overrides = stacks.parse_overrides(sets)
@@ -115,7 +115,7 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
 @docker_host_option
 def down(run_id: str | None, docker_host: str | None) -> None:
     """Remove every container loadcmp started (label loadcmp=1)."""
-    from .. import lab
+    from ..lab import containers as lab
 
     names = lab.down(lab.docker_client(resolve(docker_host).url), run_id=run_id)
     click.echo(f"removed {len(names)} container(s)" + (": " + ", ".join(names) if names else ""), err=True)

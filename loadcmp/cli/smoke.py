@@ -15,7 +15,7 @@ from .run import build_spec, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
 if TYPE_CHECKING:
-    from ..smoke import Verdict
+    from ..verdicts.smoke import Verdict
 
 SMOKE_KEYS = {"pages", "checks"}
 """What an experiment file's [smoke] table may hold."""
@@ -39,10 +39,10 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
           baseline: str | None, max_regression: str, junit: str | None, summary: str | None, out_dir: str | None,
           as_json: bool, **flags: Any) -> None:
     """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
-    from ..smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
-    from ..spec import load_experiment
-    from ..stacks import configs_dir
-    from ..results import load_results
+    from ..verdicts.smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
+    from ..experiment.spec import load_experiment
+    from ..lab.stacks import configs_dir
+    from ..store.reader import load_results
 
     path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
     _, extra = load_experiment(path)
@@ -54,7 +54,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
     parsed = parse_checks(texts)
-    from ..store import check_out_file
+    from ..store.writer import check_out_file
 
     for flag, file in (("--junit", junit), ("--summary", summary)):
         if file:

@@ -15,8 +15,8 @@ import matplotlib.pyplot as plt
 
 from ..errors import ReportError, StoreError, UsageError
 from ..records import FindingDoc
-from ..results import Results, load_results
-from ..store import _atomic_write
+from ..store.reader import Results, load_results
+from ..store.writer import _atomic_write
 from . import compare, pages, plots
 from .pages import Report
 from .setup import settings, setup_rows, warnings

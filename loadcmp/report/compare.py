@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..results import Results, metrics_of
+from ..store.reader import Results, metrics_of
 from ..records import LoadSummary, TrialRecord
 from .tables import MIN_TRIALS, Estimate, t95
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..records import FindingDoc
-from ..results import Results
+from ..store.reader import Results
 from .compare import RatioRow
 from .plots import Drawn
 from .tables import long_form

@@ -20,7 +20,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..load.outcomes import FAIL_KINDS
 from ..records import TrialRecord
-from ..results import Results, result_of
+from ..store.reader import Results, result_of
 from .axes import (KIND_COLORS, MiB, WIDTH, Value, bars_note, colors, errplot, finish, has_server_data,
                    legend_below, levels_axis, load_value, per_level, plt, server_value)
 from .seconds import first_trial, latency_distribution, timeline

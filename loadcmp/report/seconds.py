@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from ..results import Results
+from ..store.reader import Results
 from .axes import MiB, WIDTH, auto_y, colors, finish, legend_below, plain_log, plt
 
 SERVER_ROWS = (("cpu_pct", "server CPU %\n(100 = one core)"), ("mem_bytes", "server memory MiB"),

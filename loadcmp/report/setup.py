@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import MachineInfo, ServerInfo
-from ..results import Results, Run, result_of
+from ..store.reader import Results, Run, result_of
 from ..units import format_bytes
 from .tables import notes
 

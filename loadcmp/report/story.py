@@ -16,7 +16,7 @@ from itertools import groupby
 from typing import Literal
 
 from ..records import TrialRecord
-from ..results import Results, metrics_of
+from ..store.reader import Results, metrics_of
 from ..units import format_bytes
 from .compare import Ratio, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from ..records import TrialRecord
-from ..results import Results, metrics_of
+from ..store.reader import Results, metrics_of
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,

@@ -23,16 +23,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import checks
-from . import stacks
-from . import units
+from ..lab import stacks
+from .. import units
 from .checks import METRICS as METRICS  # re-exported: the metrics a smoke check names
 from .checks import OPS, check_metric, show
 from .checks import threshold as _threshold
-from .errors import ConfigError, UsageError
-from .report.tables import notes, table1
-from .results import Results, client_bound
-from .records import LoadSummary, TrialRecord
-from .store import _atomic_write
+from ..errors import ConfigError, UsageError
+from ..report.tables import notes, table1
+from ..store.reader import Results, client_bound
+from ..records import LoadSummary, TrialRecord
+from ..store.writer import _atomic_write
 
 _RX = re.compile(
     r"^\s*(?:(?P<scope>[A-Za-z0-9_.-]+)\s*:)?\s*(?P<metric>[a-z_]+)(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\))?\s*"

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from . import stacks
-from .errors import BuildError, LabError
+from ..errors import BuildError, LabError
 
 LABEL = "loadcmp"
 """Every container and image loadcmp makes carries `loadcmp=1`."""

@@ -3,13 +3,13 @@
     plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs)
     start             the plan -> a running Deployment (or the reused one)
     describe_server   the label's set-up into run.json, once: configs, versions, images
-    prime             a few requests: the page must be the page expected (`loadcmp.primer`)
+    prime             a few requests: the page must be the page expected (`loadcmp.sweep.primer`)
     measure           warm-up, then the measured window, the server sampled at 1 Hz
     collect_evidence  Docker's container state, the server's figures, what the servers logged
     judge             all of it -> one TrialRecord (status and reason in words)
     stop              remove the containers (unless the server is reused)
 
-`Sweep` is what the trials of one sweep share; `loadcmp.runner` sets it up, runs the
+`Sweep` is what the trials of one sweep share; `loadcmp.sweep.runner` sets it up, runs the
 trials in order and stores each as it ends.
 """
 
@@ -22,21 +22,22 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from . import dockerhost, evidence, lab, render, stacks
-from .apimetrics import ApiSampler
-from .errors import LabError
-from .lab import Deployment
-from .load.driver import Live, LoadSpec, now
-from .load.saturation import Machine, add_advice
-from .load.summary import note_ramp_cut, result_doc, timeline_rows
-from .load.target import make_target
-from .load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
-from .metrics import Sampler, summarize
+from ..lab import dockerhost, containers as lab, render, stacks
+from ..observe import evidence
+from ..observe.apimetrics import ApiSampler
+from ..errors import LabError
+from ..lab.containers import Deployment
+from ..load.driver import Live, LoadSpec, now
+from ..load.saturation import Machine, add_advice
+from ..load.summary import note_ramp_cut, result_doc, timeline_rows
+from ..load.target import make_target
+from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
+from ..observe.metrics import Sampler, summarize
 from .primer import KEPT_PATIENCE_S, prime
-from .records import ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord, TrialStatus
-from .spec import RunSpec
-from .store import Row, RunWriter
-from .units import cpu_list
+from ..records import ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord, TrialStatus
+from ..experiment.spec import RunSpec
+from ..store.writer import Row, RunWriter
+from ..units import cpu_list
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from .lab import INSIDE_GET, Deployment
+from ..lab.containers import INSIDE_GET, Deployment
 from .metrics import CgroupSample, Sampler, ServerRow, parse_state_counts
 from .statuspages import STATUS_PARSERS
 

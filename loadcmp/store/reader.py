@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pandas as pd
 
-from .errors import StoreError
-from .load.histogram import Histogram
-from .records import LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics, TrialRecord
-from .store import FORMAT, SUMMARY_COLUMNS, summary_row
+from ..errors import StoreError
+from ..load.histogram import Histogram
+from ..records import LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics, TrialRecord
+from .writer import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "failed"]
 """Statuses from best to worst: several runs together have the worst one."""

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import UsageError
+from ..errors import UsageError
 
 SCHEMES = ("unix", "tcp", "ssh", "http", "https", "npipe")
 

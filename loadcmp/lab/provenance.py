@@ -13,8 +13,8 @@ import subprocess
 from typing import Any
 
 from .stacks import project_root
-from .records import MachineInfo
-from .units import mem_total
+from ..records import MachineInfo
+from ..units import mem_total
 
 
 def machine_info(client: Any | None = None) -> MachineInfo:

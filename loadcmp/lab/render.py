@@ -9,7 +9,7 @@ import string
 from dataclasses import dataclass, field
 from typing import Any
 
-from .errors import ConfigError
+from ..errors import ConfigError
 from .stacks import Role, Stack, configs_dir, effective_settings
 
 def nofile_limit() -> int:

@@ -22,8 +22,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from . import stacks
-from .errors import ConfigError, UsageError
+from ..lab import stacks
+from ..errors import ConfigError, UsageError
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 """Labels appear in file names, tables and check expressions (`label:rps>100`)."""

@@ -1,4 +1,4 @@
-"""A write-up's findings (`loadcmp.findings`) judged on the measured results.
+"""A write-up's findings (`loadcmp.verdicts.findings`) judged on the measured results.
 
 Verdicts. Every level (and, without a label, every server) is judged on its own, and the
 claim must hold at each:
@@ -29,11 +29,11 @@ from typing import TYPE_CHECKING, Any
 
 from .checks import METRICS, OPS, show
 from .findings import Finding, FindingCheck, Side, labels
-from .records import FindingDoc, FindingVerdict
+from ..records import FindingDoc, FindingVerdict
 
 if TYPE_CHECKING:  # pandas: only when results are judged
-    from .report.tables import Estimate
-    from .results import Results
+    from ..report.tables import Estimate
+    from ..store.reader import Results
 
 MIN_TRIALS = 3
 """Trials per side below which only a large margin decides."""
@@ -140,7 +140,7 @@ def _judge(res: Results, f: Finding) -> FindingResult:
 
 
 def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
-    from .report.compare import ratio
+    from ..report.compare import ratio
 
     sides = [(server, level, _estimate(res, c.left, server, level))]
     if c.right is not None:
@@ -186,7 +186,7 @@ def _wrong(verdict: FindingVerdict, low: float | None) -> str | None:
 def _estimate(res: Results, side: Side, server: str, level: int) -> Estimate:
     """The mean of a metric over the cell's trials, each trial measured on its own."""
     from .checks import measure
-    from .report.tables import Estimate
+    from ..report.tables import Estimate
 
     vals = [measure(side.metric, side.q, [t]) for t in res.cell(server, level)]
     return Estimate.of([v for v in vals if v is not None and math.isfinite(v)])

@@ -1,4 +1,4 @@
-"""A sweep of servers x levels x trials (TechEmpower's discipline); one trial is `loadcmp.trial`.
+"""A sweep of servers x levels x trials (TechEmpower's discipline); one trial is `loadcmp.sweep.trial`.
 
 A sweep (`run_sweep`) interleaves servers within each level (A B, then B A) so
 drift spreads evenly, stores each trial as soon as it ends, and goes on past a
@@ -14,14 +14,15 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from . import __version__, dockerhost, lab, stacks
-from .errors import LabError, LoadcmpError
-from .load.limits import check_nofile
-from .load.workers import Fleet, Stopper
-from .provenance import git_commit, machine_info
-from .records import RunStatus
-from .spec import RunSpec
-from .store import RunWriter, new_run_doc
+from .. import __version__
+from ..lab import dockerhost, containers as lab, stacks
+from ..errors import LabError, LoadcmpError
+from ..load.limits import check_nofile
+from ..load.workers import Fleet, Stopper
+from ..lab.provenance import git_commit, machine_info
+from ..records import RunStatus
+from ..experiment.spec import RunSpec
+from ..store.writer import RunWriter, new_run_doc
 from .trial import Planned, Sweep, SweepHooks, note_problem, run_trial, stop
 
 

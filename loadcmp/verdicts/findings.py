@@ -2,7 +2,7 @@
 
 An experiment file states what the write-up found as `[[findings]]` tables: the `claim`
 in the write-up's words and a `check` loadcmp can evaluate, so the report says whether
-this run bears the claim out. A check extends the smoke grammar (`loadcmp.checks`: the
+this run bears the claim out. A check extends the smoke grammar (`loadcmp.verdicts.checks`: the
 same metrics, units and scales):
 
     nginx:failed_rate@6000 < 1%
@@ -24,7 +24,7 @@ same metrics, units and scales):
 - `<`, `<=`, `>`, `>=`; `==` is refused, since an interval can never show equality.
 
 The verdicts (supported, not supported, inconclusive) and the rule for few trials are
-`loadcmp.judge`'s.
+`loadcmp.verdicts.judge`'s.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checks import check_metric, comparable, threshold
-from .errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError
 
 
 _LABEL = r"[A-Za-z0-9_./-]+(?:\[[^\]\s]+\])?"

@@ -1,4 +1,4 @@
-"""The Docker side: containers, readiness, cleanup (images: `loadcmp.images`).
+"""The Docker side: containers, readiness, cleanup (images: `loadcmp.lab.images`).
 
 Everything goes through docker-py. Containers use host networking and listen
 on 127.0.0.1 only, carry the label `loadcmp=1` plus the run id, and are removed
@@ -24,7 +24,7 @@ from typing import Any
 from . import render
 from . import stacks
 from .dockerhost import DockerHost
-from .errors import DockerUnavailable, LabError, ServerStartError, UsageError
+from ..errors import DockerUnavailable, LabError, ServerStartError, UsageError
 from .images import LABEL, Log, no_log, build_images
 
 
@@ -153,7 +153,7 @@ class Deployment:
         each led by Docker's timestamp: what the servers said during a trial.
 
         Streamed, so a window of a million error lines costs no more memory than one;
-        every server logs to stderr (see `loadcmp.evidence`). Docker is asked for whole
+        every server logs to stderr (see `loadcmp.observe.evidence`). Docker is asked for whole
         seconds around the window; the caller filters by the timestamps. LabError if unreadable."""
         import docker
         import requests

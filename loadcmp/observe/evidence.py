@@ -22,9 +22,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from .errors import LabError
-from .lab import Deployment
-from .stacks import Stack
+from ..errors import LabError
+from ..lab.containers import Deployment
+from ..lab.stacks import Stack
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The catalog of server set-ups, as data: stacks, roles, tunables and their checks.
 
 A stack is one or more containers (roles). Each role runs one image with one
-entrypoint mode; `loadcmp.render` turns a stack and the tunables in effect into
+entrypoint mode; `loadcmp.lab.render` turns a stack and the tunables in effect into
 its config files. Nothing here touches Docker or the network, so all of it is
 unit-testable.
 """
@@ -17,13 +17,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, UsageError
+from ..errors import ConfigError, UsageError
 
 
 def project_root() -> Path:
     """Where `configs/` and the Dockerfiles live (override: LOADCMP_HOME)."""
     env = os.environ.get("LOADCMP_HOME")
-    return Path(env) if env else Path(__file__).resolve().parent.parent
+    return Path(env) if env else Path(__file__).resolve().parents[2]
 
 
 def configs_dir() -> Path:

@@ -8,7 +8,7 @@
 
 Files are rewritten after every finished trial (temp file + rename), so a
 crash or Ctrl-C leaves a readable folder with every trial measured so far.
-The report reads only this folder (`loadcmp.results.load_results`).
+The report reads only this folder (`loadcmp.store.reader.load_results`).
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 
 import pandas as pd
 
-from .errors import StoreError, UsageError
-from .records import (FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, TrialRecord,
+from ..errors import StoreError, UsageError
+from ..records import (FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, TrialRecord,
                       TrialStatus)
 
 FORMAT = 1

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import time
 
-from . import lab
-from .errors import LabError, PrimerError
-from .lab import Deployment
+from ..lab import containers as lab
+from ..errors import LabError, PrimerError
+from ..lab.containers import Deployment
 
 PHP_ERRORS = ("Fatal error", "Parse error", "Warning</b>:", "Uncaught ")
 

@@ -1,5 +1,5 @@
 """What a check can look at: the metrics, their units and scales, the operators, and a metric's
-value over trials. Smoke checks (`loadcmp.smoke`) and findings (`loadcmp.findings`) share it,
+value over trials. Smoke checks (`loadcmp.verdicts.smoke`) and findings (`loadcmp.verdicts.findings`) share it,
 so `p(99)<500ms` means the same in both.
 
 Kept free of pandas and numpy at import: experiment files, and the checks in them, are
@@ -12,9 +12,9 @@ import math
 import operator
 from collections.abc import Callable
 
-from .errors import UsageError
-from .records import LoadSummary, ServerMetrics, TrialRecord
-from .units import duration_value, size_value
+from ..errors import UsageError
+from ..records import LoadSummary, ServerMetrics, TrialRecord
+from ..units import duration_value, size_value
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -104,7 +104,7 @@ _SERVER: dict[str, Callable[[ServerMetrics], float | None]] = {
 def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | None:
     """A metric over trials (worst-case for latency: the histograms merged; inf when no request
     succeeded), or None when nothing was measured."""
-    from .results import metrics_of, pooled_latency  # numpy and pandas: only when results are read
+    from ..store.reader import metrics_of, pooled_latency  # numpy and pandas: only when results are read
 
     ran = [t for t in trials if t.get("result")]
     if not ran:

@@ -12,11 +12,12 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from . import dockerhost, stacks, variants
-from .errors import ConfigError, UsageError
-from .findings import check_labels, parse_findings
-from .load.schedules import Schedule, make_schedule, time_cap
-from .units import parse_cluster, parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
+from ..lab import dockerhost, stacks
+from . import variants
+from ..errors import ConfigError, UsageError
+from ..verdicts.findings import check_labels, parse_findings
+from ..load.schedules import Schedule, make_schedule, time_cap
+from ..units import parse_cluster, parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
 
 
 @dataclass(frozen=True)
@@ -24,7 +25,7 @@ class RunSpec:
     """Everything a sweep needs; stored whole in run.json."""
 
     servers: tuple[str, ...] = ("nginx",)
-    """Labels: a stack's name, or a variant's label (see `loadcmp.variants`)."""
+    """Labels: a stack's name, or a variant's label (see `loadcmp.experiment.variants`)."""
     stacks: dict[str, str] = field(default_factory=dict)
     """The stack of each label; after `validate`, of every label in `servers`."""
     levels: tuple[int, ...] = (50,)

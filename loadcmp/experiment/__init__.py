@@ -1,0 +1,5 @@
+"""What a run is, before anything starts: the spec from flags or an experiment file.
+
+    spec.py      RunSpec; experiment files; validation that lists every error at once
+    variants.py  server labels and variants (--server LABEL=STACK, [variants.*]), which --set goes where
+"""

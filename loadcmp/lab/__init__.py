@@ -1,0 +1,12 @@
+"""The lab: what runs the servers. Stacks are data in configs/; this package reads them and runs them.
+
+    stacks.py      the stacks as data (configs/stacks/): tunables, their checks, the effective settings
+    render.py      config files rendered from templates; the deployment plan (no I/O)
+    images.py      the base image and the server images (hash-tagged, built with docker-py)
+    containers.py  containers from a plan: start, readiness, logs, cleanup by label
+    dockerhost.py  which Docker engine runs the stacks, where the clients reach them
+    provenance.py  the machine and the commit a run ran on
+
+Imports go one way: containers -> render -> stacks; images and dockerhost beside them.
+Importing this package imports nothing: docker-py loads only when a container is needed.
+"""

@@ -1,0 +1,7 @@
+"""The server side of a trial: what the servers used and why they failed.
+
+    metrics.py      the 1 Hz sampler: cgroups, `ss`, status pages (and their parsers)
+    apimetrics.py   the same figures through the Docker API alone (a remote engine)
+    statuspages.py  what mod_status, stub_status and php-fpm's status say: busy workers
+    evidence.py     the servers' log lines of the window counted by cause; notes only from evidence
+"""

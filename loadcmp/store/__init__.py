@@ -1,0 +1,7 @@
+"""The results folder: written atomically as trials end, read back as typed records.
+
+    writer.py  RunWriter: run.json, timeline.parquet, server.parquet, summary.csv, each replaced whole
+    reader.py  load_results(): one or several results folders -> Results (pandas frames, typed runs)
+
+Only this package knows the folder's layout; the report reads it through `reader` alone.
+"""

@@ -1,0 +1,8 @@
+"""Driving trials: the primer, one trial step by step, a sweep of servers x levels x trials.
+
+    primer.py   a few requests first: the page must be the page expected
+    trial.py    one trial: plan, start, describe, prime, measure, collect evidence, judge, stop
+    runner.py   a sweep: the plan (A B, then B A), limits and pinning up front, each trial stored as it ends
+
+The sweep is the only place that joins the lab (containers), the load and the store.
+"""
