@@ -5,14 +5,20 @@ in pyproject.toml.
 The modules are optional: without a C compiler, the Python headers, Cython or Linux's
 epoll, the install goes on without it (one line says so) and loadcmp runs the
 pure-Python loop (loadcmp/load/rawclient.py) instead.
+
+It also puts what loadcmp reads from the project root (configs/ and the Dockerfiles, kept at
+the top of the repository) into the wheel, as loadcmp/_data; MANIFEST.in puts them in the sdist.
 """
 
 from __future__ import annotations
 
+import shutil
 import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.command.build_py import build_py
 
 NOTE = "loadcmp: the compiled fast path was not built ({}); the pure-Python loop will run instead"
 noted: list[str] = []
@@ -31,14 +37,37 @@ class OptionalBuildExt(build_ext):
     def run(self) -> None:
         try:
             super().run()
-        except Exception as e:  # no compiler at all, and the like
+        except Exception as e:  # noqa: BLE001 - no compiler at all, and the like
             note(f"{type(e).__name__}: {e}")
 
     def build_extension(self, ext: Extension) -> None:
         try:
             super().build_extension(ext)
-        except Exception as e:  # a compile error, missing Python.h, ...
+        except Exception as e:  # noqa: BLE001 - a compile error, missing Python.h, ...
             note(f"{type(e).__name__}: {e}")
+
+
+PROJECT_DATA = ("configs", "Dockerfile.apache", "Dockerfile.nginx")
+"""What loadcmp.lab.stacks.project_root() must hold: stacks, pages, experiments, the Dockerfiles."""
+
+
+class BuildPyWithData(build_py):
+    """build_py that also copies PROJECT_DATA into loadcmp/_data, byte for byte and with its modes:
+    the image tag hashes the Dockerfile, the pages and entrypoint.sh (its executable bit too), so an
+    installed loadcmp finds the images a checkout built. An editable install reads the checkout."""
+
+    def run(self) -> None:
+        super().run()
+        if getattr(self, "editable_mode", False):
+            return
+        dest = Path(self.build_lib, "loadcmp", "_data")
+        shutil.rmtree(dest, ignore_errors=True)  # nothing left over from an earlier build
+        dest.mkdir(parents=True)
+        for name in PROJECT_DATA:  # a missing one fails the build: a wheel without it would not run
+            if Path(name).is_dir():
+                shutil.copytree(name, dest / name, ignore=shutil.ignore_patterns("__pycache__", "*.py[co]"))
+            else:
+                shutil.copy2(name, dest / name)
 
 
 def extensions() -> list[Extension]:
@@ -62,4 +91,4 @@ def extensions() -> list[Extension]:
     return list(cythonize(exts, build_dir="build/cython", quiet=True))
 
 
-setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt})
+setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithData})

@@ -53,7 +53,8 @@ WRK_LUA = """
 done = function(summary, latency, requests)
   local secs = summary.duration / 1e6
   io.write(string.format('{"requests": %d, "seconds": %.6f, "errors": %d}\\n', summary.requests, secs,
-    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status + summary.errors.timeout))
+    summary.errors.connect + summary.errors.read + summary.errors.write + summary.errors.status
+    + summary.errors.timeout))
 end
 """
 SAMPLE_S = 0.5
@@ -193,12 +194,14 @@ def one_level(url: str, c: int, keepalive: bool, t: int, rounds: int, lua: str) 
     row = Row(c, "keep-alive" if keepalive else "new conn", ref_name, median(fast_r), aio / r,
               median(pure_r) if pure_r else None, "/".join(sorted(paths)))
     py = f"   python loop {median([x.rps for x in got.pure]):8.0f} ({median(pure_r):.2f}x)" if pure_r else ""
-    print(f"c={c:<5} {row.mode:<10} {ref_name:>3} {r:9.0f} req/s   loadcmp fast {median([x.rps for x in got.fast]):9.0f} "
+    fast_rps = median([x.rps for x in got.fast])
+    print(f"c={c:<5} {row.mode:<10} {ref_name:>3} {r:9.0f} req/s   loadcmp fast {fast_rps:9.0f} "
           f"({row.ratio:.2f}x, {min(fast_r):.2f}-{max(fast_r):.2f}, rounds {' '.join(f'{x:.2f}' for x in fast_r)}, "
           f"{row.path}){py}   aiohttp {aio:8.0f} ({row.aiohttp:.2f}x)", flush=True)
     print(f"        client CPU per request: {ref_name} {median([x.cpu_us for x in got.ref]):.1f} us, loadcmp "
           f"{median([x.cpu_us for x in got.fast]):.1f} us (its load thread); CPU busy, client / server: with "
-          f"{ref_name} {median([x.client_busy for x in got.ref]):.0f} / {median([x.server_busy for x in got.ref]):.0f} %, "
+          f"{ref_name} {median([x.client_busy for x in got.ref]):.0f} / "
+          f"{median([x.server_busy for x in got.ref]):.0f} %, "
           f"with loadcmp {median([x.client_busy for x in got.fast]):.0f} / "
           f"{median([x.server_busy for x in got.fast]):.0f} %", flush=True)
     return row
@@ -225,18 +228,21 @@ def main() -> None:
         url = f"http://127.0.0.1:{dep.port}{args.page}"
         print(f"server: nginx stack (one worker) on CPU 1 at {url}; clients on CPU 0; {args.time} s per run, "
               f"{args.rounds} rounds (A B, then B A)\n")
-        rows = [one_level(url, c, keepalive, args.time, args.rounds, lua) for c in levels for keepalive in (True, False)]
+        rows = [one_level(url, c, keepalive, args.time, args.rounds, lua)
+                for c in levels for keepalive in (True, False)]
         print("\nratios (loadcmp / reference, the median of the rounds'):")
         for row in rows:
             py = "" if row.pure is None else f"  python loop {row.pure:.2f}x"
             print(f"  c={row.c:<5} {row.mode:<10} vs {row.ref}: fast {row.ratio:.2f}x ({row.path}){py}  "
                   f"aiohttp {row.aiohttp:.2f}x")
         big = args.big
+        argv = [PY, "-m", "loadcmp", "bench", url, "-c", str(big), "-t", "20", "--json", "--client-cpus", "0"]
+        keys = ("started", "ok", "failed", "failures", "unfinished", "rps", "peak_rss_kib", "warnings")
         code = ("import resource,subprocess,sys,json;"
-                f"p=subprocess.run({[PY, '-m', 'loadcmp', 'bench', url, '-c', str(big), '-t', '20', '--json', '--client-cpus', '0']!r},"
+                f"p=subprocess.run({argv!r},"
                 "capture_output=True,text=True);d=json.loads(p.stdout);"
                 "d['peak_rss_kib']=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss;"
-                "print(json.dumps({k:d[k] for k in ('started','ok','failed','failures','unfinished','rps','peak_rss_kib','warnings')}))")
+                f"print(json.dumps({{k:d[k] for k in {keys!r}}}))")
         doc = json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout)
         exact = doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"]
         print(f"\nc={big} closed loop, 20 s, new connection per request: started {doc['started']:,}, ok {doc['ok']:,}, "

@@ -53,6 +53,64 @@ class HistogramDoc(TypedDict):
     sq_s: NotRequired[float]  #: sum of the squared values (s²), for the stdev; absent in older results
 
 
+ScheduleKind = Literal["closed", "ramp", "rate"]
+"""webbench's closed loop, JMeter's ramp with pacing, wrk2's and k6's open rate."""
+
+
+class ScheduleDoc(TypedDict):
+    """A schedule as the load describes it (`Schedule.describe()`), plus keep-alive: a result's `schedule`."""
+
+    kind: ScheduleKind
+    clients: NotRequired[int]  #: closed: the concurrent clients
+    requests: NotRequired[int]  #: closed with -n: the requests in all
+    users: NotRequired[int]  #: ramp: the users started in all
+    ramp_up_s: NotRequired[float]  #: ramp: the seconds over which the users start
+    pace_s: NotRequired[float]  #: ramp: each user's seconds from one request's start to the next's
+    rate: NotRequired[float]  #: rate: requests per second
+    max_inflight: NotRequired[int]  #: rate: the in-flight cap (due requests above it are dropped)
+    keepalive: NotRequired[bool]  #: the requests reuse their connection
+
+
+class SpecDoc(TypedDict):
+    """What a run was asked to do, as run.json's `spec` stores it: `RunSpec.to_dict()`.
+
+    A bench stores the keys that apply to one URL (`servers` is its host:port, `levels`
+    its one concurrency, `page` the URL's path) and `url`; the rest are absent."""
+
+    servers: list[str]  #: the labels, in the order given
+    levels: list[int]  #: concurrency levels (clients, users, or the rate's in-flight cap)
+    duration: float  #: measured seconds per trial (with -n: the time limit)
+    warmup: float  #: seconds of load before the window, not counted
+    page: str  #: the path loaded
+    schedule: ScheduleKind
+    keepalive: list[bool]  #: one entry per variant
+    timeout: float  #: seconds per request
+    engine: str  #: fast (uvloop + httptools) or aiohttp
+    workers: int  #: client processes
+    requests: NotRequired[int | None]  #: -n: requests per trial, else None
+    url: NotRequired[str]  #: bench: the URL loaded
+    stacks: NotRequired[dict[str, str]]  #: each label's stack
+    pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
+    trials: NotRequired[int]  #: repeats of each server x level
+    ramp_up: NotRequired[float | None]
+    pace: NotRequired[float | None]
+    rate: NotRequired[float | None]
+    max_inflight: NotRequired[int | None]
+    cluster: NotRequired[str | None]  #: `local:N` or `tcp://HOST:PORT`
+    docker_host: NotRequired[str | None]  #: the engine the stacks ran on (None: this machine's)
+    server_address: NotRequired[str | None]
+    server_cpus: NotRequired[str | None]
+    client_cpus: NotRequired[str | None]
+    server_memory: NotRequired[int | None]  #: bytes
+    settings: NotRequired[dict[str, Any]]  #: tunables for every server whose stack has their section
+    variant_settings: NotRequired[dict[str, dict[str, Any]]]  #: tunables of one label
+    reuse_server: NotRequired[bool]
+    findings: NotRequired[list[dict[str, str]]]  #: the write-up's claims (`claim`, `check`)
+    name: NotRequired[str]
+    description: NotRequired[str]
+    out: NotRequired[str]  #: the folder the results folder is made in
+
+
 class LoadSummary(TypedDict):
     """One measurement's numbers: the `result` of a trial and of `--json`."""
 
@@ -84,7 +142,7 @@ class LoadSummary(TypedDict):
     start_s: NotRequired[float]  #: starting the clients (connecting them, for a closed loop without keep-alive)
     teardown_s: NotRequired[float]  #: from the window's close until every connection was closed
     client_errors: NotRequired[dict[str, int]]  #: the client's own socket errors (EMFILE ...)
-    schedule: NotRequired[dict[str, Any]]  #: the schedule's own description, plus keepalive
+    schedule: NotRequired[ScheduleDoc]  #: the schedule's own description, plus keepalive
     engine: NotRequired[str]
     workers: NotRequired[int]
     url: NotRequired[str]
@@ -188,7 +246,7 @@ class RunDoc(TypedDict):
     kind: Literal["run", "bench"]
     name: str
     status: RunStatus
-    spec: dict[str, Any]  #: RunSpec.to_dict() (bench: the same keys that apply, plus `url`)
+    spec: SpecDoc
     loadcmp_version: str
     started: str
     machine: MachineInfo
@@ -199,7 +257,7 @@ class RunDoc(TypedDict):
     git_commit: NotRequired[str | None]
     images: NotRequired[dict[str, str]]
     cluster: NotRequired[dict[str, Any]]  #: --cluster: the Dask scheduler, its workers, their hosts and clock offsets
-    docker_host: NotRequired[dict[str, Any]]  #: the engine the stacks ran on, the server address, how they were measured
+    docker_host: NotRequired[dict[str, Any]]  #: the engine the stacks ran on, the server address, how measured
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run
@@ -218,3 +276,12 @@ class FindingDoc(TypedDict):
     values: dict[str, Any]  #: what decided it, per level: means, 95 % intervals, trials, ratios
     reason: str | None  #: why it is not supported or inconclusive (None when supported)
     text: str  #: one sentence: the verdict and the figures behind it
+
+
+def missing_keys(doc: dict[str, Any], kind: type) -> list[str]:
+    """The keys a TypedDict requires that `doc` lacks (a reader checks before it indexes).
+
+    Read from the annotations' text: with postponed annotations, Python 3.11's
+    `__required_keys__` does not see `NotRequired`."""
+    text = {k: str(getattr(a, "__forward_arg__", a)) for k, a in kind.__annotations__.items()}
+    return [k for k, a in text.items() if not a.startswith("NotRequired[") and k not in doc]

@@ -36,6 +36,7 @@ from __future__ import annotations
 import math
 import os
 import re
+from typing import overload
 
 from .errors import UsageError
 
@@ -139,6 +140,21 @@ def parse_percent(text: str, what: str = "percentage") -> float:
     if not m:
         raise UsageError(f"bad {what} {text!r}: use a percentage like 20%")
     return float(m.group(1)) / 100
+
+
+@overload
+def ms(seconds: float, digits: int | None = None) -> float: ...
+@overload
+def ms(seconds: None, digits: int | None = None) -> None: ...
+@overload
+def ms(seconds: float | None, digits: int | None = None) -> float | None: ...
+
+
+def ms(seconds: float | None, digits: int | None = None) -> float | None:
+    """Seconds as milliseconds, the unit latencies are stored and shown in (None stays None)."""
+    if seconds is None:
+        return None
+    return seconds * 1000.0 if digits is None else round(seconds * 1000.0, digits)
 
 
 def format_bytes(n: float | None) -> str:

@@ -1,5 +1,6 @@
-"""The shape the code keeps: no import cycle between loadcmp's modules, no module too long
-to read in one sitting (ARCHITECTURE.md)."""
+"""The shape the code keeps (ARCHITECTURE.md): no import cycle between loadcmp's modules nor
+between its sub-packages, no module too long to read in one sitting, a small shared kernel
+at the top, and packages that say what they hold and import nothing heavy when imported."""
 
 from __future__ import annotations
 
@@ -80,9 +81,58 @@ def test_no_import_cycle():
 
 
 def test_no_module_is_too_long():
-    files = {**_modules(), **{str(f.relative_to(PKG.parent)): f for ext in ("*.pyx", "*.pxd", "*.h") for f in PKG.rglob(ext)}}
+    files = {**_modules(),
+             **{str(f.relative_to(PKG.parent)): f for ext in ("*.pyx", "*.pxd", "*.h") for f in PKG.rglob(ext)}}
     long = {m: n for m, p in files.items() if (n := len(p.read_text().splitlines())) > MAX_LINES}
     assert not long, f"split these (over {MAX_LINES} lines): {long}"
+
+
+MAX_TOP_LEVEL = 8
+"""Modules at the top of loadcmp/: the shared kernel (errors, units, records) and the entry points."""
+HEAVY = ("pandas", "docker", "matplotlib", "numpy", "uvloop", "httptools", "aiohttp", "distributed")
+
+
+def _packages() -> list[str]:
+    return sorted(".".join(p.parent.relative_to(PKG.parent).parts) for p in PKG.rglob("__init__.py"))
+
+
+def _package_of(module: str) -> str:
+    """`loadcmp.lab.stacks` -> `loadcmp.lab`; a top-level module is its own."""
+    parts = module.split(".")
+    return ".".join(parts[:2])
+
+
+def test_the_top_level_is_the_kernel():
+    top = sorted(f.name for f in PKG.glob("*.py"))
+    assert len(top) <= MAX_TOP_LEVEL, f"{len(top)} modules at the top of loadcmp/ (at most {MAX_TOP_LEVEL}): {top}"
+
+
+def test_every_package_says_what_it_holds():
+    packages = _packages()
+    assert len(packages) >= 9, packages
+    silent = [p for p in packages if not ast.get_docstring(ast.parse((PKG.parent / p.replace(".", "/") /
+                                                                       "__init__.py").read_text()))]
+    assert not silent, f"no docstring in the __init__.py of {silent}"
+
+
+def test_no_import_cycle_between_packages():
+    mods = _modules()
+    graph: dict[str, set[str]] = {}
+    for m, p in mods.items():
+        for n in _imports(m, p, set(mods)):
+            if _package_of(n) != _package_of(m):
+                graph.setdefault(_package_of(m), set()).add(_package_of(n))
+    assert graph, "no imports between packages found: the test reads nothing"
+    cycle = find_cycle(graph)
+    assert cycle is None, "the packages import each other: " + " -> ".join(cycle or [])
+
+
+def test_importing_a_package_loads_nothing_heavy():
+    """A package's __init__ is its table of contents; the heavy libraries load only where used."""
+    packages = [p for p in _packages() if p != "loadcmp"]
+    assert "loadcmp.lab" in packages and "loadcmp.report" in packages
+    loaded = _loaded("; ".join(f"import {p}" for p in packages), HEAVY)
+    assert loaded == [], f"importing {packages} loaded {loaded}"
 
 
 def _loaded(code: str, names: tuple[str, ...]) -> list[str]:

@@ -1,6 +1,7 @@
 """The compiled closed loop (loadcmp/load/_cloop.pyx, _chttp.h, _ctally.pyx): its response
 reader at the edges, its counting against the recorder's, the same outcomes as the
-pure-Python loop against misbehaving servers, and how the loop is chosen. The engine tests run on both loops too (conftest's loop_path)."""
+pure-Python loop against misbehaving servers, and how the loop is chosen. The engine tests run on both
+loops too (conftest's loop_path)."""
 
 from __future__ import annotations
 
@@ -70,9 +71,11 @@ def test_garbage_is_bad_at_once(creader, bad):
 def test_lengths_closes_and_bodiless_answers(creader):
     assert creader([b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel", b"lo"]) == (COMPLETE, 200, 1, 0)
     assert creader([b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhel"]) == (CUT, 200, 1, 0)
-    assert creader([b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nConnection: close\r\n\r\n"]) == (COMPLETE, 404, 0, 0)
+    got = creader([b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nConnection: close\r\n\r\n"])
+    assert got == (COMPLETE, 404, 0, 0)
     # no length: the body ends when the server closes (read-to-close), which the reader sees as an EOF
-    assert creader([b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nread until", b" the end"]) == (COMPLETE, 200, 0, 0)
+    got = creader([b"HTTP/1.0 200 OK\r\nContent-Type: text/plain\r\n\r\nread until", b" the end"])
+    assert got == (COMPLETE, 200, 0, 0)
     assert creader([b"HTTP/1.0 200 OK\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"]) == (COMPLETE, 200, 1, 0)
     for status in (204, 304):
         assert creader([b"HTTP/1.1 %d X\r\nContent-Length: 10\r\n\r\n" % status]) == (COMPLETE, status, 1, 1)
@@ -82,7 +85,8 @@ def test_lengths_closes_and_bodiless_answers(creader):
     assert creader([b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 0\r\n\r\n"])[:2] == (1, 201)
     assert creader([b"HTTP/1.1 200 OK\r\nContent-Len"])[0] == CUT
     long_header = b"X-Big: " + b"a" * 100_000 + b"\r\n"
-    assert creader([b"HTTP/1.1 200 OK\r\n", long_header[:5000], long_header[5000:], b"Content-Length: 0\r\n\r\n"])[0] == 1
+    pieces = [b"HTTP/1.1 200 OK\r\n", long_header[:5000], long_header[5000:], b"Content-Length: 0\r\n\r\n"]
+    assert creader(pieces)[0] == 1
     assert creader([b"HTTP/1.1 200 OK\r\nX: " + b"a" * 300_000])[0] == BAD  # a line past 256 KiB
 
 

@@ -125,7 +125,8 @@ def test_failures_of_another_kind_are_not_blamed() -> None:
 def test_busy_workers_at_the_cap_are_evidence() -> None:
     out = notes("apache-prefork", {"timeout": 7}, peaks={"apache_busy": 150.0})
     assert out == ["Apache ran all the workers it may; further connections waited in its listen backlog "
-                   "(prefork.MaxRequestWorkers 150) — server-status showed all 150 workers busy (its own request on one of them); "
+                   "(prefork.MaxRequestWorkers 150) — server-status showed all 150 workers busy "
+                   "(its own request on one of them); "
                    "the failures were 7 timeout"]
     assert notes("apache-prefork", {"timeout": 7}, peaks={"apache_busy": 149.0}) == []
     out = notes("apache-event", {}, "apache-event-fpm.log", peaks={"fpm_active": 5.0, "fpm_max_children_reached": 2})
@@ -168,7 +169,8 @@ def test_examine_counts_the_window_and_says_when_it_cannot() -> None:
     assert "logged 3 times; the failures were 3 http_5xx" in found.notes[0]
     found = ev.examine(FakeDeployment(get_stack("nginx"), None), window, {}, [])  # type: ignore[arg-type]
     assert found.log_evidence is None and found.notes == []
-    assert found.warnings == ["server logs: loadcmp-x-web: its log is unreadable (gone); no cause could be read from them"]
+    assert found.warnings == ["server logs: loadcmp-x-web: its log is unreadable (gone); "
+                              "no cause could be read from them"]
 
 
 # --- a real trial --------------------------------------------------------------------------

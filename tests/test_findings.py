@@ -1,4 +1,5 @@
-"""Findings (loadcmp.verdicts.findings, loadcmp.verdicts.judge): the check grammar, the verdict rule, and the three verdicts judged
+"""Findings (loadcmp.verdicts.findings, loadcmp.verdicts.judge): the check grammar, the verdict rule, and the
+three verdicts judged
 on stored results made from the checked-in run tests/fixtures/run-2x3x2."""
 
 from __future__ import annotations
@@ -303,7 +304,8 @@ def test_parsing_findings_needs_no_heavy_library() -> None:
     import subprocess
     import sys
 
-    probe = ("import sys, loadcmp.verdicts.findings as f; f.parse_findings([{'claim': 'a', 'check': 'nginx:p(99)@10.. < 2s'}]); "
+    probe = ("import sys, loadcmp.verdicts.findings as f; "
+             "f.parse_findings([{'claim': 'a', 'check': 'nginx:p(99)@10.. < 2s'}]); "
              "print([m for m in ('pandas', 'numpy') if m in sys.modules])")
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
     assert out == "[]"
@@ -321,7 +323,8 @@ def test_experiment_findings_name_only_servers_the_run_has(tmp_path):
     spec = build_spec(str(f), {})
     assert spec.findings == ({"claim": "tuned is faster", "check": "tuned[/a]:rps > nginx[/a]:rps"},)
     # a seed cut with --server: a finding about a server left out is judged inconclusive after the run
-    f.write_text('servers = ["nginx", "tuned"]\n[variants.tuned]\nstack = "nginx"\nset = { "nginx.worker_processes" = "1" }\n'
+    f.write_text('servers = ["nginx", "tuned"]\n[variants.tuned]\nstack = "nginx"\n'
+                 'set = { "nginx.worker_processes" = "1" }\n'
                  '[[findings]]\nclaim = "x"\ncheck = "apache-prefork:rps > tuned:rps"\n')
     from loadcmp.cli.run import server_fields
 
@@ -395,4 +398,5 @@ def test_a_level_the_ramp_never_reached_is_inconclusive(tmp_path: Path) -> None:
 
     out = _one(_stored(tmp_path, FAST, cut), "nginx:rps > 1.5 * apache-prefork:rps")
     assert out.verdict == "inconclusive"
-    assert out.reason == "at 200: the ramp never reached 200 users in the window (nginx 41): -t is shorter than its ramp-up"
+    assert out.reason == ("at 200: the ramp never reached 200 users in the window (nginx 41): "
+                          "-t is shorter than its ramp-up")

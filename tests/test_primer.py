@@ -19,7 +19,7 @@ def dep(port: int) -> SimpleNamespace:
 
 
 class Page(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 (http.server's name)
+    def do_GET(self) -> None:
         self.send_response(200)
         self.end_headers()
         self.wfile.write(b"<html>phpinfo()</html>")

@@ -61,8 +61,10 @@ def test_evaluate_junit_summary_on_stored_run(tmp_path):
     checks = sm.parse_checks(["rps>1", "p(99)<1ms", "nginx:failed_rate<1%"])
     outs = sm.evaluate(res, checks)
     assert len(outs) == 2 * 2 + 1
-    assert all(o.passed for o in outs if o.check == "rps>1")
-    assert not any(o.passed for o in outs if o.check == "p(99)<1ms")
+    rps, p99 = [o for o in outs if o.check == "rps>1"], [o for o in outs if o.check == "p(99)<1ms"]
+    assert len(rps) == len(p99) == 2
+    assert all(o.passed for o in rps)
+    assert not any(o.passed for o in p99)
     xml = sm.junit_xml(outs, 12.5, str(res.path))
     root = ET.fromstring(xml)
     suite = root.find("testsuite")
@@ -91,7 +93,8 @@ def test_baseline_regression(tmp_path):
     assert rps and not any(o.passed for o in rps)
     assert "below the baseline" in rps[0].message
     same = sm.compare_baseline(load_results(FIXTURE), load_results(FIXTURE), 0.2)
-    assert all(o.passed for o in same if o.check.startswith("rps"))
+    same_rps = [o for o in same if o.check.startswith("rps")]
+    assert same_rps and all(o.passed for o in same_rps)
 
 
 @pytest.mark.docker
@@ -125,6 +128,7 @@ def test_evaluate_follows_the_one_server_order_and_reads_server_metrics():
     res = load_results(FIXTURE)
     outs = sm.evaluate(res, sm.parse_checks(["mem_peak<1GiB", "cpu>0", "pids_peak<10000", "ok>0"]))
     assert list(dict.fromkeys(o.server for o in outs)) == res.servers
+    assert len(outs) == 4 * len(res.servers) and res.servers
     assert all(o.passed and o.measured is not None for o in outs), [o.message for o in outs]
     nginx = res.of_server("nginx")
     mem = sm.measure(sm.parse_check("mem_peak<1GiB"), nginx)

@@ -9,11 +9,12 @@ import pytest
 from loadcmp.errors import StoreError
 from loadcmp.load.summary import result_doc
 from loadcmp.store.reader import load_results
-from loadcmp.store.writer import RunWriter
+from loadcmp.experiment.spec import RunSpec
+from loadcmp.store.writer import RunWriter, new_run_doc
 
 
 def test_store_roundtrip_and_old_format(tmp_path, simulate):
-    w = RunWriter.create(tmp_path, "t", {"kind": "run", "name": "t"})
+    w = RunWriter.create(tmp_path, "t", new_run_doc("run", "t", RunSpec().to_dict(), {}, "0"))
     res = simulate(3)
     doc = result_doc(res)
     w.add_trial({"server": "a", "level": 5, "trial": 1, "status": "ok", "result": doc},

@@ -1,17 +1,28 @@
-"""`loadcmp bench URL`: one load against any URL, printed and optionally stored."""
+"""`loadcmp bench URL`: one load against any URL, printed and optionally stored.
+
+It reads as its steps: flags -> plan -> load -> store -> print -> exit code.
+"""
 
 from __future__ import annotations
 
 import os
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import Interrupted, LoadError, UsageError
+from ..records import LoadSummary, SpecDoc
 from .app import cli, emit_json, stop_on_sigint
 from .display import LiveLine, err, print_result
 from .options import LoadFlags, json_option, load_options
-from ..errors import Interrupted, LoadError, UsageError
+
+if TYPE_CHECKING:
+    from ..load.driver import LoadSpec
+    from ..load.recorder import Result
+    from ..load.schedules import Schedule
+    from ..load.target import Target
 
 BENCH_DEFAULTS: dict[str, Any] = {
     "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
@@ -21,6 +32,23 @@ BENCH_DEFAULTS: dict[str, Any] = {
 """What `bench` does when a flag is not given (ab and webbench: no keep-alive, no warm-up)."""
 
 
+@dataclass(frozen=True)
+class BenchPlan:
+    """What one bench will do, decided from the flags before anything is sent."""
+
+    url: str
+    target: Target
+    schedule: Schedule
+    load: LoadSpec
+    clients: int
+    """-c: the one concurrency level (ramp: users; rate: the in-flight cap)."""
+    workers: int
+    client_cpus: str | None
+    cluster: str | None
+    requests: int | None
+    started: str
+
+
 @cli.command()
 @click.argument("url")
 @load_options
@@ -28,7 +56,8 @@ BENCH_DEFAULTS: dict[str, Any] = {
 @click.option("-H", "--header", "headers", multiple=True, help="Extra header 'Name: value' (repeatable).")
 @click.option("--body", help="Request body.")
 @click.option("--http10", is_flag=True, help="Send HTTP/1.0 requests (webbench -1).")
-@click.option("--insecure", is_flag=True, help="https: do not verify the server's certificate (self-signed test servers).")
+@click.option("--insecure", is_flag=True,
+              help="https: do not verify the server's certificate (self-signed test servers).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Store the result in a results folder here.")
 @json_option
 def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool, insecure: bool,
@@ -39,77 +68,114 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     -n N and no -t, it sends N requests whatever they take (up to a cap that
     only a lost request reaches: `schedules.time_cap`).
     """
-    from ..load.compiled import engine_path
-    from ..load.driver import LoadSpec
-    from ..load.saturation import Machine, add_advice
-    from ..load import tls
-    from ..load.cluster import open_fleet
-    from ..units import parse_cluster
     from ..load.target import make_target
-    from ..load.schedules import make_schedule, time_cap
-    from ..load.summary import note_ramp_cut, result_doc, timeline_rows
-    from ..load.workers import Stopper, run_load
 
     given = LoadFlags.pop(flags).given()
     v = {**BENCH_DEFAULTS, **given}
-    if len(v["levels"]) != 1:
-        raise UsageError("bench takes one concurrency level; `loadcmp run` sweeps several")
-    clients = v["levels"][0]
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
-    sched = make_schedule(v["schedule"], clients, ramp_up=v["ramp_up"], pace=v["pace"], rate=v["rate"],
-                          max_inflight=v["max_inflight"], requests=v["requests"])
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
                          insecure=insecure)
+    plan = _plan(url, target, v, timed="duration" in given)
     if out_dir:
         from ..store.writer import check_out_dir
 
-        check_out_dir(out_dir)
-    tls.probe(target, v["timeout"])
-    if v["requests"] is not None and "duration" not in given:
-        v["duration"] = time_cap(v["requests"], clients, v["timeout"])
-    spec = LoadSpec(target, sched, v["duration"], warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
-    started = time.strftime("%Y-%m-%dT%H:%M:%S%z")
+        check_out_dir(out_dir)  # before the load: a bad --out found after it would lose what was measured
+    result, doc = _load(plan)
+    if out_dir:
+        err.print(f"stored in {_store(out_dir, plan, result, doc)}")
+    if as_json:
+        from ..load.summary import timeline_rows
+
+        emit_json({**doc, "timeline": timeline_rows(result)})
+    else:
+        print_result(doc, result.latency())
+    _raise_for(doc, result, plan)
+
+
+def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan:
+    """The flags checked and turned into a load (bad usage is refused here, before any request)."""
+    from ..load.driver import LoadSpec
+    from ..load.schedules import make_schedule, time_cap
+    from ..units import parse_cluster
+
+    if len(v["levels"]) != 1:
+        raise UsageError("bench takes one concurrency level; `loadcmp run` sweeps several")
+    clients = v["levels"][0]
     if v["cluster"] is not None:
         parse_cluster(v["cluster"])
         if v["workers"] > 1:
-            raise UsageError("--workers is for processes on this machine; with --cluster the Dask workers share the load")
-    with open_fleet(v["cluster"], err.print) as fleet:
+            raise UsageError("--workers is for processes on this machine; "
+                             "with --cluster the Dask workers share the load")
+    sched = make_schedule(v["schedule"], clients, ramp_up=v["ramp_up"], pace=v["pace"], rate=v["rate"],
+                          max_inflight=v["max_inflight"], requests=v["requests"])
+    duration = v["duration"]
+    if v["requests"] is not None and not timed:
+        duration = time_cap(v["requests"], clients, v["timeout"])
+    load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
+    return BenchPlan(url, target, sched, load, clients, v["workers"], v["client_cpus"], v["cluster"], v["requests"],
+                     time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+
+
+def _load(plan: BenchPlan) -> tuple[Result, LoadSummary]:
+    """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it."""
+    from ..load import tls
+    from ..load.cluster import open_fleet
+    from ..load.compiled import engine_path
+    from ..load.saturation import Machine, add_advice
+    from ..load.summary import note_ramp_cut, result_doc
+    from ..load.workers import Stopper, run_load
+
+    spec, sched, target = plan.load, plan.schedule, plan.target
+    tls.probe(target, spec.timeout)
+    with open_fleet(plan.cluster, err.print) as fleet:
         if fleet is not None:
             fleet.check_reach(target.host)
-        with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{url} ") as live:
-            result = run_load(spec, workers=v["workers"], cpus=v["client_cpus"], live=live, stopper=stopper,
+        with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{plan.url} ") as live:
+            result = run_load(spec, workers=plan.workers, cpus=plan.client_cpus, live=live, stopper=stopper,
                               fleet=fleet)
         cluster = fleet.describe() if fleet is not None else None
-        used = len(cluster["workers"]) if cluster is not None else v["workers"]
+        used = len(cluster["workers"]) if cluster is not None else plan.workers
     doc = result_doc(result, {
-        "url": url, "engine": v["engine"], "workers": used,
-        "schedule": {**sched.describe(), "keepalive": keepalive},
+        "url": plan.url, "engine": spec.engine, "workers": used,
+        "schedule": {**sched.describe(), "keepalive": target.keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
         "engine_path": engine_path(spec.engine, sched.kind == "closed", target.scheme == "https"),
-        **({"tls_verify": not insecure} if target.scheme == "https" else {}),
+        **({"tls_verify": not target.insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
         **({"lost": result.lost} if result.lost else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
-    add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), keepalive))
-    timeline = timeline_rows(result)
-    if out_dir:
-        from .. import __version__
-        from ..lab.provenance import git_commit, machine_info
-        from ..store.writer import save_bench
+    add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), target.keepalive))
+    return result, doc
 
-        path = save_bench(out_dir, url=url, label=f"{target.host}:{target.port}", clients=clients,
-                          schedule=v["schedule"], requests=v["requests"], keepalive=keepalive, duration=spec.duration,
-                          warmup=spec.warmup,
-                          timeout=spec.timeout, engine=spec.engine, workers=doc.get("workers", v["workers"]), summary=doc,
-                          latency_hist=result.latency().to_dict(), service_hist=result.service().to_dict(),
-                          timeline=timeline, started=started, machine=machine_info(), loadcmp_version=__version__,
-                          git_commit=git_commit())
-        err.print(f"stored in {path}")
-    if as_json:
-        emit_json({**doc, "timeline": timeline})
-    else:
-        print_result(doc, result.latency())
+
+def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary) -> str:
+    """A one-trial results folder with a run's layout, so `report` reads a bench as it reads a run."""
+    from urllib.parse import urlsplit
+
+    from .. import __version__
+    from ..lab.provenance import git_commit, machine_info
+    from ..load.summary import timeline_rows
+    from ..store.writer import new_run_doc, save_bench
+
+    parts = urlsplit(plan.url)
+    spec = SpecDoc(
+        servers=[f"{plan.target.host}:{plan.target.port}"], levels=[plan.clients],
+        duration=plan.load.duration, warmup=plan.load.warmup, timeout=plan.load.timeout,
+        page=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""), schedule=plan.schedule.kind,
+        keepalive=[plan.target.keepalive], engine=plan.load.engine, workers=doc.get("workers", plan.workers),
+        requests=plan.requests, url=plan.url,
+    )
+    run = new_run_doc("bench", f"bench {plan.url}", spec, machine_info(), __version__, plan.started)
+    if commit := git_commit():
+        run["git_commit"] = commit
+    path = save_bench(out_dir, run, doc, (result.latency().to_dict(), result.service().to_dict()),
+                      timeline_rows(result))
+    return str(path)
+
+
+def _raise_for(doc: LoadSummary, result: Result, plan: BenchPlan) -> None:
+    """The exit code: a load that was cut short, partial, or measured only failures is not a 0."""
     if result.interrupted:
         raise Interrupted("the numbers above cover the measured part only")
     if result.lost:
@@ -122,5 +188,4 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         what = (f"all {doc['unfinished']:,} requests were still unanswered" if doc["started"]
                 else "no request was sent: every connection was still opening")
         raise LoadError(f"no request ended within the {doc['duration_s']:g} s measured ({what}); "
-                        f"the server did not answer in time (--timeout {spec.timeout:g} s)")
-
+                        f"the server did not answer in time (--timeout {plan.load.timeout:g} s)")

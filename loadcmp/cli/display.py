@@ -14,8 +14,8 @@ from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
 
-from ..records import LatencyMs, LoadSummary
-from ..units import format_bytes
+from ..records import LatencyMs, LoadSummary, ScheduleDoc
+from ..units import format_bytes, ms
 
 if TYPE_CHECKING:  # the engine (numpy, uvloop) is imported when a load starts
     from ..load.driver import Live
@@ -64,7 +64,7 @@ def latency_histogram(h: Histogram, bins: int = 10, width: int = 40) -> list[tup
     """hey-like linear histogram rows (upper edge ms, count, bar) from a log histogram."""
     if h.count == 0:
         return []
-    lo, hi = h.min_s * 1000, h.max_s * 1000
+    lo, hi = ms(h.min_s or 0.0), ms(h.max_s)
     if hi <= lo:
         return [(hi, h.count, "■" * width)]
     step = (hi - lo) / bins
@@ -79,12 +79,14 @@ def latency_histogram(h: Histogram, bins: int = 10, width: int = 40) -> list[tup
 
 def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = out) -> None:
     """The end-of-bench summary: counts, rates, latency and its histogram."""
-    t = Table(title=f"{short_url(doc.get('url', ''))}  ({doc.get('schedule', {}).get('kind', '')}, "
-                    f"{doc.get('engine', '')} engine)", show_header=False, title_justify="left")
+    sched = doc.get("schedule") or ScheduleDoc(kind="closed")
+    t = Table(title=f"{short_url(doc.get('url', ''))}  ({sched['kind']}, {doc.get('engine', '')} engine)",
+              show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value", justify="right")
-    t.add_row("measured", f"{doc['duration_s']:.{1 if doc['duration_s'] >= 10 else 3}f} s" + ("  (interrupted)" if doc.get("interrupted") else ""))
-    n = doc.get("schedule", {}).get("requests")
+    t.add_row("measured", f"{doc['duration_s']:.{1 if doc['duration_s'] >= 10 else 3}f} s"
+              + ("  (interrupted)" if doc["interrupted"] else ""))
+    n = sched.get("requests")
     if n:
         t.add_row("stopped by", _stopped_by(doc, n))
     t.add_row("started", f"{doc['started']:,}")
@@ -99,19 +101,21 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     t.add_row("received", f"{format_bytes(doc['bytes'])} ({format_bytes(doc['bytes_per_s'])}/s)")
     if doc.get("bytes_per_response") is not None:
         t.add_row("size/response", f"{doc['bytes_per_response']:,.0f} bytes (head and body)")
-    if doc.get("status_codes"):
-        t.add_row("status codes", ", ".join(f"{code} ×{n:,}" for code, n in doc["status_codes"].items()))
+    codes = doc.get("status_codes") or {}
+    if codes:
+        t.add_row("status codes", ", ".join(f"{code} ×{n:,}" for code, n in codes.items()))
     opened = doc.get("connections_opened")
-    if opened and doc.get("schedule", {}).get("keepalive"):
-        answered = sum(doc.get("status_codes", {}).values())
-        t.add_row("connections opened", f"{opened:,} ({answered / opened:,.1f} requests each)")
-    if doc.get("client_busy_pct") is not None:
+    if opened and sched.get("keepalive"):
+        t.add_row("connections opened", f"{opened:,} ({sum(codes.values()) / opened:,.1f} requests each)")
+    busy = doc.get("client_busy_pct")
+    if busy is not None:
         cost = doc.get("client_cpu_us")
         wait = doc.get("client_wait_pct") or 0.0
-        t.add_row("client", f"busy {doc.get('client_busy_pct'):.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
+        t.add_row("client", f"busy {busy:.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
                   + (f", {cost:,.0f} µs CPU per request" if cost else ""))
     wb = doc["webbench"]
-    t.add_row("webbench would print", f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
+    t.add_row("webbench would print",
+              f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
               f"Requests: {wb['susceed']:,} susceed, {wb['failed']:,} failed"
               + (" (error pages count as success there)" if wb["susceed"] != doc["ok"] else ""))
     console.print(t)
@@ -119,7 +123,7 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     for k in PERCENTILE_COLUMNS:
         lat.add_column(k.replace("_", "."), justify="right")
     lat.add_row(*_percentile_cells(doc["latency_ms"]))
-    if doc.get("schedule", {}).get("kind") in ("rate", "ramp"):
+    if sched["kind"] in ("rate", "ramp"):
         lat.add_row(*_percentile_cells(doc["service_ms"]), style="dim")
         lat.caption = "second row: service time (from the actual send)"
     console.print(lat)
@@ -145,7 +149,7 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     if doc.get("client_bound"):
         console.print(f"[yellow]client-bound:[/yellow] {doc.get('client_bound_reason')}. These figures are the "
                       f"client's limit, not the server's. {_sentence(doc.get('client_advice', ''))}")
-    for w in doc.get("warnings", []):
+    for w in doc["warnings"]:
         console.print(f"[yellow]warning:[/yellow] {w}")
 
 

@@ -59,9 +59,11 @@ def load_options(f: F) -> F:
         click.option("-t", "--time", "duration", type=POSITIVE_DURATION, metavar="DURATION",
                      help="Measured time per trial: 30, 30s, 2m."),
         click.option("-n", "--requests", type=COUNT, metavar="N",
-                     help="Send N requests in all, then stop (ab, hey); closed loop only; with -t: whichever ends first."),
+                     help="Send N requests in all, then stop (ab, hey); closed loop only; "
+                          "with -t: whichever ends first."),
         click.option("--schedule", type=click.Choice(["closed", "ramp", "rate"]),
-                     help="closed = webbench loop (default); ramp = JMeter users with pacing; rate = open arrival rate."),
+                     help="closed = webbench loop (default); ramp = JMeter users with pacing; "
+                          "rate = open arrival rate."),
         click.option("--keepalive/--no-keepalive", "-k", "keepalive", default=None,
                      help="Reuse connections (default: a new one per request, as webbench and ab)."),
         click.option("--ramp-up", type=DURATION, metavar="DURATION", help="ramp: time over which the users start."),
@@ -90,7 +92,8 @@ def server_options(f: F) -> F:
                      help="Override a tunable, e.g. prefork.MaxRequestWorkers=500 (repeatable).")(f)
     f = click.option("--server-memory", type=MEMORY, metavar="SIZE",
                      help="Memory cap per server container, e.g. 512m, 3g.")(f)
-    f = click.option("--server-cpus", type=CPUS, metavar="CPUS", help="CPU set for the server containers, e.g. 1 or 0-1.")(f)
+    f = click.option("--server-cpus", type=CPUS, metavar="CPUS",
+                     help="CPU set for the server containers, e.g. 1 or 0-1.")(f)
     return f
 
 

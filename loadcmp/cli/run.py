@@ -73,8 +73,9 @@ class SweepDisplay:
         r = rec.get("result")
         msg = f"{p.label:>16} c={p.level:<6,} #{p.trial}: "
         if r:
-            msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {r['latency_ms']['p99'] or 0:,.1f} ms"
-        n = r.get("schedule", {}).get("requests") if r else None
+            msg += (f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  "
+                    f"p99 {r['latency_ms']['p99'] or 0:,.1f} ms")
+        n = r["schedule"].get("requests") if r and "schedule" in r else None
         if r and n:  # -n: say what ended it, and how long the n took
             by = r.get("stopped_by", "time")
             warm = f" (after {r['warmup_requests']:,} warm-up requests)" if r.get("warmup_requests") else ""
@@ -84,7 +85,8 @@ class SweepDisplay:
         if rec["status"] != "ok":
             msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
         if r and "users_reached" in r:
-            msg += f"\n{'':>18}[yellow]the ramp started only {r['users_reached']:,} of {p.level:,} users in the window[/yellow]"
+            msg += (f"\n{'':>18}[yellow]the ramp started only {r['users_reached']:,} of {p.level:,} users "
+                    "in the window[/yellow]")
         if r and r.get("client_bound"):
             msg += f"\n{'':>18}[yellow]client-bound: {r.get('client_bound_reason')}[/yellow]"
         edges = edges_note(r) if r else None

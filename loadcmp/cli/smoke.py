@@ -97,7 +97,8 @@ def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool,
         emit_json({"passed": passed, "results_dir": path, "elapsed_s": round(elapsed, 1),
                    "checks": [{"server": o.server, "check": o.check, "kind": o.kind, "measured": o.measured,
                                "shown": o.shown, "passed": o.passed, "message": o.message,
-                               "client_bound": o.client_bound_reason is not None, "client_bound_reason": o.client_bound_reason}
+                               "client_bound": o.client_bound_reason is not None,
+                               "client_bound_reason": o.client_bound_reason}
                               for o in verdicts]})
         return
     t = Table(title=f"smoke checks ({elapsed:.0f} s)", title_justify="left")
@@ -105,7 +106,8 @@ def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool,
         t.add_column(c)
     for o in verdicts:
         verdict = "[green]pass[/green]" if o.passed else "[red]FAIL[/red]"
-        t.add_row(o.server, o.check, o.shown, verdict + (" [yellow](client-bound)[/yellow]" if o.client_bound_reason else ""))
+        mark = " [yellow](client-bound)[/yellow]" if o.client_bound_reason else ""
+        t.add_row(o.server, o.check, o.shown, verdict + mark)
     out.print(t)
     for o in verdicts:
         if not o.passed:

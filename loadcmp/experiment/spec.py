@@ -10,11 +10,12 @@ import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from ..lab import dockerhost, stacks
 from . import variants
 from ..errors import ConfigError, UsageError
+from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..units import parse_cluster, parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
@@ -67,8 +68,9 @@ class RunSpec:
     description: str = ""
     out: str = "results"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> SpecDoc:
+        """run.json's `spec`: every field, with tuples as the lists JSON gives back."""
+        return cast(SpecDoc, {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()})
 
     def without_time_limit(self) -> RunSpec:
         """No time given: with -n, only the safety cap (`schedules.time_cap`, for the fewest clients) limits it."""

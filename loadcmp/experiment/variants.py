@@ -160,7 +160,8 @@ def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[s
             errors.append(f"setting {key}: none of the chosen servers has [{section}] settings (chosen: {names})")
     for label, values in own.items():
         if label not in sections:
-            errors.append(f"setting {label}:{next(iter(values), '')}: no server is labelled {label!r} (chosen: {names})")
+            errors.append(f"setting {label}:{next(iter(values), '')}: no server is labelled {label!r} "
+                          f"(chosen: {names})")
             continue
         for key in values:
             section = key.split(".", 1)[0]

@@ -37,7 +37,7 @@ def docker_client(url: str | None = None) -> Any:
         client = docker.DockerClient(base_url=url, timeout=300) if url else docker.from_env(timeout=300)
         client.ping()
         return client
-    except Exception as e:  # docker-py raises several unrelated types here
+    except Exception as e:  # noqa: BLE001 — docker-py raises its own, requests' and paramiko's errors here
         if url:
             raise DockerUnavailable(f"no Docker engine answers at {url} ({type(e).__name__}: {e})") from None
         raise DockerUnavailable(
@@ -185,7 +185,8 @@ class Deployment:
                 continue  # the container died meanwhile: its versions stay unknown, the trial says why
             for line in res.output.decode(errors="replace").splitlines():
                 low = line.lower()
-                key = "nginx" if "nginx" in low else "apache" if "apache" in low else "php" if low.startswith("php") else None
+                key = ("nginx" if "nginx" in low else "apache" if "apache" in low
+                       else "php" if low.startswith("php") else None)
                 if key:
                     out[key] = line.split(":", 1)[-1].strip() if key != "php" else line.strip()
         return out
@@ -364,9 +365,11 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
 
 
 def _tail(container: Any, lines: int = 5) -> str:
+    import docker
+
     try:
         text = container.logs(tail=lines).decode(errors="replace").strip()
-    except Exception:
+    except (docker.errors.DockerException, OSError):  # gone, or the engine went away: requests' errors are OSErrors
         text = ""
     return " | ".join(text.splitlines()[-lines:]) or "(no log output)"
 

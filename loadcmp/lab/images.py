@@ -67,7 +67,7 @@ def ensure_base(client: Any, log: Log = no_log) -> str:
             log(f"pulling {BASE_DEFAULT}")
             client.images.pull(BASE_DEFAULT)
             return BASE_DEFAULT
-        except Exception as e:  # no registry reachable: the usual case here
+        except Exception as e:  # noqa: BLE001 — no registry reachable (the usual case here), in any of docker-py's ways
             log(f"cannot pull {BASE_DEFAULT} ({type(e).__name__}); making {BASE_LOCAL} with debootstrap")
     return make_base(client, log)
 
@@ -130,7 +130,8 @@ def image_tag(image: str, base_id: str) -> str:
     return f"loadcmp/{image}:{hashlib.sha256((h + base_id).encode()).hexdigest()[:12]}"
 
 
-def build_images(client: Any, images: list[str] | tuple[str, ...], log: Log = no_log, force: bool = False) -> dict[str, str]:
+def build_images(client: Any, images: list[str] | tuple[str, ...], log: Log = no_log,
+                 force: bool = False) -> dict[str, str]:
     """Build what is missing (or everything with force); return image -> tag."""
     import docker
 
@@ -178,8 +179,9 @@ def _build_one(client: Any, image: str, tag: str, base: str, log: Log) -> None:
                         log(step)
                 if "error" in chunk:
                     lf.write(chunk["error"] + "\n")
-                    raise BuildError(f"building {image} failed at {step!r}: {chunk['error'].strip()[:200]} (log: {logfile})")
+                    raise BuildError(f"building {image} failed at {step!r}: {chunk['error'].strip()[:200]} "
+                                     f"(log: {logfile})")
         except BuildError:
             raise
-        except Exception as e:
+        except Exception as e:  # noqa: BLE001 — a build fails in docker-py's, requests' or the log file's ways
             raise BuildError(f"building {image} failed at {step!r}: {e} (log: {logfile})") from None

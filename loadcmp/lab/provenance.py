@@ -8,11 +8,11 @@ from __future__ import annotations
 import contextlib
 import os
 import platform
-import resource
 import subprocess
 from typing import Any
 
 from .stacks import project_root
+from ..load.limits import nofile
 from ..records import MachineInfo
 from ..units import mem_total
 
@@ -36,13 +36,18 @@ def machine_info(client: Any | None = None) -> MachineInfo:
         somaxconn = int(open("/proc/sys/net/core/somaxconn").read())
     return MachineInfo(kernel=platform.release(), cpu_model=cpu, cores=os.cpu_count(), mem_total_bytes=mem_total(),
                        docker_version=docker_version, python=platform.python_version(),
-                       nofile_hard=resource.getrlimit(resource.RLIMIT_NOFILE)[1], somaxconn=somaxconn,
+                       nofile_hard=nofile()[1], somaxconn=somaxconn,
                        hostname=platform.node())
 
 
 def git_commit() -> str | None:
+    """The commit of the checkout loadcmp runs from; None when installed from a wheel (no `.git` there:
+    git is not asked, so a venv inside someone else's repository does not report that one's commit)."""
+    root = project_root()
+    if not (root / ".git").exists():
+        return None
     with contextlib.suppress(OSError, subprocess.SubprocessError):
-        r = subprocess.run(["git", "-C", str(project_root()), "rev-parse", "HEAD"], capture_output=True,
+        r = subprocess.run(["git", "-C", str(root), "rev-parse", "HEAD"], capture_output=True,
                            text=True, timeout=5)
         if r.returncode == 0:
             return r.stdout.strip()

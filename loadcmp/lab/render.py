@@ -15,10 +15,10 @@ from .stacks import Role, Stack, configs_dir, effective_settings
 def nofile_limit() -> int:
     """Open files a server process may have: this machine's hard limit, which a
     container cannot exceed (dockerd and runc inherit it), capped at 262144."""
-    import resource
+    from ..load.limits import UNLIMITED, nofile
 
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    return 262144 if hard == resource.RLIM_INFINITY else min(262144, int(hard))
+    hard = nofile()[1]
+    return 262144 if hard == UNLIMITED else min(262144, hard)
 
 
 class _Tmpl(string.Template):
@@ -67,7 +67,8 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: 
         r = Rendered(role, port)
         if role.image == "apache":
             vals["mpm_block"] = _fill(f"apache-mpm-{role.mpm}.tmpl", vals)
-            vals["php_block"] = _fill("apache-php-mod.tmpl" if role.mode == "apache-modphp" else "apache-php-fpm.tmpl", vals)
+            php = "apache-php-mod.tmpl" if role.mode == "apache-modphp" else "apache-php-fpm.tmpl"
+            vals["php_block"] = _fill(php, vals)
             r.files["apache2.conf"] = _fill("apache2.conf.tmpl", vals)
         else:
             if role.mode == "nginx-proxy":

@@ -21,9 +21,22 @@ from ..errors import ConfigError, UsageError
 
 
 def project_root() -> Path:
-    """Where `configs/` and the Dockerfiles live (override: LOADCMP_HOME)."""
+    """Where `configs/` and the Dockerfiles live; the one place that decides it.
+
+    1. LOADCMP_HOME, when set: a user's own copy of them, which wins over everything.
+    2. The checkout the package is imported from (`configs/` beside the `loadcmp/` folder: a
+       clone, an editable install), so that an edit there takes effect at once.
+    3. Else the copy a wheel installs in `loadcmp/_data` (setup.py puts it there, byte for byte,
+       so the image tags come out as in the checkout).
+    """
     env = os.environ.get("LOADCMP_HOME")
-    return Path(env) if env else Path(__file__).resolve().parents[2]
+    if env:
+        return Path(env)
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent
+    if (checkout / "configs" / "stacks" / "defaults.toml").is_file():
+        return checkout
+    return package / "_data"
 
 
 def configs_dir() -> Path:
@@ -260,7 +273,8 @@ def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any]) -> dict
         except ConfigError as e:
             errors.append(str(e))
     if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} bad settings: " + "; ".join(errors), errors)
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} bad settings: " + "; ".join(errors),
+                          errors)
     return out
 
 
@@ -284,7 +298,8 @@ def _check_consistency(stack: Stack, v: dict[str, Any]) -> None:
         )
     for m in ("worker", "event"):
         if m in stack.sections:
-            tpc, lim, sl, mrw = (v[f"{m}.{k}"] for k in ("ThreadsPerChild", "ThreadLimit", "ServerLimit", "MaxRequestWorkers"))
+            tpc, lim, sl, mrw = (v[f"{m}.{k}"]
+                                 for k in ("ThreadsPerChild", "ThreadLimit", "ServerLimit", "MaxRequestWorkers"))
             if tpc > lim:
                 errs.append(f"{m}.ThreadsPerChild ({tpc}) exceeds {m}.ThreadLimit ({lim})")
             if mrw > sl * tpc:
@@ -292,9 +307,11 @@ def _check_consistency(stack: Stack, v: dict[str, Any]) -> None:
             if mrw % tpc:
                 errs.append(f"{m}.MaxRequestWorkers ({mrw}) must be a multiple of ThreadsPerChild ({tpc})")
     if "fpm" in stack.sections and v["fpm.pm"] == "dynamic":
-        lo, st, hi, mx = (v[f"fpm.{k}"] for k in ("min_spare_servers", "start_servers", "max_spare_servers", "max_children"))
+        lo, st, hi, mx = (v[f"fpm.{k}"]
+                          for k in ("min_spare_servers", "start_servers", "max_spare_servers", "max_children"))
         if not lo <= st <= hi:
-            errs.append(f"fpm: start_servers ({st}) must lie between min_spare_servers ({lo}) and max_spare_servers ({hi})")
+            errs.append(f"fpm: start_servers ({st}) must lie between min_spare_servers ({lo}) "
+                        f"and max_spare_servers ({hi})")
         if hi > mx:
             errs.append(f"fpm: max_spare_servers ({hi}) exceeds max_children ({mx})")
     if errs:

@@ -15,6 +15,6 @@
     saturation.py is the client the bottleneck? thresholds, judgement, advice
 
 Imports go one way: workers -> engines -> driver -> schedules, target, recorder
--> outcomes, saturation -> records (no pandas in a load process). Nothing here installs a signal handler in the caller's process: the
-command owns SIGINT (worker processes, ours, ignore it).
+-> outcomes, saturation -> records (no pandas in a load process). Nothing here installs
+a signal handler in the caller's process: the command owns SIGINT (worker processes, ours, ignore it).
 """

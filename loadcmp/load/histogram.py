@@ -134,6 +134,5 @@ class Histogram:
 
     def buckets_ms(self) -> list[tuple[float, float, int]]:
         """(low ms, high ms, count) per bucket, for plots."""
-        return [
-            (_BASE ** float(i) / 1e3, _BASE ** float(i + 1) / 1e3, int(c)) for i, c in zip(self.idx, self.cnt, strict=True)
-        ]
+        return [(_BASE ** float(i) / 1e3, _BASE ** float(i + 1) / 1e3, int(c))
+                for i, c in zip(self.idx, self.cnt, strict=True)]

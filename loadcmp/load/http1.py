@@ -131,6 +131,36 @@ class FastEngine(Engine[Slot]):
         conn.t_connect = t_connect
         return conn
 
+    async def _connect_for(self, slot: Slot, t_intended: float, counted: bool, t_sent: float) -> Conn | None:
+        """A new connection for one request, or None when the request ended without one: its
+        failure recorded (with the back-off after a refusal), or taken back because the window
+        closed while it connected. Both closed loops and every schedule go through here."""
+        rec = self.rec
+        assert rec is not None
+        try:
+            got = await self._connect(slot)
+        except asyncio.CancelledError:
+            rec.unsent(t_intended, counted)  # the load ended while it connected
+            raise
+        if isinstance(got, tuple):
+            slot.conn = None
+            if self._record(counted, got[0], t_intended, t_sent, client_error=got[1]):
+                await asyncio.sleep(BACKOFF_S)
+            return None
+        if self._taken_back(slot, got, t_intended, counted):
+            return None
+        return got
+
+    def _taken_back(self, slot: Slot, conn: Conn, t_intended: float, counted: bool) -> bool:
+        """Connected after the window closed: the request is never sent, and counts as not started."""
+        if self.window_open(now()):
+            return False
+        assert self.rec is not None
+        self.rec.unsent(t_intended, counted)
+        conn.transport.close()
+        slot.conn = None
+        return True
+
     # closed loop + keep-alive: the callback path -------------------------------
     async def _keepalive_client(self) -> None:
         """Connects (and reconnects); the requests go from the callback."""
@@ -142,19 +172,10 @@ class FastEngine(Engine[Slot]):
         try:
             while self.may_start(t := now()):
                 counted = rec.start(t)
-                try:
-                    got = await self._connect(slot)
-                except asyncio.CancelledError:
-                    rec.unsent(t, counted)  # the load ended while it connected
-                    raise
-                if isinstance(got, tuple):
-                    if self._record(counted, got[0], t, t, client_error=got[1]):
-                        await asyncio.sleep(BACKOFF_S)
-                    continue
-                conn = got
-                if not self.window_open(now()):  # connected after the window closed: never sent
-                    rec.unsent(t, counted)
-                    conn.transport.close()
+                conn = await self._connect_for(slot, t, counted, t)
+                if conn is None:
+                    if self.window_open(now()):
+                        continue  # failed: connect again
                     break
                 conn.closed_fut = loop.create_future()
                 conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
@@ -200,21 +221,10 @@ class FastEngine(Engine[Slot]):
         rec = self.rec
         assert rec is not None
         if conn is None:
-            try:
-                got = await self._connect(slot)
-            except asyncio.CancelledError:
-                rec.unsent(t_intended, counted)  # the load ended while it connected
-                raise
-            if isinstance(got, tuple):
-                slot.conn = None
-                if self._record(counted, got[0], t_intended, t_sent, client_error=got[1]):
-                    await asyncio.sleep(BACKOFF_S)
+            conn = await self._connect_for(slot, t_intended, counted, t_sent)
+            if conn is None:
                 return slot
-            conn = got
-        if not self.window_open(now()):  # connected after the window closed: never sent
-            rec.unsent(t_intended, counted)
-            conn.transport.close()
-            slot.conn = None
+        elif self._taken_back(slot, conn, t_intended, counted):
             return slot
         fut: asyncio.Future[int] = loop.create_future()
 

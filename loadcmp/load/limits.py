@@ -24,6 +24,16 @@ from pathlib import Path
 
 from ..errors import LoadError
 
+UNLIMITED = resource.RLIM_INFINITY
+"""What `nofile()` gives for a limit that is not set."""
+
+
+def nofile() -> tuple[int, int]:
+    """This process's (soft, hard) open-file limit: the one place it is read."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    return soft, hard
+
+
 HEADROOM = 64
 """Descriptors a client process needs besides its connections (stdio, pipes, the loop)."""
 
@@ -35,8 +45,8 @@ def files_needed(connections: int, workers: int) -> int:
 
 def check_nofile(connections: int, workers: int) -> None:
     """Refuse a load whose per-process share cannot fit the hard open-file limit."""
-    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
-    if hard != resource.RLIM_INFINITY:
+    hard = nofile()[1]
+    if hard != UNLIMITED:
         _refuse_above(connections, workers, hard)
 
 
@@ -44,12 +54,12 @@ def raise_nofile(connections: int, workers: int = 1) -> int:
     """Raise this process's soft limit for its share (up to the hard limit) and
     return it; LoadError, with the same message as `check_nofile`, if short."""
     needed = files_needed(connections, workers)
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = hard if hard != resource.RLIM_INFINITY else max(soft, needed)
+    soft, hard = nofile()
+    wanted = hard if hard != UNLIMITED else max(soft, needed)
     if soft < wanted:
         with contextlib.suppress(ValueError, OSError):  # refused: the check below says why
             resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    soft = nofile()[0]
     _refuse_above(connections, workers, soft)
     return soft
 

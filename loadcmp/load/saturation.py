@@ -36,7 +36,8 @@ from typing import Protocol
 from ..records import LoadSummary
 
 CPU_BOUND_PCT = 90.0
-"""Median per-second busy share of one load thread (on a CPU or waiting for one; 100 = one core) from which it is client-bound."""
+"""Median per-second busy share of one load thread (on a CPU or waiting for one; 100 = one core)
+from which it is client-bound."""
 LAG_BOUND_MS = 100.0
 """Median per-second worst event-loop lag from which the client is the bottleneck."""
 

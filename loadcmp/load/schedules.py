@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Protocol
 
 from ..errors import UsageError
-
-ScheduleKind = Literal["closed", "ramp", "rate"]
+from ..records import ScheduleDoc, ScheduleKind
 
 
 class Driver(Protocol):
@@ -57,8 +56,8 @@ class Closed:
             return [Closed(c) for c in clients]
         return [Closed(c, requests=r) for c, r in zip(clients, _shares(self.requests, clients), strict=True)]
 
-    def describe(self) -> dict[str, object]:
-        out: dict[str, object] = {"kind": self.kind, "clients": self.clients}
+    def describe(self) -> ScheduleDoc:
+        out = ScheduleDoc(kind=self.kind, clients=self.clients)
         if self.requests is not None:
             out["requests"] = self.requests
         return out
@@ -113,8 +112,9 @@ class Ramp:
     def peak_rate(self) -> float:
         return (self.total_users or self.users) / self.pace
 
-    def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "users": self.total_users or self.users, "ramp_up_s": self.ramp_up, "pace_s": self.pace}
+    def describe(self) -> ScheduleDoc:
+        return ScheduleDoc(kind=self.kind, users=self.total_users or self.users, ramp_up_s=self.ramp_up,
+                           pace_s=self.pace)
 
 
 @dataclass(frozen=True)
@@ -153,8 +153,8 @@ class Rate:
         per = self.rate / n
         return [Rate(per, max(1, c), "rate", i / self.rate) for i, c in enumerate(_split(self.max_inflight, n))]
 
-    def describe(self) -> dict[str, object]:
-        return {"kind": self.kind, "rate": self.rate, "max_inflight": self.max_inflight}
+    def describe(self) -> ScheduleDoc:
+        return ScheduleDoc(kind=self.kind, rate=self.rate, max_inflight=self.max_inflight)
 
 
 Schedule = Closed | Ramp | Rate

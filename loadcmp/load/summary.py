@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any, cast
 
 from ..records import LatencyMs, LoadSummary, WebbenchCount
+from ..units import ms
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
 from .recorder import PHASES, Histogram, Result
@@ -17,7 +18,7 @@ def _round(v: float | None, digits: int) -> float | None:
 
 
 def _ms(v: float | None) -> float | None:
-    return None if v is None else round(v * 1000.0, 3)
+    return ms(v, 3)
 
 
 def latency_doc(h: Histogram) -> LatencyMs:
@@ -68,7 +69,8 @@ def note_ramp_cut(doc: LoadSummary, schedule: Schedule, warmup: float) -> None:
         if reached < total:
             doc["users_reached"] = reached
             doc["warnings"].append(f"the ramp started only {reached:,} of {total:,} users before the window closed "
-                                   f"(ramp-up {schedule.ramp_up:g} s > warm-up + time {warmup + doc['duration_s']:g} s)")
+                                   f"(ramp-up {schedule.ramp_up:g} s > warm-up + time "
+                                   f"{warmup + doc['duration_s']:g} s)")
 
 
 def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSummary:

@@ -244,7 +244,7 @@ def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_
 
         result = run_here(spec, t_load0, live, Stopper(), stop_ev)
         q.put(("result", spec.worker_index, result))
-    except BaseException as e:  # report, never hang the parent
+    except BaseException as e:  # noqa: BLE001 — whatever ends a worker is reported, or the parent would hang
         known = e if isinstance(e, LoadcmpError) else None
         q.put(("error", spec.worker_index, known, f"{type(e).__name__}: {e}", traceback.format_exc()))
 

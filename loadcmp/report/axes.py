@@ -12,14 +12,14 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from ..records import TrialRecord  # noqa: E402
-from ..store.reader import Results, metrics_of, result_of  # noqa: E402
-from .tables import MIN_TRIALS, Estimate  # noqa: E402
+from ..records import TrialRecord
+from ..store.reader import Results, metrics_of, result_of
+from .tables import MIN_TRIALS, Estimate
 
 PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#7f7f7f", "#bcbd22"]
 KIND_COLORS = {

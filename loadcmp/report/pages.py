@@ -82,8 +82,8 @@ RATIO_HEADER = ["clients", "B / A", "requests/s", "p99 latency, pooled", "failur
 
 
 def _ratio_rows(rows: list[RatioRow]) -> list[list[str]]:
-    return [[f"{r.level:,}", f"{r.server} / {r.baseline}", *(r.ratios[k].text() for k in ("rps", "p99", "failed", "mem"))]
-            for r in rows]
+    return [[f"{r.level:,}", f"{r.server} / {r.baseline}",
+             *(r.ratios[k].text() for k in ("rps", "p99", "failed", "mem"))] for r in rows]
 
 
 def _ratio_lead(r: Report) -> str:

@@ -124,7 +124,8 @@ def failures_vs_concurrency(data: Results) -> Figure | None:
                 ax.text(j, 0, "/", ha="center", va="bottom", fontsize=14, color="#555")
         kn = knee(data, s)
         if kn is not None:
-            ax.annotate(f"failures begin:\n{kn.rate:.1%} failed", (levels.index(kn.level), bottom[levels.index(kn.level)]),
+            at = levels.index(kn.level)
+            ax.annotate(f"failures begin:\n{kn.rate:.1%} failed", (at, bottom[at]),
                         xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=8, color="#333")
         ax.set_title(s, fontsize=10)
         ax.set_xticks(x, [f"{lv:,}" for lv in levels], rotation=45 if len(levels) > 4 else 0,

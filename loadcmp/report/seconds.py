@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 from ..store.reader import Results
+from ..units import ms
 from .axes import MiB, WIDTH, auto_y, colors, finish, legend_below, plain_log, plt
 
 SERVER_ROWS = (("cpu_pct", "server CPU %\n(100 = one core)"), ("mem_bytes", "server memory MiB"),
@@ -99,7 +100,7 @@ def latency_distribution(data: Results, level: int) -> Figure | None:
         a.stairs(counts / h.count * 100, edges, color=col[s], label=s, lw=1.6)
         qs = np.array([50, 75, 90, 95, 99, 99.5, 99.9, 99.95, 99.99])
         qs = qs[qs < 100 - 100 / max(h.count, 1)] if h.count < 10000 else qs
-        vals = [(h.percentile(q) or 0.0) * 1000 for q in qs]
+        vals = [ms(h.percentile(q)) or 0.0 for q in qs]
         b.plot(1 / (1 - qs / 100), vals, "-o", color=col[s], label=s, ms=3, lw=1.6)
     plain_log(a, "x")
     a.set_xlabel("latency (ms, log scale)")

@@ -17,7 +17,7 @@ from typing import Literal
 
 from ..records import TrialRecord
 from ..store.reader import Results, metrics_of
-from ..units import format_bytes
+from ..units import format_bytes, ms
 from .compare import Ratio, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
@@ -121,7 +121,7 @@ def peaks(data: Results) -> list[str]:
         p99 = data.pooled_latency(s, lv).percentile(99)
         last = data.levels[-1]
         out.append(f"{s} peaked at a mean of {e.mean:,.0f} requests/s, at {lv:,} clients"
-                   + (f" (pooled p99 latency {p99 * 1000:,.1f} ms)" if p99 is not None else "")
+                   + (f" (pooled p99 latency {ms(p99):,.1f} ms)" if p99 is not None else "")
                    + (f"; at {last:,} clients, {_at(data, s, last)}" if lv != last and data.cell(s, last) else "")
                    + ".")
     return out
@@ -230,7 +230,7 @@ def _cores(data: Results, server: str) -> int | None:
     if found is None:
         return None
     run, info = found
-    cpus = info.get("cpus") or run.doc.get("spec", {}).get("server_cpus")
+    cpus = info.get("cpus") or run.doc["spec"].get("server_cpus")
     if cpus:
         from ..units import cpu_list
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from ..records import TrialRecord
 from ..store.reader import Results, metrics_of
+from ..units import ms
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -169,8 +170,8 @@ def _pooled_ms(res: Results, server: str, level: int) -> dict[str, Any] | None:
     h = res.pooled_latency(server, level)
     if h.count == 0:
         return None
-    ms = {f"p{q}": round(v * 1000, 3) if (v := h.percentile(q)) is not None else None for q in (50, 90, 99)}
-    return {**ms, "max": round(h.max_s * 1000, 3), "mean": round(h.mean * 1000, 3) if h.mean is not None else None,
+    pct = {f"p{q}": ms(h.percentile(q), 3) for q in (50, 90, 99)}
+    return {**pct, "max": ms(h.max_s, 3), "mean": ms(h.mean, 3),
             "pooled": True}
 
 
@@ -241,7 +242,7 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
             if cores:
                 row += [cell_estimate(res, s, level, per_core).text()]
             p99 = res.pooled_latency(s, level).percentile(99)
-            row += [_ms(p99 * 1000 if p99 is not None else None)]
+            row += [_ms(ms(p99))]
             if memory:
                 row += [format_bytes(r.mem_peak_bytes) if not _isnan(r.mem_peak_bytes) else "-"]
         rows.append(row)

@@ -17,10 +17,11 @@ from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
+import pyarrow as pa
 
 from ..errors import StoreError
 from ..load.histogram import Histogram
-from ..records import LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics, TrialRecord
+from ..records import LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics, SpecDoc, TrialRecord, missing_keys
 from .writer import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "failed"]
@@ -169,13 +170,18 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
             "(re-run the experiment, or use the loadcmp version that wrote it)"
         )
 
+    missing = missing_keys(doc, RunDoc) or (["spec"] if not isinstance(doc["spec"], dict) else
+                                            [f"spec.{k}" for k in missing_keys(doc["spec"], SpecDoc)])
+    if missing:
+        raise StoreError(f"{rj} is not a complete run.json (no {', '.join(missing)})")
+
     def read(name: str) -> pd.DataFrame:
         f = p / name
         if not f.exists():
             return pd.DataFrame()
         try:
             return pd.read_parquet(f)
-        except Exception as e:  # pyarrow raises several types for a damaged file
+        except (OSError, ValueError, pa.ArrowException) as e:  # a damaged or truncated file
             raise StoreError(f"{f} is unreadable: {e}") from None
 
     return Run(p, doc, str(doc.get("name") or p.name)), read("timeline.parquet"), read("server.parquet")
@@ -184,7 +190,7 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
 def _order(run: Run, trials: list[TrialRecord]) -> list[str]:
     """A run's labels in the order its spec lists the stacks, then first appearance
     (trial 1 runs the variants in spec order, so that is the spec's order too)."""
-    listed = [str(s) for s in run.doc.get("spec", {}).get("servers") or []]
+    listed = [str(s) for s in run.doc["spec"]["servers"]]
     stack = {t["server"]: t.get("stack", "") for t in trials}  # bench trials have none
 
     def rank(label: str) -> int:

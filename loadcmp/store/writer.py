@@ -21,13 +21,12 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, cast
-from urllib.parse import urlsplit
 
 import pandas as pd
 
 from ..errors import StoreError, UsageError
-from ..records import (FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, TrialRecord,
-                      TrialStatus)
+from ..records import (FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, SpecDoc,
+                       TrialRecord, TrialStatus)
 
 FORMAT = 1
 """Bumped when the folder's layout changes; older folders are refused clearly."""
@@ -171,47 +170,34 @@ def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def new_run_doc(kind: Literal["run", "bench"], name: str, spec: dict[str, Any], machine: MachineInfo,
+def new_run_doc(kind: Literal["run", "bench"], name: str, spec: SpecDoc, machine: MachineInfo,
                 loadcmp_version: str, started: str | None = None) -> RunDoc:
     """A run.json with nothing measured yet; optional fields are set by the caller."""
     return RunDoc(format=FORMAT, kind=kind, name=name, status="running", spec=spec, loadcmp_version=loadcmp_version,
                   started=started or now_stamp(), machine=machine, servers={}, trials=[])
 
 
-def save_bench(out_dir: Path | str, *, url: str, label: str, clients: int, schedule: str, keepalive: bool,
-               duration: float, warmup: float, timeout: float, engine: str, workers: int, summary: LoadSummary,
-               requests: int | None = None,
-               latency_hist: HistogramDoc, service_hist: HistogramDoc | None = None,
-               timeline: list[Row] | None = None, started: str | None = None,
-               machine: MachineInfo | None = None, loadcmp_version: str = "", git_commit: str | None = None) -> Path:
+def save_bench(out_dir: Path | str, run: RunDoc, summary: LoadSummary,
+               hists: tuple[HistogramDoc, HistogramDoc | None], timeline: list[Row]) -> Path:
     """A bench result as a one-trial results folder with a run's layout.
 
-    The spec uses RunSpec.to_dict()'s keys where they apply (`servers` is the
-    label, `levels` the one concurrency, `page` the URL's path) plus `url`, so
-    the report reads a bench exactly like a run."""
-    parts = urlsplit(url)
-    page = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-    spec: dict[str, Any] = {
-        "servers": [label], "levels": [clients], "duration": duration, "warmup": warmup, "timeout": timeout,
-        "page": page, "schedule": schedule, "keepalive": [keepalive], "engine": engine, "workers": workers,
-        "url": url, "requests": requests,
-    }
-    doc = new_run_doc("bench", f"bench {url}", spec, machine or {}, loadcmp_version, started)
-    if git_commit:
-        doc["git_commit"] = git_commit
+    `run["spec"]` names the one server (host:port), level, page and URL, so the report
+    reads a bench exactly like a run; `hists` are the latency and service histograms."""
+    spec = run["spec"]
+    label, clients, keepalive, page = spec["servers"][0], spec["levels"][0], spec["keepalive"][0], spec["page"]
     if "cluster" in summary:
-        doc["cluster"] = summary["cluster"]
-    w = RunWriter.create(out_dir, f"bench-{label.split(':')[0]}", doc)
-    w.add_server(label, ServerInfo(url=url, keepalive=keepalive, page=page))
+        run["cluster"] = summary["cluster"]
+    w = RunWriter.create(out_dir, f"bench-{label.split(':')[0]}", run)
+    w.add_server(label, ServerInfo(url=spec.get("url", ""), keepalive=keepalive, page=page))
     lost = summary.get("lost", [])
     status: TrialStatus = "interrupted" if summary["interrupted"] else "partial" if lost else "ok"
     reason = "; ".join([*lost, *(["interrupted"] if summary["interrupted"] else [])]) or None
     trial = TrialRecord(server=label, level=clients, trial=1, stack="", keepalive=keepalive, status=status,
-                        reason=reason, page=page, result=summary, latency_hist=latency_hist)
-    if service_hist is not None:
-        trial["service_hist"] = service_hist
+                        reason=reason, page=page, result=summary, latency_hist=hists[0])
+    if hists[1] is not None:
+        trial["service_hist"] = hists[1]
     keys = {"server": label, "level": clients, "trial": 1}
-    w.add_trial(trial, [{**keys, **row} for row in timeline or []], [])
+    w.add_trial(trial, [{**keys, **row} for row in timeline], [])
     w.finish("interrupted" if summary["interrupted"] else "complete")
     return w.path
 

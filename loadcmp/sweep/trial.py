@@ -145,7 +145,8 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
                 stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
-            return TrialOutcome(not_started(spec, p, f"{e}" + (" (kept from the level before)" if kept else "")), [], [])
+            why = f"{e}" + (" (kept from the level before)" if kept else "")
+            return TrialOutcome(not_started(spec, p, why), [], [])
         if sweep.stopper.requested:
             return None
         m = measure(sweep, dep, p)

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from ..errors import UsageError
 from ..records import LoadSummary, ServerMetrics, TrialRecord
-from ..units import duration_value, size_value
+from ..units import duration_value, ms, size_value
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -59,7 +59,7 @@ def threshold(text: str, metric: str, number: float, unit: str) -> float:
             raise UsageError(f"check {text!r}: give the time a unit (us, ms, s, m or h), e.g. {metric}<500ms")
         secs = duration_value(number, unit)
         if secs is not None:
-            return secs * 1000
+            return ms(secs)
     if kind == "bytes":
         size = size_value(number, unit)
         if size is not None:
@@ -121,7 +121,7 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
         if h.count == 0:
             return math.inf
         v = h.percentile(q or 100) if metric == "p" else h.max_s if metric == "max" else h.mean
-        return None if v is None else v * 1000
+        return ms(v)
     sample = _SERVER[metric]
     vals = [float(x) for x in (sample(metrics_of(t)) for t in ran) if x is not None]
     if not vals:

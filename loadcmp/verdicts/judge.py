@@ -167,9 +167,11 @@ def _unready(res: Results, sides: list[tuple[str, int, Estimate]]) -> str | None
         if e.n == 0:
             return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
     short = [f"{s} {min(got):,}" for s, lv, _ in sides
-             if (got := [r["users_reached"] for t in res.cell(s, lv) if (r := t.get("result")) and "users_reached" in r])]
+             if (got := [r["users_reached"] for t in res.cell(s, lv)
+                         if (r := t.get("result")) and "users_reached" in r])]
     if short:
-        return f"the ramp never reached {sides[0][1]:,} users in the window ({', '.join(short)}): -t is shorter than its ramp-up"
+        return (f"the ramp never reached {sides[0][1]:,} users in the window ({', '.join(short)}): "
+                "-t is shorter than its ramp-up")
     limited = [s for s, lv, _ in sides if res.client_bound(s, lv) is not None]
     # the reason and advice per trial are in Table 1's notes; here, only whose
     return f"client-bound ({', '.join(dict.fromkeys(limited))}: the client set the pace)" if limited else None

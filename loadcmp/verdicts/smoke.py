@@ -69,7 +69,8 @@ def parse_check(text: str) -> Check:
     """`[server:]metric op value[unit]` -> a Check; units are those of loadcmp.units."""
     m = _RX.match(text)
     if not m:
-        raise UsageError(f"bad check {text!r}: write it like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB")
+        raise UsageError(f"bad check {text!r}: write it like rps>200, p(99)<500ms, failed_rate<1%, "
+                         "nginx:mem_peak<256MiB")
     metric = m.group("metric")
     q = check_metric(text, metric, m.group("q"))
     value = _threshold(text, metric, float(m.group("value")), m.group("unit"))
@@ -142,7 +143,8 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
             msg = f"{label}: {c.name}: measured {c.show(v)}" + ("" if ok else " — not met")
             if bound is not None:
                 msg += f" (client-bound: {bound.reason})"
-            out.append(Verdict(label, c.name, v, c.show(v), ok, msg, client_bound_reason=None if bound is None else bound.reason))
+            out.append(Verdict(label, c.name, v, c.show(v), ok, msg,
+                               client_bound_reason=None if bound is None else bound.reason))
     return out
 
 
@@ -165,7 +167,7 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
 
     def p99(r: Results, key: tuple[str, int]) -> float | None:
         v = r.pooled_latency(*key).percentile(99)  # pooled, as Table 1 and the checks
-        return v * 1000 if v else None
+        return units.ms(v) if v else None
 
     # (name, getter, +1 if higher is better, unit)
     figures: tuple[tuple[str, Callable[[Results, tuple[str, int]], float | None], int, str], ...] = (
@@ -226,7 +228,8 @@ def summary_md(verdicts: list[Verdict], res: Results, passed: bool, elapsed: flo
              "| server | check | measured | verdict |", "|---|---|---:|---|"]
     for o in verdicts:
         verdict = "pass" if o.passed else "**fail**"
-        lines.append(f"| {o.server} | `{o.check}` | {o.shown} | {verdict}{' (client-bound)' if o.client_bound_reason else ''} |")
+        bound = " (client-bound)" if o.client_bound_reason else ""
+        lines.append(f"| {o.server} | `{o.check}` | {o.shown} | {verdict}{bound} |")
     lines += ["", "| " + " | ".join(f"{g} {w}".strip() for g, w in header) + " |",
               "|" + "|".join("---:" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
