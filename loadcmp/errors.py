@@ -15,7 +15,8 @@ an exit code. Anything else that escapes is a bug and is shown as one.
     ├── StoreError               a results folder is unreadable or of an older format
     ├── ReportError              a figure could not be drawn (then no file of the report is written)
     ├── ThresholdFailed          exit 3: a smoke check was not met
-    └── Interrupted              exit 130: Ctrl-C; carries the results folder when one was written
+    └── Interrupted              exit 128 + the signal (130 for Ctrl-C, 143 SIGTERM, 129 SIGHUP);
+                                 carries the results folder when one was written
 """
 
 from __future__ import annotations
@@ -82,10 +83,25 @@ class ThresholdFailed(LoadcmpError):
 
 
 class Interrupted(LoadcmpError):
-    """The user pressed Ctrl-C; what was measured so far is kept in `results` (if any)."""
+    """Ctrl-C, or SIGTERM / SIGHUP (`timeout`, a cancelled CI job, a closed terminal): what was
+    measured so far is kept in `results` (if any); the exit code is 128 + the signal, as a shell's."""
 
     exit_code = 130
 
-    def __init__(self, message: str = "interrupted", results: Path | None = None) -> None:
+    def __init__(self, message: str = "interrupted", results: Path | None = None, signum: int = 2) -> None:
         self.results = results
-        super().__init__(message if results is None else f"{message}; kept what was measured in {results}")
+        self.signum = signum
+        self.exit_code = 128 + signum
+        head = "interrupted" if signum == 2 else f"interrupted by {signal_name(signum)}"
+        text = head if message == "interrupted" else f"{head}: {message}"
+        super().__init__(text if results is None else f"{text}; kept what was measured in {results}")
+
+
+def signal_name(signum: int) -> str:
+    """SIGTERM for 15; `signal 99` for one Python does not name."""
+    import signal
+
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"

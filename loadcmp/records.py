@@ -12,8 +12,9 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
-RunStatus = Literal["running", "complete", "interrupted", "failed"]
-"""How a run ended (`running` while it is being written)."""
+RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
+"""How a run ended (`running` while it is being written; `abandoned`, as read back: left `running`
+by a process that is gone, killed outright)."""
 
 
 class LatencyMs(TypedDict):
@@ -253,6 +254,8 @@ class RunDoc(TypedDict):
     servers: dict[str, ServerInfo]
     trials: list[TrialRecord]
     run_id: NotRequired[str]
+    owner: NotRequired[str]  #: `pid:start` of the process that writes it (lab.provenance.this_process)
+    host: NotRequired[str]  #: the machine that process runs on
     description: NotRequired[str]
     git_commit: NotRequired[str | None]
     images: NotRequired[dict[str, str]]

@@ -142,6 +142,20 @@ def parse_percent(text: str, what: str = "percentage") -> float:
     return float(m.group(1)) / 100
 
 
+MAX_COUNT = 10**15
+"""The largest count a flag or a file may give (-n, --trials, --workers, ...): more than any load
+sends in a year at a million requests a second, and far inside the C counters' 64 bits."""
+
+
+def check_count(n: int, what: str, minimum: int = 1) -> int:
+    """A whole number of at least `minimum` and at most MAX_COUNT, or a UsageError saying which bound."""
+    if n < minimum:
+        raise UsageError(f"bad {what} {n}: must be at least {minimum}")
+    if n > MAX_COUNT:
+        raise UsageError(f"bad {what} {n}: must be at most {MAX_COUNT:,}")
+    return n
+
+
 @overload
 def ms(seconds: float, digits: int | None = None) -> float: ...
 @overload

@@ -82,3 +82,18 @@ def test_a_load_where_no_request_ended_says_so(faulty):
     res = CliRunner().invoke(cli, ["bench", faulty.url("/stall"), "-c", "2", "-t", "0.5", "--timeout", "5"])
     assert res.exit_code == 1, res.output
     assert "no request ended within the 0.5 s measured (all 2 requests were still unanswered)" in res.stderr
+
+
+@pytest.mark.parametrize("flag", ["-n", "--trials", "--workers"])
+def test_a_count_too_large_for_any_counter_is_one_line_not_an_overflow(flag, tmp_path):
+    cmd = ["bench", "http://127.0.0.1:1/", "-t", "1"] if flag != "--trials" else ["run", "-t", "1"]
+    res = CliRunner().invoke(cli, [*cmd, flag, "99999999999999999999"])
+    assert "must be at most 1,000,000,000,000,000" in _one_line(res, 2)
+
+
+def test_a_count_too_large_in_an_experiment_file_is_one_line(tmp_path):
+    f = tmp_path / "x.toml"
+    f.write_text('servers = ["nginx"]\nrequests = 9223372036854775807\n')
+    res = CliRunner().invoke(cli, ["run", str(f)])
+    assert res.exit_code == 2 and "must be at most 1,000,000,000,000,000" in res.output
+    assert "Traceback" not in res.output

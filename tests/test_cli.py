@@ -12,7 +12,8 @@ from click.testing import CliRunner
 
 from loadcmp.lab import stacks as st
 from loadcmp.cli import cli
-from loadcmp.cli.app import stop_on_sigint
+from loadcmp.cli.app import stop_on_signals
+from loadcmp.errors import Interrupted
 
 
 def test_cli_run_reports_every_problem_exit_2(tmp_path):
@@ -97,7 +98,7 @@ def test_a_second_ctrl_c_stops_at_once_and_the_handler_is_restored():
     from loadcmp.load.workers import Stopper
 
     before = signal.getsignal(signal.SIGINT)
-    with stop_on_sigint(Stopper()) as stopper:
+    with stop_on_signals(Stopper()) as stopper:
         os.kill(os.getpid(), signal.SIGINT)
         time.sleep(0.05)
         assert stopper.requested
@@ -105,6 +106,54 @@ def test_a_second_ctrl_c_stops_at_once_and_the_handler_is_restored():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.5)
     assert signal.getsignal(signal.SIGINT) is before
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_and_sighup_stop_as_ctrl_c_does_and_a_second_one_at_once(sig):
+    from loadcmp.cli.app import StopNow, exit_code_of
+    from loadcmp.load.workers import Stopper
+
+    before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
+    with stop_on_signals(Stopper()) as stopper:
+        os.kill(os.getpid(), sig)
+        time.sleep(0.05)
+        assert stopper.requested and stopper.signum == sig
+        with pytest.raises(StopNow) as e:
+            os.kill(os.getpid(), signal.SIGINT)  # any second signal: the first one's code stays the news
+            time.sleep(0.5)
+    assert {s: signal.getsignal(s) for s in before} == before
+    assert exit_code_of(e.value) == 128 + signal.SIGINT
+    assert exit_code_of(Interrupted(signum=sig)) == 128 + sig
+    assert str(Interrupted(signum=sig)) == f"interrupted by {signal.Signals(sig).name}"
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_a_bench_sent_sigterm_or_sighup_keeps_what_it_measured_and_exits_128_plus_it(sig, faulty, tmp_path):
+    """What `timeout`, a cancelled CI job or a closed terminal do to a load: the figures of the
+    part measured are printed and stored, `interrupted`, and the exit code names the signal."""
+    import subprocess
+    import sys
+
+    before = faulty.requests  # the server is the module's: count from here
+    proc = subprocess.Popen([sys.executable, "-m", "loadcmp", "bench", faulty.url("/ok"), "-c", "2", "-t", "60",
+                             "--json", "--out", str(tmp_path)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        deadline = time.monotonic() + 30
+        while faulty.requests < before + 20 and time.monotonic() < deadline:  # the load runs
+            time.sleep(0.05)
+        assert faulty.requests >= before + 20, "the load never started"
+        proc.send_signal(sig)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()
+    assert proc.returncode == 128 + sig, err
+    assert f"interrupted by {signal.Signals(sig).name}" in err and "Traceback" not in err
+    doc = json.loads(out)
+    assert doc["interrupted"] and doc["ok"] > 0 and doc["duration_s"] < 30
+    (folder,) = tmp_path.iterdir()
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "interrupted" and run["trials"][0]["status"] == "interrupted"
 
 
 def test_ctrl_c_after_a_load_still_interrupts(faulty):
@@ -116,7 +165,7 @@ def test_ctrl_c_after_a_load_still_interrupts(faulty):
 
     spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 0.5)
     before = signal.getsignal(signal.SIGINT)
-    with stop_on_sigint(Stopper()) as stopper:
+    with stop_on_signals(Stopper()) as stopper:
         run_load(spec, stopper=stopper)
     assert signal.getsignal(signal.SIGINT) is before
     run_load(spec)

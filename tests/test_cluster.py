@@ -148,3 +148,41 @@ def test_a_loopback_target_is_refused_when_workers_are_elsewhere():
     fleet.check_reach("10.0.0.5")  # an address they reach
     fleet.hosts = {"tcp://127.0.0.1:4001": "127.0.0.1"}
     fleet.check_reach("localhost")  # every worker here
+
+
+class _GoneScheduler:
+    """A Dask Event or Queue whose scheduler is gone: every call fails at once, as Dask's do."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def wait(self, timeout: float) -> bool:
+        self.calls += 1
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:8786")
+
+    def put(self, value: object) -> None:
+        self.calls += 1
+        raise OSError("Timed out trying to connect to tcp://127.0.0.1:8786")
+
+
+def test_a_stop_watch_that_lost_its_scheduler_neither_spins_nor_swallows_the_stop(monkeypatch):
+    import queue
+    import threading
+
+    from loadcmp.load import cluster
+    from loadcmp.load.workers import Stopper
+
+    monkeypatch.setattr(cluster, "SCHEDULER_GONE_S", 1.0)
+    event, stopper, done, gone = _GoneScheduler(), Stopper(), threading.Event(), []
+    t0 = time.monotonic()
+    cluster.watch_stop(event, stopper, done, gone)
+    took = time.monotonic() - t0
+    assert stopper.requested and gone and "OSError" in gone[0]
+    assert 1.0 <= took < 5 and event.calls <= 2 * took / 0.2 + 2, (took, event.calls)  # ~5 tries a second
+    lines: queue.SimpleQueue = queue.SimpleQueue()
+    for x in range(3):
+        lines.put(x)
+    lines.put(None)
+    dropped: list[str] = []
+    cluster.forward_live(lines, _GoneScheduler(), dropped)
+    assert len(dropped) == 3 and dropped[0].startswith("OSError")

@@ -11,6 +11,7 @@ from click.testing import CliRunner
 
 from loadcmp.lab import images as img
 from loadcmp.lab import containers as lab
+from loadcmp.lab.pages import http_get
 from loadcmp.lab import stacks as st
 from loadcmp.cli import cli
 from loadcmp.errors import ServerStartError
@@ -22,7 +23,7 @@ WWW = st.configs_dir() / "www"
 
 def get(url: str, path: str) -> tuple[int, bytes]:
     port = int(url.rsplit(":", 1)[1].strip("/"))
-    return lab.http_get(port, path, timeout=10)
+    return http_get(port, path, timeout=10)
 
 
 @pytest.mark.parametrize("name", st.stack_names())
@@ -103,3 +104,23 @@ def test_images_are_tagged_by_their_inputs(docker_client, images):
     assert images["apache"] != img.image_tag("apache", base + "x")
     again = img.build_images(docker_client, ["apache", "nginx"])
     assert again == images
+
+
+def test_a_server_that_died_is_named_with_its_signal_and_its_last_whole_log_line(images, docker_client):
+    """What a trial says when a server is gone: the exit code, the signal it means, and the last
+    log line from its start (not a tail cut mid-line)."""
+    dep = lab.up(lab.plan_deployment(st.get_stack("nginx")), client=docker_client, images=images)
+    try:
+        web = dep.containers[0]
+        web.exec_run(["sh", "-c", "echo 'a line before the end, long enough to be cut by a tail of 300 chars' >&2; "
+                                  "echo 'the last words of the server' > /proc/1/fd/2"])
+        web.kill(signal="SIGKILL")
+        web.wait(timeout=10)
+        notes = dep.exit_notes(dep.state())
+        assert len(notes) == 1, notes
+        assert notes[0].startswith(f"{web.name} exited with code 137 (SIGKILL)"), notes
+        assert notes[0].endswith("its last log line: the last words of the server"), notes
+    finally:
+        lab.down(docker_client, dep.run_id)
+    assert lab.last_line("x\n" + "word " * 100) == ("word " * 100)[:239].rsplit(" ", 1)[0] + " …"
+    assert lab.last_line("(no log output)") == ""

@@ -81,7 +81,9 @@ def test_memory_capped_prefork_records_oom(tmp_path, images, docker_client, engi
     assert lab.labelled(docker_client) == []
 
 
-def test_interrupted_run_keeps_results_and_no_container(tmp_path, images, docker_client):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
+def test_interrupted_run_keeps_results_and_no_container(sig, tmp_path, images, docker_client):
+    """Mid-trial: Ctrl-C, `timeout`'s SIGTERM, a closed terminal's SIGHUP end the run alike."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     p = subprocess.Popen([sys.executable, "-m", "loadcmp", "run", "--server", "nginx", "-c", "10,20", "-t", "30",
                           "--warmup", "0", "--page", "/index.html", "--out", str(tmp_path)],
@@ -91,9 +93,9 @@ def test_interrupted_run_keeps_results_and_no_container(tmp_path, images, docker
         time.sleep(0.2)
     time.sleep(3)
     t = time.time()
-    p.send_signal(signal.SIGINT)
+    p.send_signal(sig)
     out, err = p.communicate(timeout=30)
-    assert p.returncode == 130, err.decode()[-500:]
+    assert p.returncode == 128 + sig, err.decode()[-500:]
     assert time.time() - t < 10
     assert lab.labelled(docker_client) == []
     r = load_results(newest(tmp_path))
@@ -102,9 +104,10 @@ def test_interrupted_run_keeps_results_and_no_container(tmp_path, images, docker
     assert 1 <= r.summary.iloc[0].duration_s < 10 and r.summary.iloc[0].ok > 0
 
 
-def test_ctrl_c_while_the_second_trial_starts(tmp_path, images, docker_client):
-    """A Ctrl-C between trials (the second trial's containers starting) is not lost:
-    exit 130, nothing left running, the first trial kept."""
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_while_the_second_trial_starts(sig, tmp_path, images, docker_client):
+    """A Ctrl-C or a SIGTERM between trials (the second trial's containers starting) is not lost:
+    exit 128 + the signal, nothing left running, the first trial kept."""
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     p = subprocess.Popen([sys.executable, "-m", "loadcmp", "run", "--server", "nginx", "-c", "5,10,20", "-t", "2",
                           "--warmup", "0", "--page", "/index.html", "--out", str(tmp_path)],
@@ -123,13 +126,13 @@ def test_ctrl_c_while_the_second_trial_starts(tmp_path, images, docker_client):
             time.sleep(0.02)
         assert lab.labelled(docker_client), "the second trial never started its server"
         t = time.time()
-        p.send_signal(signal.SIGINT)
+        p.send_signal(sig)
         out, err = p.communicate(timeout=60)
     finally:
         if p.poll() is None:
             p.kill()
             p.communicate()
-    assert p.returncode == 130, err.decode()[-800:]
+    assert p.returncode == 128 + sig, err.decode()[-800:]
     assert time.time() - t < 20
     assert lab.labelled(docker_client) == []
     r = load_results(newest(tmp_path))
@@ -137,7 +140,55 @@ def test_ctrl_c_while_the_second_trial_starts(tmp_path, images, docker_client):
     assert len(r.trials) == 1, r.trials
     first = r.summary.iloc[0]
     assert first.status == "ok" and first.level == 5 and first.ok > 0
-    assert any("Ctrl-C" in m for m in r.run["problems"]), r.run["problems"]
+    said = "Ctrl-C" if sig == signal.SIGINT else "SIGTERM"
+    assert any(f"stopped by {said}" in m for m in r.run["problems"]), r.run["problems"]
+
+
+def test_a_run_killed_outright_is_cleaned_up_by_the_next_and_reported_abandoned(tmp_path, images, docker_client):
+    """SIGKILL leaves the containers and a run.json saying `running`; the next command removes the
+    containers (they name their owner process), and the folder reads back as `abandoned`."""
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    p = subprocess.Popen([sys.executable, "-m", "loadcmp", "run", "--server", "nginx", "-c", "2,5", "-t", "2",
+                          "--warmup", "0", "--page", "/index.html", "--out", str(tmp_path / "killed")],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    try:
+        deadline = time.time() + 90
+        stored: list = []
+        while time.time() < deadline and not stored:  # the first trial is stored: the report has a trial
+            runs = list((tmp_path / "killed").glob("*/run.json"))
+            if runs:
+                with contextlib.suppress(json.JSONDecodeError, OSError):
+                    stored = json.loads(runs[0].read_text())["trials"]
+            time.sleep(0.05)
+        while time.time() < deadline and not lab.labelled(docker_client):  # the second trial's server
+            time.sleep(0.02)
+        left = lab.labelled(docker_client)
+        assert stored and left, "the run never got to its second trial"
+        assert left[0].labels["loadcmp.owner"].startswith(f"{p.pid}:")
+        p.kill()
+        p.communicate(timeout=30)
+    finally:
+        if p.poll() is None:
+            p.kill()
+    assert [c.name for c in lab.labelled(docker_client)] == [c.name for c in left], "SIGKILL runs no cleanup"
+    killed = newest(tmp_path / "killed")
+    assert json.loads((killed / "run.json").read_text())["status"] == "running"
+    # a stack of `loadcmp up` has no owner: it outlives its command on purpose and is not reaped
+    up = CliRunner().invoke(cli, ["up", "--server", "nginx", "--json"])
+    assert up.exit_code == 0, up.output
+    assert "left by runs whose process is gone" in up.stderr and left[0].name in up.stderr
+    kept = {c.name for c in lab.labelled(docker_client)}
+    assert kept and not kept & {c.name for c in left}
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "2", "-t", "1", "--warmup", "0",
+                                   "--page", "/index.html", "--out", str(tmp_path / "next")])
+    assert res.exit_code == 0, res.output
+    assert {c.name for c in lab.labelled(docker_client)} == kept, "the next run reaped what `up` started"
+    lab.down(docker_client)
+    r = load_results(killed)
+    assert r.status == "abandoned"
+    report = CliRunner().invoke(cli, ["report", str(killed), "--format", "md", "--out", str(tmp_path / "rep")])
+    assert report.exit_code == 0, report.output
+    assert "was abandoned" in (tmp_path / "rep" / "report.md").read_text()
 
 
 def test_a_crash_is_failed_not_interrupted(tmp_path, images, docker_client):

@@ -97,6 +97,25 @@ def test_baseline_regression(tmp_path):
     assert same_rps and all(o.passed for o in same_rps)
 
 
+def test_a_run_that_served_nothing_fails_its_baseline(tmp_path):
+    """The worst regression must not vanish: 0 req/s, no response for a p99, a trial that never ran."""
+    now = tmp_path / "now"
+    shutil.copytree(FIXTURE, now)
+    run = json.loads((now / "run.json").read_text())
+    for t in run["trials"]:
+        t["result"]["rps"] = 0.0
+        t["result"]["ok"] = 0
+        t.pop("latency_hist", None)
+    del run["trials"][0]["result"]  # one never ran at all
+    (now / "run.json").write_text(json.dumps(run))
+    outs = sm.compare_baseline(load_results(now), load_results(FIXTURE), 0.2)
+    assert len(outs) == 2 * len({(t["server"], t["level"]) for t in run["trials"]}), [o.message for o in outs]
+    assert not any(o.passed for o in outs), [o.message for o in outs]
+    assert any("nothing was served" in o.message for o in outs)
+    # a baseline that measured nothing holds the run to nothing: no verdict, not a pass
+    assert sm.compare_baseline(load_results(FIXTURE), load_results(now), 0.2) == []
+
+
 @pytest.mark.docker
 def test_smoke_all_stacks_passes_and_impossible_check_fails(tmp_path, images, docker_client):
     junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"

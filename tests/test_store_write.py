@@ -112,3 +112,27 @@ def test_sweep_order_alternates_per_trial():
     order = [(p.trial, p.server) for p in plan_sweep(spec)]
     assert order == [(1, "nginx"), (1, "apache-prefork"), (2, "apache-prefork"), (2, "nginx")]
     assert all(isinstance(p, Planned) for p in plan_sweep(spec))
+
+
+def test_a_write_that_fails_is_a_store_error_and_keeps_the_file_as_it_was(tmp_path):
+    """A full disk or a results folder removed under a run: one line, not a traceback."""
+    import shutil
+
+    from loadcmp.store.writer import _atomic_write, write_json
+
+    target = tmp_path / "run.json"
+    write_json(target, {"a": 1})
+
+    def fill_the_disk(tmp: str) -> None:
+        with open(tmp, "w") as f, open("/dev/full", "w") as full:  # /dev/full: every write is ENOSPC
+            f.write("half")
+            full.write("x" * 65536)
+            full.flush()
+
+    with pytest.raises(StoreError, match="cannot write .*run.json: No space left on device; the file as it was"):
+        _atomic_write(target, fill_the_disk)
+    assert json.loads(target.read_text()) == {"a": 1}
+    assert [p.name for p in tmp_path.iterdir()] == ["run.json"], "no half-written file left beside it"
+    shutil.rmtree(tmp_path)
+    with pytest.raises(StoreError, match="No such file or directory"):
+        write_json(target, {"a": 2})

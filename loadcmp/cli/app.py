@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .. import __version__
-from ..errors import Interrupted, LoadcmpError
+from ..errors import Interrupted, LoadcmpError, signal_name
 
 if TYPE_CHECKING:
     from ..load.workers import Stopper
@@ -47,8 +47,8 @@ def _say_error(e: LoadcmpError) -> None:
 def exit_code_of(e: BaseException) -> int:
     """Say what went wrong in one line (stderr) and return the exit code for it."""
     if isinstance(e, Interrupted):
-        click.echo(str(e) if str(e).startswith("interrupted") else f"interrupted: {e}", err=True)
-        return EXIT_INTERRUPTED
+        click.echo(str(e), err=True)
+        return e.exit_code
     if isinstance(e, LoadcmpError):
         _say_error(e)
         return e.exit_code
@@ -56,8 +56,9 @@ def exit_code_of(e: BaseException) -> int:
         click.echo(f"error: {e.format_message()}", err=True)
         return EXIT_USAGE
     if isinstance(e, (click.Abort, KeyboardInterrupt)):
-        click.echo("interrupted", err=True)
-        return EXIT_INTERRUPTED
+        signum = getattr(e, "signum", signal.SIGINT.value)
+        click.echo("interrupted" if signum == signal.SIGINT else f"stopped at once by {signal_name(signum)}", err=True)
+        return 128 + signum
     if isinstance(e, click.ClickException):
         click.echo(f"error: {e.format_message()}", err=True)
         return e.exit_code
@@ -100,22 +101,34 @@ def setup_debug_log() -> None:
     log.setLevel(logging.DEBUG)
 
 
+class StopNow(KeyboardInterrupt):
+    """A second stop signal: end at once (the `finally` blocks still remove the containers)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signal_name(signum))
+        self.signum = signum
+
+
 @contextlib.contextmanager
-def stop_on_sigint(stopper: Stopper) -> Iterator[Stopper]:
-    """The command's one SIGINT handler, for as long as it loads.
+def stop_on_signals(stopper: Stopper) -> Iterator[Stopper]:
+    """The command's one handler of Ctrl-C, SIGTERM and SIGHUP, for as long as it loads.
 
-    The first Ctrl-C asks the load or the sweep to stop where it is, keeping
-    what was measured; a second one stops at once (KeyboardInterrupt). Library
-    code installs no handler of its own, so none can be left behind.
+    The first signal asks the load or the sweep to stop where it is, keeping what was
+    measured and removing the containers, and the command exits 128 + that signal; a
+    second one stops at once (`StopNow`). `timeout`, a cancelled CI job and a closed
+    terminal are treated as Ctrl-C is. Library code installs no handler of its own, so
+    none can be left behind.
     """
+    from ..load.workers import STOP_SIGNALS
 
-    def on_sigint(signum: int, frame: FrameType | None) -> None:
+    def on_signal(signum: int, frame: FrameType | None) -> None:
         if stopper.requested:
-            raise KeyboardInterrupt
-        stopper.stop()
+            raise StopNow(signum)
+        stopper.stop(signum)
 
-    old = signal.signal(signal.SIGINT, on_sigint)
+    old = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
     try:
         yield stopper
     finally:
-        signal.signal(signal.SIGINT, old)
+        for sig, handler in old.items():
+            signal.signal(sig, handler)

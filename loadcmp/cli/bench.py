@@ -14,12 +14,13 @@ import click
 
 from ..errors import Interrupted, LoadError, UsageError
 from ..records import LoadSummary, SpecDoc
-from .app import cli, emit_json, stop_on_sigint
+from .app import cli, emit_json, stop_on_signals
 from .display import LiveLine, err, print_result
 from .options import LoadFlags, json_option, load_options
 
 if TYPE_CHECKING:
     from ..load.driver import LoadSpec
+    from ..load.workers import Stopper
     from ..load.recorder import Result
     from ..load.schedules import Schedule
     from ..load.target import Target
@@ -80,7 +81,10 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         from ..store.writer import check_out_dir
 
         check_out_dir(out_dir)  # before the load: a bad --out found after it would lose what was measured
-    result, doc = _load(plan)
+    from ..load.workers import Stopper
+
+    stopper = Stopper()
+    result, doc = _load(plan, stopper)
     if out_dir:
         err.print(f"stored in {_store(out_dir, plan, result, doc)}")
     if as_json:
@@ -89,7 +93,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         emit_json({**doc, "timeline": timeline_rows(result)})
     else:
         print_result(doc, result.latency())
-    _raise_for(doc, result, plan)
+    _raise_for(doc, result, plan, stopper.signum)
 
 
 def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan:
@@ -116,21 +120,21 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
                      time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
-def _load(plan: BenchPlan) -> tuple[Result, LoadSummary]:
+def _load(plan: BenchPlan, stopper: Stopper) -> tuple[Result, LoadSummary]:
     """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it."""
     from ..load import tls
     from ..load.cluster import open_fleet
     from ..load.compiled import engine_path
     from ..load.saturation import Machine, add_advice
     from ..load.summary import note_ramp_cut, result_doc
-    from ..load.workers import Stopper, run_load
+    from ..load.workers import run_load
 
     spec, sched, target = plan.load, plan.schedule, plan.target
     tls.probe(target, spec.timeout)
     with open_fleet(plan.cluster, err.print) as fleet:
         if fleet is not None:
             fleet.check_reach(target.host)
-        with stop_on_sigint(Stopper()) as stopper, LiveLine(f"{plan.url} ") as live:
+        with stop_on_signals(stopper), LiveLine(f"{plan.url} ") as live:
             result = run_load(spec, workers=plan.workers, cpus=plan.client_cpus, live=live, stopper=stopper,
                               fleet=fleet)
         cluster = fleet.describe() if fleet is not None else None
@@ -174,10 +178,10 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary) -> s
     return str(path)
 
 
-def _raise_for(doc: LoadSummary, result: Result, plan: BenchPlan) -> None:
+def _raise_for(doc: LoadSummary, result: Result, plan: BenchPlan, signum: int) -> None:
     """The exit code: a load that was cut short, partial, or measured only failures is not a 0."""
     if result.interrupted:
-        raise Interrupted("the numbers above cover the measured part only")
+        raise Interrupted("the numbers above cover the measured part only", signum=signum)
     if result.lost:
         raise LoadError("the load is partial: " + "; ".join(result.lost))
     ended = doc["started"] - doc["unfinished"]

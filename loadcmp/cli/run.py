@@ -10,8 +10,9 @@ from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from .app import cli, emit_json, stop_on_sigint
+from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out
+from .types import COUNT
 from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
@@ -152,7 +153,7 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     from ..load.cluster import open_fleet
 
     # the cluster first: a scheduler that cannot be reached is said before any container starts
-    with open_fleet(spec.cluster, err.print) as fleet, stop_on_sigint(Stopper()) as stopper, SweepDisplay() as disp:
+    with open_fleet(spec.cluster, err.print) as fleet, stop_on_signals(Stopper()) as stopper, SweepDisplay() as disp:
         if fleet is not None:
             fleet.check_reach(resolve(spec.docker_host, spec.server_address).address)
         outcome = run_sweep(spec, disp.hooks(), stopper, fleet=fleet)
@@ -181,9 +182,9 @@ VERDICT_STYLE = {"supported": "green", "not supported": "red", "inconclusive": "
 
 
 def raise_for_status(outcome: SweepOutcome) -> None:
-    """An interrupted run is `Interrupted` (exit 130), a failed one an error (exit 1)."""
+    """An interrupted run is `Interrupted` (exit 128 + the signal), a failed one an error (exit 1)."""
     if outcome.status == "interrupted":
-        raise Interrupted(results=Path(outcome.path))
+        raise Interrupted(results=Path(outcome.path), signum=outcome.signum)
     if outcome.status == "failed":
         raise LoadcmpError("; ".join(outcome.problems) or f"the run failed; see {outcome.path}/run.json")
 
@@ -227,7 +228,7 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
               help="Stack to run (repeatable, or 'all'); LABEL=STACK runs a stack under a label of its own.")
 @load_options
 @click.option("--page", help="Path requested (default /info.php).")
-@click.option("--trials", type=click.IntRange(min=1), help="Repeat every server x level this many times.")
+@click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
 @server_options
 @docker_options
 @click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")

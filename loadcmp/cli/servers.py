@@ -96,10 +96,13 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     if port is not None and not host.remote:
         lab.check_port_free(port)
     client = lab.docker_client(host.url)
+    reaped = lab.reap_orphans(client)
+    if reaped:
+        err.print(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
     with err.status(f"starting {stack.name}") as status:
         plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
                                    host=host)
-        dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]), host=host)
+        dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]), host=host, owned=False)
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,

@@ -85,9 +85,7 @@ class Count(click.ParamType):
             n = int(str(value).replace("_", ""))
         except ValueError:
             raise UsageError(f"bad {flag} {value!r}: give a whole number") from None
-        if n < self.minimum:
-            raise UsageError(f"bad {flag} {value!r}: must be at least {self.minimum}")
-        return n
+        return units.check_count(n, flag, self.minimum)
 
 
 DURATION = Duration()

@@ -18,7 +18,7 @@ from ..errors import ConfigError, UsageError
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
-from ..units import parse_cluster, parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
+from ..units import MAX_COUNT, parse_cluster, parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     elif "stacks" in fields:
         fields["servers"] = tuple(fields["stacks"])
     if errors:
-        raise ConfigError(f"{p.name}: {len(errors)} error(s)", errors)
+        raise ConfigError(errors[0] if len(errors) == 1 else f"{p.name}: {len(errors)} errors", errors)
     fields.setdefault("name", p.stem)
     return fields, extra
 
@@ -222,6 +222,8 @@ def _convert(key: str, kind: str, v: Any) -> Any:
         want(isinstance(v, int) and not isinstance(v, bool), "a whole number")
         if v < 1:
             raise ConfigError(f"must be >= 1, got {v}")
+        if v > MAX_COUNT:
+            raise ConfigError(f"must be at most {MAX_COUNT:,}, got {v}")
         return v
     if kind == "rate":
         want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "requests per second, like 1000")

@@ -8,7 +8,6 @@ sweep's leftovers when it ends, and `loadcmp down` removes any by label.
 
 from __future__ import annotations
 
-import http.client
 import io
 import math
 import random
@@ -24,8 +23,9 @@ from typing import Any
 from . import render
 from . import stacks
 from .dockerhost import DockerHost
-from ..errors import DockerUnavailable, LabError, ServerStartError, UsageError
+from ..errors import DockerUnavailable, LabError, ServerStartError, UsageError, signal_name
 from .images import LABEL, Log, no_log, build_images
+from .pages import get_inside, http_get
 
 
 def docker_client(url: str | None = None) -> Any:
@@ -132,6 +132,22 @@ class Deployment:
                 out[c.name] = c.attrs.get("State", {})
             except docker.errors.NotFound:
                 out[c.name] = {"Status": "removed"}
+        return out
+
+    def exit_notes(self, states: dict[str, Any]) -> list[str]:
+        """Each container that is not running, in words: how it ended (its exit code, and the
+        signal that code means) and its last log line, whole."""
+        out = []
+        for c in self.containers:
+            s = states.get(c.name, {})
+            if s.get("Status") == "running":
+                continue
+            code = s.get("ExitCode")
+            how = f"ended ({s.get('Status') or 'gone'})" if code is None else f"exited with code {code}"
+            if code is not None and code > 128:
+                how += f" ({signal_name(code - 128)})"
+            line = last_line(_tail(c, 20, sep="\n"))
+            out.append(f"{c.name} {how}" + (f"; its last log line: {line}" if line else ""))
         return out
 
     def logs(self, lines: int = 20) -> str:
@@ -250,8 +266,15 @@ def up(
     ready_timeout: float = 60.0,
     log: Log = no_log,
     host: DockerHost = LOCAL,
+    owned: bool = True,
 ) -> Deployment:
-    """Start a planned stack and wait until it answers; on any failure nothing is left."""
+    """Start a planned stack and wait until it answers; on any failure nothing is left.
+
+    `owned`: the containers are labelled with this process and machine, so that a later
+    command removes them if this one is killed outright (`reap_orphans`); `loadcmp up`'s
+    are not, as they outlive it on purpose."""
+    from .provenance import this_host, this_process
+
     import docker
 
     client = client or docker_client(host.url)
@@ -274,7 +297,8 @@ def up(
                 command=[r.role.mode],
                 name=f"loadcmp-{run_id}-{stack.name}-{r.role.name}-{r.port}",
                 network_mode="host",
-                labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.stack": stack.name, f"{LABEL}.role": r.role.name},
+                labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.stack": stack.name, f"{LABEL}.role": r.role.name,
+                        **({f"{LABEL}.owner": this_process(), f"{LABEL}.host": this_host()} if owned else {})},
                 ulimits=[docker.types.Ulimit(name="nofile", soft=render.nofile_limit(), hard=render.nofile_limit())],
                 init=True,
                 detach=True,
@@ -310,34 +334,6 @@ def _config_tar(files: dict[str, str]) -> bytes:
     return buf.getvalue()
 
 
-def http_get(port: int, path: str, timeout: float = 2.0, host: str = "127.0.0.1") -> tuple[int, bytes]:
-    """One plain GET (readiness, primer, status pages), on loopback unless the servers are elsewhere."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
-    try:
-        conn.request("GET", path, headers={"Connection": "close"})
-        resp = conn.getresponse()
-        return resp.status, resp.read()
-    finally:
-        conn.close()
-
-
-INSIDE_GET = ("timeout {timeout} bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && "
-              "printf \"GET {path} HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n\" >&3 && cat <&3'")
-"""bash's own /dev/tcp, all of it (the connect too) within `timeout` seconds: every image has bash, none curl."""
-
-
-def get_inside(container: Any, port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
-    """One GET on the container's own loopback, through the Docker API (a server on
-    another engine's host, whose status pages answer only there)."""
-    cmd = INSIDE_GET.format(port=port, path=path, timeout=timeout)
-    code, out = container.exec_run(["bash", "-c", cmd], demux=False)
-    head, _, body = (out or b"").partition(b"\r\n\r\n")
-    first = head.split(b"\r\n", 1)[0].split()
-    if code != 0 and not head or len(first) < 2 or not first[1].isdigit():
-        raise OSError(f"no HTTP answer on 127.0.0.1:{port} inside {container.name} (exit {code})")
-    return int(first[1]), body
-
-
 def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     last = "no answer"
@@ -364,14 +360,35 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
     )
 
 
-def _tail(container: Any, lines: int = 5) -> str:
+def _tail(container: Any, lines: int = 5, sep: str = " | ") -> str:
     import docker
 
     try:
         text = container.logs(tail=lines).decode(errors="replace").strip()
     except (docker.errors.DockerException, OSError):  # gone, or the engine went away: requests' errors are OSErrors
         text = ""
-    return " | ".join(text.splitlines()[-lines:]) or "(no log output)"
+    return sep.join(text.splitlines()[-lines:]) or "(no log output)"
+
+
+def last_line(text: str, width: int = 240) -> str:
+    """The last line that says something, cut at its end (never its start) to `width`."""
+    lines = [x.strip() for x in text.splitlines() if x.strip() and x.strip() != "(no log output)"]
+    if not lines:
+        return ""
+    line = lines[-1]
+    return line if len(line) <= width else line[: width - 1].rsplit(" ", 1)[0] + " …"
+
+
+def reap_orphans(client: Any) -> list[str]:
+    """Remove the containers of runs whose process is gone from this machine (SIGKILL, out of
+    memory, a crash) and return their names. `loadcmp up`'s stacks have no owner: they are
+    meant to outlive the command and are left alone, as are other machines' runs."""
+    from .provenance import owner_gone
+
+    gone = [c for c in labelled(client)
+            if (owner := c.labels.get(f"{LABEL}.owner")) and owner_gone(owner, c.labels.get(f"{LABEL}.host", ""))]
+    failed = _remove(gone)
+    return [c.name for c in gone if not any(f.startswith(c.name) for f in failed)]
 
 
 def labelled(client: Any, run_id: str | None = None) -> list[Any]:

@@ -17,6 +17,38 @@ from ..records import MachineInfo
 from ..units import mem_total
 
 
+def this_process() -> str:
+    """`pid:start` of this process (its start in clock ticks since boot): what a container or a
+    run.json records of its owner. A pid alone could be another process's by the time it is read."""
+    return f"{os.getpid()}:{_started(os.getpid())}"
+
+
+def this_host() -> str:
+    """The name of the machine the owner process runs on (its pid means nothing elsewhere)."""
+    return platform.node()
+
+
+def owner_gone(owner: str, host: str) -> bool:
+    """True when the process `owner` (from `this_process`) ran on this machine and is gone.
+    A process on another machine cannot be judged from here: False."""
+    if host != this_host():
+        return False
+    pid, _, start = owner.partition(":")
+    if not pid.isdigit():
+        return False
+    now = _started(int(pid))
+    return now is None or (start not in ("", "None") and str(now) != start)
+
+
+def _started(pid: int) -> int | None:
+    """A process's start time (field 22 of /proc/PID/stat), None when there is no such process."""
+    try:
+        stat = open(f"/proc/{pid}/stat").read()
+    except OSError:
+        return None
+    return int(stat.rsplit(")", 1)[1].split()[19])
+
+
 def machine_info(client: Any | None = None) -> MachineInfo:
     """Where the run ran; what cannot be read stays None (no Docker client: no Docker version)."""
     import docker

@@ -223,6 +223,40 @@ def _failed(index: int, worker: str, e: BaseException | None) -> LoadcmpError:
     return LoadError(f"load share {index} on Dask worker {worker} failed: {type(e).__name__}: {e}")
 
 
+SCHEDULER_GONE_S = 5.0
+"""How long a share's stop watch waits for a scheduler that does not answer before it stops the share."""
+
+
+def forward_live(lines: queue.SimpleQueue[Live | None], q: Any, dropped: list[str]) -> None:
+    """The share's live lines to the scheduler's queue, from a thread (the load's loop must not wait
+    for the scheduler); a line it does not take is counted in `dropped` (said once, after the load)."""
+    while (lv := lines.get()) is not None:
+        try:
+            q.put(lv)
+        except Exception as e:  # noqa: BLE001 - Dask's comm errors have no common base; counted, said once
+            dropped.append(f"{type(e).__name__}: {e}")
+
+
+def watch_stop(stop: Any, stopper: Stopper, done: threading.Event, gone: list[str]) -> None:
+    """Pass the parent's stop (a Dask Event) on to the share. A scheduler that stops answering for
+    SCHEDULER_GONE_S stops the share, since nothing it measures could be handed back, and says why
+    in `gone`: the watch neither spins on the error nor swallows the stop."""
+    since: float | None = None
+    while not done.is_set():
+        try:
+            if stop.wait(timeout=0.2):
+                stopper.stop()
+                return
+            since = None
+        except Exception as e:  # noqa: BLE001 - as above: the scheduler is gone or unreachable
+            since = since if since is not None else now()
+            if now() - since >= SCHEDULER_GONE_S:
+                gone.append(f"{type(e).__name__}: {e}")
+                stopper.stop()
+                return
+            done.wait(0.2)
+
+
 def _share(spec: LoadSpec, t_wall: float, cpus: str | None, queue_name: str, stop_name: str) -> Result:
     """A Dask task: one share of the load on this worker, from the wall-clock instant `t_wall`."""
     from distributed import Event, Queue, get_client
@@ -235,29 +269,27 @@ def _share(spec: LoadSpec, t_wall: float, cpus: str | None, queue_name: str, sto
     pin(cpus)
     lines: queue.SimpleQueue[Live | None] = queue.SimpleQueue()
     done = threading.Event()
+    dropped: list[str] = []  # live lines the scheduler did not take: the first error, and how many
+    gone: list[str] = []  # the stop watch lost the scheduler: why
 
-    def forward() -> None:  # the load's loop must not wait for the scheduler: a thread does
-        while (lv := lines.get()) is not None:
-            with contextlib.suppress(Exception):
-                q.put(lv)
-
-    def watch() -> None:
-        while not done.is_set():
-            with contextlib.suppress(Exception):
-                if stop.wait(timeout=0.2):
-                    stopper.stop()
-                    return
-
-    threads = [threading.Thread(target=forward, daemon=True), threading.Thread(target=watch, daemon=True)]
+    threads = [threading.Thread(target=forward_live, args=(lines, q, dropped), daemon=True),
+               threading.Thread(target=watch_stop, args=(stop, stopper, done, gone), daemon=True)]
     for t in threads:
         t.start()
     try:
-        return run_here(spec, t_load0, lines.put, stopper)
+        result = run_here(spec, t_load0, lines.put, stopper)
     finally:
         done.set()
         lines.put(None)
         for t in threads:
             t.join(timeout=2)
+    if gone:
+        result.warnings.append(f"the Dask scheduler stopped answering for {SCHEDULER_GONE_S:g} s ({gone[0]}): "
+                               "this share stopped early")
+    if dropped:
+        result.warnings.append(f"{len(dropped)} live line(s) of this share could not be sent to the scheduler "
+                               f"({dropped[0]}): the live display missed them; the figures are whole")
+    return result
 
 
 @contextlib.contextmanager

@@ -42,6 +42,9 @@ from .schedules import Schedule
 
 log = logging.getLogger("loadcmp")
 
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""What asks a load to stop and keep what it measured: Ctrl-C, `timeout` or a cancelled job, a closed terminal."""
+
 START_DELAY = 0.3
 """Seconds between planning the start and the first request (one process)."""
 SPAWN_DELAY = 2.0
@@ -76,6 +79,8 @@ class Stopper:
     def __init__(self) -> None:
         self._wake: tuple[asyncio.AbstractEventLoop, asyncio.Event] | None = None
         self.requested = False
+        self.signum = signal.SIGINT.value
+        """The signal that asked first (SIGINT when a test or a parent asked)."""
 
     @contextlib.contextmanager
     def bound(self, event: asyncio.Event) -> Iterator[None]:
@@ -88,7 +93,9 @@ class Stopper:
         finally:
             self._wake = None
 
-    def stop(self) -> None:
+    def stop(self, signum: int | None = None) -> None:
+        if not self.requested and signum is not None:
+            self.signum = signum
         self.requested = True
         wake = self._wake  # one read: the load may end (and unbind) meanwhile
         if wake is not None:
@@ -233,7 +240,8 @@ async def _watch(stop_ev: ProcessEvent, stop: asyncio.Event) -> None:
 
 def _worker_main(spec: LoadSpec, t_load0: float, cpus: str | None, q: Any, stop_ev: ProcessEvent) -> None:
     """Entry point of a worker process: run the share, send the result back."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # this process's owner: the parent stops it via stop_ev
+    for sig in STOP_SIGNALS:  # this process's owner, the parent, stops it via stop_ev
+        signal.signal(sig, signal.SIG_IGN)
     try:
         raise_nofile(spec.schedule.connections)
         pin(cpus)

@@ -20,7 +20,8 @@ from datetime import datetime
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..lab.containers import INSIDE_GET, Deployment
+from ..lab.containers import Deployment
+from ..lab.pages import INSIDE_GET
 from .metrics import CgroupSample, Sampler, ServerRow, parse_state_counts
 from .statuspages import STATUS_PARSERS
 

@@ -25,7 +25,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any, TypedDict, TypeVar
 
-from ..lab.containers import Deployment, http_get
+from ..lab.containers import Deployment
+from ..lab.pages import http_get
 from ..records import ServerMetrics
 from .statuspages import STATUS_PARSERS, with_busy_workers
 

@@ -18,8 +18,12 @@ from .tables import notes
 def warnings(data: Results) -> list[str]:
     """What a reader must know before trusting the numbers."""
     out: list[str] = []
-    for p in data.interrupted:
-        out.append(f"The run in {p} was interrupted: it holds only the trials finished before it stopped.")
+    for r in data.runs:
+        if r.status == "interrupted":
+            out.append(f"The run in {r.path} was interrupted: it holds only the trials finished before it stopped.")
+        elif r.status == "abandoned":
+            out.append(f"The run in {r.path} was abandoned: its process ended without finishing it (killed "
+                       "outright, out of memory, or the machine stopped); it holds only the trials stored before.")
     for r in data.runs:
         if r.status == "failed":
             out.append(f"The run in {r.path} failed: {'; '.join(r.problems) or 'see run.json'}")

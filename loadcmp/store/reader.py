@@ -24,7 +24,7 @@ from ..load.histogram import Histogram
 from ..records import LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics, SpecDoc, TrialRecord, missing_keys
 from .writer import FORMAT, SUMMARY_COLUMNS, summary_row
 
-_WORST: list[str] = ["complete", "running", "interrupted", "failed"]
+_WORST: list[str] = ["complete", "running", "interrupted", "abandoned", "failed"]
 """Statuses from best to worst: several runs together have the worst one."""
 
 
@@ -38,7 +38,14 @@ class Run:
 
     @property
     def status(self) -> RunStatus | str:
-        return self.doc.get("status", "unknown")
+        """As stored, but `abandoned` for a run left `running` by a process that is gone."""
+        status = self.doc.get("status", "unknown")
+        if status == "running" and "owner" in self.doc:
+            from ..lab.provenance import owner_gone
+
+            if owner_gone(self.doc["owner"], self.doc.get("host", "")):
+                return "abandoned"
+        return status
 
     @property
     def problems(self) -> list[str]:
@@ -83,8 +90,8 @@ class Results:
 
     @property
     def interrupted(self) -> list[Path]:
-        """The folders whose run was interrupted (they hold fewer trials than planned)."""
-        return [r.path for r in self.runs if r.status == "interrupted"]
+        """The folders whose run was interrupted or abandoned (they hold fewer trials than planned)."""
+        return [r.path for r in self.runs if r.status in ("interrupted", "abandoned")]
 
     @property
     def problems(self) -> list[str]:

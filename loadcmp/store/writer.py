@@ -41,15 +41,20 @@ SUMMARY_COLUMNS = [
 
 
 def _atomic_write(path: Path, write: Any) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
+    """Write beside `path`, then rename over it: a reader sees the old file or the new one, never
+    half of one. A full disk or a folder gone is a StoreError; the file as it was stays."""
+    tmp = ""
     try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+        os.close(fd)
         write(tmp)
         os.chmod(tmp, 0o644)
         os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
+    except BaseException as e:
+        if tmp and os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(e, OSError):
+            raise StoreError(f"cannot write {path}: {e.strerror or e}; the file as it was is kept") from None
         raise
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from ..lab import containers as lab
+from ..lab.pages import http_get
 from ..errors import LabError, PrimerError
 from ..lab.containers import Deployment
 
@@ -44,7 +44,7 @@ def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:
     waited = time.monotonic()
     while True:
         try:
-            return lab.http_get(dep.port, page, timeout=10, host=dep.host.address)
+            return http_get(dep.port, page, timeout=10, host=dep.host.address)
         except OSError as e:
             if time.monotonic() >= deadline:
                 waited_s = time.monotonic() - waited

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field, replace
 
 from .. import __version__
 from ..lab import dockerhost, containers as lab, stacks
-from ..errors import LabError, LoadcmpError
+from ..errors import LabError, LoadcmpError, signal_name
 from ..load.limits import check_nofile
 from ..load.workers import Fleet, Stopper
-from ..lab.provenance import git_commit, machine_info
+from ..lab.provenance import git_commit, machine_info, this_host, this_process
 from ..records import RunStatus
 from ..experiment.spec import RunSpec
 from ..store.writer import RunWriter, new_run_doc
@@ -63,14 +63,17 @@ class SweepOutcome:
     path: str
     status: RunStatus
     problems: list[str] = field(default_factory=list)
+    signum: int = 2
+    """The signal that stopped an interrupted run (SIGINT: Ctrl-C)."""
 
 
 def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stopper | None = None,
               images: dict[str, str] | None = None, fleet: Fleet | None = None) -> SweepOutcome:
     """Run every planned trial and store each as it ends; nothing is left running.
 
-    Ctrl-C (KeyboardInterrupt) ends the run `interrupted`, any other exception
-    `failed` with its cause; either is re-raised after the folder is final."""
+    A stop request (Ctrl-C, SIGTERM, SIGHUP) ends the run `interrupted`, as does a
+    second one (KeyboardInterrupt); any other exception ends it `failed` with its
+    cause; an exception is re-raised after the folder is final."""
     progress = progress or SweepHooks()
     check_limits(spec)
     spec = default_pinning(spec, progress.say)
@@ -79,13 +82,13 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
     try:
         status = run_trials(sweep, plan_sweep(spec))
     except BaseException as e:
-        sweep.problems.append(_cause(e))
+        sweep.problems.append(_cause(e, sweep.stopper))
         clean_up(sweep)
         sweep.writer.finish("interrupted" if isinstance(e, KeyboardInterrupt) else "failed", sweep.problems)
         raise
     clean_up(sweep)
     sweep.writer.finish(status, sweep.problems)
-    return SweepOutcome(str(sweep.writer.path), status, sweep.problems)
+    return SweepOutcome(str(sweep.writer.path), status, sweep.problems, sweep.stopper.signum)
 
 
 def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None,
@@ -94,6 +97,9 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
     host = dockerhost.resolve(spec.docker_host, spec.server_address)
     client = lab.docker_client(host.url)
+    reaped = lab.reap_orphans(client)
+    if reaped:
+        progress.say(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
     if images is None:
         needed = list(dict.fromkeys(i for s in servers for i in s.images))
         images = lab.build_images(client, needed, log=progress.say)
@@ -101,6 +107,7 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     name = spec.name or "-".join(spec.servers)
     doc = new_run_doc("run", name, spec.to_dict(), machine_info(client), __version__)
     doc["run_id"] = run_id
+    doc["owner"], doc["host"] = this_process(), this_host()
     doc["description"] = spec.description
     doc["git_commit"] = git_commit()
     doc["images"] = images
@@ -116,12 +123,12 @@ def run_trials(sweep: Sweep, planned: list[Planned]) -> RunStatus:
     for i, p in enumerate(planned):
         where = f"{p.label} at {p.level} clients, trial {p.trial}"
         if sweep.stopper.requested:
-            sweep.problems.append(f"stopped by Ctrl-C before {where}")
+            sweep.problems.append(f"stopped by {_by(sweep.stopper.signum)} before {where}")
             return "interrupted"
         sweep.progress.trial_start(p, i, len(planned), sweep.spec.duration + sweep.spec.warmup)
         outcome = run_trial(sweep, p)
         if outcome is None:
-            sweep.problems.append(f"stopped by Ctrl-C while {where} was starting")
+            sweep.problems.append(f"stopped by {_by(sweep.stopper.signum)} while {where} was starting")
             return "interrupted"
         sweep.writer.add_trial(outcome.record, outcome.timeline, outcome.samples)
         sweep.progress.trial_end(p, outcome.record)
@@ -145,10 +152,15 @@ def clean_up(sweep: Sweep) -> None:
         note_problem(sweep, f"{e} (run `loadcmp down`)")
 
 
-def _cause(e: BaseException) -> str:
+def _by(signum: int) -> str:
+    """Ctrl-C, SIGTERM, SIGHUP: what stopped a run, in the words a user knows."""
+    return "Ctrl-C" if signum == 2 else signal_name(signum)
+
+
+def _cause(e: BaseException, stopper: Stopper) -> str:
     """An exception in words for run.json; a bug names its type."""
     if isinstance(e, KeyboardInterrupt):
-        return "stopped by Ctrl-C"
+        return f"stopped by {_by(getattr(e, 'signum', stopper.signum))}"
     if isinstance(e, LoadcmpError):
         return str(e)
     return f"{type(e).__name__}: {e}"

@@ -220,14 +220,15 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
 def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence:
     """Docker's state of each container, the server's figures, and the limits its logs,
     status pages and OOM kills show (before the containers stop: their logs go with them)."""
+    states = dep.state()
     containers = {name: ContainerState(Status=s.get("Status"), ExitCode=s.get("ExitCode"),
                                        OOMKilled=s.get("OOMKilled"))
-                  for name, s in dep.state().items()}
+                  for name, s in states.items()}
     exited = any(c["Status"] != "running" for c in containers.values())
     server = summarize(m.samples)
     found = evidence.examine(dep, m.window, m.summary["failures"], m.samples, server.get("oom_kills", 0),
                              spec.server_memory)
-    return Evidence(containers, server, dep.logs(5)[-300:] if exited else None, found)
+    return Evidence(containers, server, "; ".join(dep.exit_notes(states)) if exited else None, found)
 
 
 def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: Measurement,

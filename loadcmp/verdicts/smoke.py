@@ -149,25 +149,30 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
 
 
 def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict]:
-    """rps may not drop, p99 may not grow, by more than `margin` against the baseline."""
+    """rps may not drop, p99 may not grow, by more than `margin` against the baseline.
+
+    Nothing measured now where the baseline measured something is the worst regression
+    and fails (a trial that never ran, 0 req/s, no response to take a p99 of), as `evaluate`
+    treats a check with nothing measured; only a baseline that measured nothing gives no verdict."""
     out = []
 
     def by_key(r: Results) -> dict[tuple[str, int], list[LoadSummary]]:
         acc: dict[tuple[str, int], list[LoadSummary]] = {}
         for t in r.trials:
+            got = acc.setdefault((t["server"], t["level"]), [])
             if t.get("result"):
-                acc.setdefault((t["server"], t["level"]), []).append(t["result"])
+                got.append(t["result"])
         return acc
 
     cur, old = by_key(res), by_key(base)
 
     def rps(r: Results, key: tuple[str, int]) -> float | None:
-        vals = [x["rps"] for x in (cur if r is res else old).get(key, []) if x["rps"]]
+        vals = [x["rps"] for x in (cur if r is res else old).get(key, [])]
         return sum(vals) / len(vals) if vals else None
 
     def p99(r: Results, key: tuple[str, int]) -> float | None:
-        v = r.pooled_latency(*key).percentile(99)  # pooled, as Table 1 and the checks
-        return units.ms(v) if v else None
+        h = r.pooled_latency(*key)  # pooled, as Table 1 and the checks
+        return units.ms(h.percentile(99)) if h.count else None
 
     # (name, getter, +1 if higher is better, unit)
     figures: tuple[tuple[str, Callable[[Results, tuple[str, int]], float | None], int, str], ...] = (
@@ -178,15 +183,21 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
         label = f"{key[0]} at {key[1]} clients"
         for name, get, better, unit in figures:
             now_v, was = get(res, key), get(base, key)
-            if now_v is None or was is None:
+            check = f"{name} vs baseline (max {'-' if better > 0 else '+'}{margin:.0%})"
+            if not was:
+                continue  # the baseline measured nothing here: nothing to hold the run to
+            if now_v is None or (name == "rps" and now_v == 0):
+                what = "no trial was measured" if not cur[key] else "nothing was served"
+                out.append(Verdict(key[0], check, now_v, "-" if now_v is None else f"{now_v:,.1f}{unit.strip()}",
+                                   False, f"{label}: {what}, against the baseline's {name} {was:,.1f}{unit}",
+                                   "baseline"))
                 continue
             worse = better * (was - now_v) / was  # > 0: a regression of that fraction
             ok = worse <= margin
             direction = ("below" if now_v < was else "above")
             bound = client_bound(res.cell(*key)) or client_bound(base.cell(*key))
             out.append(Verdict(
-                key[0], f"{name} vs baseline (max {'-' if better > 0 else '+'}{margin:.0%})", now_v,
-                f"{now_v:,.1f}{unit.strip()}", ok,
+                key[0], check, now_v, f"{now_v:,.1f}{unit.strip()}", ok,
                 f"{label}: {name} {now_v:,.1f}{unit} is {abs(now_v - was) / was:.0%} {direction} the baseline "
                 f"{was:,.1f}{unit}" + ("" if ok else f" (worse by more than {margin:.0%})")
                 + ("" if bound is None else f" (client-bound, the change may be the client's: {bound.reason})"),
