@@ -286,5 +286,7 @@ def missing_keys(doc: dict[str, Any], kind: type) -> list[str]:
 
     Read from the annotations' text: with postponed annotations, Python 3.11's
     `__required_keys__` does not see `NotRequired`."""
+    if not getattr(kind, "__total__", True):
+        return []  # total=False: every key may be absent
     text = {k: str(getattr(a, "__forward_arg__", a)) for k, a in kind.__annotations__.items()}
     return [k for k, a in text.items() if not a.startswith("NotRequired[") and k not in doc]

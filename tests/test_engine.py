@@ -25,7 +25,7 @@ pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest
 ENGINES = ["fast", "aiohttp"]
 
 
-def load(url: str, sched=Closed(4), duration=1.5, engine="fast", keepalive=False, timeout=10.0, warmup=0.0,
+def load(url: str, sched=Closed(4), duration=0.6, engine="fast", keepalive=False, timeout=10.0, warmup=0.0,
          workers=1) -> Result:
     spec = LoadSpec(make_target(url, keepalive=keepalive), sched, duration, warmup=warmup, timeout=timeout,
                     engine=engine)

@@ -24,11 +24,17 @@ PROJECT_DATA = ["Dockerfile.apache", "Dockerfile.nginx",
 """What the wheel must carry in loadcmp/_data, byte for byte (setup.py's PROJECT_DATA, file by file)."""
 
 
+def _head() -> str | None:
+    """This checkout's commit as git says it (None where git will not answer here)."""
+    r = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
+    return r.stdout.strip() if r.returncode == 0 else None
+
+
 def test_project_root_prefers_loadcmp_home_then_the_checkout(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("LOADCMP_HOME", str(tmp_path))
     assert stacks.project_root() == tmp_path
     assert stacks.configs_dir() == tmp_path / "configs"
-    assert provenance.git_commit() is None  # not a checkout: git is not even asked
+    assert provenance.git_commit() == _head()  # the code's checkout, not LOADCMP_HOME's configs
     monkeypatch.setenv("LOADCMP_HOME", "")  # empty counts as unset
     assert stacks.project_root() == ROOT
     monkeypatch.delenv("LOADCMP_HOME")

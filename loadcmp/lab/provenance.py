@@ -9,9 +9,9 @@ import contextlib
 import os
 import platform
 import subprocess
+from pathlib import Path
 from typing import Any
 
-from .stacks import project_root
 from ..load.limits import nofile
 from ..records import MachineInfo
 from ..units import mem_total
@@ -73,9 +73,10 @@ def machine_info(client: Any | None = None) -> MachineInfo:
 
 
 def git_commit() -> str | None:
-    """The commit of the checkout loadcmp runs from; None when installed from a wheel (no `.git` there:
-    git is not asked, so a venv inside someone else's repository does not report that one's commit)."""
-    root = project_root()
+    """The commit of the checkout loadcmp's code runs from; None when installed from a wheel (no
+    `.git` there: git is not asked, so a venv inside someone else's repository does not report that
+    one's commit). Not LOADCMP_HOME's: that holds stacks and pages, not the code that ran."""
+    root = Path(__file__).resolve().parents[2]
     if not (root / ".git").exists():
         return None
     with contextlib.suppress(OSError, subprocess.SubprocessError):

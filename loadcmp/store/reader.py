@@ -180,7 +180,8 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
     missing = missing_keys(doc, RunDoc) or (["spec"] if not isinstance(doc["spec"], dict) else
                                             [f"spec.{k}" for k in missing_keys(doc["spec"], SpecDoc)])
     if missing:
-        raise StoreError(f"{rj} is not a complete run.json (no {', '.join(missing)})")
+        raise StoreError(f"{rj} is not a complete run.json (no {', '.join(missing)}): damaged, or written by an "
+                         "older loadcmp (re-run it, or read it with the version that wrote it)")
 
     def read(name: str) -> pd.DataFrame:
         f = p / name
