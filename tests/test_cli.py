@@ -7,6 +7,7 @@ import os
 import signal
 import time
 
+import click
 import pytest
 from click.testing import CliRunner
 
@@ -123,6 +124,13 @@ def test_sigterm_and_sighup_stop_as_ctrl_c_does_and_a_second_one_at_once(sig):
             time.sleep(0.5)
     assert {s: signal.getsignal(s) for s in before} == before
     assert exit_code_of(e.value) == 128 + signal.SIGINT
+    try:  # click turns a KeyboardInterrupt into Abort (`from None`): the signal is still read
+        try:
+            raise StopNow(sig)
+        except KeyboardInterrupt:
+            raise click.Abort() from None
+    except click.Abort as abort:
+        assert exit_code_of(abort) == 128 + sig
     assert exit_code_of(Interrupted(signum=sig)) == 128 + sig
     assert str(Interrupted(signum=sig)) == f"interrupted by {signal.Signals(sig).name}"
 

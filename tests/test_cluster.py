@@ -178,11 +178,11 @@ def test_a_stop_watch_that_lost_its_scheduler_neither_spins_nor_swallows_the_sto
     cluster.watch_stop(event, stopper, done, gone)
     took = time.monotonic() - t0
     assert stopper.requested and gone and "OSError" in gone[0]
-    assert 1.0 <= took < 5 and event.calls <= 2 * took / 0.2 + 2, (took, event.calls)  # ~5 tries a second
+    assert took >= 1.0 and event.calls <= took / 0.2 + 2, (took, event.calls)  # no spin: ~5 tries a second
     lines: queue.SimpleQueue = queue.SimpleQueue()
     for x in range(3):
         lines.put(x)
     lines.put(None)
     dropped: list[str] = []
-    cluster.forward_live(lines, _GoneScheduler(), dropped)
-    assert len(dropped) == 3 and dropped[0].startswith("OSError")
+    assert cluster.forward_live(lines, _GoneScheduler(), dropped) == 3
+    assert dropped[0].startswith("OSError") and dropped[1:] == ["3"]

@@ -1,7 +1,8 @@
 """The click group and the one place where errors become messages and exit codes.
 
 Exit codes (ARCHITECTURE.md, "Contracts"): 0 done, 1 a runtime error with a
-one-line cause, 2 bad usage, 3 a smoke threshold not met, 130 interrupted.
+one-line cause, 2 bad usage, 3 a smoke threshold not met, 128 + the signal when
+interrupted (130 Ctrl-C, 143 SIGTERM, 129 SIGHUP).
 Library code raises `LoadcmpError`s and never exits; click's own usage errors
 are shown as the same one line. Anything else is a bug and keeps its traceback.
 """
@@ -56,7 +57,9 @@ def exit_code_of(e: BaseException) -> int:
         click.echo(f"error: {e.format_message()}", err=True)
         return EXIT_USAGE
     if isinstance(e, (click.Abort, KeyboardInterrupt)):
-        signum = getattr(e, "signum", signal.SIGINT.value)
+        # click turns a KeyboardInterrupt (our StopNow too) into Abort; the signal rides on its context
+        signum = next((s for x in (e, e.__cause__, e.__context__) if (s := getattr(x, "signum", None))),
+                      signal.SIGINT.value)
         click.echo("interrupted" if signum == signal.SIGINT else f"stopped at once by {signal_name(signum)}", err=True)
         return 128 + signum
     if isinstance(e, click.ClickException):
@@ -101,6 +104,36 @@ def setup_debug_log() -> None:
     log.setLevel(logging.DEBUG)
 
 
+def _quiet_closed_terminal() -> None:
+    """After a hang-up, writing to the terminal fails (EIO): the run's last lines go to /dev/null,
+    so that stopping it cleanly cannot fail on them."""
+    import os
+
+    for fd in (1, 2):
+        with contextlib.suppress(OSError):
+            if os.isatty(fd):
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, fd)
+                os.close(null)
+
+
+@contextlib.contextmanager
+def abort_on_signals() -> Iterator[None]:
+    """For a command that starts containers and leaves (`up`): SIGTERM or SIGHUP while they start
+    raises StopNow at once, so that the start's clean-up removes what it had started."""
+    from ..load.workers import STOP_SIGNALS
+
+    def on_signal(signum: int, frame: FrameType | None) -> None:
+        raise StopNow(signum)
+
+    old = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN}
+    try:
+        yield
+    finally:
+        for sig, handler in old.items():
+            signal.signal(sig, handler)
+
+
 class StopNow(KeyboardInterrupt):
     """A second stop signal: end at once (the `finally` blocks still remove the containers)."""
 
@@ -122,11 +155,14 @@ def stop_on_signals(stopper: Stopper) -> Iterator[Stopper]:
     from ..load.workers import STOP_SIGNALS
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
+        if signum == signal.SIGHUP:
+            _quiet_closed_terminal()
         if stopper.requested:
             raise StopNow(signum)
         stopper.stop(signum)
 
-    old = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS}
+    # a signal ignored on purpose (`nohup`, a background job's SIGINT) stays ignored
+    old = {sig: signal.signal(sig, on_signal) for sig in STOP_SIGNALS if signal.getsignal(sig) != signal.SIG_IGN}
     try:
         yield stopper
     finally:

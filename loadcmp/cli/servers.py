@@ -7,7 +7,7 @@ from typing import Any
 import click
 from rich.table import Table
 
-from .app import cli, emit_json
+from .app import abort_on_signals, cli, emit_json
 from .display import err, out
 from .options import docker_host_option, docker_options, json_option, server_options
 from ..lab.dockerhost import resolve
@@ -102,7 +102,8 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     with err.status(f"starting {stack.name}") as status:
         plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
                                    host=host)
-        dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]), host=host, owned=False)
+        with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
+            dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]), host=host, owned=False)
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,

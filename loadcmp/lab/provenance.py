@@ -24,29 +24,45 @@ def this_process() -> str:
 
 
 def this_host() -> str:
-    """The name of the machine the owner process runs on (its pid means nothing elsewhere)."""
-    return platform.node()
+    """Where the owner's pid means something: the machine's name, this boot, and this pid namespace.
+    Two machines of one name, a reboot, or a loadcmp in a container beside one on the host are each
+    another `host`, whose processes are never judged from here."""
+    boot, pidns = "", ""
+    with contextlib.suppress(OSError):
+        boot = open("/proc/sys/kernel/random/boot_id").read().strip()
+    with contextlib.suppress(OSError):
+        pidns = str(os.stat("/proc/self/ns/pid").st_ino)
+    return f"{platform.node()}/{boot}/{pidns}"
 
 
 def owner_gone(owner: str, host: str) -> bool:
-    """True when the process `owner` (from `this_process`) ran on this machine and is gone.
-    A process on another machine cannot be judged from here: False."""
+    """True when the process `owner` (from `this_process`) ran here (`this_host`) and is gone:
+    no such pid, a pid now another process's (its start differs), or a zombie. Anything that
+    cannot be judged from here is not gone."""
     if host != this_host():
         return False
     pid, _, start = owner.partition(":")
     if not pid.isdigit():
         return False
-    now = _started(int(pid))
-    return now is None or (start not in ("", "None") and str(now) != start)
+    stat = _stat(int(pid))
+    if stat is None:
+        return True
+    state, started = stat
+    return state == "Z" or (start.isdigit() and started != int(start))
 
 
 def _started(pid: int) -> int | None:
-    """A process's start time (field 22 of /proc/PID/stat), None when there is no such process."""
+    stat = _stat(pid)
+    return None if stat is None else stat[1]
+
+
+def _stat(pid: int) -> tuple[str, int] | None:
+    """A process's state and start time (fields 3 and 22 of /proc/PID/stat); None: no such process."""
     try:
-        stat = open(f"/proc/{pid}/stat").read()
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     except OSError:
         return None
-    return int(stat.rsplit(")", 1)[1].split()[19])
+    return fields[0], int(fields[19])
 
 
 def machine_info(client: Any | None = None) -> MachineInfo:

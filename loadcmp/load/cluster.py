@@ -227,30 +227,34 @@ SCHEDULER_GONE_S = 5.0
 """How long a share's stop watch waits for a scheduler that does not answer before it stops the share."""
 
 
-def forward_live(lines: queue.SimpleQueue[Live | None], q: Any, dropped: list[str]) -> None:
+def forward_live(lines: queue.SimpleQueue[Live | None], q: Any, dropped: list[str]) -> int:
     """The share's live lines to the scheduler's queue, from a thread (the load's loop must not wait
-    for the scheduler); a line it does not take is counted in `dropped` (said once, after the load)."""
+    for the scheduler); returns how many it did not take, and keeps the first error in `dropped`."""
+    lost = 0
     while (lv := lines.get()) is not None:
         try:
             q.put(lv)
         except Exception as e:  # noqa: BLE001 - Dask's comm errors have no common base; counted, said once
-            dropped.append(f"{type(e).__name__}: {e}")
+            lost += 1
+            if not dropped:
+                dropped.append(f"{type(e).__name__}: {e}")
+            dropped[1:] = [str(lost)]
+    return lost
 
 
 def watch_stop(stop: Any, stopper: Stopper, done: threading.Event, gone: list[str]) -> None:
     """Pass the parent's stop (a Dask Event) on to the share. A scheduler that stops answering for
     SCHEDULER_GONE_S stops the share, since nothing it measures could be handed back, and says why
     in `gone`: the watch neither spins on the error nor swallows the stop."""
-    since: float | None = None
+    answered = now()  # a call to a gone scheduler may itself take Dask's connect timeout: count from here
     while not done.is_set():
         try:
             if stop.wait(timeout=0.2):
                 stopper.stop()
                 return
-            since = None
+            answered = now()
         except Exception as e:  # noqa: BLE001 - as above: the scheduler is gone or unreachable
-            since = since if since is not None else now()
-            if now() - since >= SCHEDULER_GONE_S:
+            if now() - answered >= SCHEDULER_GONE_S:
                 gone.append(f"{type(e).__name__}: {e}")
                 stopper.stop()
                 return
@@ -269,7 +273,7 @@ def _share(spec: LoadSpec, t_wall: float, cpus: str | None, queue_name: str, sto
     pin(cpus)
     lines: queue.SimpleQueue[Live | None] = queue.SimpleQueue()
     done = threading.Event()
-    dropped: list[str] = []  # live lines the scheduler did not take: the first error, and how many
+    dropped: list[str] = []  # the first error of the live lines the scheduler did not take
     gone: list[str] = []  # the stop watch lost the scheduler: why
 
     threads = [threading.Thread(target=forward_live, args=(lines, q, dropped), daemon=True),
@@ -287,8 +291,9 @@ def _share(spec: LoadSpec, t_wall: float, cpus: str | None, queue_name: str, sto
         result.warnings.append(f"the Dask scheduler stopped answering for {SCHEDULER_GONE_S:g} s ({gone[0]}): "
                                "this share stopped early")
     if dropped:
-        result.warnings.append(f"{len(dropped)} live line(s) of this share could not be sent to the scheduler "
-                               f"({dropped[0]}): the live display missed them; the figures are whole")
+        result.warnings.append(f"{dropped[-1] if len(dropped) > 1 else 1} live line(s) of this share could not be "
+                               f"sent to the scheduler ({dropped[0]}): the live display missed them; the figures "
+                               "are whole")
     return result
 
 

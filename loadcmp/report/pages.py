@@ -103,7 +103,7 @@ def html_page(r: Report) -> str:
              f"<style>{CSS}</style></head><body>", f"<h1>{_e(r.title)}</h1>", f"<p class='lead'>{_e(_lead(r))}</p>"]
     if r.data.interrupted:
         parts.append("<div class='banner bad'><b>Interrupted run.</b> These results hold only the trials that "
-                     "finished before the run was stopped.</div>")
+                     "finished before the run was stopped (or its process was killed: see the warnings).</div>")
     parts.append("<h2>Findings</h2>")
     if r.claims:
         parts.append("<h3>The write-up's claims, judged</h3><ul>" + "".join(

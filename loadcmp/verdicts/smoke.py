@@ -177,9 +177,7 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
     # (name, getter, +1 if higher is better, unit)
     figures: tuple[tuple[str, Callable[[Results, tuple[str, int]], float | None], int, str], ...] = (
         ("rps", rps, 1, ""), ("p99", p99, -1, " ms"))
-    for key in cur:
-        if key not in old:
-            continue
+    for key in old:  # every cell the baseline measured: one the run lacks is a regression too
         label = f"{key[0]} at {key[1]} clients"
         for name, get, better, unit in figures:
             now_v, was = get(res, key), get(base, key)
@@ -187,7 +185,7 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
             if not was:
                 continue  # the baseline measured nothing here: nothing to hold the run to
             if now_v is None or (name == "rps" and now_v == 0):
-                what = "no trial was measured" if not cur[key] else "nothing was served"
+                what = "no trial was measured" if not cur.get(key) else "nothing was served"
                 out.append(Verdict(key[0], check, now_v, "-" if now_v is None else f"{now_v:,.1f}{unit.strip()}",
                                    False, f"{label}: {what}, against the baseline's {name} {was:,.1f}{unit}",
                                    "baseline"))
