@@ -173,17 +173,21 @@ def test_a_run_killed_outright_is_cleaned_up_by_the_next_and_reported_abandoned(
     assert [c.name for c in lab.labelled(docker_client)] == [c.name for c in left], "SIGKILL runs no cleanup"
     killed = newest(tmp_path / "killed")
     assert json.loads((killed / "run.json").read_text())["status"] == "running"
-    # a stack of `loadcmp up` has no owner: it outlives its command on purpose and is not reaped
-    up = CliRunner().invoke(cli, ["up", "--server", "nginx", "--json"])
-    assert up.exit_code == 0, up.output
-    assert "left by runs whose process is gone" in up.stderr and left[0].name in up.stderr
-    kept = {c.name for c in lab.labelled(docker_client)}
-    assert kept and not kept & {c.name for c in left}
-    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "2", "-t", "1", "--warmup", "0",
-                                   "--page", "/index.html", "--out", str(tmp_path / "next")])
-    assert res.exit_code == 0, res.output
-    assert {c.name for c in lab.labelled(docker_client)} == kept, "the next run reaped what `up` started"
-    lab.down(docker_client)
+    try:
+        # the next command removes them, and says so; a stack of `loadcmp up` has no owner: it
+        # outlives its command on purpose and is not reaped by the run after it
+        up = subprocess.run([sys.executable, "-m", "loadcmp", "up", "--server", "nginx", "--json"], env=env,
+                            capture_output=True, text=True, timeout=120)
+        assert up.returncode == 0, up.stderr
+        assert "left by runs whose process is gone" in up.stderr and left[0].name in up.stderr, up.stderr
+        kept = {c.name for c in lab.labelled(docker_client)}
+        assert kept and not kept & {c.name for c in left}
+        res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "2", "-t", "1", "--warmup", "0",
+                                       "--page", "/index.html", "--out", str(tmp_path / "next")])
+        assert res.exit_code == 0, res.output
+        assert {c.name for c in lab.labelled(docker_client)} == kept, "the next run reaped what `up` started"
+    finally:
+        lab.down(docker_client)
     r = load_results(killed)
     assert r.status == "abandoned"
     report = CliRunner().invoke(cli, ["report", str(killed), "--format", "md", "--out", str(tmp_path / "rep")])

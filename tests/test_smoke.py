@@ -166,3 +166,19 @@ def test_a_server_that_did_not_run_is_not_measured(tmp_path):
     outs = sm.evaluate(load_results(folder), sm.parse_checks(["rps>1"]))
     failed = [o for o in outs if not o.passed]
     assert [o.server for o in failed] == ["apache-prefork"] and "server did not start" in failed[0].message
+
+
+def test_a_level_the_run_lacks_fails_its_baseline_but_a_server_it_did_not_choose_does_not(tmp_path):
+    now = tmp_path / "now"
+    shutil.copytree(FIXTURE, now)
+    run = json.loads((now / "run.json").read_text())
+    first = (run["trials"][0]["server"], run["trials"][0]["level"])
+    run["trials"] = [t for t in run["trials"] if (t["server"], t["level"]) != first]  # a sweep cut short
+    (now / "run.json").write_text(json.dumps(run))
+    outs = sm.compare_baseline(load_results(now), load_results(FIXTURE), 10.0)
+    lacking = [o for o in outs if not o.passed]
+    assert lacking and all("no trial was measured" in o.message and o.server == first[0] for o in lacking)
+    run["trials"] = [t for t in run["trials"] if t["server"] != first[0]]  # that server not chosen at all
+    (now / "run.json").write_text(json.dumps(run))
+    outs = sm.compare_baseline(load_results(now), load_results(FIXTURE), 10.0)
+    assert outs and all(o.passed for o in outs) and all(o.server != first[0] for o in outs)

@@ -177,7 +177,10 @@ def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict
     # (name, getter, +1 if higher is better, unit)
     figures: tuple[tuple[str, Callable[[Results, tuple[str, int]], float | None], int, str], ...] = (
         ("rps", rps, 1, ""), ("p99", p99, -1, " ms"))
-    for key in old:  # every cell the baseline measured: one the run lacks is a regression too
+    ran = {server for server, _ in cur}
+    for key in old:  # every cell of the baseline's whose server this run has: one it lacks is a regression too
+        if key[0] not in ran:
+            continue  # a server this run did not choose (smoke --server): nothing to hold it to
         label = f"{key[0]} at {key[1]} clients"
         for name, get, better, unit in figures:
             now_v, was = get(res, key), get(base, key)
