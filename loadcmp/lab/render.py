@@ -53,13 +53,16 @@ class Rendered:
     files: dict[str, str] = field(default_factory=dict)
 
 
-def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1") -> list[Rendered]:
+def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1", *,
+           nofile: int | None = None) -> list[Rendered]:
     """Render every role's config files; `ports` maps role name to its port, `bind` is
-    where the front role listens (the others stay on 127.0.0.1)."""
+    where the front role listens (the others stay on 127.0.0.1), `nofile` the servers'
+    open-file limit (None: this machine's, `nofile_limit`)."""
     out: list[Rendered] = []
     for role in stack.roles:
         port = ports[role.name]
-        vals: dict[str, Any] = {"stack": stack.name, "port": port, "nofile": nofile_limit(),
+        vals: dict[str, Any] = {"stack": stack.name, "port": port,
+                                "nofile": nofile_limit() if nofile is None else nofile,
                                 "bind": bind if role.name == stack.front.name else "127.0.0.1"}
         for k, v in settings.items():
             vals[k.replace(".", "_")] = _fmt(v, apache=k.startswith("apache."))
@@ -120,11 +123,11 @@ class DeploymentPlan:
 
 
 def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
-                    memory: int | None = None, bind: str = "127.0.0.1") -> DeploymentPlan:
+                    memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None) -> DeploymentPlan:
     """Settings in effect (checked), then every role's configs rendered for `ports`."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
     settings = effective_settings(stack, overrides)
-    return DeploymentPlan(stack, settings, dict(ports), tuple(render(stack, settings, ports, bind)), cpus, memory,
-                          bind)
+    return DeploymentPlan(stack, settings, dict(ports), tuple(render(stack, settings, ports, bind, nofile=nofile)),
+                          cpus, memory, bind)
