@@ -105,15 +105,21 @@ def parse_size(text: str | int, what: str = "size") -> int:
     return value
 
 
-def parse_memory_cap(text: str | int, what: str = "memory cap") -> int:
-    """A container memory cap: a size Docker accepts (>= 6 MiB) that this machine has."""
+def parse_memory_cap(text: str | int, what: str = "memory cap", here: bool = True) -> int:
+    """A container memory cap: a size Docker accepts (>= 6 MiB); `here`: that this machine has
+    (`check_memory` for another machine)."""
     n = parse_size(text, what)
     if n < 6 * 1024 * 1024:
         raise UsageError(f"bad {what} {text!r}: Docker needs at least 6 MiB")
-    total = mem_total()
-    if total and n > total:
-        raise UsageError(f"bad {what} {text!r}: more than this machine has ({format_bytes(total)})")
+    if here:
+        check_memory(n, mem_total(), "this machine", what)
     return n
+
+
+def check_memory(n: int, total: int | None, where: str, what: str = "--server-memory") -> None:
+    """A memory cap no larger than the memory of the machine that runs the container (None: unknown)."""
+    if total and n > total:
+        raise UsageError(f"bad {what} {format_bytes(n)}: more than {where} has ({format_bytes(total)})")
 
 
 def parse_rate(text: str | int | float, what: str = "rate") -> float:
@@ -200,8 +206,9 @@ def parse_levels(text: str | int | list[int] | tuple[int, ...]) -> list[int]:
     return out
 
 
-def parse_cpus(text: str | None) -> str | None:
-    """A cpuset like '1', '0-1', '0,1' checked against this machine's CPUs; None = not pinned."""
+def parse_cpus(text: str | None, here: bool = True) -> str | None:
+    """A cpuset like '1', '0-1', '0,1'; `here`: checked against this machine's CPUs
+    (`check_cpus` for another machine's); None = not pinned."""
     if text is None:
         return None
     text = str(text).strip()
@@ -213,11 +220,16 @@ def parse_cpus(text: str | None) -> str | None:
         a, _, b = part.partition("-")
         if b and int(b) < int(a):
             raise UsageError(f"bad CPU set {text!r}: range {part} runs backwards, write {b}-{a}")
-    n = os.cpu_count() or 1
-    for cpu in cpu_list(text):
-        if cpu >= n:
-            raise UsageError(f"bad CPU set {text!r}: this machine has CPUs 0-{n - 1}")
+    if here:
+        check_cpus(text, os.cpu_count() or 1, "this machine")
     return text
+
+
+def check_cpus(cpuset: str, n: int, where: str) -> None:
+    """Every CPU of a (valid) set is one of the `n` CPUs of the machine that runs it."""
+    for cpu in cpu_list(cpuset):
+        if cpu >= n:
+            raise UsageError(f"bad CPU set {cpuset!r}: {where} has CPUs 0-{n - 1}")
 
 
 def cpu_list(cpuset: str) -> list[int]:
