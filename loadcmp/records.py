@@ -100,6 +100,10 @@ class SpecDoc(TypedDict):
     cluster: NotRequired[str | None]  #: `local:N` or `tcp://HOST:PORT`
     docker_host: NotRequired[str | None]  #: the engine the stacks ran on (None: this machine's)
     server_address: NotRequired[str | None]
+    tlsverify: NotRequired[bool]  #: TLS to a tcp:// docker_host, its certificate verified
+    tlscacert: NotRequired[str | None]  #: paths only, as given
+    tlscert: NotRequired[str | None]
+    tlskey: NotRequired[str | None]
     server_cpus: NotRequired[str | None]
     client_cpus: NotRequired[str | None]
     server_memory: NotRequired[int | None]  #: bytes

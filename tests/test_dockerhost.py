@@ -107,9 +107,12 @@ def test_cli_refuses_bad_docker_flags_in_one_line():
 
 
 def test_an_engine_that_does_not_answer_is_one_line_exit_1():
+    """One line says why, after the one line that warns of a plain-text engine."""
     res = CliRunner().invoke(cli, ["down", "--docker-host", "tcp://127.0.0.1:9"])
-    assert res.exit_code == 1 and "no Docker engine answers at tcp://127.0.0.1:9" in res.output, res.output
-    assert len(res.output.strip().splitlines()) == 1
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    warning, error = res.output.strip().splitlines()
+    assert warning.startswith("warning: tcp://127.0.0.1:9 is a plain-text Docker engine"), res.output
+    assert error == "error: no Docker engine answers at tcp://127.0.0.1:9 (Connection refused)", res.output
 
 
 def test_cpu_time_is_read_a_little_late_between_two_readings():

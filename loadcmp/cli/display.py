@@ -10,6 +10,7 @@ import sys
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console
+from rich.markup import escape
 from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
@@ -23,6 +24,12 @@ if TYPE_CHECKING:  # the engine (numpy, uvloop) is imported when a load starts
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+
+
+def warn(text: str | None) -> None:
+    """One line on stderr, `warning: ...`, never wrapped (nothing when there is nothing to say)."""
+    if text:
+        err.print(f"[yellow]warning:[/yellow] {escape(text)}", soft_wrap=True)
 
 
 class LiveLine:

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE
+from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE, SERVER_CPUS
+
+if TYPE_CHECKING:
+    from ..lab.dockerhost import DockerHost
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -92,7 +95,7 @@ def server_options(f: F) -> F:
                      help="Override a tunable, e.g. prefork.MaxRequestWorkers=500 (repeatable).")(f)
     f = click.option("--server-memory", type=MEMORY, metavar="SIZE",
                      help="Memory cap per server container, e.g. 512m, 3g.")(f)
-    f = click.option("--server-cpus", type=CPUS, metavar="CPUS",
+    f = click.option("--server-cpus", type=SERVER_CPUS, metavar="CPUS",
                      help="CPU set for the server containers, e.g. 1 or 0-1.")(f)
     return f
 
@@ -104,28 +107,53 @@ def json_option(f: F) -> F:
 
 @dataclass(frozen=True)
 class DockerFlags:
-    """Where the stacks run (run, smoke): another Docker engine, and where its servers are reached."""
+    """Where the stacks run (run, smoke, up, down, build): another Docker engine, how it is reached
+    (TLS as the docker CLI's flags), and where its servers are reached."""
 
     docker_host: str | None = None
     server_address: str | None = None
+    tlsverify: bool | None = None
+    tlscacert: str | None = None
+    tlscert: str | None = None
+    tlskey: str | None = None
 
     @classmethod
     def pop(cls, kwargs: dict[str, Any]) -> DockerFlags:
-        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls)})
+        """Take this group's values out of a command's keyword arguments (`build`, `down`: no --server-address)."""
+        return cls(**{f.name: kwargs.pop(f.name, None) for f in fields(cls)})
 
     def given(self) -> dict[str, Any]:
         return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
 
+    def host(self) -> DockerHost:
+        """The engine these flags (and the environment) name; one-line UsageErrors."""
+        from ..lab.dockerhost import resolve
+
+        return resolve(self.docker_host, self.server_address, tlsverify=bool(self.tlsverify),
+                       tlscacert=self.tlscacert, tlscert=self.tlscert, tlskey=self.tlskey)
+
 
 def docker_host_option(f: F) -> F:
-    """--docker-host: the stacks on another machine's Docker engine."""
-    return click.option("--docker-host", metavar="URL",
-                        help="Run the stacks on this Docker engine (tcp://HOST:2375, ssh://USER@HOST; DOCKER_HOST "
-                             "too), measured through the Docker API.")(f)
+    """--docker-host and the docker CLI's TLS flags: the stacks on another machine's Docker engine."""
+    opts = [
+        click.option("--docker-host", metavar="URL",
+                     help="Run the stacks on this Docker engine (tcp://HOST:2376, ssh://USER@HOST; DOCKER_HOST "
+                          "too), measured through the Docker API."),
+        click.option("--tlsverify", is_flag=True, default=None,
+                     help="Talk TLS to a tcp:// engine and verify its certificate (DOCKER_TLS_VERIFY too)."),
+        click.option("--tlscacert", metavar="PATH",
+                     help="The CA that signed the engine's certificate (default: ca.pem in DOCKER_CERT_PATH, "
+                          "else ~/.docker)."),
+        click.option("--tlscert", metavar="PATH", help="This client's certificate (default: cert.pem there)."),
+        click.option("--tlskey", metavar="PATH", help="This client's key (default: key.pem there)."),
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f
 
 
 def docker_options(f: F) -> F:
-    """--docker-host and --server-address (run, smoke, up)."""
+    """--docker-host, its TLS flags and --server-address (run, smoke, up)."""
     f = click.option("--server-address", metavar="HOST",
                      help="Where the clients reach servers on --docker-host (default: that host's address).")(f)
     return docker_host_option(f)

@@ -11,7 +11,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from .app import cli, emit_json, stop_on_signals
-from .display import edges_note, err, out
+from .display import edges_note, err, out, warn
 from .types import COUNT
 from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options
 from ..errors import Interrupted, LoadcmpError
@@ -149,13 +149,14 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     from ..sweep.runner import run_sweep
     from ..store.reader import load_results
 
-    from ..lab.dockerhost import resolve
     from ..load.cluster import open_fleet
 
+    host = spec.docker()
+    warn(host.warning())
     # the cluster first: a scheduler that cannot be reached is said before any container starts
     with open_fleet(spec.cluster, err.print) as fleet, stop_on_signals(Stopper()) as stopper, SweepDisplay() as disp:
         if fleet is not None:
-            fleet.check_reach(resolve(spec.docker_host, spec.server_address).address)
+            fleet.check_reach(host.address)
         outcome = run_sweep(spec, disp.hooks(), stopper, fleet=fleet)
     if spec.findings:
         judge_findings(outcome.path, spec)

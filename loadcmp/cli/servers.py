@@ -8,9 +8,16 @@ import click
 from rich.table import Table
 
 from .app import abort_on_signals, cli, emit_json
-from .display import err, out
-from .options import docker_host_option, docker_options, json_option, server_options
-from ..lab.dockerhost import resolve
+from .display import err, out, warn
+from .options import DockerFlags, docker_host_option, docker_options, json_option, server_options
+from ..lab.dockerhost import DockerHost, answering, check_server_limits, with_engine_limits
+
+
+def engine(flags: dict[str, Any]) -> DockerHost:
+    """The engine a command's flags name; a plain-text one is said in one line before it is used."""
+    host = DockerFlags.pop(flags).host()
+    warn(host.warning())
+    return host
 
 
 @cli.command()
@@ -54,14 +61,15 @@ def servers(as_json: bool, tunables: bool) -> None:
               help="Build the images these stacks need.")
 @click.option("--force", is_flag=True, help="Rebuild even when an image with the same inputs exists.")
 @docker_host_option
-def build(servers_: tuple[str, ...], force: bool, docker_host: str | None) -> None:
+def build(servers_: tuple[str, ...], force: bool, **flags: Any) -> None:
     """Build the server images (and the base image if none can be had)."""
     from ..lab import containers as lab, stacks
 
     chosen = stacks.resolve_servers(servers_)
     images = list(dict.fromkeys(i for s in chosen for i in s.images))
-    client = lab.docker_client(resolve(docker_host).url)
-    with err.status("building images") as status:
+    host = engine(flags)
+    client = lab.docker_client(host)
+    with err.status("building images") as status, answering(host):
         def log(m: str) -> None:
             if m.startswith("Step"):
                 status.update(m[:120])
@@ -80,7 +88,7 @@ def build(servers_: tuple[str, ...], force: bool, docker_host: str | None) -> No
 @docker_options
 @json_option
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
-       sets: tuple[str, ...], docker_host: str | None, server_address: str | None, as_json: bool) -> None:
+       sets: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Start a stack and leave it running; print its URL."""
     from ..lab import containers as lab, stacks
     from ..errors import ConfigError
@@ -92,18 +100,24 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)
     stacks.effective_settings(stack, overrides)
-    host = resolve(docker_host, server_address)
+    host = engine(flags)
+    check_server_limits(host, server_cpus, server_memory)  # this machine's engine: before it is asked
     if port is not None and not host.remote:
         lab.check_port_free(port)
-    client = lab.docker_client(host.url)
-    reaped = lab.reap_orphans(client)
-    if reaped:
-        err.print(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
-    with err.status(f"starting {stack.name}") as status:
-        plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
-                                   host=host)
-        with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
-            dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]), host=host, owned=False)
+    client = lab.docker_client(host)
+    with answering(host):
+        check_server_limits(host, server_cpus, server_memory, client)  # another machine's: its own CPUs and memory
+        reaped = lab.reap_orphans(client)
+        if reaped:
+            err.print(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
+        with err.status(f"starting {stack.name}") as status:
+            images = lab.build_images(client, stack.images, log=lambda m: status.update(m[:120]))
+            host = with_engine_limits(client, host, images)
+            plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
+                                       host=host)
+            with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
+                dep = lab.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]), host=host,
+                             owned=False)
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
@@ -117,9 +131,11 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
 @cli.command()
 @click.option("--run", "run_id", help="Only the containers of this run id.")
 @docker_host_option
-def down(run_id: str | None, docker_host: str | None) -> None:
+def down(run_id: str | None, **flags: Any) -> None:
     """Remove every container loadcmp started (label loadcmp=1)."""
     from ..lab import containers as lab
 
-    names = lab.down(lab.docker_client(resolve(docker_host).url), run_id=run_id)
+    host = engine(flags)
+    with answering(host):
+        names = lab.down(lab.docker_client(host), run_id=run_id)
     click.echo(f"removed {len(names)} container(s)" + (": " + ", ".join(names) if names else ""), err=True)

@@ -43,23 +43,28 @@ class Levels(click.ParamType):
 
 
 class CpuSet(click.ParamType):
-    """`1`, `0-1`, `0,1`, checked against this machine's CPUs."""
+    """`1`, `0-1`, `0,1`; `here`: checked against this machine's CPUs. The servers' set is not: they
+    may run on another machine's engine, whose CPUs are known once the command knows which engine."""
 
     name = "cpus"
 
+    def __init__(self, here: bool = True) -> None:
+        self.here = here
+
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str | None:
-        return units.parse_cpus(value)
+        return units.parse_cpus(value, here=self.here)
 
 
 class Memory(click.ParamType):
-    """A container memory cap: a size that Docker accepts and this machine has."""
+    """A container memory cap: a size that Docker accepts (the machine it runs on is checked later,
+    as for `SERVER_CPUS`)."""
 
     name = "size"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> int:
         if isinstance(value, int):
             return value
-        return units.parse_memory_cap(value, _flag(param, "size"))
+        return units.parse_memory_cap(value, _flag(param, "size"), here=False)
 
 
 class Rate(click.ParamType):
@@ -92,6 +97,7 @@ DURATION = Duration()
 POSITIVE_DURATION = Duration(allow_zero=False)
 LEVELS = Levels()
 CPUS = CpuSet()
+SERVER_CPUS = CpuSet(here=False)
 MEMORY = Memory()
 RATE = Rate()
 COUNT = Count()

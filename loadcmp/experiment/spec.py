@@ -54,6 +54,12 @@ class RunSpec:
     """Another machine's Docker engine for the stacks (`dockerhost`); None: this machine's."""
     server_address: str | None = None
     """Where the clients reach servers on `docker_host` (None: that host's address)."""
+    tlsverify: bool = False
+    """TLS to a tcp:// `docker_host`, its certificate verified (`dockerhost.tls_of`; DOCKER_TLS_VERIFY too)."""
+    tlscacert: str | None = None
+    tlscert: str | None = None
+    tlskey: str | None = None
+    """The CA, this client's certificate and key (paths: run.json keeps them, never what they hold)."""
     server_cpus: str | None = None
     client_cpus: str | None = None
     server_memory: int | None = None
@@ -71,6 +77,12 @@ class RunSpec:
     def to_dict(self) -> SpecDoc:
         """run.json's `spec`: every field, with tuples as the lists JSON gives back."""
         return cast(SpecDoc, {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()})
+
+    def docker(self) -> dockerhost.DockerHost:
+        """The engine the stacks run on, how it is reached and where its servers are (UsageError if the
+        docker fields and the environment do not fit)."""
+        return dockerhost.resolve(self.docker_host, self.server_address, tlsverify=self.tlsverify,
+                                  tlscacert=self.tlscacert, tlscert=self.tlscert, tlskey=self.tlskey)
 
     def without_time_limit(self) -> RunSpec:
         """No time given: with -n, only the safety cap (`schedules.time_cap`, for the fewest clients) limits it."""
@@ -131,6 +143,10 @@ KEYS: dict[str, str] = {
     "cluster": "str",
     "docker_host": "str",
     "server_address": "str",
+    "tlsverify": "bool",
+    "tlscacert": "str",
+    "tlscert": "str",
+    "tlskey": "str",
     "server_cpus": "str",
     "client_cpus": "str",
     "server_memory": "memory cap",
@@ -249,7 +265,7 @@ def _convert(key: str, kind: str, v: Any) -> Any:
         return parse_duration(v, key, allow_zero=kind == "duration")
     if kind == "memory cap":
         want(isinstance(v, (str, int)) and not isinstance(v, bool), "a size like \"512m\"")
-        return parse_memory_cap(v, key)
+        return parse_memory_cap(v, key, here=False)  # the machine is known in `validate`
     if kind == "table":
         want(isinstance(v, dict), "a table")
         if key == "set":
@@ -301,12 +317,18 @@ def validate(spec: RunSpec) -> RunSpec:
         errors.append(f"unknown engine {spec.engine!r}")
     if spec.workers < 1:
         errors.append("--workers must be >= 1")
-    check(lambda: dockerhost.resolve(spec.docker_host, spec.server_address))
+    hosts: list[dockerhost.DockerHost] = []
+    check(lambda: hosts.append(spec.docker()))
     if spec.cluster is not None:
         check(lambda: parse_cluster(spec.cluster or ""))
         if spec.workers > 1:
             errors.append("--workers is for processes on this machine; with --cluster the Dask workers share the load")
-    check(lambda: parse_cpus(spec.server_cpus))
+    def server_limits() -> None:
+        parse_cpus(spec.server_cpus, here=False)
+        if hosts:  # this machine's engine: its CPUs and memory; another's once it answers (`sweep.runner`)
+            dockerhost.check_server_limits(hosts[0], spec.server_cpus, spec.server_memory)
+
+    check(server_limits)
     check(lambda: parse_cpus(spec.client_cpus))
     for level in spec.levels[:1]:
         check(lambda level=level: spec.schedule_for(level))

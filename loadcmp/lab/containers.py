@@ -22,24 +22,25 @@ from typing import Any
 
 from . import render
 from . import stacks
-from .dockerhost import DockerHost
+from .dockerhost import DockerHost, why
 from ..errors import DockerUnavailable, LabError, ServerStartError, UsageError, signal_name
 from .images import LABEL, Log, no_log, build_images
 from .pages import get_inside, http_get
 
 
-def docker_client(url: str | None = None) -> Any:
-    """A docker-py client that answers (`url`: another engine's, e.g. tcp://HOST:2375),
-    or DockerUnavailable saying what to do."""
+def docker_client(host: DockerHost | None = None) -> Any:
+    """A docker-py client of that engine (default: this machine's, docker-py's own choice) that
+    answers, its TLS and ssh handed over (`DockerHost.client_kwargs`); or DockerUnavailable saying what to do."""
+    host = host or LOCAL
     try:
         import docker
 
-        client = docker.DockerClient(base_url=url, timeout=300) if url else docker.from_env(timeout=300)
+        client = docker.DockerClient(**host.client_kwargs()) if host.url else docker.from_env(timeout=300)
         client.ping()
         return client
-    except Exception as e:  # noqa: BLE001 — docker-py raises its own, requests' and paramiko's errors here
-        if url:
-            raise DockerUnavailable(f"no Docker engine answers at {url} ({type(e).__name__}: {e})") from None
+    except Exception as e:  # noqa: BLE001 — docker-py raises its own, requests', ssl's and paramiko's errors here
+        if host.url:
+            raise host.unanswered(e) from None
         raise DockerUnavailable(
             f"no Docker engine answers ({type(e).__name__}); run `make setup` as root "
             "(installs Debian's docker.io and starts dockerd) or start Docker yourself"
@@ -236,6 +237,8 @@ def _remove(containers: Any) -> list[str]:
             pass  # already gone: what we wanted
         except docker.errors.APIError as e:
             failed.append(f"{c.name}: {e.explanation or e}")
+        except OSError as e:  # requests' errors: the engine went away (the next command reaps what is left)
+            failed.append(f"{c.name}: the Docker engine does not answer ({why(e)})")
     return failed
 
 
@@ -254,7 +257,8 @@ def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str |
     for role in stack.roles:
         while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
-    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind)
+    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind,
+                                  nofile=host.nofile)
 
 
 def up(
@@ -277,12 +281,13 @@ def up(
 
     import docker
 
-    client = client or docker_client(host.url)
+    client = client or docker_client(host)
     if images is None:
         images = build_images(client, plan.stack.images, log)
     run_id = run_id or new_run_id()
     stack = plan.stack
     dep = Deployment(plan, run_id, images, client=client, host=host)
+    nofile = render.nofile_limit() if host.nofile is None else host.nofile  # as the plan's configs have it
     try:
         for r in plan.rendered:
             image = images[r.role.image]
@@ -299,7 +304,7 @@ def up(
                 network_mode="host",
                 labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.stack": stack.name, f"{LABEL}.role": r.role.name,
                         **({f"{LABEL}.owner": this_process(), f"{LABEL}.host": this_host()} if owned else {})},
-                ulimits=[docker.types.Ulimit(name="nofile", soft=render.nofile_limit(), hard=render.nofile_limit())],
+                ulimits=[docker.types.Ulimit(name="nofile", soft=nofile, hard=nofile)],
                 init=True,
                 detach=True,
                 **kwargs,
@@ -401,7 +406,10 @@ def down(client: Any | None = None, run_id: str | None = None) -> list[str]:
 
     Every container is tried; if any could not be removed, a LabError names them."""
     client = client or docker_client()
-    found = labelled(client, run_id)
+    try:
+        found = labelled(client, run_id)
+    except OSError as e:  # requests' errors: the engine went away
+        raise DockerUnavailable(f"the Docker engine stopped answering ({why(e)})") from None
     failed = _remove(found)
     if failed:
         raise LabError("could not remove " + "; ".join(failed))

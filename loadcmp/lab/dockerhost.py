@@ -9,18 +9,101 @@ by default the Docker host's own address) and everything the lab measures goes
 through the Docker API alone (`apimetrics`), since that host's cgroup files
 cannot be read from here. Giving `--docker-host unix:///var/run/docker.sock`
 measures a local engine the remote way, which is how the tests check it.
+
+An engine is reached as the docker CLI reaches it: tcp:// with TLS (`Tls`: `--tlsverify`,
+`--tlscacert`, `--tlscert`, `--tlskey`, or DOCKER_TLS_VERIFY and DOCKER_CERT_PATH), or
+ssh:// through this machine's `ssh`. A plain tcp:// engine is used with a warning: its API
+is root on that host for anyone who reaches the port. docker-py's `DockerClient(base_url=...)`
+reads none of the TLS environment itself, so `DockerHost.client_kwargs` hands it all over.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from dataclasses import dataclass
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import UsageError
+from ..errors import DockerUnavailable, LabError, UsageError
+from ..units import check_cpus, check_memory, mem_total
 
 SCHEMES = ("unix", "tcp", "ssh", "http", "https", "npipe")
+TLS_SCHEMES = ("tcp", "https")
+"""Where TLS applies (docker-py talks http:// in plain text whatever it is given)."""
+
+
+@dataclass(frozen=True)
+class Tls:
+    """TLS to an engine: its certificate verified against `ca_cert`, and this client's certificate
+    and key when there are any. Paths only (absolute): run.json may name them, never hold them."""
+
+    ca_cert: str
+    cert: str | None = None
+    key: str | None = None
+
+    def config(self) -> Any:
+        """docker-py's TLSConfig of these files (which `tls_of` found to be there), whose CA holds.
+
+        requests verifies a session against REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE instead of the
+        session's own CA whenever either is set (psf/requests#4726), and no engine's certificate
+        is signed by the system's CAs; so the client docker-py configures keeps the engine's CA.
+        docker-py applies the config before its first request, the version it asks for."""
+        from docker.tls import TLSConfig
+
+        class EngineCa(TLSConfig):
+            def configure_client(self, client: Any) -> None:
+                super().configure_client(client)
+                merge = client.merge_environment_settings
+
+                def keep_ca(url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
+                    return {**merge(url, proxies, stream, verify, cert), "verify": client.verify}
+
+                client.merge_environment_settings = keep_ca
+
+        return EngineCa(client_cert=(self.cert, self.key) if self.cert and self.key else None,
+                        ca_cert=self.ca_cert, verify=True)
+
+    def describe(self) -> dict[str, Any]:
+        """For run.json: the engine verified, against which CA, with which client files (their paths)."""
+        return {"verify": True, "ca_cert": self.ca_cert, "cert": self.cert, "key": self.key}
+
+
+def tls_of(url: str | None, tlsverify: bool = False, tlscacert: str | None = None, tlscert: str | None = None,
+           tlskey: str | None = None) -> Tls | None:
+    """The docker CLI's TLS rules for a tcp:// engine; one-line UsageErrors naming a missing file.
+
+    `--tlsverify` (or DOCKER_TLS_VERIFY set, not empty) verifies the engine against `--tlscacert`,
+    by default ca.pem in DOCKER_CERT_PATH (else ~/.docker); `--tlscert` and `--tlskey`, by default
+    cert.pem and key.pem there when both are, are this client's. Unlike the docker CLI, which
+    ignores the three files without --tlsverify and talks plain text, giving any of them turns
+    verification on: there is no unverified TLS here. The environment is ignored for unix:// and
+    ssh:// engines; the flags are refused there, since nothing would use them."""
+    flags = tlsverify or any(x is not None for x in (tlscacert, tlscert, tlskey))
+    scheme = urlsplit(url).scheme if url else None
+    if flags and scheme not in TLS_SCHEMES:
+        raise UsageError(f"--tlsverify, --tlscacert, --tlscert and --tlskey are for a tcp:// --docker-host, "
+                         f"not {url or 'the local socket'}")
+    if scheme not in TLS_SCHEMES or not (flags or os.environ.get("DOCKER_TLS_VERIFY")):
+        return None
+    home = Path(os.environ.get("DOCKER_CERT_PATH") or Path.home() / ".docker").expanduser()
+    ca = _file(tlscacert, home / "ca.pem", "--tlscacert", "the CA that signed the engine's certificate")
+    if tlscert is None and tlskey is None and not ((home / "cert.pem").is_file() and (home / "key.pem").is_file()):
+        return Tls(ca)  # no client certificate: the engine may not ask for one
+    return Tls(ca, _file(tlscert, home / "cert.pem", "--tlscert", "this client's certificate"),
+               _file(tlskey, home / "key.pem", "--tlskey", "this client's key"))
+
+
+def _file(given: str | None, default: Path, flag: str, what: str) -> str:
+    """The absolute path of a file TLS needs, or a UsageError naming it."""
+    path = Path(given).expanduser() if given is not None else default
+    if not path.is_file() or not os.access(path, os.R_OK):
+        if given is not None:
+            raise UsageError(f"{flag} {given}: no readable file there ({what})")
+        raise UsageError(f"no {path.name} in {path.parent} ({what}): give {flag}, or DOCKER_CERT_PATH for its folder")
+    return str(path.absolute())
 
 
 @dataclass(frozen=True)
@@ -32,6 +115,47 @@ class DockerHost:
     """Where the clients send their requests (and the lab its readiness checks)."""
     remote: bool = False
     """Measure through the Docker API only (the engine's cgroups and sockets are not this machine's)."""
+    tls: Tls | None = None
+    """How a tcp:// engine is verified, and this client's certificate (`tls_of`); None: no TLS."""
+    nofile: int | None = None
+    """The servers' open-file limit on this engine, their ulimit and their configs' (`with_engine_limits`,
+    once the engine answers); None: this machine's (`render.nofile_limit`)."""
+
+    @property
+    def name(self) -> str:
+        """The engine in words: its URL, or this machine's socket."""
+        return self.url or os.environ.get("DOCKER_HOST") or "the local socket"
+
+    @property
+    def plain_text(self) -> bool:
+        """A tcp:// or http:// engine without TLS: its API unencrypted, and open to anyone who reaches it."""
+        return self.url is not None and urlsplit(self.url).scheme in ("tcp", "http") and self.tls is None
+
+    def warning(self) -> str | None:
+        """The one line said before a plain-text engine is used. Said for a loopback address too, as
+        dockerd says it: every user and process of that machine reaches the port, browsers' pages too."""
+        if not self.plain_text:
+            return None
+        return (f"{self.url} is a plain-text Docker engine: anyone who can reach that port is root on that host "
+                "(give --tlsverify and its certificates, or use ssh://USER@HOST)")
+
+    def unanswered(self, e: BaseException) -> DockerUnavailable:
+        """docker-py's error when this engine did not answer, in one line; a plain-text client that
+        a TLS engine hung up on is told what it lacks."""
+        said = why(e)
+        tls = self.plain_text and any(w in said for w in ("HTTPS", "closed connection", "reset"))
+        hint = "; an engine that speaks TLS (port 2376) needs --tlsverify and its certificates" if tls else ""
+        return DockerUnavailable(f"no Docker engine answers at {self.name} ({said}){hint}")
+
+    def client_kwargs(self) -> dict[str, Any]:
+        """docker-py's DockerClient arguments for this engine: its TLS, and ssh:// through this
+        machine's `ssh` (its config, agent and known hosts, as the docker CLI) rather than paramiko's."""
+        kwargs: dict[str, Any] = {"base_url": self.url, "timeout": 300}
+        if self.tls is not None:
+            kwargs["tls"] = self.tls.config()
+        if self.url and self.url.startswith("ssh://"):
+            kwargs["use_ssh_client"] = True
+        return kwargs
 
     @property
     def bind(self) -> str:
@@ -44,7 +168,9 @@ class DockerHost:
         """For run.json: the engine, its address, the server address and how it was measured."""
         out: dict[str, Any] = {"url": self.url or os.environ.get("DOCKER_HOST") or "local socket",
                                "server_address": self.address, "measured_through": "docker api" if self.remote
-                               else "cgroup files and ss on this machine"}
+                               else "cgroup files and ss on this machine",
+                               "tls": self.tls.describe() if self.tls else None,
+                               **({"server_nofile": self.nofile} if self.nofile is not None else {})}
         if client is not None:
             try:
                 info = client.info()
@@ -67,8 +193,9 @@ def host_of(url: str) -> str:
     return parts.hostname
 
 
-def resolve(docker_host: str | None = None, server_address: str | None = None) -> DockerHost:
-    """The flags (and DOCKER_HOST) as a DockerHost; one-line UsageErrors."""
+def resolve(docker_host: str | None = None, server_address: str | None = None, *, tlsverify: bool = False,
+            tlscacert: str | None = None, tlscert: str | None = None, tlskey: str | None = None) -> DockerHost:
+    """The flags (and DOCKER_HOST, DOCKER_TLS_VERIFY, DOCKER_CERT_PATH) as a DockerHost; one-line UsageErrors."""
     env = os.environ.get("DOCKER_HOST") or None
     url = docker_host or env
     remote = docker_host is not None or (env is not None and not env.startswith("unix://"))
@@ -82,4 +209,137 @@ def resolve(docker_host: str | None = None, server_address: str | None = None) -
             raise UsageError(f"bad --server-address {server_address!r}: give a host name or an IPv4 address")
         if not remote:
             raise UsageError("--server-address needs --docker-host: the local stacks listen on 127.0.0.1")
-    return DockerHost(url if remote else None, address, remote)
+    url = url if remote else None
+    return DockerHost(url, address, remote, tls_of(url, tlsverify, tlscacert, tlscert, tlskey))
+
+
+# --- the machine the servers run on -------------------------------------------------------
+
+
+def check_server_limits(host: DockerHost, cpus: str | None, memory: int | None, client: Any = None) -> None:
+    """--server-cpus and --server-memory against the machine the servers run on: this one for this
+    machine's engine, checked with the other flags before any engine is asked (no `client`); another
+    machine's engine against its own CPUs and memory (`docker info`: NCPU, MemTotal) once it answers
+    (`client` given). Each call checks only the one it can, so both are made: one before connecting,
+    one after. The cpuset must be valid (`units.parse_cpus`)."""
+    if host.remote != (client is not None) or (cpus is None and memory is None):
+        return
+    if client is None:
+        n, total, where = os.cpu_count() or 1, mem_total(), "this machine"
+    else:
+        info = client.info()
+        n, total, where = info.get("NCPU"), info.get("MemTotal"), f"the Docker engine at {host.name}"
+    if cpus and n:
+        check_cpus(cpus, int(n), where)
+    if memory:
+        check_memory(memory, total, where)
+
+
+NOFILE_CAP = 262144
+"""The most open files a server is given, as `render.nofile_limit` caps this machine's."""
+
+
+def with_engine_limits(client: Any, host: DockerHost, images: dict[str, str]) -> DockerHost:
+    """The host with its servers' open-file limit read from another machine's engine, with one of
+    the `images` it has; this machine's engine gives this machine's limit (None), as does a host read."""
+    if not host.remote or host.nofile is not None or not images:
+        return host
+    return replace(host, nofile=engine_nofile(client, host, next(iter(images.values()))))
+
+
+def engine_nofile(client: Any, host: DockerHost, image: str) -> int:
+    """The hard open-file limit the containers of another machine's engine get (dockerd's own, or
+    its --default-ulimit), capped at `NOFILE_CAP`: what its servers are given.
+
+    Neither `docker info` nor this machine's limit says it, and the servers are given exactly this
+    number (their ulimit and their configs'): more than the engine grants and they do not start,
+    less and they are capped for nothing. Only a container can tell, so one throwaway container of
+    `image` runs `ulimit -Hn` (no network, removed when it ends, labelled as the servers are so that
+    the next command reaps it if this one is killed): once per command, only for a remote engine."""
+    import docker
+
+    from .images import LABEL
+    from .provenance import this_host, this_process
+
+    labels = {LABEL: "1", f"{LABEL}.owner": this_process(), f"{LABEL}.host": this_host()}
+    try:
+        out = client.containers.run(image, ["-c", "ulimit -Hn"], entrypoint=["sh"], network_mode="none",
+                                    remove=True, labels=labels)
+        text = out.decode(errors="replace").strip()
+        hard = NOFILE_CAP if text == "unlimited" else int(text)
+    except (docker.errors.DockerException, ValueError) as e:
+        raise LabError(f"could not read the open-file limit of containers on the Docker engine at {host.name} "
+                       f"({why(e)})") from None
+    return min(NOFILE_CAP, hard)
+
+
+# --- an engine's errors in words ------------------------------------------------------------
+
+
+def why(e: BaseException) -> str:
+    """docker-py's, requests' or ssl's error in a few words on one line: a certificate that did not
+    verify, else the innermost system error (`Connection refused`), else the error itself; requests'
+    own text names the pool, the retries and the object ids, which say nothing to a user."""
+    import ssl
+
+    causes = _causes(e)
+    for c in causes:
+        if isinstance(c, ssl.SSLCertVerificationError):
+            return f"TLS: the engine's certificate did not verify: {c.verify_message}"
+        if isinstance(c, ssl.SSLError):
+            return f"TLS: {_tls_refusal(c)}"
+    inner = next((c for c in reversed(causes) if isinstance(c, OSError)), None)
+    text = (inner.strerror or str(inner)) if inner is not None else f"{type(e).__name__}: {e}"
+    text = " ".join(text.split())
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+def _tls_refusal(e: Any) -> str:
+    """An engine's refusal of the handshake. Under TLS 1.3 an engine that wants a client certificate
+    says so in an alert, or, as often, the client only sees the connection end first."""
+    reason = str(e.reason or "")
+    if "CERTIFICATE_REQUIRED" in reason or reason.startswith("UNEXPECTED_EOF") or "EOF occurred" in str(e):
+        return "the engine ended the handshake: it wants a client certificate it trusts (--tlscert, --tlskey)"
+    if reason.endswith(("BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")):
+        return f"the engine refused this client's certificate ({reason.lower().replace('_', ' ')})"
+    return reason.lower().replace("_", " ") if reason else str(e).split(" (_ssl.c")[0]
+
+
+def _causes(e: BaseException) -> list[BaseException]:
+    """An error and what it wraps, outermost first: causes, contexts, urllib3's `reason`, exceptions in args."""
+    out: list[BaseException] = []
+    todo = [e]
+    while todo and len(out) < 20:
+        x = todo.pop(0)
+        if any(x is y for y in out):
+            continue
+        out.append(x)
+        todo += [c for c in (x.__cause__, x.__context__, getattr(x, "reason", None), *x.args)
+                 if isinstance(c, BaseException)]
+    return out
+
+
+def stopped_answering(e: BaseException, host: DockerHost) -> DockerUnavailable | None:
+    """docker-py's error of an engine that went away mid-command (its connection refused, reset or
+    timed out), as one line; None for any other error, an engine's refusal of a request included."""
+    import requests
+    import urllib3
+
+    lost = (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
+            requests.exceptions.ChunkedEncodingError, urllib3.exceptions.ProtocolError)
+    if not isinstance(e, lost):
+        return None
+    return DockerUnavailable(f"the Docker engine at {host.name} stopped answering ({why(e)})")
+
+
+@contextlib.contextmanager
+def answering(host: DockerHost) -> Iterator[None]:
+    """An engine that goes away inside this block is one DockerUnavailable line, not docker-py's
+    traceback: it is no bug of loadcmp's."""
+    try:
+        yield
+    except Exception as e:  # only an engine's going away is translated; the rest is re-raised
+        lost = stopped_answering(e, host)
+        if lost is None:
+            raise
+        raise lost from None

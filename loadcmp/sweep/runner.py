@@ -46,7 +46,7 @@ def check_limits(spec: RunSpec) -> None:
 
 def default_pinning(spec: RunSpec, say: Callable[[str], None]) -> RunSpec:
     """On a 2-core machine: server on CPU 1, client on CPU 0, unless told otherwise (or either is elsewhere)."""
-    elsewhere = spec.cluster is not None or dockerhost.resolve(spec.docker_host, spec.server_address).remote
+    elsewhere = spec.cluster is not None or spec.docker().remote
     if spec.server_cpus is None and spec.client_cpus is None and (os.cpu_count() or 1) == 2 and not elsewhere:
         say("2 CPUs: pinning the server to CPU 1 and the client to CPU 0 (set --server-cpus/--client-cpus to change)")
         return replace(spec, server_cpus="1", client_cpus="0")
@@ -77,14 +77,18 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
     progress = progress or SweepHooks()
     check_limits(spec)
     spec = default_pinning(spec, progress.say)
-    sweep = open_sweep(spec, progress, stopper or Stopper(), images, fleet)
+    with dockerhost.answering(spec.docker()):
+        sweep = open_sweep(spec, progress, stopper or Stopper(), images, fleet)
     progress.say(f"results: {sweep.writer.path}")
     try:
         status = run_trials(sweep, plan_sweep(spec))
     except BaseException as e:
-        sweep.problems.append(_cause(e, sweep.stopper))
+        gone = dockerhost.stopped_answering(e, sweep.host)  # one line, not docker-py's traceback
+        sweep.problems.append(_cause(gone or e, sweep.stopper))
         clean_up(sweep)
         sweep.writer.finish("interrupted" if isinstance(e, KeyboardInterrupt) else "failed", sweep.problems)
+        if gone is not None:
+            raise gone from None
         raise
     clean_up(sweep)
     sweep.writer.finish(status, sweep.problems)
@@ -93,16 +97,19 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
 
 def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None,
                fleet: Fleet | None = None) -> Sweep:
-    """Docker client, images, a run id and the results folder with run.json started."""
+    """Docker client, images, a run id and the results folder with run.json started; the servers'
+    CPUs, memory and open files checked against the engine that runs them."""
     servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
-    host = dockerhost.resolve(spec.docker_host, spec.server_address)
-    client = lab.docker_client(host.url)
+    host = spec.docker()
+    client = lab.docker_client(host)
+    dockerhost.check_server_limits(host, spec.server_cpus, spec.server_memory, client)
     reaped = lab.reap_orphans(client)
     if reaped:
         progress.say(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
     if images is None:
         needed = list(dict.fromkeys(i for s in servers for i in s.images))
         images = lab.build_images(client, needed, log=progress.say)
+    host = dockerhost.with_engine_limits(client, host, images)
     run_id = lab.new_run_id()
     name = spec.name or "-".join(spec.servers)
     doc = new_run_doc("run", name, spec.to_dict(), machine_info(client), __version__)
