@@ -7,11 +7,14 @@ certificate signed by its CA: docker-py talks to it for real, no Docker engine n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
+import socket
 import ssl
 import subprocess
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -64,10 +67,18 @@ class FakeEngine:
     def __init__(self, certs: Path | None = None) -> None:
         engine = self
         self.paths: list[str] = []
+        self.live: list[Any] = []
+        """Every connection accepted, cut when the engine goes away."""
         self.clients: list[str] = []
         """The common name of each client certificate seen."""
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keep-alive, as dockerd; docker-py's ssh relay loses a closing answer's end
+
+            def setup(self) -> None:
+                super().setup()
+                engine.live.append(self.connection)
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -108,6 +119,9 @@ class FakeEngine:
         """The engine goes away: its port refuses from now on."""
         self.server.shutdown()
         self.server.server_close()
+        for conn in self.live:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
         self.thread.join(5)
 
 
@@ -298,6 +312,83 @@ def test_ssh_urls_are_handed_to_docker_py_through_the_ssh_client(monkeypatch):
     monkeypatch.setattr(docker, "DockerClient", Client)
     assert isinstance(lab.docker_client(host), Client)
     assert handed == {"base_url": "ssh://me@servers.example:2222", "timeout": 300, "use_ssh_client": True}
+
+
+RELAY = """import socket, sys, threading
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+def up():
+    while data := sys.stdin.buffer.read1(65536):
+        s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+threading.Thread(target=up, daemon=True).start()
+while data := s.recv(65536):
+    sys.stdout.buffer.write(data)
+    sys.stdout.buffer.flush()
+"""
+"""What `docker system dial-stdio` does on an engine's host: the API on stdin and stdout."""
+
+
+@pytest.fixture()
+def sshd(tmp_path: Path, plain_engine: FakeEngine, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
+    """An sshd on a free loopback port with throwaway keys, whose every command is `dial-stdio` to the
+    fake engine; this machine's `ssh` trusts its host key and logs in with the throwaway key (a wrapper
+    first on PATH gives it its config). The URL to reach it."""
+    import importlib.util
+    import os
+    import sys
+
+    sshd_bin = shutil.which("sshd") or "/usr/sbin/sshd"
+    if not Path(sshd_bin).exists() or not shutil.which("ssh") or importlib.util.find_spec("paramiko") is None:
+        pytest.skip("needs sshd, ssh and paramiko (docker-py's ssh:// imports it even to run ssh)")
+    try:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation
+    except OSError:
+        pytest.skip("sshd needs /run/sshd")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    for key in ("host", "user"):
+        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / key)], check=True)
+    (tmp_path / "authorized_keys").write_text((tmp_path / "user.pub").read_text())
+    (tmp_path / "relay.py").write_text(RELAY)
+    user = os.environ.get("USER") or "root"
+    (tmp_path / "sshd_config").write_text(
+        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {tmp_path / 'host'}\nPidFile none\n"
+        f"AuthorizedKeysFile {tmp_path / 'authorized_keys'}\nStrictModes no\nPasswordAuthentication no\n"
+        f"KbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\nAllowUsers {user}\n"
+        f"ForceCommand {sys.executable} {tmp_path / 'relay.py'} {plain_engine.url.rsplit(':', 1)[1]}\n")
+    host_key = (tmp_path / "host.pub").read_text().split()
+    (tmp_path / "known_hosts").write_text(f"[127.0.0.1]:{port} {host_key[0]} {host_key[1]}\n")
+    (tmp_path / "ssh_config").write_text(
+        f"Host 127.0.0.1\n  IdentityFile {tmp_path / 'user'}\n  IdentitiesOnly yes\n  BatchMode yes\n"
+        f"  UserKnownHostsFile {tmp_path / 'known_hosts'}\n  StrictHostKeyChecking yes\n")
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text(f"#!/bin/sh\nexec {shutil.which('ssh')} -F {tmp_path / 'ssh_config'} \"$@\"\n")
+    (bin_dir / "ssh").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:{os.environ['PATH']}")
+    proc = subprocess.Popen([sshd_bin, "-D", "-e", "-f", str(tmp_path / "sshd_config")], stderr=subprocess.PIPE)
+    try:
+        for _ in range(100):  # until it listens
+            with socket.socket() as s:
+                if s.connect_ex(("127.0.0.1", port)) == 0:
+                    break
+            if proc.poll() is not None:
+                pytest.fail(f"sshd did not start: {proc.stderr.read().decode() if proc.stderr else ''}")
+            time.sleep(0.05)
+        yield f"ssh://{user}@127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def test_an_engine_over_ssh_answers_through_this_machines_ssh(sshd, plain_engine):
+    """Real ssh, end to end: docker-py runs `ssh ... docker system dial-stdio`, sshd relays the API."""
+    host = resolve(sshd)
+    client = lab.docker_client(host)
+    assert client.info()["NCPU"] == NCPU and any(p.endswith("/info") for p in plain_engine.paths)
+    res = CliRunner().invoke(cli, ["down", "--docker-host", sshd])
+    assert res.exit_code == 0 and lines(res) == ["removed 0 container(s)"], res.output  # no warning: ssh is safe
 
 
 # --- the engine's CPUs, memory and open files ------------------------------------------------
