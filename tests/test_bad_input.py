@@ -97,3 +97,30 @@ def test_a_count_too_large_in_an_experiment_file_is_one_line(tmp_path):
     res = CliRunner().invoke(cli, ["run", str(f)])
     assert res.exit_code == 2 and "must be at most 1,000,000,000,000,000" in res.output
     assert "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--docker-host", "tcp://127.0.0.1:9", "--tlscacert", "/nope/ca.pem"], "--tlscacert /nope/ca.pem: no readable"),
+    (["--docker-host", "tcp://127.0.0.1:9", "--tlsverify"], "no ca.pem in "),
+    (["--docker-host", "ssh://me@127.0.0.1", "--tlsverify"], "are for a tcp:// --docker-host, not ssh://"),
+    (["--tlsverify"], "are for a tcp:// --docker-host, not the local socket"),
+])
+def test_tls_to_a_docker_engine_without_what_it_needs_is_one_line(args, needle, tmp_path, monkeypatch):
+    """Before any engine is asked: a certificate file not there is named; TLS where nothing would use it is refused."""
+    for var in ("DOCKER_HOST", "DOCKER_TLS_VERIFY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("DOCKER_CERT_PATH", str(tmp_path))  # an empty folder: no ca.pem, cert.pem, key.pem
+    for command in (["down"], ["run", "--server", "nginx", "-t", "1"]):
+        assert needle in _one_line(CliRunner().invoke(cli, [*command, *args]), 2)
+
+
+def test_server_cpus_this_machine_lacks_are_refused_only_for_this_machines_engine(monkeypatch):
+    """Another machine's engine is asked for its own CPUs (tests/test_remote_engine.py); here none answers."""
+    import os
+
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    many = str(os.cpu_count() or 1)
+    assert "this machine has CPUs" in _one_line(CliRunner().invoke(cli, ["run", "--server-cpus", many, "-t", "1"]), 2)
+    res = CliRunner().invoke(cli, ["run", "--server-cpus", many, "-t", "1", "--docker-host", "ssh://me@127.0.0.1:9"])
+    assert res.exit_code == 1 and "no Docker engine answers at ssh://me@127.0.0.1:9" in res.output, res.output
+    assert "Traceback" not in res.output

@@ -542,3 +542,16 @@ def test_an_engine_that_goes_away_mid_run_ends_it_failed_in_one_line(plain_engin
     assert run["problems"][0] == said[-1].removeprefix("error: ")
     assert any("stopped answering" in p and "loadcmp down" in p for p in run["problems"][1:])
     assert run["spec"]["server_cpus"] == "20" and run["docker_host"]["engine"]["cpus"] == NCPU
+
+
+def test_an_ssh_that_ended_is_pointed_to_its_own_line():
+    """docker-py lets the ssh it runs say why on stderr; loadcmp's line points there."""
+    import http.client
+
+    import requests
+
+    gone = requests.exceptions.ConnectionError(("Connection aborted.", http.client.RemoteDisconnected(
+        "Remote end closed connection without response")))
+    assert str(resolve("ssh://me@10.0.0.5").unanswered(gone)) == (
+        "no Docker engine answers at ssh://me@10.0.0.5 (ssh ended before the engine answered: ssh's own line says why)")
+    assert "needs --tlsverify" in str(resolve("tcp://10.0.0.5:2376").unanswered(gone))

@@ -5,7 +5,7 @@
     images.py      the base image and the server images (hash-tagged, built with docker-py)
     containers.py  containers from a plan: start, readiness, logs, cleanup by label and of dead runs
     pages.py       one GET to a server: from here, or inside its container through the Docker API
-    dockerhost.py  which Docker engine runs the stacks, where the clients reach them
+    dockerhost.py  which Docker engine runs the stacks, how it is reached (TLS, ssh), where the clients reach them
     provenance.py  the machine and the commit a run ran on; the owner process and whether it is gone
 
 Imports go one way: containers -> render -> stacks; images and dockerhost beside them.

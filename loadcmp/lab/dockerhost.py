@@ -141,9 +141,13 @@ class DockerHost:
 
     def unanswered(self, e: BaseException) -> DockerUnavailable:
         """docker-py's error when this engine did not answer, in one line; a plain-text client that
-        a TLS engine hung up on is told what it lacks."""
+        a TLS engine hung up on is told what it lacks, and an ssh that ended is pointed to its own
+        line (docker-py lets the ssh it runs write to stderr)."""
         said = why(e)
-        tls = self.plain_text and any(w in said for w in ("HTTPS", "closed connection", "reset"))
+        hung_up = any(w in said for w in ("HTTPS", "closed connection", "reset"))
+        if hung_up and self.url and self.url.startswith("ssh://"):  # this machine's ssh said why, on stderr
+            said = "ssh ended before the engine answered: ssh's own line says why"
+        tls = self.plain_text and hung_up
         hint = "; an engine that speaks TLS (port 2376) needs --tlsverify and its certificates" if tls else ""
         return DockerUnavailable(f"no Docker engine answers at {self.name} ({said}){hint}")
 
