@@ -47,6 +47,8 @@ def test_advice_fits_the_machine():
     assert "no core is free" in full and "--workers" not in full and "--keepalive" not in full
     many = advice(35.0, Machine(cpus=2, server_cpus=1, workers=1, keepalive=True), lagging=True)
     assert "fewer clients" in many
+    elsewhere = advice(35.0, Machine(cpus=2, server_cpus=0, workers=1, keepalive=True))  # servers on another engine
+    assert "--workers 2" in elsewhere and "no core is free" not in elsewhere
 
 
 def test_a_late_tick_gives_its_sample_to_every_second_it_covers():

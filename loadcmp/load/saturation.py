@@ -156,7 +156,7 @@ class Machine:
     cpus: int
     """CPUs of this machine."""
     server_cpus: int | None
-    """CPUs the server is pinned to (None: not pinned, shares all)."""
+    """CPUs of this machine the server is pinned to (None: not pinned, shares all; 0: it runs on another)."""
     workers: int
     """Load processes used."""
     keepalive: bool

@@ -203,7 +203,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
-    server_cpus = len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
+    # the servers' CPUs are this machine's only on this machine's engine
+    server_cpus = 0 if dep.host.remote else len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
     add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))
     return Measurement(
         summary=summary,
