@@ -69,6 +69,10 @@ class FakeEngine:
         self.paths: list[str] = []
         self.live: list[Any] = []
         """Every connection accepted, cut when the engine goes away."""
+        self.created: list[dict[str, Any]] = []
+        """What each container was created with."""
+        self.ulimit = b"20000\n"
+        """What `ulimit -Hn` says in its containers."""
         self.clients: list[str] = []
         """The common name of each client certificate seen."""
 
@@ -88,19 +92,36 @@ class FakeEngine:
                 if peer:
                     engine.clients.append(dict(x[0] for x in peer["subject"])["commonName"])
                 path = self.path.split("?")[0]
-                answers = {"/_ping": "OK", "/version": {"ApiVersion": "1.43", "Version": "24.0.7"},
-                           "/info": {"NCPU": NCPU, "MemTotal": MEM, "Name": "fake", "ServerVersion": "24.0.7"},
-                           "/containers/json": []}
-                answer = next((v for k, v in answers.items() if path.endswith(k)), None)
-                if answer is None:
+                probe = "/containers/probe"  # the one container it runs: `engine_nofile`'s
+                answers: dict[str, Any] = {
+                    "/_ping": "OK", "/version": {"ApiVersion": "1.43", "Version": "24.0.7"},
+                    "/info": {"NCPU": NCPU, "MemTotal": MEM, "Name": "fake", "ServerVersion": "24.0.7"},
+                    "/containers/json": [], "/containers/create": {"Id": "probe", "Warnings": []},
+                    f"{probe}/json": {"Id": "probe", "Name": "/probe", "Config": {"Tty": False},
+                                      "HostConfig": {"LogConfig": {"Type": "local"}}},
+                    f"{probe}/start": None, f"{probe}/wait": {"StatusCode": 0}, probe: None,
+                    f"{probe}/logs": b"\x01\x00\x00\x00" + len(engine.ulimit).to_bytes(4, "big") + engine.ulimit}
+                key = next((k for k in answers if path.endswith(k)), None)
+                if key is None:
                     self.close_connection = True
                     return
-                body = (answer if isinstance(answer, str) else json.dumps(answer)).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain" if isinstance(answer, str) else "application/json")
+                answer = answers[key]
+                body = answer if isinstance(answer, bytes) else b"" if answer is None else (
+                    answer if isinstance(answer, str) else json.dumps(answer)).encode()
+                self.send_response(204 if answer is None else 201 if key.endswith("create") else 200)
+                self.send_header("Content-Type", "application/json" if isinstance(answer, (dict, list)) else
+                                 "application/vnd.docker.raw-stream" if isinstance(answer, bytes) else "text/plain")
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path.split("?")[0].endswith("/containers/create"):
+                    engine.created.append(json.loads(body))
+                self.do_GET()
+
+            do_DELETE = do_GET
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.server.daemon_threads = True
@@ -432,11 +453,23 @@ class FakeContainers:
         self.runs: list[dict[str, Any]] = []
         self.created: list[dict[str, Any]] = []
 
-    def run(self, image: str, command: list[str], **kwargs: Any) -> bytes:
+    def run(self, image: str, command: list[str], **kwargs: Any) -> Any:
         self.runs.append({"image": image, "command": command, **kwargs})
         if isinstance(self.answer, Exception):
             raise self.answer
-        return self.answer
+        answer, runs = self.answer, self.runs
+
+        class Probe:
+            def wait(self, timeout: float) -> dict[str, int]:
+                return {"StatusCode": 0 if answer[:1].isdigit() or answer.startswith(b"unlimited") else 2}
+
+            def logs(self, stdout: bool, stderr: bool) -> bytes:
+                return answer
+
+            def remove(self, force: bool = False) -> None:
+                runs[-1]["removed"] = force
+
+        return Probe()
 
     def create(self, image: str, **kwargs: Any) -> Any:
         self.created.append(kwargs)
@@ -473,11 +506,26 @@ def test_a_remote_engines_open_file_limit_is_read_in_a_throwaway_container(answe
     assert got == replace(host, nofile=nofile) and got.describe()["server_nofile"] == nofile
     (run,) = fake.runs
     assert run["image"] == "loadcmp/nginx:abc" and run["command"] == ["-c", "ulimit -Hn"]
-    assert run["entrypoint"] == ["sh"] and run["network_mode"] == "none" and run["remove"] is True
+    assert run["entrypoint"] == ["sh"] and run["network_mode"] == "none" and run["detach"] and run["removed"]
     assert run["labels"]["loadcmp"] == "1" and run["labels"]["loadcmp.owner"]  # reaped if this command is killed
     assert dockerhost.with_engine_limits(FakeClient(fake), got, {"nginx": "x"}) is got  # read once
     assert dockerhost.with_engine_limits(FakeClient(fake), lab.LOCAL, {"nginx": "x"}) is lab.LOCAL  # this machine's
     assert len(fake.runs) == 1
+
+
+def test_a_remote_engines_open_file_limit_through_docker_py(certs, tls_engine):
+    """The probe through docker-py itself, over TLS: create, start, wait, logs, remove; a log driver
+    (`local`) whose output docker-py's own run() would not return."""
+    host = resolve(tls_engine.url, tlsverify=True, tlscacert=str(certs / "ca.pem"), tlscert=str(certs / "client.pem"),
+                   tlskey=str(certs / "client-key.pem"))
+    got = dockerhost.with_engine_limits(lab.docker_client(host), host, {"nginx": "loadcmp/nginx:abc"})
+    assert got.nofile == 20000
+    (created,) = tls_engine.created
+    assert created["Image"] == "loadcmp/nginx:abc" and created["Entrypoint"] == ["sh"]
+    assert created["Cmd"] == ["-c", "ulimit -Hn"] and created["HostConfig"]["NetworkMode"] == "none"
+    assert created["Labels"]["loadcmp"] == "1" and created["Labels"]["loadcmp.owner"]
+    assert any("/containers/probe/wait" in p for p in tls_engine.paths)
+    assert any(p.split("?")[0].endswith("/containers/probe") and "force=" in p for p in tls_engine.paths), "removed"
 
 
 def test_an_engine_whose_limit_cannot_be_read_is_one_line():
@@ -488,6 +536,11 @@ def test_an_engine_whose_limit_cannot_be_read_is_one_line():
     with pytest.raises(LabError, match="could not read the open-file limit of containers on the Docker engine at "
                                        "tcp://10.0.0.5:2376 .*No such image"):
         dockerhost.engine_nofile(FakeClient(fake), host, "loadcmp/nginx:abc")
+    fake = FakeContainers(b"sh: 1: ulimit: Illegal option -H\n")  # a shell that fails: its own words
+    with pytest.raises(LabError, match=r"\(`sh -c 'ulimit -Hn'` in loadcmp/nginx:abc exited with 2: sh: 1: ulimit: "
+                                       r"Illegal option -H\)$") as e:
+        dockerhost.engine_nofile(FakeClient(fake), host, "loadcmp/nginx:abc")
+    assert "\n" not in str(e.value) and fake.runs[0]["removed"]
 
 
 def test_the_servers_configs_and_ulimit_take_the_engines_limit():

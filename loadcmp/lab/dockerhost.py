@@ -259,21 +259,29 @@ def engine_nofile(client: Any, host: DockerHost, image: str) -> int:
     number (their ulimit and their configs'): more than the engine grants and they do not start,
     less and they are capped for nothing. Only a container can tell, so one throwaway container of
     `image` runs `ulimit -Hn` (no network, removed when it ends, labelled as the servers are so that
-    the next command reaps it if this one is killed): once per command, only for a remote engine."""
+    the next command reaps it if this one is killed): once per command, only for a remote engine.
+    A shell that fails says so on stderr, and that is the error's text."""
     import docker
 
     from .images import LABEL
     from .provenance import this_host, this_process
 
     labels = {LABEL: "1", f"{LABEL}.owner": this_process(), f"{LABEL}.host": this_host()}
-    try:
-        out = client.containers.run(image, ["-c", "ulimit -Hn"], entrypoint=["sh"], network_mode="none",
-                                    remove=True, labels=labels)
-        text = out.decode(errors="replace").strip()
+    try:  # detached: docker-py's run() returns no output under a log driver other than json-file or journald
+        probe = client.containers.run(image, ["-c", "ulimit -Hn"], entrypoint=["sh"], network_mode="none",
+                                      labels=labels, detach=True)
+        try:
+            code = probe.wait(timeout=60)["StatusCode"]
+            text = probe.logs(stdout=True, stderr=code != 0).decode(errors="replace").strip()
+        finally:
+            with contextlib.suppress(docker.errors.APIError):  # left: the next command reaps it (its owner is gone)
+                probe.remove(force=True)
+        if code != 0 or not (text.isdigit() or text == "unlimited"):
+            raise ValueError(f"`sh -c 'ulimit -Hn'` in {image} exited with {code}: {' '.join(text.split())[:200]}")
         hard = NOFILE_CAP if text == "unlimited" else int(text)
     except (docker.errors.DockerException, ValueError) as e:
         raise LabError(f"could not read the open-file limit of containers on the Docker engine at {host.name} "
-                       f"({why(e)})") from None
+                       f"({e if isinstance(e, ValueError) else why(e)})") from None
     return min(NOFILE_CAP, hard)
 
 
