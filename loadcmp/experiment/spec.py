@@ -323,6 +323,7 @@ def validate(spec: RunSpec) -> RunSpec:
         check(lambda: parse_cluster(spec.cluster or ""))
         if spec.workers > 1:
             errors.append("--workers is for processes on this machine; with --cluster the Dask workers share the load")
+
     def server_limits() -> None:
         parse_cpus(spec.server_cpus, here=False)
         if hosts:  # this machine's engine: its CPUs and memory; another's once it answers (`sweep.runner`)
