@@ -91,6 +91,7 @@ class SpecDoc(TypedDict):
     requests: NotRequired[int | None]  #: -n: requests per trial, else None
     url: NotRequired[str]  #: bench: the URL loaded
     stacks: NotRequired[dict[str, str]]  #: each label's stack
+    stack_dirs: NotRequired[list[str]]  #: the user's stack folders (--stacks), absolute
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
     trials: NotRequired[int]  #: repeats of each server x level
     ramp_up: NotRequired[float | None]

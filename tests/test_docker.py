@@ -90,8 +90,10 @@ def test_port_in_use_is_a_usage_error(images):
 
 
 def test_container_exiting_at_start_reports_its_log(images, docker_client):
-    broken = st.Stack("broken", "a role the entrypoint does not know", (st.Role("web", "nginx", "no-such-mode"),),
-                      "none", ("nginx", "fpm", "php"))
+    from dataclasses import replace
+
+    nginx = st.get_stack("nginx")
+    broken = replace(nginx, name="broken", roles=(replace(nginx.front, command=("no-such-mode",)),))
     with pytest.raises(ServerStartError) as e:
         lab.up(lab.plan_deployment(broken), client=docker_client, images=images)
     assert "exited while starting" in str(e.value) and "unknown role" in str(e.value)
@@ -100,9 +102,10 @@ def test_container_exiting_at_start_reports_its_log(images, docker_client):
 
 def test_images_are_tagged_by_their_inputs(docker_client, images):
     base = docker_client.images.get(img.ensure_base(docker_client)).id
-    assert images["apache"] == img.image_tag("apache", base)
-    assert images["apache"] != img.image_tag("apache", base + "x")
-    again = img.build_images(docker_client, ["apache", "nginx"])
+    apache = st.get_stack("apache-prefork").front.image
+    assert images["apache"] == img.image_tag(apache, base)
+    assert images["apache"] != img.image_tag(apache, base + "x")
+    again = img.build_images(docker_client, [i for s in st.catalog().values() for i in s.images])
     assert again == images
 
 

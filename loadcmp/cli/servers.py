@@ -9,14 +9,15 @@ from rich.table import Table
 
 from .app import abort_on_signals, cli, emit_json
 from .display import err, out
-from .options import docker_host_option, docker_options, json_option, server_options
+from .options import docker_host_option, docker_options, json_option, server_options, stacks_option
 from ..lab.dockerhost import resolve
 
 
 @cli.command()
 @json_option
 @click.option("--tunables", is_flag=True, help="Also list every tunable with its default.")
-def servers(as_json: bool, tunables: bool) -> None:
+@stacks_option
+def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     """List the server set-ups (stacks) loadcmp can start."""
     from ..lab import stacks
 
@@ -24,22 +25,24 @@ def servers(as_json: bool, tunables: bool) -> None:
         doc: dict[str, Any] = {
             "servers": [
                 {"name": s.name, "description": s.description, "php": s.php_api, "mpm": s.mpm,
-                 "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections)}
-                for s in stacks.STACKS.values()
+                 "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections),
+                 "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,
+                 "status_pages": {p.kind: p.path for p in s.status}}
+                for s in stacks.catalog().values()
             ],
-            "aliases": stacks.ALIASES,
+            "aliases": stacks.aliases(),
         }
         if tunables:
             doc["tunables"] = {k: {"default": t.default, "doc": t.doc} for k, t in stacks.tunables().items()}
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
-    for c in ("name", "description", "PHP (Server API)", "tunables"):
+    for c in ("name", "description", "PHP (Server API)", "tunables", "from"):
         t.add_column(c)
-    for s in stacks.STACKS.values():
-        t.add_row(s.name, s.description, s.php_api, ", ".join(s.sections))
+    for s in stacks.catalog().values():
+        t.add_row(s.name, s.description, s.php_api, ", ".join(s.sections), s.origin)
     out.print(t)
-    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.ALIASES.items()))
+    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.aliases().items()))
     if tunables:
         tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
         for c in ("key", "default", "what it does"):
@@ -53,8 +56,9 @@ def servers(as_json: bool, tunables: bool) -> None:
 @click.option("--server", "servers_", multiple=True, default=("all",), show_default=True,
               help="Build the images these stacks need.")
 @click.option("--force", is_flag=True, help="Rebuild even when an image with the same inputs exists.")
+@stacks_option
 @docker_host_option
-def build(servers_: tuple[str, ...], force: bool, docker_host: str | None) -> None:
+def build(servers_: tuple[str, ...], force: bool, docker_host: str | None, stack_dirs: tuple[str, ...]) -> None:
     """Build the server images (and the base image if none can be had)."""
     from ..lab import containers as lab, stacks
 
@@ -77,10 +81,12 @@ def build(servers_: tuple[str, ...], force: bool, docker_host: str | None) -> No
 @click.option("--server", "server", required=True, help="Which stack (see `loadcmp servers`).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
 @server_options
+@stacks_option
 @docker_options
 @json_option
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
-       sets: tuple[str, ...], docker_host: str | None, server_address: str | None, as_json: bool) -> None:
+       sets: tuple[str, ...], docker_host: str | None, server_address: str | None, as_json: bool,
+       stack_dirs: tuple[str, ...]) -> None:
     """Start a stack and leave it running; print its URL."""
     from ..lab import containers as lab, stacks
     from ..errors import ConfigError

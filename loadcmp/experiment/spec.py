@@ -29,6 +29,8 @@ class RunSpec:
     """Labels: a stack's name, or a variant's label (see `loadcmp.experiment.variants`)."""
     stacks: dict[str, str] = field(default_factory=dict)
     """The stack of each label; after `validate`, of every label in `servers`."""
+    stack_dirs: tuple[str, ...] = ()
+    """The user's stack folders (`--stacks`, `stacks = [...]` in a file), absolute: added to the catalog."""
     levels: tuple[int, ...] = (50,)
     duration: float = 30.0
     requests: int | None = None
@@ -112,6 +114,7 @@ KEYS: dict[str, str] = {
     "name": "str",
     "description": "str",
     "servers": "list[str]",
+    "stacks": "list[str]",
     "clients": "levels",
     "time": "positive duration",
     "requests": "int",
@@ -142,7 +145,7 @@ KEYS: dict[str, str] = {
 }
 """The keys an experiment file may have, and their types."""
 
-FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings"}
+FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings", "stacks": "stack_dirs"}
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -169,7 +172,17 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     errors: list[str] = []
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
+    dirs = raw.get("stacks")
+    if isinstance(dirs, list) and all(isinstance(d, str) for d in dirs):
+        # the file's own stacks first: its servers and variants may name them (paths are the file's)
+        fields["stack_dirs"] = tuple(str((p.parent / d).expanduser().resolve()) for d in dirs)
+        try:
+            stacks.add_stack_dirs(fields["stack_dirs"])
+        except (UsageError, ConfigError) as e:
+            errors.extend(f"{_where(p, text, 'stacks')}: {m}" for m in getattr(e, "errors", [str(e)]))
     for key, value in raw.items():
+        if key == "stacks" and "stack_dirs" in fields:
+            continue
         where = _where(p, text, key)
         kind = KEYS.get(key)
         if kind is None:
@@ -279,6 +292,7 @@ def validate(spec: RunSpec) -> RunSpec:
             errors.extend(getattr(e, "errors", [str(e)]))
 
     servers: list[variants.Variant] = []
+    check(lambda: stacks.add_stack_dirs(spec.stack_dirs))
 
     def resolve() -> None:
         servers.extend(variants.resolve(spec.servers, spec.stacks))
@@ -318,7 +332,7 @@ def validate(spec: RunSpec) -> RunSpec:
         known = _result_labels(spec, [v.label for v in servers])
         # a finding about a server declared but not chosen (a seed cut with --server) is judged
         # inconclusive after the run; one about a server that exists nowhere is a typo
-        elsewhere = _result_labels(spec, [*spec.stacks, *stacks.STACKS])
+        elsewhere = _result_labels(spec, [*spec.stacks, *stacks.catalog()])
         check(lambda: check_labels(parse_findings(list(spec.findings)), known, elsewhere))
     for v in servers:
         try:

@@ -110,7 +110,12 @@ class Deployment:
     @property
     def status_urls(self) -> dict[str, str]:
         """Each status page; they answer only on the server's own loopback (`apimetrics` reads them from inside)."""
-        return {k: f"http://127.0.0.1:{self.port}{p}" for k, p in stacks.status_paths(self.stack).items()}
+        return {k: f"http://127.0.0.1:{self.port}{p.path}" for k, p in self.status_pages.items()}
+
+    @property
+    def status_pages(self) -> dict[str, stacks.StatusPage]:
+        """The stack's status pages by kind (`[status.KIND]`)."""
+        return {p.kind: p for p in self.stack.status}
 
     @property
     def front(self) -> Any:
@@ -190,21 +195,22 @@ class Deployment:
                 yield rest.decode(errors="replace")
 
     def versions(self) -> dict[str, str]:
-        """nginx -v, apache2 -v, php -v from inside the containers."""
+        """Each program's version, from the commands its parts name (`nginx -v`), run inside its role's
+        container: the first line, after `version:` when it says so. A program a container lacks is skipped."""
         import docker
 
         out: dict[str, str] = {}
-        for c in self.containers:
-            try:
-                res = c.exec_run(["/usr/local/bin/loadcmp-entrypoint", "versions"])
-            except docker.errors.APIError:
-                continue  # the container died meanwhile: its versions stay unknown, the trial says why
-            for line in res.output.decode(errors="replace").splitlines():
-                low = line.lower()
-                key = ("nginx" if "nginx" in low else "apache" if "apache" in low
-                       else "php" if low.startswith("php") else None)
-                if key:
-                    out[key] = line.split(":", 1)[-1].strip() if key != "php" else line.strip()
+        for r, c in zip(self.plan.rendered, self.containers, strict=False):
+            for program, command in r.role.versions:
+                if program in out:
+                    continue
+                try:
+                    res = c.exec_run(["sh", "-c", f"out=$({command} 2>&1) && printf '%s\\n' \"$out\" | head -n 1"])
+                except docker.errors.APIError:
+                    break  # the container died meanwhile: its versions stay unknown, the trial says why
+                line = res.output.decode(errors="replace").strip()
+                if res.exit_code == 0 and line:
+                    out[program] = line.split("version:", 1)[1].strip() if "version:" in line else line
         return out
 
     def stop(self) -> None:
@@ -285,7 +291,7 @@ def up(
     dep = Deployment(plan, run_id, images, client=client, host=host)
     try:
         for r in plan.rendered:
-            image = images[r.role.image]
+            image = images[r.role.image.key]
             dep.image_ids[r.role.name] = client.images.get(image).id
             kwargs: dict[str, Any] = {}
             if plan.memory:
@@ -294,7 +300,7 @@ def up(
                 kwargs["cpuset_cpus"] = plan.cpus
             c = client.containers.create(
                 image,
-                command=[r.role.mode],
+                command=list(r.role.command),
                 name=f"loadcmp-{run_id}-{stack.name}-{r.role.name}-{r.port}",
                 network_mode="host",
                 labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.stack": stack.name, f"{LABEL}.role": r.role.name,
