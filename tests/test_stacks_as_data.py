@@ -182,3 +182,76 @@ def test_a_check_that_reads_an_unknown_setting_is_found_when_read(tmp_path: Path
     with pytest.raises(ConfigError) as e:
         st.add_stack_dirs([str(mine)])
     assert "nginx.workers" in str(e.value) and "not tunables of stack checked" in str(e.value)
+
+
+# --- with Docker: a copied stack runs, the user's pages are served by every stack ---------------------------------
+
+
+TOKEN_PHP = '<?php header("Content-Type: text/plain"); echo "token-", intdiv(6 * 7, 1), "-", PHP_SAPI, "\\n";\n'
+
+
+@pytest.mark.docker
+def test_a_copied_stack_runs_through_stacks_and_user_pages_are_measured(tmp_path: Path, images: dict[str, str],
+                                                                         docker_client: object) -> None:
+    import json
+
+    from loadcmp.lab import containers as lab
+
+    copy_stack("nginx", tmp_path / "mine" / "copied-nginx")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "token.php").write_text(TOKEN_PHP)
+    (site / "hello.txt").write_text("hello from the user's site\n")
+    res = CliRunner().invoke(cli, ["run", "--stacks", str(tmp_path / "mine"), "--server", "copied-nginx",
+                                   "--www", str(site), "--page", "/token.php", "-c", "4", "-t", "1s", "--warmup", "0",
+                                   "--out", str(tmp_path / "results"), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    (result,) = doc["results"]
+    assert result["server"] == "copied-nginx" and result["ok"] > 0 and result["failed"] == 0
+    run = json.loads(next((tmp_path / "results").glob("*/run.json")).read_text())
+    assert run["spec"]["stack_dirs"] == [str((tmp_path / "mine").resolve())]
+    assert run["www"]["path"] == str(site.resolve()) and run["www"]["files"] == 2 and len(run["www"]["sha256"]) == 64
+    assert lab.labelled(docker_client) == []
+
+
+@pytest.mark.docker
+def test_every_stack_serves_the_users_pages_read_only(tmp_path: Path, images: dict[str, str],
+                                                      docker_client: object) -> None:
+    import json
+
+    from loadcmp.lab import containers as lab
+    from loadcmp.lab.pages import http_get
+
+    site = tmp_path / "site"
+    (site / "sub").mkdir(parents=True)
+    (site / "sub" / "token.php").write_text(TOKEN_PHP)
+    (site / "plain.txt").write_text("plain\n")
+    served = []
+    try:
+        for name in st.stack_names():
+            res = CliRunner().invoke(cli, ["up", "--server", name, "--www", str(site), "--json"])
+            assert res.exit_code == 0, (name, res.output)
+            port = int(json.loads(res.stdout)["url"].rsplit(":", 1)[1].strip("/"))
+            code, body = http_get(port, "/sub/token.php", timeout=10)
+            assert code == 200 and body.startswith(b"token-42-"), (name, code, body[:200])
+            assert http_get(port, "/plain.txt", timeout=10) == (200, b"plain\n"), name
+            assert http_get(port, "/index.html", timeout=10)[0] == 404, name  # not the demo pages
+            served.append(name)
+            assert CliRunner().invoke(cli, ["down"]).exit_code == 0
+    finally:
+        CliRunner().invoke(cli, ["down"])
+    assert served == st.stack_names()
+    assert lab.labelled(docker_client) == []
+
+
+def test_bad_user_pages_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--www", str(tmp_path / "none"), "-c", "1", "-t", "1s"])
+    assert res.exit_code == 2 and "no such folder" in res.output
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.php").write_text(TOKEN_PHP)
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--www", str(site), "--page", "/b.php", "-c", "1",
+                                   "-t", "1s"])
+    assert res.exit_code == 2 and "page '/b.php' is not in --www" in res.output, res.output
+    assert "Traceback" not in res.output

@@ -117,6 +117,22 @@ def stacks_option(f: F) -> F:
                              "(repeatable; env LOADCMP_STACKS).")(f)
 
 
+def _www(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    p = Path(value).expanduser()
+    if not p.is_dir():
+        raise click.BadParameter(f"{value}: no such folder")
+    return str(p.resolve())
+
+
+def www_option(f: F) -> F:
+    """--www DIR: the user's own pages, served by every chosen stack (run, smoke, up)."""
+    return click.option("--www", callback=_www, metavar="DIR",
+                        help="Serve your own pages (read-only, PHP included) instead of the demo pages; "
+                             "--page addresses them.")(f)
+
+
 def json_option(f: F) -> F:
     """--json: one JSON document on stdout, progress on stderr."""
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(f)

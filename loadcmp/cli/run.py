@@ -14,7 +14,7 @@ from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out
 from .types import COUNT
 from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options,
-                      stacks_option)
+                      stacks_option, www_option)
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
@@ -234,6 +234,7 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
 @server_options
 @stacks_option
+@www_option
 @docker_options
 @click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
 @click.option("--out", "out_dir", help="Where results folders go (default results/).")
@@ -250,6 +251,8 @@ def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, tri
     given.update(DockerFlags.pop(flags).given())
     if dirs := flags.pop("stack_dirs"):
         given["stack_dirs"] = dirs
+    if www := flags.pop("www"):
+        given["www"] = www
     given.update(server_fields(servers_, sets))
     others: dict[str, Any] = {
         "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,

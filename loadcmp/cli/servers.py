@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -9,7 +10,7 @@ from rich.table import Table
 
 from .app import abort_on_signals, cli, emit_json
 from .display import err, out
-from .options import docker_host_option, docker_options, json_option, server_options, stacks_option
+from .options import docker_host_option, docker_options, json_option, server_options, stacks_option, www_option
 from ..lab.dockerhost import resolve
 
 
@@ -82,11 +83,12 @@ def build(servers_: tuple[str, ...], force: bool, docker_host: str | None, stack
 @click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
 @server_options
 @stacks_option
+@www_option
 @docker_options
 @json_option
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
        sets: tuple[str, ...], docker_host: str | None, server_address: str | None, as_json: bool,
-       stack_dirs: tuple[str, ...]) -> None:
+       stack_dirs: tuple[str, ...], www: str | None) -> None:
     """Start a stack and leave it running; print its URL."""
     from ..lab import containers as lab, stacks
     from ..errors import ConfigError
@@ -107,7 +109,7 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
         err.print(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
     with err.status(f"starting {stack.name}") as status:
         plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
-                                   host=host)
+                                   host=host, www=Path(www) if www else None)
         with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
             dep = lab.up(plan, client=client, log=lambda m: status.update(m[:120]), host=host, owned=False)
     if as_json:

@@ -10,7 +10,8 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import out
-from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options, stacks_option
+from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, stacks_option,
+                      www_option)
 from .run import build_spec, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
@@ -27,6 +28,7 @@ SMOKE_KEYS = {"pages", "checks"}
               help="Stacks to check (default: the file's servers, else every stack marked smoke = true).")
 @load_options
 @stacks_option
+@www_option
 @docker_options
 @click.option("--page", "pages", multiple=True, help="Pages to load (repeatable; default /index.html and /info.php).")
 @click.option("--check", "checks", multiple=True, metavar="EXPR",
@@ -72,6 +74,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     given.update(DockerFlags.pop(flags).given())
     if dirs := flags.pop("stack_dirs"):
         given["stack_dirs"] = dirs
+    if www := flags.pop("www"):
+        given["www"] = www
     if not servers_ and "servers" not in fields:
         servers_ = tuple(smoke_servers())
     for k, v in (("servers", tuple(servers_)), ("pages", tuple(pages) or tuple(table.get("pages", ()))),

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..lab import dockerhost, stacks
+from ..lab.pages import page_file
 from . import variants
 from ..errors import ConfigError, UsageError
 from ..records import SpecDoc
@@ -39,6 +40,8 @@ class RunSpec:
     page: str = "/info.php"
     pages: tuple[str, ...] = ()
     """Several pages in one run (each server x page is a variant); overrides `page`."""
+    www: str | None = None
+    """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
     trials: int = 1
     schedule: str = "closed"
     keepalive: tuple[bool, ...] = (False,)
@@ -121,6 +124,7 @@ KEYS: dict[str, str] = {
     "warmup": "duration",
     "page": "str",
     "pages": "list[str]",
+    "www": "str",
     "trials": "int",
     "schedule": "str",
     "keepalive": "bools",
@@ -194,7 +198,9 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             for m in getattr(e, "errors", [str(e)]):
                 errors.append(_variant_error(p, text, m) if key == "variants" else f"{where}: {key}: {m}")
             continue
-        if key == "smoke":
+        if key == "www":
+            fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
+        elif key == "smoke":
             extra["smoke"] = conv
         elif key == "variants":
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
@@ -311,6 +317,14 @@ def validate(spec: RunSpec) -> RunSpec:
     for page in spec.all_pages:
         if not page.startswith("/"):
             errors.append(f"page {page!r} must start with /")
+    if spec.www is not None:
+        www = Path(spec.www)
+        if not www.is_dir():
+            errors.append(f"--www {spec.www}: no such folder")
+        else:
+            missing = [page for page in spec.all_pages if page.startswith("/") and page_file(www, page) is None]
+            errors += [f"page {page!r} is not in --www {spec.www} (no such file, nor an index.html or index.php "
+                       "for a folder)" for page in missing]
     if spec.engine not in ("fast", "aiohttp"):
         errors.append(f"unknown engine {spec.engine!r}")
     if spec.workers < 1:

@@ -250,7 +250,8 @@ def new_run_id() -> str:
 
 
 def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
-                    overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL) -> render.DeploymentPlan:
+                    overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL,
+                    www: Path | None = None) -> render.DeploymentPlan:
     """Pick free ports on 127.0.0.1 (or check `port`) and render the stack's configs for them."""
     if port is None:
         port = free_port(host)
@@ -260,7 +261,7 @@ def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str |
     for role in stack.roles:
         while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
-    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind)
+    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind, www=www)
 
 
 def up(
@@ -298,6 +299,8 @@ def up(
                 kwargs.update(mem_limit=plan.memory, memswap_limit=plan.memory)
             if plan.cpus:
                 kwargs["cpuset_cpus"] = plan.cpus
+            if plan.www and not host.remote:  # read-only: a server cannot change the pages it is measured on
+                kwargs["volumes"] = {str(plan.www): {"bind": render.USER_WWW, "mode": "ro"}}
             c = client.containers.create(
                 image,
                 command=list(r.role.command),
@@ -312,6 +315,8 @@ def up(
             )
             dep.containers.append(c)
             c.put_archive("/etc", _config_tar(r.files))
+            if plan.www and host.remote:  # another machine's engine cannot mount this machine's folder: a copy
+                c.put_archive(str(Path(render.USER_WWW).parent), pages_tar(plan.www, Path(render.USER_WWW).name))
             c.start()
             _wait_ready(dep, c, r.port, ready_timeout)
         return dep
@@ -340,6 +345,21 @@ def _config_tar(files: dict[str, str]) -> bytes:
     return buf.getvalue()
 
 
+def pages_tar(folder: Path, name: str) -> bytes:
+    """The user's pages as a tar under `name/`, readable by all and writable by none (as the mount is)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w") as tf:
+        tf.add(str(folder), arcname=name, filter=_read_only)
+    return buf.getvalue()
+
+
+def _read_only(info: tarfile.TarInfo) -> tarfile.TarInfo:
+    info.uid = info.gid = 0
+    info.uname = info.gname = "root"
+    info.mode = 0o555 if info.isdir() else 0o444
+    return info
+
+
 def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> None:
     deadline = time.monotonic() + timeout
     last = "no answer"
@@ -355,7 +375,7 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
                 status, _ = get_inside(container, port, "/index.html", timeout=1.0)
             else:
                 status, _ = http_get(port, "/index.html", timeout=1.0, host=dep.host.address)
-            if status == 200:
+            if status == 200 or dep.plan.www and status < 500:  # the user's pages may have no index.html
                 return
             last = f"HTTP {status}"
         except OSError as e:

@@ -7,6 +7,7 @@ run stores exactly that plan, so nothing is derived twice.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import jinja2
@@ -74,17 +75,19 @@ class Rendered:
 
 
 WWW = "/srv/www"
-"""Where the pages are in every container."""
+"""Where the demo pages are in every image."""
+USER_WWW = "/srv/site"
+"""Where the user's own pages (--www) are put, read-only: never mixed with the demo pages."""
 
 
 def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1",
-           nofile: int | None = None) -> list[Rendered]:
+           nofile: int | None = None, www: str = WWW) -> list[Rendered]:
     """Render every role's config files; `ports` maps role name to its port, `bind` is
     where the front role listens (the others stay on 127.0.0.1), `nofile` the servers'
     open-file limit (None: this machine's)."""
     env = environment(stack)
     base = {"stack": stack.name, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
-            "www": WWW, **_nested(settings)}
+            "www": www, **_nested(settings)}
     out: list[Rendered] = []
     errs: list[str] = []
     for role in stack.roles:
@@ -118,6 +121,8 @@ class DeploymentPlan:
     memory: int | None = None
     bind: str = "127.0.0.1"
     """Where the front role listens (`dockerhost.DockerHost.bind`)."""
+    www: Path | None = None
+    """The user's pages (--www), served from USER_WWW instead of the demo pages; None: the demo pages."""
 
     @property
     def port(self) -> int:
@@ -129,11 +134,12 @@ class DeploymentPlan:
 
 
 def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
-                    memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None) -> DeploymentPlan:
+                    memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None,
+                    www: Path | None = None) -> DeploymentPlan:
     """Settings in effect (checked), then every role's configs rendered for `ports`."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
     settings = stack.effective(overrides)
-    return DeploymentPlan(stack, settings, dict(ports), tuple(render(stack, settings, ports, bind, nofile)), cpus,
-                          memory, bind)
+    rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW)
+    return DeploymentPlan(stack, settings, dict(ports), tuple(rendered), cpus, memory, bind, www)
