@@ -91,7 +91,9 @@ class SpecDoc(TypedDict):
     requests: NotRequired[int | None]  #: -n: requests per trial, else None
     url: NotRequired[str]  #: bench: the URL loaded
     stacks: NotRequired[dict[str, str]]  #: each label's stack
+    stack_dirs: NotRequired[list[str]]  #: the user's stack folders (--stacks), absolute
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
+    www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     trials: NotRequired[int]  #: repeats of each server x level
     ramp_up: NotRequired[float | None]
     pace: NotRequired[float | None]
@@ -265,6 +267,7 @@ class RunDoc(TypedDict):
     images: NotRequired[dict[str, str]]
     cluster: NotRequired[dict[str, Any]]  #: --cluster: the Dask scheduler, its workers, their hosts and clock offsets
     docker_host: NotRequired[dict[str, Any]]  #: the engine the stacks ran on, the server address, how measured
+    www: NotRequired[dict[str, Any]]  #: --www: the folder, its file count and a hash of its files (pages.www_digest)
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run

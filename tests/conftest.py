@@ -269,7 +269,9 @@ def docker_client():  # type: ignore[no-untyped-def]
 def images(docker_client):  # type: ignore[no-untyped-def]
     from loadcmp.lab import containers as lab
 
-    return lab.build_images(docker_client, ["apache", "nginx"])
+    from loadcmp.lab.stacks import catalog
+
+    return lab.build_images(docker_client, [i for s in catalog().values() for i in s.images])
 
 
 @pytest.fixture(scope="session")

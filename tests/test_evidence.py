@@ -31,6 +31,16 @@ EXPECTED = {
     "apache-prefork-max-request-workers.log": {"apache.max_request_workers": 1},
     "apache-worker-fpm.log": {"apache.max_request_workers": 1, "fpm.max_children": 1},
     "apache-event-fpm.log": {"apache.max_request_workers": 1, "fpm.max_children": 1},
+    "caddy-fpm-dial-eagain.log": {"caddy.fpm_dial_eagain": 150, "fpm.max_children": 1},
+    "caddy-fpm-gone.log": {"fpm.max_children": 1, "caddy.fpm_eof": 40, "caddy.fpm_gone": 3},
+    "caddy-fpm-max-children.log": {"fpm.max_children": 1, "caddy.fpm_dial_eagain": 100},
+    "caddy-too-many-open-files.log": {"caddy.too_many_open_files": 154},
+    "lighttpd-fpm-backlog-full.log": {"lighttpd.fpm_queue_full": 40, "fpm.max_children": 1},
+    "lighttpd-fpm-gone.log": {"lighttpd.fpm_down": 1, "lighttpd.all_handlers_down": 1},
+    "lighttpd-fpm-max-children.log": {"fpm.max_children": 1, "lighttpd.fpm_queue_full": 40},
+    "lighttpd-max-connections.log": {"lighttpd.connection_limit": 100},
+    "lighttpd-too-many-open-files.log": {"lighttpd.out_of_fds": 100, "lighttpd.too_many_open_files": 100,
+                                         "fpm.seems_busy": 1},
 }
 
 
@@ -75,10 +85,16 @@ def test_stamp() -> None:
 
 
 def test_every_cause_names_a_real_setting() -> None:
-    known = set(effective_settings(get_stack("nginx"), {})) | set(effective_settings(get_stack("apache-event"), {}))
-    for c in ev.CAUSES:
-        assert c.key.split(".")[0] in ("nginx", "fpm", "apache")
-        assert c.setting is None or c.setting.format(mpm="event") in known, c.key
+    from loadcmp.lab.stacks import catalog
+
+    seen = 0
+    for stack in catalog().values():
+        for c in stack.causes:
+            seen += 1
+            assert c.key.split(".")[0] in {p.split("-")[0] for p in stack.parts} | {stack.name}, c.key
+            s = stack.setting_of(c)
+            assert s is None or s in stack.tunables or s.split(".")[0] not in stack.sections, (stack.name, c.key)
+    assert seen
 
 
 # --- notes ---------------------------------------------------------------------------------
@@ -89,6 +105,19 @@ def notes(stack: str, failures: dict[str, int], log: str | None = "", peaks: dic
     s = get_stack(stack)
     seen = ev.Seen(None if log is None else ev.tally(read(log) if log else ""), failures, peaks or {}, **kw)
     return ev.trial_notes(s, effective_settings(s, {}), seen)
+
+
+def test_each_stack_counts_its_own_causes_only() -> None:
+    """A stack reads its log with its own causes: lighttpd's lines are no news on nginx, and the reverse."""
+    text = read("lighttpd-max-connections.log")
+    assert ev.tally(text, causes=get_stack("lighttpd").causes).counts == {"lighttpd.connection_limit": 100}
+    assert ev.tally(text, causes=get_stack("nginx").causes).counts == {}
+    out = notes("lighttpd", {"connect_timeout": 80}, "lighttpd-max-connections.log")
+    assert out == ["lighttpd had server.max-connections open and stopped accepting; new connections waited in the "
+                   "kernel's accept queue (lighttpd.max_connections 0) — '[note] sockets disabled, connection limit "
+                   "reached' logged 100 times; the failures were 80 connect_timeout"]
+    caddy = notes("caddy", {"http_5xx": 9}, "caddy-fpm-dial-eagain.log")
+    assert any(n.startswith("Caddy found php-fpm's socket") for n in caddy), caddy
 
 
 def test_evidence_names_the_limit_and_quotes_it() -> None:
@@ -147,8 +176,10 @@ def test_oom_kills_and_unreadable_logs() -> None:
 def test_status_peaks_from_samples() -> None:
     rows = [{"fpm_active": 3.0, "fpm_max_children_reached": 4.0}, {"fpm_active": float("nan")},
             {"fpm_active": 5.0, "apache_busy": 20.0, "fpm_max_children_reached": 6.0}]
-    assert ev.status_peaks(rows) == {"fpm_active": 5.0, "apache_busy": 20.0, "fpm_max_children_reached": 2.0}
-    assert ev.status_peaks([]) == {}
+    causes = get_stack("apache-event").causes
+    assert ev.status_peaks(rows, causes) == {"apache_busy": 20.0, "fpm_max_children_reached": 2.0}
+    assert ev.status_peaks([], causes) == {}
+    assert ev.status_peaks(rows, get_stack("nginx-apache").causes) == {"apache_busy": 20.0}
 
 
 class FakeDeployment:

@@ -44,12 +44,15 @@ def test_project_root_prefers_loadcmp_home_then_the_checkout(monkeypatch: pytest
 def test_project_root_falls_back_to_the_installed_data(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.delenv("LOADCMP_HOME", raising=False)
     site = tmp_path / "site-packages"
-    monkeypatch.setattr(stacks, "__file__", str(site / "loadcmp" / "lab" / "stacks.py"))
+    from loadcmp.lab import model
+
+    monkeypatch.setattr(model, "__file__", str(site / "loadcmp" / "lab" / "model.py"))
     assert stacks.project_root() == site / "loadcmp" / "_data"
     (site / "configs").mkdir(parents=True)  # some other package's top-level configs/ is no checkout
     assert stacks.project_root() == site / "loadcmp" / "_data"
     (site / "configs" / "stacks").mkdir()
-    (site / "configs" / "stacks" / "defaults.toml").write_text("")
+    assert stacks.project_root() == site / "loadcmp" / "_data"  # a checkout has its parts too
+    (site / "configs" / "parts").mkdir()
     assert stacks.project_root() == site
 
 
@@ -99,7 +102,7 @@ def test_the_wheel_runs_a_stack_outside_the_checkout(tmp_path: Path, docker_clie
     assert commit == "None" and r.stderr == ""
     differ = [f for f in PROJECT_DATA if not filecmp.cmp(ROOT / f, Path(root) / f, shallow=False)]
     assert not differ, f"installed copies differ from the checkout: {differ}"
-    assert os.access(Path(root) / "configs" / "stacks" / "entrypoint.sh", os.X_OK)  # hashed into the image tag
+    assert os.access(Path(root) / "configs" / "entrypoint.sh", os.X_OK)  # hashed into the image tag
 
     out = _run([loadcmp, "servers", "--tunables"], cwd=elsewhere, env=env).stdout
     for needle in ("nginx", "apache-prefork", "nginx.worker_connections", "prefork.MaxRequestWorkers"):

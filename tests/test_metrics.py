@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from typing import Any
 
 from loadcmp.observe import metrics, statuspages
 
@@ -116,36 +117,64 @@ def test_tcp_states_sees_a_listener():
 # --- status pages -----------------------------------------------------------------------
 
 
+def _nginx() -> Any:
+    from loadcmp.lab.stacks import get_stack
+
+    return get_stack("nginx")
+
+
+def page(stack: str, kind: str):
+    from loadcmp.lab.stacks import get_stack
+
+    return next(p for p in get_stack(stack).status if p.kind == kind)
+
+
 @pytest.mark.parametrize("name, busy, idle", [("mod_status-prefork.txt", 21, 4), ("mod_status-event.txt", 48, 2)])
 def test_mod_status_auto(name, busy, idle):
-    assert statuspages.parse_mod_status((FIX / name).read_text()) == {"apache_busy": busy, "apache_idle": idle}
+    parsed = statuspages.parse_page(page("apache-prefork", "apache"), (FIX / name).read_text())
+    assert parsed == {"apache_busy": busy, "apache_idle": idle}
 
 
 def test_nginx_stub_status():
-    assert statuspages.parse_stub_status((FIX / "stub_status.txt").read_text()) == {
+    assert statuspages.parse_page(page("nginx", "nginx"), (FIX / "stub_status.txt").read_text()) == {
         "nginx_active": 291, "nginx_reading": 6, "nginx_writing": 179, "nginx_waiting": 106}
 
 
 def test_fpm_status_json():
-    assert statuspages.parse_fpm_status((FIX / "fpm-status.json").read_text()) == {
+    fpm = page("nginx", "fpm")
+    assert statuspages.parse_page(fpm, (FIX / "fpm-status.json").read_text()) == {
         "fpm_active": 4, "fpm_idle": 1, "fpm_queue": 3, "fpm_max_children_reached": 2}
     with pytest.raises(ValueError):
-        statuspages.parse_fpm_status("<html>File not found.</html>")
+        statuspages.parse_page(fpm, "<html>File not found.</html>")
     with pytest.raises(ValueError):
-        statuspages.parse_fpm_status(json.dumps([1, 2]))
+        statuspages.parse_page(fpm, json.dumps([1, 2]))
+
+
+def test_prometheus_metrics_are_summed_over_their_labels():
+    text = """# HELP caddy_http_requests_in_flight Number of requests currently handled by this server.
+# TYPE caddy_http_requests_in_flight gauge
+caddy_http_requests_in_flight{handler="subroute",server="srv0"} 3
+caddy_http_requests_in_flight{handler="reverse_proxy",server="srv0"} 4
+caddy_http_requests_in_flight_total 99
+go_goroutines 12
+"""
+    fields = (("in_flight", "caddy_http_requests_in_flight"), ("goroutines", "go_goroutines"), ("none", "absent"))
+    assert statuspages.parse_prometheus(text, fields) == {"in_flight": 7.0, "goroutines": 12.0}
 
 
 def test_busy_workers_front_server_first():
-    assert statuspages.with_busy_workers({"apache_busy": 3.0, "fpm_active": 7.0})["busy_workers"] == 3.0
-    assert statuspages.with_busy_workers({"nginx_active": 9.0, "fpm_active": 7.0})["busy_workers"] == 7.0
-    assert "busy_workers" not in statuspages.with_busy_workers({"nginx_active": 9.0})
+    both = ("apache_busy", "fpm_active")
+    assert statuspages.with_busy_workers({"apache_busy": 3.0, "fpm_active": 7.0}, both)["busy_workers"] == 3.0
+    assert statuspages.with_busy_workers({"nginx_active": 9.0, "fpm_active": 7.0}, both)["busy_workers"] == 7.0
+    assert "busy_workers" not in statuspages.with_busy_workers({"nginx_active": 9.0}, both)
 
 
-def test_every_status_kind_has_a_parser():
+def test_every_stack_reads_its_busy_workers_from_its_own_pages():
     from loadcmp.lab import stacks as st
 
-    kinds = {k for name in st.stack_names() for k in st.status_paths(st.get_stack(name))}
-    assert kinds == set(metrics.STATUS_PARSERS)
+    for s in st.catalog().values():
+        columns = {c for p in s.status for c, _ in p.fields}
+        assert s.status and set(s.busy_workers) <= columns, s.name
 
 
 # --- summary ----------------------------------------------------------------------------
@@ -180,9 +209,11 @@ class FakeDeployment:
     port: int
     containers: list[FakeContainer] = field(default_factory=list)
 
+    stack: Any = field(default_factory=_nginx)
+
     @property
-    def status_urls(self) -> dict[str, str]:
-        return {"nginx": f"http://127.0.0.1:{self.port}/nginx_status"}
+    def status_pages(self) -> dict[str, Any]:
+        return {"nginx": page("nginx", "nginx")}
 
 
 def closed_port() -> int:

@@ -123,12 +123,12 @@ def test_smoke_all_stacks_passes_and_impossible_check_fails(tmp_path, images, do
                                    "--out", str(tmp_path / "results"), "--json"])
     assert res.exit_code == 0, res.output[-2000:]
     doc = json.loads(res.stdout)
-    assert doc["passed"] and len(doc["checks"]) == 5 * 2 * 4
+    assert doc["passed"] and len(doc["checks"]) == 7 * 2 * 4
     suite = ET.parse(junit).getroot().find("testsuite")
-    assert suite.get("tests") == "40" and suite.get("failures") == "0"
+    assert suite.get("tests") == "56" and suite.get("failures") == "0"
     names = {c.get("classname") for c in suite.findall("testcase")}
     assert names == {f"loadcmp.smoke.{s}" for s in
-                     ("nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache")}
+                     ("nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy", "lighttpd")}
     assert "loadcmp smoke: passed" in summary.read_text()
     assert lab.labelled(docker_client) == []
 

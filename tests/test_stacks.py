@@ -9,8 +9,9 @@ from loadcmp.lab import stacks as st
 from loadcmp.errors import ConfigError, UsageError
 
 
-def test_catalog_has_the_five_stacks_and_alias():
-    assert set(st.stack_names()) == {"nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache"}
+def test_catalog_has_the_seven_stacks_and_alias():
+    assert st.stack_names() == ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy",
+                                "lighttpd"]
     assert st.get_stack("apache").name == "apache-prefork"
     assert st.get_stack("nginx-apache").php_api == "Apache 2.0 Handler"
     assert st.get_stack("apache-event").php_api == "FPM/FastCGI"
@@ -19,7 +20,7 @@ def test_catalog_has_the_five_stacks_and_alias():
 
 def test_unknown_server_lists_valid_ones():
     with pytest.raises(UsageError) as e:
-        st.get_stack("lighttpd")
+        st.get_stack("tomcat")
     assert "apache-event" in str(e.value) and "nginx" in str(e.value)
 
 
@@ -87,10 +88,10 @@ def test_inconsistent_settings_are_refused():
 
 def test_every_tunable_is_documented_and_changes_a_config():
     names = {k.split(".")[0] for k in st.tunables()}
-    assert names == {"apache", "prefork", "worker", "event", "nginx", "fpm", "php", "proxy"}
+    assert names == {"apache", "prefork", "worker", "event", "nginx", "fpm", "php", "proxy", "caddy", "lighttpd"}
     for key, t in st.tunables().items():
         assert t.doc, key
-        stack = next(s for s in st.STACKS.values() if t.section in s.sections)
+        stack = next(s for s in st.catalog().values() if key in s.tunables)
         base = render(stack.name)
         d = t.default
         if isinstance(d, bool):

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from pathlib import Path
+
 import click
 
 from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE, SERVER_CPUS
@@ -98,6 +100,40 @@ def server_options(f: F) -> F:
     f = click.option("--server-cpus", type=SERVER_CPUS, metavar="CPUS",
                      help="CPU set for the server containers, e.g. 1 or 0-1.")(f)
     return f
+
+
+def _add_stacks(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
+    """Read the user's stacks as soon as the flag is seen: --server and --set may name them."""
+    from ..lab import stacks
+
+    if not value:
+        return ()
+    stacks.add_stack_dirs(value)
+    return tuple(str(Path(v).expanduser().resolve()) for v in value)
+
+
+def stacks_option(f: F) -> F:
+    """--stacks DIR: the user's own stacks beside ours (servers, build, up, run, smoke)."""
+    return click.option("--stacks", "stack_dirs", multiple=True, metavar="DIR", is_eager=True, callback=_add_stacks,
+                        expose_value=True,
+                        help="Add your own stacks: a stack's folder (with stack.toml) or a folder of them "
+                             "(repeatable; env LOADCMP_STACKS).")(f)
+
+
+def _www(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    if value is None:
+        return None
+    p = Path(value).expanduser()
+    if not p.is_dir():
+        raise click.BadParameter(f"{value}: no such folder")
+    return str(p.resolve())
+
+
+def www_option(f: F) -> F:
+    """--www DIR: the user's own pages, served by every chosen stack (run, smoke, up)."""
+    return click.option("--www", callback=_www, metavar="DIR",
+                        help="Serve your own pages (read-only, PHP included) instead of the demo pages; "
+                             "--page addresses them.")(f)
 
 
 def json_option(f: F) -> F:

@@ -13,7 +13,8 @@ from rich.table import Table
 from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out, warn
 from .types import COUNT
-from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options
+from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options,
+                      stacks_option, www_option)
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
@@ -213,6 +214,8 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
     for k, v in given.items():
         if k in ("settings", "stacks"):
             fields[k] = {**fields.get(k, {}), **v}
+        elif k == "stack_dirs":
+            fields[k] = tuple(dict.fromkeys([*fields.get(k, ()), *v]))
         elif k == "variant_settings":
             mine = fields.setdefault(k, {})
             for label, values in v.items():
@@ -231,6 +234,8 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
 @click.option("--page", help="Path requested (default /info.php).")
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
 @server_options
+@stacks_option
+@www_option
 @docker_options
 @click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
 @click.option("--out", "out_dir", help="Where results folders go (default results/).")
@@ -245,6 +250,10 @@ def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, tri
     """
     given = LoadFlags.pop(flags).given()
     given.update(DockerFlags.pop(flags).given())
+    if dirs := flags.pop("stack_dirs"):
+        given["stack_dirs"] = dirs
+    if www := flags.pop("www"):
+        given["www"] = www
     given.update(server_fields(servers_, sets))
     others: dict[str, Any] = {
         "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,

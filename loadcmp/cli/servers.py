@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import click
@@ -9,7 +10,8 @@ from rich.table import Table
 
 from .app import abort_on_signals, cli, emit_json
 from .display import err, out, warn
-from .options import DockerFlags, docker_host_option, docker_options, json_option, server_options
+from .options import (DockerFlags, docker_host_option, docker_options, json_option, server_options, stacks_option,
+                      www_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, with_engine_limits
 
 
@@ -23,7 +25,8 @@ def engine(flags: dict[str, Any]) -> DockerHost:
 @cli.command()
 @json_option
 @click.option("--tunables", is_flag=True, help="Also list every tunable with its default.")
-def servers(as_json: bool, tunables: bool) -> None:
+@stacks_option
+def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     """List the server set-ups (stacks) loadcmp can start."""
     from ..lab import stacks
 
@@ -31,22 +34,24 @@ def servers(as_json: bool, tunables: bool) -> None:
         doc: dict[str, Any] = {
             "servers": [
                 {"name": s.name, "description": s.description, "php": s.php_api, "mpm": s.mpm,
-                 "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections)}
-                for s in stacks.STACKS.values()
+                 "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections),
+                 "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,
+                 "status_pages": {p.kind: p.path for p in s.status}}
+                for s in stacks.catalog().values()
             ],
-            "aliases": stacks.ALIASES,
+            "aliases": stacks.aliases(),
         }
         if tunables:
             doc["tunables"] = {k: {"default": t.default, "doc": t.doc} for k, t in stacks.tunables().items()}
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
-    for c in ("name", "description", "PHP (Server API)", "tunables"):
+    for c in ("name", "description", "PHP (Server API)", "tunables", "from"):
         t.add_column(c)
-    for s in stacks.STACKS.values():
-        t.add_row(s.name, s.description, s.php_api, ", ".join(s.sections))
+    for s in stacks.catalog().values():
+        t.add_row(s.name, s.description, s.php_api, ", ".join(s.sections), s.origin)
     out.print(t)
-    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.ALIASES.items()))
+    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.aliases().items()))
     if tunables:
         tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
         for c in ("key", "default", "what it does"):
@@ -60,8 +65,9 @@ def servers(as_json: bool, tunables: bool) -> None:
 @click.option("--server", "servers_", multiple=True, default=("all",), show_default=True,
               help="Build the images these stacks need.")
 @click.option("--force", is_flag=True, help="Rebuild even when an image with the same inputs exists.")
+@stacks_option
 @docker_host_option
-def build(servers_: tuple[str, ...], force: bool, **flags: Any) -> None:
+def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], **flags: Any) -> None:
     """Build the server images (and the base image if none can be had)."""
     from ..lab import containers as lab, stacks
 
@@ -85,10 +91,12 @@ def build(servers_: tuple[str, ...], force: bool, **flags: Any) -> None:
 @click.option("--server", "server", required=True, help="Which stack (see `loadcmp servers`).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
 @server_options
+@stacks_option
+@www_option
 @docker_options
 @json_option
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
-       sets: tuple[str, ...], as_json: bool, **flags: Any) -> None:
+       sets: tuple[str, ...], as_json: bool, stack_dirs: tuple[str, ...], www: str | None, **flags: Any) -> None:
     """Start a stack and leave it running; print its URL."""
     from ..lab import containers as lab, stacks
     from ..errors import ConfigError
@@ -114,7 +122,7 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
             images = lab.build_images(client, stack.images, log=lambda m: status.update(m[:120]))
             host = with_engine_limits(client, host, images)
             plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
-                                       host=host)
+                                       host=host, www=Path(www) if www else None)
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
                 dep = lab.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]), host=host,
                              owned=False)

@@ -10,7 +10,8 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import out
-from .options import DockerFlags, LoadFlags, docker_options, json_option, load_options
+from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, stacks_option,
+                      www_option)
 from .run import build_spec, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
@@ -23,8 +24,11 @@ SMOKE_KEYS = {"pages", "checks"}
 
 @cli.command()
 @click.argument("experiment", required=False, type=click.Path(dir_okay=False))
-@click.option("--server", "servers_", multiple=True, help="Stacks to check (default: all five).")
+@click.option("--server", "servers_", multiple=True,
+              help="Stacks to check (default: the file's servers, else every stack marked smoke = true).")
 @load_options
+@stacks_option
+@www_option
 @docker_options
 @click.option("--page", "pages", multiple=True, help="Pages to load (repeatable; default /index.html and /info.php).")
 @click.option("--check", "checks", multiple=True, metavar="EXPR",
@@ -41,11 +45,11 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
     from ..verdicts.smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
     from ..experiment.spec import load_experiment
-    from ..lab.stacks import configs_dir
+    from ..lab.stacks import configs_dir, smoke_servers
     from ..store.reader import load_results
 
     path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
-    _, extra = load_experiment(path)
+    fields, extra = load_experiment(path)
     table = extra.get("smoke", {})
     unknown = set(table) - SMOKE_KEYS
     if unknown:
@@ -68,6 +72,12 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
             raise UsageError(f"--baseline: {e}") from None
     given = LoadFlags.pop(flags).given()
     given.update(DockerFlags.pop(flags).given())
+    if dirs := flags.pop("stack_dirs"):
+        given["stack_dirs"] = dirs
+    if www := flags.pop("www"):
+        given["www"] = www
+    if not servers_ and "servers" not in fields:
+        servers_ = tuple(smoke_servers())
     for k, v in (("servers", tuple(servers_)), ("pages", tuple(pages) or tuple(table.get("pages", ()))),
                  ("out", out_dir)):
         if v:

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..lab import dockerhost, stacks
+from ..lab.pages import page_file
 from . import variants
 from ..errors import ConfigError, UsageError
 from ..records import SpecDoc
@@ -29,6 +30,8 @@ class RunSpec:
     """Labels: a stack's name, or a variant's label (see `loadcmp.experiment.variants`)."""
     stacks: dict[str, str] = field(default_factory=dict)
     """The stack of each label; after `validate`, of every label in `servers`."""
+    stack_dirs: tuple[str, ...] = ()
+    """The user's stack folders (`--stacks`, `stacks = [...]` in a file), absolute: added to the catalog."""
     levels: tuple[int, ...] = (50,)
     duration: float = 30.0
     requests: int | None = None
@@ -37,6 +40,8 @@ class RunSpec:
     page: str = "/info.php"
     pages: tuple[str, ...] = ()
     """Several pages in one run (each server x page is a variant); overrides `page`."""
+    www: str | None = None
+    """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
     trials: int = 1
     schedule: str = "closed"
     keepalive: tuple[bool, ...] = (False,)
@@ -124,12 +129,14 @@ KEYS: dict[str, str] = {
     "name": "str",
     "description": "str",
     "servers": "list[str]",
+    "stacks": "list[str]",
     "clients": "levels",
     "time": "positive duration",
     "requests": "int",
     "warmup": "duration",
     "page": "str",
     "pages": "list[str]",
+    "www": "str",
     "trials": "int",
     "schedule": "str",
     "keepalive": "bools",
@@ -158,7 +165,7 @@ KEYS: dict[str, str] = {
 }
 """The keys an experiment file may have, and their types."""
 
-FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings"}
+FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings", "stacks": "stack_dirs"}
 
 
 def _line_of(text: str, key: str) -> int | None:
@@ -185,7 +192,17 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     errors: list[str] = []
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
+    dirs = raw.get("stacks")
+    if isinstance(dirs, list) and all(isinstance(d, str) for d in dirs):
+        # the file's own stacks first: its servers and variants may name them (paths are the file's)
+        fields["stack_dirs"] = tuple(str((p.parent / d).expanduser().resolve()) for d in dirs)
+        try:
+            stacks.add_stack_dirs(fields["stack_dirs"])
+        except (UsageError, ConfigError) as e:
+            errors.extend(f"{_where(p, text, 'stacks')}: {m}" for m in getattr(e, "errors", [str(e)]))
     for key, value in raw.items():
+        if key == "stacks" and "stack_dirs" in fields:
+            continue
         where = _where(p, text, key)
         kind = KEYS.get(key)
         if kind is None:
@@ -197,7 +214,9 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             for m in getattr(e, "errors", [str(e)]):
                 errors.append(_variant_error(p, text, m) if key == "variants" else f"{where}: {key}: {m}")
             continue
-        if key == "smoke":
+        if key == "www":
+            fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
+        elif key == "smoke":
             extra["smoke"] = conv
         elif key == "variants":
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
@@ -295,6 +314,7 @@ def validate(spec: RunSpec) -> RunSpec:
             errors.extend(getattr(e, "errors", [str(e)]))
 
     servers: list[variants.Variant] = []
+    check(lambda: stacks.add_stack_dirs(spec.stack_dirs))
 
     def resolve() -> None:
         servers.extend(variants.resolve(spec.servers, spec.stacks))
@@ -313,6 +333,14 @@ def validate(spec: RunSpec) -> RunSpec:
     for page in spec.all_pages:
         if not page.startswith("/"):
             errors.append(f"page {page!r} must start with /")
+    if spec.www is not None:
+        www = Path(spec.www)
+        if not www.is_dir():
+            errors.append(f"--www {spec.www}: no such folder")
+        else:
+            missing = [page for page in spec.all_pages if page.startswith("/") and page_file(www, page) is None]
+            errors += [f"page {page!r} is not in --www {spec.www} (no such file, nor an index.html or index.php "
+                       "for a folder)" for page in missing]
     if spec.engine not in ("fast", "aiohttp"):
         errors.append(f"unknown engine {spec.engine!r}")
     if spec.workers < 1:
@@ -341,7 +369,7 @@ def validate(spec: RunSpec) -> RunSpec:
         known = _result_labels(spec, [v.label for v in servers])
         # a finding about a server declared but not chosen (a seed cut with --server) is judged
         # inconclusive after the run; one about a server that exists nowhere is a typo
-        elsewhere = _result_labels(spec, [*spec.stacks, *stacks.STACKS])
+        elsewhere = _result_labels(spec, [*spec.stacks, *stacks.catalog()])
         check(lambda: check_labels(parse_findings(list(spec.findings)), known, elsewhere))
     for v in servers:
         try:

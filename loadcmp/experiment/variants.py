@@ -143,7 +143,8 @@ def resolve(names: Iterable[str], chosen: Mapping[str, str]) -> list[Variant]:
             stack = stacks.get_stack(name).name
             found = [Variant(stack, stack, {})]
         for v in found:
-            if (v.label in stacks.STACKS or v.label in stacks.ALIASES) and v.stack != stacks.get_stack(v.label).name:
+            named = v.label in stacks.catalog() or v.label in stacks.aliases()
+            if named and v.stack != stacks.get_stack(v.label).name:
                 raise UsageError(f"label {v.label!r} is a stack's name; it cannot stand for {v.stack}")
             out.setdefault(v.label, v)
     return list(out.values())

@@ -8,11 +8,9 @@ sweep's leftovers when it ends, and `loadcmp down` removes any by label.
 
 from __future__ import annotations
 
-import io
 import math
 import random
 import socket
-import tarfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -25,6 +23,7 @@ from . import stacks
 from .dockerhost import DockerHost, why
 from ..errors import DockerUnavailable, LabError, ServerStartError, UsageError, signal_name
 from .images import LABEL, Log, no_log, build_images
+from .archives import config_tar, pages_tar
 from .pages import get_inside, http_get
 
 
@@ -111,7 +110,12 @@ class Deployment:
     @property
     def status_urls(self) -> dict[str, str]:
         """Each status page; they answer only on the server's own loopback (`apimetrics` reads them from inside)."""
-        return {k: f"http://127.0.0.1:{self.port}{p}" for k, p in stacks.status_paths(self.stack).items()}
+        return {k: f"http://127.0.0.1:{self.port}{p.path}" for k, p in self.status_pages.items()}
+
+    @property
+    def status_pages(self) -> dict[str, stacks.StatusPage]:
+        """The stack's status pages by kind (`[status.KIND]`)."""
+        return {p.kind: p for p in self.stack.status}
 
     @property
     def front(self) -> Any:
@@ -191,21 +195,22 @@ class Deployment:
                 yield rest.decode(errors="replace")
 
     def versions(self) -> dict[str, str]:
-        """nginx -v, apache2 -v, php -v from inside the containers."""
+        """Each program's version, from the commands its parts name (`nginx -v`), run inside its role's
+        container: the first line, after `version:` when it says so. A program a container lacks is skipped."""
         import docker
 
         out: dict[str, str] = {}
-        for c in self.containers:
-            try:
-                res = c.exec_run(["/usr/local/bin/loadcmp-entrypoint", "versions"])
-            except docker.errors.APIError:
-                continue  # the container died meanwhile: its versions stay unknown, the trial says why
-            for line in res.output.decode(errors="replace").splitlines():
-                low = line.lower()
-                key = ("nginx" if "nginx" in low else "apache" if "apache" in low
-                       else "php" if low.startswith("php") else None)
-                if key:
-                    out[key] = line.split(":", 1)[-1].strip() if key != "php" else line.strip()
+        for r, c in zip(self.plan.rendered, self.containers, strict=False):
+            for program, command in r.role.versions:
+                if program in out:
+                    continue
+                try:
+                    res = c.exec_run(["sh", "-c", f"out=$({command} 2>&1) && printf '%s\\n' \"$out\" | head -n 1"])
+                except docker.errors.APIError:
+                    break  # the container died meanwhile: its versions stay unknown, the trial says why
+                line = res.output.decode(errors="replace").strip()
+                if res.exit_code == 0 and line:
+                    out[program] = line.split("version:", 1)[1].strip() if "version:" in line else line
         return out
 
     def stop(self) -> None:
@@ -247,7 +252,8 @@ def new_run_id() -> str:
 
 
 def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
-                    overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL) -> render.DeploymentPlan:
+                    overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL,
+                    www: Path | None = None) -> render.DeploymentPlan:
     """Pick free ports on 127.0.0.1 (or check `port`) and render the stack's configs for them."""
     if port is None:
         port = free_port(host)
@@ -258,7 +264,7 @@ def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str |
         while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
     return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind,
-                                  nofile=host.nofile)
+                                  nofile=host.nofile, www=www)
 
 
 def up(
@@ -290,16 +296,18 @@ def up(
     nofile = render.nofile_limit() if host.nofile is None else host.nofile  # as the plan's configs have it
     try:
         for r in plan.rendered:
-            image = images[r.role.image]
+            image = images[r.role.image.key]
             dep.image_ids[r.role.name] = client.images.get(image).id
             kwargs: dict[str, Any] = {}
             if plan.memory:
                 kwargs.update(mem_limit=plan.memory, memswap_limit=plan.memory)
             if plan.cpus:
                 kwargs["cpuset_cpus"] = plan.cpus
+            if plan.www and not host.remote:  # read-only: a server cannot change the pages it is measured on
+                kwargs["volumes"] = {str(plan.www): {"bind": render.USER_WWW, "mode": "ro"}}
             c = client.containers.create(
                 image,
-                command=[r.role.mode],
+                command=list(r.role.command),
                 name=f"loadcmp-{run_id}-{stack.name}-{r.role.name}-{r.port}",
                 network_mode="host",
                 labels={LABEL: "1", f"{LABEL}.run": run_id, f"{LABEL}.stack": stack.name, f"{LABEL}.role": r.role.name,
@@ -310,7 +318,9 @@ def up(
                 **kwargs,
             )
             dep.containers.append(c)
-            c.put_archive("/etc", _config_tar(r.files))
+            c.put_archive("/etc", config_tar(r.files))
+            if plan.www and host.remote:  # another machine's engine cannot mount this machine's folder: a copy
+                c.put_archive(str(Path(render.USER_WWW).parent), pages_tar(plan.www, Path(render.USER_WWW).name))
             c.start()
             _wait_ready(dep, c, r.port, ready_timeout)
         return dep
@@ -319,24 +329,6 @@ def up(
         if failed:  # the start failure is the news; the leftovers are said beside it
             e.add_note(f"also could not remove {'; '.join(failed)} (run `loadcmp down`)")
         raise
-
-
-def _config_tar(files: dict[str, str]) -> bytes:
-    buf = io.BytesIO()
-    with tarfile.open(fileobj=buf, mode="w") as tf:
-        dirs = sorted({str(Path("loadcmp", n).parent) for n in files})
-        for d in dirs:
-            info = tarfile.TarInfo(d)
-            info.type = tarfile.DIRTYPE
-            info.mode = 0o755
-            tf.addfile(info)
-        for name, text in files.items():
-            data = text.encode()
-            info = tarfile.TarInfo(f"loadcmp/{name}")
-            info.size = len(data)
-            info.mode = 0o644
-            tf.addfile(info, io.BytesIO(data))
-    return buf.getvalue()
 
 
 def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> None:
@@ -354,7 +346,7 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
                 status, _ = get_inside(container, port, "/index.html", timeout=1.0)
             else:
                 status, _ = http_get(port, "/index.html", timeout=1.0, host=dep.host.address)
-            if status == 200:
+            if status == 200 or dep.plan.www and status < 500:  # the user's pages may have no index.html
                 return
             last = f"HTTP {status}"
         except OSError as e:

@@ -14,11 +14,12 @@ import shutil
 import subprocess
 import tarfile
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from . import stacks
+
+from .model import Image, configs_dir
 from ..errors import BuildError, LabError
 
 LABEL = "loadcmp"
@@ -104,16 +105,32 @@ def make_base(client: Any, log: Log = no_log) -> str:
     return BASE_LOCAL
 
 
-def _context(image: str) -> tuple[bytes, str]:
+def _context_files(image: Image) -> list[tuple[str, Path]]:
+    """(name in the build context, file) of an image.
+
+    A shared image (Dockerfile.<name> at the project root) gets the demo pages as configs/www/
+    and the entrypoint as configs/entrypoint.sh; a stack's own Dockerfile gets every file of
+    its folder but stack.toml and the *.j2 templates (rendered per run, never built in), and the
+    demo pages as www/."""
+    www = configs_dir() / "www"
+    pages = [p for p in sorted(www.rglob("*")) if p.is_file()]
+    files: list[tuple[str, Path]] = [("Dockerfile", image.dockerfile)]
+    if image.home is None:
+        files += [(f"configs/www/{p.relative_to(www)}", p) for p in pages]
+        files.append(("configs/entrypoint.sh", configs_dir() / "entrypoint.sh"))
+        return files
+    own = [p for p in sorted(image.home.rglob("*"))
+           if p.is_file() and p != image.dockerfile and p.name != "stack.toml" and p.suffix != ".j2"]
+    files += [(str(p.relative_to(image.home)), p) for p in own]
+    files += [(f"www/{p.relative_to(www)}", p) for p in pages]
+    return files
+
+
+def _context(image: Image) -> tuple[bytes, str]:
     """The build context of an image as a deterministic tar, and its hash."""
-    root = stacks.project_root()
-    files: list[tuple[str, Path]] = [("Dockerfile", root / f"Dockerfile.{image}")]
-    www = root / "configs" / "www"
-    files += [(f"configs/www/{p.relative_to(www)}", p) for p in sorted(www.rglob("*")) if p.is_file()]
-    files.append(("configs/stacks/entrypoint.sh", root / "configs" / "stacks" / "entrypoint.sh"))
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
-        for arc, path in files:
+        for arc, path in _context_files(image):
             data = path.read_bytes()
             info = tarfile.TarInfo(arc)
             info.size = len(data)
@@ -124,23 +141,22 @@ def _context(image: str) -> tuple[bytes, str]:
     return data, hashlib.sha256(data).hexdigest()
 
 
-def image_tag(image: str, base_id: str) -> str:
+def image_tag(image: Image, base_id: str) -> str:
     """loadcmp/<image>:<hash of Dockerfile, content, entrypoint and base>."""
     _, h = _context(image)
-    return f"loadcmp/{image}:{hashlib.sha256((h + base_id).encode()).hexdigest()[:12]}"
+    return f"loadcmp/{image.key}:{hashlib.sha256((h + base_id).encode()).hexdigest()[:12]}"
 
 
-def build_images(client: Any, images: list[str] | tuple[str, ...], log: Log = no_log,
-                 force: bool = False) -> dict[str, str]:
-    """Build what is missing (or everything with force); return image -> tag."""
+def build_images(client: Any, images: Iterable[Image], log: Log = no_log, force: bool = False) -> dict[str, str]:
+    """Build what is missing (or everything with force); return image key -> tag."""
     import docker
 
     base = ensure_base(client, log)
     base_id = client.images.get(base).id
     out: dict[str, str] = {}
-    for image in images:
+    for image in dict.fromkeys(images):
         tag = image_tag(image, base_id)
-        out[image] = tag
+        out[image.key] = tag
         if not force:
             try:
                 client.images.get(tag)
@@ -152,9 +168,9 @@ def build_images(client: Any, images: list[str] | tuple[str, ...], log: Log = no
     return out
 
 
-def _build_one(client: Any, image: str, tag: str, base: str, log: Log) -> None:
+def _build_one(client: Any, image: Image, tag: str, base: str, log: Log) -> None:
     ctx, _ = _context(image)
-    logfile = cache_dir() / f"build-{image}.log"
+    logfile = cache_dir() / f"build-{image.key}.log"
     log(f"building {tag} (log: {logfile})")
     step = "the start"
     with logfile.open("w") as lf:
@@ -179,9 +195,9 @@ def _build_one(client: Any, image: str, tag: str, base: str, log: Log) -> None:
                         log(step)
                 if "error" in chunk:
                     lf.write(chunk["error"] + "\n")
-                    raise BuildError(f"building {image} failed at {step!r}: {chunk['error'].strip()[:200]} "
+                    raise BuildError(f"building {image.key} failed at {step!r}: {chunk['error'].strip()[:200]} "
                                      f"(log: {logfile})")
         except BuildError:
             raise
         except Exception as e:  # noqa: BLE001 — a build fails in docker-py's, requests' or the log file's ways
-            raise BuildError(f"building {image} failed at {step!r}: {e} (log: {logfile})") from None
+            raise BuildError(f"building {image.key} failed at {step!r}: {e} (log: {logfile})") from None

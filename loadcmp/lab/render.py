@@ -1,16 +1,19 @@
-"""A stack's configuration files rendered from the templates in configs/stacks/, and
+"""A stack's configuration files rendered from its Jinja2 templates (beside its stack.toml, else
+configs/templates/), and
 the deployment plan that fixes them once: the lab starts exactly that plan and the
 run stores exactly that plan, so nothing is derived twice.
 """
 
 from __future__ import annotations
 
-import string
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+import jinja2
+
 from ..errors import ConfigError
-from .stacks import Role, Stack, configs_dir, effective_settings
+from .model import Role, Stack, configs_dir
 
 def nofile_limit() -> int:
     """Open files a server process may have: this machine's hard limit, which a
@@ -21,27 +24,45 @@ def nofile_limit() -> int:
     return 262144 if hard == UNLIMITED else min(262144, hard)
 
 
-class _Tmpl(string.Template):
-    """`@{name}` placeholders: nginx and Apache configs are full of `$` and `%`."""
-
-    delimiter = "@"
+def _onoff(v: Any) -> str:
+    return "on" if v else "off"
 
 
-def _template(name: str) -> str:
-    return (configs_dir() / "stacks" / name).read_text()
+def _OnOff(v: Any) -> str:
+    return "On" if v else "Off"
 
 
-def _fill(name: str, values: dict[str, Any]) -> str:
+def environment(stack: Stack) -> jinja2.Environment:
+    """Templates beside the stack first, then the shared ones; an undefined name is an error, not a blank."""
+    search = [str(stack.home)] if stack.home else []
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader([*search, str(configs_dir() / "templates")]),
+                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
+                             lstrip_blocks=True, autoescape=False)
+    env.filters["onoff"] = _onoff
+    env.filters["OnOff"] = _OnOff
+    return env
+
+
+def _nested(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """{"a.b": 1} -> {"a": {"b": 1}}: templates read a setting as section.name (nginx.worker_connections)."""
+    out: dict[str, dict[str, Any]] = {}
+    for k, v in settings.items():
+        section, name = k.split(".", 1)
+        out.setdefault(section, {})[name] = v
+    return out
+
+
+def _fill(env: jinja2.Environment, name: str, values: dict[str, Any]) -> str:
+    """One template rendered; its mistakes as ConfigErrors that name the template file and line."""
     try:
-        return _Tmpl(_template(name)).substitute(values)
-    except KeyError as e:  # a template names a value we do not have: our bug
-        raise ConfigError(f"template {name} needs {e.args[0]!r}") from None
-
-
-def _fmt(v: Any, apache: bool = False) -> str:
-    if isinstance(v, bool):
-        return ("On" if v else "Off") if apache else ("on" if v else "off")
-    return str(v)
+        return env.get_template(name).render(values)
+    except jinja2.TemplateSyntaxError as e:
+        raise ConfigError(f"{e.filename or name}:{e.lineno}: {e.message}") from None
+    except jinja2.TemplateNotFound as e:
+        raise ConfigError(f"template {name}: it includes {e.name!r}, which is neither beside the stack "
+                          "nor shared") from None
+    except jinja2.UndefinedError as e:
+        raise ConfigError(f"template {name}: {e.message} (a setting of a part the stack does not list?)") from None
 
 
 @dataclass
@@ -53,47 +74,35 @@ class Rendered:
     files: dict[str, str] = field(default_factory=dict)
 
 
-def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1", *,
-           nofile: int | None = None) -> list[Rendered]:
+WWW = "/srv/www"
+"""Where the demo pages are in every image."""
+USER_WWW = "/srv/site"
+"""Where the user's own pages (--www) are put, read-only: never mixed with the demo pages."""
+
+
+def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1",
+           nofile: int | None = None, www: str = WWW) -> list[Rendered]:
     """Render every role's config files; `ports` maps role name to its port, `bind` is
     where the front role listens (the others stay on 127.0.0.1), `nofile` the servers'
-    open-file limit (None: this machine's, `nofile_limit`)."""
+    open-file limit (None: this machine's)."""
+    env = environment(stack)
+    base = {"stack": stack.name, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
+            "www": www, **_nested(settings)}
     out: list[Rendered] = []
+    errs: list[str] = []
     for role in stack.roles:
         port = ports[role.name]
-        vals: dict[str, Any] = {"stack": stack.name, "port": port,
-                                "nofile": nofile_limit() if nofile is None else nofile,
-                                "bind": bind if role.name == stack.front.name else "127.0.0.1"}
-        for k, v in settings.items():
-            vals[k.replace(".", "_")] = _fmt(v, apache=k.startswith("apache."))
-        vals["php_opcache"] = "1" if settings.get("php.opcache", True) else "0"
+        vals = {**base, "role": role.name, "port": port, "vars": dict(role.vars),
+                "bind": bind if role.name == stack.front.name else "127.0.0.1"}
         r = Rendered(role, port)
-        if role.image == "apache":
-            vals["mpm_block"] = _fill(f"apache-mpm-{role.mpm}.tmpl", vals)
-            php = "apache-php-mod.tmpl" if role.mode == "apache-modphp" else "apache-php-fpm.tmpl"
-            vals["php_block"] = _fill(php, vals)
-            r.files["apache2.conf"] = _fill("apache2.conf.tmpl", vals)
-        else:
-            if role.mode == "nginx-proxy":
-                backend = ports["backend"]
-                vals["backend_port"] = backend
-                keep = settings.get("proxy.upstream_keepalive", 32)
-                vals["upstream_block"] = (
-                    f"    upstream loadcmp_backend {{\n        server 127.0.0.1:{backend};\n"
-                    + (f"        keepalive {keep};\n" if keep else "")
-                    + "    }"
-                )
-                vals["proxy_location"] = "~ \\.php$" if settings.get("proxy.serve_static", True) else "/"
-                vals["php_block"] = _fill("nginx-proxy.tmpl", vals)
-            else:
-                vals["upstream_block"] = ""
-                vals["php_block"] = _fill("nginx-php-fpm.tmpl", vals)
-            r.files["nginx.conf"] = _fill("nginx.conf.tmpl", vals)
-        if role.uses_fpm:
-            r.files["php-fpm.conf"] = _fill("php-fpm.conf.tmpl", vals)
-        if role.mode != "nginx-proxy":
-            r.files["php/90-loadcmp.ini"] = _fill("php.ini.tmpl", vals)
+        for dest, tmpl in role.files:
+            try:
+                r.files[dest] = _fill(env, tmpl, vals)
+            except ConfigError as e:
+                errs.append(str(e))
         out.append(r)
+    if errs:
+        raise ConfigError(errs[0] if len(errs) == 1 else f"{len(errs)} template problems", list(dict.fromkeys(errs)))
     return out
 
 
@@ -112,6 +121,8 @@ class DeploymentPlan:
     memory: int | None = None
     bind: str = "127.0.0.1"
     """Where the front role listens (`dockerhost.DockerHost.bind`)."""
+    www: Path | None = None
+    """The user's pages (--www), served from USER_WWW instead of the demo pages; None: the demo pages."""
 
     @property
     def port(self) -> int:
@@ -123,11 +134,12 @@ class DeploymentPlan:
 
 
 def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
-                    memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None) -> DeploymentPlan:
+                    memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None,
+                    www: Path | None = None) -> DeploymentPlan:
     """Settings in effect (checked), then every role's configs rendered for `ports`."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
-    settings = effective_settings(stack, overrides)
-    return DeploymentPlan(stack, settings, dict(ports), tuple(render(stack, settings, ports, bind, nofile=nofile)),
-                          cpus, memory, bind)
+    settings = stack.effective(overrides)
+    rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW)
+    return DeploymentPlan(stack, settings, dict(ports), tuple(rendered), cpus, memory, bind, www)

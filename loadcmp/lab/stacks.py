@@ -1,150 +1,120 @@
-"""The catalog of server set-ups, as data: stacks, roles, tunables and their checks.
+"""The catalog of stacks: ours (`configs/stacks/`) and the user's (`--stacks DIR`,
+`LOADCMP_STACKS`, `stacks = [...]` in an experiment file), looked up by name or alias, and
+the settings in effect for one of them.
 
-A stack is one or more containers (roles). Each role runs one image with one
-entrypoint mode; `loadcmp.lab.render` turns a stack and the tunables in effect into
-its config files. Nothing here touches Docker or the network, so all of it is
-unit-testable.
+A stack is data (`stackfile` reads a folder into a `model.Stack`); nothing here names a
+server. Nothing here touches Docker or the network, so all of it is unit-testable.
 """
 
 from __future__ import annotations
 
 import os
-import re
-import tomllib
 from collections.abc import Iterator
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UsageError
+from .model import Cause, Image, Role, Stack, StatusPage, Tunable, configs_dir, project_root
+from .stackfile import STACK_FILE, load_stack
+
+__all__ = ["Cause", "Image", "Role", "Stack", "StatusPage", "Tunable", "configs_dir", "project_root", "add_stack_dirs",
+           "catalog", "get_stack", "resolve_servers", "stack_names", "tunables", "parse_overrides",
+           "effective_settings", "status_paths"]
+
+_extra: list[Path] = []
+"""Folders of the user's stacks added by --stacks or an experiment file, in order."""
 
 
-def project_root() -> Path:
-    """Where `configs/` and the Dockerfiles live; the one place that decides it.
-
-    1. LOADCMP_HOME, when set: a user's own copy of them, which wins over everything.
-    2. The checkout the package is imported from (`configs/` beside the `loadcmp/` folder: a
-       clone, an editable install), so that an edit there takes effect at once.
-    3. Else the copy a wheel installs in `loadcmp/_data` (setup.py puts it there, byte for byte,
-       so the image tags come out as in the checkout).
-    """
-    env = os.environ.get("LOADCMP_HOME")
-    if env:
-        return Path(env)
-    package = Path(__file__).resolve().parents[1]
-    checkout = package.parent
-    if (checkout / "configs" / "stacks" / "defaults.toml").is_file():
-        return checkout
-    return package / "_data"
+def _stack_folders(d: Path) -> list[Path]:
+    """A folder holding stack.toml is a stack; else each sub-folder holding one is."""
+    if (d / STACK_FILE).is_file():
+        return [d]
+    return sorted(p.parent for p in d.glob(f"*/{STACK_FILE}"))
 
 
-def configs_dir() -> Path:
-    return project_root() / "configs"
+def add_stack_dirs(dirs: list[str] | tuple[str, ...] | list[Path]) -> list[Stack]:
+    """Add the user's stack folders (a stack's own folder, or a folder of them); every problem at once.
+
+    The stacks are read and checked now, so that a mistake stops the command before anything starts."""
+    errs: list[str] = []
+    found: list[Path] = []
+    for raw in dirs:
+        d = Path(raw).expanduser()
+        if not d.is_dir():
+            errs.append(f"--stacks {raw}: no such folder")
+        elif not _stack_folders(d):
+            errs.append(f"--stacks {raw}: no {STACK_FILE} in it or in its sub-folders")
+        else:
+            found.append(d.resolve())
+    if errs:
+        raise UsageError(errs[0]) if len(errs) == 1 else ConfigError(f"{len(errs)} bad --stacks", errs)
+    added = [*_extra, *(d for d in dict.fromkeys(found) if d not in _extra)]
+    cat = _catalog(tuple([configs_dir() / "stacks", *_env_dirs(), *added]))  # a bad stack is refused whole
+    _extra[:] = added
+    return [s for s in cat.values() if s.home and any(s.home == d or s.home.parent == d for d in found)]
 
 
-@dataclass(frozen=True)
-class Role:
-    """One container of a stack."""
-
-    name: str
-    """Short role name, part of the container name (web, backend)."""
-    image: str
-    """Which image: 'apache' or 'nginx'."""
-    mode: str
-    """Entrypoint mode: apache-modphp, apache-fpm, nginx-fpm, nginx-proxy."""
-    mpm: str | None = None
-    """The Apache MPM this role loads, if it is Apache."""
-
-    @property
-    def uses_fpm(self) -> bool:
-        return self.mode in ("apache-fpm", "nginx-fpm")
+def reset_stack_dirs() -> None:
+    """Forget the user's folders (tests; a long-lived process that runs several experiments)."""
+    _extra.clear()
 
 
-@dataclass(frozen=True)
-class Stack:
-    """A server set-up: what runs, how PHP runs, which tunables apply."""
-
-    name: str
-    description: str
-    roles: tuple[Role, ...]
-    php_api: str
-    """What phpinfo() says as "Server API" on this stack."""
-    sections: tuple[str, ...]
-    """Tunable sections that apply."""
-
-    @property
-    def front(self) -> Role:
-        """The role the clients talk to (the last one started)."""
-        return self.roles[-1]
-
-    @property
-    def mpm(self) -> str | None:
-        return next((r.mpm for r in self.roles if r.mpm), None)
-
-    @property
-    def images(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(r.image for r in self.roles))
+def _env_dirs() -> list[Path]:
+    raw = os.environ.get("LOADCMP_STACKS", "")
+    return [Path(x).expanduser().resolve() for x in raw.split(os.pathsep) if x.strip()]
 
 
-STACKS: dict[str, Stack] = {
-    s.name: s
-    for s in (
-        Stack(
-            "nginx",
-            "Nginx with PHP in php-fpm over FastCGI",
-            (Role("web", "nginx", "nginx-fpm"),),
-            "FPM/FastCGI",
-            ("nginx", "fpm", "php"),
-        ),
-        Stack(
-            "apache-prefork",
-            "Apache, prefork MPM, PHP in-process with mod_php",
-            (Role("web", "apache", "apache-modphp", "prefork"),),
-            "Apache 2.0 Handler",
-            ("apache", "prefork", "php"),
-        ),
-        Stack(
-            "apache-worker",
-            "Apache, worker MPM, PHP in php-fpm via mod_proxy_fcgi",
-            (Role("web", "apache", "apache-fpm", "worker"),),
-            "FPM/FastCGI",
-            ("apache", "worker", "fpm", "php"),
-        ),
-        Stack(
-            "apache-event",
-            "Apache, event MPM, PHP in php-fpm via mod_proxy_fcgi",
-            (Role("web", "apache", "apache-fpm", "event"),),
-            "FPM/FastCGI",
-            ("apache", "event", "fpm", "php"),
-        ),
-        Stack(
-            "nginx-apache",
-            "Nginx reverse proxy in front of Apache prefork + mod_php",
-            (
-                Role("backend", "apache", "apache-modphp", "prefork"),
-                Role("web", "nginx", "nginx-proxy"),
-            ),
-            "Apache 2.0 Handler",
-            ("nginx", "proxy", "apache", "prefork", "php"),
-        ),
-    )
-}
+def catalog() -> dict[str, Stack]:
+    """Every stack by name: ours first, then LOADCMP_STACKS', then those added, in order.
 
-ALIASES = {"apache": "apache-prefork"}
+    A user's stack may not take the name of another one (rename its folder)."""
+    return _catalog(tuple([configs_dir() / "stacks", *_env_dirs(), *_extra]))
+
+
+@cache
+def _catalog(dirs: tuple[Path, ...]) -> dict[str, Stack]:
+    out: dict[str, Stack] = {}
+    errs: list[str] = []
+    builtin = dirs[0]
+    for d in dirs:
+        if d != builtin and not d.is_dir():
+            errs.append(f"LOADCMP_STACKS: {d} is not a folder")
+            continue
+        found: list[Stack] = []
+        for home in _stack_folders(d):
+            try:
+                found.append(load_stack(home, "built-in" if d == builtin else str(d)))
+            except ConfigError as e:
+                errs.extend(e.errors)
+        for stack in sorted(found, key=lambda s: (s.order, s.name)):
+            if stack.name in out:
+                errs.append(f"{stack.home}: a stack called {stack.name!r} exists already ({out[stack.name].home}); "
+                            "rename the folder")
+                continue
+            out[stack.name] = stack
+    if errs:
+        raise ConfigError(errs[0] if len(errs) == 1 else f"{len(errs)} problems in stack files", errs)
+    return out
+
+
+def aliases() -> dict[str, str]:
+    """alias -> stack name, from the stacks' `aliases`."""
+    return {a: s.name for s in catalog().values() for a in s.aliases if a not in catalog()}
 
 
 def stack_names() -> list[str]:
-    return list(STACKS)
+    return list(catalog())
 
 
 def get_stack(name: str) -> Stack:
     """Look a stack up by name or alias; a one-line error lists the valid ones."""
-    key = ALIASES.get(name, name)
-    if key not in STACKS:
-        valid = ", ".join(list(STACKS) + list(ALIASES))
-        raise UsageError(f"unknown server {name!r}; valid: {valid}")
-    return STACKS[key]
+    cat = catalog()
+    key = aliases().get(name, name)
+    if key not in cat:
+        valid = ", ".join(list(cat) + list(aliases()))
+        raise UsageError(f"unknown server {name!r}; valid: {valid} (or add your own with --stacks DIR)")
+    return cat[key]
 
 
 def resolve_servers(names: list[str] | tuple[str, ...]) -> list[Stack]:
@@ -155,85 +125,37 @@ def resolve_servers(names: list[str] | tuple[str, ...]) -> list[Stack]:
             part = part.strip()
             if not part:
                 continue
-            stacks = list(STACKS.values()) if part == "all" else [get_stack(part)]
-            for s in stacks:
+            chosen = list(catalog().values()) if part == "all" else [get_stack(part)]
+            for s in chosen:
                 if s not in out:
                     out.append(s)
     return out
 
 
+def smoke_servers() -> list[str]:
+    """The stacks `loadcmp smoke` runs when none are named: those whose stack.toml says `smoke = true`."""
+    return [s.name for s in catalog().values() if s.smoke]
+
+
 # --- tunables -----------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Tunable:
-    """One knob of a server config, with its default and its bounds."""
-
-    key: str
-    default: Any
-    doc: str
-    min: int | None = None
-    max: int | None = None
-    choices: tuple[str, ...] | None = None
-    pattern: str | None = None
-
-    @property
-    def section(self) -> str:
-        return self.key.split(".", 1)[0]
-
-    def parse(self, raw: Any) -> Any:
-        """Turn a value (a --set string or a TOML value) into this knob's type."""
-        d = self.default
-        if isinstance(d, bool):
-            if isinstance(raw, bool):
-                return raw
-            s = str(raw).strip().lower()
-            if s in ("1", "true", "on", "yes"):
-                return True
-            if s in ("0", "false", "off", "no"):
-                return False
-            raise ConfigError(f"{self.key}: expected on/off, got {raw!r}")
-        if isinstance(d, int):
-            try:
-                v = int(str(raw).strip()) if not isinstance(raw, bool) else None
-            except ValueError:
-                v = None
-            if v is None:
-                raise ConfigError(f"{self.key}: expected a whole number, got {raw!r}")
-            if self.min is not None and v < self.min or self.max is not None and v > self.max:
-                raise ConfigError(f"{self.key}: {v} is outside {self.min}..{self.max}")
-            return v
-        s = str(raw).strip()
-        if self.key == "nginx.worker_processes":
-            if s != "auto" and not (s.isdigit() and 1 <= int(s) <= 1024):
-                raise ConfigError(f"{self.key}: expected 'auto' or 1..1024, got {raw!r}")
-        if self.choices and s not in self.choices:
-            raise ConfigError(f"{self.key}: expected one of {', '.join(self.choices)}, got {raw!r}")
-        if self.pattern and not re.match(self.pattern, s):
-            raise ConfigError(f"{self.key}: {raw!r} is not a valid value")
-        return s
-
-
-@cache
 def tunables() -> dict[str, Tunable]:
-    """Every tunable, from configs/stacks/defaults.toml."""
-    path = configs_dir() / "stacks" / "defaults.toml"
-    with path.open("rb") as f:
-        raw = tomllib.load(f)
+    """Every tunable of every stack in the catalog (the first stack that defines a key gives its entry)."""
     out: dict[str, Tunable] = {}
-    for section, knobs in raw.items():
-        for name, t in knobs.items():
-            key = f"{section}.{name}"
-            out[key] = Tunable(
-                key,
-                t["default"],
-                t.get("doc", ""),
-                t.get("min"),
-                t.get("max"),
-                tuple(t["choices"]) if "choices" in t else None,
-                t.get("pattern"),
-            )
+    for s in catalog().values():
+        for k, t in s.tunables.items():
+            out.setdefault(k, t)
     return out
+
+
+def all_causes() -> tuple[Cause, ...]:
+    """Every log cause of every stack, each key once."""
+    out: dict[str, Cause] = {}
+    for s in catalog().values():
+        for c in s.causes:
+            out.setdefault(c.key, c)
+    return tuple(out.values())
 
 
 def _flat(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -279,54 +201,10 @@ def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any]) -> dict
 
 
 def effective_settings(stack: Stack, overrides: dict[str, Any]) -> dict[str, Any]:
-    """The values in effect for a stack: defaults of its sections, then overrides."""
-    vals = {k: t.default for k, t in tunables().items() if t.section in stack.sections}
-    for k, v in overrides.items():
-        if k in vals:
-            vals[k] = v
-    _check_consistency(stack, vals)
-    return vals
-
-
-def _check_consistency(stack: Stack, v: dict[str, Any]) -> None:
-    """Catch combinations the servers would refuse or silently change."""
-    errs: list[str] = []
-    if "prefork" in stack.sections and v["prefork.MaxRequestWorkers"] > v["prefork.ServerLimit"]:
-        errs.append(
-            f"prefork.MaxRequestWorkers ({v['prefork.MaxRequestWorkers']}) exceeds prefork.ServerLimit "
-            f"({v['prefork.ServerLimit']}); raise ServerLimit too"
-        )
-    for m in ("worker", "event"):
-        if m in stack.sections:
-            tpc, lim, sl, mrw = (v[f"{m}.{k}"]
-                                 for k in ("ThreadsPerChild", "ThreadLimit", "ServerLimit", "MaxRequestWorkers"))
-            if tpc > lim:
-                errs.append(f"{m}.ThreadsPerChild ({tpc}) exceeds {m}.ThreadLimit ({lim})")
-            if mrw > sl * tpc:
-                errs.append(f"{m}.MaxRequestWorkers ({mrw}) exceeds ServerLimit x ThreadsPerChild ({sl * tpc})")
-            if mrw % tpc:
-                errs.append(f"{m}.MaxRequestWorkers ({mrw}) must be a multiple of ThreadsPerChild ({tpc})")
-    if "fpm" in stack.sections and v["fpm.pm"] == "dynamic":
-        lo, st, hi, mx = (v[f"fpm.{k}"]
-                          for k in ("min_spare_servers", "start_servers", "max_spare_servers", "max_children"))
-        if not lo <= st <= hi:
-            errs.append(f"fpm: start_servers ({st}) must lie between min_spare_servers ({lo}) "
-                        f"and max_spare_servers ({hi})")
-        if hi > mx:
-            errs.append(f"fpm: max_spare_servers ({hi}) exceeds max_children ({mx})")
-    if errs:
-        raise ConfigError(f"{stack.name}: " + "; ".join(errs), errs)
+    """The values in effect for a stack (`Stack.effective`)."""
+    return stack.effective(overrides)
 
 
 def status_paths(stack: Stack) -> dict[str, str]:
     """Status pages reachable through the front port: kind -> path."""
-    out: dict[str, str] = {}
-    front = stack.front
-    if front.image == "nginx":
-        out["nginx"] = "/nginx_status"
-    if any(r.image == "apache" for r in stack.roles):
-        out["apache"] = "/server-status?auto"
-    if any(r.uses_fpm for r in stack.roles):
-        out["fpm"] = "/fpm-status?json"
-    return out
-
+    return {page.kind: page.path for page in stack.status}

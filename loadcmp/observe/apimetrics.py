@@ -23,7 +23,7 @@ from typing import Any
 from ..lab.containers import Deployment
 from ..lab.pages import INSIDE_GET
 from .metrics import CgroupSample, Sampler, ServerRow, parse_state_counts
-from .statuspages import STATUS_PARSERS
+from .statuspages import parse_page
 
 TCP_STATE_HEX = {
     "01": "ESTAB", "02": "SYN-SENT", "03": "SYN-RECV", "04": "FIN-WAIT-1", "05": "FIN-WAIT-2", "06": "TIME-WAIT",
@@ -254,7 +254,7 @@ class InsideReader:
         self.when = 0.0
         """When the latest block came (monotonic)."""
         self.first = threading.Event()
-        paths = {k: u.split(str(dep.port), 1)[1] for k, u in dep.status_urls.items()}
+        paths = {k: page.path for k, page in dep.status_pages.items()}
         _, self.stream = dep.front.exec_run(["bash", "-c", inside_script(dep.port, paths, self.tag)], stream=True)
         threading.Thread(target=self._read, name="loadcmp-inside", daemon=True).start()
 
@@ -319,4 +319,4 @@ class ApiSampler(Sampler):
         status, body = parse_answer(self._latest()[1].get(kind, b""))
         if status != 200:
             raise ValueError(f"the {kind} status page answered " + (f"HTTP {status}" if status else "nothing"))
-        return STATUS_PARSERS[kind](body)
+        return parse_page(self.dep.status_pages[kind], body)

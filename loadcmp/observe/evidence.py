@@ -1,14 +1,13 @@
 """Why a server failed, from what the servers themselves logged (not from config arithmetic).
 
-Every server of the lab logs to its container's stderr, so `docker logs` holds it:
-nginx (`error_log stderr warn`), Apache (`ErrorLog /proc/self/fd/2`, LogLevel warn) and
-php-fpm (`error_log = /proc/1/fd/2`, the container's own stderr). After the measured
-window the runner reads each container's lines stamped inside it
-(`lab.Deployment.log_lines`) and `Tally` counts them by cause: one table, `CAUSES`,
-says which line means which limit, which setting it points to and which client
-failures it makes. `trial_notes` then names a limit only where evidence points to it
-(log lines, workers busy at the cap on the status pages, OOM kills) and quotes it,
-with the failures that cause explains; a limit the config merely allows is not news.
+Every server of the lab logs to its container's stderr, so `docker logs` holds it. After
+the measured window the runner reads each container's lines stamped inside it
+(`lab.Deployment.log_lines`) and `Tally` counts them by cause: the stack's `[[causes]]`
+(in its parts and stack file, read into `model.Cause`) say which line means which limit,
+which setting it points to and which client failures it makes. `trial_notes` then names a
+limit only where evidence points to it (log lines, workers busy at the cap on the status
+pages, OOM kills) and quotes it, with the failures that cause explains; a limit the config
+merely allows is not news.
 
 The patterns were taken from lines the lab's own servers wrote under overload; they
 are checked against those lines in tests/fixtures/logs/.
@@ -16,7 +15,6 @@ are checked against those lines in tests/fixtures/logs/.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -24,61 +22,7 @@ from typing import Any
 
 from ..errors import LabError
 from ..lab.containers import Deployment
-from ..lab.stacks import Stack
-
-
-@dataclass(frozen=True)
-class Cause:
-    """A limit a server says it met, and the log line that says so."""
-
-    key: str
-    """Stable name, `program.what`: the key of TrialRecord.log_evidence."""
-    pattern: re.Pattern[str]
-    """Matches the line; its match is what a note quotes."""
-    phrase: str
-    """What it means, in words, naming the limit."""
-    setting: str | None = None
-    """The tunable it points to (`{mpm}` is the stack's MPM); None: not a tunable."""
-    kinds: tuple[str, ...] = ()
-    """The client failure kinds it makes (load.outcomes); () = it makes none by itself."""
-
-
-def _re(text: str) -> re.Pattern[str]:
-    return re.compile(text)
-
-
-CAUSES: tuple[Cause, ...] = (
-    Cause("nginx.worker_connections", _re(r"\d+ worker_connections are not enough(?!, reusing)"),
-          "nginx had no free connection and closed new ones unanswered", "nginx.worker_connections",
-          ("reset", "connect_refused", "protocol_error")),
-    Cause("nginx.worker_connections_reuse", _re(r"\d+ worker_connections are not enough, reusing connections"),
-          "nginx had no free connection and closed idle keep-alive ones to make room", "nginx.worker_connections",
-          ("reset", "protocol_error")),
-    Cause("nginx.upstream_connect_eagain",
-          _re(r"connect\(\) to \S+ failed \(11: Resource temporarily unavailable\) while connecting to upstream"),
-          "nginx found php-fpm's socket queue full and answered 502", "fpm.listen_backlog", ("http_5xx",)),
-    Cause("nginx.upstream_connect_timeout",
-          _re(r"upstream timed out \(110: Connection timed out\) while connecting to upstream"),
-          "nginx could not connect to its upstream within 60 s (its accept queue was full) and answered 504",
-          None, ("http_5xx",)),
-    Cause("nginx.upstream_timeout",
-          _re(r"upstream timed out \(110: Connection timed out\) while reading response header from upstream"),
-          "nginx waited 60 s for its upstream's answer, gave up and answered 504", None, ("http_5xx",)),
-    Cause("nginx.no_live_upstreams", _re(r"no live upstreams while connecting to upstream"),
-          "nginx had no upstream it could use and answered 502", None, ("http_5xx",)),
-    Cause("nginx.too_many_open_files", _re(r"accept4\(\) failed \(24: Too many open files\)"),
-          "nginx ran out of file descriptors and left connections unaccepted", None,
-          ("connect_timeout", "timeout", "reset")),
-    Cause("fpm.max_children", _re(r"\[pool \S+\] server reached (?:pm\.)?max_children setting \(\d+\)"),
-          "php-fpm ran all the workers it may; further PHP requests queued on its socket", "fpm.max_children",
-          ("http_5xx", "timeout")),
-    Cause("fpm.seems_busy", _re(r"\[pool \S+\] seems busy"),
-          "php-fpm had no idle worker and started more", "fpm.start_servers"),
-    Cause("apache.max_request_workers", _re(r"AH00(?:161|286|484): server reached MaxRequestWorkers setting"),
-          "Apache ran all the workers it may; further connections waited in its listen backlog",
-          "{mpm}.MaxRequestWorkers", ("timeout", "connect_timeout", "connect_refused", "reset")),
-)
-BY_KEY = {c.key: c for c in CAUSES}
+from ..lab.stacks import Cause, Stack, all_causes
 
 
 def stamp(line: str) -> tuple[float | None, str]:
@@ -104,13 +48,15 @@ class Tally:
     """Cause key -> the first matching text, as the server wrote it."""
     lines: int = 0
     """Lines inside the window, whatever they said."""
+    causes: tuple[Cause, ...] = field(default_factory=all_causes)
+    """What to look for: the stack's causes (by default every stack's)."""
 
     def feed(self, line: str) -> None:
         t, text = stamp(line.rstrip("\n"))
         if t is not None and (self.since is not None and t < self.since or self.until is not None and t > self.until):
             return
         self.lines += 1
-        for cause in CAUSES:
+        for cause in self.causes:
             m = cause.pattern.search(text)
             if m:
                 self.counts[cause.key] = self.counts.get(cause.key, 0) + 1
@@ -123,9 +69,11 @@ class Tally:
         return self
 
 
-def tally(text: str, since: float | None = None, until: float | None = None) -> Tally:
+def tally(text: str, since: float | None = None, until: float | None = None,
+          causes: tuple[Cause, ...] | None = None) -> Tally:
     """A log's text counted by cause (lines without Docker's timestamp always count)."""
-    return Tally(since, until).feed_all(text.splitlines())
+    t = Tally(since, until) if causes is None else Tally(since, until, causes=causes)
+    return t.feed_all(text.splitlines())
 
 
 LOG_LAG = 0.25
@@ -138,21 +86,26 @@ php-fpm's max_children warnings, logged once per server or per episode, after th
 first level of a server kept across levels (reuse_server)."""
 
 
-def status_peaks(samples: Iterable[Mapping[str, Any]]) -> dict[str, float]:
-    """From the 1 Hz status-page samples: peak busy Apache workers and php-fpm workers,
-    and how often php-fpm's own counter says it reached max_children in the window."""
+def status_peaks(samples: Iterable[Mapping[str, Any]], causes: Iterable[Cause]) -> dict[str, float]:
+    """From the 1 Hz status-page samples: the peak of each column a cause reads as a peak (busy
+    workers), and how much each counter it reads rose in the window (php-fpm's 'max children reached')."""
+    causes = list(causes)
+    peaks = {c.peak for c in causes if c.peak}
+    counters = {c.counter for c in causes if c.counter}
     out: dict[str, float] = {}
-    reached: list[float] = []
+    seen: dict[str, list[float]] = {}
     for row in samples:
-        for key in ("apache_busy", "fpm_active"):
+        for key in peaks | counters:
             v = row.get(key)
-            if v is not None and v == v:  # NaN: the page did not answer that second
+            if v is None or v != v:  # NaN: the page did not answer that second
+                continue
+            if key in peaks:
                 out[key] = max(out.get(key, v), v)
-        v = row.get("fpm_max_children_reached")
-        if v is not None and v == v:
-            reached.append(v)
-    if len(reached) > 1 and reached[-1] > reached[0]:
-        out["fpm_max_children_reached"] = reached[-1] - reached[0]
+            if key in counters:
+                seen.setdefault(key, []).append(v)
+    for key, vals in seen.items():
+        if len(vals) > 1 and vals[-1] > vals[0]:
+            out[key] = vals[-1] - vals[0]
     return out
 
 
@@ -176,23 +129,22 @@ def _times(n: float) -> str:
 
 
 def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Any]) -> tuple[str, Any] | None:
-    if cause.setting is None:
-        return None
-    key = cause.setting.format(mpm=stack.mpm or "prefork")
-    return (key, settings[key]) if key in settings else None
+    key = stack.setting_of(cause)
+    return (key, settings[key]) if key is not None and key in settings else None
 
 
 def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Any], peaks: Mapping[str, float]) -> list[str]:
-    """What the status pages say about a worker cap: Apache's workers all busy, php-fpm's own counter.
+    """What the status pages say about a limit: a column at its peak reaching the setting (all workers busy),
+    or a counter of the server's own that rose (php-fpm's 'max children reached').
 
-    php-fpm's busy count is no evidence: its status page takes a worker itself, so all
-    look busy one client short of the cap, and a full pool leaves the page unanswered."""
+    A busy count is evidence only where the stack file says so: php-fpm's status page takes a
+    worker itself, so all look busy one client short of the cap, and a full pool leaves the page unanswered."""
     out = []
-    s = _setting(cause, stack, settings) if cause.key == "apache.max_request_workers" else None
-    if s and peaks.get("apache_busy", -1) >= s[1]:
-        out.append(f"server-status showed all {s[1]:,} workers busy (its own request on one of them)")
-    if cause.key == "fpm.max_children" and peaks.get("fpm_max_children_reached"):
-        out.append(f"fpm-status counted 'max children reached' {_times(peaks['fpm_max_children_reached'])}")
+    s = _setting(cause, stack, settings)
+    if cause.peak and s and isinstance(s[1], int) and peaks.get(cause.peak, -1) >= s[1]:
+        out.append(cause.peak_said.format(limit=s[1]))
+    if cause.counter and peaks.get(cause.counter):
+        out.append(cause.counter_said.format(times=_times(peaks[cause.counter])))
     return out
 
 
@@ -228,7 +180,7 @@ def cause_note(cause: Cause, stack: Stack, settings: Mapping[str, Any], seen: Se
 
 def trial_notes(stack: Stack, settings: Mapping[str, Any], seen: Seen) -> list[str]:
     """Notes that name a limit only where the evidence points to it, quoting the evidence."""
-    out = [n for c in CAUSES if (n := cause_note(c, stack, settings, seen))]
+    out = [n for c in stack.causes if (n := cause_note(c, stack, settings, seen))]
     if seen.oom_kills:
         cap = f" of {seen.memory / 2**20:,.0f} MiB" if seen.memory else ""
         tail = _failures(("reset", "http_5xx", "protocol_error", "timeout"), seen.failures)
@@ -253,9 +205,9 @@ def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str,
 
     Called before the containers stop: their logs go with them."""
     try:
-        counted: Tally | None = Tally(*window).feed_all(dep.log_lines(*window))
+        counted: Tally | None = Tally(*window, causes=dep.stack.causes).feed_all(dep.log_lines(*window))
         warnings = []
     except LabError as e:
         counted, warnings = None, [f"server logs: {e}; no cause could be read from them"]
-    seen = Seen(counted, failures, status_peaks(samples), oom_kills, memory)
+    seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory)
     return Causes(None if counted is None else counted.counts, trial_notes(dep.stack, dep.settings, seen), warnings)

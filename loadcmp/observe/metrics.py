@@ -28,7 +28,7 @@ from typing import Any, TypedDict, TypeVar
 from ..lab.containers import Deployment
 from ..lab.pages import http_get
 from ..records import ServerMetrics
-from .statuspages import STATUS_PARSERS, with_busy_workers
+from .statuspages import parse_page, with_busy_workers
 
 log = logging.getLogger("loadcmp")
 T = TypeVar("T")
@@ -201,12 +201,12 @@ def tcp_states(port: int) -> dict[str, int]:
 
 
 def status_page(dep: Deployment, kind: str, timeout: float = 0.5) -> dict[str, float]:
-    """One of the stack's status pages (kind as in stacks.status_paths), parsed."""
-    path = dep.status_urls[kind].split(str(dep.port), 1)[1]
-    code, body = http_get(dep.port, path, timeout=timeout)
+    """One of the stack's status pages (by its kind, `[status.KIND]`), parsed."""
+    page = dep.status_pages[kind]
+    code, body = http_get(dep.port, page.path, timeout=timeout)
     if code != 200:
-        raise ValueError(f"{path} answered HTTP {code}")
-    return STATUS_PARSERS[kind](body.decode(errors="replace"))
+        raise ValueError(f"{page.path} answered HTTP {code}")
+    return parse_page(page, body.decode(errors="replace"))
 
 
 MIN_PART_S = 0.2
@@ -338,9 +338,9 @@ class Sampler:
             row["tcp_" + st.lower().replace("-", "_")] = states.get(st, 0)
         row["tcp_total"] = sum(states.values())
         status: dict[str, float] = {}
-        for kind in self.dep.status_urls:
+        for kind in self.dep.status_pages:
             status.update(self._try(f"{kind} status page", partial(self.status_page, kind), NO_FIGURES))
-        row.update(with_busy_workers(status))
+        row.update(with_busy_workers(status, self.dep.stack.busy_workers))
         self.rows.append(row)
         return cur, t
 

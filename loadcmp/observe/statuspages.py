@@ -1,59 +1,70 @@
 """What the stacks' own status pages say: busy and idle workers, connections by state.
 
-Pure functions of a page's text (Apache mod_status `?auto`, nginx stub_status,
-php-fpm `?json`), tested from fixtures in tests/test_metrics.py; both samplers
-(metrics.Sampler on this machine, apimetrics.ApiSampler through the Docker API)
-read the pages and hand the text here.
+A stack names its pages and what to read from each (`[status.KIND]` in its part or stack
+file: `model.StatusPage`); here a page's text becomes numbers by its format, with no
+server named: `regex` (Apache mod_status `?auto`, nginx stub_status, lighttpd's status),
+`json` (php-fpm `?json`) or `prometheus` (a metrics endpoint). Pure functions, tested
+from fixtures in tests/test_metrics.py; both samplers (metrics.Sampler on this machine,
+apimetrics.ApiSampler through the Docker API) read the pages and hand the text here.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Iterable
+
+from ..lab.model import StatusPage
 
 
-def parse_mod_status(text: str) -> dict[str, float]:
-    """Apache mod_status `?auto` -> apache_busy / apache_idle workers."""
+def parse_regex(text: str, fields: Iterable[tuple[str, str]]) -> dict[str, float]:
+    """Each column's regex searched line by line; its one group is the number."""
     out: dict[str, float] = {}
-    for key, name in (("BusyWorkers", "apache_busy"), ("IdleWorkers", "apache_idle")):
-        m = re.search(rf"^{key}:\s*(\d+)", text, re.M)
+    for column, rx in fields:
+        m = re.search(rx, text, re.M)
         if m:
-            out[name] = float(m.group(1))
+            out[column] = float(m.group(1))
     return out
 
 
-def parse_stub_status(text: str) -> dict[str, float]:
-    """nginx stub_status -> nginx_active connections and reading / writing / waiting."""
-    out: dict[str, float] = {}
-    m = re.search(r"Active connections:\s*(\d+)", text)
-    if m:
-        out["nginx_active"] = float(m.group(1))
-    m = re.search(r"Reading:\s*(\d+)\s+Writing:\s*(\d+)\s+Waiting:\s*(\d+)", text)
-    if m:
-        out["nginx_reading"], out["nginx_writing"], out["nginx_waiting"] = (float(x) for x in m.groups())
-    return out
-
-
-FPM_FIELDS = {"active processes": "fpm_active", "idle processes": "fpm_idle", "listen queue": "fpm_queue",
-              "max children reached": "fpm_max_children_reached"}
-
-
-def parse_fpm_status(text: str) -> dict[str, float]:
-    """php-fpm status `?json` -> fpm_active / fpm_idle / fpm_queue / fpm_max_children_reached."""
+def parse_json(text: str, fields: Iterable[tuple[str, str]]) -> dict[str, float]:
+    """Each column a key of the JSON object the page is (ValueError when it is not one)."""
     doc = json.loads(text)
     if not isinstance(doc, dict):
-        raise ValueError(f"php-fpm status is not a JSON object: {text[:60]!r}")
-    return {name: float(doc[key]) for key, name in FPM_FIELDS.items() if key in doc}
+        raise ValueError(f"the status page is not a JSON object: {text[:60]!r}")
+    return {column: float(doc[key]) for column, key in fields if key in doc}
 
 
-STATUS_PARSERS: dict[str, Callable[[str], dict[str, float]]] = {
-    "apache": parse_mod_status, "nginx": parse_stub_status, "fpm": parse_fpm_status,
-}
-"""A stack's status page kind (stacks.status_paths) -> its parser."""
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 
 
-def with_busy_workers(status: dict[str, float]) -> dict[str, float]:
-    """Adds busy_workers: the front server's workers where it has them (Apache), else PHP's (nginx)."""
-    busy = status.get("apache_busy", status.get("fpm_active"))
+def parse_prometheus(text: str, fields: Iterable[tuple[str, str]]) -> dict[str, float]:
+    """Each column a metric of Prometheus' text format, summed over its labels (every handler, every server)."""
+    wanted = {metric: column for column, metric in fields}
+    out: dict[str, float] = {}
+    for line in text.splitlines():
+        m = _SAMPLE.match(line)
+        if m and m.group(1) in wanted:
+            try:
+                v = float(m.group(3))
+            except ValueError:
+                continue
+            column = wanted[m.group(1)]
+            out[column] = out.get(column, 0.0) + v
+    return out
+
+
+PARSERS = {"regex": parse_regex, "json": parse_json, "prometheus": parse_prometheus}
+"""A status page's format (model.FORMATS) -> its parser."""
+
+
+def parse_page(page: StatusPage, text: str) -> dict[str, float]:
+    """A page's text as the columns its stack reads from it."""
+    return PARSERS[page.format](text, page.fields)
+
+
+def with_busy_workers(status: dict[str, float], columns: Iterable[str]) -> dict[str, float]:
+    """Adds busy_workers: the first of the stack's `busy_workers` columns that the pages gave
+    (the front server's workers where it has them, else PHP's)."""
+    busy = next((status[c] for c in columns if c in status), None)
     return status if busy is None else {**status, "busy_workers": busy}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from ..lab.pages import http_get
+from ..lab.pages import http_get, page_file
 from ..errors import LabError, PrimerError
 from ..lab.containers import Deployment
 
@@ -37,6 +37,19 @@ def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0) -> None
                 raise PrimerError(f"{dep.stack.name}: GET {page} returned a PHP error page ({bad.strip('<>/b:')})")
         if not body:
             raise PrimerError(f"{dep.stack.name}: GET {page} returned an empty body")
+        _check_static(dep, page, body)
+
+
+def _check_static(dep: Deployment, page: str, body: bytes) -> None:
+    """With the user's pages (--www), a static file must come back byte for byte: another site's
+    page, a default page or a rewrite would be measured instead."""
+    www = dep.plan.www
+    f = page_file(www, page) if www else None
+    if f is None or f.suffix == ".php":
+        return
+    if body != f.read_bytes():
+        raise PrimerError(f"{dep.stack.name}: GET {page} did not return {f} byte for byte "
+                          f"({len(body):,} bytes, the file has {f.stat().st_size:,}); is the stack's root the pages?")
 
 
 def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:

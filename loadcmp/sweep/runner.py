@@ -13,9 +13,11 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 from .. import __version__
 from ..lab import dockerhost, containers as lab, stacks
+from ..lab.pages import www_digest
 from ..errors import LabError, LoadcmpError, signal_name
 from ..load.limits import check_nofile
 from ..load.workers import Fleet, Stopper
@@ -114,6 +116,8 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     name = spec.name or "-".join(spec.servers)
     doc = new_run_doc("run", name, spec.to_dict(), machine_info(client), __version__)
     doc["run_id"] = run_id
+    if spec.www:
+        doc["www"] = www_digest(Path(spec.www))
     doc["owner"], doc["host"] = this_process(), this_host()
     doc["description"] = spec.description
     doc["git_commit"] = git_commit()

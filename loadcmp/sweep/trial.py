@@ -20,6 +20,7 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ..lab import dockerhost, containers as lab, render, stacks
@@ -160,7 +161,8 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
 def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = lab.LOCAL) -> render.DeploymentPlan:
     """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
     return lab.plan_deployment(stacks.get_stack(spec.stack_of(p.server)), cpus=spec.server_cpus,
-                               memory=spec.server_memory, overrides=spec.settings_for(p.server), host=host)
+                               memory=spec.server_memory, overrides=spec.settings_for(p.server), host=host,
+                               www=Path(spec.www) if spec.www else None)
 
 
 def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:

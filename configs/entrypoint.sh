@@ -16,10 +16,6 @@ case "$1" in
     exec nginx -c /etc/loadcmp/nginx.conf -g 'daemon off;' ;;
   nginx-proxy)
     exec nginx -c /etc/loadcmp/nginx.conf -g 'daemon off;' ;;
-  versions)
-    for c in "nginx -v" "apache2 -v" "php -v"; do
-      command -v ${c%% *} >/dev/null 2>&1 && $c 2>&1 | head -1
-    done; exit 0 ;;
   *)
     echo "loadcmp-entrypoint: unknown role '$1'" >&2; exit 64 ;;
 esac

@@ -1,0 +1,253 @@
+"""What a stack is, as typed values: roles, images, tunables, checks, log causes, status pages.
+
+`stackfile` reads them from a stack's directory (`configs/stacks/<name>/stack.toml` and the
+parts it names in `configs/parts/`), `stacks` keeps the catalog, `render` turns a stack and
+its settings into files. Nothing here reads a file but `project_root`, so all of it is
+plain data that tests build by hand.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from . import rules
+
+
+def project_root() -> Path:
+    """Where `configs/` and the Dockerfiles live; the one place that decides it.
+
+    1. LOADCMP_HOME, when set: a user's own copy of them, which wins over everything.
+    2. The checkout the package is imported from (`configs/` beside the `loadcmp/` folder: a
+       clone, an editable install), so that an edit there takes effect at once.
+    3. Else the copy a wheel installs in `loadcmp/_data` (setup.py puts it there, byte for byte,
+       so the image tags come out as in the checkout).
+    """
+    env = os.environ.get("LOADCMP_HOME")
+    if env:
+        return Path(env)
+    package = Path(__file__).resolve().parents[1]
+    checkout = package.parent
+    if (checkout / "configs" / "stacks").is_dir() and (checkout / "configs" / "parts").is_dir():
+        return checkout
+    return package / "_data"
+
+
+def configs_dir() -> Path:
+    return project_root() / "configs"
+
+
+@dataclass(frozen=True)
+class Tunable:
+    """One knob of a server config, with its default and its bounds."""
+
+    key: str
+    default: Any
+    doc: str
+    min: int | None = None
+    max: int | None = None
+    choices: tuple[str, ...] | None = None
+    pattern: str | None = None
+
+    @property
+    def section(self) -> str:
+        return self.key.split(".", 1)[0]
+
+    def parse(self, raw: Any) -> Any:
+        """Turn a value (a --set string or a TOML value) into this knob's type."""
+        d = self.default
+        if isinstance(d, bool):
+            if isinstance(raw, bool):
+                return raw
+            s = str(raw).strip().lower()
+            if s in ("1", "true", "on", "yes"):
+                return True
+            if s in ("0", "false", "off", "no"):
+                return False
+            raise ConfigError(f"{self.key}: expected on/off, got {raw!r}")
+        if isinstance(d, int):
+            try:
+                v = int(str(raw).strip()) if not isinstance(raw, bool) else None
+            except ValueError:
+                v = None
+            if v is None:
+                raise ConfigError(f"{self.key}: expected a whole number, got {raw!r}")
+            if self.min is not None and v < self.min or self.max is not None and v > self.max:
+                raise ConfigError(f"{self.key}: {v} is outside {self.min}..{self.max}")
+            return v
+        s = str(raw).strip()
+        if self.choices and s not in self.choices:
+            raise ConfigError(f"{self.key}: expected one of {', '.join(self.choices)}, got {raw!r}")
+        if self.pattern and not re.match(self.pattern, s):
+            raise ConfigError(f"{self.key}: {raw!r} is not a valid value ({self.doc or self.pattern})")
+        return s
+
+
+@dataclass(frozen=True)
+class Check:
+    """A combination of settings the server refuses or silently changes (`rules`)."""
+
+    rule: str
+    tree: ast.expr = field(compare=False, repr=False)
+    says: str
+    """What to tell the user when the rule does not hold; `{expression}`s are filled in."""
+
+
+@dataclass(frozen=True)
+class Cause:
+    """A limit a server says it met, and the log line that says so."""
+
+    key: str
+    """Stable name, `program.what`: the key of TrialRecord.log_evidence."""
+    pattern: re.Pattern[str]
+    """Matches the line; its match is what a note quotes."""
+    phrase: str
+    """What it means, in words, naming the limit."""
+    setting: str | None = None
+    """The tunable it points to (`{mpm}`-style names are filled from the roles' vars); None: not a tunable."""
+    kinds: tuple[str, ...] = ()
+    """The client failure kinds it makes (load.outcomes); () = it makes none by itself."""
+    peak: str | None = None
+    """A status column whose peak at the setting's value is evidence too (all workers busy)."""
+    peak_said: str = ""
+    """That evidence in words; `{limit}` is the setting's value."""
+    counter: str | None = None
+    """A status counter whose rise in the window is evidence too (php-fpm's 'max children reached')."""
+    counter_said: str = ""
+    """That evidence in words; `{times}` is the rise in words."""
+
+
+@dataclass(frozen=True)
+class StatusPage:
+    """A status page on the front port, read from the server's own loopback at 1 Hz."""
+
+    kind: str
+    path: str
+    format: str
+    """regex (column = a regex with one group), json (column = a key of an object) or
+    prometheus (column = a metric name, summed over its labels)."""
+    fields: tuple[tuple[str, str], ...]
+    """(column, what to read) pairs."""
+
+
+FORMATS = ("regex", "json", "prometheus")
+
+
+@dataclass(frozen=True)
+class Image:
+    """One image the lab builds: a Dockerfile and the folder its context comes from."""
+
+    key: str
+    """The image's name under loadcmp/ (the tag is a hash of its inputs)."""
+    dockerfile: Path
+    home: Path | None = None
+    """The stack folder whose files form the build context; None: a shared image of the
+    project root (its context is configs/www and configs/entrypoint.sh)."""
+
+
+@dataclass(frozen=True)
+class Role:
+    """One container of a stack."""
+
+    name: str
+    """Short role name, part of the container name (web, backend)."""
+    image: Image
+    command: tuple[str, ...]
+    """The arguments of the image's entrypoint."""
+    files: tuple[tuple[str, str], ...]
+    """(file under /etc/loadcmp, the template that renders it)."""
+    vars: Mapping[str, Any] = field(default_factory=dict)
+    """Values the templates read as `vars.<name>` (which MPM, how PHP runs)."""
+    versions: tuple[tuple[str, str], ...] = ()
+    """(program, the command whose first line is its version)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Stack:
+    """A server set-up: what runs, how PHP runs, which tunables apply, what its logs and pages say.
+
+    Compared by identity: the catalog holds one of each."""
+
+    name: str
+    description: str
+    roles: tuple[Role, ...]
+    php_api: str
+    """What phpinfo() says as "Server API" on this stack."""
+    tunables: Mapping[str, Tunable]
+    checks: tuple[Check, ...] = ()
+    causes: tuple[Cause, ...] = ()
+    status: tuple[StatusPage, ...] = ()
+    busy_workers: tuple[str, ...] = ()
+    """Status columns that count busy workers, the first one present wins."""
+    parts: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    smoke: bool = False
+    """One of `loadcmp smoke`'s servers when none are named."""
+    home: Path | None = None
+    """The folder it was read from."""
+    origin: str = "built-in"
+    """built-in, or the --stacks folder (or LOADCMP_STACKS / experiment file) it came from."""
+    order: int = 100
+    """Where it is listed (and run, for `all`) among the stacks of its folder: lowest first, then by name."""
+
+    @property
+    def front(self) -> Role:
+        """The role the clients talk to (the last one started)."""
+        return self.roles[-1]
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        """The tunable sections that apply (`--set SECTION.KEY=…`)."""
+        return tuple(dict.fromkeys(t.section for t in self.tunables.values()))
+
+    @property
+    def vars(self) -> dict[str, Any]:
+        """Every role's vars, the front's winning."""
+        out: dict[str, Any] = {}
+        for r in self.roles:
+            out.update(r.vars)
+        return out
+
+    @property
+    def mpm(self) -> str | None:
+        """The Apache MPM a role declares in its vars (stored with each trial), if any."""
+        v = self.vars.get("mpm")
+        return str(v) if v is not None else None
+
+    @property
+    def images(self) -> tuple[Image, ...]:
+        return tuple(dict.fromkeys(r.image for r in self.roles))
+
+    def setting_of(self, cause: Cause) -> str | None:
+        """The tunable a cause points to, its `{var}`s filled from the roles' vars."""
+        if cause.setting is None:
+            return None
+        try:
+            return cause.setting.format(**self.vars)
+        except (KeyError, IndexError, ValueError):
+            return None
+
+    def effective(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+        """The values in effect: the defaults, then the overrides of this stack's own keys (parsed
+        again by its own tunable: a user's stack may bound a key differently), then its checks."""
+        vals = {k: t.default for k, t in self.tunables.items()}
+        errs: list[str] = []
+        for k, v in overrides.items():
+            if k in vals:
+                try:
+                    vals[k] = self.tunables[k].parse(v)
+                except ConfigError as e:
+                    errs.append(f"{self.name}: {e}")
+        if not errs:
+            errs = [rules.fill(c.says, vals) for c in self.checks if not rules.evaluate(c.tree, vals)]
+            if errs:
+                raise ConfigError(f"{self.name}: " + "; ".join(errs), errs)
+        if errs:
+            raise ConfigError(errs[0], errs)
+        return vals

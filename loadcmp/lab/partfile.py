@@ -1,0 +1,209 @@
+"""The tables a part file (`configs/parts/<part>.toml`) and a stack file share, read and checked.
+
+A part holds what one program brings to every stack that runs it: `[tunables.SECTION.NAME]`,
+`[[checks]]`, `[[causes]]`, `[status.KIND]` and `[versions]`; a stack file may add its own of
+each. `Problems` collects every mistake with its file and line, so that `stackfile` can list
+them all at once.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from ..load.outcomes import FAIL_KINDS
+from .model import FORMATS, Cause, StatusPage, Tunable
+
+TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}
+CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said"}
+NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
+IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class Problems:
+    """Every problem found in a stack's files, each with where it is."""
+
+    def __init__(self) -> None:
+        self.items: list[str] = []
+
+    def add(self, path: Path, text: str | None, needle: str | None, message: str) -> None:
+        """One problem; `needle` (a key or table name) finds its line in `text` when it is there."""
+        line = _line_of(text, needle) if text and needle else None
+        self.items.append(f"{path}{f':{line}' if line else ''}: {message}")
+
+    def raise_any(self) -> None:
+        if self.items:
+            first = self.items[0] if len(self.items) == 1 else f"{len(self.items)} problems in stack files"
+            raise ConfigError(first, list(self.items))
+
+
+def _line_of(text: str, needle: str) -> int | None:
+    """The first line where `needle` is a key (`needle =`), in a table header, or the name of a role or cause."""
+    n = re.escape(needle)
+    pat = re.compile(rf'^\s*(?:"?{n}"?\s*=|\[\[?[^\]]*\b{n}\b|(?:name|key)\s*=\s*"{n}")')
+    for i, line in enumerate(text.splitlines(), 1):
+        if pat.search(line):
+            return i
+    return None
+
+
+def read_toml(path: Path, problems: Problems) -> tuple[dict[str, Any], str] | None:
+    try:
+        text = path.read_text()
+    except OSError as e:
+        problems.add(path, None, None, f"cannot read it ({e.strerror or e})")
+        return None
+    try:
+        return tomllib.loads(text), text
+    except tomllib.TOMLDecodeError as e:
+        problems.add(path, None, None, f"not valid TOML: {e}")
+        return None
+
+
+class Reader:
+    """Reads the shared tables (tunables, checks, causes, status, versions) of one file into a stack's pieces."""
+
+    def __init__(self, problems: Problems) -> None:
+        self.p = problems
+        self.tunables: dict[str, Tunable] = {}
+        self.checks: list[tuple[Path, str, dict[str, Any]]] = []
+        self.causes: list[tuple[Path, str, dict[str, Any]]] = []
+        self.status: dict[str, StatusPage] = {}
+        self.versions: dict[str, str] = {}
+
+    def read(self, path: Path, doc: dict[str, Any], text: str) -> None:
+        self._tunables(path, doc.get("tunables", {}), text)
+        self._status(path, doc.get("status", {}), text)
+        for key, into in (("checks", self.checks), ("causes", self.causes)):
+            items = doc.get(key, [])
+            if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
+                self.p.add(path, text, key, f"{key} must be an array of tables ([[{key}]])")
+                continue
+            into.extend((path, text, x) for x in items)
+        versions = doc.get("versions", {})
+        if not isinstance(versions, dict) or not all(isinstance(v, str) and v.strip() for v in versions.values()):
+            self.p.add(path, text, "versions", "versions must be a table of program = \"command\"")
+        else:
+            self.versions.update(versions)
+
+    def _tunables(self, path: Path, table: Any, text: str) -> None:
+        if not isinstance(table, dict):
+            self.p.add(path, text, "tunables", "tunables must be a table of [tunables.SECTION.NAME] tables")
+            return
+        for section, knobs in table.items():
+            if not IDENT.match(section) or not isinstance(knobs, dict):
+                self.p.add(path, text, section, f"tunables.{section}: a section is a name (letters, digits, _) "
+                           "holding [tunables.SECTION.NAME] tables")
+                continue
+            for name, t in knobs.items():
+                key = f"{section}.{name}"
+                if not IDENT.match(name) or not isinstance(t, dict):
+                    self.p.add(path, text, name, f"tunable {key}: give it as a [tunables.{key}] table "
+                               "(names: letters, digits, _)")
+                    continue
+                tun = self._tunable(path, text, key, t)
+                if tun is not None:
+                    self.tunables[key] = tun
+
+    def _tunable(self, path: Path, text: str, key: str, t: dict[str, Any]) -> Tunable | None:
+        name = key.split(".")[1]
+        bad = sorted(set(t) - TUNABLE_KEYS)
+        if bad:
+            self.p.add(path, text, name, f"tunable {key}: unknown key(s) {', '.join(bad)} "
+                       f"(known: {', '.join(sorted(TUNABLE_KEYS))})")
+        if "default" not in t:
+            self.p.add(path, text, name, f"tunable {key}: it has no default")
+            return None
+        d = t["default"]
+        if not isinstance(d, (bool, int, str)):
+            self.p.add(path, text, name, f"tunable {key}: a default is on/off, a whole number or a string")
+            return None
+        for b in ("min", "max"):
+            if b in t and (isinstance(d, bool) or not isinstance(d, int) or not isinstance(t[b], int)):
+                self.p.add(path, text, name, f"tunable {key}: {b} needs whole numbers (default and {b})")
+                return None
+        pattern = t.get("pattern")
+        if pattern is not None:
+            try:
+                re.compile(pattern)
+            except (re.error, TypeError) as e:
+                self.p.add(path, text, name, f"tunable {key}: pattern does not compile ({e})")
+                return None
+        choices = t.get("choices")
+        if choices is not None and (not isinstance(choices, list) or not all(isinstance(c, str) for c in choices)):
+            self.p.add(path, text, name, f"tunable {key}: choices must be a list of strings")
+            return None
+        tun = Tunable(key, d, str(t.get("doc", "")), t.get("min"), t.get("max"),
+                      tuple(choices) if choices is not None else None, pattern)
+        try:
+            tun.parse(d)
+        except ConfigError as e:
+            self.p.add(path, text, name, f"tunable {key}: its default does not fit its own bounds ({e})")
+            return None
+        return tun
+
+    def _status(self, path: Path, table: Any, text: str) -> None:
+        if not isinstance(table, dict):
+            self.p.add(path, text, "status", "status must be a table of [status.KIND] tables")
+            return
+        for kind, page in table.items():
+            where = f"status.{kind}"
+            if not isinstance(page, dict):
+                self.p.add(path, text, kind, f"{where}: give path, format and fields")
+                continue
+            spot = kind
+            p, fmt, fields = page.get("path"), page.get("format"), page.get("fields")
+            problems = []
+            if not isinstance(p, str) or not p.startswith("/"):
+                problems.append("path must start with /")
+            if fmt not in FORMATS:
+                problems.append(f"format must be one of {', '.join(FORMATS)}")
+            if not isinstance(fields, dict) or not fields or not all(
+                    isinstance(k, str) and IDENT.match(k) and isinstance(v, str) for k, v in fields.items()):
+                problems.append("fields must be a table of column = \"what to read\" (columns: letters, digits, _)")
+            elif fmt == "regex":
+                for col, rx in fields.items():
+                    try:
+                        if re.compile(rx).groups != 1:
+                            problems.append(f"fields.{col}: the regex needs exactly one group (the number)")
+                    except re.error as e:
+                        problems.append(f"fields.{col}: the regex does not compile ({e})")
+            if problems:
+                for m in problems:
+                    self.p.add(path, text, spot, f"{where}: {m}")
+                continue
+            assert isinstance(p, str) and isinstance(fmt, str) and isinstance(fields, dict)
+            self.status[kind] = StatusPage(kind, p, fmt, tuple(fields.items()))
+
+
+def read_cause(p: Problems, path: Path, text: str, c: dict[str, Any]) -> Cause | None:
+    key = c.get("key")
+    spot = key if isinstance(key, str) else "causes"
+    bad = sorted(set(c) - CAUSE_KEYS)
+    errs = [f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(CAUSE_KEYS))})"] if bad else []
+    if not isinstance(key, str) or not NAME.match(key):
+        errs.append("key must be a name like program.what")
+    if not isinstance(c.get("phrase"), str) or not c["phrase"].strip():
+        errs.append("phrase (what the line means, in words) is missing")
+    kinds = c.get("kinds", [])
+    if not isinstance(kinds, list) or not set(kinds) <= set(FAIL_KINDS):
+        errs.append(f"kinds must be a list of failure kinds ({', '.join(FAIL_KINDS)})")
+    pattern = None
+    try:
+        pattern = re.compile(c.get("pattern") or "")
+        if not c.get("pattern"):
+            errs.append("pattern (a regex matching the log line) is missing")
+    except (re.error, TypeError) as e:
+        errs.append(f"pattern does not compile ({e})")
+    for opt in ("setting", "peak", "peak_said", "counter", "counter_said"):
+        if opt in c and not isinstance(c[opt], str):
+            errs.append(f"{opt} must be a string")
+    if errs or pattern is None or not isinstance(key, str):
+        for m in errs:
+            p.add(path, text, spot, f"cause {key if isinstance(key, str) else '?'}: {m}")
+        return None
+    return Cause(key, pattern, c["phrase"], c.get("setting"), tuple(kinds), c.get("peak"), c.get("peak_said", ""),
+                 c.get("counter"), c.get("counter_said", ""))

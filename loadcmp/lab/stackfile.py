@@ -1,0 +1,245 @@
+"""A stack's folder read into a `Stack`, with every problem of it listed at once.
+
+A stack is `<folder>/stack.toml` plus the templates beside it; the folder's name is the
+stack's name. It names the parts it is made of (`configs/parts/<part>.toml`: the tunables,
+checks, log causes, status pages and version commands of one program, shared by every
+stack that runs it) and may add its own of each. Templates are looked up beside the
+stack first, then in `configs/templates/`, so a copied folder works anywhere and a
+template copied into it overrides the shared one. The whole stack is checked when it is
+read, its templates rendered once with the defaults, so that a mistake is found before
+any container starts, with its file and line where TOML or Jinja knows it.
+"""
+
+from __future__ import annotations
+
+import re
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError
+from . import render, rules
+from .model import Check, Image, Role, Stack, configs_dir, project_root
+from .partfile import IDENT, NAME, Problems, Reader, read_cause, read_toml
+
+STACK_FILE = "stack.toml"
+STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "roles", "status",
+              "tunables", "checks", "causes", "versions"}
+PART_KEYS = {"status", "tunables", "checks", "causes", "versions"}
+ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions"}
+
+
+def templates_dir() -> Path:
+    return configs_dir() / "templates"
+
+
+def parts_dir() -> Path:
+    return configs_dir() / "parts"
+
+
+@cache
+def part_names() -> tuple[str, ...]:
+    return tuple(sorted(p.stem for p in parts_dir().glob("*.toml")))
+
+
+def _role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i: int) -> Role | None:
+    if not isinstance(r, dict):
+        p.add(path, text, "roles", f"roles[{i}]: give each role as a [[roles]] table")
+        return None
+    name = r.get("name")
+    spot = name if isinstance(name, str) else "roles"
+    label = f"role {name!r}" if isinstance(name, str) else f"roles[{i}]"
+    errs = []
+    bad = sorted(set(r) - ROLE_KEYS)
+    if bad:
+        errs.append(f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(ROLE_KEYS))})")
+    if not isinstance(name, str) or not NAME.match(name):
+        errs.append("name must be a short lower-case name (web, backend, db)")
+    image: Image | None = None
+    if ("image" in r) == ("dockerfile" in r):
+        errs.append("give either image (a shared image: Dockerfile.<image> of the project) or dockerfile "
+                    "(a Dockerfile beside stack.toml)")
+    elif "image" in r:
+        df = project_root() / f"Dockerfile.{r['image']}"
+        if not isinstance(r["image"], str) or not NAME.match(r["image"]) or not df.is_file():
+            shared = sorted(x.name.split(".", 1)[1] for x in project_root().glob("Dockerfile.*"))
+            errs.append(f"image {r['image']!r} is not a shared image (there are: {', '.join(shared)})")
+        else:
+            image = Image(r["image"], df)
+    else:
+        df = home / str(r["dockerfile"])
+        if not isinstance(r["dockerfile"], str) or not df.is_file() or home not in df.resolve().parents:
+            errs.append(f"dockerfile {r['dockerfile']!r} is not a file inside {home}")
+        else:
+            suffix = df.name.removeprefix("Dockerfile").strip(".")
+            image = Image(stack + (f"-{suffix}" if suffix else ""), df, home)
+    command = r.get("command")
+    if not isinstance(command, list) or not command or not all(isinstance(x, str) and x for x in command):
+        errs.append("command must be a non-empty list of strings (the entrypoint's arguments)")
+    files = r.get("files", {})
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        errs.append("files must be a table of \"file under /etc/loadcmp\" = \"template\"")
+        files = {}
+    for dest, tmpl in files.items():
+        if dest.startswith("/") or ".." in Path(dest).parts:
+            errs.append(f"files: {dest!r} must be a relative path inside /etc/loadcmp")
+        if not (home / tmpl).is_file() and not (templates_dir() / tmpl).is_file():
+            errs.append(f"files: template {tmpl!r} is neither beside stack.toml nor in {templates_dir()}")
+    vars_ = r.get("vars", {})
+    if not isinstance(vars_, dict) or not all(IDENT.match(k) and isinstance(v, (str, int, bool, float))
+                                             for k, v in vars_.items()):
+        errs.append("vars must be a table of name = value (numbers, strings, true/false)")
+        vars_ = {}
+    versions = r.get("versions", {})
+    if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
+        errs.append("versions must be a table of program = \"command\"")
+        versions = {}
+    if errs or image is None or not isinstance(name, str) or not isinstance(command, list):
+        for m in errs:
+            p.add(path, text, spot, f"{label}: {m}")
+        return None
+    return Role(name, image, tuple(command), tuple(files.items()), dict(vars_), tuple(versions.items()))
+
+
+def load_stack(home: Path, origin: str = "built-in") -> Stack:
+    """The stack in `home` (a folder with stack.toml), checked whole; ConfigError lists every problem."""
+    home = home.resolve()
+    p = Problems()
+    path = home / STACK_FILE
+    got = read_toml(path, p)
+    p.raise_any()
+    assert got is not None
+    doc, text = got
+    name = home.name
+    if not NAME.match(name):
+        p.add(path, None, None, f"the folder's name {name!r} is the stack's name: use lower-case letters, digits, "
+              "'-' and '.'")
+    bad = sorted(set(doc) - STACK_KEYS)
+    if bad:
+        p.add(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(STACK_KEYS))})")
+    for key in ("description", "php_api"):
+        if not isinstance(doc.get(key), str) or not doc[key].strip():
+            p.add(path, text, key, f"{key} is missing (a string)")
+    parts = doc.get("parts", [])
+    reader = Reader(p)
+    if not isinstance(parts, list) or not all(isinstance(x, str) for x in parts):
+        p.add(path, text, "parts", "parts must be a list of part names")
+        parts = []
+    for part in parts:
+        if part not in part_names():
+            p.add(path, text, "parts", f"no part {part!r} (there are: {', '.join(part_names())})")
+            continue
+        ppath = parts_dir() / f"{part}.toml"
+        pgot = read_toml(ppath, p)
+        if pgot is not None:
+            pdoc, ptext = pgot
+            extra = sorted(set(pdoc) - PART_KEYS)
+            if extra:
+                p.add(ppath, ptext, extra[0],
+                      f"unknown key(s) {', '.join(extra)} (known: {', '.join(sorted(PART_KEYS))})")
+            reader.read(ppath, pdoc, ptext)
+    reader.read(path, doc, text)
+    roles_raw = doc.get("roles")
+    if not isinstance(roles_raw, list) or not roles_raw:
+        p.add(path, text, "roles", "no [[roles]]: a stack runs at least one container")
+        roles_raw = []
+    roles = [r for i, raw in enumerate(roles_raw) if (r := _role(p, home, path, text, name, raw, i)) is not None]
+    seen = [r.name for r in roles]
+    for dup in sorted({n for n in seen if seen.count(n) > 1}):
+        p.add(path, text, dup, f"two roles are called {dup!r}")
+    versions = dict(reader.versions)
+    stack = Stack(
+        name=name, description=str(doc.get("description", "")), roles=tuple(roles), php_api=str(doc.get("php_api", "")),
+        tunables=dict(reader.tunables), parts=tuple(parts), aliases=tuple(_strings(p, path, text, doc, "aliases")),
+        smoke=_flag(p, path, text, doc, "smoke"), home=home, origin=origin, order=_order(p, path, text, doc),
+        status=tuple(reader.status.values()), busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
+    )
+    checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
+    causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
+    for cause in causes:
+        s = stack.setting_of(cause)
+        if s is None and cause.setting is not None and len(roles) == len(roles_raw):  # (else a role is wrong)
+            p.add(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} names a var no role has")
+        elif s is not None and s not in stack.tunables and s.split(".")[0] in stack.sections:
+            p.add(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} is not a tunable of "
+                  "this stack")
+    columns = {col for page in stack.status for col, _ in page.fields}
+    for col in stack.busy_workers:
+        if col not in columns:
+            p.add(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "
+                  f"({', '.join(sorted(columns)) or 'it has none'})")
+    stack = _replace(stack, checks=tuple(checks), causes=tuple(causes),
+                     roles=tuple(_with_versions(r, versions) for r in roles))
+    if not p.items:
+        _try_render(p, stack)
+    p.raise_any()
+    return stack
+
+
+def _replace(stack: Stack, **kw: Any) -> Stack:
+    from dataclasses import replace
+
+    return replace(stack, **kw)
+
+
+def _with_versions(role: Role, versions: dict[str, str]) -> Role:
+    """The part's and stack's version commands, then the role's own (which win)."""
+    from dataclasses import replace
+
+    return replace(role, versions=tuple({**versions, **dict(role.versions)}.items()))
+
+
+def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) -> list[str]:
+    v = doc.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
+        p.add(path, text, key, f"{key} must be a list of strings")
+        return []
+    return list(v)
+
+
+def _order(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> int:
+    v = doc.get("order", 100)
+    if isinstance(v, bool) or not isinstance(v, int):
+        p.add(path, text, "order", "order must be a whole number (where it is listed; ours are 1-99)")
+        return 100
+    return v
+
+
+def _flag(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) -> bool:
+    v = doc.get(key, False)
+    if not isinstance(v, bool):
+        p.add(path, text, key, f"{key} must be true or false")
+        return False
+    return v
+
+
+def _check(p: Problems, path: Path, text: str, c: dict[str, Any], stack: Stack) -> Check | None:
+    rule, says = c.get("rule"), c.get("says")
+    spot = "checks"
+    if not isinstance(rule, str) or not isinstance(says, str):
+        p.add(path, text, spot, "each [[checks]] needs rule (an expression that must hold) and says (a message)")
+        return None
+    try:
+        tree = rules.parse(rule)
+        unknown = sorted(rules.names(tree) - set(stack.tunables))
+        for m in re.finditer(r"\{([^{}]+)\}", says):
+            unknown += sorted(rules.names(rules.parse(m.group(1))) - set(stack.tunables))
+    except rules.RuleError as e:
+        p.add(path, text, spot, f"check {rule!r}: {e}")
+        return None
+    if unknown:
+        p.add(path, text, spot, f"check {rule!r} reads {', '.join(dict.fromkeys(unknown))}, not tunables of "
+              f"stack {stack.name} (are its parts listed?)")
+        return None
+    return Check(rule, tree, says)
+
+
+def _try_render(p: Problems, stack: Stack) -> None:
+    """Render every template once with the defaults: a template that breaks is found now, not in a trial."""
+    defaults = {k: t.default for k, t in stack.tunables.items()}
+    ports = {r.name: 10000 + i for i, r in enumerate(stack.roles)}
+    try:
+        render.render(stack, defaults, ports, nofile=1024)
+    except ConfigError as e:
+        for m in e.errors:
+            p.add(stack.home / STACK_FILE if stack.home else Path(stack.name), None, None, m)

@@ -1,0 +1,257 @@
+"""Stacks are data: a folder each (stack.toml, the parts it names, templates), the user's beside ours."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.errors import ConfigError, UsageError
+from loadcmp.lab import images as img
+from loadcmp.lab import render, rules
+from loadcmp.lab import stacks as st
+
+OURS = st.configs_dir() / "stacks"
+
+
+@pytest.fixture(autouse=True)
+def fresh_catalog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("LOADCMP_STACKS", raising=False)
+    st.reset_stack_dirs()
+    yield
+    st.reset_stack_dirs()
+
+
+def copy_stack(src: str, dest: Path) -> Path:
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(OURS / src, dest)
+    return dest
+
+
+def configs(stack: st.Stack) -> dict[str, str]:
+    plan = render.plan_deployment(stack, {}, {r.name: 9000 + i for i, r in enumerate(stack.roles)})
+    return plan.config_files()
+
+
+def test_our_stacks_are_folders_and_python_names_none_of_them() -> None:
+    folders = sorted(p.parent.name for p in OURS.glob("*/stack.toml"))
+    assert folders and sorted(st.stack_names()) == folders
+    code = "\n".join(p.read_text() for p in (Path(st.__file__).parent).glob("*.py"))
+    for name in folders:
+        assert f'"{name}"' not in code and f"'{name}'" not in code, name
+
+
+def test_a_copied_folder_is_a_new_working_stack(tmp_path: Path) -> None:
+    mine = copy_stack("nginx", tmp_path / "mine" / "my-nginx")
+    added = st.add_stack_dirs([str(tmp_path / "mine")])
+    assert [s.name for s in added] == ["my-nginx"]
+    s = st.get_stack("my-nginx")
+    assert s.origin == str((tmp_path / "mine").resolve()) and s.home == mine.resolve()
+    ours = configs(st.get_stack("nginx"))
+    theirs = configs(s)
+    assert ours.keys() == theirs.keys()
+    assert all(theirs[k] == v.replace("stack nginx;", "stack my-nginx;") for k, v in ours.items())
+    assert s.tunables.keys() == st.get_stack("nginx").tunables.keys()
+
+
+def test_a_template_beside_the_stack_wins_over_the_shared_one(tmp_path: Path) -> None:
+    mine = copy_stack("nginx", tmp_path / "tuned")
+    shared = (st.configs_dir() / "templates" / "nginx.conf.j2").read_text()
+    (mine / "nginx.conf.j2").write_text(shared.replace("server_tokens off;", "server_tokens off;\n    etag off;"))
+    st.add_stack_dirs([str(mine)])
+    assert "etag off;" in configs(st.get_stack("tuned"))["web/nginx.conf"]
+    assert "etag off;" not in configs(st.get_stack("nginx"))["web/nginx.conf"]
+
+
+def test_a_stack_file_with_three_mistakes_lists_all_three_with_lines(tmp_path: Path) -> None:
+    bad = copy_stack("apache-prefork", tmp_path / "bad")
+    text = (bad / "stack.toml").read_text()
+    text = text.replace('parts = ["apache", "prefork", "php"]', 'parts = ["apache", "prefrok", "php"]')
+    text = text.replace('command = ["apache-modphp"]', 'command = "apache-modphp"')
+    text += '\n[tunables.prefork.Extra]\ndoc = "no default"\n'
+    (bad / "stack.toml").write_text(text)
+    with pytest.raises(ConfigError) as e:
+        st.add_stack_dirs([str(bad)])
+    errors = e.value.errors
+    assert len(errors) == 3, errors
+    lines = text.splitlines()
+    where = {m.split(": ", 1)[0].rsplit(":", 1)[1]: m for m in errors}
+    assert all(m.startswith(f"{bad.resolve() / 'stack.toml'}:") for m in errors)
+    assert "no part 'prefrok'" in where[str(lines.index('parts = ["apache", "prefrok", "php"]') + 1)]
+    assert "command must be a non-empty list" in "".join(errors)
+    assert "tunable prefork.Extra: it has no default" in "".join(errors)
+    with pytest.raises(UsageError):  # and the catalog did not take it
+        st.get_stack("bad")
+    res = CliRunner().invoke(cli, ["servers", "--stacks", str(bad)])
+    assert res.exit_code == 2 and "3 problems" in res.output and "prefrok" in res.output, res.output
+    assert "Traceback" not in res.output
+
+
+def test_template_mistakes_name_the_template_and_line(tmp_path: Path) -> None:
+    mine = copy_stack("nginx", tmp_path / "broken-tmpl")
+    (mine / "nginx.conf.j2").write_text("events {\n  worker_connections {{ nginx.worker_connections }};\n"
+                                         "{% if %}\n}\n")
+    with pytest.raises(ConfigError) as e:
+        st.add_stack_dirs([str(mine)])
+    assert any("nginx.conf.j2:3:" in m for m in e.value.errors), e.value.errors
+    (mine / "nginx.conf.j2").write_text("worker_processes {{ nginx.no_such_setting }};\n")
+    with pytest.raises(ConfigError) as e:
+        st.add_stack_dirs([str(mine)])
+    assert "no_such_setting" in str(e.value.errors)
+
+
+def test_bad_stack_folders_are_one_line_usage_errors(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["servers", "--stacks", str(tmp_path / "nowhere")])
+    assert res.exit_code == 2 and "--stacks" in res.output and "no such folder" in res.output
+    (tmp_path / "empty").mkdir()
+    res = CliRunner().invoke(cli, ["servers", "--stacks", str(tmp_path / "empty")])
+    assert res.exit_code == 2 and "no stack.toml" in res.output
+    copy_stack("nginx", tmp_path / "clash" / "nginx")
+    res = CliRunner().invoke(cli, ["servers", "--stacks", str(tmp_path / "clash")])
+    assert res.exit_code == 2 and "exists already" in res.output and "rename" in res.output
+
+
+def test_servers_lists_the_users_stacks_with_where_they_came_from(tmp_path: Path) -> None:
+    import json
+
+    copy_stack("apache-event", tmp_path / "lab" / "event-big")
+    res = CliRunner().invoke(cli, ["servers", "--json", "--stacks", str(tmp_path / "lab")])
+    assert res.exit_code == 0, res.output
+    doc = {s["name"]: s for s in json.loads(res.output)["servers"]}
+    assert doc["event-big"]["from"] == str((tmp_path / "lab").resolve())
+    assert doc["nginx"]["from"] == "built-in"
+    assert doc["event-big"]["tunable_sections"] == ["apache", "event", "fpm", "php"]
+
+
+def test_env_and_experiment_files_add_stacks_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from loadcmp.experiment.spec import load_experiment
+
+    copy_stack("nginx", tmp_path / "envstacks" / "env-nginx")
+    monkeypatch.setenv("LOADCMP_STACKS", str(tmp_path / "envstacks"))
+    assert st.get_stack("env-nginx").origin == str((tmp_path / "envstacks").resolve())
+    copy_stack("nginx", tmp_path / "exp" / "stacks" / "file-nginx")
+    f = tmp_path / "exp" / "e.toml"
+    f.write_text('stacks = ["stacks"]\nservers = ["file-nginx"]\n[variants.big]\nstack = "file-nginx"\n'
+                 'set = { "nginx.worker_connections" = 4000 }\n')
+    fields, _ = load_experiment(f)
+    assert fields["stack_dirs"] == (str((tmp_path / "exp" / "stacks").resolve()),)
+    assert fields["servers"] == ("file-nginx",) and fields["stacks"] == {"big": "file-nginx"}
+
+
+def test_a_stack_with_its_own_dockerfile_builds_from_its_folder(tmp_path: Path) -> None:
+    mine = copy_stack("nginx", tmp_path / "own")
+    shutil.copy(st.project_root() / "Dockerfile.nginx", mine / "Dockerfile")
+    shutil.copy(st.configs_dir() / "entrypoint.sh", mine / "entrypoint.sh")
+    text = (mine / "stack.toml").read_text().replace('image = "nginx"', 'dockerfile = "Dockerfile"')
+    (mine / "stack.toml").write_text(text)
+    (mine / "notes.j2").write_text("not built in")
+    s = st.add_stack_dirs([str(mine)])[0]
+    image = s.front.image
+    assert image.key == "own" and image.home == mine.resolve()
+    names = [n for n, _ in img._context_files(image)]
+    assert names[0] == "Dockerfile" and "entrypoint.sh" in names and "www/index.html" in names
+    assert "stack.toml" not in names and "notes.j2" not in names
+    before = img.image_tag(image, "base")
+    (mine / "entrypoint.sh").write_text("#!/bin/sh\nexit 0\n")
+    assert img.image_tag(image, "base") != before  # its own files are inputs of its tag
+
+
+def test_checks_are_data_and_cannot_run_code() -> None:
+    with pytest.raises(ConfigError) as e:
+        st.effective_settings(st.get_stack("apache-event"), {"event.MaxRequestWorkers": 1000,
+                                                             "event.ThreadsPerChild": 30})
+    assert "event.MaxRequestWorkers (1000) exceeds ServerLimit x ThreadsPerChild (480)" in str(e.value)
+    assert "must be a multiple of ThreadsPerChild (30)" in str(e.value)
+    for evil in ("__import__('os').system('true')", "open('/etc/passwd')", "(lambda: 1)()", "2 ** 100"):
+        with pytest.raises(rules.RuleError):
+            rules.parse(evil)
+    tree = rules.parse('a.b != "x" or a.c <= a.d * 2 <= a.e')
+    assert rules.names(tree) == {"a.b", "a.c", "a.d", "a.e"}
+    assert rules.evaluate(tree, {"a.b": "x", "a.c": 1, "a.d": 2, "a.e": 4}) is True
+    assert rules.evaluate(tree, {"a.b": "x", "a.c": 5, "a.d": 2, "a.e": 4}) is False
+
+
+def test_a_check_that_reads_an_unknown_setting_is_found_when_read(tmp_path: Path) -> None:
+    mine = copy_stack("nginx", tmp_path / "checked")
+    with (mine / "stack.toml").open("a") as f:
+        f.write('\n[[checks]]\nrule = "nginx.worker_connections >= nginx.workers"\nsays = "too few"\n')
+    with pytest.raises(ConfigError) as e:
+        st.add_stack_dirs([str(mine)])
+    assert "nginx.workers" in str(e.value) and "not tunables of stack checked" in str(e.value)
+
+
+# --- with Docker: a copied stack runs, the user's pages are served by every stack ---------------------------------
+
+
+TOKEN_PHP = '<?php header("Content-Type: text/plain"); echo "token-", intdiv(6 * 7, 1), "-", PHP_SAPI, "\\n";\n'
+
+
+@pytest.mark.docker
+def test_a_copied_stack_runs_through_stacks_and_user_pages_are_measured(tmp_path: Path, images: dict[str, str],
+                                                                         docker_client: object) -> None:
+    import json
+
+    from loadcmp.lab import containers as lab
+
+    copy_stack("nginx", tmp_path / "mine" / "copied-nginx")
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "token.php").write_text(TOKEN_PHP)
+    (site / "hello.txt").write_text("hello from the user's site\n")
+    res = CliRunner().invoke(cli, ["run", "--stacks", str(tmp_path / "mine"), "--server", "copied-nginx",
+                                   "--www", str(site), "--page", "/token.php", "-c", "4", "-t", "1s", "--warmup", "0",
+                                   "--out", str(tmp_path / "results"), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    (result,) = doc["results"]
+    assert result["server"] == "copied-nginx" and result["ok"] > 0 and result["failed"] == 0
+    run = json.loads(next((tmp_path / "results").glob("*/run.json")).read_text())
+    assert run["spec"]["stack_dirs"] == [str((tmp_path / "mine").resolve())]
+    assert run["www"]["path"] == str(site.resolve()) and run["www"]["files"] == 2 and len(run["www"]["sha256"]) == 64
+    assert lab.labelled(docker_client) == []
+
+
+@pytest.mark.docker
+def test_every_stack_serves_the_users_pages_read_only(tmp_path: Path, images: dict[str, str],
+                                                      docker_client: object) -> None:
+    import json
+
+    from loadcmp.lab import containers as lab
+    from loadcmp.lab.pages import http_get
+
+    site = tmp_path / "site"
+    (site / "sub").mkdir(parents=True)
+    (site / "sub" / "token.php").write_text(TOKEN_PHP)
+    (site / "plain.txt").write_text("plain\n")
+    served = []
+    try:
+        for name in st.stack_names():
+            res = CliRunner().invoke(cli, ["up", "--server", name, "--www", str(site), "--json"])
+            assert res.exit_code == 0, (name, res.output)
+            port = int(json.loads(res.stdout)["url"].rsplit(":", 1)[1].strip("/"))
+            code, body = http_get(port, "/sub/token.php", timeout=10)
+            assert code == 200 and body.startswith(b"token-42-"), (name, code, body[:200])
+            assert http_get(port, "/plain.txt", timeout=10) == (200, b"plain\n"), name
+            assert http_get(port, "/index.html", timeout=10)[0] == 404, name  # not the demo pages
+            served.append(name)
+            assert CliRunner().invoke(cli, ["down"]).exit_code == 0
+    finally:
+        CliRunner().invoke(cli, ["down"])
+    assert served == st.stack_names()
+    assert lab.labelled(docker_client) == []
+
+
+def test_bad_user_pages_are_refused_before_anything_starts(tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--www", str(tmp_path / "none"), "-c", "1", "-t", "1s"])
+    assert res.exit_code == 2 and "no such folder" in res.output
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "a.php").write_text(TOKEN_PHP)
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--www", str(site), "--page", "/b.php", "-c", "1",
+                                   "-t", "1s"])
+    assert res.exit_code == 2 and "page '/b.php' is not in --www" in res.output, res.output
+    assert "Traceback" not in res.output
