@@ -6,6 +6,7 @@ from __future__ import annotations
 import http.server
 import threading
 import time
+from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
@@ -14,8 +15,9 @@ from loadcmp.errors import LabError, PrimerError
 from loadcmp.sweep.primer import prime
 
 
-def dep(port: int) -> SimpleNamespace:
-    return SimpleNamespace(port=port, stack=SimpleNamespace(name="nginx"), host=SimpleNamespace(address="127.0.0.1"))
+def dep(port: int, www: Path | None = None) -> SimpleNamespace:
+    return SimpleNamespace(port=port, stack=SimpleNamespace(name="nginx"), host=SimpleNamespace(address="127.0.0.1"),
+                           plan=SimpleNamespace(www=www))
 
 
 class Page(http.server.BaseHTTPRequestHandler):
@@ -30,6 +32,13 @@ class Page(http.server.BaseHTTPRequestHandler):
 
 def test_a_page_that_answers_passes(faulty):
     prime(dep(faulty.port), "/ok")  # type: ignore[arg-type]
+
+
+def test_the_users_static_page_must_come_back_byte_for_byte(faulty, tmp_path):
+    (tmp_path / "ok").write_bytes(b"not what the server sends")
+    with pytest.raises(PrimerError, match="byte for byte"):
+        prime(dep(faulty.port, tmp_path), "/ok")  # type: ignore[arg-type]
+    prime(dep(faulty.port), "/ok")  # type: ignore[arg-type]  # the demo pages: no file to compare with
 
 
 def test_a_wrong_page_stops_the_run(faulty):
