@@ -151,7 +151,7 @@ def test_a_stack_with_its_own_dockerfile_builds_from_its_folder(tmp_path: Path) 
     (mine / "notes.j2").write_text("not built in")
     s = st.add_stack_dirs([str(mine)])[0]
     image = s.front.image
-    assert image.key == "own" and image.home == mine.resolve()
+    assert image.key == "stack-own" and image.home == mine.resolve()
     names = [n for n, _ in img._context_files(image)]
     assert names[0] == "Dockerfile" and "entrypoint.sh" in names and "www/index.html" in names
     assert "stack.toml" not in names and "notes.j2" not in names
@@ -255,3 +255,50 @@ def test_bad_user_pages_are_refused_before_anything_starts(tmp_path: Path) -> No
                                    "-t", "1s"])
     assert res.exit_code == 2 and "page '/b.php' is not in --www" in res.output, res.output
     assert "Traceback" not in res.output
+
+
+def test_what_a_shared_stack_folder_cannot_do(tmp_path: Path) -> None:
+    """Templates run sandboxed; arithmetic in them, bad kinds, broken defaults and reserved names are one line each."""
+    mine = copy_stack("nginx", tmp_path / "evil")
+    (mine / "nginx.conf.j2").write_text("{{ cycler.__init__.__globals__.os.getpid() }}\n")
+    with pytest.raises(ConfigError) as e:
+        st.add_stack_dirs([str(mine)])
+    assert "nginx.conf.j2" in str(e.value.errors)
+    (mine / "nginx.conf.j2").write_text("x {{ 1 // 0 }}\n")
+    with pytest.raises(ConfigError, match="ZeroDivisionError"):
+        st.add_stack_dirs([str(mine)])
+    (mine / "nginx.conf.j2").unlink()
+    text = (mine / "stack.toml").read_text()
+    (mine / "stack.toml").write_text(text + """
+[tunables.www.x]
+default = 1
+[[checks]]
+rule = "nginx.worker_connections > 100000"
+says = "too few"
+[[causes]]
+key = "evil.x"
+pattern = "x"
+phrase = "x"
+kinds = [[1]]
+""")
+    with pytest.raises(ConfigError) as e:
+        st.add_stack_dirs([str(mine)])
+    said = " | ".join(e.value.errors)
+    assert "www is a name the templates use" in said and "kinds must be a list" in said, said
+    fixed = (mine / "stack.toml").read_text().replace("[tunables.www.x]\ndefault = 1\n", "")
+    (mine / "stack.toml").write_text(fixed.replace("kinds = [[1]]", "kinds = []"))
+    with pytest.raises(ConfigError, match="its defaults break its own check: too few"):
+        st.add_stack_dirs([str(mine)])
+
+
+def test_the_same_folder_twice_is_one_stack_and_names_stay_apart(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    copy_stack("nginx", tmp_path / "lab" / "twice")
+    monkeypatch.setenv("LOADCMP_STACKS", str(tmp_path / "lab"))
+    assert [s.name for s in st.add_stack_dirs([str(tmp_path / "lab"), str(tmp_path / "lab" / "twice")])] == ["twice"]
+    copy_stack("nginx", tmp_path / "alias" / "apache")
+    with pytest.raises(ConfigError, match="another name of the stack 'apache-prefork'"):
+        st.add_stack_dirs([str(tmp_path / "alias")])
+    copy_stack("nginx", tmp_path / "every" / "all")
+    with pytest.raises(ConfigError, match="not 'all'"):
+        st.add_stack_dirs([str(tmp_path / "every" / "all")])

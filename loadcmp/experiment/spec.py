@@ -193,6 +193,8 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     fields: dict[str, Any] = {}
     extra: dict[str, Any] = {}
     dirs = raw.get("stacks")
+    if isinstance(dirs, str):
+        dirs = raw["stacks"] = [dirs]
     if isinstance(dirs, list) and all(isinstance(d, str) for d in dirs):
         # the file's own stacks first: its servers and variants may name them (paths are the file's)
         fields["stack_dirs"] = tuple(str((p.parent / d).expanduser().resolve()) for d in dirs)

@@ -233,6 +233,17 @@ class Stack:
         except (KeyError, IndexError, ValueError):
             return None
 
+    def broken_checks(self, vals: Mapping[str, Any]) -> list[str]:
+        """What the stack's checks say of these values (a rule that cannot be evaluated on them says so too)."""
+        out = []
+        for c in self.checks:
+            try:
+                if not rules.evaluate(c.tree, vals):
+                    out.append(rules.fill(c.says, vals))
+            except (rules.RuleError, ArithmeticError, TypeError) as e:
+                out.append(f"check {c.rule!r} cannot be evaluated on these settings ({type(e).__name__}: {e})")
+        return out
+
     def effective(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
         """The values in effect: the defaults, then the overrides of this stack's own keys (parsed
         again by its own tunable: a user's stack may bound a key differently), then its checks."""
@@ -245,7 +256,7 @@ class Stack:
                 except ConfigError as e:
                     errs.append(f"{self.name}: {e}")
         if not errs:
-            errs = [rules.fill(c.says, vals) for c in self.checks if not rules.evaluate(c.tree, vals)]
+            errs = self.broken_checks(vals)
             if errs:
                 raise ConfigError(f"{self.name}: " + "; ".join(errs), errs)
         if errs:

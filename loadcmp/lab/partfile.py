@@ -21,6 +21,8 @@ TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}
 CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+RESERVED = {"stack", "role", "port", "ports", "bind", "nofile", "www", "vars"}
+"""What templates see besides the settings (render.render): no tunable section may take these names."""
 
 
 class Problems:
@@ -44,10 +46,11 @@ def _line_of(text: str, needle: str) -> int | None:
     """The first line where `needle` is a key (`needle =`), in a table header, or the name of a role or cause."""
     n = re.escape(needle)
     pat = re.compile(rf'^\s*(?:"?{n}"?\s*=|\[\[?[^\]]*\b{n}\b|(?:name|key)\s*=\s*"{n}")')
-    for i, line in enumerate(text.splitlines(), 1):
+    lines = text.splitlines()
+    for i, line in enumerate(lines, 1):
         if pat.search(line):
             return i
-    return None
+    return next((i for i, line in enumerate(lines, 1) if needle in line), None)  # e.g. a rule's own text
 
 
 def read_toml(path: Path, problems: Problems) -> tuple[dict[str, Any], str] | None:
@@ -94,6 +97,10 @@ class Reader:
             self.p.add(path, text, "tunables", "tunables must be a table of [tunables.SECTION.NAME] tables")
             return
         for section, knobs in table.items():
+            if section in RESERVED:
+                self.p.add(path, text, section, f"tunables.{section}: {section} is a name the templates use "
+                           f"for something else ({', '.join(sorted(RESERVED))}); pick another section name")
+                continue
             if not IDENT.match(section) or not isinstance(knobs, dict):
                 self.p.add(path, text, section, f"tunables.{section}: a section is a name (letters, digits, _) "
                            "holding [tunables.SECTION.NAME] tables")
@@ -189,7 +196,7 @@ def read_cause(p: Problems, path: Path, text: str, c: dict[str, Any]) -> Cause |
     if not isinstance(c.get("phrase"), str) or not c["phrase"].strip():
         errs.append("phrase (what the line means, in words) is missing")
     kinds = c.get("kinds", [])
-    if not isinstance(kinds, list) or not set(kinds) <= set(FAIL_KINDS):
+    if not isinstance(kinds, list) or not all(isinstance(k, str) for k in kinds) or not set(kinds) <= set(FAIL_KINDS):
         errs.append(f"kinds must be a list of failure kinds ({', '.join(FAIL_KINDS)})")
     pattern = None
     try:

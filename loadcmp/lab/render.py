@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ..errors import ConfigError
 from .model import Role, Stack, configs_dir
@@ -32,12 +33,12 @@ def _OnOff(v: Any) -> str:
     return "On" if v else "Off"
 
 
-def environment(stack: Stack) -> jinja2.Environment:
+def environment(stack: Stack) -> ImmutableSandboxedEnvironment:
     """Templates beside the stack first, then the shared ones; an undefined name is an error, not a blank."""
     search = [str(stack.home)] if stack.home else []
-    env = jinja2.Environment(loader=jinja2.FileSystemLoader([*search, str(configs_dir() / "templates")]),
-                             undefined=jinja2.StrictUndefined, keep_trailing_newline=True, trim_blocks=True,
-                             lstrip_blocks=True, autoescape=False)
+    env = ImmutableSandboxedEnvironment(  # a shared stack folder's templates can read values, never run code
+        loader=jinja2.FileSystemLoader([*search, str(configs_dir() / "templates")]), undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
     env.filters["onoff"] = _onoff
     env.filters["OnOff"] = _OnOff
     return env
@@ -52,7 +53,7 @@ def _nested(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return out
 
 
-def _fill(env: jinja2.Environment, name: str, values: dict[str, Any]) -> str:
+def _fill(env: ImmutableSandboxedEnvironment, name: str, values: dict[str, Any]) -> str:
     """One template rendered; its mistakes as ConfigErrors that name the template file and line."""
     try:
         return env.get_template(name).render(values)
@@ -63,6 +64,12 @@ def _fill(env: jinja2.Environment, name: str, values: dict[str, Any]) -> str:
                           "nor shared") from None
     except jinja2.UndefinedError as e:
         raise ConfigError(f"template {name}: {e.message} (a setting of a part the stack does not list?)") from None
+    except jinja2.TemplateError as e:  # the sandbox refused something, and the like
+        raise ConfigError(f"template {name}: {e.message or e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"template {name}: not UTF-8 text") from None
+    except (ArithmeticError, TypeError, ValueError, LookupError) as e:  # {{ 1 // 0 }}, {{ 'a' + 1 }}
+        raise ConfigError(f"template {name}: {type(e).__name__}: {e}") from None
 
 
 @dataclass

@@ -54,15 +54,19 @@ def parse(text: str) -> ast.expr:
     return tree
 
 
+def _inside_attribute(tree: ast.expr, node: ast.AST) -> bool:
+    return any(isinstance(a, ast.Attribute) and a.value is node for a in ast.walk(tree))
+
+
 def names(tree: ast.expr) -> set[str]:
     """The setting names a rule reads (`section.key`)."""
     out: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, (ast.Name, ast.Attribute)):
+        if isinstance(node, ast.Attribute) or isinstance(node, ast.Name) and not _inside_attribute(tree, node):
             d = _dotted(node)
-            if d and "." in d:
+            if d:
                 out.add(d)
-    return out
+    return {n for n in out if not any(o != n and o.startswith(n + ".") for o in out)}
 
 
 def evaluate(tree: ast.expr, values: Mapping[str, Any]) -> Any:

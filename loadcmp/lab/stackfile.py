@@ -72,7 +72,10 @@ def _role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i:
             errs.append(f"dockerfile {r['dockerfile']!r} is not a file inside {home}")
         else:
             suffix = df.name.removeprefix("Dockerfile").strip(".")
-            image = Image(stack + (f"-{suffix}" if suffix else ""), df, home)
+            if suffix and not NAME.match(suffix):
+                errs.append(f"dockerfile {r['dockerfile']!r}: after 'Dockerfile.' use lower-case letters, digits, "
+                            "'-' and '.' (it names the image)")
+            image = Image("stack-" + stack + (f"-{suffix}" if suffix else ""), df, home)
     command = r.get("command")
     if not isinstance(command, list) or not command or not all(isinstance(x, str) and x for x in command):
         errs.append("command must be a non-empty list of strings (the entrypoint's arguments)")
@@ -81,8 +84,11 @@ def _role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i:
         errs.append("files must be a table of \"file under /etc/loadcmp\" = \"template\"")
         files = {}
     for dest, tmpl in files.items():
-        if dest.startswith("/") or ".." in Path(dest).parts:
-            errs.append(f"files: {dest!r} must be a relative path inside /etc/loadcmp")
+        if dest.startswith("/") or ".." in Path(dest).parts or Path(dest).name in ("", "."):
+            errs.append(f"files: {dest!r} must be a relative path of a file inside /etc/loadcmp")
+        if tmpl.startswith("/") or ".." in Path(tmpl).parts:
+            errs.append(f"files: template {tmpl!r} must be a name beside stack.toml or in {templates_dir()}")
+            continue
         if not (home / tmpl).is_file() and not (templates_dir() / tmpl).is_file():
             errs.append(f"files: template {tmpl!r} is neither beside stack.toml nor in {templates_dir()}")
     vars_ = r.get("vars", {})
@@ -111,9 +117,9 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
     assert got is not None
     doc, text = got
     name = home.name
-    if not NAME.match(name):
+    if not NAME.match(name) or name.endswith(("-", ".", "_")) or ".." in name or name == "all":
         p.add(path, None, None, f"the folder's name {name!r} is the stack's name: use lower-case letters, digits, "
-              "'-' and '.'")
+              "'-', '_' and '.', not at the end, and not 'all' (it means every stack)")
     bad = sorted(set(doc) - STACK_KEYS)
     if bad:
         p.add(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(STACK_KEYS))})")
@@ -164,6 +170,21 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
             p.add(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} is not a tunable of "
                   "this stack")
     columns = {col for page in stack.status for col, _ in page.fields}
+    keys = [c.key for c in causes]
+    for dup in sorted({k for k in keys if keys.count(k) > 1}):
+        p.add(path, text, dup, f"two causes are called {dup!r} (a part's and the stack's?): keys must differ")
+    for cause in causes:
+        for col, said, probe in ((cause.peak, cause.peak_said, {"limit": 1}), (cause.counter, cause.counter_said,
+                                                                               {"times": "once"})):
+            if col is None:
+                continue
+            if col not in columns:
+                p.add(path, text, cause.key, f"cause {cause.key}: {col!r} is not a column of its status pages")
+            try:
+                said.format(**probe)
+            except (KeyError, IndexError, ValueError) as e:
+                p.add(path, text, cause.key, f"cause {cause.key}: {said!r} may name only "
+                      f"{{{next(iter(probe))}}} ({type(e).__name__}: {e})")
     for col in stack.busy_workers:
         if col not in columns:
             p.add(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "
@@ -171,6 +192,9 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
     stack = _replace(stack, checks=tuple(checks), causes=tuple(causes),
                      roles=tuple(_with_versions(r, versions) for r in roles))
     if not p.items:
+        defaults = {k: t.default for k, t in stack.tunables.items()}
+        for m in stack.broken_checks(defaults):
+            p.add(path, None, None, f"its defaults break its own check: {m}")
         _try_render(p, stack)
     p.raise_any()
     return stack
@@ -215,7 +239,7 @@ def _flag(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) -> 
 
 def _check(p: Problems, path: Path, text: str, c: dict[str, Any], stack: Stack) -> Check | None:
     rule, says = c.get("rule"), c.get("says")
-    spot = "checks"
+    spot = rule if isinstance(rule, str) and rule else "checks"
     if not isinstance(rule, str) or not isinstance(says, str):
         p.add(path, text, spot, "each [[checks]] needs rule (an expression that must hold) and says (a message)")
         return None

@@ -88,6 +88,12 @@ def _catalog(dirs: tuple[Path, ...]) -> dict[str, Stack]:
             except ConfigError as e:
                 errs.extend(e.errors)
         for stack in sorted(found, key=lambda s: (s.order, s.name)):
+            if stack.name in out and out[stack.name].home == stack.home:
+                continue  # the same folder reached twice (LOADCMP_STACKS and --stacks, a folder and its parent)
+            taken = next((s.name for s in out.values() if stack.name in s.aliases), None)
+            if taken:
+                errs.append(f"{stack.home}: {stack.name!r} is another name of the stack {taken!r}; rename the folder")
+                continue
             if stack.name in out:
                 errs.append(f"{stack.home}: a stack called {stack.name!r} exists already ({out[stack.name].home}); "
                             "rename the folder")
@@ -158,6 +164,19 @@ def all_causes() -> tuple[Cause, ...]:
     return tuple(out.values())
 
 
+def _parse_any(key: str, raw: Any) -> tuple[Any, str | None]:
+    """A value as the first stack with this key that takes it (a user's stack may type a key otherwise);
+    `Stack.effective` parses it again by each chosen stack's own tunable."""
+    first: str | None = None
+    for s in catalog().values():
+        if key in s.tunables:
+            try:
+                return s.tunables[key].parse(raw), None
+            except ConfigError as e:
+                first = first or str(e)
+    return None, first
+
+
 def _flat(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
     """TOML reads an unquoted nginx.worker_connections = 2000 as a nested table: the same setting."""
     for k, v in table.items():
@@ -190,10 +209,11 @@ def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any]) -> dict
             hint = f" (did you mean {', '.join(near)}?)" if near else "; see `loadcmp servers --tunables`"
             errors.append(f"unknown setting {k!r}{hint}")
             continue
-        try:
-            out[key] = known[key].parse(v)
-        except ConfigError as e:
-            errors.append(str(e))
+        out_v, err = _parse_any(key, v)
+        if err is None:
+            out[key] = out_v
+        else:
+            errors.append(err)
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} bad settings: " + "; ".join(errors),
                           errors)

@@ -189,7 +189,7 @@ def workers_and_connections(data: Results) -> Figure | None:
     """Busy workers (status pages) and TCP connections vs concurrency, the panels that have data."""
     return _level_panels(data, [
         (lambda t: server_value(t, "busy_workers_peak"), "busy workers, peak (count)",
-         "busy workers\n(Apache: mod_status; nginx: php-fpm)"),
+         "busy workers\n(the stack's busy_workers column)"),
         (lambda t: server_value(t, "tcp_established_peak"), "ESTABLISHED sockets, peak",
          "open connections\non the server port"),
         (lambda t: server_value(t, "tcp_peak"), "sockets in any state, peak", "all sockets\n(TIME_WAIT included)"),
