@@ -255,10 +255,9 @@ class Stack:
                     vals[k] = self.tunables[k].parse(v)
                 except ConfigError as e:
                     errs.append(f"{self.name}: {e}")
-        if not errs:
-            errs = self.broken_checks(vals)
-            if errs:
-                raise ConfigError(f"{self.name}: " + "; ".join(errs), errs)
         if errs:
             raise ConfigError(errs[0], errs)
+        broken = self.broken_checks(vals)
+        if broken:
+            raise ConfigError(f"{self.name}: " + "; ".join(broken), broken)
         return vals

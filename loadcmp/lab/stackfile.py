@@ -13,6 +13,7 @@ any container starts, with its file and line where TOML or Jinja knows it.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -189,7 +190,7 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         if col not in columns:
             p.add(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "
                   f"({', '.join(sorted(columns)) or 'it has none'})")
-    stack = _replace(stack, checks=tuple(checks), causes=tuple(causes),
+    stack = replace(stack, checks=tuple(checks), causes=tuple(causes),
                      roles=tuple(_with_versions(r, versions) for r in roles))
     if not p.items:
         defaults = {k: t.default for k, t in stack.tunables.items()}
@@ -200,16 +201,8 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
     return stack
 
 
-def _replace(stack: Stack, **kw: Any) -> Stack:
-    from dataclasses import replace
-
-    return replace(stack, **kw)
-
-
 def _with_versions(role: Role, versions: dict[str, str]) -> Role:
     """The part's and stack's version commands, then the role's own (which win)."""
-    from dataclasses import replace
-
     return replace(role, versions=tuple({**versions, **dict(role.versions)}.items()))
 
 
