@@ -5,6 +5,8 @@ set -e
 mkdir -p /run/php /run/apache2 /var/lock/apache2
 chown www-data:www-data /run/php
 export PHP_INI_SCAN_DIR=":/etc/loadcmp/php"
+# Debian's own apache2.conf (a user's, through --config) reads its paths from envvars.
+[ -r /etc/apache2/envvars ] && . /etc/apache2/envvars
 case "$1" in
   apache-modphp)
     exec apache2 -DFOREGROUND -f /etc/loadcmp/apache2.conf ;;

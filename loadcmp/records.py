@@ -94,6 +94,7 @@ class SpecDoc(TypedDict):
     stack_dirs: NotRequired[list[str]]  #: the user's stack folders (--stacks), absolute
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
+    configs: NotRequired[list[dict[str, Any]]]  #: --config: server, role, file (absolute), port, status
     trials: NotRequired[int]  #: repeats of each server x level
     ramp_up: NotRequired[float | None]
     pace: NotRequired[float | None]
@@ -222,7 +223,9 @@ class ServerInfo(TypedDict, total=False):
     php_api: str
     mpm: str | None
     settings: dict[str, Any]  #: every tunable in effect
-    configs: dict[str, str]  #: rendered config files by path
+    configs: dict[str, str]  #: rendered config files by path (the user's own as they were, see own_configs)
+    own_configs: dict[str, str]  #: `role/name` -> the user's file that ran in its place (--config)
+    unmeasured: list[str]  #: what the user's own config kept from being measured, in words
     versions: dict[str, str]
     image_ids: dict[str, str]
     cpus: str | None

@@ -136,6 +136,19 @@ def www_option(f: F) -> F:
                              "--page addresses them.")(f)
 
 
+def _configs(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
+    from ..lab.ownconfig import parse_item
+
+    return tuple(parse_item(v).doc() for v in value)
+
+
+def config_option(f: F) -> F:
+    """--config LABEL:ROLE=FILE: a role runs the user's own config file instead of the rendered one (run, smoke, up)."""
+    return click.option("--config", "configs", multiple=True, callback=_configs, metavar="LABEL:ROLE=FILE",
+                        help="Run a role with your own config file (e.g. nginx:web=./nginx.conf); add ,port=N or "
+                             ",status.KIND=/path|none when loadcmp cannot read them from it (repeatable).")(f)
+
+
 def json_option(f: F) -> F:
     """--json: one JSON document on stdout, progress on stderr."""
     return click.option("--json", "as_json", is_flag=True, help="Print one JSON document on stdout.")(f)

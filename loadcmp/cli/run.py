@@ -14,7 +14,7 @@ from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out, warn
 from .types import COUNT
 from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options,
-                      stacks_option, www_option)
+                      stacks_option, www_option, config_option)
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
@@ -216,6 +216,9 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
             fields[k] = {**fields.get(k, {}), **v}
         elif k == "stack_dirs":
             fields[k] = tuple(dict.fromkeys([*fields.get(k, ()), *v]))
+        elif k == "configs":  # a flag's file for a label's role wins over the experiment file's
+            mine = {(d["server"], d["role"]) for d in v}
+            fields[k] = (*(d for d in fields.get(k, ()) if (d["server"], d["role"]) not in mine), *v)
         elif k == "variant_settings":
             mine = fields.setdefault(k, {})
             for label, values in v.items():
@@ -236,6 +239,7 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
 @server_options
 @stacks_option
 @www_option
+@config_option
 @docker_options
 @click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
 @click.option("--out", "out_dir", help="Where results folders go (default results/).")
@@ -254,6 +258,8 @@ def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, tri
         given["stack_dirs"] = dirs
     if www := flags.pop("www"):
         given["www"] = www
+    if configs := flags.pop("configs"):
+        given["configs"] = configs
     given.update(server_fields(servers_, sets))
     others: dict[str, Any] = {
         "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,

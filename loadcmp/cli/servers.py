@@ -11,7 +11,7 @@ from rich.table import Table
 from .app import abort_on_signals, cli, emit_json
 from .display import err, out, warn
 from .options import (DockerFlags, docker_host_option, docker_options, json_option, server_options, stacks_option,
-                      www_option)
+                      www_option, config_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, with_engine_limits
 
 
@@ -93,18 +93,22 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
 @server_options
 @stacks_option
 @www_option
+@config_option
 @docker_options
 @json_option
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
-       sets: tuple[str, ...], as_json: bool, stack_dirs: tuple[str, ...], www: str | None, **flags: Any) -> None:
+       sets: tuple[str, ...], as_json: bool, stack_dirs: tuple[str, ...], www: str | None,
+       configs: tuple[dict[str, Any], ...], **flags: Any) -> None:
     """Start a stack and leave it running; print its URL."""
-    from ..lab import containers as lab, stacks
+    from ..lab import containers as lab, ownconfig, stacks
     from ..errors import ConfigError
-    from ..experiment.variants import Variant, check_sets
+    from ..experiment.variants import Variant, check_sets, own_config_errors
 
     stack = stacks.get_stack(server)
     overrides = stacks.parse_overrides(sets)
+    own = [ownconfig.from_doc(d) for d in configs]
     errors = check_sets([Variant(stack.name, stack.name, {})], overrides, {})
+    errors += own_config_errors(own, {server: stack.name}, {server: overrides})
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)
     stacks.effective_settings(stack, overrides)
@@ -122,7 +126,7 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
             images = lab.build_images(client, stack.images, log=lambda m: status.update(m[:120]))
             host = with_engine_limits(client, host, images)
             plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
-                                       host=host, www=Path(www) if www else None)
+                                       host=host, www=Path(www) if www else None, own=own)
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
                 dep = lab.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]), host=host,
                              owned=False)

@@ -11,7 +11,7 @@ from rich.table import Table
 from .app import cli, emit_json
 from .display import out
 from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, stacks_option,
-                      www_option)
+                      www_option, config_option)
 from .run import build_spec, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
@@ -29,6 +29,7 @@ SMOKE_KEYS = {"pages", "checks"}
 @load_options
 @stacks_option
 @www_option
+@config_option
 @docker_options
 @click.option("--page", "pages", multiple=True, help="Pages to load (repeatable; default /index.html and /info.php).")
 @click.option("--check", "checks", multiple=True, metavar="EXPR",
@@ -76,6 +77,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         given["stack_dirs"] = dirs
     if www := flags.pop("www"):
         given["www"] = www
+    if configs := flags.pop("configs"):
+        given["configs"] = configs
     if not servers_ and "servers" not in fields:
         servers_ = tuple(smoke_servers())
     for k, v in (("servers", tuple(servers_)), ("pages", tuple(pages) or tuple(table.get("pages", ()))),

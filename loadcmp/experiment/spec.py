@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ..lab import dockerhost, stacks
+from ..lab import dockerhost, ownconfig, stacks
 from ..lab.pages import page_file
 from . import variants
 from ..errors import ConfigError, UsageError
@@ -42,6 +42,8 @@ class RunSpec:
     """Several pages in one run (each server x page is a variant); overrides `page`."""
     www: str | None = None
     """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
+    configs: tuple[dict[str, Any], ...] = ()
+    """The user's own config files (`--config`, [[configs]]): `ownconfig.OwnConfig.doc()`s, paths absolute."""
     trials: int = 1
     schedule: str = "closed"
     keepalive: tuple[bool, ...] = (False,)
@@ -104,6 +106,10 @@ class RunSpec:
         """The stack a label runs."""
         return self.stacks.get(label) or stacks.get_stack(label).name
 
+    def own_for(self, label: str) -> list[ownconfig.OwnConfig]:
+        """The user's own files one label's roles run."""
+        return [c for d in self.configs if (c := ownconfig.from_doc(d)).server == label]
+
     def settings_for(self, label: str) -> dict[str, Any]:
         """The overrides one label's server starts with."""
         return {**self.settings, **self.variant_settings.get(label, {})}
@@ -137,6 +143,7 @@ KEYS: dict[str, str] = {
     "page": "str",
     "pages": "list[str]",
     "www": "str",
+    "configs": "configs",
     "trials": "int",
     "schedule": "str",
     "keepalive": "bools",
@@ -218,6 +225,9 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             continue
         if key == "www":
             fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
+        elif key == "configs":
+            fields["configs"] = tuple(ownconfig.from_doc(t, p.parent, f"[[configs]] {t.get('server')}:"
+                                                         f"{t.get('role')}").doc() for t in conv)
         elif key == "smoke":
             extra["smoke"] = conv
         elif key == "variants":
@@ -294,6 +304,9 @@ def _convert(key: str, kind: str, v: Any) -> Any:
         return v
     if kind == "variants":
         return variants.parse_variant_tables(v)
+    if kind == "configs":
+        want(isinstance(v, list) and all(isinstance(t, dict) for t in v), "[[configs]] tables")
+        return v
     if kind == "findings":
         return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
     raise ConfigError(f"unknown type {kind}")  # pragma: no cover
@@ -378,6 +391,8 @@ def validate(spec: RunSpec) -> RunSpec:
             stacks.effective_settings(stacks.get_stack(v.stack), spec.settings_for(v.label))
         except ConfigError as e:
             errors.extend(f"{v.label}: {m}" for m in e.errors)
+    errors += variants.own_config_errors([ownconfig.from_doc(d) for d in spec.configs],
+                                         {v.label: v.stack for v in servers}, spec.variant_settings)
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} problems", errors)
     labels = tuple(v.label for v in servers)

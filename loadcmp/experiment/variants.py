@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..lab import stacks
+from ..lab import ownconfig, render, stacks
 from ..errors import ConfigError, UsageError
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -168,4 +168,25 @@ def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[s
             section = key.split(".", 1)[0]
             if section not in sections[label]:
                 errors.append(f"setting {label}:{key}: {label} has no [{section}] settings")
+    return errors
+
+
+def own_config_errors(configs: list[ownconfig.OwnConfig], chosen: Mapping[str, str],
+                      label_settings: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """--config: its label is a chosen server (label -> stack), its role and file are there, its port is
+    known, and no --set of that label reaches into a file that is the user's."""
+    errors = [f"--config {c.server}:{c.role}: {c.server!r} is not a chosen server ({', '.join(chosen) or 'none'}; "
+              "--server LABEL=STACK runs a stack under a label)" for c in configs if c.server not in chosen]
+    for label, name in chosen.items():
+        own, stack = [c for c in configs if c.server == label], stacks.get_stack(name)
+        problems = ownconfig.check(stack, own)
+        if own and not problems:
+            try:
+                ownconfig.front_port(stack, own)
+            except UsageError as e:
+                problems.append(str(e))
+            gone = render.owned_sections(stack, own)
+            problems += [f"--set {label}:{k}: {label} runs your own file for its {k.split('.')[0]} settings; set it "
+                         "there" for k in label_settings.get(label, {}) if k.split(".")[0] in gone]
+        errors += problems
     return errors

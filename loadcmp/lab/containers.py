@@ -9,8 +9,6 @@ sweep's leftovers when it ends, and `loadcmp down` removes any by label.
 from __future__ import annotations
 
 import math
-import random
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,7 +19,8 @@ from typing import Any
 from . import render
 from . import stacks
 from .dockerhost import DockerHost, why
-from ..errors import DockerUnavailable, LabError, ServerStartError, UsageError, signal_name
+from .planning import LOCAL, REMOTE_PORTS, check_port_free, free_port, plan_deployment  # noqa: F401 (the lab's API)
+from ..errors import DockerUnavailable, LabError, ServerStartError, signal_name
 from .images import LABEL, Log, no_log, build_images
 from .archives import config_tar, pages_tar
 from .pages import get_inside, http_get
@@ -46,35 +45,6 @@ def docker_client(host: DockerHost | None = None) -> Any:
         ) from None
 
 
-# --- ports --------------------------------------------------------------------
-
-LOCAL = DockerHost()
-"""This machine's engine, servers on 127.0.0.1, measured through cgroup files."""
-REMOTE_PORTS = (20000, 29999)
-"""Where ports are picked on another engine's host (below Linux's ephemeral range)."""
-
-
-def free_port(host: DockerHost = LOCAL) -> int:
-    """A free port here; on another engine's host, one picked at random from a range
-    this machine cannot check (a clash shows as a server that does not start)."""
-    if host.remote:
-        return random.randint(REMOTE_PORTS[0], REMOTE_PORTS[1])
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def check_port_free(port: int) -> None:
-    if not 1 <= port <= 65535:
-        raise UsageError(f"bad port {port}: use 1..65535")
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError:
-            raise UsageError(f"port {port} is already in use on 127.0.0.1; pick another or leave --port out") from None
-
-
 # --- deployments -----------------------------------------------------------------
 
 
@@ -90,6 +60,8 @@ class Deployment:
     client: Any = None
     host: DockerHost = LOCAL
     """The engine it runs on and where the clients reach it."""
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    """Status page kind -> why it is not read (a user's own config without it: `ownconfig`)."""
 
     @property
     def stack(self) -> stacks.Stack:
@@ -114,8 +86,8 @@ class Deployment:
 
     @property
     def status_pages(self) -> dict[str, stacks.StatusPage]:
-        """The stack's status pages by kind (`[status.KIND]`)."""
-        return {p.kind: p for p in self.stack.status}
+        """The status pages read, by kind (`[status.KIND]`): the plan's, less those found unanswered."""
+        return {p.kind: p for p in self.plan.status if p.kind not in self.unmeasured}
 
     @property
     def front(self) -> Any:
@@ -251,22 +223,6 @@ def new_run_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
-def plan_deployment(stack: stacks.Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
-                    overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL,
-                    www: Path | None = None) -> render.DeploymentPlan:
-    """Pick free ports on 127.0.0.1 (or check `port`) and render the stack's configs for them."""
-    if port is None:
-        port = free_port(host)
-    elif not host.remote:
-        check_port_free(port)
-    ports = {stack.front.name: port}
-    for role in stack.roles:
-        while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
-            ports[role.name] = free_port(host)
-    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind,
-                                  nofile=host.nofile, www=www)
-
-
 def up(
     plan: render.DeploymentPlan,
     *,
@@ -292,7 +248,7 @@ def up(
         images = build_images(client, plan.stack.images, log)
     run_id = run_id or new_run_id()
     stack = plan.stack
-    dep = Deployment(plan, run_id, images, client=client, host=host)
+    dep = Deployment(plan, run_id, images, client=client, host=host, unmeasured=dict(plan.unmeasured))
     nofile = render.nofile_limit() if host.nofile is None else host.nofile  # as the plan's configs have it
     try:
         for r in plan.rendered:
@@ -346,7 +302,7 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
                 status, _ = get_inside(container, port, "/index.html", timeout=1.0)
             else:
                 status, _ = http_get(port, "/index.html", timeout=1.0, host=dep.host.address)
-            if status == 200 or dep.plan.www and status < 500:  # the user's pages may have no index.html
+            if status == 200 or (dep.plan.www or dep.plan.own) and status < 500:  # theirs may have no index.html
                 return
             last = f"HTTP {status}"
         except OSError as e:

@@ -134,6 +134,8 @@ class StatusPage:
     prometheus (column = a metric name, summed over its labels)."""
     fields: tuple[tuple[str, str], ...]
     """(column, what to read) pairs."""
+    find: str | None = None
+    """A regex whose group is the page's path in a config file of the user's (`ownconfig`)."""
 
 
 FORMATS = ("regex", "json", "prometheus")
@@ -193,6 +195,8 @@ class Stack:
     """The folder it was read from."""
     origin: str = "built-in"
     """built-in, or the --stacks folder (or LOADCMP_STACKS / experiment file) it came from."""
+    listen: tuple[str, ...] = ()
+    """Regexes whose group 1 is the port in the front role's main config (a user's own file: `ownconfig`)."""
     order: int = 100
     """Where it is listed (and run, for `all`) among the stacks of its folder: lowest first, then by name."""
 

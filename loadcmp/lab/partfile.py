@@ -76,6 +76,7 @@ class Reader:
         self.causes: list[tuple[Path, str, dict[str, Any]]] = []
         self.status: dict[str, StatusPage] = {}
         self.versions: dict[str, str] = {}
+        self.listen: list[str] = []
 
     def read(self, path: Path, doc: dict[str, Any], text: str) -> None:
         self._tunables(path, doc.get("tunables", {}), text)
@@ -91,6 +92,16 @@ class Reader:
             self.p.add(path, text, "versions", "versions must be a table of program = \"command\"")
         else:
             self.versions.update(versions)
+        listen = doc.get("listen", [])
+        if not isinstance(listen, list) or not all(isinstance(x, str) for x in listen):
+            self.p.add(path, text, "listen", "listen must be a list of regexes (group 1: the port)")
+            return
+        for rx in listen:
+            problem = _one_group(rx)
+            if problem:
+                self.p.add(path, text, "listen", f"listen {rx!r}: {problem}")
+            else:
+                self.listen.append(rx)
 
     def _tunables(self, path: Path, table: Any, text: str) -> None:
         if not isinstance(table, dict):
@@ -162,8 +173,10 @@ class Reader:
                 self.p.add(path, text, kind, f"{where}: give path, format and fields")
                 continue
             spot = kind
-            p, fmt, fields = page.get("path"), page.get("format"), page.get("fields")
+            p, fmt, fields, find = page.get("path"), page.get("format"), page.get("fields"), page.get("find")
             problems = []
+            if find is not None and (why := _one_group(find) if isinstance(find, str) else "not a string"):
+                problems.append(f"find must be a regex whose group 1 is the page's path ({why})")
             if not isinstance(p, str) or not p.startswith("/"):
                 problems.append("path must start with /")
             if fmt not in FORMATS:
@@ -183,7 +196,16 @@ class Reader:
                     self.p.add(path, text, spot, f"{where}: {m}")
                 continue
             assert isinstance(p, str) and isinstance(fmt, str) and isinstance(fields, dict)
-            self.status[kind] = StatusPage(kind, p, fmt, tuple(fields.items()))
+            self.status[kind] = StatusPage(kind, p, fmt, tuple(fields.items()), find)
+
+
+def _one_group(rx: str) -> str | None:
+    """What is wrong with a regex that must capture (None: nothing)."""
+    try:
+        groups = re.compile(rx).groups
+    except re.error as e:
+        return f"the regex does not compile ({e})"
+    return "the regex needs a group" if groups < 1 else None
 
 
 def read_cause(p: Problems, path: Path, text: str, c: dict[str, Any]) -> Cause | None:

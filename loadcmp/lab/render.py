@@ -6,15 +6,18 @@ run stores exactly that plan, so nothing is derived twice.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import jinja2
+from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ..errors import ConfigError
-from .model import Role, Stack, configs_dir
+from . import ownconfig
+from .model import Role, Stack, StatusPage, configs_dir
 
 def nofile_limit() -> int:
     """Open files a server process may have: this machine's hard limit, which a
@@ -113,6 +116,25 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: 
     return out
 
 
+def owned_sections(stack: Stack, own: Sequence[ownconfig.OwnConfig]) -> set[str]:
+    """The tunable sections the replaced files' templates (and what they include) read: the settings that are
+    the user's, not loadcmp's, once their own files run."""
+    env = environment(stack)
+    names: set[str] = set()
+    todo = [dict(role.files)[ownconfig.target(role, o)] for o in own for role in [ownconfig.role_of(stack, o)]]
+    done: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in done:
+            continue
+        done.add(name)
+        assert env.loader is not None
+        ast = env.parse(env.loader.get_source(env, name)[0])
+        names |= meta.find_undeclared_variables(ast)
+        todo += [t for t in meta.find_referenced_templates(ast) if t]
+    return names & set(stack.sections)
+
+
 @dataclass(frozen=True)
 class DeploymentPlan:
     """Everything needed to start one stack, decided once: the settings in
@@ -130,6 +152,12 @@ class DeploymentPlan:
     """Where the front role listens (`dockerhost.DockerHost.bind`)."""
     www: Path | None = None
     """The user's pages (--www), served from USER_WWW instead of the demo pages; None: the demo pages."""
+    own: dict[str, str] = field(default_factory=dict)
+    """`role/name` -> the user's file that replaces it (`--config`); its settings are not in `settings`."""
+    status: tuple[StatusPage, ...] = ()
+    """The status pages to read (the stack's, or where the user's files put them)."""
+    unmeasured: dict[str, str] = field(default_factory=dict)
+    """Status page kind -> why it is not read (the user's server has none)."""
 
     @property
     def port(self) -> int:
@@ -142,11 +170,22 @@ class DeploymentPlan:
 
 def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
                     memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None,
-                    www: Path | None = None) -> DeploymentPlan:
-    """Settings in effect (checked), then every role's configs rendered for `ports`."""
+                    www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = ()) -> DeploymentPlan:
+    """Settings in effect (checked), then every role's configs rendered for `ports`; the user's own
+    files (`own`) in place of the ones they replace, and the settings those held left out."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
     settings = stack.effective(overrides)
     rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW)
-    return DeploymentPlan(stack, settings, dict(ports), tuple(rendered), cpus, memory, bind, www)
+    replaced: dict[str, str] = {}
+    for o in own:
+        r = next(x for x in rendered if x.role.name == ownconfig.role_of(stack, o).name)
+        dest = ownconfig.target(r.role, o)
+        r.files[dest] = ownconfig.read_text(o)
+        replaced[f"{r.role.name}/{dest}"] = o.file
+    gone = owned_sections(stack, own)
+    status, unmeasured = ownconfig.status_pages(stack, own) if own else (stack.status, {})
+    mine = {k: v for k, v in settings.items() if k.split(".", 1)[0] not in gone}
+    return DeploymentPlan(stack, mine, dict(ports), tuple(rendered), cpus, memory, bind, www, replaced, status,
+                          unmeasured)

@@ -25,8 +25,8 @@ from .partfile import IDENT, NAME, Problems, Reader, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "roles", "status",
-              "tunables", "checks", "causes", "versions"}
-PART_KEYS = {"status", "tunables", "checks", "causes", "versions"}
+              "tunables", "checks", "causes", "versions", "listen"}
+PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions"}
 
 
@@ -159,7 +159,8 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         name=name, description=str(doc.get("description", "")), roles=tuple(roles), php_api=str(doc.get("php_api", "")),
         tunables=dict(reader.tunables), parts=tuple(parts), aliases=tuple(_strings(p, path, text, doc, "aliases")),
         smoke=_flag(p, path, text, doc, "smoke"), home=home, origin=origin, order=_order(p, path, text, doc),
-        status=tuple(reader.status.values()), busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
+        status=tuple(reader.status.values()), listen=tuple(reader.listen),
+        busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
     )
     checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
-from ..lab.model import StatusPage
+from ..lab.model import Stack, StatusPage
 
 
 def parse_regex(text: str, fields: Iterable[tuple[str, str]]) -> dict[str, float]:
@@ -68,3 +68,35 @@ def with_busy_workers(status: dict[str, float], columns: Iterable[str]) -> dict[
     (the front server's workers where it has them, else PHP's)."""
     busy = next((status[c] for c in columns if c in status), None)
     return status if busy is None else {**status, "busy_workers": busy}
+
+
+def unanswered(pages: Iterable[StatusPage], get: Callable[[str], tuple[int, bytes]]) -> dict[str, str]:
+    """The pages that do not answer with their figures (kind -> why): on a server that runs the user's own
+    config they are left out and named, not read as zeros. `get` fetches a path (status, body)."""
+    out: dict[str, str] = {}
+    for page in pages:
+        try:
+            code, body = get(page.path)
+            figures = parse_page(page, body.decode(errors="replace")) if code == 200 else {}
+        except (OSError, ValueError) as e:
+            out[page.kind] = f"{page.path} gave no answer ({e})"
+            continue
+        if code != 200:
+            out[page.kind] = f"{page.path} answered HTTP {code}"
+        elif not figures:
+            out[page.kind] = f"{page.path} answered without its figures"
+    return out
+
+
+def unmeasured(stack: Stack, missing: dict[str, str]) -> list[str]:
+    """What is not measured without these pages, in words: each page's figures, and the evidence that reads them
+    (busy workers; a cause's 'all workers busy' or counter)."""
+    gone = {col for page in stack.status if page.kind in missing for col, _ in page.fields}
+    out = [f"the {kind} status page ({why}), so its figures "
+           f"({', '.join(col for page in stack.status if page.kind == kind for col, _ in page.fields)})"
+           for kind, why in missing.items()]
+    if stack.busy_workers and set(stack.busy_workers) <= gone:
+        out.append("busy workers (none of the pages that count them answers)")
+    out += [f"the status-page evidence of {c.key} ({c.peak or c.counter})" for c in stack.causes
+            if (c.peak or c.counter) in gone]
+    return out

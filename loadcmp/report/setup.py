@@ -27,6 +27,9 @@ def warnings(data: Results) -> list[str]:
     for r in data.runs:
         if r.status == "failed":
             out.append(f"The run in {r.path} failed: {'; '.join(r.problems) or 'see run.json'}")
+    for r in data.runs:
+        out += [f"{name} ran your own config; not measured: {'; '.join(s['unmeasured'])}."
+                for name, s in r.doc["servers"].items() if s.get("unmeasured")]
     out += notes(data)
     seen: set[str] = set()
     for t in data.trials:
@@ -57,6 +60,10 @@ def setup_rows(data: Results) -> list[tuple[str, str]]:
             rows.append(("loadcmp", " ".join(x for x in (version, f"(commit {commit[:10]})" if commit else "") if x)))
         for name, s in run["servers"].items():
             rows.append((name, _server_line(s)))
+            if s.get("own_configs"):
+                rows.append((name, "runs your own " + ", ".join(f"{k} ({v})" for k, v in s["own_configs"].items())
+                             + "; its settings there are yours, not loadcmp's"))
+            rows += [(name, f"not measured: {m}") for m in s.get("unmeasured", [])]
     return rows
 
 

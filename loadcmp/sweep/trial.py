@@ -18,6 +18,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,6 +35,8 @@ from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
+from ..observe.statuspages import unanswered, unmeasured
+from ..lab.pages import get_inside
 from .primer import KEPT_PATIENCE_S, prime
 from ..records import ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord, TrialStatus
 from ..experiment.spec import RunSpec
@@ -162,13 +165,15 @@ def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = lab.LOCA
     """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
     return lab.plan_deployment(stacks.get_stack(spec.stack_of(p.server)), cpus=spec.server_cpus,
                                memory=spec.server_memory, overrides=spec.settings_for(p.server), host=host,
-                               www=Path(spec.www) if spec.www else None)
+                               www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server))
 
 
 def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
     """Start the plan's containers and wait until they answer; also how long that took."""
     t0 = now()
     dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images, host=sweep.host)
+    if plan.own:  # the user's server may lack a page, or keep it elsewhere: left out and named, not read as 0
+        dep.unmeasured.update(unanswered(dep.status_pages.values(), partial(get_inside, dep.front, dep.port)))
     return dep, round(now() - t0, 3)
 
 
@@ -177,10 +182,16 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
     if sweep.writer.has_server(p.label):
         return
     stack = dep.stack
-    sweep.writer.add_server(p.label, ServerInfo(
+    info = ServerInfo(
         stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
         settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
-        cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page))
+        cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
+    if dep.plan.own:
+        info["own_configs"] = dep.plan.own
+        info["unmeasured"] = unmeasured(stack, dep.unmeasured)
+        sweep.progress.say(f"{p.label} runs your own " + ", ".join(f"{k} ({v})" for k, v in dep.plan.own.items())
+                           + ("; not measured: " + "; ".join(info["unmeasured"]) if info["unmeasured"] else ""))
+    sweep.writer.add_server(p.label, info)
 
 
 def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
