@@ -35,6 +35,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
             "servers": [
                 {"name": s.name, "description": s.description, "php": s.php_api, "mpm": s.mpm,
                  "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections),
+                 "roles": {r.name: [f for f, _ in r.files] for r in s.roles},
                  "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,
                  "status_pages": {p.kind: p.path for p in s.status}}
                 for s in stacks.catalog().values()
@@ -46,10 +47,11 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
-    for c in ("name", "description", "PHP (Server API)", "tunables", "from"):
+    for c in ("name", "description", "PHP (Server API)", "roles (--config)", "tunables", "from"):
         t.add_column(c)
     for s in stacks.catalog().values():
-        t.add_row(s.name, s.description, s.php_api, ", ".join(s.sections), s.origin)
+        roles = ", ".join(f"{r.name}: {', '.join(Path(f).name for f, _ in r.files)}" for r in s.roles)
+        t.add_row(s.name, s.description, s.php_api, roles, ", ".join(s.sections), s.origin)
     out.print(t)
     out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.aliases().items()))
     if tunables:

@@ -51,6 +51,8 @@ def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None =
     and render the stack's configs for them."""
     theirs = front_port(stack, own)
     if theirs is not None:
+        if port is not None and port != theirs[0]:
+            raise UsageError(f"--port {port}: your config listens on {theirs[0]} ({theirs[1]})")
         port = theirs[0]
     if port is None:
         port = free_port(host)
