@@ -105,6 +105,7 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     from ..lab import containers as lab, ownconfig, stacks
     from ..errors import ConfigError
     from ..experiment.variants import Variant, check_sets, own_config_errors
+    from ..observe.statuspages import leave_out_unanswered
 
     stack = stacks.get_stack(server)
     overrides = stacks.parse_overrides(sets)
@@ -132,14 +133,17 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
                 dep = lab.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]), host=host,
                              owned=False)
+            leave_out_unanswered(dep)
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
-                   "run_id": dep.run_id})
+                   "run_id": dep.run_id, **({"unmeasured": dep.unmeasured} if dep.unmeasured else {})})
     else:
         click.echo(dep.url)
         err.print(f"{stack.name} is up ({', '.join(dep.container_names)}); status: "
-                  + ", ".join(dep.status_urls.values()) + "; stop it with `loadcmp down`")
+                  + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
+        for kind, why in dep.unmeasured.items():
+            err.print(f"no {kind} status page: {why}")
 
 
 @cli.command()

@@ -13,8 +13,14 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Iterable
+from functools import partial
+from typing import TYPE_CHECKING
 
 from ..lab.model import Stack, StatusPage
+from ..lab.pages import get_inside
+
+if TYPE_CHECKING:
+    from ..lab.containers import Deployment
 
 
 def parse_regex(text: str, fields: Iterable[tuple[str, str]]) -> dict[str, float]:
@@ -86,6 +92,13 @@ def unanswered(pages: Iterable[StatusPage], get: Callable[[str], tuple[int, byte
         elif not figures:
             out[page.kind] = f"{page.path} answered without its figures"
     return out
+
+
+def leave_out_unanswered(dep: Deployment) -> None:
+    """On a server that runs the user's own config, the pages it lacks (or keeps elsewhere) are left out of
+    `dep.status_pages` and named in `dep.unmeasured`; ours always answer."""
+    if dep.plan.own:
+        dep.unmeasured.update(unanswered(dep.status_pages.values(), partial(get_inside, dep.front, dep.port)))
 
 
 def unmeasured(stack: Stack, missing: dict[str, str]) -> list[str]:

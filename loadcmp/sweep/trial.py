@@ -18,7 +18,6 @@ from __future__ import annotations
 import math
 import os
 import time
-from functools import partial
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,8 +34,7 @@ from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
-from ..observe.statuspages import unanswered, unmeasured
-from ..lab.pages import get_inside
+from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, prime
 from ..records import ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord, TrialStatus
 from ..experiment.spec import RunSpec
@@ -172,8 +170,7 @@ def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]
     """Start the plan's containers and wait until they answer; also how long that took."""
     t0 = now()
     dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images, host=sweep.host)
-    if plan.own:  # the user's server may lack a page, or keep it elsewhere: left out and named, not read as 0
-        dep.unmeasured.update(unanswered(dep.status_pages.values(), partial(get_inside, dep.front, dep.port)))
+    leave_out_unanswered(dep)
     return dep, round(now() - t0, 3)
 
 
