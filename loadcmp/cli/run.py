@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -21,12 +22,16 @@ from ..experiment.spec import RunSpec
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
+    from ..load.workers import Fleet, Stopper
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import Planned, SweepHooks
 
 
 class SweepDisplay:
     """A rich progress display on stderr: the sweep, and the trial running now."""
+
+    level_name = "c"
+    """What a level is called on its lines: c=50 (clients); a capacity search by rate says r=."""
 
     def __init__(self) -> None:
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24),
@@ -56,7 +61,8 @@ class SweepDisplay:
         self.progress.update(self.overall, completed=i, info=f"trial {i + 1} of {n}")
         if self.current is not None:
             self.progress.remove_task(self.current)
-        self.current = self.progress.add_task(f"{p.label} c={p.level:,} #{p.trial}", total=seconds, info="starting")
+        self.current = self.progress.add_task(f"{p.label} {self.level_name}={p.level:,} #{p.trial}", total=seconds,
+                                              info="starting")
 
     def live(self, lv: Live) -> None:
         if self.current is None:
@@ -73,7 +79,7 @@ class SweepDisplay:
 
     def trial_end(self, p: Planned, rec: TrialRecord) -> None:
         r = rec.get("result")
-        msg = f"{p.label:>16} c={p.level:<6,} #{p.trial}: "
+        msg = f"{p.label:>16} {self.level_name}={p.level:<6,} #{p.trial}: "
         if r:
             msg += (f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  "
                     f"p99 {r['latency_ms']['p99'] or 0:,.1f} ms")
@@ -142,12 +148,16 @@ def print_table1(path: str) -> None:
                       f"  {escape(f['check'])} — {escape(f['text'])}", highlight=False)
 
 
-def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepOutcome:
+Drive = Callable[[RunSpec, "SweepHooks", "Stopper", "Fleet | None"], "SweepOutcome"]
+"""What runs the trials (`run_sweep`; `loadcmp capacity` gives its search)."""
+
+
+def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Drive | None = None,
+          display: SweepDisplay | None = None) -> SweepOutcome:
     """Run a sweep with a progress display and the command's Ctrl-C handler,
     then print its summary (JSON, or Table 1) and where it is stored."""
     from ..load.workers import Stopper
     from ..report.tables import summary_doc
-    from ..sweep.runner import run_sweep
     from ..store.reader import load_results
 
     from ..load.cluster import open_fleet
@@ -155,10 +165,11 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     host = spec.docker()
     warn(host.warning())
     # the cluster first: a scheduler that cannot be reached is said before any container starts
-    with open_fleet(spec.cluster, err.print) as fleet, stop_on_signals(Stopper()) as stopper, SweepDisplay() as disp:
+    with open_fleet(spec.cluster, err.print) as fleet, stop_on_signals(Stopper()) as stopper, \
+            (display or SweepDisplay()) as disp:
         if fleet is not None:
             fleet.check_reach(host.address)
-        outcome = run_sweep(spec, disp.hooks(), stopper, fleet=fleet)
+        outcome = (drive or _run_sweep)(spec, disp.hooks(), stopper, fleet)
     if spec.findings:
         judge_findings(outcome.path, spec)
     if as_json:
@@ -167,6 +178,12 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
         print_table1(outcome.path)
     err.print(f"results: {outcome.path} ({outcome.status})")
     return outcome
+
+
+def _run_sweep(spec: RunSpec, hooks: SweepHooks, stopper: Stopper, fleet: Fleet | None) -> SweepOutcome:
+    from ..sweep.runner import run_sweep
+
+    return run_sweep(spec, hooks, stopper, fleet=fleet)
 
 
 def judge_findings(path: str, spec: RunSpec) -> None:

@@ -162,6 +162,7 @@ KEYS: dict[str, str] = {
     "variants": "variants",
     "findings": "findings",
     "smoke": "table",
+    "capacity": "table",
 }
 """The keys an experiment file may have, and their types."""
 
@@ -218,8 +219,8 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             continue
         if key == "www":
             fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
-        elif key == "smoke":
-            extra["smoke"] = conv
+        elif key in ("smoke", "capacity"):  # read by their commands (`loadcmp smoke`, `loadcmp capacity`)
+            extra[key] = conv
         elif key == "variants":
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
             fields["variant_settings"] = {v.label: dict(v.settings) for v in conv.values() if v.settings}

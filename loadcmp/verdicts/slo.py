@@ -144,10 +144,10 @@ def confirm_level(target: Target, level: int, trials: list[TrialRecord]) -> Conf
             out.append(CheckEstimate(c.name, None, None, None, 0, "unsure", "not measured"))
             continue
         said, _ = decide(e.mean, e.low, e.high, e.n, c.op, c.value)
-        verdict: Verdict = "met" if said == "supported" else "missed" if said == "not supported" else "unsure"
+        one: Verdict = "met" if said == "supported" else "missed" if said == "not supported" else "unsure"
         shown = show(c.metric, e.mean) + (f" ({show(c.metric, e.low)}–{show(c.metric, e.high)})"
                                           if e.low is not None and e.high is not None else f" (n={e.n})")
-        out.append(CheckEstimate(c.name, e.mean, e.low, e.high, e.n, verdict, shown))
+        out.append(CheckEstimate(c.name, e.mean, e.low, e.high, e.n, one, shown))
     verdicts = {c.verdict for c in out}
     verdict: Verdict = "missed" if "missed" in verdicts else "met" if verdicts == {"met"} else "unsure"
     bound = client_bound(ran)
@@ -165,7 +165,8 @@ def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | 
             out.append(str(t["reason"]))
     for t in trials:
         out += t.get("notes", [])
-    cpus = len(cpu_list(info["cpus"])) if info and info.get("cpus") else cores
+    pinned = info.get("cpus") if info else None
+    cpus = len(cpu_list(pinned)) if pinned else cores
     for t in trials:
         cpu = (t.get("server_metrics") or {}).get("cpu_pct")
         if cpu is not None and cpus and cpu >= CPU_SATURATED * 100 * cpus:
@@ -181,7 +182,8 @@ def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | 
     if missed:
         failures: dict[str, int] = {}
         for t in trials:
-            for k, n in ((t.get("result") or {}).get("failures") or {}).items():
+            r = t.get("result")
+            for k, n in (r["failures"] if r else {}).items():
                 failures[k] = failures.get(k, 0) + n
         seen = ", ".join(f"{n:,} {k}" for k, n in sorted(failures.items(), key=lambda kv: -kv[1]) if n)
         head = "the target was missed: " + ", ".join(missed) + (f"; failures: {seen}" if seen else "")
