@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -230,3 +231,74 @@ def test_ctrl_c_mid_search_keeps_the_probes_and_exits_130(no_docker, tmp_path):
     assert "apache-prefork" not in run["capacity"]["servers"]  # never started
     assert len(no_docker.runs) == 4
     assert f"kept what was measured in {run_json.parent}" in res.output
+
+
+# --- the report, --json and findings, from a stored search -------------------------------------------
+
+FIXTURE = Path(__file__).parent / "fixtures" / "capacity-2x"
+"""nginx (at least 987 clients: client-bound at the edge) and apache-prefork (87, missed at 95), from
+`helpers.fakeprobe.make_fixture`."""
+
+
+def test_the_report_opens_with_capacity_and_draws_the_search(tmp_path):
+    res = CliRunner().invoke(cli, ["report", str(FIXTURE), "--out", str(tmp_path), "--format", "html,md,png"])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "report.md").read_text()
+    assert md.index("## Capacity") < md.index("## Findings") < md.index("## Summary (Table 1)")
+    assert "| nginx | ≥ 987 (client-bound) | 987 clients and up |" in md
+    assert "| apache-prefork | 87 | 87 – 95 clients |" in md
+    assert "all php-fpm workers were busy" in md.split("## Findings")[0]  # the cause at the edge
+    assert "as many as a capacity search chose (from 10)" in md
+    assert "![Figure 1. The capacity search of each server" in md and (tmp_path / "0-capacity.png").stat().st_size
+    html = (tmp_path / "report.html").read_text()
+    assert html.index("<h2>Capacity</h2>") < html.index("<h2>Findings</h2>")
+    # every probe is a row of Table 1, at levels no sweep would have chosen
+    table1 = md.split("## Summary (Table 1)")[1].split("\n## ")[0]
+    levels = [int(r.split("|")[1].replace(",", "")) for r in table1.splitlines()
+              if r.startswith("| ") and r.split("|")[1].strip().replace(",", "").isdigit()]
+    assert 87 in levels and 95 in levels and 987 in levels and levels == sorted(levels)
+
+
+def test_json_carries_each_capacity_with_its_interval():
+    from loadcmp.report.tables import summary_doc
+
+    doc = summary_doc(load_results(FIXTURE))
+    cap = doc["capacity"]
+    assert cap["target"] == "p99<500ms, failed_rate<1%" and cap["unit"] == "clients" and cap["confirm"] == 3
+    apache, nginx = cap["servers"]["apache-prefork"], cap["servers"]["nginx"]
+    assert (apache["kind"], apache["capacity"], apache["interval"]) == ("capacity", 87, [87, 95])
+    assert (nginx["kind"], nginx["capacity"], nginx["at_least"], nginx["interval"]) == ("at_least", None, 987,
+                                                                                         [987, None])
+    assert apache["cause"].startswith("all php-fpm workers were busy") and apache["path"][0]["level"] == 10
+    assert "capacity" not in summary_doc(load_results(Path(__file__).parent / "fixtures" / "run-2x3x2"))
+
+
+@pytest.mark.parametrize("check, verdict, why", [
+    ("nginx:capacity > 2 * apache-prefork:capacity", "supported", None),
+    ("apache-prefork:capacity > 200", "not supported", "wrong side"),
+    ("apache-prefork:capacity > 90", "inconclusive", "straddles"),  # the edge lies between 87 and 95
+    ("nginx:capacity < 500", "not supported", "wrong side"),
+    ("nginx:capacity < 5000", "inconclusive", "straddles"),  # at least 987: no upper bound
+    ("capacity > 50", "supported", None),  # every server
+])
+def test_capacity_is_a_metric_findings_judge_on_the_bracketed_edge(check, verdict, why):
+    from loadcmp.verdicts.findings import parse_findings
+    from loadcmp.verdicts.judge import evaluate
+
+    (got,) = evaluate(load_results(FIXTURE), parse_findings([{"claim": "c", "check": check}]))
+    assert got.verdict == verdict, got.text
+    assert why is None or why in (got.reason or ""), got.reason
+
+
+def test_a_capacity_finding_on_a_run_is_inconclusive_and_a_level_is_refused():
+    from loadcmp.verdicts.findings import parse_check, parse_findings
+    from loadcmp.verdicts.judge import evaluate
+
+    (got,) = evaluate(load_results(Path(__file__).parent / "fixtures" / "run-2x3x2"),
+                      parse_findings([{"claim": "c", "check": "nginx:capacity > 2 * apache-prefork:capacity"}]))
+    assert got.verdict == "inconclusive" and "no capacity search of nginx" in (got.reason or "")
+    with pytest.raises(UsageError, match="at no level"):
+        parse_check("nginx:capacity@100 > 3")
+    with pytest.raises(UsageError, match="measure different things"):
+        parse_check("nginx:capacity > 2 * apache-prefork:rps")
+    assert parse_check("nginx:p99@50 < 100ms").left.q == 99  # p99 is p(99) in findings too

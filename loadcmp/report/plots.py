@@ -206,7 +206,7 @@ def capacity_probes(data: Results) -> Figure | None:
         return None
     col = colors(data)
     labels = list(found)
-    fig, ax = plt.subplots(figsize=(WIDTH, 1.3 + 0.75 * len(labels)))
+    fig, ax = plt.subplots(figsize=(WIDTH, 2.2 + 0.8 * len(labels)))
     levels = [st["level"] for _, doc in found.values() for st in doc["path"]]
     for y, label in enumerate(labels):
         search, doc = found[label]
@@ -222,14 +222,15 @@ def capacity_probes(data: Results) -> Figure | None:
             marker = ("s" if st["met"] else "^" if st["met"] is False else "D") if confirm else \
                 ("o" if st["met"] else "x")
             colour = "#2ca02c" if st["met"] else "#d62728" if st["met"] is False else "#9a6700"
-            dy = 0.16 if confirm else 0.0
+            dy = -0.2 if confirm else 0.0  # above the probes (the axis runs downwards)
             ax.plot([st["level"]], [y + dy], marker, color=colour, ms=7 if confirm else 6, mfc="none" if confirm
                     else colour, mew=1.6)
             if not confirm:
                 ax.annotate(str(i), (st["level"], y), xytext=(0, -12), textcoords="offset points", ha="center",
                             fontsize=7, color="#555")
     for handle, text in ((("o", "#2ca02c", "#2ca02c"), "probe met"), (("x", "#d62728", "#d62728"), "probe missed"),
-                         (("s", "#2ca02c", "none"), "confirmed met"), (("^", "#d62728", "none"), "confirmed missed")):
+                         (("s", "#2ca02c", "none"), "confirmed met"), (("^", "#d62728", "none"), "confirmed missed"),
+                         (("D", "#9a6700", "none"), "confirmation unsure")):
         ax.plot([], [], handle[0], color=handle[1], mfc=handle[2], label=text)
     ax.plot([], [], "-", color="#555", lw=2.4, label="capacity found (shaded: up to the level missed)")
     ax.set_yticks(range(len(labels)), labels)
@@ -242,7 +243,7 @@ def capacity_probes(data: Results) -> Figure | None:
     target = next(iter(found.values()))[0]["target"]
     fig = finish(fig, f"Capacity search: {target} (numbers: the order of the probes)")
     legend_below(fig, ax, ncol=3)
-    fig.subplots_adjust(bottom=0.45 if len(labels) < 3 else 0.3)
+    fig.subplots_adjust(bottom=0.36 if len(labels) < 3 else 0.26)
     return fig
 
 

@@ -42,8 +42,8 @@ class Model:
         if self.interrupt_at == len(self.runs):
             os.kill(os.getpid(), signal.SIGINT)  # the command's handler asks the stopper to stop
             interrupted = sweep.stopper.requested
-        return TrialOutcome(self.trial(p, interrupted), [{"server": p.label, "level": p.level, "trial": p.trial,
-                                                          "second": 0, "ok": 1}], [])
+        rec = self.trial(p, interrupted)
+        return TrialOutcome(rec, seconds(rec), [])
 
     def trial(self, p: Planned, interrupted: bool = False) -> TrialRecord:
         cap = self.capacity[p.server]
@@ -73,6 +73,18 @@ class Model:
         return rec
 
 
+def seconds(rec: TrialRecord) -> list[dict[str, object]]:
+    """timeline.parquet's rows of a model trial: its counts spread evenly over five seconds."""
+    r = rec["result"]
+    lat = r["latency_ms"]
+    keys = {"server": rec["server"], "level": rec["level"], "trial": rec["trial"]}
+    return [{**keys, "second": i, "started": r["started"] // 5, "dropped": 0, "ok": r["ok"] // 5,
+             **{k: n // 5 for k, n in r["failures"].items()}, "failed": r["failed"] // 5,
+             "completed": r["completed"] // 5, "bytes": r["bytes"] // 5, "inflight": rec["level"],
+             "p50_ms": lat["p50"], "p90_ms": lat["p90"], "p99_ms": lat["p99"], "max_ms": lat["max"]}
+            for i in range(5)]
+
+
 def fake_sweep(spec: RunSpec, out: Path, name: str = "capacity-test") -> Sweep:
     """A sweep with its results folder and no Docker: what `runner.open_sweep` gives, bar the engine."""
     doc = new_run_doc("capacity", name, spec.to_dict(), {"cores": 2}, "test")
@@ -87,3 +99,27 @@ def search_folder(model: Model, spec: RunSpec, cap: CapacitySpec, out: Path) -> 
     status = search_all(sweep, cap, run=model)
     sweep.writer.finish(status, sweep.problems)
     return sweep.writer.path
+
+
+FIXTURE_SLO = "p99<500ms, failed_rate<1%"
+
+
+def make_fixture(out: Path) -> Path:
+    """tests/fixtures/capacity-2x: nginx (capacity 1,000, its client the limit from 800) and apache-prefork
+    (capacity 90) searched on the model, as `loadcmp capacity` stores it, the paper's finding judged beside."""
+    from loadcmp.experiment.capacity import CapacitySpec
+    from loadcmp.store.reader import load_results
+    from loadcmp.store.writer import save_findings
+    from loadcmp.verdicts.findings import parse_findings
+    from loadcmp.verdicts.judge import evaluate
+    from loadcmp.verdicts.slo import parse_slo
+
+    spec = RunSpec(servers=("nginx", "apache-prefork"), duration=5.0, server_cpus="1", client_cpus="0",
+                   name="capacity-2x")
+    cap = CapacitySpec(parse_slo(FIXTURE_SLO), max=19936, max_reason="the open-file limit (20,000 per process, "
+                       "ulimit -Hn) lets 1 client process hold 19,936 connections")
+    path = search_folder(Model({"nginx": 1000, "apache-prefork": 90}, {"nginx": 800}), spec, cap, out)
+    claim = [{"claim": "Nginx holds far more clients than Apache.",
+              "check": "nginx:capacity > 2 * apache-prefork:capacity"}]
+    save_findings(path, [r.to_doc() for r in evaluate(load_results(path), parse_findings(claim))])
+    return path
