@@ -65,6 +65,8 @@ def search_all(sweep: Sweep, cap: CapacitySpec, run: TrialRunner | None = None) 
             def store(found: Found, prober: Prober = prober) -> None:
                 doc["servers"][prober.label] = prober.server_doc(found, final=False)
                 sweep.writer.set_capacity(doc)
+                st = found.path[-1]
+                sweep.progress.say(f"{'':>18}{st.stage} {st.level:,} {cap.unit}: {st.text}")
 
             found = search(plan, prober.probe, prober.confirm, on_step=store)
             doc["servers"][label] = prober.server_doc(found)
