@@ -73,18 +73,17 @@ def test_midpoints_are_geometric_and_strictly_inside():
     assert 10 < midpoint(10, 1000) < 1000
 
 
-def test_a_probe_that_missed_by_noise_is_confirmed_met_and_the_search_goes_on_above():
-    fake = Fake(300, probe_says={226: False, 200: False, 189: False, 174: False, 167: False, 163: False, 161: False})
-    found = run(fake)
-    assert any("disagrees with its probe (met, the probe missed)" in n and "above" in n for n in found.notes)
-    assert found.kind == "capacity" and found.level is not None and found.missed is not None
-    assert found.level <= 300 < found.missed
-
-
-def test_a_probe_that_met_by_noise_is_confirmed_missed_and_the_search_goes_on_below():
-    fake = Fake(300, probe_says={320: True, 640: False, 453: True, 538: True, 587: True, 613: False, 600: True})
-    found = run(fake)
-    assert any("disagrees with its probe (missed, the probe met)" in n and "below" in n for n in found.notes)
+@pytest.mark.parametrize("lies, said", [
+    # the edge's probes miss by noise: the level above the one found confirms met
+    ({226: False, 200: False, 189: False, 174: False, 167: False, 163: False, 161: False},
+     "(met, the probe missed): searching on above it"),
+    # probes above the edge meet by noise: the level found confirms missed
+    ({320: True, 640: False, 453: True, 538: True, 587: True, 613: False, 600: True},
+     "(missed, the probe met): searching on below it"),
+])
+def test_a_confirmation_that_disagrees_with_its_probe_is_said_and_the_search_goes_on(lies, said):
+    found = run(Fake(300, probe_says=lies))
+    assert any("disagrees with its probe " + said in n for n in found.notes), found.notes
     assert found.kind == "capacity" and found.level is not None and found.missed is not None
     assert found.level <= 300 < found.missed
 

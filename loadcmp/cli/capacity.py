@@ -11,9 +11,8 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import err, out
-from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options,
-                      stacks_option, www_option)
-from .run import SweepDisplay, build_spec, raise_for_status, server_fields, sweep
+from .options import LoadFlags, load_options, setup_options
+from .run import SweepDisplay, build_spec, given_fields, raise_for_status, sweep
 from .types import COUNT, POSITIVE_DURATION
 from ..errors import UsageError
 
@@ -64,15 +63,7 @@ FLAG_NOT_HERE = {
 @click.option("--probe-time", type=POSITIVE_DURATION, metavar="DURATION", help="Measured time of a probe (default 5s).")
 @click.option("--confirm", type=COUNT, help="Trials at the level found and at the one above (default 3).")
 @load_options
-@click.option("--page", help="Path requested (default /info.php).")
-@server_options
-@stacks_option
-@www_option
-@docker_options
-@click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across probes.")
-@click.option("--out", "out_dir", help="Where results folders go (default results/).")
-@click.option("--name", help="Name of the search (part of its folder's name).")
-@json_option
+@setup_options
 def capacity(experiment: str | None, servers_: tuple[str, ...], slo: str | None, resolution: str | None,
              start: int | None, max_: int | None, probe_time: float | None, confirm: int | None, page: str | None,
              server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
@@ -95,16 +86,9 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], slo: str | None,
                  "start": start, "max": max_, "probe_time": probe_time, "confirm": confirm}
     fields, extra = load_experiment(experiment) if experiment else ({}, {})
     table = extra.get("capacity", {})
-    given = load.given()
-    given.update(DockerFlags.pop(flags).given())
-    if dirs := flags.pop("stack_dirs"):
-        given["stack_dirs"] = dirs
-    if www := flags.pop("www"):
-        given["www"] = www
-    given.update(server_fields(servers_, sets))
-    others: dict[str, Any] = {"page": page, "server_cpus": server_cpus, "server_memory": server_memory,
-                              "reuse_server": reuse_server, "out": out_dir, "name": name}
-    given.update({k: v for k, v in others.items() if v is not None})
+    given = given_fields(load, flags, servers_, sets, {
+        "page": page, "server_cpus": server_cpus, "server_memory": server_memory, "reuse_server": reuse_server,
+        "out": out_dir, "name": name})
     # the load as a run of one probe; the level (and, by rate, the rate) is set per probe
     given.update(levels=(1,), duration=5.0, requests=None, trials=1)
     if given.get("schedule", fields.get("schedule")) == "rate":

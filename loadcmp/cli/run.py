@@ -14,8 +14,7 @@ from rich.table import Table
 from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out, warn
 from .types import COUNT
-from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options,
-                      stacks_option, www_option)
+from .options import DockerFlags, LoadFlags, load_options, setup_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
@@ -243,21 +242,27 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
     return validate(spec if "duration" in fields else spec.without_time_limit())
 
 
+def given_fields(load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...], sets: tuple[str, ...],
+                 others: dict[str, Any]) -> dict[str, Any]:
+    """The RunSpec fields that `run`'s (and `capacity`'s) flags gave, to lay over an experiment file."""
+    given = load.given()
+    given.update(DockerFlags.pop(flags).given())
+    if dirs := flags.pop("stack_dirs"):
+        given["stack_dirs"] = dirs
+    if www := flags.pop("www"):
+        given["www"] = www
+    given.update(server_fields(servers, sets))
+    given.update({k: v for k, v in others.items() if v is not None})
+    return given
+
+
 @cli.command()
 @click.argument("experiment", required=False, type=click.Path(dir_okay=False))
 @click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
               help="Stack to run (repeatable, or 'all'); LABEL=STACK runs a stack under a label of its own.")
 @load_options
-@click.option("--page", help="Path requested (default /info.php).")
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
-@server_options
-@stacks_option
-@www_option
-@docker_options
-@click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
-@click.option("--out", "out_dir", help="Where results folders go (default results/).")
-@click.option("--name", help="Name of the run (part of its folder's name).")
-@json_option
+@setup_options
 def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, trials: int | None,
         server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
         out_dir: str | None, name: str | None, as_json: bool, **flags: Any) -> None:
@@ -265,16 +270,8 @@ def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, tri
 
     Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
     """
-    given = LoadFlags.pop(flags).given()
-    given.update(DockerFlags.pop(flags).given())
-    if dirs := flags.pop("stack_dirs"):
-        given["stack_dirs"] = dirs
-    if www := flags.pop("www"):
-        given["www"] = www
-    given.update(server_fields(servers_, sets))
-    others: dict[str, Any] = {
+    given = given_fields(LoadFlags.pop(flags), flags, servers_, sets, {
         "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,
         "reuse_server": reuse_server, "out": out_dir, "name": name,
-    }
-    given.update({k: v for k, v in others.items() if v is not None})
+    })
     raise_for_status(sweep(build_spec(experiment, given), as_json=as_json))
