@@ -68,6 +68,27 @@ def test_by_rate_each_probe_offers_its_level_as_the_rate(tmp_path):
     assert run["capacity"]["unit"] == "requests/s" and "requests/s" in run["capacity"]["servers"]["nginx"]["text"]
 
 
+def test_a_kept_server_is_removed_when_its_search_ends(tmp_path):
+    stopped: list[tuple[str, int]] = []
+
+    class Kept:
+        def __init__(self, label: str) -> None:
+            self.label = label
+
+        def stop(self) -> None:
+            stopped.append((self.label, len(model.runs)))
+
+    class Keeping(Model):
+        def __call__(self, sweep: Sweep, p: Planned) -> Any:
+            sweep.reused.setdefault(p.label, Kept(p.label))  # as run_trial keeps a server with --reuse-server
+            return super().__call__(sweep, p)
+
+    model = Keeping({"nginx": 300, "apache-prefork": 60})
+    search_folder(model, RunSpec(servers=("nginx", "apache-prefork"), reuse_server=True), cap_spec(), tmp_path)
+    nginx_runs = sum(p.label == "nginx" for p in model.runs)
+    assert stopped == [("nginx", nginx_runs), ("apache-prefork", len(model.runs))]
+
+
 def test_a_client_bound_edge_is_stored_as_at_least(tmp_path):
     path = search_folder(Model({"nginx": 300}, {"nginx": 250}), RunSpec(servers=("nginx",)), cap_spec(), tmp_path)
     doc = json.loads((path / "run.json").read_text())["capacity"]["servers"]["nginx"]

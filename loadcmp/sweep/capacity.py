@@ -23,7 +23,7 @@ from ..records import CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, Capac
 from ..verdicts.slo import Confirmed, confirm_level, edge_cause, judge_probe
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
 from .search import Found, Plan, Probed, search
-from .trial import Planned, Sweep, SweepHooks, TrialOutcome, run_trial
+from .trial import Planned, Sweep, SweepHooks, TrialOutcome, run_trial, stop
 
 TrialRunner = Callable[[Sweep, Planned], TrialOutcome | None]
 """Runs one planned trial (`trial.run_trial`; a test gives a fake)."""
@@ -69,6 +69,8 @@ def search_all(sweep: Sweep, cap: CapacitySpec, run: TrialRunner | None = None) 
                 sweep.progress.say(f"{'':>18}{st.stage} {st.level:,} {cap.unit}: {st.text}")
 
             found = search(plan, prober.probe, prober.confirm, on_step=store)
+            if (kept := sweep.reused.pop(label, None)) is not None:
+                stop(sweep, kept)  # --reuse-server: its search is over, and the next server's should not share
             doc["servers"][label] = prober.server_doc(found)
             sweep.writer.set_capacity(doc)
             sweep.progress.say(doc["servers"][label]["text"])
