@@ -203,7 +203,7 @@ def test_a_bad_capacity_table_is_one_line_and_exit_2(tmp_path):
     f.write_text('servers = ["nginx"]\n[capacity]\nslo = "p99<1s"\nstep = 3\n')
     res = CliRunner().invoke(cli, ["capacity", str(f)])
     assert res.exit_code == 2 and res.output.strip() == (
-        "error: [capacity] has unknown key(s) step (known: slo, resolution, start, max, probe_time, confirm)")
+        "error: cap.toml: [capacity] has unknown key(s) step (known: slo, resolution, start, max, probe_time, confirm)")
 
 
 @pytest.fixture()

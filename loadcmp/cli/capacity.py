@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -94,7 +95,7 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], slo: str | None,
     if given.get("schedule", fields.get("schedule")) == "rate":
         given["rate"] = 1.0
     base = build_spec(experiment, given)
-    cap = capacity_spec(base, table, given_cap)
+    cap = capacity_spec(base, table, given_cap, f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]")
     spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
     outcome = search(spec, cap, as_json)
     raise_for_status(outcome)
