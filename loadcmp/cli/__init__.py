@@ -7,13 +7,14 @@
     servers.py  servers, build, up, down
     bench.py    bench URL
     run.py      run (and the sweep display, Table 1)
+    capacity.py capacity (a search of short probes per server)
     smoke.py    smoke
     report.py   report
 """
 
 from __future__ import annotations
 
-from . import bench, report, run, servers, smoke  # noqa: F401  (registers the commands)
+from . import bench, capacity, report, run, servers, smoke  # noqa: F401  (registers the commands)
 from .app import cli
 
 

@@ -206,3 +206,23 @@ def docker_options(f: F) -> F:
     f = click.option("--server-address", metavar="HOST",
                      help="Where the clients reach servers on --docker-host (default: that host's address).")(f)
     return docker_host_option(f)
+
+
+def setup_options(f: F) -> F:
+    """The page, the servers' limits and settings, where they run and where results go (run, capacity)."""
+    opts = [
+        click.option("--page", help="Path requested (default /info.php)."),
+        server_options,
+        stacks_option,
+        www_option,
+        config_option,
+        docker_options,
+        click.option("--reuse-server", is_flag=True, default=None,
+                     help="Keep one server per set-up from trial to trial (across levels too)."),
+        click.option("--out", "out_dir", help="Where results folders go (default results/)."),
+        click.option("--name", help="Name of the run (part of its folder's name)."),
+        json_option,
+    ]
+    for o in reversed(opts):
+        f = o(f)
+    return f

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,20 +14,23 @@ from rich.table import Table
 from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out, warn
 from .types import COUNT
-from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, server_options,
-                      stacks_option, www_option, config_option)
+from .options import DockerFlags, LoadFlags, load_options, setup_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
+    from ..load.workers import Fleet, Stopper
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import Planned, SweepHooks
 
 
 class SweepDisplay:
     """A rich progress display on stderr: the sweep, and the trial running now."""
+
+    level_name = "c"
+    """What a level is called on its lines: c=50 (clients); a capacity search by rate says r=."""
 
     def __init__(self) -> None:
         self.progress = Progress(TextColumn("{task.description}"), BarColumn(bar_width=24),
@@ -56,7 +60,8 @@ class SweepDisplay:
         self.progress.update(self.overall, completed=i, info=f"trial {i + 1} of {n}")
         if self.current is not None:
             self.progress.remove_task(self.current)
-        self.current = self.progress.add_task(f"{p.label} c={p.level:,} #{p.trial}", total=seconds, info="starting")
+        self.current = self.progress.add_task(f"{p.label} {self.level_name}={p.level:,} #{p.trial}", total=seconds,
+                                              info="starting")
 
     def live(self, lv: Live) -> None:
         if self.current is None:
@@ -73,7 +78,7 @@ class SweepDisplay:
 
     def trial_end(self, p: Planned, rec: TrialRecord) -> None:
         r = rec.get("result")
-        msg = f"{p.label:>16} c={p.level:<6,} #{p.trial}: "
+        msg = f"{p.label:>16} {self.level_name}={p.level:<6,} #{p.trial}: "
         if r:
             msg += (f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  "
                     f"p99 {r['latency_ms']['p99'] or 0:,.1f} ms")
@@ -142,12 +147,16 @@ def print_table1(path: str) -> None:
                       f"  {escape(f['check'])} — {escape(f['text'])}", highlight=False)
 
 
-def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepOutcome:
+Drive = Callable[[RunSpec, "SweepHooks", "Stopper", "Fleet | None"], "SweepOutcome"]
+"""What runs the trials (`run_sweep`; `loadcmp capacity` gives its search)."""
+
+
+def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Drive | None = None,
+          display: SweepDisplay | None = None) -> SweepOutcome:
     """Run a sweep with a progress display and the command's Ctrl-C handler,
     then print its summary (JSON, or Table 1) and where it is stored."""
     from ..load.workers import Stopper
     from ..report.tables import summary_doc
-    from ..sweep.runner import run_sweep
     from ..store.reader import load_results
 
     from ..load.cluster import open_fleet
@@ -155,10 +164,11 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
     host = spec.docker()
     warn(host.warning())
     # the cluster first: a scheduler that cannot be reached is said before any container starts
-    with open_fleet(spec.cluster, err.print) as fleet, stop_on_signals(Stopper()) as stopper, SweepDisplay() as disp:
+    with open_fleet(spec.cluster, err.print) as fleet, stop_on_signals(Stopper()) as stopper, \
+            (display or SweepDisplay()) as disp:
         if fleet is not None:
             fleet.check_reach(host.address)
-        outcome = run_sweep(spec, disp.hooks(), stopper, fleet=fleet)
+        outcome = (drive or _run_sweep)(spec, disp.hooks(), stopper, fleet)
     if spec.findings:
         judge_findings(outcome.path, spec)
     if as_json:
@@ -167,6 +177,12 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepO
         print_table1(outcome.path)
     err.print(f"results: {outcome.path} ({outcome.status})")
     return outcome
+
+
+def _run_sweep(spec: RunSpec, hooks: SweepHooks, stopper: Stopper, fleet: Fleet | None) -> SweepOutcome:
+    from ..sweep.runner import run_sweep
+
+    return run_sweep(spec, hooks, stopper, fleet=fleet)
 
 
 def judge_findings(path: str, spec: RunSpec) -> None:
@@ -229,30 +245,10 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
     return validate(spec if "duration" in fields else spec.without_time_limit())
 
 
-@cli.command()
-@click.argument("experiment", required=False, type=click.Path(dir_okay=False))
-@click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
-              help="Stack to run (repeatable, or 'all'); LABEL=STACK runs a stack under a label of its own.")
-@load_options
-@click.option("--page", help="Path requested (default /info.php).")
-@click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
-@server_options
-@stacks_option
-@www_option
-@config_option
-@docker_options
-@click.option("--reuse-server", is_flag=True, default=None, help="Keep one server per set-up across levels and trials.")
-@click.option("--out", "out_dir", help="Where results folders go (default results/).")
-@click.option("--name", help="Name of the run (part of its folder's name).")
-@json_option
-def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, trials: int | None,
-        server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
-        out_dir: str | None, name: str | None, as_json: bool, **flags: Any) -> None:
-    """Start servers, load them at each level, measure both sides, store it all.
-
-    Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
-    """
-    given = LoadFlags.pop(flags).given()
+def given_fields(load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...], sets: tuple[str, ...],
+                 others: dict[str, Any]) -> dict[str, Any]:
+    """The RunSpec fields that `run`'s (and `capacity`'s) flags gave, to lay over an experiment file."""
+    given = load.given()
     given.update(DockerFlags.pop(flags).given())
     if dirs := flags.pop("stack_dirs"):
         given["stack_dirs"] = dirs
@@ -260,10 +256,27 @@ def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, tri
         given["www"] = www
     if configs := flags.pop("configs"):
         given["configs"] = configs
-    given.update(server_fields(servers_, sets))
-    others: dict[str, Any] = {
+    given.update(server_fields(servers, sets))
+    given.update({k: v for k, v in others.items() if v is not None})
+    return given
+
+
+@cli.command()
+@click.argument("experiment", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
+              help="Stack to run (repeatable, or 'all'); LABEL=STACK runs a stack under a label of its own.")
+@load_options
+@click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
+@setup_options
+def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, trials: int | None,
+        server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
+        out_dir: str | None, name: str | None, as_json: bool, **flags: Any) -> None:
+    """Start servers, load them at each level, measure both sides, store it all.
+
+    Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
+    """
+    given = given_fields(LoadFlags.pop(flags), flags, servers_, sets, {
         "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,
         "reuse_server": reuse_server, "out": out_dir, "name": name,
-    }
-    given.update({k: v for k, v in others.items() if v is not None})
+    })
     raise_for_status(sweep(build_spec(experiment, given), as_json=as_json))

@@ -2,4 +2,5 @@
 
     spec.py      RunSpec; experiment files; validation that lists every error at once
     variants.py  server labels and variants (--server LABEL=STACK, [variants.*]), which --set goes where
+    capacity.py  what a capacity search is: its target, start, limit, resolution (flags over [capacity])
 """

@@ -169,6 +169,7 @@ KEYS: dict[str, str] = {
     "variants": "variants",
     "findings": "findings",
     "smoke": "table",
+    "capacity": "table",
 }
 """The keys an experiment file may have, and their types."""
 
@@ -228,8 +229,8 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         elif key == "configs":
             fields["configs"] = tuple(ownconfig.from_doc(t, p.parent, f"[[configs]] {t.get('server')}:"
                                                          f"{t.get('role')}").doc() for t in conv)
-        elif key == "smoke":
-            extra["smoke"] = conv
+        elif key in ("smoke", "capacity"):  # read by their commands (`loadcmp smoke`, `loadcmp capacity`)
+            extra[key] = conv
         elif key == "variants":
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
             fields["variant_settings"] = {v.label: dict(v.settings) for v in conv.values() if v.settings}

@@ -1,6 +1,6 @@
 """The report as a self-contained HTML page and as Markdown, from one `build.Report`.
 
-Both say the same things in the same order: what was run, the findings
+Both say the same things in the same order: what was run, a capacity search's results, the findings
 (the write-up's claims with their verdicts, then what happened and why), Table 1,
 the comparison, the figures, the notes, and the full set-up.
 """
@@ -39,6 +39,8 @@ class Report:
     figures: list[Drawn]
     png: dict[str, bytes]  #: stem -> the figure as PNG (figures drawn only)
     svg: dict[str, bytes]  #: stem -> as SVG, when asked for
+    capacity: tuple[list[str], list[list[str]]] = ([], [])  #: a capacity search's table (header, rows); none: empty
+    capacity_lines: tuple[str, ...] = ()  #: the search in words: its target, each server's result and notes
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -104,6 +106,9 @@ def html_page(r: Report) -> str:
     if r.data.interrupted:
         parts.append("<div class='banner bad'><b>Interrupted run.</b> These results hold only the trials that "
                      "finished before the run was stopped (or its process was killed: see the warnings).</div>")
+    if r.capacity[1]:
+        parts.append("<h2>Capacity</h2>" + _table_html([("", h) for h in r.capacity[0]], r.capacity[1]))
+        parts.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in r.capacity_lines) + "</ul>")
     parts.append("<h2>Findings</h2>")
     if r.claims:
         parts.append("<h3>The write-up's claims, judged</h3><ul>" + "".join(
@@ -152,6 +157,8 @@ def markdown(r: Report) -> str:
     parts = [f"# {r.title}", "", _lead(r), ""]
     if r.data.interrupted:
         parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]
+    if r.capacity[1]:
+        parts += ["## Capacity", "", _md_table(*r.capacity), ""] + [f"- {x}" for x in r.capacity_lines] + [""]
     parts += ["## Findings", ""]
     if r.claims:
         parts += ["### The write-up's claims, judged", ""] + [

@@ -22,7 +22,8 @@ from ..load.outcomes import FAIL_KINDS
 from ..records import TrialRecord
 from ..store.reader import Results, result_of
 from .axes import (KIND_COLORS, MiB, WIDTH, Value, bars_note, colors, errplot, finish, has_server_data,
-                   legend_below, levels_axis, load_value, per_level, plt, server_value)
+                   legend_below, levels_axis, load_value, per_level, plain_log, plt, server_value)
+from .capacity import interval as cap_interval
 from .seconds import first_trial, latency_distribution, timeline
 from .story import FAIL_LIMIT, knee
 from .tables import per_core
@@ -196,6 +197,56 @@ def workers_and_connections(data: Results) -> Figure | None:
     ], "Busy workers and TCP connections vs concurrency")
 
 
+# 0 ------------------------------------------------------------------------------------------
+def capacity_probes(data: Results) -> Figure | None:
+    """A capacity search per server: each probe on the load axis in order (met ●, missed ✕, confirmations
+    ■ / ▲), and the edge found shaded from the level met to the level missed; None without a search."""
+    found = data.capacity
+    if not found:
+        return None
+    col = colors(data)
+    labels = list(found)
+    fig, ax = plt.subplots(figsize=(WIDTH, 2.2 + 0.8 * len(labels)))
+    levels = [st["level"] for _, doc in found.values() for st in doc["path"]]
+    for y, label in enumerate(labels):
+        search, doc = found[label]
+        iv = cap_interval(doc)
+        if iv is not None:
+            right = iv[1] if math.isfinite(iv[1]) else max(levels) * 1.3
+            ax.fill_betweenx([y - 0.3, y + 0.3], max(iv[0], min(levels) * 0.8), right, color=col[label], alpha=0.18,
+                             lw=0)
+            if doc["kind"] in ("capacity", "at_least", "not_reached") and doc["level"] is not None:
+                ax.plot([doc["level"]] * 2, [y - 0.34, y + 0.34], color=col[label], lw=2.4)
+        for i, st in enumerate(doc["path"], 1):
+            confirm = st["stage"] == "confirm"
+            marker = ("s" if st["met"] else "^" if st["met"] is False else "D") if confirm else \
+                ("o" if st["met"] else "x")
+            colour = "#2ca02c" if st["met"] else "#d62728" if st["met"] is False else "#9a6700"
+            dy = -0.2 if confirm else 0.0  # above the probes (the axis runs downwards)
+            ax.plot([st["level"]], [y + dy], marker, color=colour, ms=7 if confirm else 6, mfc="none" if confirm
+                    else colour, mew=1.6)
+            if not confirm:
+                ax.annotate(str(i), (st["level"], y), xytext=(0, -12), textcoords="offset points", ha="center",
+                            fontsize=7, color="#555")
+    for handle, text in ((("o", "#2ca02c", "#2ca02c"), "probe met"), (("x", "#d62728", "#d62728"), "probe missed"),
+                         (("s", "#2ca02c", "none"), "confirmed met"), (("^", "#d62728", "none"), "confirmed missed"),
+                         (("D", "#9a6700", "none"), "confirmation unsure")):
+        ax.plot([], [], handle[0], color=handle[1], mfc=handle[2], label=text)
+    ax.plot([], [], "-", color="#555", lw=2.4, label="capacity found (shaded: up to the level missed)")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.set_ylim(-0.6, len(labels) - 0.4)
+    ax.invert_yaxis()
+    unit = next(iter(found.values()))[0]["unit"]
+    if max(levels) / max(1, min(levels)) >= 8:
+        plain_log(ax, "x", span=max(levels) / max(1, min(levels)))
+    ax.set_xlabel("concurrent clients" if unit == "clients" else "requests per second (offered)")
+    target = next(iter(found.values()))[0]["target"]
+    fig = finish(fig, f"Capacity search: {target} (numbers: the order of the probes)")
+    legend_below(fig, ax, ncol=3)
+    fig.subplots_adjust(bottom=0.36 if len(labels) < 3 else 0.26)
+    return fig
+
+
 @dataclass(frozen=True)
 class Drawn:
     """One figure of the report: its file stem and caption, and the figure, or the line said instead."""
@@ -207,9 +258,13 @@ class Drawn:
 
 
 def figures(data: Results, level: int | None = None) -> list[Drawn]:
-    """The report's six figures in order; those with nothing to show carry one line instead."""
+    """The report's figures in order (a capacity search's first); those with nothing to show carry one line
+    instead."""
     lv = level if level is not None else default_level(data)
-    return [
+    first = [Drawn("0-capacity", "The capacity search of each server: every probe on the load axis in the order "
+                   "it ran (met or missed), the confirmation trials' verdicts, and the edge found.",
+                   capacity_probes(data))] if data.capacity else []
+    return first + [
         Drawn("1-success", "Successful requests in the measured window and requests/s"
               + (" and requests/s per core of server CPU" if any(per_core(t) for t in data.trials) else "")
               + ", per server, as concurrency grows"

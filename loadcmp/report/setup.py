@@ -99,17 +99,23 @@ def load_sentence(r: Run) -> str:
     """The load in words: who sends what, how often, for how long, and how it is counted."""
     spec = r.doc["spec"]
     sched = _schedule(r)
-    levels = spec["levels"]
+    cap = r.doc.get("capacity")
+    # a capacity search chose its levels (and, by rate, its rates) as it went
+    levels = (_and_list(spec["levels"]) if cap is None
+              else f"as many as a capacity search chose (from {cap['start']:,})")
     if sched["kind"] == "ramp":
         ramp, pace = sched.get("ramp_up_s", spec.get("ramp_up")), sched.get("pace_s", spec.get("pace"))
-        who = (f"{_and_list(levels)} users started evenly over {ramp:g} s, each sending a request every {pace:g} s "
+        who = (f"{levels} users started evenly over {ramp:g} s, each sending a request every {pace:g} s "
                "(JMeter's thread group)")
     elif sched["kind"] == "rate":
         rate = sched.get("rate", spec.get("rate"))
-        who = (f"{rate:,g} requests/s at a fixed rate (wrk2, k6), at most {_and_list(levels)} in flight, "
+        inflight = spec.get("max_inflight")
+        who = (f"{rate:,g} requests/s at a fixed rate (wrk2, k6), at most {levels} in flight, the rest dropped"
+               if cap is None else f"the rates a capacity search chose (from {cap['start']:,} requests/s) at a fixed "
+               f"rate (wrk2, k6), at most {f'{inflight:,}' if inflight else 'one second of requests'} in flight, "
                "the rest dropped")
     else:
-        who = (f"{_and_list(levels)} concurrent clients, each sending its next request when the last one ends "
+        who = (f"{levels} concurrent clients, each sending its next request when the last one ends "
                "(webbench, ab)")
     target = spec.get("url") if r.doc["kind"] == "bench" else f"page {spec['page']}"
     conn = " and ".join("over kept-alive connections" if k else "on a new connection per request"
@@ -122,8 +128,10 @@ def load_sentence(r: Run) -> str:
     span += f" after {warm:g} s of warm-up" if warm else ", no warm-up"
     trials = spec.get("trials", 1)
     workers = spec["workers"]
+    per = (f"{trials} trial{'s' if trials > 1 else ''} per level" if cap is None else
+           f"one trial per probe, {cap['confirm']} at the level found and at the one above")
     return (f"{who}, to {target}, {conn}; {span}; timeout {spec['timeout']:g} s; "
-            f"{trials} trial{'s' if trials > 1 else ''} per level; {spec['engine']} engine in "
+            f"{per}; {spec['engine']} engine in "
             f"{workers} client process{'es' if workers > 1 else ''}.")
 
 

@@ -17,6 +17,7 @@ import pandas as pd
 from ..records import TrialRecord
 from ..store.reader import Results, metrics_of
 from ..units import ms
+from .capacity import capacity_json
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -160,9 +161,11 @@ def summary_doc(res: Results) -> dict[str, Any]:
             est = cell_estimate(res, r.server, int(r.level), rps)
             item["rps_range"] = [est.least, est.most]
         out.append(item)
-    return {"results_dir": str(res.path), "status": res.status, "name": res.name,
-            "servers": res.servers, "levels": res.levels, "results": out, "problems": res.problems,
-            "findings": [f for run in res.runs for f in run.doc.get("findings", [])]}
+    doc = {"results_dir": str(res.path), "status": res.status, "name": res.name,
+           "servers": res.servers, "levels": res.levels, "results": out, "problems": res.problems,
+           "findings": [f for run in res.runs for f in run.doc.get("findings", [])]}
+    found = capacity_json(res)
+    return doc if found is None else {**doc, "capacity": found}
 
 
 def _pooled_ms(res: Results, server: str, level: int) -> dict[str, Any] | None:

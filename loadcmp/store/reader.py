@@ -21,7 +21,8 @@ import pyarrow as pa
 
 from ..errors import StoreError
 from ..load.histogram import Histogram
-from ..records import LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics, SpecDoc, TrialRecord, missing_keys
+from ..records import (CapacityDoc, CapacityServerDoc, LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics,
+                       SpecDoc, TrialRecord, missing_keys)
 from .writer import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "abandoned", "failed"]
@@ -117,6 +118,17 @@ class Results:
 
     def of_server(self, server: str) -> list[TrialRecord]:
         return [t for t in self.trials if t["server"] == server]
+
+    @cached_property
+    def capacity(self) -> dict[str, tuple[CapacityDoc, CapacityServerDoc]]:
+        """Each label's capacity search (`loadcmp capacity`), with the search it was part of; {} for a run."""
+        out: dict[str, tuple[CapacityDoc, CapacityServerDoc]] = {}
+        for label in self.servers:
+            run, there = self.origin.get(label, (self.runs[0], label))
+            doc = run.doc.get("capacity")
+            if doc is not None and there in doc.get("servers", {}):
+                out[label] = (doc, doc["servers"][there])
+        return out
 
     def client_bound(self, server: str, level: int) -> ClientBound | None:
         """Why the client limited a cell's measurement (the first trial that says so), or None."""

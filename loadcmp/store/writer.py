@@ -25,8 +25,8 @@ from typing import Any, Literal, cast
 import pandas as pd
 
 from ..errors import StoreError, UsageError
-from ..records import (FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus, ServerInfo, SpecDoc,
-                       TrialRecord, TrialStatus)
+from ..records import (CapacityDoc, FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus,
+                       ServerInfo, SpecDoc, TrialRecord, TrialStatus)
 
 FORMAT = 1
 """Bumped when the folder's layout changes; older folders are refused clearly."""
@@ -140,6 +140,11 @@ class RunWriter:
         self.server.extend(server)
         self.flush()
 
+    def set_capacity(self, doc: CapacityDoc) -> None:
+        """Store a capacity search as it stands (after every probe) and rewrite the folder."""
+        self.run["capacity"] = doc
+        self.flush()
+
     def finish(self, status: RunStatus, problems: list[str] | None = None) -> None:
         """Say how the run ended (and what went wrong) and rewrite the folder."""
         self.run["status"] = status
@@ -175,7 +180,7 @@ def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def new_run_doc(kind: Literal["run", "bench"], name: str, spec: SpecDoc, machine: MachineInfo,
+def new_run_doc(kind: Literal["run", "bench", "capacity"], name: str, spec: SpecDoc, machine: MachineInfo,
                 loadcmp_version: str, started: str | None = None) -> RunDoc:
     """A run.json with nothing measured yet; optional fields are set by the caller."""
     return RunDoc(format=FORMAT, kind=kind, name=name, status="running", spec=spec, loadcmp_version=loadcmp_version,

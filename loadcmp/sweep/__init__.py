@@ -3,6 +3,8 @@
     primer.py   a few requests first: the page must be the page expected
     trial.py    one trial: plan, start, describe, prime, measure, collect evidence, judge, stop
     runner.py   a sweep: the plan (A B, then B A), limits and pinning up front, each trial stored as it ends
+    search.py   the capacity search, pure: step up, bisect, confirm (tested on fake probes)
+    capacity.py the capacity search driven through the sweep's trials, its path stored after every probe
 
 The sweep is the only place that joins the lab (containers), the load and the store.
 """

@@ -14,6 +14,7 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Literal
 
 from .. import __version__
 from ..lab import dockerhost, containers as lab, stacks
@@ -82,8 +83,15 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
     with dockerhost.answering(spec.docker()):
         sweep = open_sweep(spec, progress, stopper or Stopper(), images, fleet)
     progress.say(f"results: {sweep.writer.path}")
+    return conclude(sweep, lambda: run_trials(sweep, plan_sweep(spec)))
+
+
+def conclude(sweep: Sweep, body: Callable[[], RunStatus]) -> SweepOutcome:
+    """Run the trials of an open sweep (`body`), then remove what is left and write the folder's
+    final status: a stop request ends it `interrupted`, as does a second one (KeyboardInterrupt);
+    any other exception `failed` with its cause, and is re-raised once the folder is final."""
     try:
-        status = run_trials(sweep, plan_sweep(spec))
+        status = body()
     except BaseException as e:
         gone = dockerhost.stopped_answering(e, sweep.host)  # one line, not docker-py's traceback
         sweep.problems.append(_cause(gone or e, sweep.stopper))
@@ -98,7 +106,7 @@ def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stoppe
 
 
 def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None,
-               fleet: Fleet | None = None) -> Sweep:
+               fleet: Fleet | None = None, kind: Literal["run", "capacity"] = "run") -> Sweep:
     """Docker client, images, a run id and the results folder with run.json started; the servers'
     CPUs, memory and open files checked against the engine that runs them."""
     servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
@@ -114,7 +122,7 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     host = dockerhost.with_engine_limits(client, host, images)
     run_id = lab.new_run_id()
     name = spec.name or "-".join(spec.servers)
-    doc = new_run_doc("run", name, spec.to_dict(), machine_info(client), __version__)
+    doc = new_run_doc(kind, name, spec.to_dict(), machine_info(client), __version__)
     doc["run_id"] = run_id
     if spec.www:
         doc["www"] = www_digest(Path(spec.www))

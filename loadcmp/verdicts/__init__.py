@@ -4,4 +4,5 @@
     smoke.py     smoke checks, baselines, JUnit and summaries
     findings.py  the findings grammar (levels, server against server)
     judge.py     findings judged on stored results: verdicts and the rule for few trials
+    slo.py       a capacity search's target: a probe against it, a level confirmed, what broke at the edge
 """

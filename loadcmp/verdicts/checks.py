@@ -31,6 +31,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "mem_peak": ("bytes", "peak server memory"),
     "cpu": ("", "server CPU % (100 = one core)"),
     "pids_peak": ("", "peak server threads"),
+    "capacity": ("level", "the highest level meeting a capacity search's target (findings only)"),
 }
 """Metric -> (kind, meaning). The kind sets the scale: ratio 0..1, time in ms, bytes, or a plain number."""
 
@@ -64,7 +65,7 @@ def threshold(text: str, metric: str, number: float, unit: str) -> float:
         size = size_value(number, unit)
         if size is not None:
             return float(size)
-    if kind == "" and unit == "":
+    if kind in ("", "level") and unit == "":
         return number
     if unit == "%" or duration_value(number, unit) is not None or size_value(number, unit) is not None:
         raise UsageError(f"check {text!r}: {unit!r} is not a unit of {metric}")
@@ -88,6 +89,8 @@ def show(metric: str, value: float | None) -> str:
         return f"{value:.1f}ms"
     if kind == "bytes":
         return f"{value / 1024**2:.1f}MiB"
+    if kind == "level":
+        return f"{value:,.0f}"
     return f"{value:,.1f}"
 
 
@@ -107,7 +110,7 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
     from ..store.reader import metrics_of, pooled_latency  # numpy and pandas: only when results are read
 
     ran = [t for t in trials if t.get("result")]
-    if not ran:
+    if not ran or metric == "capacity":  # a search's figure, not a trial's (`judge`)
         return None
     res: list[LoadSummary] = [t["result"] for t in ran]
     if metric == "failed_rate":

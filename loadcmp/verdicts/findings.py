@@ -9,6 +9,7 @@ same metrics, units and scales):
     nginx:rps@1000.. > 1.5 * apache-prefork:rps
     apache-prefork:mem_peak@..1000 > 2 * nginx:mem_peak
     nginx:p(99)@500 < 10 * p(50)
+    nginx:capacity > 2 * apache-prefork:capacity
 
 - `label:` is a server label of the run (a stack name or a variant's label, [A-Za-z0-9_.-]+;
   with several pages, `nginx[/index.html]:rps`).
@@ -21,6 +22,8 @@ same metrics, units and scales):
   of another measurement of the same kind (latencies compare with latencies, otherwise a metric
   only with itself). Its label defaults to the left's; its level to each of the left's levels,
   or one `@level` for them all.
+- `capacity` (what `loadcmp capacity` found, in clients or requests/s) takes no level; it is
+  judged on the edge the search bracketed (`loadcmp.verdicts.judge`).
 - `<`, `<=`, `>`, `>=`; `==` is refused, since an interval can never show equality.
 
 The verdicts (supported, not supported, inconclusive) and the rule for few trials are
@@ -41,7 +44,7 @@ from ..errors import ConfigError, UsageError
 _LABEL = r"[A-Za-z0-9_./-]+(?:\[[^\]\s]+\])?"
 """A label; `nginx[/index.html]` names one page of a run with several (its label `nginx /index.html`)."""
 _SIDE = re.compile(rf"^\s*(?:(?P<label>{_LABEL})\s*:\s*)?(?P<metric>[a-z_]+)"
-                   r"(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\))?\s*(?:@\s*(?P<levels>\S*))?\s*$")
+                   r"(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\)|(?P<qq>\d+(?:\.\d+)?))?\s*(?:@\s*(?P<levels>\S*))?\s*$")
 _VALUE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$")
 _FACTOR = re.compile(r"^\s*(?P<factor>\d+(?:\.\d+)?|\.\d+)\s*\*(?P<side>.*)$")
 _LEVELS = re.compile(r"^(?P<low>\d+)?(?P<range>\.\.)?(?P<high>\d+)?$")
@@ -141,8 +144,10 @@ def _side(text: str, part: str, where: str) -> Side:
         hint = "a metric, e.g. nginx:rps@1000.." if where == "left" else "a value with its unit (1%, 500ms, 256MiB) " \
             "or [factor *] server:metric, e.g. 1.5 * apache-prefork:rps"
         raise UsageError(f"check {text!r}: the {where} side {part.strip()!r} is not {hint}")
-    q = check_metric(text, m["metric"], m["q"])
+    q = check_metric(text, m["metric"], m["q"] or m["qq"])
     levels = None if m["levels"] is None else _levels(text, m["levels"])
+    if levels is not None and m["metric"] == "capacity":
+        raise UsageError(f"check {text!r}: capacity is one figure per server, at no level; write nginx:capacity")
     label = re.sub(r"\[(.+)\]$", r" \1", m["label"]) if m["label"] else None
     return Side(label, m["metric"], q, levels)
 

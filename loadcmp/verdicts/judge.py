@@ -39,7 +39,7 @@ MIN_TRIALS = 3
 """Trials per side below which only a large margin decides."""
 MARGIN = 2.0
 """How far past the threshold (a factor) a value from fewer than MIN_TRIALS trials must be."""
-_SCALE = {"ratio": "ratio", "time": "ms", "bytes": "bytes", "": ""}
+_SCALE = {"ratio": "ratio", "time": "ms", "bytes": "bytes", "": "", "level": "level"}
 
 
 def decide(value: float, low: float | None, high: float | None, n: int, op: str,
@@ -116,6 +116,8 @@ def _judge(res: Results, f: Finding) -> FindingResult:
     c = f.check
     values: dict[str, Any] = {"metric": c.left.figure, "scale": _SCALE[METRICS[c.left.metric][0]], "op": c.op,
                               "factor" if c.right else "threshold": c.value}
+    if c.left.metric == "capacity":
+        return _judge_capacity(res, f, values)
     missing = [lb for lb in labels(c) if lb not in res.servers]
     if missing:
         reason = f"{', '.join(missing)} not run (this run has {', '.join(res.servers) or 'nothing'})"
@@ -137,6 +139,64 @@ def _judge(res: Results, f: Finding) -> FindingResult:
     at = "at " if c.left.label else ""
     why = "; ".join(f"{at}{', '.join(where)}: {w}" for w, where in grouped.items())
     return FindingResult(f, verdict, values, why or None, _sentence(c, verdict, rows, why or None))
+
+
+def _capacity_of(res: Results, label: str) -> tuple[float, float, float, int] | str:
+    """A label's capacity as (value, low, high, confirmation trials): the edge the search bracketed,
+    open-ended where it is a bound (client-bound, never missed); or why there is none."""
+    from ..report.capacity import interval
+
+    if label not in res.capacity:
+        return f"no capacity search of {label} in these results (run `loadcmp capacity`)"
+    search, doc = res.capacity[label]
+    iv = interval(doc)
+    if iv is None:
+        return f"{label}'s capacity search ended {doc['kind']}"
+    value = float(doc["level"]) if doc["level"] is not None and doc["kind"] != "below_start" else iv[1]
+    return value, iv[0], iv[1], search["confirm"]
+
+
+def _judge_capacity(res: Results, f: Finding, values: dict[str, Any]) -> FindingResult:
+    """`capacity` findings: one figure per server, judged on the bracketed edge (both sides' bounds for a ratio)."""
+    c = f.check
+    rows: list[dict[str, Any]] = []
+    for s in [c.left.label] if c.left.label else list(res.capacity) or res.servers:
+        left = _capacity_of(res, s)
+        right = _capacity_of(res, c.right.label or s) if c.right is not None else None
+        why = next((x for x in (left, right) if isinstance(x, str)), None)
+        row: dict[str, Any] = {"server": s, "verdict": "inconclusive", "reason": why}
+        if why is None:
+            assert isinstance(left, tuple)
+            value, low, high, n = left
+            if isinstance(right, tuple):
+                row["right"] = {"server": c.right.label if c.right else s, "value": right[0], "low": right[1],
+                                "high": right[2]}
+                value, low, high = (value / right[0] if right[0] else math.inf, low / right[2] if right[2] else 0.0,
+                                    high / right[1] if right[1] else math.inf)
+                n = min(n, right[3])
+            row.update(value=value, low=low, high=high, n=n)
+            row["verdict"], row["reason"] = decide(value, low, high, n, c.op, c.value)
+            row["reason"] = row["reason"] or _wrong(row["verdict"], low)
+        rows.append(row)
+    values["levels"], values["servers"] = [], rows
+    verdicts = {r["verdict"] for r in rows}
+    verdict: FindingVerdict = ("not supported" if "not supported" in verdicts
+                               else "supported" if verdicts == {"supported"} and rows else "inconclusive")
+    reason = "; ".join(dict.fromkeys(r["reason"] for r in rows if r["reason"] and r["verdict"] == verdict)) or None
+    if not rows:
+        reason = "nothing was measured"
+
+    def shown(r: dict[str, Any]) -> str:
+        if "value" not in r:
+            return f"{r['server']} n/a"
+        hi = "∞" if not math.isfinite(r["high"]) else f"{r['high']:,.2f}" if "right" in r else f"{r['high']:,.0f}"
+        if "right" in r:
+            return f"{r['server']}/{r['right']['server']} capacity ratio {r['value']:.2f}× ({r['low']:.2f}–{hi})"
+        return f"{r['server']} capacity {r['value']:,.0f} ({r['low']:,.0f}–{hi})"
+
+    target = f"{c.value:g}" if c.right else f"{c.value:,.0f}"
+    text = f"{verdict}: {'; '.join(shown(r) for r in rows)} {c.op} {target}" + (f" ({reason})" if reason else "")
+    return FindingResult(f, verdict, values, reason, text)
 
 
 def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:

@@ -5,6 +5,8 @@ in an experiment file's `[smoke] checks` list:
 
     failed_rate<1%     rps>200     p(99)<500ms     mem_peak<256MiB     nginx:rps>500
 
+`p99` is short for `p(99)` (as `p95`, `p99.9`).
+
 Values use the units of `loadcmp.units` (the same as flags and experiment
 files): times need a unit (us, ms, s, m, h), sizes follow KB = 1000 and
 KiB = k = 1024, ratios take `%`.
@@ -35,7 +37,8 @@ from ..records import LoadSummary, TrialRecord
 from ..store.writer import _atomic_write
 
 _RX = re.compile(
-    r"^\s*(?:(?P<scope>[A-Za-z0-9_.-]+)\s*:)?\s*(?P<metric>[a-z_]+)(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\))?\s*"
+    r"^\s*(?:(?P<scope>[A-Za-z0-9_.-]+)\s*:)?\s*(?P<metric>[a-z_]+)"
+    r"(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\)|(?P<qq>\d+(?:\.\d+)?))?\s*"
     r"(?P<op><=|>=|==|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$"
 )
 
@@ -72,7 +75,10 @@ def parse_check(text: str) -> Check:
         raise UsageError(f"bad check {text!r}: write it like rps>200, p(99)<500ms, failed_rate<1%, "
                          "nginx:mem_peak<256MiB")
     metric = m.group("metric")
-    q = check_metric(text, metric, m.group("q"))
+    if metric == "capacity":
+        raise UsageError(f"check {text!r}: capacity is found by `loadcmp capacity` and judged by findings, "
+                         "not by a check on one run")
+    q = check_metric(text, metric, m.group("q") or m.group("qq"))
     value = _threshold(text, metric, float(m.group("value")), m.group("unit"))
     scope = m.group("scope")
     if scope is not None:

@@ -1,0 +1,141 @@
+"""`loadcmp capacity`: where each set-up stops meeting a target, found by a search of short probes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from .app import cli, emit_json
+from .display import err, out
+from .options import LoadFlags, load_options, setup_options
+from .run import SweepDisplay, build_spec, given_fields, raise_for_status, sweep
+from .types import COUNT, POSITIVE_DURATION
+from ..errors import UsageError
+
+if TYPE_CHECKING:
+    from ..experiment.capacity import CapacitySpec
+    from ..experiment.spec import RunSpec
+    from ..load.workers import Fleet, Stopper
+    from ..store.reader import Results
+    from ..sweep.runner import SweepOutcome
+    from ..sweep.trial import Planned, SweepHooks
+
+
+class CapacityDisplay(SweepDisplay):
+    """The sweep's display without a total (a search does not know how many probes it takes)."""
+
+    def __init__(self, unit: str) -> None:
+        super().__init__()
+        self.level_name = "r" if unit == "requests/s" else "c"
+
+    def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
+        if self.current is not None:
+            self.progress.remove_task(self.current)
+        self.current = self.progress.add_task(f"{p.label} {self.level_name}={p.level:,} #{p.trial}", total=seconds,
+                                              info="starting")
+
+    def say(self, msg: str) -> None:
+        if msg.startswith("Step "):
+            return
+        self.progress.console.print(escape(msg), highlight=False)
+
+
+FLAG_NOT_HERE = {
+    "levels": "-c/--clients: the search finds the level itself; give --start and --max",
+    "duration": "-t/--time: a probe lasts --probe-time",
+    "requests": "-n/--requests: a probe lasts --probe-time",
+    "rate": "--rate: with --schedule rate the search finds the rate itself; give --start and --max",
+}
+
+
+@cli.command()
+@click.argument("experiment", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
+              help="Stack to search (repeatable, or 'all'); LABEL=STACK searches a stack under a label of its own.")
+@click.option("--slo", metavar="CHECKS", help="The target, in smoke's check grammar: 'p99<500ms, failed_rate<1%'.")
+@click.option("--resolution", metavar="PERCENT", help="How close the edge is bracketed (default 10%).")
+@click.option("--start", type=COUNT, help="The first level probed (default 10 clients, or 10 requests/s).")
+@click.option("--max", "max_", type=COUNT, help="The highest level probed (default: what the open-file limit holds).")
+@click.option("--probe-time", type=POSITIVE_DURATION, metavar="DURATION", help="Measured time of a probe (default 5s).")
+@click.option("--confirm", type=COUNT, help="Trials at the level found and at the one above (default 3).")
+@load_options
+@setup_options
+def capacity(experiment: str | None, servers_: tuple[str, ...], slo: str | None, resolution: str | None,
+             start: int | None, max_: int | None, probe_time: float | None, confirm: int | None, page: str | None,
+             server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
+             out_dir: str | None, name: str | None, as_json: bool, **flags: Any) -> None:
+    """Find each set-up's capacity: the most load it holds while meeting a target.
+
+    Steps up geometrically from --start until a probe misses the target, bisects to --resolution,
+    then confirms the level found and the one above with --confirm trials each (95 % intervals).
+    With --schedule rate the level is a request rate.
+    """
+    from ..experiment.capacity import capacity_spec, convert
+    from ..experiment.spec import load_experiment
+
+    load = LoadFlags.pop(flags)
+    for key, why in FLAG_NOT_HERE.items():
+        if getattr(load, key) is not None:
+            raise UsageError(why)
+    given_cap = {"slo": convert("slo", slo, "--slo") if slo is not None else None,
+                 "resolution": convert("resolution", resolution, "--resolution") if resolution is not None else None,
+                 "start": start, "max": max_, "probe_time": probe_time, "confirm": confirm}
+    fields, extra = load_experiment(experiment) if experiment else ({}, {})
+    table = extra.get("capacity", {})
+    given = given_fields(load, flags, servers_, sets, {
+        "page": page, "server_cpus": server_cpus, "server_memory": server_memory, "reuse_server": reuse_server,
+        "out": out_dir, "name": name})
+    # the load as a run of one probe; the level (and, by rate, the rate) is set per probe
+    given.update(levels=(1,), duration=5.0, requests=None, trials=1)
+    if given.get("schedule", fields.get("schedule")) == "rate":
+        given["rate"] = 1.0
+    base = build_spec(experiment, given)
+    cap = capacity_spec(base, table, given_cap, f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]")
+    spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
+    outcome = search(spec, cap, as_json)
+    raise_for_status(outcome)
+
+
+def search(spec: RunSpec, cap: CapacitySpec, as_json: bool) -> SweepOutcome:
+    """The search with the sweep's display and Ctrl-C handler, then its summary (JSON, or the capacity table)."""
+    from ..report.tables import summary_doc
+    from ..store.reader import load_results
+
+    def drive(s: RunSpec, hooks: SweepHooks, stopper: Stopper, fleet: Fleet | None) -> SweepOutcome:
+        from ..sweep.capacity import run_capacity
+
+        return run_capacity(s, cap, hooks, stopper, fleet=fleet)
+
+    err.print(f"target: {escape(str(cap.target))}; from {cap.start:,} up to {cap.max:,} {cap.unit} "
+              f"({escape(cap.max_reason)}), {cap.probe_time:g} s probes, {cap.resolution:.0%} resolution, "
+              f"{cap.confirm} confirmation trials", highlight=False)
+    outcome = sweep(spec, table=False, drive=drive, display=CapacityDisplay(cap.unit))
+    res = load_results(outcome.path)
+    if as_json:
+        emit_json(summary_doc(res))
+    else:
+        print_capacity(res)
+    return outcome
+
+
+def print_capacity(res: Results) -> None:
+    """Each label's capacity with its edge and cause, then the judged findings."""
+    from ..report.capacity import capacity_rows
+
+    header, rows = capacity_rows(res)
+    if not rows:
+        return
+    t = Table(title=f"{res.name} — capacity", title_justify="left")
+    for h in header:
+        t.add_column(h, justify="left" if h in ("server", "what broke at the edge") else "right", overflow="fold")
+    for row in rows:
+        t.add_row(*map(escape, row))
+    out.print(t)
+    for f in res.run.get("findings") or []:
+        out.print(f"- {f['verdict']}: {escape(f['claim'])}\n  {escape(f['check'])} — {escape(f['text'])}",
+                  highlight=False)

@@ -1,0 +1,100 @@
+"""A capacity search's results for the report and `--json`, from run.json's `capacity` only.
+
+Each label's capacity is the highest level that met the target, bracketed by the first level
+above it that missed: its interval is [met, missed), to the search's resolution. Where the client
+was the limit at the edge, or the search stopped before a miss, it is a lower bound ("at least");
+where the first level missed, an upper one ("below").
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..records import CapacityDoc, CapacityServerDoc
+from ..store.reader import Results
+
+HEADER = ["server", "capacity", "interval (met – missed)", "at the level found", "at the level above",
+          "what broke at the edge"]
+
+
+def value(doc: CapacityServerDoc, search: CapacityDoc) -> str:
+    """The capacity as a reader takes it: `440`, `≥ 440 (client-bound)`, `< 10`."""
+    kind, lv = doc["kind"], doc["level"]
+    if kind == "capacity" and lv is not None:
+        return f"{lv:,}"
+    if kind == "at_least" and lv is not None:
+        return f"≥ {lv:,} (client-bound)"
+    if kind == "not_reached" and lv is not None:
+        return f"≥ {lv:,} (never missed)"
+    if kind == "below_start":
+        return f"< {search['start']:,}"
+    return kind
+
+
+def interval(doc: CapacityServerDoc) -> tuple[float, float] | None:
+    """Where the edge lies: from the level met to the level missed (open-ended for a lower bound)."""
+    kind, lv, up = doc["kind"], doc["level"], doc["missed"]
+    if kind in ("capacity", "at_least") and lv is not None:
+        return float(lv), float(up) if up is not None and kind == "capacity" else float("inf")
+    if kind == "not_reached" and lv is not None:
+        return float(lv), float("inf")
+    if kind == "below_start" and up is not None:
+        return 0.0, float(up)
+    return None
+
+
+def _confirmed(doc: CapacityServerDoc, level: int | None) -> str:
+    checks = doc["confirmed"].get(str(level)) if level is not None else None
+    if not checks:
+        return "-"
+    return "; ".join(f"{c['check']}: {c['shown']} {c['verdict']}" for c in checks)
+
+
+def capacity_rows(res: Results) -> tuple[list[str], list[list[str]]]:
+    """One row per label that was searched (none: no capacity search in these results)."""
+    rows = []
+    for label, (search, doc) in res.capacity.items():
+        unit = search["unit"]
+        iv = interval(doc)
+        shown = "-" if iv is None else (f"{iv[0]:,.0f} – {iv[1]:,.0f} {unit}" if iv[1] != float("inf")
+                                        else f"{iv[0]:,.0f} {unit} and up")
+        if doc["kind"] == "below_start":
+            shown = f"below {search['start']:,} {unit}"
+        rows.append([label, value(doc, search), shown, _confirmed(doc, doc["level"]), _confirmed(doc, doc["missed"]),
+                     doc["cause"] or "-"])
+    return HEADER, rows
+
+
+def capacity_lines(res: Results) -> list[str]:
+    """The search in words: what was asked, each label's sentence and its notes."""
+    searches = {id(s): s for s, _ in res.capacity.values()}
+    out = [f"Target {s['target']}, by {s['unit']}: from {s['start']:,}, x{s['factor']:g} until a {s['probe_s']:g} s "
+           f"probe missed, then halved to {s['resolution']:.0%}; {s['confirm']} trials confirmed the level found and "
+           f"the one above (95 % intervals). It could go up to {s['max']:,}: {s['max_reason']}."
+           for s in searches.values()]
+    for label, (_, doc) in res.capacity.items():
+        out.append(doc["text"])
+        out += [f"{label}: {n}" for n in doc["notes"]]
+    return out
+
+
+def capacity_json(res: Results) -> dict[str, Any] | None:
+    """`capacity` of `--json`: per label its capacity (or bound), interval, cause and the search's path."""
+    if not res.capacity:
+        return None
+    servers: dict[str, Any] = {}
+    for label, (search, doc) in res.capacity.items():
+        iv = interval(doc)
+        lv = doc["level"]
+        servers[label] = {
+            "kind": doc["kind"], "unit": search["unit"],
+            "capacity": lv if doc["kind"] == "capacity" else None,
+            "at_least": lv if doc["kind"] in ("at_least", "not_reached") else None,
+            "below": search["start"] if doc["kind"] == "below_start" else None,
+            "interval": None if iv is None else [iv[0], None if iv[1] == float("inf") else iv[1]],
+            "cause": doc["cause"], "evidence": doc["evidence"], "notes": doc["notes"], "text": doc["text"],
+            "confirmed": doc["confirmed"], "path": doc["path"],
+        }
+    first = next(iter(res.capacity.values()))[0]
+    return {"target": first["target"], "unit": first["unit"], "resolution": first["resolution"],
+            "confirm": first["confirm"], "servers": servers}
