@@ -4,9 +4,7 @@ on stored results made from the checked-in run tests/fixtures/run-2x3x2."""
 
 from __future__ import annotations
 
-import copy
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from loadcmp.verdicts import judge as jd
 from loadcmp.errors import ConfigError, UsageError
 from loadcmp.verdicts.findings import Levels, Side
 from loadcmp.store.reader import Results, load_results
+from helpers.stored import client_bound, stored_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 
@@ -150,23 +149,7 @@ def _stored(tmp_path: Path, rps: dict[str, list[float]] | None = None,
             edit: Callable[[dict[str, Any]], None] | None = None, name: str = "run") -> Results:
     """The fixture run with each cell's trials replaced: one trial per value in `rps[server]`
     (the same values at every level); `edit` then changes any trial."""
-    folder = tmp_path / name
-    shutil.copytree(FIXTURE, folder)
-    run = json.loads((folder / "run.json").read_text())
-    if rps is not None:
-        firsts = [t for t in run["trials"] if t["trial"] == 1]
-        run["trials"] = []
-        for t0 in firsts:
-            for i, v in enumerate(rps[t0["server"]]):
-                t = copy.deepcopy(t0)
-                t["trial"] = i + 1
-                t["result"]["rps"] = v
-                run["trials"].append(t)
-    for t in run["trials"]:
-        if edit is not None:
-            edit(t)
-    (folder / "run.json").write_text(json.dumps(run))
-    return load_results(folder)
+    return load_results(stored_run(tmp_path / name, rps, edit, FIXTURE))
 
 
 def _one(res: Results, check: str, claim: str = "a claim") -> jd.FindingResult:
@@ -416,15 +399,8 @@ CNBLOGS = {"nginx": [16800.0, 17000.0, 17200.0], "apache-prefork": [8300.0, 8461
 fixture's apache-prefork label) server-bound."""
 
 
-def _bound(*servers: str) -> Callable[[dict[str, Any]], None]:
-    def edit(t: dict[str, Any]) -> None:
-        if t["server"] in servers:
-            t["result"].update(client_bound=True, client_bound_reason="the load thread was busy 99% of the time")
-    return edit
-
-
 def test_a_client_bound_larger_side_supports_the_claim(tmp_path: Path) -> None:
-    res = _stored(tmp_path, CNBLOGS, _bound("nginx"))
+    res = _stored(tmp_path, CNBLOGS, client_bound("nginx"))
     out = _one(res, "nginx:rps@50 > apache-prefork:rps", "Nginx serves more static pages per second")
     assert out.verdict == "supported" and out.reason is None, out.text
     (lv,) = out.values["levels"]
@@ -445,7 +421,7 @@ def test_a_client_bound_larger_side_supports_the_claim(tmp_path: Path) -> None:
 
 def test_the_other_way_round_is_not_supported(tmp_path: Path) -> None:
     """apache serves more than nginx, with nginx client-bound above apache: nginx serves at least more."""
-    out = _one(_stored(tmp_path, CNBLOGS, _bound("nginx")), "apache-prefork:rps@50 > nginx:rps")
+    out = _one(_stored(tmp_path, CNBLOGS, client_bound("nginx")), "apache-prefork:rps@50 > nginx:rps")
     assert out.verdict == "not supported", out.text
     assert out.reason == "at 50: the 95 % interval lies entirely on the wrong side"
     assert out.text.startswith("not supported: nginx ≥ 17,000 req/s (16,503–17,497, client-bound) "
@@ -453,7 +429,7 @@ def test_the_other_way_round_is_not_supported(tmp_path: Path) -> None:
 
 
 def test_two_lower_bounds_order_nothing(tmp_path: Path) -> None:
-    res = _stored(tmp_path, CNBLOGS, _bound("nginx", "apache-prefork"))
+    res = _stored(tmp_path, CNBLOGS, client_bound("nginx", "apache-prefork"))
     for check in ("nginx:rps@50 > apache-prefork:rps", "apache-prefork:rps@50 > nginx:rps",
                   "nginx:rps@50 < apache-prefork:rps"):
         out = _one(res, check)
@@ -464,7 +440,7 @@ def test_two_lower_bounds_order_nothing(tmp_path: Path) -> None:
 
 
 def test_latency_and_failures_get_no_bound_from_a_client_bound_side(tmp_path: Path) -> None:
-    res = _stored(tmp_path, CNBLOGS, _bound("nginx"))
+    res = _stored(tmp_path, CNBLOGS, client_bound("nginx"))
     for check in ("nginx:p(99)@50 < apache-prefork:p(99)", "nginx:failed_rate@50 < 1%", "nginx:mem_peak@50 < 1GiB"):
         out = _one(res, check)
         assert out.verdict == "inconclusive" and out.reason == "at 50: client-bound (nginx: the client set the pace)"
@@ -473,7 +449,7 @@ def test_latency_and_failures_get_no_bound_from_a_client_bound_side(tmp_path: Pa
 
 
 def test_one_trial_a_side_decides_by_the_margin_only_the_bounds_way(tmp_path: Path) -> None:
-    res = _stored(tmp_path, {"nginx": [17000.0], "apache-prefork": [8000.0]}, _bound("nginx"))
+    res = _stored(tmp_path, {"nginx": [17000.0], "apache-prefork": [8000.0]}, client_bound("nginx"))
     assert _one(res, "nginx:rps@50 > apache-prefork:rps").verdict == "supported"  # 2.1x: past the margin of 2
     assert _one(res, "apache-prefork:rps@50 > nginx:rps").verdict == "not supported"  # 0.47x: under half
     small = _one(res, "nginx:rps@50 < 8 * apache-prefork:rps")  # 2.1x against 8: "less" needs nginx's upper end
@@ -493,7 +469,7 @@ def test_one_trial_a_side_decides_by_the_margin_only_the_bounds_way(tmp_path: Pa
         (1.0, 0.9, 1.1, 3, ">", 1, "above", "inconclusive"),  # straddles, bound or not
     ],
 )
-def test_the_verdict_rule_with_a_bound(value: float, low: float, high: float, n: int, op: str, target: float,
+def test_the_verdict_rule_with_aclient_bound(value: float, low: float, high: float, n: int, op: str, target: float,
                                        open_: jd.Open, verdict: str) -> None:
     got, reason = jd.decide(value, low, high, n, op, target, open_)
     assert got == verdict, reason

@@ -271,17 +271,13 @@ def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _L
 
 def _bound_text(metric: str, sides: list[dict[str, Any]]) -> str:
     """A client-bound side as the lower bound it is, against the other side's interval."""
-    def rate(d: dict[str, Any]) -> str:
-        if d["n"] >= MIN_TRIALS and d["low"] is not None:
-            return f"{d['low']:,.0f}–{d['high']:,.0f}"
-        return f"{d['mean']:,.0f} (n={d['n']})"
+    from ..report.compare import bound_text
+    from ..report.tables import Estimate
 
-    unit = " req/s" if metric == "rps" else ""
-    first = next(d for d in sides if d.get("client_bound"))
-    spread = f"{rate(first)}, " if first["n"] >= MIN_TRIALS and first["low"] is not None else ""
-    text = f"{first['server']} ≥ {first['mean']:,.0f}{unit} ({spread}client-bound)"
-    other = [d for d in sides if d is not first]
-    return text + (f" against {other[0]['server']}'s {rate(other[0])}" if other else "")
+    est = [(d["server"], Estimate(d["mean"], d["low"], d["high"], d["n"])) for d in sides]
+    first = next(i for i, d in enumerate(sides) if d.get("client_bound"))
+    other = [e for i, e in enumerate(est) if i != first]
+    return bound_text(est[first], other[0] if other else None, " req/s" if metric == "rps" else "")
 
 
 def _shown(metric: str | None, v: float | None, low: float | None, high: float | None, n: int) -> str:
