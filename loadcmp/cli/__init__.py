@@ -8,12 +8,13 @@
     bench.py    bench URL
     run.py      run (and the sweep display, Table 1)
     smoke.py    smoke
+    seeds.py    seeds (the five write-ups within a budget)
     report.py   report
 """
 
 from __future__ import annotations
 
-from . import bench, report, run, servers, smoke  # noqa: F401  (registers the commands)
+from . import bench, report, run, seeds, servers, smoke  # noqa: F401  (registers the commands)
 from .app import cli
 
 

@@ -11,6 +11,7 @@ the 95 % interval supports it (3 trials or more, see `tables.MIN_TRIALS`).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Literal
@@ -336,11 +337,12 @@ def _cap(data: Results, server: str) -> tuple[str, int] | None:
     return (key, int(settings[key])) if key in settings else None
 
 
-def causes(data: Results) -> list[str]:
+def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
     """Why, as far as the servers' own evidence says: their notes (log lines, status pages, OOM
-    kills) once per cause with where they were seen, and worker pools full at every level."""
+    kills) once per cause with where they were seen, and worker pools full at every level;
+    of every server, or `only` of these."""
     out = []
-    for s in data.servers:
+    for s in (data.servers if only is None else [s for s in data.servers if s in only]):
         seen: dict[str, tuple[str, list[int], int]] = {}  # cause -> (first note, levels, trials)
         for t in data.of_server(s):
             for note in t.get("notes", []):
