@@ -250,8 +250,9 @@ def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _L
     lower = c.left.metric in THROUGHPUT
     for s, r in rows:
         sides = [r.left] + ([r.right] if r.right is not None else [])
-        mark = ("≥ " if r.left.get("client_bound") else "≤ " if sides[-1].get("client_bound") else "") if lower else ""
-        if mark and not all(d.get("client_bound") for d in sides):
+        held = [bool(d.get("client_bound")) for d in sides]
+        mark = ("≥ " if held[0] else "≤ ") if lower and held.count(True) == 1 else ""  # two bounds: no bound
+        if mark and len(sides) == 2:
             bounds.setdefault(_bound_text(c.left.metric, sides), []).append(f"{r.level}")
         if c.right is None:
             subject = f"{s} {c.left.figure}"
