@@ -41,10 +41,10 @@ def seeds(budget: str, out_dir: str, page: str, fmt: str, dry_run: bool) -> None
         check_out_file(page, "--docs")  # before any container starts: a bad path found after would lose the page
     cuts = fit(seed_files(out_dir), seconds)
     total = sum(c.estimate_s for c in cuts)
-    for c in cuts:
-        err.print(f"{c.name}: about {c.estimate_s / 60:.1f} min (as the file says: {c.full_s / 60:.1f} min)"
-                  + "".join(f"\n  cut: {x}" for x in c.cuts), highlight=False, soft_wrap=True)
-    err.print(f"the five: about {total / 60:.1f} min within a budget of {seconds / 60:.1f} min", highlight=False)
+    for c in cuts:  # the plan in plain lines on stderr (progress; stdout keeps the outcome)
+        click.echo(f"{c.name}: about {c.estimate_s / 60:.1f} min (as the file says: {c.full_s / 60:.1f} min)"
+                   + "".join(f"\n  cut: {x}" for x in c.cuts), err=True)
+    click.echo(f"the five: about {total / 60:.1f} min within a budget of {seconds / 60:.1f} min", err=True)
     if dry_run:
         return
     started = time.monotonic()
