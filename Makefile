@@ -3,7 +3,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 LOADCMP := $(VENV)/bin/loadcmp
 
-.PHONY: setup images test unit demo bench clean down
+.PHONY: setup images test unit demo bench seeds clean down
 
 setup:
 	bash scripts/setup.sh
@@ -27,6 +27,12 @@ demo: images
 
 bench: images
 	$(PY) bench/compare.py
+
+# The five write-ups within BUDGET (levels and windows cut in proportion): a report of each,
+# a summary in results/seeds-<time>/ and docs/seeds.md made from it.
+BUDGET ?= 30m
+seeds: images
+	$(LOADCMP) seeds --budget $(BUDGET)
 
 down:
 	$(LOADCMP) down

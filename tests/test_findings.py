@@ -4,9 +4,7 @@ on stored results made from the checked-in run tests/fixtures/run-2x3x2."""
 
 from __future__ import annotations
 
-import copy
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from loadcmp.verdicts import judge as jd
 from loadcmp.errors import ConfigError, UsageError
 from loadcmp.verdicts.findings import Levels, Side
 from loadcmp.store.reader import Results, load_results
+from helpers.stored import client_bound, stored_run
 
 FIXTURE = Path(__file__).parent / "fixtures" / "run-2x3x2"
 
@@ -150,23 +149,7 @@ def _stored(tmp_path: Path, rps: dict[str, list[float]] | None = None,
             edit: Callable[[dict[str, Any]], None] | None = None, name: str = "run") -> Results:
     """The fixture run with each cell's trials replaced: one trial per value in `rps[server]`
     (the same values at every level); `edit` then changes any trial."""
-    folder = tmp_path / name
-    shutil.copytree(FIXTURE, folder)
-    run = json.loads((folder / "run.json").read_text())
-    if rps is not None:
-        firsts = [t for t in run["trials"] if t["trial"] == 1]
-        run["trials"] = []
-        for t0 in firsts:
-            for i, v in enumerate(rps[t0["server"]]):
-                t = copy.deepcopy(t0)
-                t["trial"] = i + 1
-                t["result"]["rps"] = v
-                run["trials"].append(t)
-    for t in run["trials"]:
-        if edit is not None:
-            edit(t)
-    (folder / "run.json").write_text(json.dumps(run))
-    return load_results(folder)
+    return load_results(stored_run(tmp_path / name, rps, edit, FIXTURE))
 
 
 def _one(res: Results, check: str, claim: str = "a claim") -> jd.FindingResult:
@@ -228,7 +211,7 @@ def test_inconclusive_when_the_interval_straddles(tmp_path: Path) -> None:
     assert ratio["low"] < 1.9 < ratio["high"]
 
 
-def test_inconclusive_when_a_side_was_client_bound(tmp_path: Path) -> None:
+def test_a_client_bound_smaller_side_stays_inconclusive(tmp_path: Path) -> None:
     def bound(t: dict[str, Any]) -> None:
         if t["server"] == "apache-prefork" and t["level"] == 50:
             t["result"].update(client_bound=True, client_bound_reason="the load thread was busy 99% of the time")
@@ -236,9 +219,16 @@ def test_inconclusive_when_a_side_was_client_bound(tmp_path: Path) -> None:
     res = _stored(tmp_path, FAST, bound)
     out = _one(res, "nginx:rps > 1.5 * apache-prefork:rps")
     assert out.verdict == "inconclusive"
-    assert out.reason == "at 50: client-bound (apache-prefork: the client set the pace)"
+    assert out.reason == ("at 50: client-bound (apache-prefork: its rate is only a lower bound on what it serves, "
+                          "so it cannot be shown the smaller)")
     assert [lv["verdict"] for lv in out.values["levels"]] == ["supported", "inconclusive", "supported"]
-    assert _one(res, "apache-prefork:rps@50 > 500").verdict == "inconclusive"
+    levels = out.values["levels"]
+    assert levels[1]["right"]["client_bound"] is True and "client_bound" not in levels[0]["right"]
+    # a lower bound above a threshold decides; below one it cannot
+    assert _one(res, "apache-prefork:rps@50 > 500").verdict == "supported"
+    low = _one(res, "apache-prefork:rps@50 < 5000")
+    assert low.verdict == "inconclusive" and "cannot be shown below the threshold" in (low.reason or "")
+    assert _one(res, "apache-prefork:rps@50 < 500").verdict == "not supported"  # it served at least ~1,020
     assert _one(res, "apache-prefork:rps@200 > 500").verdict == "supported"
 
 
@@ -400,3 +390,89 @@ def test_a_level_the_ramp_never_reached_is_inconclusive(tmp_path: Path) -> None:
     assert out.verdict == "inconclusive"
     assert out.reason == ("at 200: the ramp never reached 200 users in the window (nginx 41): "
                           "-t is shorter than its ramp-up")
+
+
+# --- one-sided verdicts: a client-bound rate is a lower bound ----------------------------------
+
+CNBLOGS = {"nginx": [16800.0, 17000.0, 17200.0], "apache-prefork": [8300.0, 8461.0, 8622.0]}
+"""The cnblogs-2014 static page as re-measured: nginx at the client's limit, apache-event (here under the
+fixture's apache-prefork label) server-bound."""
+
+
+def test_a_client_bound_larger_side_supports_the_claim(tmp_path: Path) -> None:
+    res = _stored(tmp_path, CNBLOGS, client_bound("nginx"))
+    out = _one(res, "nginx:rps@50 > apache-prefork:rps", "Nginx serves more static pages per second")
+    assert out.verdict == "supported" and out.reason is None, out.text
+    (lv,) = out.values["levels"]
+    assert lv["left"]["client_bound"] is True and "client_bound" not in lv["right"]
+    assert out.text.startswith("supported: nginx ≥ 17,000 req/s (16,503–17,497, client-bound) against "
+                               "apache-prefork's 8,061–8,861: nginx/apache-prefork rps ratio ≥ 2.01× ("), out.text
+    every = _one(res, "nginx:rps > apache-prefork:rps")  # the same bound at every level is said once
+    assert every.text.count("≥ 17,000 req/s") == 1 and "8,061–8,861 at 10, 50, 200:" in every.text
+    # the ratio's own lower end decides a factor, as it would without the bound
+    assert _one(res, "nginx:rps@50 > 1.5 * apache-prefork:rps").verdict == "supported"
+    near = _one(res, "nginx:rps@50 > 2 * apache-prefork:rps")  # 2.01x, its interval reaching below 2
+    assert near.verdict == "inconclusive" and "straddles" in (near.reason or "")
+    # a lower bound can show a claim of "less" false, never true
+    assert _one(res, "nginx:rps@50 < 1.5 * apache-prefork:rps").verdict == "not supported"
+    more = _one(res, "nginx:rps@50 < 3 * apache-prefork:rps")
+    assert more.verdict == "inconclusive" and "nginx: its rate is only a lower bound" in (more.reason or "")
+
+
+def test_the_other_way_round_is_not_supported(tmp_path: Path) -> None:
+    """apache serves more than nginx, with nginx client-bound above apache: nginx serves at least more."""
+    out = _one(_stored(tmp_path, CNBLOGS, client_bound("nginx")), "apache-prefork:rps@50 > nginx:rps")
+    assert out.verdict == "not supported", out.text
+    assert out.reason == "at 50: the 95 % interval lies entirely on the wrong side"
+    assert out.text.startswith("not supported: nginx ≥ 17,000 req/s (16,503–17,497, client-bound) "
+                               "against apache-prefork's 8,061–8,861: apache-prefork/nginx rps ratio ≤ 0.50× (")
+
+
+def test_two_lower_bounds_order_nothing(tmp_path: Path) -> None:
+    res = _stored(tmp_path, CNBLOGS, client_bound("nginx", "apache-prefork"))
+    for check in ("nginx:rps@50 > apache-prefork:rps", "apache-prefork:rps@50 > nginx:rps",
+                  "nginx:rps@50 < apache-prefork:rps"):
+        out = _one(res, check)
+        assert out.verdict == "inconclusive", (check, out.text)
+        assert out.reason is not None and out.reason.startswith("at 50: client-bound (") and out.reason.endswith(
+            "): both rates are only lower bounds on what the servers serve, and two lower bounds order nothing")
+        assert "≥" not in out.text and "≤" not in out.text, out.text
+    assert _one(res, "nginx:rps@50 > 10000").verdict == "supported"  # one side against a number still decides
+
+
+def test_latency_and_failures_get_no_bound_from_a_client_bound_side(tmp_path: Path) -> None:
+    res = _stored(tmp_path, CNBLOGS, client_bound("nginx"))
+    for check in ("nginx:p(99)@50 < apache-prefork:p(99)", "nginx:failed_rate@50 < 1%", "nginx:mem_peak@50 < 1GiB"):
+        out = _one(res, check)
+        assert out.verdict == "inconclusive" and out.reason == "at 50: client-bound (nginx: the client set the pace)"
+    # the server-bound side alone is judged as ever
+    assert _one(res, "apache-prefork:failed_rate@50 < 1%").verdict == "supported"
+
+
+def test_one_trial_a_side_decides_by_the_margin_only_the_bounds_way(tmp_path: Path) -> None:
+    res = _stored(tmp_path, {"nginx": [17000.0], "apache-prefork": [8000.0]}, client_bound("nginx"))
+    assert _one(res, "nginx:rps@50 > apache-prefork:rps").verdict == "supported"  # 2.1x: past the margin of 2
+    assert _one(res, "apache-prefork:rps@50 > nginx:rps").verdict == "not supported"  # 0.47x: under half
+    small = _one(res, "nginx:rps@50 < 8 * apache-prefork:rps")  # 2.1x against 8: "less" needs nginx's upper end
+    assert small.verdict == "inconclusive" and "cannot be shown the smaller" in (small.reason or "")
+
+
+@pytest.mark.parametrize(
+    "value, low, high, n, op, target, open_, verdict",
+    [
+        (2.0, 1.9, 2.1, 3, ">", 1, "above", "supported"),
+        (2.0, 1.9, 2.1, 3, ">", 1, "below", "inconclusive"),  # the smaller side was bound
+        (0.5, 0.45, 0.55, 3, ">", 1, "below", "not supported"),
+        (0.5, 0.45, 0.55, 3, ">", 1, "above", "inconclusive"),
+        (0.5, 0.45, 0.55, 3, "<", 1, "below", "supported"),
+        (0.5, 0.45, 0.55, 3, "<", 1, "above", "inconclusive"),
+        (2.0, 1.9, 2.1, 3, "<=", 1, "above", "not supported"),
+        (1.0, 0.9, 1.1, 3, ">", 1, "above", "inconclusive"),  # straddles, bound or not
+    ],
+)
+def test_the_verdict_rule_with_aclient_bound(value: float, low: float, high: float, n: int, op: str, target: float,
+                                       open_: jd.Open, verdict: str) -> None:
+    got, reason = jd.decide(value, low, high, n, op, target, open_)
+    assert got == verdict, reason
+    assert (reason == jd.UNDECIDED) == (verdict == "inconclusive" and jd.decide(value, low, high, n, op, target)[0]
+                                        != "inconclusive")

@@ -226,3 +226,47 @@ def test_the_live_line_says_when_the_client_is_the_bottleneck():
     assert hot and "at its limit" in text
     text, hot = Live(1.0, 10, 0, 5, 10.0, True, client_cpu=40.0, lag_ms=900.0).client_text()
     assert hot and "loop lag 900 ms" in text
+
+
+STATIC = {"nginx": [16800.0, 17000.0, 17200.0], "apache-prefork": [8300.0, 8461.0, 8622.0]}
+"""Three trials a cell: nginx ~17,000 req/s, apache ~8,460 (the cnblogs-2014 static page as re-measured)."""
+
+
+def _static(tmp_path, *bound: str):
+    from helpers.stored import client_bound, stored_run
+    from loadcmp.store.reader import load_results
+
+    return load_results(stored_run(tmp_path / "run", STATIC, client_bound(*bound, reason=REASON)))
+
+
+def test_a_client_bound_larger_side_is_served_at_least_in_the_report(tmp_path):
+    from loadcmp.report.compare import verdicts
+    from loadcmp.report.story import throughput
+    from loadcmp.report.tables import CLIENT_BOUND_MARK, legend, notes, table1
+
+    res = _static(tmp_path, "nginx")
+    lines = verdicts(res)
+    assert len(lines) == 3 and all(v.startswith("nginx served at least 1.90× the requests of apache-prefork at ")
+                                   for v in lines), lines
+    assert lines[1].endswith("at 50 clients: nginx ≥ 17,000 req/s (16,503–17,497, client-bound) "
+                             "against apache-prefork's 8,061–8,861."), lines[1]
+    said = throughput(res)
+    assert ("nginx handled at least 1.90× at 10, 1.90× at 50, 1.90× at 200 the requests/s of apache-prefork from 10 "
+            "to 200 clients: nginx was client-bound there, so its rate is a lower bound on what it serves.") in said
+    header, rows = table1(res)
+    ng, ap = header.index(("nginx", "req/s")), header.index(("apache-prefork", "req/s"))
+    assert all(r[ng].startswith("≥ 17,000") and r[ng].endswith(CLIENT_BOUND_MARK) for r in rows), rows
+    assert not any(r[ap].startswith("≥") or r[ap].endswith(CLIENT_BOUND_MARK) for r in rows)
+    assert "the server served at least this" in legend(header, rows, res)
+    assert any("lower bound on what its server serves" in n for n in notes(res))
+
+
+def test_a_client_bound_smaller_side_or_both_stay_inconclusive_in_the_report(tmp_path):
+    from loadcmp.report.compare import verdicts
+    from loadcmp.report.story import throughput
+
+    for bound in (("apache-prefork",), ("nginx", "apache-prefork")):
+        res = _static(tmp_path / "-".join(bound), *bound)
+        lines = verdicts(res)
+        assert len(lines) == 3 and all(v.startswith("Inconclusive at ") and " served " not in v for v in lines), lines
+        assert not any("at least" in v for v in throughput(res))

@@ -9,12 +9,13 @@
     run.py      run (and the sweep display, Table 1)
     capacity.py capacity (a search of short probes per server)
     smoke.py    smoke
+    seeds.py    seeds (the five write-ups within a budget)
     report.py   report
 """
 
 from __future__ import annotations
 
-from . import bench, capacity, report, run, servers, smoke  # noqa: F401  (registers the commands)
+from . import bench, capacity, report, run, seeds, servers, smoke  # noqa: F401  (registers the commands)
 from .app import cli
 
 

@@ -1,7 +1,10 @@
 """Ratios between servers per level, and verdicts that say only what the data supports.
 
-A level where either side was client-bound (`load.saturation`) gets no verdict:
-it is inconclusive, with the reason and the advice.
+A level where a side was client-bound (`load.saturation`) measured the client's pace
+there; its rate is still a lower bound on what that server serves. So the bound side
+is named the larger when the ratio's interval says so ("served at least 1.89× the
+requests of ..."); any other such level is inconclusive, with the reason and the
+advice: a bound smaller side, both sides bound, or too few trials.
 
 A ratio B/A of means gets a 95 % interval from the trials' standard errors
 (delta method on the log scale) when each side has 3 trials or more. A verdict
@@ -126,6 +129,12 @@ def verdicts(data: Results) -> list[str]:
                 continue
             r = ratio(eb, ea)
             bound = [(name, b) for name in (base, other) if (b := data.client_bound(name, level))]
+            if (least := at_least(data, base, other, level)) is not None:
+                hi, lo_name, rr = least
+                ests = {base: ea, other: eb}
+                out.append(f"{hi} served at least {rr.low:.2f}× the requests of {lo_name} at {level:,} clients: "
+                           f"{bound_text((hi, ests[hi]), (lo_name, ests[lo_name]))}.")
+                continue
             if bound:
                 who = " and ".join(name for name, _ in bound)
                 out.append(f"Inconclusive at {level:,} clients: the client, not the server, was the bottleneck "
@@ -151,6 +160,30 @@ def verdicts(data: Results) -> list[str]:
                 out.append(f"No significant difference in requests served between {base} and {other} at "
                            f"{level:,} clients (ratio {r.text()}).")
     return out
+
+
+def at_least(data: Results, base: str, other: str, level: int) -> tuple[str, str, Ratio] | None:
+    """(the larger, the smaller, larger/smaller) where exactly one side was client-bound and the
+    ratio's 95 % interval puts it above the other: its rate is a lower bound on what it serves, so
+    being the larger is all that can be shown of it (never that it is the smaller)."""
+    bound = [s for s in (base, other) if data.client_bound(s, level)]
+    if len(bound) != 1:
+        return None
+    get = METRICS["rps"][1]
+    r = ratio(_est(data, other, level, get), _est(data, base, level, get))
+    hi, lo, rr = (other, base, r) if bound[0] == other else (base, other, inverse(r))
+    return (hi, lo, rr) if rr.low is not None and rr.low > 1 else None
+
+
+def bound_text(bound: tuple[str, Estimate], other: tuple[str, Estimate] | None = None, unit: str = " req/s") -> str:
+    """A client-bound rate as the lower bound it is, against the other side's: "nginx ≥ 17,000
+    req/s (16,800–17,200, client-bound) against apache-event's 8,020–8,902"."""
+    def span(e: Estimate) -> str:
+        return f"{e.interval[0]:,.0f}–{e.interval[1]:,.0f}" if e.interval else f"{e.mean or 0:,.0f} (n={e.n})"
+
+    name, e = bound
+    text = f"{name} ≥ {e.mean or 0:,.0f}{unit} ({span(e) + ', ' if e.interval else ''}client-bound)"
+    return text + (f" against {other[0]}'s {span(other[1])}" if other else "")
 
 
 def pairs(data: Results) -> list[tuple[str, str]]:

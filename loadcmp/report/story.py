@@ -11,6 +11,7 @@ the 95 % interval supports it (3 trials or more, see `tables.MIN_TRIALS`).
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Literal
@@ -18,7 +19,7 @@ from typing import Literal
 from ..records import TrialRecord
 from ..store.reader import Results, metrics_of
 from ..units import format_bytes, ms
-from .compare import Ratio, inverse, pairs, ratio, same_group
+from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
 FAIL_LIMIT = 0.01
@@ -78,7 +79,7 @@ def _levels(levels: list[int], all_levels: list[int]) -> str:
     return "at " + ", ".join(f"{lv:,}" for lv in levels[:-1]) + f" and {levels[-1]:,} clients"
 
 
-Outcome = Literal["more", "same", "few", "bound", "none", "missing"]
+Outcome = Literal["more", "least", "same", "few", "bound", "none", "missing"]
 
 
 @dataclass(frozen=True)
@@ -96,6 +97,8 @@ def _step(data: Results, base: str, other: str, level: int) -> _Step:
     none = Ratio(None, None, None)
     if ea.mean is None or eb.mean is None:
         return _Step(level, "missing", "", none, n)
+    if (least := at_least(data, base, other, level)) is not None:
+        return _Step(level, "least", least[0], least[2], n)
     if data.client_bound(base, level) or data.client_bound(other, level):
         return _Step(level, "bound", "", none, n)
     if not ea.mean or not eb.mean:
@@ -142,6 +145,9 @@ def throughput(data: Results) -> list[str]:
             loser = other if winner == base else base
             if kind == "more":
                 out.append(f"{winner} handled more requests/s than {loser} {where}: {_ratios(g)}.")
+            elif kind == "least":
+                out.append(f"{winner} handled at least {_ratios(g, least=True)} the requests/s of {loser} {where}: "
+                           f"{winner} was client-bound there, so its rate is a lower bound on what it serves.")
             elif kind == "same":
                 out.append(f"No difference in requests/s could be shown between {other} and {base} {where}: "
                            f"{other}/{base} {_ratios(g)}, each 95 % interval including 1.")
@@ -159,10 +165,12 @@ def throughput(data: Results) -> list[str]:
     return out
 
 
-def _ratios(steps: list[_Step]) -> str:
-    """'1.45× (1.30–1.60)' for one level, each level for a few, the extremes for many."""
+def _ratios(steps: list[_Step], least: bool = False) -> str:
+    """'1.45× (1.30–1.60)' for one level, each level for a few, the extremes for many; `least`:
+    the lower ends alone ('1.30×'), all a client-bound rate shows."""
     def one(s: _Step) -> str:
-        return s.ratio.text() + (f" at {s.level:,}" if len(steps) > 1 else "")
+        shown = f"{s.ratio.low or 0:.2f}×" if least else s.ratio.text()
+        return shown + (f" at {s.level:,}" if len(steps) > 1 else "")
 
     if len(steps) <= 3:
         return ", ".join(one(s) for s in steps)
@@ -329,11 +337,12 @@ def _cap(data: Results, server: str) -> tuple[str, int] | None:
     return (key, int(settings[key])) if key in settings else None
 
 
-def causes(data: Results) -> list[str]:
+def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
     """Why, as far as the servers' own evidence says: their notes (log lines, status pages, OOM
-    kills) once per cause with where they were seen, and worker pools full at every level."""
+    kills) once per cause with where they were seen, and worker pools full at every level;
+    of every server, or `only` of these."""
     out = []
-    for s in data.servers:
+    for s in (data.servers if only is None else [s for s in data.servers if s in only]):
         seen: dict[str, tuple[str, list[int], int]] = {}  # cause -> (first note, levels, trials)
         for t in data.of_server(s):
             for note in t.get("notes", []):

@@ -237,11 +237,12 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
                 continue
             r = m.iloc[0]
             mark = "" if r.statuses == "ok" else " *"
-            bound = CLIENT_BOUND_MARK if res.client_bound(s, level) else ""
+            bound = res.client_bound(s, level) is not None
             row += [f"{r.ok:,.0f} / {r.failed:,.0f}{mark}"]
             if webbench:
                 row += ["-" if _isnan(r.webbench_susceed) else f"{r.webbench_susceed:,.0f} / {r.webbench_failed:,.0f}"]
-            row += [cell_estimate(res, s, level, rps).text() + bound]
+            rate = cell_estimate(res, s, level, rps).text()
+            row += [f"≥ {rate}{CLIENT_BOUND_MARK}" if bound else rate]  # the client's limit: a lower bound
             if cores:
                 row += [cell_estimate(res, s, level, per_core).text()]
             p99 = res.pooled_latency(s, level).percentile(99)
@@ -294,7 +295,8 @@ def legend(header: list[tuple[str, str]], rows: list[list[str]], res: Results | 
     if any(c.endswith(" *") for c in cells):
         out.append("'*' = a trial did not end normally (see the notes)")
     if any(CLIENT_BOUND_MARK.strip() in c for c in cells):
-        out.append(f"{CLIENT_BOUND_MARK.strip()} = the client, not the server, limited the rate")
+        out.append(f"≥ … {CLIENT_BOUND_MARK.strip()} = the client, not the server, limited the rate: the server served "
+                   "at least this")
     return "; ".join(out) + "."
 
 
@@ -325,7 +327,9 @@ def notes(res: Results) -> list[str]:
         out.append(f"‡ {s} at {lv:,} clients was client-bound: {b.reason}.")
     if bound:
         s, lv, b = bound[-1]
-        out.append("‡ these rates are the client's limit, not the server's, and no comparison is drawn from them."
+        out.append("‡ these rates are the client's limit, so each is a lower bound on what its server serves (at "
+                   "least this): a comparison is drawn from one only where the bound decides it, never that it is "
+                   "the smaller."
                    + (f" Advice ({s} at {lv:,} clients): {b.advice}" if b.advice else ""))
     for t in res.trials:
         if t["status"] != "ok" and t.get("reason"):

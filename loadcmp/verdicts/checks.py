@@ -34,6 +34,9 @@ METRICS: dict[str, tuple[str, str]] = {
     "capacity": ("level", "the highest level meeting a capacity search's target (findings only)"),
 }
 """Metric -> (kind, meaning). The kind sets the scale: ratio 0..1, time in ms, bytes, or a plain number."""
+THROUGHPUT = frozenset({"rps"})
+"""Metrics a client-bound measurement bounds from below: the server served at least what the client
+got through. A capacity metric belongs here too; latency, failures and the servers' figures do not."""
 
 
 def check_metric(text: str, metric: str, q: str | None) -> float | None:

@@ -8,8 +8,17 @@ claim must hold at each:
   lies entirely on the claimed side;
 - not supported: at some level it lies entirely on the wrong side;
 - inconclusive, with the reason: an interval straddles the threshold; a level has no data; a
-  label is not in the results; a side was client-bound at that level (the client's limit, not
-  the server's); or too few trials (below).
+  label is not in the results; a side was client-bound at that level and its bound decides
+  nothing (below); or too few trials (below).
+
+Client-bound sides. A side the client limited (`load.saturation`) measured the client's pace, not
+the server's. For a throughput metric (`checks.THROUGHPUT`) that is still a lower bound: the server
+serves at least what got through. So the level is judged as usual, and a verdict stands only where
+the bound can give it: that the bound side is the larger (its interval, or the ratio's, lies above
+the threshold on its own). A verdict that would need it to be the smaller — the claim that it serves
+less, or that the other serves more — stays inconclusive, and so does every comparison with both
+sides client-bound (two lower bounds order nothing). Latency, failures and the servers' figures get
+no bound from a client-bound side: such a level stays inconclusive.
 
 Few trials. With fewer than 3 trials on a side an interval says little (two trials give
 t = 12.7, one gives none), so such a level is decided only by a large margin: the mean (or the
@@ -25,9 +34,9 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
-from .checks import METRICS, OPS, show
+from .checks import METRICS, OPS, THROUGHPUT, show
 from .findings import Finding, FindingCheck, Side, labels
 from ..records import FindingDoc, FindingVerdict
 
@@ -39,13 +48,32 @@ MIN_TRIALS = 3
 """Trials per side below which only a large margin decides."""
 MARGIN = 2.0
 """How far past the threshold (a factor) a value from fewer than MIN_TRIALS trials must be."""
+UNDECIDED = "a client-bound side's lower bound cannot decide it"
+"""`decide`'s reason when the verdict would need the end of the interval that a bound leaves open."""
+Open = Literal["above", "below"]
+"""Where the true value may lie beyond a measurement: above a lower bound, below an upper one."""
 _SCALE = {"ratio": "ratio", "time": "ms", "bytes": "bytes", "": "", "level": "level"}
 
 
-def decide(value: float, low: float | None, high: float | None, n: int, op: str,
-           target: float) -> tuple[FindingVerdict, str | None]:
+def decide(value: float, low: float | None, high: float | None, n: int, op: str, target: float,
+           open_: Open | None = None) -> tuple[FindingVerdict, str | None]:
     """One level: where the interval [low, high] of `value` (n trials on its smaller side)
-    lies against `target` for the claim `value op target` (see the module docstring)."""
+    lies against `target` for the claim `value op target` (see the module docstring).
+
+    `open_` says the true value may lie beyond the measurement that way ("above": the value is a
+    lower bound, "below": an upper one, from a client-bound side): a verdict that needs the
+    other end is inconclusive."""
+    verdict, reason = _decide(value, low, high, n, op, target)
+    if open_ is None or verdict == "inconclusive":
+        return verdict, reason
+    says_large = (verdict == "supported") == (op in (">", ">="))
+    if says_large == (open_ == "above"):
+        return verdict, reason
+    return "inconclusive", UNDECIDED
+
+
+def _decide(value: float, low: float | None, high: float | None, n: int, op: str,
+            target: float) -> tuple[FindingVerdict, str | None]:
     claimed = OPS[op]
     side: FindingVerdict | None = None
     if low is not None and high is not None:
@@ -206,23 +234,28 @@ def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
     if c.right is not None:
         rlevel = c.right.levels.low if c.right.levels and c.right.levels.low else level
         sides.append((c.right.label or server, rlevel, _estimate(res, c.right, c.right.label or server, rlevel)))
-    docs = [{"server": s, "level": lv, "mean": e.mean, "low": e.low, "high": e.high, "n": e.n} for s, lv, e in sides]
+    bound = [res.client_bound(s, lv) is not None for s, lv, _ in sides]
+    docs = [{"server": s, "level": lv, "mean": e.mean, "low": e.low, "high": e.high, "n": e.n,
+             **({"client_bound": True} if b else {})} for (s, lv, e), b in zip(sides, bound, strict=True)]
     r = ratio(sides[0][2], sides[1][2]) if len(sides) == 2 else None  # compare.ratio(b, a) is b/a
     value, low, high = (r.value, r.low, r.high) if r else (sides[0][2].mean, sides[0][2].low, sides[0][2].high)
     verdict: FindingVerdict = "inconclusive"
-    if (reason := _unready(res, sides)) is None:
+    if (reason := _unready(res, sides, c.left.metric, bound)) is None:
         if value is None:
             reason = f"{sides[1][0]} {c.right.figure if c.right else ''} is 0: no ratio (write a threshold instead)"
         else:
-            verdict, reason = decide(value, low, high, min(e.n for _, _, e in sides), c.op, c.value)
+            open_: Open | None = "above" if bound[0] else "below" if any(bound) else None
+            verdict, reason = decide(value, low, high, min(e.n for _, _, e in sides), c.op, c.value, open_)
+            reason = _undecided(sides, bound, c.right is not None) if reason == UNDECIDED else reason
             reason = reason or _wrong(verdict, low)
     if r is None:
         return _Level(level, verdict, reason, docs[0])
     return _Level(level, verdict, reason, docs[0], docs[1], {"value": r.value, "low": r.low, "high": r.high})
 
 
-def _unready(res: Results, sides: list[tuple[str, int, Estimate]]) -> str | None:
-    """Why a level is inconclusive before any interval is looked at: no data, or the client set the pace."""
+def _unready(res: Results, sides: list[tuple[str, int, Estimate]], metric: str, bound: list[bool]) -> str | None:
+    """Why a level is inconclusive before any interval is looked at: no data, the ramp fell short, or
+    a client-bound side that bounds nothing (not a throughput metric, or both sides bound)."""
     for s, lv, e in sides:
         if e.n == 0:
             return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
@@ -232,9 +265,23 @@ def _unready(res: Results, sides: list[tuple[str, int, Estimate]]) -> str | None
     if short:
         return (f"the ramp never reached {sides[0][1]:,} users in the window ({', '.join(short)}): "
                 "-t is shorter than its ramp-up")
-    limited = [s for s, lv, _ in sides if res.client_bound(s, lv) is not None]
+    limited = list(dict.fromkeys(s for (s, _, _), b in zip(sides, bound, strict=True) if b))
+    if not limited:
+        return None
     # the reason and advice per trial are in Table 1's notes; here, only whose
-    return f"client-bound ({', '.join(dict.fromkeys(limited))}: the client set the pace)" if limited else None
+    if metric not in THROUGHPUT:
+        return f"client-bound ({', '.join(limited)}: the client set the pace)"
+    if all(bound) and len(sides) == 2:
+        return (f"client-bound ({', '.join(limited)}): both rates are only lower bounds on what "
+                "the servers serve, and two lower bounds order nothing")
+    return None
+
+
+def _undecided(sides: list[tuple[str, int, Estimate]], bound: list[bool], compared: bool) -> str:
+    """Why a client-bound side's lower bound cannot give the verdict the interval points to."""
+    who = next(s for (s, _, _), b in zip(sides, bound, strict=True) if b)
+    what = "the smaller" if compared else "below the threshold"
+    return f"client-bound ({who}: its rate is only a lower bound on what it serves, so it cannot be shown {what})"
 
 
 def _wrong(verdict: FindingVerdict, low: float | None) -> str | None:
@@ -255,9 +302,18 @@ def _estimate(res: Results, side: Side, server: str, level: int) -> Estimate:
 
 
 def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _Level]], reason: str | None) -> str:
-    """E.g. "supported: nginx/apache-prefork rps ratio 1.80× (1.60–2.00) at 1000 > 1.5"."""
+    """E.g. "supported: nginx/apache-prefork rps ratio 1.80× (1.60–2.00) at 1000 > 1.5"; where a side
+    was client-bound, its rate first as the bound it is: "nginx ≥ 17,000 req/s (16,800–17,200,
+    client-bound) against apache-event's 8,020–8,902", and the ratio "≥" (or "≤")."""
     parts: dict[str, list[str]] = {}
+    bounds: dict[str, list[str]] = {}  # a bound's text -> the levels it holds at
+    lower = c.left.metric in THROUGHPUT
     for s, r in rows:
+        sides = [r.left] + ([r.right] if r.right is not None else [])
+        held = [bool(d.get("client_bound")) for d in sides]
+        mark = ("≥ " if held[0] else "≤ ") if lower and held.count(True) == 1 else ""  # two bounds: no bound
+        if mark and len(sides) == 2:
+            bounds.setdefault(_bound_text(c.left.metric, sides), []).append(f"{r.level}")
         if c.right is None:
             subject = f"{s} {c.left.figure}"
             got = _shown(c.left.metric, r.left["mean"], r.left["low"], r.left["high"], r.left["n"])
@@ -266,10 +322,23 @@ def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _L
             rs, rf = r.right["server"], c.right.figure + (str(c.right.levels) if c.right.levels else "")
             subject = (f"{s}/{rs} {rf} ratio" if rf == c.left.figure else f"{s} {c.left.figure}/{rs} {rf} ratio")
             got = _shown(None, r.ratio["value"], r.ratio["low"], r.ratio["high"], min(r.left["n"], r.right["n"]))
-        parts.setdefault(subject, []).append(f"{got} at {r.level}")
+        parts.setdefault(subject, []).append(f"{mark}{got} at {r.level}")
     target = f"{c.value:g}" if c.right else show(c.left.metric, c.value)
     body = "; ".join(f"{subject} {', '.join(got)}" for subject, got in parts.items())
-    return f"{verdict}: {body} {c.op} {target}" + (f" ({reason})" if reason else "")
+    lead = "; ".join(f"{b} at {', '.join(lv)}" if len(rows) > 1 else b for b, lv in bounds.items())
+    lead += ": " if lead else ""
+    return f"{verdict}: {lead}{body} {c.op} {target}" + (f" ({reason})" if reason else "")
+
+
+def _bound_text(metric: str, sides: list[dict[str, Any]]) -> str:
+    """A client-bound side as the lower bound it is, against the other side's interval."""
+    from ..report.compare import bound_text
+    from ..report.tables import Estimate
+
+    est = [(d["server"], Estimate(d["mean"], d["low"], d["high"], d["n"])) for d in sides]
+    first = next(i for i, d in enumerate(sides) if d.get("client_bound"))
+    other = [e for i, e in enumerate(est) if i != first]
+    return bound_text(est[first], other[0] if other else None, " req/s" if metric == "rps" else "")
 
 
 def _shown(metric: str | None, v: float | None, low: float | None, high: float | None, n: int) -> str:

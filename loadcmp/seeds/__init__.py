@@ -1,0 +1,9 @@
+"""The five write-ups re-run by one command (`loadcmp seeds`), and the page made from them.
+
+    plan.py     the write-ups' files, their wall time estimated from the spec, cut in proportion to a budget
+    summary.py  per claim: the write-up's words, what was measured, the verdict, the servers' evidence;
+                the summary as JSON and Markdown, and docs/seeds.md with the machine and the date
+
+Imports one way: plan (experiment) and summary (verdicts, report, store) do not import each other;
+the command (`loadcmp.cli.seeds`) runs the sweeps between them.
+"""
