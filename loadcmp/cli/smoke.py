@@ -10,9 +10,9 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import out
-from .options import (DockerFlags, LoadFlags, docker_options, json_option, load_options, stacks_option,
+from .options import (LoadFlags, docker_options, json_option, load_options, stacks_option,
                       www_option, config_option)
-from .run import build_spec, raise_for_status, sweep
+from .run import build_spec, given_fields, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
 if TYPE_CHECKING:
@@ -71,20 +71,10 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
             base = load_results(baseline)
         except StoreError as e:
             raise UsageError(f"--baseline: {e}") from None
-    given = LoadFlags.pop(flags).given()
-    given.update(DockerFlags.pop(flags).given())
-    if dirs := flags.pop("stack_dirs"):
-        given["stack_dirs"] = dirs
-    if www := flags.pop("www"):
-        given["www"] = www
-    if configs := flags.pop("configs"):
-        given["configs"] = configs
     if not servers_ and "servers" not in fields:
         servers_ = tuple(smoke_servers())
-    for k, v in (("servers", tuple(servers_)), ("pages", tuple(pages) or tuple(table.get("pages", ()))),
-                 ("out", out_dir)):
-        if v:
-            given[k] = v
+    given = given_fields(LoadFlags.pop(flags), flags, tuple(servers_), (), {
+        "pages": tuple(pages) or tuple(table.get("pages", ())) or None, "out": out_dir})
     spec = build_spec(path, given)
     t = time.monotonic()
     run = sweep(spec, table=False)

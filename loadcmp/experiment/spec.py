@@ -227,8 +227,7 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         if key == "www":
             fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
         elif key == "configs":
-            fields["configs"] = tuple(ownconfig.from_doc(t, p.parent, f"[[configs]] {t.get('server')}:"
-                                                         f"{t.get('role')}").doc() for t in conv)
+            fields["configs"] = ownconfig.from_tables(conv, p.parent)
         elif key in ("smoke", "capacity"):  # read by their commands (`loadcmp smoke`, `loadcmp capacity`)
             extra[key] = conv
         elif key == "variants":

@@ -81,6 +81,11 @@ def from_doc(d: Mapping[str, Any], base: Path | None = None, what: str = "[[conf
                      {str(k): _status_path(v, f"{what} status.{k}") for k, v in status.items()})
 
 
+def from_tables(tables: Iterable[Mapping[str, Any]], base: Path) -> tuple[dict[str, Any], ...]:
+    """An experiment file's [[configs]] tables, checked, as the spec keeps them (paths relative to the file)."""
+    return tuple(from_doc(t, base, f"[[configs]] {t.get('server')}:{t.get('role')}").doc() for t in tables)
+
+
 def parse_item(text: str) -> OwnConfig:
     """`LABEL:ROLE=FILE[,port=N][,status.KIND=PATH|none]` (a --config value)."""
     what = f"--config {text}"
