@@ -10,6 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+# a search's records live in studies.py; they are named here too, as every reader imports from here
+from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
+                      TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
+
 TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
 RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
@@ -249,11 +253,15 @@ class MachineInfo(TypedDict, total=False):
     hostname: str
 
 
+RunKind = Literal["run", "bench", "capacity", "tune"]
+"""What wrote a results folder: a sweep, a bench of a URL, a capacity search, a tuning study."""
+
+
 class RunDoc(TypedDict):
     """run.json: everything about one run but the per-second tables."""
 
     format: int
-    kind: Literal["run", "bench", "capacity"]
+    kind: RunKind
     name: str
     status: RunStatus
     spec: SpecDoc
@@ -275,57 +283,7 @@ class RunDoc(TypedDict):
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run
     capacity: NotRequired[CapacityDoc]  #: `loadcmp capacity`: the target, the search's settings, each server's edge
-
-
-class CapacityStepDoc(TypedDict):
-    """One entry of a capacity search's path: a probe, or a level's confirmation."""
-
-    level: int  #: clients, or requests/s (`CapacityDoc.unit`)
-    stage: Literal["step", "bisect", "confirm"]
-    met: bool | None  #: None: nothing measured (a probe), or unsure (a confirmation)
-    client_bound: bool
-    text: str  #: what decided it: the checks and their values
-
-
-class CapacityEstimateDoc(TypedDict):
-    """One check of the target over a level's confirmation trials."""
-
-    check: str
-    mean: float | None  #: in the metric's scale (ratio 0..1, ms, bytes)
-    low: float | None  #: the 95 % interval (None: fewer than 2 trials)
-    high: float | None
-    n: int
-    verdict: Literal["met", "missed", "unsure"]
-    shown: str  #: the mean and its interval as people read them
-
-
-class CapacityServerDoc(TypedDict):
-    """One server label's search: where its edge is and why."""
-
-    kind: Literal["searching", "capacity", "at_least", "below_start", "not_reached", "interrupted", "failed"]
-    level: int | None  #: capacity / at_least: the highest level met; below_start: the start; not_reached: the last
-    missed: int | None  #: the lowest level missed above it (below_start: the start)
-    path: list[CapacityStepDoc]
-    notes: list[str]  #: disagreements, unsure confirmations, where and why it stopped
-    cause: str | None  #: what broke at the first missed level, from the trials' evidence
-    evidence: list[str]  #: every piece of evidence there, strongest first
-    confirmed: dict[str, list[CapacityEstimateDoc]]  #: level (as a string) -> the target's checks over its trials
-    text: str  #: one sentence: the capacity and its interval, or why there is none
-
-
-class CapacityDoc(TypedDict):
-    """run.json's `capacity`: what was searched for and what each server label gave."""
-
-    target: str  #: the checks, as written (`--slo`)
-    unit: Literal["clients", "requests/s"]  #: what a level is (`--schedule rate`: a rate)
-    start: int
-    max: int
-    max_reason: str  #: why the search may not go past `max`
-    resolution: float  #: the edge is bracketed to within this fraction
-    factor: float  #: the geometric step
-    confirm: int  #: trials at the level found and at the next one up
-    probe_s: float  #: the measured seconds of one probe
-    servers: dict[str, CapacityServerDoc]
+    tune: NotRequired[TuneDoc]  #: `loadcmp tune`: the study, its trials, the best settings and their gain
 
 
 FindingVerdict = Literal["supported", "not supported", "inconclusive"]

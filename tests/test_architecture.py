@@ -88,7 +88,7 @@ def test_no_module_is_too_long():
 
 
 MAX_TOP_LEVEL = 8
-"""Modules at the top of loadcmp/: the shared kernel (errors, units, records) and the entry points."""
+"""Modules at the top of loadcmp/: the shared kernel (errors, units, records, studies) and the entry points."""
 HEAVY = ("pandas", "docker", "matplotlib", "numpy", "uvloop", "httptools", "aiohttp", "distributed")
 
 

@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from . import bench, capacity, report, run, seeds, servers, smoke  # noqa: F401  (registers the commands)
+from . import bench, capacity, report, run, seeds, servers, smoke, tune  # noqa: F401  (registers the commands)
 from .app import cli
 
 

@@ -75,30 +75,38 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], slo: str | None,
     then confirms the level found and the one above with --confirm trials each (95 % intervals).
     With --schedule rate the level is a request rate.
     """
-    from ..experiment.capacity import capacity_spec, convert
-    from ..experiment.spec import load_experiment
-
     load = LoadFlags.pop(flags)
     for key, why in FLAG_NOT_HERE.items():
         if getattr(load, key) is not None:
             raise UsageError(why)
-    given_cap = {"slo": convert("slo", slo, "--slo") if slo is not None else None,
-                 "resolution": convert("resolution", resolution, "--resolution") if resolution is not None else None,
-                 "start": start, "max": max_, "probe_time": probe_time, "confirm": confirm}
+    base, cap, _ = plan(experiment, load, flags, servers_, sets, {
+        "slo": slo, "resolution": resolution, "start": start, "max": max_, "probe_time": probe_time,
+        "confirm": confirm}, {"page": page, "server_cpus": server_cpus, "server_memory": server_memory,
+                              "reuse_server": reuse_server, "out": out_dir, "name": name})
+    spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
+    outcome = search(spec, cap, as_json)
+    raise_for_status(outcome)
+
+
+def plan(experiment: str | None, load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...],
+         sets: tuple[str, ...], search_flags: dict[str, Any], setup: dict[str, Any]
+         ) -> tuple[RunSpec, CapacitySpec, dict[str, Any]]:
+    """The load as a run of one probe (the level, and by rate the rate, set per probe), the search's
+    settings from the flags over the file's [capacity] table, and the file's other tables."""
+    from ..experiment.capacity import capacity_spec, convert
+    from ..experiment.spec import load_experiment
+
+    given_cap = {k: convert(k, v, f"--{k.replace('_', '-')}") if v is not None and k in ("slo", "resolution")
+                 else v for k, v in search_flags.items()}
     fields, extra = load_experiment(experiment) if experiment else ({}, {})
-    table = extra.get("capacity", {})
-    given = given_fields(load, flags, servers_, sets, {
-        "page": page, "server_cpus": server_cpus, "server_memory": server_memory, "reuse_server": reuse_server,
-        "out": out_dir, "name": name})
-    # the load as a run of one probe; the level (and, by rate, the rate) is set per probe
+    given = given_fields(load, flags, servers, sets, setup)
     given.update(levels=(1,), duration=5.0, requests=None, trials=1)
     if given.get("schedule", fields.get("schedule")) == "rate":
         given["rate"] = 1.0
     base = build_spec(experiment, given)
-    cap = capacity_spec(base, table, given_cap, f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]")
-    spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
-    outcome = search(spec, cap, as_json)
-    raise_for_status(outcome)
+    cap = capacity_spec(base, extra.get("capacity", {}), given_cap,
+                        f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]")
+    return base, cap, extra
 
 
 def search(spec: RunSpec, cap: CapacitySpec, as_json: bool) -> SweepOutcome:

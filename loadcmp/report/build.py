@@ -19,6 +19,7 @@ from ..store.reader import Results, load_results
 from ..store.writer import _atomic_write
 from . import compare, pages, plots
 from .capacity import capacity_lines, capacity_rows
+from .tune import tune_lines, tune_rows
 from .pages import Report
 from .setup import settings, setup_rows, warnings
 from .story import story
@@ -124,7 +125,7 @@ def compose(data: Results, level: int | None = None, svg: bool = False) -> Repor
                   setup=setup_rows(data), settings=settings(data), header=header, rows=rows,
                   legend=legend(header, rows, data), warnings=warnings(data), verdicts=compare.verdicts(data),
                   baseline=base, ratios=ratios, figures=figs, png=png, svg=svgs, capacity=capacity_rows(data),
-                  capacity_lines=tuple(capacity_lines(data)))
+                  capacity_lines=tuple(capacity_lines(data)), tune=tune_rows(data), tune_lines=tuple(tune_lines(data)))
 
 
 def _write(r: Report, out: Path, formats: set[str]) -> dict[str, Path]:

@@ -41,6 +41,8 @@ class Report:
     svg: dict[str, bytes]  #: stem -> as SVG, when asked for
     capacity: tuple[list[str], list[list[str]]] = ([], [])  #: a capacity search's table (header, rows); none: empty
     capacity_lines: tuple[str, ...] = ()  #: the search in words: its target, each server's result and notes
+    tune: tuple[list[str], list[list[str]]] = ([], [])  #: a tuning study's trials (header, rows); none: empty
+    tune_lines: tuple[str, ...] = ()  #: the study in words: what was tuned, its answer, what mattered, the block
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -106,6 +108,10 @@ def html_page(r: Report) -> str:
     if r.data.interrupted:
         parts.append("<div class='banner bad'><b>Interrupted run.</b> These results hold only the trials that "
                      "finished before the run was stopped (or its process was killed: see the warnings).</div>")
+    if r.tune[1]:
+        parts.append("<h2>Tuning</h2><ul>" + "".join(
+            f"<li><pre>{_e(x)}</pre></li>" if "\n" in x else f"<li>{_e(x)}</li>" for x in r.tune_lines) + "</ul>")
+        parts.append("<div class='scroll'>" + _table_html([("", h) for h in r.tune[0]], r.tune[1]) + "</div>")
     if r.capacity[1]:
         parts.append("<h2>Capacity</h2>" + _table_html([("", h) for h in r.capacity[0]], r.capacity[1]))
         parts.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in r.capacity_lines) + "</ul>")
@@ -157,6 +163,9 @@ def markdown(r: Report) -> str:
     parts = [f"# {r.title}", "", _lead(r), ""]
     if r.data.interrupted:
         parts += ["> **Interrupted run**: only the trials finished before it stopped are here.", ""]
+    if r.tune[1]:
+        parts += ["## Tuning", ""] + [f"- {x}" if "\n" not in x else x.replace("\n", "\n\n```toml\n", 1) + "\n```"
+                                      for x in r.tune_lines] + ["", _md_table(*r.tune), ""]
     if r.capacity[1]:
         parts += ["## Capacity", "", _md_table(*r.capacity), ""] + [f"- {x}" for x in r.capacity_lines] + [""]
     parts += ["## Findings", ""]

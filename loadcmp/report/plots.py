@@ -27,6 +27,7 @@ from .capacity import interval as cap_interval
 from .seconds import first_trial, latency_distribution, timeline
 from .story import FAIL_LIMIT, knee
 from .tables import per_core
+from .tune import tune_doc, tune_history
 
 __all__ = ["Drawn", "colors", "default_level", "figures"]
 
@@ -261,7 +262,10 @@ def figures(data: Results, level: int | None = None) -> list[Drawn]:
     """The report's figures in order (a capacity search's first); those with nothing to show carry one line
     instead."""
     lv = level if level is not None else default_level(data)
-    first = [Drawn("0-capacity", "The capacity search of each server: every probe on the load axis in the order "
+    first = [Drawn("0-tune", "The tuning study: each trial's value in the order it ran, the best so far, the "
+                   "baseline dashed; beside it, which parameters mattered.", tune_history(data))] \
+        if tune_doc(data) else []
+    first += [Drawn("0-capacity", "The capacity search of each server: every probe on the load axis in the order "
                    "it ran (met or missed), the confirmation trials' verdicts, and the edge found.",
                    capacity_probes(data))] if data.capacity else []
     return first + [

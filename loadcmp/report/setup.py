@@ -15,6 +15,10 @@ from ..units import format_bytes
 from .tables import notes
 
 
+KINDS = {"bench": "a bench of a URL", "capacity": "a capacity search", "tune": "a tuning study"}
+"""What wrote a results folder, in words (a sweep otherwise)."""
+
+
 def warnings(data: Results) -> list[str]:
     """What a reader must know before trusting the numbers."""
     out: list[str] = []
@@ -48,7 +52,7 @@ def setup_rows(data: Results) -> list[tuple[str, str]]:
     for r in data.runs:
         run = r.doc
         when = " → ".join(x for x in (run["started"], run.get("ended")) if x)
-        rows.append(("run", f"{r.name} ({'a bench of a URL' if run['kind'] == 'bench' else 'a sweep'}), "
+        rows.append(("run", f"{r.name} ({KINDS.get(run['kind'], 'a sweep')}), "
                             f"{r.status}" + (f", {when}" if when else "")))
         rows += _load_rows(r)
         machine = machine_line(run["machine"])

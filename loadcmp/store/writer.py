@@ -20,13 +20,13 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, cast
 
 import pandas as pd
 
 from ..errors import StoreError, UsageError
-from ..records import (CapacityDoc, FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunStatus,
-                       ServerInfo, SpecDoc, TrialRecord, TrialStatus)
+from ..records import (CapacityDoc, FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunKind, RunStatus,
+                       ServerInfo, SpecDoc, TrialRecord, TrialStatus, TuneDoc)
 
 FORMAT = 1
 """Bumped when the folder's layout changes; older folders are refused clearly."""
@@ -145,6 +145,27 @@ class RunWriter:
         self.run["capacity"] = doc
         self.flush()
 
+    def set_tune(self, doc: TuneDoc) -> None:
+        """Store a tuning study as it stands (after every trial) and rewrite the folder."""
+        self.run["tune"] = doc
+        self.flush()
+
+    @classmethod
+    def reopen(cls, path: Path | str) -> RunWriter:
+        """An existing folder, to add to (`loadcmp tune --resume`): its run.json and tables as they are,
+        its status `running` again until it is finished anew."""
+        path = Path(path)
+        try:
+            run = cast(RunDoc, json.loads((path / "run.json").read_text()))
+            tables: list[list[Row]] = [cast(list[Row], pd.read_parquet(path / f).to_dict("records"))
+                                       if (path / f).exists() else [] for f in ("timeline.parquet", "server.parquet")]
+        except (OSError, ValueError) as e:
+            raise StoreError(f"cannot read the results in {path}: {getattr(e, 'strerror', None) or e}") from None
+        run["status"] = "running"
+        w = cls(path, run, *tables)
+        w.flush()
+        return w
+
     def finish(self, status: RunStatus, problems: list[str] | None = None) -> None:
         """Say how the run ended (and what went wrong) and rewrite the folder."""
         self.run["status"] = status
@@ -180,7 +201,7 @@ def now_stamp() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%S%z")
 
 
-def new_run_doc(kind: Literal["run", "bench", "capacity"], name: str, spec: SpecDoc, machine: MachineInfo,
+def new_run_doc(kind: RunKind, name: str, spec: SpecDoc, machine: MachineInfo,
                 loadcmp_version: str, started: str | None = None) -> RunDoc:
     """A run.json with nothing measured yet; optional fields are set by the caller."""
     return RunDoc(format=FORMAT, kind=kind, name=name, status="running", spec=spec, loadcmp_version=loadcmp_version,

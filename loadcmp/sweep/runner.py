@@ -14,7 +14,6 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from .. import __version__
 from ..lab import dockerhost, containers as lab, stacks
@@ -23,7 +22,7 @@ from ..errors import LabError, LoadcmpError, signal_name
 from ..load.limits import check_nofile
 from ..load.workers import Fleet, Stopper
 from ..lab.provenance import git_commit, machine_info, this_host, this_process
-from ..records import RunStatus
+from ..records import RunKind, RunStatus
 from ..experiment.spec import RunSpec
 from ..store.writer import RunWriter, new_run_doc
 from .trial import Planned, Sweep, SweepHooks, note_problem, run_trial, stop
@@ -106,9 +105,10 @@ def conclude(sweep: Sweep, body: Callable[[], RunStatus]) -> SweepOutcome:
 
 
 def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None,
-               fleet: Fleet | None = None, kind: Literal["run", "capacity"] = "run") -> Sweep:
+               fleet: Fleet | None = None, kind: RunKind = "run", reopen: str | None = None) -> Sweep:
     """Docker client, images, a run id and the results folder with run.json started; the servers'
-    CPUs, memory and open files checked against the engine that runs them."""
+    CPUs, memory and open files checked against the engine that runs them. `reopen`: a folder to add
+    to instead (`tune --resume`), its run.json kept but for this run's id, images and engine."""
     servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
     host = spec.docker()
     client = lab.docker_client(host)
@@ -133,7 +133,11 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     if fleet is not None:
         doc["cluster"] = fleet.describe()
     doc["docker_host"] = host.describe(client)
-    writer = RunWriter.create(spec.out, name, doc)
+    if reopen is not None:
+        writer = RunWriter.reopen(reopen)
+        writer.run.update({k: doc[k] for k in ("run_id", "owner", "host", "images", "docker_host")})  # type: ignore
+    else:
+        writer = RunWriter.create(spec.out, name, doc)
     return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet, host)
 
 

@@ -1,0 +1,418 @@
+"""`loadcmp tune` on real servers: an Optuna study (TPE) over a stack's settings, each trial measured on
+fresh servers through the capacity search's probes (`sweep.capacity.Prober`).
+
+In order:
+
+1. the baseline: the settings without the study's parameters (the stack's defaults, and any --set);
+2. the study's trials, each asked of Optuna (ask/tell). A trial's settings are held to the stack's own
+   consistency rules first: settings the server would refuse are pruned with the rule's words before
+   any container starts. The objective is a quick capacity search (steps and bisection, each probe
+   judged alone) or, with `-c N`, one probe's requests/s at N among settings that meet the target;
+3. the best and the baseline again at one level, alternately (A B A B), until each has `confirm`
+   trials there, judged with 95 % intervals: the gain, and whether it is real.
+
+The study lives in the results folder as Optuna's journal (`study.log`), so `--resume` extends it;
+run.json's `tune` is rewritten after every trial, and a Ctrl-C keeps what was measured.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from dataclasses import replace
+from typing import Any, cast
+
+from ..errors import ConfigError
+from ..experiment.capacity import CapacitySpec
+from ..experiment.spec import RunSpec
+from ..experiment.tune import Param, TuneSpec, search_doc
+from ..lab import dockerhost, stacks
+from ..load.workers import Fleet, Stopper
+from ..records import CapacityDoc, RunStatus, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
+from ..verdicts.slo import Confirmed, confirm_level
+from .capacity import Prober, TrialRunner, new_doc
+from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
+from .search import Found, Plan, Probed, search
+from .trial import Planned, Sweep, SweepHooks, run_trial
+
+STUDY = "study.log"
+"""The Optuna journal in the results folder."""
+ASKS = 3
+"""Asks per trial wanted before the study is taken as exhausted (repeats and pruned settings do not count)."""
+
+
+def settings_text(params: dict[str, Any]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in params.items()) or "the defaults"
+
+
+def ready_block(stack: str, settings: dict[str, Any]) -> str:
+    """The settings as an experiment file's `[variants.tuned]` table."""
+    def toml(v: Any) -> str:
+        return ("true" if v else "false") if isinstance(v, bool) else str(v) if isinstance(v, int) else f'"{v}"'
+    sets = ", ".join(f'"{k}" = {toml(v)}' for k, v in settings.items())
+    return f'[variants.tuned]\nstack = "{stack}"\nset = {{ {sets} }}'
+
+
+class Tuner:
+    """One study: the baseline, the trials, the comparison; run.json's `tune` kept current."""
+
+    def __init__(self, sweep: Sweep, cap: CapacitySpec, tune: TuneSpec, run: TrialRunner | None = None,
+                 clock: Any = time.monotonic) -> None:
+        self.sweep, self.cap, self.tune, self.run = sweep, cap, tune, run or run_trial
+        self.base = sweep.spec
+        self.clock = clock
+        self.started = clock()
+        self.stack = stacks.get_stack(tune.stack)
+        self.base_settings = self.base.settings_for(tune.label)
+        self.probers: dict[str, Prober] = {}
+        self.quick = replace(cap, confirm=1)
+        fresh = cast(CapacityDoc, {**new_doc(cap), "confirm": 0})  # a trial's probes stand alone
+        self.cap_doc: CapacityDoc = sweep.writer.run.get("capacity") or fresh
+        doc = sweep.writer.run.get("tune")
+        self.doc: TuneDoc = doc if doc is not None else self._new_doc()
+
+    def _new_doc(self) -> TuneDoc:
+        t, cap = self.tune, self.cap
+        unit = cap.unit if t.objective == "capacity" else "req/s"
+        return TuneDoc(
+            server=t.label, stack=t.stack, objective=t.objective, target=str(cap.target), unit=unit,
+            clients=t.clients, params=[{"key": p.key, "low": p.low, "high": p.high, "log": p.log,
+                                        "choices": list(p.choices), "text": p.text} for p in t.params],
+            search=search_doc(cap), base_settings=dict(self.base_settings), trials_asked=t.trials,
+            budget_s=t.budget_s, sampler="", study=STUDY, trials=[], best=None, gain=None, importance={}, block="",
+            text="")
+
+    # --- measuring one set of settings -----------------------------------------------------------------
+
+    def spec_for(self, label: str, params: dict[str, Any]) -> RunSpec:
+        """The run of one label: the tuned server's settings with these parameters laid over them."""
+        b = self.base
+        return replace(b, servers=(label,), stacks={**b.stacks, label: self.tune.stack},
+                       variant_settings={**b.variant_settings, label: {**self.base_settings, **params}})
+
+    def prober(self, label: str, params: dict[str, Any], start: int) -> Prober:
+        if label not in self.probers:
+            spec = self.spec_for(label, params)
+            first = Planned(start, 1, label, spec.keepalive[0], label, spec.all_pages[0])
+            self.probers[label] = Prober(self.sweep, spec, self.quick, first, self.run)
+        return self.probers[label]
+
+    def measure(self, label: str, params: dict[str, Any], start: int) -> TuneTrialDoc | None:
+        """One set of settings measured: its quick capacity, or its req/s at the level; None: stopped."""
+        began = self.clock()
+        pr = self.prober(label, params, start)
+        if self.tune.clients is not None:
+            probed = pr.probe(self.tune.clients)
+            if probed is None:
+                return None
+            rec = pr.trials(self.tune.clients)[-1]
+            rps = rec["result"]["rps"] if rec.get("result") else None
+            return self._trial(label, params, "complete" if probed.met is not None else "failed", rps, probed.met,
+                               probed.client_bound, began, f"{_rps(rps)} at {self.tune.clients:,} clients: "
+                               f"{probed.text}")
+        said: dict[int, Probed] = {}
+
+        def probe(level: int) -> Probed | None:
+            p = pr.probe(level)
+            if p is not None:
+                said[level] = p
+            return p
+
+        def as_probed(level: int) -> Confirmed:  # while tuning a probe stands alone: no confirmation trials
+            p = said[level]
+            return Confirmed(level, "met" if p.met else "missed", 1, [], "the client" if p.client_bound else None)
+
+        found = search(Plan(start, self.cap.max, self.cap.max_reason, self.cap.resolution, self.cap.factor),
+                       probe, as_probed)
+        if found.kind == "interrupted":
+            return None
+        self.cap_doc["servers"][label] = pr.server_doc(found)
+        self.sweep.writer.set_capacity(self.cap_doc)
+        return self._trial(label, params, "failed" if found.kind == "failed" else "complete", _value(found),
+                           None, found.kind in ("at_least", "not_reached"), began,
+                           self.cap_doc["servers"][label]["text"].split(": ", 1)[-1])
+
+    def _trial(self, label: str, params: dict[str, Any], state: Any, value: float | None, met: bool | None,
+               bound: bool, began: float, text: str) -> TuneTrialDoc:
+        return TuneTrialDoc(number=-1, label=label, params=params, state=state, value=value, met=met,
+                            client_bound=bound, seconds=round(self.clock() - began, 1), text=text)
+
+    def keep(self, trial: TuneTrialDoc) -> None:
+        self.doc["trials"].append(trial)
+        self.sweep.writer.set_tune(self.doc)
+        self.sweep.progress.say(f"{'':>4}{_name(trial)}: {settings_text(trial['params'])} -> {trial['text']}")
+
+    # --- the study ----------------------------------------------------------------------------------
+
+    def baseline(self) -> TuneTrialDoc | None:
+        """The settings the study starts from, measured first (once: a resumed study has it)."""
+        done = [t for t in self.doc["trials"] if t["number"] == -1]
+        if done:
+            return done[0]
+        self.sweep.progress.say(f"baseline {self.tune.base_label}: {settings_text(self.defaults())}")
+        t = self.measure(self.tune.base_label, {}, self.cap.start)
+        if t is not None:
+            self.keep({**t, "params": self.defaults()})
+        return self.doc["trials"][-1] if t is not None else None
+
+    def defaults(self) -> dict[str, Any]:
+        """The baseline's value of each parameter."""
+        effective = self.stack.effective(self.base_settings)
+        return {p.key: effective[p.key] for p in self.tune.params}
+
+    def feasible(self, params: dict[str, Any]) -> str | None:
+        """Why the stack refuses these settings (its own checks), or None."""
+        try:
+            self.stack.effective({**self.base_settings, **params})
+        except ConfigError as e:
+            return "; ".join(e.errors or [str(e)])
+        return None
+
+    def out_of_time(self, measured: list[TuneTrialDoc]) -> bool:
+        """Whether another trial and the comparison would go past the budget."""
+        if self.tune.budget_s is None:
+            return False
+        each = sum(t["seconds"] for t in measured) / len(measured) if measured else 0.0
+        compare = 2 * self.cap.confirm * (self.cap.probe_time + self.base.warmup + 4)
+        return self.clock() - self.started + each + compare > self.tune.budget_s
+
+    def study(self, optuna: Any, base: TuneTrialDoc) -> RunStatus:
+        """Ask, check, measure, tell; until the trials or the budget are spent."""
+        storage = optuna.storages.JournalStorage(
+            optuna.storages.journal.JournalFileBackend(str(self.sweep.writer.path / STUDY)))
+        asked = [t for t in self.doc["trials"] if t["number"] >= 0]
+        startup = max(3, min(10, (self.tune.trials or 12) // 3))
+        seed = None if self.tune.seed is None else self.tune.seed + len(asked)
+        sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
+        self.doc["sampler"] = (f"Optuna {optuna.__version__} TPE, the first {startup} trials at random"
+                               + ("" if seed is None else f", seed {self.tune.seed}"))
+        study = optuna.create_study(study_name="tune", storage=storage, direction="maximize", sampler=sampler,
+                                    load_if_exists=True)
+        dists = {p.key: _distribution(optuna, p) for p in self.tune.params}
+        defaults = self.defaults()
+        if not study.trials and base["value"] is not None and all(p.holds(defaults[p.key]) for p in self.tune.params):
+            study.add_trial(optuna.trial.create_trial(params=defaults, distributions=dists, value=base["value"],
+                                                      constraints={"target": _violation(base)}))
+        wanted = self.tune.trials
+        measured = [t for t in asked if t["state"] == "complete"]
+        goal = len(measured) + wanted if wanted is not None else None
+        for _ in range(ASKS * (wanted or 100)):
+            if goal is not None and len(measured) >= goal or self.out_of_time([base, *measured]):
+                break
+            if self.sweep.stopper.requested:
+                self.sweep.problems.append("stopped before the next trial of the study")
+                return "interrupted"
+            ot = study.ask(dists)
+            params = {p.key: ot.params[p.key] for p in self.tune.params}
+            label = self.tune.trial_label(ot.number)
+            same = next((t for t in [base, *measured] if t["params"] == params), None)
+            if same is not None and same["value"] is not None:
+                self._tell(study, ot, same)
+                self.keep({**self._trial(same["label"], params, "repeat", same["value"], same["met"],
+                                         same["client_bound"], self.clock(), f"as {_name(same)}: not run again"),
+                           "number": ot.number})
+                continue
+            why = self.feasible(params)
+            if why is not None:
+                study.tell(ot, state=optuna.trial.TrialState.PRUNED)
+                self.keep({**self._trial("", params, "pruned", None, None, False, self.clock(),
+                                         f"pruned before it ran: {why}"), "number": ot.number})
+                continue
+            t = self.measure(label, params, self._start(base))
+            if t is None:
+                study.tell(ot, state=optuna.trial.TrialState.FAIL)
+                self.sweep.problems.append(f"stopped during trial {ot.number} of the study")
+                return "interrupted"
+            t["number"] = ot.number
+            if t["state"] == "complete" and t["value"] is not None:
+                self._tell(study, ot, t)
+                measured.append(t)
+            else:
+                study.tell(ot, state=optuna.trial.TrialState.FAIL)
+            self.keep(t)
+        self.doc["importance"] = _importance(optuna, study)
+        return "complete"
+
+    def _tell(self, study: Any, ot: Any, t: TuneTrialDoc) -> None:
+        ot.set_constraint("target", _violation(t))  # TPE prefers settings that meet the target (c-TPE)
+        study.tell(ot, t["value"])
+
+    def _start(self, base: TuneTrialDoc) -> int:
+        """Where a trial's search starts: half the baseline's capacity (fewer probes than from --start)."""
+        if self.tune.clients is not None or not base["value"]:
+            return self.cap.start
+        return max(self.cap.start, min(self.cap.max, int(base["value"]) // 2))
+
+    # --- the best against the baseline ---------------------------------------------------------------
+
+    def best(self) -> TuneTrialDoc | None:
+        ok = [t for t in self.doc["trials"] if t["state"] == "complete" and t["value"] is not None
+              and (self.tune.clients is None or t["met"])]
+        return max(ok, key=lambda t: (t["value"], -t["number"]), default=None)
+
+    def compare(self, base: TuneTrialDoc, best: TuneTrialDoc) -> TuneGainDoc | None:
+        """Both at the best's level, alternately, until each has `confirm` trials there; None: stopped."""
+        level = self.tune.clients or int(best["value"] or 0)
+        sides = [self.probers.get(base["label"]) or self.prober(base["label"], {}, level),
+                 self.probers.get(best["label"]) or self.prober(best["label"], best["params"], level)]
+        self.sweep.progress.say(f"comparing {best['label']} with {base['label']} at {level:,} {self.cap.unit}, "
+                                f"{self.cap.confirm} trials each")
+        for i in range(2 * self.cap.confirm):
+            for pr in sides if i % 2 == 0 else sides[::-1]:
+                if len(pr.measured(level)) < self.cap.confirm and pr.trial(level) is None:
+                    return None
+        b, w = (self._side(pr, level) for pr in sides)
+        return _gain(level, b, w, base, best, self.tune.objective, self.cap.unit)
+
+    def _side(self, pr: Prober, level: int) -> TuneSideDoc:
+        from ..report.tables import Estimate
+
+        trials = pr.measured(level)
+        c = confirm_level(self.cap.target, level, trials)
+        e = Estimate.of([t["result"]["rps"] for t in trials])
+        shown = e.text() + " req/s"
+        return TuneSideDoc(label=pr.label, n=c.n, verdict=c.verdict,
+                           checks=[{"check": x.check, "mean": x.mean, "low": x.low, "high": x.high, "n": x.n,
+                                    "verdict": x.verdict, "shown": x.shown} for x in c.checks],
+                           rps={"check": "rps", "mean": e.mean, "low": e.low, "high": e.high, "n": e.n,
+                                "verdict": "unsure", "shown": shown})
+
+    def conclude(self, status: RunStatus) -> RunStatus:
+        """The best, its gain over the baseline and its ready block, stored."""
+        base = next((t for t in self.doc["trials"] if t["number"] == -1), None)
+        best = self.best()
+        doc = self.doc
+        if base is None or best is None:
+            doc["text"] = "no trial measured a value: nothing to compare"
+            self.sweep.writer.set_tune(doc)
+            return status
+        doc["best"] = best["number"]
+        doc["block"] = ready_block(self.tune.stack, {**self.base_settings, **best["params"]})
+        ended = status == "complete" and not self.sweep.stopper.requested
+        if ended and best is base:
+            doc["text"] = (f"the baseline ({settings_text(self.defaults())}) held the most: {_valued(base, doc)}; "
+                           f"no setting tried did better")
+        elif ended:
+            gain = self.compare(base, best)
+            doc["gain"] = gain
+            doc["text"] = gain["text"] if gain else "stopped while comparing the best with the baseline"
+            if gain is None:
+                status = "interrupted"
+        else:
+            n = sum(1 for t in doc["trials"] if t["number"] >= 0 and t["state"] == "complete")
+            doc["text"] = (f"stopped after {n} trial{'' if n == 1 else 's'} of the study; best so far: "
+                           f"{settings_text(best['params'])}, {_valued(best, doc)} (not compared with the baseline)")
+        self.sweep.writer.set_tune(doc)
+        return status
+
+
+def run_tune(spec: RunSpec, cap: CapacitySpec, tune: TuneSpec, progress: SweepHooks | None = None,
+             stopper: Stopper | None = None, fleet: Fleet | None = None, resume: str | None = None) -> SweepOutcome:
+    """A study in a results folder of its own (or, `resume`, the one it was stored in); nothing left running."""
+    progress = progress or SweepHooks()
+    check_limits(cap.probe_spec(spec, tune.clients or cap.max))  # the most it may ask of this machine, up front
+    spec = spec if resume else default_pinning(spec, progress.say)
+    with dockerhost.answering(spec.docker()):
+        sweep = open_sweep(spec, progress, stopper or Stopper(), None, fleet, kind="tune", reopen=resume)
+    progress.say(f"results: {sweep.writer.path}")
+    return conclude(sweep, lambda: run_study(sweep, cap, tune))
+
+
+def run_study(sweep: Sweep, cap: CapacitySpec, tune: TuneSpec, run: TrialRunner | None = None) -> RunStatus:
+    """The whole study in an open sweep (`runner.conclude` removes what is left and ends the folder)."""
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    tuner = Tuner(sweep, cap, tune, run)
+    base = tuner.baseline()
+    if base is None:
+        return tuner.conclude("interrupted")
+    if base["value"] is None:
+        sweep.problems.append(f"the baseline measured nothing: {base['text']}")
+        return tuner.conclude("failed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        status = tuner.study(optuna, base)
+    return tuner.conclude(status)
+
+
+# --- small pure pieces ---------------------------------------------------------------------------
+
+
+def _value(found: Found) -> float | None:
+    if found.kind in ("capacity", "at_least", "not_reached") and found.level is not None:
+        return float(found.level)
+    return 0.0 if found.kind == "below_start" else None
+
+
+def _violation(t: TuneTrialDoc) -> float:
+    """Optuna's constraint (<= 0: feasible): the target missed at the level is infeasible."""
+    return 1.0 if t["met"] is False else -1.0
+
+
+def _distribution(optuna: Any, p: Param) -> Any:
+    if p.choices:
+        return optuna.distributions.CategoricalDistribution(list(p.choices))
+    return optuna.distributions.IntDistribution(p.low, p.high, log=p.log)
+
+
+def _importance(optuna: Any, study: Any) -> dict[str, float]:
+    """How much each parameter decides whether a trial is among the best (PED-ANOVA); {} with too few trials."""
+    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = optuna.importance.get_param_importances(study, evaluator=evaluator)
+    except (RuntimeError, ValueError, ZeroDivisionError):
+        return {}
+    return {k: round(float(v), 3) for k, v in found.items()}
+
+
+def _rps(v: float | None) -> str:
+    return "nothing measured" if v is None else f"{v:,.0f} req/s"
+
+
+def _name(t: TuneTrialDoc) -> str:
+    return "baseline" if t["number"] == -1 else f"trial {t['number']}"
+
+
+def _valued(t: TuneTrialDoc, doc: TuneDoc) -> str:
+    if t["value"] is None:
+        return "no value"
+    v = f"{t['value']:,.0f} {doc['unit']}"
+    return f"at least {v} (client-bound)" if t["client_bound"] else v
+
+
+def _gain(level: int, base: TuneSideDoc, best: TuneSideDoc, t0: TuneTrialDoc, t1: TuneTrialDoc, objective: str,
+          unit: str) -> TuneGainDoc:
+    """Whether the best beats the baseline at the level, in words, with the figures that decide it."""
+    if objective == "capacity":
+        v0, v1 = t0["value"] or 0.0, t1["value"] or 0.0
+        gain = v1 / v0 - 1 if v0 else None
+        head = f"{settings_text(t1['params'])} holds {v1:,.0f} {unit} against the baseline's {v0:,.0f}"
+        if best["verdict"] == "met" and base["verdict"] == "missed":
+            verdict, why = "better", (f"at {level:,} {unit} the best meets the target over {best['n']} trials and "
+                                      f"the baseline misses it")
+        elif "unsure" in (best["verdict"], base["verdict"]):
+            verdict, why = "unsure", f"at {level:,} {unit} an interval straddles the target (more --confirm trials)"
+        else:
+            verdict, why = "not better", (f"at {level:,} {unit} the best {best['verdict']} the target and the "
+                                          f"baseline {base['verdict']} it over {best['n']} trials each")
+    else:
+        r0, r1 = base["rps"], best["rps"]
+        gain = r1["mean"] / r0["mean"] - 1 if r0["mean"] and r1["mean"] is not None else None
+        head = (f"{settings_text(t1['params'])} gives {r1['shown']} at {level:,} clients against the baseline's "
+                f"{r0['shown']}")
+        if best["verdict"] == "met" and base["verdict"] == "missed":
+            verdict, why = "better", "the best meets the target there and the baseline misses it"
+        elif best["verdict"] == "missed":
+            verdict, why = "not better", "the best misses the target there"
+        elif None not in (r0["high"], r1["low"]) and r1["low"] > r0["high"]:  # type: ignore[operator]
+            verdict, why = "better", "the 95 % intervals do not overlap"
+        elif None not in (r0["low"], r1["high"]) and r1["high"] < r0["low"]:  # type: ignore[operator]
+            verdict, why = "not better", "the baseline's interval lies above the best's"
+        else:
+            verdict, why = "unsure", "the 95 % intervals overlap"
+    pct = "" if gain is None else f" ({gain:+.0%})"
+    return TuneGainDoc(level=level, base=base, best=best, gain=gain, verdict=verdict,  # type: ignore[typeddict-item]
+                       text=f"{verdict}: {head}{pct}; {why}")

@@ -1,0 +1,215 @@
+"""`loadcmp tune` without Docker: the study driven through the trial machinery on a model server whose
+capacity depends on its settings (`tests/helpers/fakeprobe.py`), its parameters and bad inputs, pruning,
+resuming, Ctrl-C, the report."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from helpers.fakeprobe import Model
+from loadcmp.cli import cli
+from loadcmp.errors import ConfigError, UsageError
+from loadcmp.experiment.spec import RunSpec
+from loadcmp.experiment.tune import parse_param, tune_spec
+from loadcmp.lab import stacks
+from loadcmp.store.writer import RunWriter, new_run_doc
+from loadcmp.sweep.trial import Planned, Sweep
+
+SLO = "p99<500ms, failed_rate<1%"
+NGINX = stacks.get_stack("nginx")
+
+
+# --- parameters -----------------------------------------------------------------------------------
+
+
+def test_a_range_is_whole_numbers_searched_on_a_log_scale_when_it_spans_ten_times():
+    p = parse_param("fpm.max_children=5..200", NGINX)
+    assert (p.key, p.low, p.high, p.log) == ("fpm.max_children", 5, 200, True)
+    assert not parse_param("fpm.max_children=50..200", NGINX).log
+    assert p.holds(5) and p.holds(200) and not p.holds(201) and "log scale" in p.describe()
+
+
+def test_a_list_is_values_as_set_takes_them():
+    p = parse_param("fpm.pm=static,dynamic,static", NGINX)
+    assert p.choices == ("static", "dynamic") and p.holds("static") and not p.holds("ondemand")
+
+
+@pytest.mark.parametrize("text, needle", [
+    ("fpm.max_childs=5..10", "not a setting of stack nginx"),
+    ("max_children=5..10", "did you mean fpm.max_children"),
+    ("fpm.pm=1..5", "fpm.pm is not a number; list its values"),
+    ("fpm.max_children=50..5", "the range must go up"),
+    ("fpm.max_children=5", "give a range LOW..HIGH or two values or more"),
+    ("fpm.pm=static,forever", "expected one of"),
+    ("fpm.max_children", "expected KEY=LOW..HIGH or KEY=A,B"),
+])
+def test_a_bad_param_says_what_is_wrong(text, needle):
+    with pytest.raises(UsageError) as e:
+        parse_param(text, NGINX)
+    assert needle in str(e.value)
+
+
+def test_the_file_table_then_the_flags_and_every_problem_at_once():
+    t = tune_spec("nginx", NGINX, {"params": {"fpm.max_children": "5..50", "fpm.pm": ["static", "dynamic"]},
+                                   "budget": "10m", "clients": 200},
+                  {"params": ("fpm.max_children=10..100",), "trials": None, "budget": None, "clients": None,
+                   "seed": 3})
+    assert [p.text for p in t.params] == ["fpm.max_children=10..100", "fpm.pm=static,dynamic"]
+    assert (t.trials, t.budget_s, t.clients, t.seed, t.objective) == (None, 600.0, 200, 3, "rps")
+    with pytest.raises(ConfigError) as e:
+        tune_spec("nginx", NGINX, {"params": {"nope": "1..2"}, "trial": 3, "clients": 0}, {})
+    assert len(e.value.errors) == 3
+    with pytest.raises(UsageError, match="nothing to tune"):
+        tune_spec("nginx", NGINX, {}, {})
+
+
+# --- the study on a model server -----------------------------------------------------------------
+
+
+class Tuned(Model):
+    """A server whose capacity peaks at fpm.max_children 40: 400 clients, against 295 at Debian's 5."""
+
+    def __call__(self, sweep: Sweep, p: Planned) -> Any:
+        children = NGINX.effective(sweep.spec.settings_for(p.label))["fpm.max_children"]
+        self.capacity[p.server] = max(20, 400 - 3 * abs(children - 40))
+        return super().__call__(sweep, p)
+
+
+@pytest.fixture()
+def model(monkeypatch):
+    """The command as it is, on the model server: the sweep opens (or reopens) a folder, not an engine."""
+    from loadcmp.sweep import runner, tune
+
+    def open_sweep(spec: RunSpec, progress: Any, stopper: Any, images: Any, fleet: Any, kind: str,
+                   reopen: str | None = None) -> Sweep:
+        doc = new_run_doc("tune", spec.name or "tune", spec.to_dict(), {"cores": 2}, "test")
+        writer = RunWriter.reopen(reopen) if reopen else RunWriter.create(spec.out, spec.name or "tune", doc)
+        return Sweep(spec, None, {}, "run-test", writer, stopper, progress)
+
+    m = Tuned({})
+    monkeypatch.setattr(tune, "open_sweep", open_sweep)
+    monkeypatch.setattr(tune, "run_trial", m)
+    monkeypatch.setattr(runner, "clean_up", lambda sweep: None)
+    return m
+
+
+def tune_cli(*args: str) -> Any:
+    return CliRunner().invoke(cli, ["tune", "--server", "nginx", "--slo", SLO, "--seed", "7", *args])
+
+
+def test_the_study_finds_settings_that_hold_more_than_the_defaults_and_says_by_how_much(model, tmp_path):
+    res = tune_cli("--param", "fpm.max_children=5..100", "--trials", "8", "--out", str(tmp_path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    base = doc["trials"][0]
+    assert base["number"] == -1 and base["label"] == "nginx-base" and base["params"] == {"fpm.max_children": 5}
+    assert 270 <= base["value"] <= 295  # the defaults' quick capacity (to the 10 % resolution)
+    complete = [t for t in doc["trials"] if t["number"] >= 0 and t["state"] == "complete"]
+    assert len(complete) == 8
+    best = doc["best"]
+    assert best["value"] > base["value"] * 1.15 and 20 <= best["params"]["fpm.max_children"] <= 60
+    gain = doc["gain"]
+    assert gain["verdict"] == "better" and gain["gain"] > 0.15 and gain["level"] == int(best["value"])
+    assert gain["best"]["verdict"] == "met" and gain["base"]["verdict"] == "missed"
+    assert gain["best"]["n"] == gain["base"]["n"] == 3
+    assert f'"fpm.max_children" = {best["params"]["fpm.max_children"]}' in doc["block"]
+    assert doc["block"].startswith('[variants.tuned]\nstack = "nginx"')
+    (folder,) = tmp_path.iterdir()
+    run = json.loads((folder / "run.json").read_text())
+    assert run["kind"] == "tune" and run["status"] == "complete" and (folder / "study.log").stat().st_size > 0
+    for t in complete:  # each trial ran on servers of its own, with its own settings, its search stored
+        assert t["label"] in run["servers"]
+        assert run["capacity"]["servers"][t["label"]]["kind"] in ("capacity", "at_least")
+    # the comparison alternates the two (A B A B) at one level
+    at = [t["server"] for t in run["trials"] if t["level"] == gain["level"] and t["server"] in
+          (base["label"], best["label"])]
+    assert at[-4:] in ([base["label"], best["label"]] * 2, [best["label"], base["label"]] * 2) or len(set(at)) == 2
+
+
+def test_settings_the_stack_refuses_are_pruned_before_anything_starts(model, tmp_path):
+    res = tune_cli("--param", "fpm.max_children=1..4", "--trials", "2", "--out", str(tmp_path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    pruned = [t for t in doc["trials"] if t["state"] == "pruned"]
+    assert pruned and all(t["params"]["fpm.max_children"] < 3 for t in pruned)
+    assert all("max_spare_servers (3) exceeds max_children" in t["text"] and t["label"] == "" for t in pruned)
+    ran = {p.label for p in model.runs}
+    assert not any(f"nginx-t{t['number']}" in ran for t in pruned)
+
+
+def test_a_study_is_resumed_in_its_folder_with_more_trials(model, tmp_path):
+    assert tune_cli("--param", "fpm.max_children=5..100", "--trials", "3", "--out", str(tmp_path)).exit_code == 0
+    (folder,) = tmp_path.iterdir()
+    first = json.loads((folder / "run.json").read_text())
+    runs = len(model.runs)
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(folder), "--trials", "2", "--json"])
+    assert res.exit_code == 0, res.output
+    run = json.loads((folder / "run.json").read_text())
+    numbers = [t["number"] for t in run["tune"]["trials"] if t["state"] == "complete"]
+    assert len(numbers) == 6 and numbers[0] == -1 and len(set(numbers)) == 6  # baseline + 3 + 2, none twice
+    assert len(run["trials"]) > len(first["trials"]) and not any(p.label == "nginx-base" and p.level == 10
+                                                                 for p in model.runs[runs:])
+    assert list(tmp_path.iterdir()) == [folder]
+
+
+@pytest.mark.parametrize("args, needle", [
+    ([], "nothing to tune"),
+    (["--param", "fpm.max_children=5..10", "--server", "apache-prefork"], "tune takes one server"),
+    (["--param", "fpm.max_children=5..10", "-c", "10,20"], "give one level"),
+    (["--param", "fpm.max_children=5..10", "--reuse-server"], "fresh servers"),
+    (["--param", "fpm.max_children=5..10", "-t", "10s"], "a probe lasts --probe-time"),
+    (["--param", "prefork.MaxRequestWorkers=5..10"], "not a setting of stack nginx"),
+])
+def test_bad_inputs_are_one_line_and_exit_2(args, needle):
+    res = tune_cli(*args)
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_resume_takes_only_more_trials_or_budget(tmp_path):
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path), "--param", "fpm.max_children=5..10"])
+    assert res.exit_code == 2 and "give only --trials or --budget" in res.output and "--param" in res.output
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path / "nowhere")])
+    assert res.exit_code != 0 and "no results folder there" in res.output
+    (tmp_path / "run.json").write_text(json.dumps({"kind": "run", "status": "complete"}))
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path)])
+    assert res.exit_code == 2 and "not the folder of a `loadcmp tune` study" in res.output
+
+
+def test_ctrl_c_mid_study_keeps_the_trials_and_exits_130(model, tmp_path):
+    model.interrupt_at = 14  # past the baseline's search, inside the study
+    res = tune_cli("--param", "fpm.max_children=5..100", "--trials", "6", "--out", str(tmp_path))
+    assert res.exit_code == 130, res.output
+    (folder,) = tmp_path.iterdir()
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "interrupted" and len(run["trials"]) == 14
+    assert run["tune"]["trials"][0]["number"] == -1 and run["tune"]["gain"] is None
+    assert "not compared" in run["tune"]["text"] or "best so far" in run["tune"]["text"]
+
+
+def test_by_requests_per_second_at_a_level_only_settings_that_meet_the_target_count(model, tmp_path):
+    res = tune_cli("--param", "fpm.max_children=5..100", "--trials", "6", "-c", "330", "--out", str(tmp_path),
+                   "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    assert doc["objective"] == "rps" and doc["unit"] == "req/s" and doc["clients"] == 330
+    assert doc["trials"][0]["met"] is False  # Debian's 5 children hold 295 clients, not 330
+    assert doc["best"]["met"] is True and doc["gain"]["verdict"] == "better"
+    assert {t["level"] for t in json.loads((next(tmp_path.iterdir()) / "run.json").read_text())["trials"]} == {330}
+
+
+def test_the_report_opens_with_the_study_and_draws_its_history(model, tmp_path):
+    assert tune_cli("--param", "fpm.max_children=5..100", "--trials", "4", "--out", str(tmp_path / "r")
+                    ).exit_code == 0
+    (folder,) = (tmp_path / "r").iterdir()
+    res = CliRunner().invoke(cli, ["report", str(folder), "--out", str(tmp_path / "rep"), "--format", "html,md,png"])
+    assert res.exit_code == 0, res.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert md.index("## Tuning") < md.index("## Capacity") < md.index("## Findings")
+    assert "[variants.tuned]" in md and "PED-ANOVA" in md and "| base |" in md
+    assert (tmp_path / "rep" / "0-tune.png").stat().st_size > 10_000
+    assert "a tuning study" in (tmp_path / "rep" / "report.html").read_text()
