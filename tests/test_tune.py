@@ -213,3 +213,35 @@ def test_the_report_opens_with_the_study_and_draws_its_history(model, tmp_path):
     assert "[variants.tuned]" in md and "PED-ANOVA" in md and "| base |" in md
     assert (tmp_path / "rep" / "0-tune.png").stat().st_size > 10_000
     assert "a tuning study" in (tmp_path / "rep" / "report.html").read_text()
+
+
+# --- on real servers ---------------------------------------------------------------------------------
+
+
+@pytest.mark.docker
+def test_a_short_study_on_real_nginx_prunes_measures_compares_and_leaves_nothing(tmp_path, images, docker_client):
+    """Two trials by req/s at 20 clients, 1 s probes: each on its own fresh servers, every request a 200,
+    the comparison A B A B, the study's journal beside, no container left."""
+    from loadcmp.lab import containers as lab
+
+    res = CliRunner().invoke(cli, [
+        "tune", "--server", "nginx", "--param", "fpm.max_children=1..30", "--slo", "failed_rate<1%", "-c", "20",
+        "--trials", "2", "--seed", "3", "--probe-time", "1s", "--warmup", "0", "--confirm", "2", "--out",
+        str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    tune = doc["tune"]
+    measured = [t for t in tune["trials"] if t["state"] == "complete"]
+    assert len(measured) == 3 and measured[0]["label"] == "nginx-base"  # the baseline and two trials
+    assert all(t["value"] > 0 and t["met"] for t in measured)
+    assert all(r["failed"] == 0 and r["ok"] > 0 for r in doc["results"])
+    assert tune["gain"]["base"]["n"] == tune["gain"]["best"]["n"] == 2 and tune["gain"]["level"] == 20
+    assert tune["block"].startswith('[variants.tuned]\nstack = "nginx"')
+    (folder,) = tmp_path.iterdir()
+    run = json.loads((folder / "run.json").read_text())
+    for t in measured:  # each label started with its own settings: its php-fpm.conf says so
+        fpm = next(v for k, v in run["servers"][t["label"]]["configs"].items() if k.endswith("php-fpm.conf"))
+        assert f"pm.max_children = {t['params']['fpm.max_children']}" in fpm
+    assert not any(f"nginx-t{t['number']}" in run["servers"] for t in tune["trials"] if t["state"] == "pruned")
+    assert (folder / "study.log").stat().st_size > 0
+    assert lab.labelled(docker_client) == []

@@ -69,9 +69,10 @@ def capacity_lines(res: Results) -> list[str]:
     """The search in words: what was asked, each label's sentence and its notes."""
     searches = {id(s): s for s, _ in res.capacity.values()}
     out = [f"Target {s['target']}, by {s['unit']}: from {s['start']:,}, x{s['factor']:g} until a {s['probe_s']:g} s "
-           f"probe missed, then halved to {s['resolution']:.0%}; {s['confirm']} trials confirmed the level found and "
-           f"the one above (95 % intervals). It could go up to {s['max']:,}: {s['max_reason']}."
-           for s in searches.values()]
+           f"probe missed, then halved to {s['resolution']:.0%}; " + (
+               f"{s['confirm']} trials confirmed the level found and the one above (95 % intervals)" if s["confirm"]
+               else "each probe judged alone, as a tuning study's trials are (no confirmation trials)")
+           + f". It could go up to {s['max']:,}: {s['max_reason']}." for s in searches.values()]
     for label, (_, doc) in res.capacity.items():
         out.append(doc["text"])
         out += [f"{label}: {n}" for n in doc["notes"]]

@@ -65,8 +65,10 @@ def tune_lines(res: Results) -> list[str]:
             counts[t["state"]] = counts.get(t["state"], 0) + 1
     ran = ", ".join(f"{n} {state}" for state, n in counts.items()) or "none"
     out = [f"Tuned {doc['server']} ({doc['stack']}) for {what}, over "
-           f"{'; '.join(p['text'] for p in doc['params'])}. {doc['sampler']}. Trials: {ran}; each on fresh servers, "
-           "a trial's probes judged alone; settings the stack refuses are pruned before anything starts.",
+           f"{'; '.join(p['text'] for p in doc['params'])}. {doc['sampler']}. Trials: {ran}; each on fresh servers"
+           + (", its search starting at half the baseline's capacity, each probe judged alone"
+              if doc["objective"] == "capacity" else ", one probe each")
+           + "; settings the stack refuses are pruned before anything starts.",
            doc["text"] or "the study has no answer yet"]
     if doc["importance"]:
         shares = ", ".join(f"{k} {v:.0%}" for k, v in sorted(doc["importance"].items(), key=lambda kv: -kv[1]))
