@@ -130,6 +130,20 @@ def test_the_study_finds_settings_that_hold_more_than_the_defaults_and_says_by_h
     assert at[-4:] in ([base["label"], best["label"]] * 2, [best["label"], base["label"]] * 2) or len(set(at)) == 2
 
 
+def test_an_experiment_files_tune_table_is_the_study(model, tmp_path):
+    exp = tmp_path / "t.toml"
+    exp.write_text('servers = ["nginx"]\n[capacity]\nslo = "p99<500ms"\n[tune]\n'
+                   'params = { "fpm.max_children" = "10..60" }\ntrials = 2\nseed = 1\n')
+    res = CliRunner().invoke(cli, ["tune", str(exp), "--out", str(tmp_path / "r"), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    assert [p["text"] for p in doc["params"]] == ["fpm.max_children=10..60"] and doc["target"] == "p99<500ms"
+    assert len([t for t in doc["trials"] if t["number"] >= 0 and t["state"] == "complete"]) == 2
+    exp.write_text('servers = ["nginx"]\n[tune]\nparams = { "fpm.max_children" = "10..60" }\nrounds = 2\n')
+    res = CliRunner().invoke(cli, ["tune", str(exp), "--slo", SLO])
+    assert res.exit_code == 2 and "t.toml: [tune] has unknown key(s) rounds" in res.output
+
+
 def test_settings_the_stack_refuses_are_pruned_before_anything_starts(model, tmp_path):
     res = tune_cli("--param", "fpm.max_children=1..4", "--trials", "2", "--out", str(tmp_path), "--json")
     assert res.exit_code == 0, res.output

@@ -170,6 +170,7 @@ KEYS: dict[str, str] = {
     "findings": "findings",
     "smoke": "table",
     "capacity": "table",
+    "tune": "table",
 }
 """The keys an experiment file may have, and their types."""
 
@@ -228,7 +229,7 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
             fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
         elif key == "configs":
             fields["configs"] = ownconfig.from_tables(conv, p.parent)
-        elif key in ("smoke", "capacity"):  # read by their commands (`loadcmp smoke`, `loadcmp capacity`)
+        elif key in ("smoke", "capacity", "tune"):  # read by their commands (`loadcmp smoke`, `capacity`, `tune`)
             extra[key] = conv
         elif key == "variants":
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
