@@ -323,3 +323,15 @@ def test_a_capacity_finding_on_a_run_is_inconclusive_and_a_level_is_refused():
     with pytest.raises(UsageError, match="measure different things"):
         parse_check("nginx:capacity > 2 * apache-prefork:rps")
     assert parse_check("nginx:p99@50 < 100ms").left.q == 99  # p99 is p(99) in findings too
+
+
+def test_table_1_names_the_level_of_a_search_by_rate_the_offered_rate(tmp_path):
+    from loadcmp.report.tables import long_form, table1
+
+    spec = RunSpec(servers=("nginx",), duration=5.0, schedule="rate", rate=10.0)
+    path = search_folder(Model({"nginx": 300}), spec, cap_spec(unit="requests/s"), tmp_path)
+    header, rows = table1(load_results(path))
+    assert header[0] == ("", "offered req/s")
+    assert long_form(header, rows, ["nginx"])[0][0] == "offered req/s"
+    path = search_folder(Model({"nginx": 300}), RunSpec(servers=("nginx",), duration=5.0), cap_spec(), tmp_path)
+    assert table1(load_results(path))[0][0] == ("", "clients")

@@ -226,7 +226,9 @@ def table1(res: Results) -> tuple[list[tuple[str, str]], list[list[str]]]:
     memory = any(metrics_of(t).get("mem_peak_bytes") for t in res.trials)
     what = ["ok / failed", *([WEBBENCH_COLUMN] if webbench else []), "req/s", *([PER_CORE_COLUMN] if cores else []),
             P99_COLUMN, *(["mem peak"] if memory else [])]
-    header = [("", "clients")] + [(s, w) for s in servers for w in what]
+    # a capacity search by rate chose rates: its level is the offered rate, not a number of clients
+    by_rate = any(doc["unit"] == "requests/s" for doc, _ in res.capacity.values())
+    header = [("", "offered req/s" if by_rate else "clients")] + [(s, w) for s in servers for w in what]
     rows = []
     for level in res.levels:
         row = [f"{level:,}"]
@@ -261,7 +263,7 @@ def long_form(header: list[tuple[str, str]], rows: list[list[str]], servers: lis
     """Table 1 with one row per level and server, for more servers than a page is wide:
     columns clients, server, then each server's columns once."""
     per = (len(header) - 1) // max(1, len(servers))
-    cols = ["clients", "server", *(w for _, w in header[1:1 + per])]
+    cols = [header[0][1], "server", *(w for _, w in header[1:1 + per])]
     out = [[row[0], server, *row[1 + i * per:1 + (i + 1) * per]] for row in rows for i, server in enumerate(servers)]
     return cols, out
 
