@@ -184,7 +184,7 @@ def markdown(summary: dict[str, Any]) -> str:
         lines += [f"## {seed['name']}", ""]
         if seed.get("description"):
             lines += [seed["description"], ""]
-        lines.append(f"- file: `{seed['file']}`")
+        lines.append(f"- file: `{_shown_path(seed['file'])}`")
         if seed.get("results"):
             lines.append(f"- stored in `{seed['results']}` (run {seed.get('run_id')}, {seed.get('status')}); "
                          f"levels {', '.join(f'{lv:,}' for lv in seed.get('levels', []))}")
@@ -201,6 +201,17 @@ def markdown(summary: dict[str, Any]) -> str:
                       f"{_cell('<br>'.join(c['causes']) or 'the servers logged none')} |" for c in seed["claims"]]
             lines.append("")
     return "\n".join(lines)
+
+
+def _shown_path(file: str) -> str:
+    """A write-up's file as the page names it: from the project's folder when it is there (the page is read
+    beside the code, on any machine)."""
+    from ..lab.model import project_root
+
+    try:
+        return str(Path(file).resolve().relative_to(project_root().resolve()))
+    except ValueError:
+        return file
 
 
 def _cell(text: str) -> str:

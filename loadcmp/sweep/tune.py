@@ -124,10 +124,10 @@ class Tuner:
 
         found = search(Plan(start, self.cap.max, self.cap.max_reason, self.cap.resolution, self.cap.factor),
                        probe, as_probed)
+        self.cap_doc["servers"][label] = pr.server_doc(found)  # an interrupted search's probes too
+        self.sweep.writer.set_capacity(self.cap_doc)
         if found.kind == "interrupted":
             return None
-        self.cap_doc["servers"][label] = pr.server_doc(found)
-        self.sweep.writer.set_capacity(self.cap_doc)
         return self._trial(label, params, "failed" if found.kind == "failed" else "complete", _value(found),
                            None, found.kind in ("at_least", "not_reached"), began,
                            self.cap_doc["servers"][label]["text"].split(": ", 1)[-1])
