@@ -144,6 +144,23 @@ def test_an_experiment_files_tune_table_is_the_study(model, tmp_path):
     assert res.exit_code == 2 and "t.toml: [tune] has unknown key(s) rounds" in res.output
 
 
+def test_settings_that_do_not_move_the_edge_leave_the_baseline_best_and_nothing_mattering(model, monkeypatch,
+                                                                                       tmp_path):
+    from loadcmp.sweep import tune
+
+    class Flat(Model):
+        def __call__(self, sweep: Sweep, p: Planned) -> Any:
+            self.capacity[p.server] = 300  # whatever the settings
+            return super().__call__(sweep, p)
+
+    monkeypatch.setattr(tune, "run_trial", Flat({}))
+    res = tune_cli("--param", "fpm.max_children=5..100", "--trials", "3", "--out", str(tmp_path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    assert doc["best"]["number"] == -1 and doc["gain"] is None and doc["importance"] == {}
+    assert "every setting tried gave the same, to the search's 10% resolution" in doc["text"]
+
+
 def test_settings_the_stack_refuses_are_pruned_before_anything_starts(model, tmp_path):
     res = tune_cli("--param", "fpm.max_children=1..4", "--trials", "2", "--out", str(tmp_path), "--json")
     assert res.exit_code == 0, res.output

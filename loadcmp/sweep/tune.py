@@ -230,8 +230,14 @@ class Tuner:
             else:
                 study.tell(ot, state=optuna.trial.TrialState.FAIL)
             self.keep(t)
-        self.doc["importance"] = _importance(optuna, study)
+        self.doc["importance"] = {} if self.tied([base, *measured]) else _importance(optuna, study)
         return "complete"
+
+    def tied(self, trials: list[TuneTrialDoc]) -> bool:
+        """Whether every capacity found lies within the search's resolution of the others: then no
+        parameter moved the edge, and an importance would rank noise."""
+        values = [t["value"] for t in trials if t["state"] == "complete" and t["value"] is not None]
+        return self.tune.clients is None and bool(values) and max(values) <= min(values) * (1 + self.cap.resolution)
 
     def _tell(self, study: Any, ot: Any, t: TuneTrialDoc) -> None:
         ot.set_constraint("target", _violation(t))  # TPE prefers settings that meet the target (c-TPE)
@@ -290,8 +296,11 @@ class Tuner:
         doc["block"] = ready_block(self.tune.stack, {**self.base_settings, **best["params"]})
         ended = status == "complete" and not self.sweep.stopper.requested
         if ended and best is base:
+            tied = self.tied(doc["trials"])
             doc["text"] = (f"the baseline ({settings_text(self.defaults())}) held the most: {_valued(base, doc)}; "
-                           f"no setting tried did better")
+                           + (f"every setting tried gave the same, to the search's {self.cap.resolution:.0%} "
+                              "resolution: these parameters do not move the edge here (see its cause)" if tied
+                              else "no setting tried did better"))
         elif ended:
             gain = self.compare(base, best)
             doc["gain"] = gain
