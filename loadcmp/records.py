@@ -98,6 +98,7 @@ class SpecDoc(TypedDict):
     stack_dirs: NotRequired[list[str]]  #: the user's stack folders (--stacks), absolute
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
+    app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
     configs: NotRequired[list[dict[str, Any]]]  #: --config: server, role, file (absolute), port, status
     trials: NotRequired[int]  #: repeats of each server x level
     ramp_up: NotRequired[float | None]
@@ -236,6 +237,7 @@ class ServerInfo(TypedDict, total=False):
     memory_bytes: int | None
     keepalive: bool
     page: str
+    app: str  #: the application it served the page from (--app); absent: the demo or the user's pages
     url: str  #: bench: the URL loaded
 
 

@@ -17,7 +17,7 @@ from loadcmp.sweep.primer import prime
 
 def dep(port: int, www: Path | None = None) -> SimpleNamespace:
     return SimpleNamespace(port=port, stack=SimpleNamespace(name="nginx"), host=SimpleNamespace(address="127.0.0.1"),
-                           plan=SimpleNamespace(www=www))
+                           plan=SimpleNamespace(www=www, app=None))
 
 
 class Page(http.server.BaseHTTPRequestHandler):

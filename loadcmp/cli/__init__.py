@@ -4,7 +4,7 @@
     types.py    click ParamTypes over loadcmp.units (durations, sizes, levels, CPU sets, rates)
     options.py  the load options shared by bench, run and smoke; server options
     display.py  live line, result tables (stderr for progress, stdout for results)
-    servers.py  servers, build, up, down
+    servers.py  servers, apps, build, up, down
     bench.py    bench URL
     run.py      run (and the sweep display, Table 1)
     capacity.py capacity (a search of short probes per server)

@@ -136,6 +136,13 @@ def www_option(f: F) -> F:
                              "--page addresses them.")(f)
 
 
+def app_option(f: F) -> F:
+    """--app NAME: an application (`loadcmp apps`) behind every chosen stack (run, capacity, smoke, up)."""
+    return click.option("--app", metavar="NAME",
+                        help="Run this application (see `loadcmp apps`) behind every server; its pages run on it "
+                             "(all of them unless --page names some), other pages without it.")(f)
+
+
 def _configs(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[dict[str, Any], ...]:
     from ..lab.ownconfig import parse_item
 
@@ -215,6 +222,7 @@ def setup_options(f: F) -> F:
         server_options,
         stacks_option,
         www_option,
+        app_option,
         config_option,
         docker_options,
         click.option("--reuse-server", is_flag=True, default=None,

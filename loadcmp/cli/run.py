@@ -222,6 +222,7 @@ def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, 
 
 def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
     """Experiment file values, then the flags the user gave, validated together."""
+    from ..experiment.apps import with_default_pages
     from ..experiment.spec import load_experiment, validate
 
     fields: dict[str, Any] = {}
@@ -241,7 +242,7 @@ def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
                 mine[label] = {**mine.get(label, {}), **values}
         else:
             fields[k] = v
-    spec = RunSpec(**fields)
+    spec = RunSpec(**with_default_pages(fields))
     return validate(spec if "duration" in fields else spec.without_time_limit())
 
 
@@ -254,6 +255,8 @@ def given_fields(load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...
         given["stack_dirs"] = dirs
     if www := flags.pop("www"):
         given["www"] = www
+    if app := flags.pop("app", None):
+        given["app"] = app
     if configs := flags.pop("configs"):
         given["configs"] = configs
     given.update(server_fields(servers, sets))

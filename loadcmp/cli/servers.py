@@ -10,8 +10,8 @@ from rich.table import Table
 
 from .app import abort_on_signals, cli, emit_json
 from .display import err, out, warn
-from .options import (DockerFlags, docker_host_option, docker_options, json_option, server_options, stacks_option,
-                      www_option, config_option)
+from .options import (DockerFlags, app_option, docker_host_option, docker_options, json_option, server_options,
+                      stacks_option, www_option, config_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, with_engine_limits
 
 
@@ -95,25 +95,32 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
 @server_options
 @stacks_option
 @www_option
+@app_option
 @config_option
 @docker_options
 @json_option
 def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
-       sets: tuple[str, ...], as_json: bool, stack_dirs: tuple[str, ...], www: str | None,
+       sets: tuple[str, ...], as_json: bool, stack_dirs: tuple[str, ...], www: str | None, app: str | None,
        configs: tuple[dict[str, Any], ...], **flags: Any) -> None:
-    """Start a stack and leave it running; print its URL."""
-    from ..lab import containers as lab, ownconfig, stacks
-    from ..errors import ConfigError
+    """Start a stack (with --app, serving that application) and leave it running; print its URL."""
+    from ..lab import apps, containers as lab, ownconfig, stacks
+    from ..errors import ConfigError, UsageError
     from ..experiment.variants import Variant, check_sets, own_config_errors
     from ..observe.statuspages import leave_out_unanswered
 
     stack = stacks.get_stack(server)
     overrides = stacks.parse_overrides(sets)
+    the_app = apps.get_app(app) if app else None
+    if the_app and www:
+        raise UsageError("--www and --app: give one (the app brings its own pages)")
     own = [ownconfig.from_doc(d) for d in configs]
     errors = check_sets([Variant(stack.name, stack.name, {})], overrides, {})
     errors += own_config_errors(own, {server: stack.name}, {server: overrides})
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)
+    if the_app:  # its settings under the user's, its images over the stack's
+        overrides = {**the_app.settings, **overrides}
+        stack = apps.on_stack(the_app, stack)
     stacks.effective_settings(stack, overrides)
     host = engine(flags)
     check_server_limits(host, server_cpus, server_memory)  # this machine's engine: before it is asked
@@ -129,13 +136,15 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
             images = lab.build_images(client, stack.images, log=lambda m: status.update(m[:120]))
             host = with_engine_limits(client, host, images)
             plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
-                                       host=host, www=Path(www) if www else None, own=own)
+                                       host=host, www=Path(www) if www else None, own=own, app=the_app)
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
                 dep = lab.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]), host=host,
                              owned=False)
             leave_out_unanswered(dep)
+    pages = {p.name: dep.url.rstrip("/") + p.path for p in the_app.pages} if the_app else {}
     if as_json:
         emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
+                   **({"app": the_app.name, "pages": pages} if the_app else {}),
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
                    "run_id": dep.run_id, **({"unmeasured": dep.unmeasured} if dep.unmeasured else {})})
     else:
@@ -144,6 +153,31 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
                   + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
         for kind, why in dep.unmeasured.items():
             err.print(f"no {kind} status page: {why}")
+        for name, url in pages.items():
+            err.print(f"{the_app.name if the_app else ''} page {name}: {url}")
+
+
+@cli.command()
+@json_option
+def apps(as_json: bool) -> None:
+    """List the applications `--app` runs behind any server, and their pages."""
+    from ..lab.apps import catalog
+
+    found = catalog()
+    if as_json:
+        emit_json({"apps": [{"name": a.name, "description": a.description, "packages": list(a.packages),
+                             "root": a.www, "front": a.front, "setup": list(a.setup), "settings": dict(a.settings),
+                             "from": a.origin, "folder": str(a.home),
+                             "pages": [{"name": p.name, "path": p.path, "expect": p.expect, "doc": p.doc}
+                                       for p in a.pages]} for a in found.values()]})
+        return
+    t = Table(title="applications (--app NAME)", title_justify="left")
+    for c in ("app", "description", "pages (--page)", "settings it starts with", "from"):
+        t.add_column(c)
+    for a in found.values():
+        t.add_row(a.name, a.description, "\n".join(f"{p.path}: {p.doc or p.name}" for p in a.pages),
+                  ", ".join(f"{k}={v}" for k, v in a.settings.items()) or "-", a.origin)
+    out.print(t)
 
 
 @cli.command()

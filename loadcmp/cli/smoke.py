@@ -10,7 +10,7 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import out
-from .options import (LoadFlags, docker_options, json_option, load_options, stacks_option,
+from .options import (LoadFlags, app_option, docker_options, json_option, load_options, stacks_option,
                       www_option, config_option)
 from .run import build_spec, given_fields, raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
@@ -29,6 +29,7 @@ SMOKE_KEYS = {"pages", "checks"}
 @load_options
 @stacks_option
 @www_option
+@app_option
 @config_option
 @docker_options
 @click.option("--page", "pages", multiple=True, help="Pages to load (repeatable; default /index.html and /info.php).")
@@ -74,7 +75,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if not servers_ and "servers" not in fields:
         servers_ = tuple(smoke_servers())
     given = given_fields(LoadFlags.pop(flags), flags, tuple(servers_), (), {
-        "pages": tuple(pages) or tuple(table.get("pages", ())) or None, "out": out_dir})
+        "pages": tuple(pages) or _app_pages(flags.get("app")) or tuple(table.get("pages", ())) or None,
+        "out": out_dir})
     spec = build_spec(path, given)
     t = time.monotonic()
     run = sweep(spec, table=False)
@@ -93,6 +95,13 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if not passed:
         failed = [o for o in verdicts if not o.passed]
         raise ThresholdFailed(f"{len(failed)} of {len(verdicts)} smoke check(s) not met")
+
+
+def _app_pages(name: str | None) -> tuple[str, ...]:
+    """With --app and no --page, smoke loads every page of the app."""
+    from ..lab.apps import get_app
+
+    return tuple(p.path for p in get_app(name).pages) if name else ()
 
 
 def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool, path: str) -> None:

@@ -13,8 +13,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..lab import dockerhost, ownconfig, stacks
-from ..lab.pages import page_file
-from . import variants
+from . import apps, variants
 from ..errors import ConfigError, UsageError
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
@@ -42,6 +41,8 @@ class RunSpec:
     """Several pages in one run (each server x page is a variant); overrides `page`."""
     www: str | None = None
     """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
+    app: str | None = None
+    """The application (`--app`, `configs/apps/<name>/`) its own pages run on, behind every stack (`apps`)."""
     configs: tuple[dict[str, Any], ...] = ()
     """The user's own config files (`--config`, [[configs]]): `ownconfig.OwnConfig.doc()`s, paths absolute."""
     trials: int = 1
@@ -143,6 +144,7 @@ KEYS: dict[str, str] = {
     "page": "str",
     "pages": "list[str]",
     "www": "str",
+    "app": "str",
     "configs": "configs",
     "trials": "int",
     "schedule": "str",
@@ -349,14 +351,8 @@ def validate(spec: RunSpec) -> RunSpec:
     for page in spec.all_pages:
         if not page.startswith("/"):
             errors.append(f"page {page!r} must start with /")
-    if spec.www is not None:
-        www = Path(spec.www)
-        if not www.is_dir():
-            errors.append(f"--www {spec.www}: no such folder")
-        else:
-            missing = [page for page in spec.all_pages if page.startswith("/") and page_file(www, page) is None]
-            errors += [f"page {page!r} is not in --www {spec.www} (no such file, nor an index.html or index.php "
-                       "for a folder)" for page in missing]
+    page_problems = apps.page_errors(spec)
+    errors += page_problems
     if spec.engine not in ("fast", "aiohttp"):
         errors.append(f"unknown engine {spec.engine!r}")
     if spec.workers < 1:
@@ -388,10 +384,12 @@ def validate(spec: RunSpec) -> RunSpec:
         elsewhere = _result_labels(spec, [*spec.stacks, *stacks.catalog()])
         check(lambda: check_labels(parse_findings(list(spec.findings)), known, elsewhere))
     for v in servers:
-        try:
-            stacks.effective_settings(stacks.get_stack(v.stack), spec.settings_for(v.label))
-        except ConfigError as e:
-            errors.extend(f"{v.label}: {m}" for m in e.errors)
+        for page in spec.all_pages:  # with the app's settings where it runs
+            overrides = spec.settings_for(v.label) if page_problems else apps.overrides_for(spec, v.label, page)
+            try:
+                stacks.effective_settings(stacks.get_stack(v.stack), overrides)
+            except ConfigError as e:
+                errors.extend(f"{v.label}: {m}" for m in e.errors if f"{v.label}: {m}" not in errors)
     errors += variants.own_config_errors([ownconfig.from_doc(d) for d in spec.configs],
                                          {v.label: v.stack for v in servers}, spec.variant_settings)
     if errors:

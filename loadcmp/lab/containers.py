@@ -298,10 +298,11 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
                 f"(code {container.attrs['State'].get('ExitCode')}): " + _tail(container)
             )
         try:
+            ready = dep.plan.ready_path
             if dep.host.remote and port != dep.port:  # a back role listens on that host's loopback only
-                status, _ = get_inside(container, port, "/index.html", timeout=1.0)
+                status, _ = get_inside(container, port, ready, timeout=1.0)
             else:
-                status, _ = http_get(port, "/index.html", timeout=1.0, host=dep.host.address)
+                status, _ = http_get(port, ready, timeout=1.0, host=dep.host.address)
             if status == 200 or (dep.plan.www or dep.plan.own) and status < 500:  # theirs may have no index.html
                 return
             last = f"HTTP {status}"

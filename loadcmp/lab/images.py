@@ -126,15 +126,21 @@ def _context_files(image: Image) -> list[tuple[str, Path]]:
     return files
 
 
+def _context_entries(image: Image) -> list[tuple[str, bytes, bool]]:
+    """(name, bytes, executable) of every file of an image's build context."""
+    if image.context:  # made, not read (an app's layer): its scripts are executable
+        return [(arc, data, data.startswith(b"#!")) for arc, data in image.context]
+    return [(arc, path.read_bytes(), os.access(path, os.X_OK)) for arc, path in _context_files(image)]
+
+
 def _context(image: Image) -> tuple[bytes, str]:
     """The build context of an image as a deterministic tar, and its hash."""
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
-        for arc, path in _context_files(image):
-            data = path.read_bytes()
+        for arc, data, executable in _context_entries(image):
             info = tarfile.TarInfo(arc)
             info.size = len(data)
-            info.mode = 0o755 if os.access(path, os.X_OK) else 0o644
+            info.mode = 0o755 if executable else 0o644
             info.mtime = 0
             tf.addfile(info, io.BytesIO(data))
     data = buf.getvalue()
@@ -142,19 +148,29 @@ def _context(image: Image) -> tuple[bytes, str]:
 
 
 def image_tag(image: Image, base_id: str) -> str:
-    """loadcmp/<image>:<hash of Dockerfile, content, entrypoint and base>."""
+    """loadcmp/<image>:<hash of Dockerfile, content, entrypoint and base (or the image it is built on)>."""
     _, h = _context(image)
-    return f"loadcmp/{image.key}:{hashlib.sha256((h + base_id).encode()).hexdigest()[:12]}"
+    under = image_tag(image.parent, base_id) if image.parent else base_id
+    return f"loadcmp/{image.key}:{hashlib.sha256((h + under).encode()).hexdigest()[:12]}"
 
 
 def build_images(client: Any, images: Iterable[Image], log: Log = no_log, force: bool = False) -> dict[str, str]:
-    """Build what is missing (or everything with force); return image key -> tag."""
+    """Build what is missing (or everything with force), each image after the one it is built on;
+    return image key -> tag (the images built on included)."""
     import docker
 
     base = ensure_base(client, log)
     base_id = client.images.get(base).id
     out: dict[str, str] = {}
+    todo: list[Image] = []
     for image in dict.fromkeys(images):
+        chain: list[Image] = []
+        step: Image | None = image
+        while step is not None:
+            chain.append(step)
+            step = step.parent
+        todo += [i for i in reversed(chain) if i not in todo]
+    for image in todo:
         tag = image_tag(image, base_id)
         out[image.key] = tag
         if not force:
@@ -164,7 +180,7 @@ def build_images(client: Any, images: Iterable[Image], log: Log = no_log, force:
                 continue
             except docker.errors.ImageNotFound:
                 pass
-        _build_one(client, image, tag, base, log)
+        _build_one(client, image, tag, out[image.parent.key] if image.parent else base, log)
     return out
 
 

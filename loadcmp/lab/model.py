@@ -148,9 +148,14 @@ class Image:
     key: str
     """The image's name under loadcmp/ (the tag is a hash of its inputs)."""
     dockerfile: Path
+    """The Dockerfile; for an app's image, the app.toml it is made from (`context` holds its Dockerfile)."""
     home: Path | None = None
     """The stack folder whose files form the build context; None: a shared image of the
     project root (its context is configs/www and configs/entrypoint.sh)."""
+    parent: Image | None = None
+    """The image this one is built on (an app's layer on a stack's image); None: the Debian base."""
+    context: tuple[tuple[str, bytes], ...] = field(default=(), compare=False, repr=False)
+    """The whole build context, when it is made rather than read from a folder (an app's image)."""
 
 
 @dataclass(frozen=True)
@@ -265,3 +270,64 @@ class Stack:
         if broken:
             raise ConfigError(f"{self.name}: " + "; ".join(broken), broken)
         return vals
+
+
+APP_DIR = "/srv/app"
+"""Where an app's code is in its images."""
+
+
+@dataclass(frozen=True)
+class AppPage:
+    """A page of an app: what a run may load, and what a good answer holds."""
+
+    name: str
+    path: str
+    """The request path, from / (with its query, if the page needs one)."""
+    expect: str
+    """Text a good answer contains (the primer refuses one without it: an error page, another site)."""
+    doc: str = ""
+
+
+@dataclass(frozen=True, eq=False)
+class App:
+    """An application run behind any web stack (`configs/apps/<name>/app.toml`), as data.
+
+    Compared by identity: the catalog holds one of each."""
+
+    name: str
+    description: str
+    home: Path
+    """The folder it was read from."""
+    packages: tuple[str, ...]
+    """Debian packages installed into each image it runs in."""
+    code: str | None
+    """The folder (beside app.toml) copied to APP_DIR; None: the packages bring all of it."""
+    root: str
+    """The document root, relative to APP_DIR (`public`)."""
+    front: str
+    """The front controller, relative to the root: a path that is no file is answered by it."""
+    writable: tuple[str, ...]
+    """Folders under APP_DIR the web server's user writes (caches, logs)."""
+    setup: tuple[str, ...]
+    """Commands run once when a container starts, in APP_DIR as www-data, before its server."""
+    ready: str
+    """A path that answers 200 once the server is up, without running the app (a static file)."""
+    settings: Mapping[str, Any]
+    """Tunables it starts with (pool sizes it needs), under the user's --set."""
+    pages: tuple[AppPage, ...]
+    origin: str = "built-in"
+
+    @property
+    def www(self) -> str:
+        """The document root in the container."""
+        return f"{APP_DIR}/{self.root}".rstrip("/") if self.root else APP_DIR
+
+    def page_for(self, page: str) -> AppPage | None:
+        """The app's page a request path is (its query aside, unless the page names one), or None."""
+        bare = page.split("#", 1)[0]
+        return next((p for p in self.pages if p.path == bare), None) or \
+            next((p for p in self.pages if p.path == bare.split("?", 1)[0]), None)
+
+    def template_vars(self) -> dict[str, str]:
+        """What the stacks' templates see as `app` (routing to the front controller)."""
+        return {"name": self.name, "root": self.www, "front": self.front}

@@ -21,7 +21,7 @@ TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}
 CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RESERVED = {"stack", "role", "port", "ports", "bind", "nofile", "www", "vars"}
+RESERVED = {"stack", "role", "port", "ports", "bind", "nofile", "www", "vars", "app"}
 """What templates see besides the settings (render.render): no tunable section may take these names."""
 
 

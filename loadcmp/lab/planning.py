@@ -11,7 +11,7 @@ from typing import Any
 
 from . import render
 from .dockerhost import DockerHost
-from .model import Stack
+from .model import App, Stack
 from .ownconfig import OwnConfig, front_port
 from ..errors import UsageError
 
@@ -46,9 +46,10 @@ def check_port_free(port: int, whose: str = "pick another or leave --port out") 
 
 def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
                     overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL,
-                    www: Path | None = None, own: Sequence[OwnConfig] = ()) -> render.DeploymentPlan:
+                    www: Path | None = None, own: Sequence[OwnConfig] = (),
+                    app: App | None = None) -> render.DeploymentPlan:
     """Pick free ports on 127.0.0.1 (or check `port`, or the one the user's own front config listens on)
-    and render the stack's configs for them."""
+    and render the stack's configs for them (serving `app`, when given: `apps.on_stack` gave its images)."""
     theirs = front_port(stack, own)
     if theirs is not None:
         if port is not None and port != theirs[0]:
@@ -64,6 +65,6 @@ def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None =
         while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
     return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind,
-                                  nofile=host.nofile, www=www, own=own)
+                                  nofile=host.nofile, www=www, own=own, app=app)
 
 

@@ -17,7 +17,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ..errors import ConfigError
 from . import ownconfig
-from .model import Role, Stack, StatusPage, configs_dir
+from .model import App, Role, Stack, StatusPage, configs_dir
 
 def nofile_limit() -> int:
     """Open files a server process may have: this machine's hard limit, which a
@@ -91,13 +91,14 @@ USER_WWW = "/srv/site"
 
 
 def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1",
-           nofile: int | None = None, www: str = WWW) -> list[Rendered]:
+           nofile: int | None = None, www: str = WWW, app: App | None = None) -> list[Rendered]:
     """Render every role's config files; `ports` maps role name to its port, `bind` is
     where the front role listens (the others stay on 127.0.0.1), `nofile` the servers'
-    open-file limit (None: this machine's)."""
+    open-file limit (None: this machine's), `app` the application served (its root is `www`,
+    its front controller answers what is no file)."""
     env = environment(stack)
     base = {"stack": stack.name, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
-            "www": www, **_nested(settings)}
+            "www": app.www if app else www, "app": app.template_vars() if app else None, **_nested(settings)}
     out: list[Rendered] = []
     errs: list[str] = []
     for role in stack.roles:
@@ -158,6 +159,13 @@ class DeploymentPlan:
     """The status pages to read (the stack's, or where the user's files put them)."""
     unmeasured: dict[str, str] = field(default_factory=dict)
     """Status page kind -> why it is not read (the user's server has none)."""
+    app: App | None = None
+    """The application served (`--app`; its images are in `stack`); None: the demo or the user's pages."""
+
+    @property
+    def ready_path(self) -> str:
+        """What readiness asks for: a file every server answers 200 once it is up."""
+        return self.app.ready if self.app else "/index.html"
 
     @property
     def port(self) -> int:
@@ -170,14 +178,15 @@ class DeploymentPlan:
 
 def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
                     memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None,
-                    www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = ()) -> DeploymentPlan:
+                    www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = (),
+                    app: App | None = None) -> DeploymentPlan:
     """Settings in effect (checked), then every role's configs rendered for `ports`; the user's own
     files (`own`) in place of the ones they replace, and the settings those held left out."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
     settings = stack.effective(overrides)
-    rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW)
+    rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW, app)
     replaced: dict[str, str] = {}
     for o in own:
         r = next(x for x in rendered if x.role.name == ownconfig.role_of(stack, o).name)
@@ -188,4 +197,4 @@ def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, in
     status, unmeasured = ownconfig.status_pages(stack, own) if own else (stack.status, {})
     mine = {k: v for k, v in settings.items() if k.split(".", 1)[0] not in gone}
     return DeploymentPlan(stack, mine, dict(ports), tuple(rendered), cpus, memory, bind, www, replaced, status,
-                          unmeasured)
+                          unmeasured, app)

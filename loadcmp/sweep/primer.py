@@ -9,6 +9,7 @@ draining that level's queue, so it gets `patience` seconds first.
 
 from __future__ import annotations
 
+import re
 import time
 
 from ..lab.pages import http_get, page_file
@@ -16,6 +17,9 @@ from ..errors import LabError, PrimerError
 from ..lab.containers import Deployment
 
 PHP_ERRORS = ("Fatal error", "Parse error", "Warning</b>:", "Uncaught ")
+
+LOGGED_ERROR = re.compile(r"(?:\.(?:ERROR|CRITICAL|ALERT|EMERGENCY)|PHP (?:Fatal|Parse) error|Fatal error):\s*(.+)")
+"""An error line a PHP application leaves in the server's log: Monolog's (`app.ERROR: ...`) or PHP's own."""
 
 KEPT_PATIENCE_S = 60.0
 """How long a server kept from the previous level may take to answer again."""
@@ -27,8 +31,12 @@ def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0) -> None
     for _ in range(n):
         code, body = _get(dep, page, deadline)
         text = body[:200000].decode(errors="replace")
+        app = dep.plan.app
+        app_page = app.page_for(page) if app else None
         if code >= 400:
-            raise PrimerError(f"{dep.stack.name}: GET {page} answered HTTP {code}, not the page; check --page")
+            said = _logged_error(dep) if app else ""
+            raise PrimerError(f"{dep.stack.name}: GET {page} answered HTTP {code}, not the page" +
+                              (f"; the app {app.name} logged: {said}" if app and said else "; check --page"))
         if page.split("?")[0].endswith(".php"):
             if "<?php" in text:
                 raise PrimerError(f"{dep.stack.name}: GET {page} returned PHP source: PHP is not executing")
@@ -37,7 +45,21 @@ def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0) -> None
                 raise PrimerError(f"{dep.stack.name}: GET {page} returned a PHP error page ({bad.strip('<>/b:')})")
         if not body:
             raise PrimerError(f"{dep.stack.name}: GET {page} returned an empty body")
+        if app and app_page and app_page.expect not in text:
+            raise PrimerError(f"{dep.stack.name}: GET {page} did not contain {app_page.expect!r}, which the app "
+                              f"{app.name}'s page {app_page.name!r} holds (another page, or the app broken)")
         _check_static(dep, page, body)
+
+
+def _logged_error(dep: Deployment, width: int = 240) -> str:
+    """The last error line the app left in its containers' logs, its message only (no stack trace, no
+    context), or "" when there is none."""
+    found = ""
+    for line in dep.logs(200).splitlines():
+        m = LOGGED_ERROR.search(line)
+        if m:
+            found = m.group(1).split(' {"', 1)[0].strip()
+    return found if len(found) <= width else found[: width - 1].rsplit(" ", 1)[0] + " …"
 
 
 def _check_static(dep: Deployment, page: str, body: bytes) -> None:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import __version__
-from ..lab import dockerhost, containers as lab, stacks
+from ..lab import dockerhost, containers as lab
 from ..lab.pages import www_digest
 from ..errors import LabError, LoadcmpError, signal_name
 from ..load.limits import check_nofile
@@ -24,6 +24,7 @@ from ..load.workers import Fleet, Stopper
 from ..lab.provenance import git_commit, machine_info, this_host, this_process
 from ..records import RunKind, RunStatus
 from ..experiment.spec import RunSpec
+from ..experiment.apps import images_needed
 from ..store.writer import RunWriter, new_run_doc
 from .trial import Planned, Sweep, SweepHooks, note_problem, run_trial, stop
 
@@ -109,7 +110,6 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     """Docker client, images, a run id and the results folder with run.json started; the servers'
     CPUs, memory and open files checked against the engine that runs them. `reopen`: a folder to add
     to instead (`tune --resume`), its run.json kept but for this run's id, images and engine."""
-    servers = [stacks.get_stack(spec.stack_of(label)) for label in spec.servers]
     host = spec.docker()
     client = lab.docker_client(host)
     dockerhost.check_server_limits(host, spec.server_cpus, spec.server_memory, client)
@@ -117,7 +117,7 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     if reaped:
         progress.say(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
     if images is None:
-        needed = list(dict.fromkeys(i for s in servers for i in s.images))
+        needed = images_needed(spec)  # an app's over its stacks' images
         images = lab.build_images(client, needed, log=progress.say)
     host = dockerhost.with_engine_limits(client, host, images)
     run_id = lab.new_run_id()

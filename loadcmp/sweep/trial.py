@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..lab import dockerhost, containers as lab, render, stacks
+from ..lab import dockerhost, containers as lab, render
 from ..observe import evidence
 from ..observe.apimetrics import ApiSampler
 from ..errors import LabError
@@ -38,6 +38,7 @@ from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, prime
 from ..records import ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord, TrialStatus
 from ..experiment.spec import RunSpec
+from ..experiment.apps import overrides_for, stack_for
 from ..store.writer import Row, RunWriter
 from ..units import cpu_list
 
@@ -161,9 +162,10 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
 
 def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = lab.LOCAL) -> render.DeploymentPlan:
     """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
-    return lab.plan_deployment(stacks.get_stack(spec.stack_of(p.server)), cpus=spec.server_cpus,
-                               memory=spec.server_memory, overrides=spec.settings_for(p.server), host=host,
-                               www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server))
+    stack, app = stack_for(spec, p.server, p.page)  # the app's pages on the app, other pages without it
+    return lab.plan_deployment(stack, cpus=spec.server_cpus, memory=spec.server_memory,
+                               overrides=overrides_for(spec, p.server, p.page), host=host,
+                               www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server), app=app)
 
 
 def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
@@ -183,6 +185,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
         settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
+    if dep.plan.app:
+        info["app"] = dep.plan.app.name
     if dep.plan.own:
         info["own_configs"] = dep.plan.own
         info["unmeasured"] = unmeasured(stack, dep.unmeasured)

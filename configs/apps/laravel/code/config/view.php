@@ -1,0 +1,6 @@
+<?php
+// Blade templates in resources/views, compiled once into storage/framework/views.
+return [
+    'paths' => [resource_path('views')],
+    'compiled' => storage_path('framework/views'),
+];

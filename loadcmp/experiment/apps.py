@@ -1,0 +1,101 @@
+"""A run with an application (`--app NAME`, `app = "NAME"`): which pages run on it, the stack and
+settings each of them starts with, the images a run needs, and what is wrong with the pages asked for.
+
+The app's own pages (its app.toml's `[[pages]]`) run on each stack with the app laid over it; any
+other page (a demo page such as sleep.php beside it) runs on the stack as it is, so the framework's
+cost and the bare script's can be compared in one run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..errors import ConfigError, UsageError
+from ..lab import apps, stacks
+from ..lab.model import App, Image, Stack
+from ..lab.pages import page_file
+
+
+
+class RunSpec(Protocol):
+    """What this module reads of a `spec.RunSpec` (which imports it)."""
+
+    @property
+    def app(self) -> str | None: ...
+
+    @property
+    def www(self) -> str | None: ...
+
+    @property
+    def servers(self) -> tuple[str, ...]: ...
+
+    @property
+    def all_pages(self) -> tuple[str, ...]: ...
+
+    def stack_of(self, label: str) -> str: ...
+
+    def settings_for(self, label: str) -> dict[str, Any]: ...
+
+
+def app_of(spec: RunSpec) -> App | None:
+    """The run's app, if it has one (UsageError for a name no app has)."""
+    return apps.get_app(spec.app) if spec.app else None
+
+
+def stack_for(spec: RunSpec, label: str, page: str) -> tuple[Stack, App | None]:
+    """The stack one label runs for one page, with the app laid over it when the page is the app's."""
+    stack = stacks.get_stack(spec.stack_of(label))
+    app = apps.applies(app_of(spec), page)
+    return (apps.on_stack(app, stack) if app else stack), app
+
+
+def overrides_for(spec: RunSpec, label: str, page: str) -> dict[str, Any]:
+    """The settings a label's server starts with for a page: the app's (when it runs), then the user's."""
+    app = apps.applies(app_of(spec), page)
+    return {**(app.settings if app else {}), **spec.settings_for(label)}
+
+
+def images_needed(spec: RunSpec) -> list[Image]:
+    """Every image the run's servers and pages need (an app's built over its stacks' images)."""
+    out: list[Image] = []
+    for label in spec.servers:
+        for page in spec.all_pages:
+            out += stack_for(spec, label, page)[0].images
+    return list(dict.fromkeys(out))
+
+
+def with_default_pages(fields: dict[str, Any]) -> dict[str, Any]:
+    """With an app and no page asked for, the run loads every page of the app."""
+    if fields.get("app") and "page" not in fields and not fields.get("pages"):
+        try:
+            app = apps.get_app(fields["app"])
+        except (UsageError, ConfigError):
+            return fields  # `validate` says why, beside every other problem
+        paths = tuple(p.path for p in app.pages)
+        return {**fields, **({"page": paths[0]} if len(paths) == 1 else {"pages": paths})}
+    return fields
+
+
+def page_errors(spec: RunSpec) -> list[str]:
+    """What is wrong with the app and the pages asked for (--www and --app as well), all at once."""
+    errors: list[str] = []
+    if spec.app is not None:
+        try:
+            app = apps.get_app(spec.app)
+            if not any(app.page_for(page) for page in spec.all_pages):
+                errors.append(f"--app {app.name}: no page asked for is one of its pages "
+                              f"({', '.join(p.path for p in app.pages)}); give --page with one of them")
+        except (UsageError, ConfigError) as e:
+            errors += getattr(e, "errors", [str(e)])
+        if spec.www is not None:
+            errors.append("--www and --app: give one (the app brings its own pages)")
+    if spec.www is not None:
+        www = Path(spec.www)
+        if not www.is_dir():
+            errors.append(f"--www {spec.www}: no such folder")
+        else:
+            missing = [page for page in spec.all_pages if page.startswith("/") and page_file(www, page) is None]
+            errors += [f"page {page!r} is not in --www {spec.www} (no such file, nor an index.html or index.php "
+                       "for a folder)" for page in missing]
+    return errors

@@ -1,0 +1,233 @@
+"""Applications as data: `configs/apps/<name>/app.toml` (and the folders `LOADCMP_APPS` names) read
+and checked whole, the catalog looked up by name, and an app laid over a stack.
+
+An app brings its code (Debian packages, a folder beside app.toml), a document root and front
+controller that every stack's templates route to (`app` in the templates), a set-up run once when
+each container starts, the settings it needs and its pages. Its images are the stack's images with
+one layer more, made here from that data and built by `images` like any other (tags are hashes of
+their inputs). Nothing here names an app or a server, and nothing touches Docker.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+from dataclasses import replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, UsageError
+from .model import APP_DIR, App, AppPage, Image, Stack, configs_dir
+from .partfile import NAME, Problems, read_toml
+from .stacks import parse_overrides
+
+APP_FILE = "app.toml"
+APP_KEYS = {"description", "packages", "code", "root", "front", "writable", "setup", "ready", "set", "pages"}
+PAGE_KEYS = {"name", "path", "expect", "doc"}
+LATER = {"roles": "extra roles (a database container) are not supported yet: an app runs in the web stack's "
+                  "containers"}
+"""Keys of the format's next steps, refused with what they will be."""
+PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
+"""A Debian package name (Debian policy 5.6.1)."""
+
+
+def _relative(p: Problems, path: Path, text: str, key: str, value: Any, what: str) -> str | None:
+    """A path inside the app (no `..`, not absolute), or None with the problem said."""
+    if not isinstance(value, str) or value.startswith("/") or ".." in Path(value).parts:
+        p.add(path, text, key, f"{key} must be {what}: a relative path inside the app, without '..'")
+        return None
+    return value.strip("/")
+
+
+def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) -> list[str]:
+    v = doc.get(key, [])
+    if not isinstance(v, list) or not all(isinstance(x, str) and x.strip() for x in v):
+        p.add(path, text, key, f"{key} must be a list of strings")
+        return []
+    return list(v)
+
+
+def _pages(p: Problems, path: Path, text: str, raw: Any) -> list[AppPage]:
+    if not isinstance(raw, list) or not raw or not all(isinstance(x, dict) for x in raw):
+        p.add(path, text, "pages", "no [[pages]]: an app names at least one page (name, path, expect)")
+        return []
+    out: list[AppPage] = []
+    for i, page in enumerate(raw):
+        name = page.get("name")
+        label = f"page {name!r}" if isinstance(name, str) else f"pages[{i}]"
+        spot = name if isinstance(name, str) else "pages"
+        bad = sorted(set(page) - PAGE_KEYS)
+        errs = [f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(PAGE_KEYS))})"] if bad else []
+        if not isinstance(name, str) or not NAME.match(name):
+            errs.append("name must be a short lower-case name")
+        if not isinstance(page.get("path"), str) or not page["path"].startswith("/"):
+            errs.append("path must be a request path starting with /")
+        if not isinstance(page.get("expect"), str) or not page["expect"].strip():
+            errs.append("expect must be text a good answer contains (the primer checks it)")
+        if not isinstance(page.get("doc", ""), str):
+            errs.append("doc must be a string")
+        for m in errs:
+            p.add(path, text, spot, f"{label}: {m}")
+        if not errs:
+            out.append(AppPage(name, page["path"], page["expect"], page.get("doc", "")))
+    for key in ("name", "path"):
+        seen = [getattr(x, key) for x in out]
+        for dup in sorted({v for v in seen if seen.count(v) > 1}):
+            p.add(path, text, dup, f"two pages have the {key} {dup!r}")
+    return out
+
+
+def load_app(home: Path, origin: str = "built-in") -> App:
+    """The app in `home` (a folder with app.toml), checked whole; ConfigError lists every problem."""
+    home = home.resolve()
+    p = Problems()
+    path = home / APP_FILE
+    got = read_toml(path, p)
+    if got is None:
+        raise ConfigError(p.items[0], p.items)
+    doc, text = got
+    if not NAME.match(home.name) or home.name.endswith(("-", ".", "_")):
+        p.add(path, None, None, f"the folder's name {home.name!r} is the app's name: use lower-case letters, "
+              "digits, '-', '_' and '.', not at the end")
+    for key in sorted(set(doc) & set(LATER)):
+        p.add(path, text, key, f"{key}: {LATER[key]}")
+    bad = sorted(set(doc) - APP_KEYS - set(LATER))
+    if bad:
+        p.add(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(APP_KEYS))})")
+    if not isinstance(doc.get("description"), str) or not doc["description"].strip():
+        p.add(path, text, "description", "description is missing (a string)")
+    packages = _strings(p, path, text, doc, "packages")
+    for pkg in packages:
+        if not PACKAGE.match(pkg):
+            p.add(path, text, "packages", f"packages: {pkg!r} is not a Debian package name")
+    code = _relative(p, path, text, "code", doc["code"], "a folder beside app.toml") if "code" in doc else None
+    if code is not None and not (home / code).is_dir():
+        p.add(path, text, "code", f"code: {code!r} is not a folder in {home}")
+    if code is None and not packages:
+        p.add(path, text, "code", "no code and no packages: give the app's folder (code) or what installs it")
+    root = _relative(p, path, text, "root", doc.get("root", ""), "the document root") or ""
+    front = _relative(p, path, text, "front", doc.get("front"), "the front controller, inside the root")
+    if front is not None and code is not None and not (home / code / root / front).is_file():
+        p.add(path, text, "front", f"front: {code}/{root}/{front} is not a file".replace("//", "/"))
+    writable = [w for w in _strings(p, path, text, doc, "writable")
+                if _relative(p, path, text, "writable", w, "a folder of the app") is not None]
+    setup = _strings(p, path, text, doc, "setup")
+    ready = doc.get("ready")
+    if not isinstance(ready, str) or not ready.startswith("/"):
+        p.add(path, text, "ready", "ready must be a path that answers 200 without the app (a static file, /robots.txt)")
+        ready = "/"
+    settings: dict[str, Any] = {}
+    if not isinstance(doc.get("set", {}), dict):
+        p.add(path, text, "set", "set must be a table of tunables (KEY = value)")
+    elif doc.get("set"):
+        try:
+            settings = parse_overrides(doc["set"])
+        except ConfigError as e:
+            for m in e.errors:
+                p.add(path, text, "set", f"set: {m}")
+    pages = _pages(p, path, text, doc.get("pages"))
+    if p.items:
+        raise ConfigError(p.items[0] if len(p.items) == 1 else f"{len(p.items)} problems in {path}", p.items)
+    assert front is not None
+    return App(name=home.name, description=doc["description"], home=home, packages=tuple(packages), code=code,
+               root=root, front=front, writable=tuple(writable), setup=tuple(setup), ready=ready,
+               settings=settings, pages=tuple(pages), origin=origin)
+
+
+def _dirs() -> tuple[Path, ...]:
+    """Ours, then the folders of LOADCMP_APPS (each an app's folder or a folder of them)."""
+    raw = os.environ.get("LOADCMP_APPS", "")
+    return (configs_dir() / "apps", *(Path(x).expanduser().resolve() for x in raw.split(os.pathsep) if x.strip()))
+
+
+def catalog() -> dict[str, App]:
+    """Every app by name; a bad app file stops the command with every problem it has."""
+    return _catalog(_dirs())
+
+
+@cache
+def _catalog(dirs: tuple[Path, ...]) -> dict[str, App]:
+    out: dict[str, App] = {}
+    errs: list[str] = []
+    for i, d in enumerate(dirs):
+        if i and not d.is_dir():
+            errs.append(f"LOADCMP_APPS: {d} is not a folder")
+            continue
+        homes = [d] if (d / APP_FILE).is_file() else sorted(x.parent for x in d.glob(f"*/{APP_FILE}"))
+        for home in homes:
+            try:
+                app = load_app(home, "built-in" if i == 0 else str(d))
+            except ConfigError as e:
+                errs.extend(e.errors)
+                continue
+            if app.name in out and out[app.name].home != app.home:
+                errs.append(f"{home}: an app called {app.name!r} exists already ({out[app.name].home}); "
+                            "rename the folder")
+            out.setdefault(app.name, app)
+    if errs:
+        raise ConfigError(errs[0] if len(errs) == 1 else f"{len(errs)} problems in app files", errs)
+    return out
+
+
+def get_app(name: str) -> App:
+    """An app by name; a one-line UsageError lists the known ones."""
+    apps = catalog()
+    if name not in apps:
+        raise UsageError(f"unknown app {name!r}; known apps: {', '.join(apps) or 'none'} (see `loadcmp apps`)")
+    return apps[name]
+
+
+# --- an app over a stack ---------------------------------------------------------
+
+
+def start_script(app: App) -> bytes:
+    """The entrypoint of an app's images: its set-up, once, as www-data in APP_DIR, then the stack's own
+    entrypoint. A step that fails ends the container with one line that names it."""
+    lines = ["#!/bin/sh", f"# Made by loadcmp from the app {app.name}'s {APP_FILE}: its set-up, "
+             "then the stack's entrypoint.", "set -e", 'export PHP_INI_SCAN_DIR=":/etc/loadcmp/php"', f"cd {APP_DIR}"]
+    for step in app.setup:
+        said = shlex.quote(f"loadcmp: the set-up of the app {app.name} failed: {step}")
+        lines.append(f"runuser -u www-data -- sh -c {shlex.quote(step)} || {{ echo {said} >&2; exit 1; }}")
+    lines.append('exec /usr/local/bin/loadcmp-entrypoint "$@"')
+    return ("\n".join(lines) + "\n").encode()
+
+
+def dockerfile(app: App) -> bytes:
+    """The layer an app adds to a stack's image: its packages, its code, its writable folders, its set-up."""
+    out = ["# Made by loadcmp: the app's layer over a stack's image.", "ARG BASE", "FROM ${BASE}"]
+    if app.packages:
+        out.append("RUN apt-get update \\\n && DEBIAN_FRONTEND=noninteractive apt-get install -y "
+                   f"--no-install-recommends {' '.join(app.packages)} \\\n && rm -rf /var/lib/apt/lists/*")
+    if app.code is not None:
+        out.append(f"COPY app/ {APP_DIR}/")
+    if app.writable:
+        out.append(f"RUN mkdir -p {' '.join(f'{APP_DIR}/{w}' for w in app.writable)} "
+                   f"&& chown -R www-data:www-data {' '.join(f'{APP_DIR}/{w}' for w in app.writable)}")
+    out += ["COPY loadcmp-app-start /usr/local/bin/loadcmp-app-start",
+            'ENTRYPOINT ["/usr/local/bin/loadcmp-app-start"]']
+    return ("\n".join(out) + "\n").encode()
+
+
+def _code_files(app: App) -> list[tuple[str, bytes]]:
+    if app.code is None:
+        return []
+    top = app.home / app.code
+    return [(f"app/{f.relative_to(top)}", f.read_bytes()) for f in sorted(top.rglob("*")) if f.is_file()]
+
+
+def image_on(app: App, parent: Image) -> Image:
+    """The app's image over one stack image: its build context made from the app's folder."""
+    context = (("Dockerfile", dockerfile(app)), ("loadcmp-app-start", start_script(app)), *_code_files(app))
+    return Image(f"app-{app.name}-{parent.key}", app.home / APP_FILE, app.home, parent, context)
+
+
+def on_stack(app: App, stack: Stack) -> Stack:
+    """The stack with every role's image carrying the app (the roles, files and tunables are the stack's)."""
+    return replace(stack, roles=tuple(replace(r, image=image_on(app, r.image)) for r in stack.roles))
+
+
+def applies(app: App | None, page: str) -> App | None:
+    """The app when `page` is one of its pages; other pages (the demo pages beside it) run without it."""
+    return app if app is not None and app.page_for(page) is not None else None
