@@ -204,6 +204,8 @@ def test_bad_inputs_are_one_line_and_exit_2(args, needle):
 def test_resume_takes_only_more_trials_or_budget(tmp_path):
     res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path), "--param", "fpm.max_children=5..10"])
     assert res.exit_code == 2 and "give only --trials or --budget" in res.output and "--param" in res.output
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path), "--app", "laravel"])
+    assert res.exit_code == 2 and "(not --app)" in res.output
     res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path / "nowhere")])
     assert res.exit_code != 0 and "no results folder there" in res.output
     (tmp_path / "run.json").write_text(json.dumps({"kind": "run", "status": "complete"}))

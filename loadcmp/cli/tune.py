@@ -74,8 +74,10 @@ def tune(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, .
                   "--resolution": resolution, "--start": start, "--max": max_, "--probe-time": probe_time,
                   "--confirm": confirm, "--page": page, "--server-cpus": server_cpus,
                   "--server-memory": server_memory, "--set": sets, "--reuse-server": reuse_server,
-                  "--out": out_dir, "--name": name, **{f"--{k.replace('_', '-')}": v for k, v in load.given().items()}}
-        given = sorted(k for k, v in others.items() if v not in (None, ()))
+                  "--out": out_dir, "--name": name, **{f"--{k.replace('_', '-')}": v for k, v in load.given().items()},
+                  **{f"--{k.replace('_', '-')}": v for k, v in flags.items()}}  # --app, --www, --config, engines
+        given = sorted(k.replace("--stack-dirs", "--stacks").replace("--configs", "--config")
+                       for k, v in others.items() if v not in (None, (), False))
         if given:
             raise UsageError(f"--resume goes on with the stored study's own settings; give only --trials or "
                              f"--budget with it (not {', '.join(given)})")

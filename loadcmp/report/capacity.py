@@ -27,7 +27,7 @@ def value(doc: CapacityServerDoc, search: CapacityDoc) -> str:
     if kind == "not_reached" and lv is not None:
         return f"≥ {lv:,} (never missed)"
     if kind == "below_start":
-        return f"< {search['start']:,}"
+        return f"< {doc['missed'] or search['start']:,}"
     return kind
 
 
@@ -59,7 +59,7 @@ def capacity_rows(res: Results) -> tuple[list[str], list[list[str]]]:
         shown = "-" if iv is None else (f"{iv[0]:,.0f} – {iv[1]:,.0f} {unit}" if iv[1] != float("inf")
                                         else f"{iv[0]:,.0f} {unit} and up")
         if doc["kind"] == "below_start":
-            shown = f"below {search['start']:,} {unit}"
+            shown = f"below {doc['missed'] or search['start']:,} {unit}"
         rows.append([label, value(doc, search), shown, _confirmed(doc, doc["level"]), _confirmed(doc, doc["missed"]),
                      doc["cause"] or "-"])
     return HEADER, rows
@@ -91,7 +91,7 @@ def capacity_json(res: Results) -> dict[str, Any] | None:
             "kind": doc["kind"], "unit": search["unit"],
             "capacity": lv if doc["kind"] == "capacity" else None,
             "at_least": lv if doc["kind"] in ("at_least", "not_reached") else None,
-            "below": search["start"] if doc["kind"] == "below_start" else None,
+            "below": (doc["missed"] or search["start"]) if doc["kind"] == "below_start" else None,
             "interval": None if iv is None else [iv[0], None if iv[1] == float("inf") else iv[1]],
             "cause": doc["cause"], "evidence": doc["evidence"], "notes": doc["notes"], "text": doc["text"],
             "confirmed": doc["confirmed"], "path": doc["path"],

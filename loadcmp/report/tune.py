@@ -26,9 +26,11 @@ def settings_text(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={v}" for k, v in params.items()) or "-"
 
 
-def _value(t: TuneTrialDoc, unit: str) -> str:
+def _value(t: TuneTrialDoc, unit: str, res: Results) -> str:
     if t["value"] is None:
         return "-"
+    if t["value"] == 0 and t["label"] in res.capacity:  # its search missed where it began: a bound, not a 0
+        return f"< {res.capacity[t['label']][1]['missed'] or 0:,} {unit}"
     v = f"{t['value']:,.0f} {unit}"
     if t["state"] == "complete" and t["met"] is False:
         return f"{v} (target missed)"
@@ -47,7 +49,7 @@ def tune_rows(res: Results) -> tuple[list[str], list[list[str]]]:
     rows = []
     for t in doc["trials"]:
         state = "best" if t["number"] == doc["best"] and t["state"] == "complete" else t["state"]
-        rows.append([_number(t), settings_text(t["params"]), _value(t, doc["unit"]), state, f"{t['seconds']:g}",
+        rows.append([_number(t), settings_text(t["params"]), _value(t, doc["unit"], res), state, f"{t['seconds']:g}",
                      t["text"]])
     return HEADER, rows
 

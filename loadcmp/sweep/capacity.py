@@ -169,8 +169,8 @@ def sentence(label: str, found: Found, cap: CapacitySpec, cause: str | None) -> 
         return f"{label}: capacity {lv:,} {unit} (met at {lv:,}, missed at {up:,}){why}"
     if found.kind == "at_least" and lv is not None:
         return f"{label}: at least {lv:,} {unit} (client-bound: the client, not the server, was the limit){why}"
-    if found.kind == "below_start":
-        return f"{label}: below {cap.start:,} {unit}: the target is missed at the first level{why}"
+    if found.kind == "below_start":  # below the lowest level missed (the start, or where the search began)
+        return f"{label}: below {up or cap.start:,} {unit}: the target is missed at the first level{why}"
     if found.kind == "not_reached" and lv is not None:
         return f"{label}: at least {lv:,} {unit}: the target was met at every level up to {lv:,} ({cap.max_reason})"
     if found.kind == "interrupted":
