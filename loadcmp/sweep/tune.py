@@ -29,6 +29,7 @@ from ..experiment.tune import Param, TuneSpec, search_doc
 from ..lab import dockerhost, stacks
 from ..load.workers import Fleet, Stopper
 from ..records import CapacityDoc, RunStatus, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
+from ..verdicts.gain import gain, ready_block, settings_text, valued
 from ..verdicts.slo import Confirmed, confirm_level
 from .capacity import Prober, TrialRunner, new_doc
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
@@ -39,18 +40,6 @@ STUDY = "study.log"
 """The Optuna journal in the results folder."""
 ASKS = 3
 """Asks per trial wanted before the study is taken as exhausted (repeats and pruned settings do not count)."""
-
-
-def settings_text(params: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items()) or "the defaults"
-
-
-def ready_block(stack: str, settings: dict[str, Any]) -> str:
-    """The settings as an experiment file's `[variants.tuned]` table."""
-    def toml(v: Any) -> str:
-        return ("true" if v else "false") if isinstance(v, bool) else str(v) if isinstance(v, int) else f'"{v}"'
-    sets = ", ".join(f'"{k}" = {toml(v)}' for k, v in settings.items())
-    return f'[variants.tuned]\nstack = "{stack}"\nset = {{ {sets} }}'
 
 
 class Tuner:
@@ -268,7 +257,7 @@ class Tuner:
                 if len(pr.measured(level)) < self.cap.confirm and pr.trial(level) is None:
                     return None
         b, w = (self._side(pr, level) for pr in sides)
-        return _gain(level, b, w, base, best, self.tune.objective, self.cap.unit)
+        return gain(level, b, w, base, best, self.tune.objective, self.cap.unit)
 
     def _side(self, pr: Prober, level: int) -> TuneSideDoc:
         from ..report.tables import Estimate
@@ -297,7 +286,7 @@ class Tuner:
         ended = status == "complete" and not self.sweep.stopper.requested
         if ended and best is base:
             tied = self.tied(doc["trials"])
-            doc["text"] = (f"the baseline ({settings_text(self.defaults())}) held the most: {_valued(base, doc)}; "
+            doc["text"] = (f"the baseline ({settings_text(self.defaults())}) held the most: {valued(base, doc)}; "
                            + (f"every setting tried gave the same, to the search's {self.cap.resolution:.0%} "
                               "resolution: these parameters do not move the edge here (see its cause)" if tied
                               else "no setting tried did better"))
@@ -310,7 +299,7 @@ class Tuner:
         else:
             n = sum(1 for t in doc["trials"] if t["number"] >= 0 and t["state"] == "complete")
             doc["text"] = (f"stopped after {n} trial{'' if n == 1 else 's'} of the study; best so far: "
-                           f"{settings_text(best['params'])}, {_valued(best, doc)} (not compared with the baseline)")
+                           f"{settings_text(best['params'])}, {valued(best, doc)} (not compared with the baseline)")
         self.sweep.writer.set_tune(doc)
         return status
 
@@ -383,45 +372,3 @@ def _rps(v: float | None) -> str:
 
 def _name(t: TuneTrialDoc) -> str:
     return "baseline" if t["number"] == -1 else f"trial {t['number']}"
-
-
-def _valued(t: TuneTrialDoc, doc: TuneDoc) -> str:
-    if t["value"] is None:
-        return "no value"
-    v = f"{t['value']:,.0f} {doc['unit']}"
-    return f"at least {v} (client-bound)" if t["client_bound"] else v
-
-
-def _gain(level: int, base: TuneSideDoc, best: TuneSideDoc, t0: TuneTrialDoc, t1: TuneTrialDoc, objective: str,
-          unit: str) -> TuneGainDoc:
-    """Whether the best beats the baseline at the level, in words, with the figures that decide it."""
-    if objective == "capacity":
-        v0, v1 = t0["value"] or 0.0, t1["value"] or 0.0
-        gain = v1 / v0 - 1 if v0 else None
-        head = f"{settings_text(t1['params'])} holds {v1:,.0f} {unit} against the baseline's {v0:,.0f}"
-        if best["verdict"] == "met" and base["verdict"] == "missed":
-            verdict, why = "better", (f"at {level:,} {unit} the best meets the target over {best['n']} trials and "
-                                      f"the baseline misses it")
-        elif "unsure" in (best["verdict"], base["verdict"]):
-            verdict, why = "unsure", f"at {level:,} {unit} an interval straddles the target (more --confirm trials)"
-        else:
-            verdict, why = "not better", (f"at {level:,} {unit} the best {best['verdict']} the target and the "
-                                          f"baseline {base['verdict']} it over {best['n']} trials each")
-    else:
-        r0, r1 = base["rps"], best["rps"]
-        gain = r1["mean"] / r0["mean"] - 1 if r0["mean"] and r1["mean"] is not None else None
-        head = (f"{settings_text(t1['params'])} gives {r1['shown']} at {level:,} clients against the baseline's "
-                f"{r0['shown']}")
-        if best["verdict"] == "met" and base["verdict"] == "missed":
-            verdict, why = "better", "the best meets the target there and the baseline misses it"
-        elif best["verdict"] == "missed":
-            verdict, why = "not better", "the best misses the target there"
-        elif None not in (r0["high"], r1["low"]) and r1["low"] > r0["high"]:  # type: ignore[operator]
-            verdict, why = "better", "the 95 % intervals do not overlap"
-        elif None not in (r0["low"], r1["high"]) and r1["high"] < r0["low"]:  # type: ignore[operator]
-            verdict, why = "not better", "the baseline's interval lies above the best's"
-        else:
-            verdict, why = "unsure", "the 95 % intervals overlap"
-    pct = "" if gain is None else f" ({gain:+.0%})"
-    return TuneGainDoc(level=level, base=base, best=best, gain=gain, verdict=verdict,  # type: ignore[typeddict-item]
-                       text=f"{verdict}: {head}{pct}; {why}")
