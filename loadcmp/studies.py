@@ -120,6 +120,7 @@ class TuneDoc(TypedDict):
     base_settings: dict[str, Any]  #: the settings every trial starts from (--set, the variant's)
     trials_asked: int | None
     budget_s: float | None
+    seed: int | None  #: the sampler's seed (--seed), kept for --resume
     sampler: str  #: how the study chose settings (Optuna's TPE, its seed, its random start)
     study: str  #: the Optuna journal in the folder, which `--resume` extends
     trials: list[TuneTrialDoc]

@@ -46,6 +46,8 @@ def test_a_list_is_values_as_set_takes_them():
     ("fpm.max_children=5", "give a range LOW..HIGH or two values or more"),
     ("fpm.pm=static,forever", "expected one of"),
     ("fpm.max_children", "expected KEY=LOW..HIGH or KEY=A,B"),
+    ("fpm.max_children=5,5", "give a range LOW..HIGH or two values or more"),
+    ("nginx.multi_accept=yes,on", "these are one value (True)"),
 ])
 def test_a_bad_param_says_what_is_wrong(text, needle):
     with pytest.raises(UsageError) as e:
@@ -124,10 +126,11 @@ def test_the_study_finds_settings_that_hold_more_than_the_defaults_and_says_by_h
     for t in complete:  # each trial ran on servers of its own, with its own settings, its search stored
         assert t["label"] in run["servers"]
         assert run["capacity"]["servers"][t["label"]]["kind"] in ("capacity", "at_least")
-    # the comparison alternates the two (A B A B) at one level
+    # the comparison: 3 new trials each at one level, alternately (A B, B A, A B), judged on those alone
     at = [t["server"] for t in run["trials"] if t["level"] == gain["level"] and t["server"] in
-          (base["label"], best["label"])]
-    assert at[-4:] in ([base["label"], best["label"]] * 2, [best["label"], base["label"]] * 2) or len(set(at)) == 2
+          (base["label"], best["label"])][-6:]
+    a, b = base["label"], best["label"]
+    assert at == [a, b, b, a, a, b]
 
 
 def test_an_experiment_files_tune_table_is_the_study(model, tmp_path):
@@ -194,11 +197,49 @@ def test_a_study_is_resumed_in_its_folder_with_more_trials(model, tmp_path):
     (["--param", "fpm.max_children=5..10", "--reuse-server"], "fresh servers"),
     (["--param", "fpm.max_children=5..10", "-t", "10s"], "a probe lasts --probe-time"),
     (["--param", "prefork.MaxRequestWorkers=5..10"], "not a setting of stack nginx"),
+    (["--param", "fpm.max_children=5..10", "--config", "nginx:web=README.md"], "a study sets the server's settings"),
 ])
 def test_bad_inputs_are_one_line_and_exit_2(args, needle):
     res = tune_cli(*args)
     assert res.exit_code == 2, res.output
     assert needle in res.output and len(res.output.strip().splitlines()) == 1
+
+
+def test_more_clients_than_the_machine_holds_are_refused_before_the_study_says_anything():
+    res = tune_cli("--param", "fpm.max_children=5..10", "-c", "5000000")
+    assert res.exit_code == 1 and res.output.startswith("error: 5,000,000 clients are more than this machine")
+
+
+def test_the_rate_schedule_with_a_level_is_refused_from_a_file_too(tmp_path):
+    exp = tmp_path / "r.toml"
+    exp.write_text('servers = ["nginx"]\nschedule = "rate"\n[tune]\nparams = { "fpm.max_children" = "5..50" }\n'
+                   'clients = 100\n')
+    res = CliRunner().invoke(cli, ["tune", str(exp), "--slo", SLO])
+    assert res.exit_code == 2 and "the rate fixes the req/s" in res.output
+
+
+def test_a_budget_spent_on_the_baseline_says_so_and_a_resume_needs_the_journal(model, tmp_path):
+    res = tune_cli("--param", "fpm.max_children=5..100", "--budget", "1s", "--out", str(tmp_path), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    assert "no trial ran: the budget went on the baseline" in doc["text"] and doc["gain"] is None
+    (folder,) = tmp_path.iterdir()
+    (folder / "study.log").unlink(missing_ok=True)
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(folder), "--trials", "2"])
+    assert res.exit_code == 1 and "journal" in res.output and "is missing" in res.output
+
+
+def test_every_setting_refused_is_said_and_a_small_space_ends_when_it_is_all_tried(model, tmp_path):
+    res = tune_cli("--param", "fpm.max_children=1..2", "--trials", "3", "--out", str(tmp_path / "a"), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    assert "the stack refused every setting asked" in doc["text"]
+    assert len([t for t in doc["trials"] if t["state"] == "pruned"]) <= 2  # each refused setting listed once
+    res = tune_cli("--param", "fpm.pm=static,dynamic", "--trials", "5", "--out", str(tmp_path / "b"), "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    assert {t["params"]["fpm.pm"] for t in doc["trials"]} == {"static", "dynamic"}
+    assert len(doc["trials"]) <= 4 and doc["importance"] == {}
 
 
 def test_resume_takes_only_more_trials_or_budget(tmp_path):
@@ -236,8 +277,8 @@ def test_by_requests_per_second_at_a_level_only_settings_that_meet_the_target_co
 
 
 def test_the_report_opens_with_the_study_and_draws_its_history(model, tmp_path):
-    assert tune_cli("--param", "fpm.max_children=5..100", "--trials", "4", "--out", str(tmp_path / "r")
-                    ).exit_code == 0
+    assert tune_cli("--param", "fpm.max_children=5..100", "--param", "fpm.pm=static,dynamic", "--trials", "5",
+                    "--out", str(tmp_path / "r")).exit_code == 0
     (folder,) = (tmp_path / "r").iterdir()
     res = CliRunner().invoke(cli, ["report", str(folder), "--out", str(tmp_path / "rep"), "--format", "html,md,png"])
     assert res.exit_code == 0, res.output

@@ -110,6 +110,9 @@ def _new(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, .
         raise UsageError("-c with --schedule rate: the rate fixes the req/s; leave -c out to raise the capacity")
     if reuse_server:
         raise UsageError("--reuse-server: every trial of a study runs on fresh servers, with its own settings")
+    if flags.get("configs"):
+        raise UsageError("--config: a study sets the server's settings itself; tune the stack's own config, then "
+                         "carry the result into your file")
     load = replace(load, levels=None)
     base, cap, extra = plan(experiment, load, flags, servers_, sets, {
         "slo": slo, "resolution": resolution, "start": start, "max": max_, "probe_time": probe_time,
@@ -122,6 +125,12 @@ def _new(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, .
     t = tune_spec(label, stacks.get_stack(base.stack_of(label)), extra.get("tune", {}), {
         "params": params, "trials": trials, "budget": budget, "clients": clients[0] if clients else None,
         "seed": seed}, f"{Path(experiment).name}: [tune]" if experiment else "[tune]")
+    if t.clients is not None and base.schedule == "rate":
+        raise UsageError("a req/s objective at a number of clients with schedule rate: the rate fixes the req/s; "
+                         "leave clients out to raise the capacity")
+    from ..sweep.runner import check_limits
+
+    check_limits(cap.probe_spec(base, t.clients or cap.max))  # the most a study may ask of this machine
     # fresh servers for every trial; the file's findings are about its own labels, not the study's
     return replace(base, reuse_server=False, findings=()), cap, t
 
@@ -134,7 +143,7 @@ def _resumed(path: str, trials: int | None, budget: float | None) -> tuple[RunSp
         run = json.loads((Path(path) / "run.json").read_text())
     except (OSError, ValueError) as e:
         raise StoreError(f"--resume {path}: no results folder there ({getattr(e, 'strerror', None) or e})") from None
-    return resumed(run, trials, budget)
+    return resumed(run, trials, budget, Path(path))
 
 
 def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: str | None) -> SweepOutcome:
@@ -149,7 +158,9 @@ def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: 
 
     budget = f"{t.trials} trials" if t.trials else ""
     if t.budget_s:
-        budget += f"{' within ' if budget else ''}{t.budget_s / 60:g} min"
+        m, sec = divmod(round(t.budget_s), 60)
+        took = f"{m} min {sec} s" if m and sec else f"{m} min" if m else f"{sec} s"
+        budget += f"{' within ' if budget else ''}{took}"
     what = f"the req/s at {t.clients:,} clients" if t.clients else f"the capacity in {cap.unit}"
     err.print(f"tuning {escape(t.label)} ({escape(t.stack)}) for {what} under {escape(str(cap.target))}: "
               f"{'; '.join(escape(p.describe()) for p in t.params)}; {budget}", highlight=False)

@@ -17,9 +17,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, fields
+from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, StoreError, UsageError
 from ..lab import stacks
 from ..lab.model import Stack, Tunable
 from ..units import parse_duration
@@ -83,7 +84,7 @@ def parse_param(text: str, stack: Stack, where: str = "--param") -> Param:
         if low >= high:
             raise UsageError(f"{where} {text!r}: the range must go up (LOW..HIGH with LOW < HIGH)")
         return Param(tunable.key, low, high, text=f"{tunable.key}={low}..{high}")
-    values = [v.strip() for v in raw.split(",") if v.strip()]
+    values = list(dict.fromkeys(v.strip() for v in raw.split(",") if v.strip()))
     if len(values) < 2:
         raise UsageError(f"{where} {text!r}: give a range LOW..HIGH or two values or more (A,B)")
     parsed: list[Any] = []
@@ -93,6 +94,8 @@ def parse_param(text: str, stack: Stack, where: str = "--param") -> Param:
         except ConfigError as e:
             raise UsageError(f"{where} {text!r}: {e}") from None
     choices = tuple(dict.fromkeys(parsed))
+    if len(choices) < 2:  # `yes,on` are one value of an on/off setting
+        raise UsageError(f"{where} {text!r}: these are one value ({choices[0]}): give two values or more")
     return Param(tunable.key, choices=choices, text=f"{tunable.key}={','.join(map(str, choices))}")
 
 
@@ -203,17 +206,26 @@ def spec_from_doc(doc: dict[str, Any]) -> RunSpec:
     return RunSpec(**given)
 
 
-def resumed(run: dict[str, Any], trials: int | None, budget_s: float | None) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
+def resumed(run: Any, trials: int | None, budget_s: float | None, folder: Path | None = None
+            ) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
     """A stored study's spec, probes and parameters, to go on with more trials or another budget."""
-    doc = run.get("tune")
-    if run.get("kind") != "tune" or not isinstance(doc, dict):
+    doc = run.get("tune") if isinstance(run, dict) else None
+    if not isinstance(doc, dict) or run.get("kind") != "tune":
         raise UsageError("--resume: not the folder of a `loadcmp tune` study (its run.json has no `tune`)")
     if run.get("status") == "running":
         raise UsageError("--resume: this study is still running (or its process was killed: its run.json says "
                          "running); wait for it to end")
-    spec = spec_from_doc(run["spec"])
-    stack = stacks.get_stack(doc["stack"])
-    params = tuple(parse_param(p["text"], stack, "the stored study's parameter") for p in doc["params"])
-    return spec, capacity_from_doc(doc["search"]), TuneSpec(doc["server"], stack.name, params,
-                                                             trials if trials or budget_s else TRIALS, budget_s,
-                                                             doc["clients"], None)
+    if folder is not None and not (folder / str(doc.get("study", "study.log"))).is_file():
+        raise StoreError(f"--resume: the study's journal {folder / str(doc.get('study'))} is missing: the trials "
+                         "would be numbered anew; start a new study instead")
+    try:
+        spec = spec_from_doc(run["spec"])
+        stacks.add_stack_dirs(spec.stack_dirs)  # a study of the user's own stack
+        stack = stacks.get_stack(doc["stack"])
+        params = tuple(parse_param(p["text"], stack, "the stored study's parameter") for p in doc["params"])
+        return spec, capacity_from_doc(doc["search"]), TuneSpec(doc["server"], stack.name, params,
+                                                                 trials if trials or budget_s else TRIALS, budget_s,
+                                                                 doc["clients"], doc.get("seed"))
+    except (KeyError, TypeError, AttributeError, ValueError) as e:
+        raise StoreError(f"--resume: the stored study is not complete ({type(e).__name__}: {e}); start a new "
+                         "study instead") from None

@@ -139,6 +139,6 @@ def tune_history(res: Results) -> Figure | None:
         ia = axes[0][1]
         ia.barh([k for k, _ in imp], [v for _, v in imp], color="#1f77b4")
         ia.set_xlim(0, 1)
-        ia.set_xlabel("share of variance")
+        ia.set_xlabel("importance (PED-ANOVA)")
         ia.set_title("what mattered", fontsize=9)
     return finish(fig, f"Tuning {doc['server']}: {doc['target']}")

@@ -68,8 +68,8 @@ class Tuner:
             clients=t.clients, params=[{"key": p.key, "low": p.low, "high": p.high, "log": p.log,
                                         "choices": list(p.choices), "text": p.text} for p in t.params],
             search=search_doc(cap), base_settings=dict(self.base_settings), trials_asked=t.trials,
-            budget_s=t.budget_s, sampler="", study=STUDY, trials=[], best=None, gain=None, importance={}, block="",
-            text="")
+            budget_s=t.budget_s, seed=t.seed, sampler="", study=STUDY, trials=[], best=None, gain=None, importance={},
+            block="", text="")
 
     # --- measuring one set of settings -----------------------------------------------------------------
 
@@ -113,12 +113,15 @@ class Tuner:
 
         found = search(Plan(start, self.cap.max, self.cap.max_reason, self.cap.resolution, self.cap.factor),
                        probe, as_probed)
+        # the quick search's "confirmations" only repeat its probes' word: they are not stored as confirmations
+        found.path = [st for st in found.path if st.stage != "confirm"]
+        found.confirmed = {}
         self.cap_doc["servers"][label] = pr.server_doc(found)  # an interrupted search's probes too
         self.sweep.writer.set_capacity(self.cap_doc)
         if found.kind == "interrupted":
             return None
         return self._trial(label, params, "failed" if found.kind == "failed" else "complete", _value(found),
-                           None, found.kind in ("at_least", "not_reached"), began,
+                           None, found.kind == "at_least", began,
                            self.cap_doc["servers"][label]["text"].split(": ", 1)[-1])
 
     def _trial(self, label: str, params: dict[str, Any], state: Any, value: float | None, met: bool | None,
@@ -171,7 +174,7 @@ class Tuner:
             optuna.storages.journal.JournalFileBackend(str(self.sweep.writer.path / STUDY)))
         asked = [t for t in self.doc["trials"] if t["number"] >= 0]
         startup = max(3, min(10, (self.tune.trials or 12) // 3))
-        seed = None if self.tune.seed is None else self.tune.seed + len(asked)
+        seed = None if self.tune.seed is None else self.tune.seed + len(asked)  # a resumed study draws afresh
         sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=startup)
         self.doc["sampler"] = (f"Optuna {optuna.__version__} TPE, the first {startup} trials at random"
                                + ("" if seed is None else f", seed {self.tune.seed}"))
@@ -191,10 +194,19 @@ class Tuner:
             if self.sweep.stopper.requested:
                 self.sweep.problems.append("stopped before the next trial of the study")
                 return "interrupted"
+            if self.exhausted():
+                self.sweep.progress.say(f"every one of the {self.space()} settings was measured or refused")
+                break
             ot = study.ask(dists)
             params = {p.key: ot.params[p.key] for p in self.tune.params}
             label = self.tune.trial_label(ot.number)
             same = next((t for t in [base, *measured] if t["params"] == params), None)
+            refused = next((t for t in self.doc["trials"] if t["params"] == params and t["state"] in ("pruned",
+                                                                                                    "failed")), None)
+            if refused is not None:  # refused or broken once: the same again, without a new row
+                study.tell(ot, state=optuna.trial.TrialState.PRUNED if refused["state"] == "pruned"
+                           else optuna.trial.TrialState.FAIL)
+                continue
             if same is not None and same["value"] is not None:
                 self._tell(study, ot, same)
                 self.keep({**self._trial(same["label"], params, "repeat", same["value"], same["met"],
@@ -211,6 +223,8 @@ class Tuner:
             if t is None:
                 study.tell(ot, state=optuna.trial.TrialState.FAIL)
                 self.sweep.problems.append(f"stopped during trial {ot.number} of the study")
+                self.keep({**self._trial(label, params, "interrupted", None, None, False, self.clock(),
+                                         "stopped while it ran: its probes so far are kept"), "number": ot.number})
                 return "interrupted"
             t["number"] = ot.number
             if t["state"] == "complete" and t["value"] is not None:
@@ -219,14 +233,35 @@ class Tuner:
             else:
                 study.tell(ot, state=optuna.trial.TrialState.FAIL)
             self.keep(t)
-        self.doc["importance"] = {} if self.tied([base, *measured]) else _importance(optuna, study)
+        met = [t for t in [base, *measured] if t["met"] is not False]
+        # one parameter decides everything; ties and settings that all miss the target rank noise
+        self.doc["importance"] = {} if len(self.tune.params) < 2 or self.tied(met) or len(met) < 2 else \
+            _importance(optuna, study)
         return "complete"
+
+    def space(self) -> int | None:
+        """How many settings the parameters allow when every one is a list (None: a range makes it large)."""
+        n = 1
+        for p in self.tune.params:
+            if not p.choices:
+                return None
+            n *= len(p.choices)
+        return n
+
+    def exhausted(self) -> bool:
+        """Whether every setting of a finite space has been measured or refused."""
+        n = self.space()
+        seen = {tuple(sorted(t["params"].items())) for t in self.doc["trials"]}
+        return n is not None and len(seen) >= n
 
     def tied(self, trials: list[TuneTrialDoc]) -> bool:
         """Whether every capacity found lies within the search's resolution of the others: then no
         parameter moved the edge, and an importance would rank noise."""
-        values = [t["value"] for t in trials if t["state"] == "complete" and t["value"] is not None]
-        return self.tune.clients is None and bool(values) and max(values) <= min(values) * (1 + self.cap.resolution)
+        done = [t for t in trials if t["state"] == "complete" and t["value"] is not None]
+        values = [float(t["value"] or 0.0) for t in done]
+        settings = {tuple(sorted(t["params"].items())) for t in done}
+        return self.tune.clients is None and len(settings) >= 2 and \
+            max(values) <= min(values) * (1 + self.cap.resolution)
 
     def _tell(self, study: Any, ot: Any, t: TuneTrialDoc) -> None:
         ot.set_constraint("target", _violation(t))  # TPE prefers settings that meet the target (c-TPE)
@@ -246,23 +281,24 @@ class Tuner:
         return max(ok, key=lambda t: (t["value"], -t["number"]), default=None)
 
     def compare(self, base: TuneTrialDoc, best: TuneTrialDoc) -> TuneGainDoc | None:
-        """Both at the best's level, alternately, until each has `confirm` trials there; None: stopped."""
+        """Both at the best's level, `confirm` new trials each, alternately (A B, then B A); judged on those
+        alone (the probe that made the best the best would lean the answer its way). None: stopped."""
         level = self.tune.clients or int(best["value"] or 0)
-        sides = [self.probers.get(base["label"]) or self.prober(base["label"], {}, level),
-                 self.probers.get(best["label"]) or self.prober(best["label"], best["params"], level)]
+        sides = [self.prober(base["label"], {}, level), self.prober(best["label"], best["params"], level)]
+        before = {pr.label: len(pr.trials(level)) for pr in sides}
         self.sweep.progress.say(f"comparing {best['label']} with {base['label']} at {level:,} {self.cap.unit}, "
-                                f"{self.cap.confirm} trials each")
-        for i in range(2 * self.cap.confirm):
+                                f"{self.cap.confirm} new trials each")
+        for i in range(self.cap.confirm):
             for pr in sides if i % 2 == 0 else sides[::-1]:
-                if len(pr.measured(level)) < self.cap.confirm and pr.trial(level) is None:
+                if pr.trial(level) is None:
                     return None
-        b, w = (self._side(pr, level) for pr in sides)
+        b, w = (self._side(pr, level, before[pr.label]) for pr in sides)
         return gain(level, b, w, base, best, self.tune.objective, self.cap.unit)
 
-    def _side(self, pr: Prober, level: int) -> TuneSideDoc:
+    def _side(self, pr: Prober, level: int, since: int) -> TuneSideDoc:
         from ..report.tables import Estimate
 
-        trials = pr.measured(level)
+        trials = [t for t in pr.trials(level)[since:] if t.get("result")]
         c = confirm_level(self.cap.target, level, trials)
         e = Estimate.of([t["result"]["rps"] for t in trials])
         shown = e.text() + " req/s"
@@ -272,19 +308,39 @@ class Tuner:
                            rps={"check": "rps", "mean": e.mean, "low": e.low, "high": e.high, "n": e.n,
                                 "verdict": "unsure", "shown": shown})
 
+    def no_answer(self, base: TuneTrialDoc | None) -> str:
+        if base is None:
+            return "stopped during the baseline: nothing to compare"
+        if self.tune.clients is not None and any(t["value"] is not None for t in self.doc["trials"]):
+            return f"no setting tried met {self.cap.target} at {self.tune.clients:,} clients (the baseline neither)"
+        return "no trial measured a value: nothing to compare"
+
+    def no_trial(self) -> str:
+        """Why the study measured no trial of its own."""
+        rows = [t for t in self.doc["trials"] if t["number"] >= 0]
+        if rows and all(t["state"] == "pruned" for t in rows):
+            return f"no trial ran: the stack refused every setting asked ({rows[0]['text'].split(': ', 1)[-1]})"
+        if self.tune.budget_s is not None and not rows:
+            return "no trial ran: the budget went on the baseline (give a larger --budget)"
+        return "no trial ran"
+
     def conclude(self, status: RunStatus) -> RunStatus:
         """The best, its gain over the baseline and its ready block, stored."""
         base = next((t for t in self.doc["trials"] if t["number"] == -1), None)
         best = self.best()
         doc = self.doc
+        doc["gain"], doc["best"], doc["block"] = None, None, ""  # a resumed study's answer is made anew
         if base is None or best is None:
-            doc["text"] = "no trial measured a value: nothing to compare"
+            doc["text"] = self.no_answer(base)
             self.sweep.writer.set_tune(doc)
             return status
         doc["best"] = best["number"]
         doc["block"] = ready_block(self.tune.stack, {**self.base_settings, **best["params"]})
         ended = status == "complete" and not self.sweep.stopper.requested
-        if ended and best is base:
+        ran = [t for t in doc["trials"] if t["number"] >= 0 and t["state"] == "complete"]
+        if ended and not ran:
+            doc["text"] = f"{self.no_trial()}; the baseline ({settings_text(self.defaults())}): {valued(base, doc)}"
+        elif ended and best is base:
             tied = self.tied(doc["trials"])
             doc["text"] = (f"the baseline ({settings_text(self.defaults())}) held the most: {valued(base, doc)}; "
                            + (f"every setting tried gave the same, to the search's {self.cap.resolution:.0%} "

@@ -19,7 +19,9 @@ def settings_text(params: dict[str, Any]) -> str:
 def ready_block(stack: str, settings: dict[str, Any]) -> str:
     """The settings as an experiment file's `[variants.tuned]` table."""
     def toml(v: Any) -> str:
-        return ("true" if v else "false") if isinstance(v, bool) else str(v) if isinstance(v, int) else f'"{v}"'
+        if isinstance(v, bool):
+            return "true" if v else "false"
+        return str(v) if isinstance(v, int) else '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'
     sets = ", ".join(f'"{k}" = {toml(v)}' for k, v in settings.items())
     return f'[variants.tuned]\nstack = "{stack}"\nset = {{ {sets} }}'
 
@@ -37,8 +39,13 @@ def gain(level: int, base: TuneSideDoc, best: TuneSideDoc, t0: TuneTrialDoc, t1:
     if objective == "capacity":
         v0, v1 = t0["value"] or 0.0, t1["value"] or 0.0
         gain = v1 / v0 - 1 if v0 else None
-        head = f"{settings_text(t1['params'])} holds {v1:,.0f} {unit} against the baseline's {v0:,.0f}"
-        if best["verdict"] == "met" and base["verdict"] == "missed":
+        # each capacity from one quick search (probes judged alone): the verdict rests on the comparison's trials
+        head = (f"{settings_text(t1['params'])} holds about {v1:,.0f} {unit} against the baseline's {v0:,.0f} "
+                "(quick searches)")
+        if best["verdict"] == "missed":
+            verdict, why = "not better", (f"at {level:,} {unit} the best misses the target over {best['n']} "
+                                          "trials")
+        elif best["verdict"] == "met" and base["verdict"] == "missed":
             verdict, why = "better", (f"at {level:,} {unit} the best meets the target over {best['n']} trials and "
                                       f"the baseline misses it")
         elif "unsure" in (best["verdict"], base["verdict"]):
@@ -55,6 +62,8 @@ def gain(level: int, base: TuneSideDoc, best: TuneSideDoc, t0: TuneTrialDoc, t1:
             verdict, why = "better", "the best meets the target there and the baseline misses it"
         elif best["verdict"] == "missed":
             verdict, why = "not better", "the best misses the target there"
+        elif best["verdict"] == "unsure":
+            verdict, why = "unsure", "whether the best meets the target there is unsure (an interval straddles it)"
         elif None not in (r0["high"], r1["low"]) and r1["low"] > r0["high"]:  # type: ignore[operator]
             verdict, why = "better", "the 95 % intervals do not overlap"
         elif None not in (r0["low"], r1["high"]) and r1["high"] < r0["low"]:  # type: ignore[operator]
