@@ -8,6 +8,7 @@
     bench.py    bench URL
     run.py      run (and the sweep display, Table 1)
     capacity.py capacity (a search of short probes per server)
+    tune.py     tune (an Optuna study over one server's settings)
     smoke.py    smoke
     seeds.py    seeds (the five write-ups within a budget)
     report.py   report

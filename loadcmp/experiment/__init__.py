@@ -3,4 +3,6 @@
     spec.py      RunSpec; experiment files; validation that lists every error at once
     variants.py  server labels and variants (--server LABEL=STACK, [variants.*]), which --set goes where
     capacity.py  what a capacity search is: its target, start, limit, resolution (flags over [capacity])
+    apps.py      an application behind the chosen stacks (--app, app =): its pages and images
+    tune.py      what a tuning study searches (--param, [tune]), and a stored study read back to resume
 """

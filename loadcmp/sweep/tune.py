@@ -25,7 +25,7 @@ from typing import Any, cast
 from ..errors import ConfigError
 from ..experiment.capacity import CapacitySpec
 from ..experiment.spec import RunSpec
-from ..experiment.tune import Param, TuneSpec, search_doc
+from ..experiment.tune import TuneSpec, search_doc
 from ..lab import dockerhost, stacks
 from ..load.workers import Fleet, Stopper
 from ..records import CapacityDoc, RunStatus, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
@@ -34,6 +34,7 @@ from ..verdicts.slo import Confirmed, confirm_level
 from .capacity import Prober, TrialRunner, new_doc
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
 from .search import Found, Plan, Probed, search
+from .sampler import distribution, importance, violation
 from .trial import Planned, Sweep, SweepHooks, run_trial
 
 STUDY = "study.log"
@@ -180,11 +181,11 @@ class Tuner:
                                + ("" if seed is None else f", seed {self.tune.seed}"))
         study = optuna.create_study(study_name="tune", storage=storage, direction="maximize", sampler=sampler,
                                     load_if_exists=True)
-        dists = {p.key: _distribution(optuna, p) for p in self.tune.params}
+        dists = {p.key: distribution(optuna, p) for p in self.tune.params}
         defaults = self.defaults()
         if not study.trials and base["value"] is not None and all(p.holds(defaults[p.key]) for p in self.tune.params):
             study.add_trial(optuna.trial.create_trial(params=defaults, distributions=dists, value=base["value"],
-                                                      constraints={"target": _violation(base)}))
+                                                      constraints={"target": violation(base)}))
         wanted = self.tune.trials
         measured = [t for t in asked if t["state"] == "complete"]
         goal = len(measured) + wanted if wanted is not None else None
@@ -236,7 +237,7 @@ class Tuner:
         met = [t for t in [base, *measured] if t["met"] is not False]
         # one parameter decides everything; ties and settings that all miss the target rank noise
         self.doc["importance"] = {} if len(self.tune.params) < 2 or self.tied(met) or len(met) < 2 else \
-            _importance(optuna, study)
+            importance(optuna, study)
         return "complete"
 
     def space(self) -> int | None:
@@ -264,7 +265,7 @@ class Tuner:
             max(values) <= min(values) * (1 + self.cap.resolution)
 
     def _tell(self, study: Any, ot: Any, t: TuneTrialDoc) -> None:
-        ot.set_constraint("target", _violation(t))  # TPE prefers settings that meet the target (c-TPE)
+        ot.set_constraint("target", violation(t))  # TPE prefers settings that meet the target (c-TPE)
         study.tell(ot, t["value"])
 
     def _start(self, base: TuneTrialDoc) -> int:
@@ -397,29 +398,6 @@ def _value(found: Found) -> float | None:
     if found.kind in ("capacity", "at_least", "not_reached") and found.level is not None:
         return float(found.level)
     return 0.0 if found.kind == "below_start" else None
-
-
-def _violation(t: TuneTrialDoc) -> float:
-    """Optuna's constraint (<= 0: feasible): the target missed at the level is infeasible."""
-    return 1.0 if t["met"] is False else -1.0
-
-
-def _distribution(optuna: Any, p: Param) -> Any:
-    if p.choices:
-        return optuna.distributions.CategoricalDistribution(list(p.choices))
-    return optuna.distributions.IntDistribution(p.low, p.high, log=p.log)
-
-
-def _importance(optuna: Any, study: Any) -> dict[str, float]:
-    """How much each parameter decides whether a trial is among the best (PED-ANOVA); {} with too few trials."""
-    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            found = optuna.importance.get_param_importances(study, evaluator=evaluator)
-    except (RuntimeError, ValueError, ZeroDivisionError):
-        return {}
-    return {k: round(float(v), 3) for k, v in found.items()}
 
 
 def _rps(v: float | None) -> str:

@@ -1,0 +1,35 @@
+"""What a tuning study tells Optuna and reads back from it: each parameter's distribution, the
+target as a constraint, and which parameters mattered. Optuna is passed in (imported only when a
+study runs), so this stays a few pure functions.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..experiment.tune import Param
+from ..records import TuneTrialDoc
+
+
+def violation(t: TuneTrialDoc) -> float:
+    """Optuna's constraint (<= 0: feasible): the target missed at the level is infeasible."""
+    return 1.0 if t["met"] is False else -1.0
+
+
+def distribution(optuna: Any, p: Param) -> Any:
+    if p.choices:
+        return optuna.distributions.CategoricalDistribution(list(p.choices))
+    return optuna.distributions.IntDistribution(p.low, p.high, log=p.log)
+
+
+def importance(optuna: Any, study: Any) -> dict[str, float]:
+    """How much each parameter decides whether a trial is among the best (PED-ANOVA); {} with too few trials."""
+    evaluator = optuna.importance.PedAnovaImportanceEvaluator()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            found = optuna.importance.get_param_importances(study, evaluator=evaluator)
+    except (RuntimeError, ValueError, ZeroDivisionError):
+        return {}
+    return {k: round(float(v), 3) for k, v in found.items()}
