@@ -129,11 +129,8 @@ def load_app(home: Path, origin: str = "built-in") -> App:
             for m in e.errors:
                 p.add(path, text, "set", f"set: {m}")
     pages = _pages(p, path, text, doc.get("pages"))
-    if p.items:
-        raise ConfigError(p.items[0] if len(p.items) == 1 else f"{len(p.items)} problems in {path}", p.items)
-    assert front is not None
-    app = App(name=home.name, description=doc["description"], home=home, packages=tuple(packages), code=code,
-              root=root, front=front, writable=tuple(writable), setup=tuple(setup), ready=ready,
+    app = App(name=home.name, description=str(doc.get("description")), home=home, packages=tuple(packages),
+              code=code, root=root, front=front or "", writable=tuple(writable), setup=tuple(setup), ready=ready,
               settings=settings, pages=tuple(pages), origin=origin, roles=roles, tunables=dict(reader.tunables),
               causes=tuple(c for f, t, raw in reader.causes if (c := read_cause(p, f, t, raw)) is not None),
               status=tuple(reader.status.values()), files=files, build=tuple(build))
