@@ -222,3 +222,16 @@ def test_the_database_refusing_is_a_named_cause_with_its_tunable():
     assert "(db.max_connections 1)" in note and "'the database refused: Too many connections' logged once" in note
     assert "MariaDB counted 39 times a connection refused at max_connections" in note
     assert note.endswith("the failures were 40 http_5xx")
+
+
+def test_a_trial_sums_up_a_role_apart_with_the_limit_its_peak_is_measured_against():
+    rows = [{"second": 0, "cpu_pct": 90.0, "mem_bytes": 9, "db_cpu_pct": 10.0, "db_mem_bytes": 100,
+             "db_connections_peak": 3.0, "db_queries": 50.0},
+            {"second": 1, "cpu_pct": 80.0, "mem_bytes": 9, "db_cpu_pct": 30.0, "db_mem_bytes": 300,
+             "db_connections_peak": 7.0, "db_queries": float("nan")}]
+    got = metrics.summarize(rows, ["db"], {"db_connections_peak": ["db.max_connections", 151]})
+    assert got["cpu_pct"] == 85.0 and got["mem_peak_bytes"] == 9  # the server's, without the database
+    assert got["apart"] == {"db": {"cpu_pct": 20.0, "cpu_pct_max": 30.0, "mem_peak_bytes": 300,
+                                   "peaks": {"db_connections_peak": 7.0, "db_queries": 50.0}}}
+    assert got["limits"] == {"db_connections_peak": ["db.max_connections", 151]}
+    assert "apart" not in metrics.summarize(rows)

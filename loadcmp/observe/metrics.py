@@ -19,7 +19,7 @@ import math
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,6 +28,7 @@ from typing import Any, TypedDict, TypeVar
 from ..lab.containers import Deployment
 from ..lab.pages import http_get
 from ..records import ServerMetrics
+from .roles import summarize_apart
 from .statuspages import command_status, parse_page, with_busy_workers
 
 log = logging.getLogger("loadcmp")
@@ -353,10 +354,15 @@ class Sampler:
         return cur, t
 
 
-def summarize(rows: list[ServerRow]) -> ServerMetrics:
-    """The per-trial server figures: cpu_pct, mem_peak_bytes, pids_peak, ..."""
+def summarize(rows: list[ServerRow], apart: Iterable[str] = (),
+              limits: Mapping[str, list[Any]] | None = None) -> ServerMetrics:
+    """The per-trial server figures: cpu_pct, mem_peak_bytes, pids_peak, ...; the roles measured `apart`
+    on their own, with the `limits` their peaks are measured against."""
     if not rows:
         return {"cpu_pct": None, "mem_peak_bytes": None, "pids_peak": None, "samples": 0}
+    extra: ServerMetrics = {}
+    if apart:
+        extra = {"apart": summarize_apart(rows, apart), "limits": dict(limits or {})}
 
     def col(k: str) -> list[float]:
         return [r[k] for r in rows if r.get(k) is not None]
@@ -380,4 +386,5 @@ def summarize(rows: list[ServerRow]) -> ServerMetrics:
         "oom_kills": peak("oom_kills") or 0,
         "mem_limit_hits": peak("mem_limit_hits") or 0,
         "samples": len(rows),
+        **extra,
     }
