@@ -1,0 +1,55 @@
+"""The wordpress app on its MariaDB role in real containers: every request answered 200 with the page,
+the database's figures stored beside the server's, and a database that refuses named as the cause."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.lab import containers as lab
+from loadcmp.store.reader import load_results
+
+pytestmark = pytest.mark.docker
+
+
+def test_wordpress_on_its_database_answers_every_request_and_the_database_is_measured(tmp_path, docker_client):
+    before = {c.name for c in lab.labelled(docker_client)}
+    res = CliRunner().invoke(cli, ["run", "--app", "wordpress", "--server", "nginx", "--page", "/",
+                                   "--page", "/?p=1042", "-c", "5", "-t", "2", "--warmup", "0.5",
+                                   "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    stored = load_results(json.loads(res.stdout)["results_dir"])
+    assert len(stored.trials) == 2
+    for t in stored.trials:  # every request 200 (the primer checked the page's own text first)
+        assert t["status"] == "ok" and t["result"]["ok"] > 5, t
+        assert t["result"]["status_codes"] == {"200": t["result"]["ok"]}, t
+        db = t["server_metrics"]["apart"]["db"]
+        assert db["cpu_pct"] and db["mem_peak_bytes"] > 20 * 2**20, db  # MariaDB's own container
+        assert 2 <= db["peaks"]["db_connections_peak"] <= 5 + 1, db  # 5 clients, and the status's own
+        assert t["server_metrics"]["limits"] == {"db_connections_peak": ["db.max_connections", 151]}
+    sv = stored.server
+    for col in ("db_cpu_pct", "db_mem_bytes", "db_connections", "db_slow_queries", "db_aborted_connects"):
+        assert col in sv and sv[col].notna().all(), col
+    assert (sv.db_queries.diff().dropna() > 0).all()  # the database answered queries every second
+    info = stored.run["servers"]["nginx"]
+    assert info["settings"]["db.max_connections"] == 151 and "db/my.cnf" in info["configs"]
+    assert "max_connections = 151" in info["configs"]["db/my.cnf"]
+    assert {c.name for c in lab.labelled(docker_client)} == before
+
+
+def test_a_database_out_of_connections_is_the_named_cause_of_the_failures(tmp_path, docker_client):
+    before = {c.name for c in lab.labelled(docker_client)}
+    res = CliRunner().invoke(cli, ["run", "--app", "wordpress", "--server", "nginx", "--page", "/?p=1042",
+                                   "-c", "20", "-t", "2", "--warmup", "0", "--set", "db.max_connections=2",
+                                   "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    (t,) = load_results(json.loads(res.stdout)["results_dir"]).trials
+    assert t["result"]["failures"].get("http_5xx", 0) > 0 and t["result"]["ok"] > 0, t["result"]
+    assert t["log_evidence"].get("db.max_connections", 0) >= 1, t["log_evidence"]
+    note = next(n for n in t["notes"] if n.startswith("MariaDB refused connections beyond max_connections"))
+    assert "(db.max_connections 2)" in note and "Too many connections" in note and "http_5xx" in note, note
+    assert t["server_metrics"]["apart"]["db"]["peaks"]["db_refused"] >= 1
+    assert {c.name for c in lab.labelled(docker_client)} == before
