@@ -18,11 +18,11 @@ pytestmark = pytest.mark.docker
 def test_wordpress_on_its_database_answers_every_request_and_the_database_is_measured(tmp_path, docker_client):
     before = {c.name for c in lab.labelled(docker_client)}
     res = CliRunner().invoke(cli, ["run", "--app", "wordpress", "--server", "nginx", "--page", "/",
-                                   "--page", "/?p=1042", "-c", "5", "-t", "2", "--warmup", "0.5",
+                                   "-c", "5", "-t", "2", "--warmup", "0.5",
                                    "--out", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     stored = load_results(json.loads(res.stdout)["results_dir"])
-    assert len(stored.trials) == 2
+    assert len(stored.trials) == 1
     for t in stored.trials:  # every request 200 (the primer checked the page's own text first)
         assert t["status"] == "ok" and t["result"]["ok"] > 5, t
         assert t["result"]["status_codes"] == {"200": t["result"]["ok"]}, t
