@@ -212,6 +212,8 @@ def test_the_database_refusing_is_a_named_cause_with_its_tunable():
            '"PHP message: loadcmp wordpress: the database refused: Too many connections" while reading\n'
            "2026-01-01T10:00:01.500000000Z 2026-01-01 10:00:01 7 [Warning] Aborted connection 7 to db: 'wordpress' "
            "user: 'wordpress' host: '127.0.0.1' (Got an error reading communication packets)\n"
+           "2026-01-01T10:00:01.600000000Z 2026-01-01 10:00:01 0 [Warning] Aborted connection 0 to db: "
+           "'unconnected' user: 'unauthenticated' host: '127.0.0.1' (Too many connections)\n"  # the same refusal
            "2026-01-01T10:00:02.000000000Z loadcmp wordpress: the database refused: Connection refused\n")
     t = evidence.tally(log, causes=stack.causes)
     assert t.counts == {"db.max_connections": 1, "db.aborted_connection": 1, "db.unreachable": 1}
