@@ -55,9 +55,11 @@ def timeline(data: Results, level: int, trial: int | None = None) -> Figure | No
     col = colors(data)
     sv = data.server
     apart = apart_roles(sv)
-    shown = [(k, label + (f"\n(dash-dot: {', '.join(apart)})" if apart and k in APART_ROWS else ""))
+    beside = f"\n(dash-dot: {', '.join(p.rstrip('_') for p in apart)})" if apart else ""
+    shown = [(k, label + (beside if k in APART_ROWS else ""))
              for k, label in SERVER_ROWS if not sv.empty and k in sv and sv[k].notna().any()]
-    limits = {k: v for k, v in limits_of(data).items() if k in sv and sv[k].notna().any()}
+    limits = {k: v for k, v in limits_of(data).items()
+              if k.startswith(tuple(apart)) and k in sv and sv[k].notna().any()}
     shown += [(k, f"{k}\n(of {setting} {limit:,})") for k, (setting, limit) in limits.items()]
     fig, grid = plt.subplots(2 + len(shown), 1, figsize=(WIDTH, 2.2 * (2 + len(shown)) + 1), sharex=True,
                              squeeze=False)
