@@ -54,3 +54,28 @@ def test_a_database_out_of_connections_is_the_named_cause_of_the_failures(tmp_pa
     assert "(db.max_connections 2)" in note and "Too many connections" in note and "http_5xx" in note, note
     assert t["server_metrics"]["apart"]["db"]["peaks"]["db_refused"] >= 1
     assert {c.name for c in lab.labelled(docker_client)} == before
+
+
+def test_a_stopped_database_is_a_500_whose_log_line_is_the_named_cause(docker_client):
+    from loadcmp.lab import apps, stacks
+    from loadcmp.lab.pages import http_get
+    from loadcmp.observe.evidence import tally
+
+    res = CliRunner().invoke(cli, ["up", "--server", "nginx", "--app", "wordpress", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    try:
+        port = int(doc["url"].rsplit(":", 1)[1].strip("/"))
+        code, body = http_get(port, "/?p=1042", timeout=10)
+        assert code == 200 and b"loadcmp post 42" in body
+        (db,) = [c for c in lab.labelled(docker_client, doc["run_id"]) if c.labels.get("loadcmp.role") == "db"]
+        db.stop(timeout=5)
+        code, body = http_get(port, "/?p=1042", timeout=10)
+        assert code == 500 and b"Error establishing a database connection" in body
+        (web,) = [c for c in lab.labelled(docker_client, doc["run_id"]) if c.labels.get("loadcmp.role") == "web"]
+        causes = apps.on_stack(apps.get_app("wordpress"), stacks.get_stack("nginx")).causes
+        counted = tally(web.logs().decode(errors="replace"), causes=causes)
+        assert counted.counts.get("db.unreachable") == 1, web.logs()[-500:]
+        assert "Connection refused" in counted.quotes["db.unreachable"]
+    finally:
+        lab.down(docker_client, run_id=doc["run_id"])

@@ -5,7 +5,9 @@ An app brings its code (Debian packages, a folder beside app.toml), a document r
 controller that every stack's templates route to (`app` in the templates), a set-up run once when
 each container starts, the settings it needs and its pages. Its images are the stack's images with
 one layer more, made here from that data and built by `images` like any other (tags are hashes of
-their inputs). Nothing here names an app or a server, and nothing touches Docker.
+their inputs). It may bring roles of its own (`[roles.NAME]`: a database, with its Dockerfile,
+tunables, causes and a status read by a command), which `on_stack` starts before the web roles and
+the samplers measure apart. Nothing here names an app or a server, and nothing touches Docker.
 """
 
 from __future__ import annotations
