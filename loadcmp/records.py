@@ -173,6 +173,16 @@ class LoadSummary(TypedDict):
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
 
 
+class RoleMetrics(TypedDict, total=False):
+    """A role measured apart from the server (an app's database), summed up from its own columns."""
+
+    cpu_pct: float | None  #: mean over the window, 100 = one core
+    cpu_pct_max: float | None
+    mem_peak_bytes: int | None
+    peaks: dict[str, float]
+    """Each of its status columns (`<role>_…`) at its highest in the window."""
+
+
 class ServerMetrics(TypedDict, total=False):
     """A trial's server side summed up from the 1 Hz samples."""
 
@@ -188,6 +198,11 @@ class ServerMetrics(TypedDict, total=False):
     oom_kills: int
     mem_limit_hits: int
     samples: int
+    apart: dict[str, RoleMetrics]
+    """The roles measured apart (an app's database), by name."""
+    limits: dict[str, list[Any]]
+    """A status column a cause reads as a peak -> [the setting it points to, its value]: what the peak is
+    measured against (connections in use against max_connections)."""
 
 
 class ContainerState(TypedDict):

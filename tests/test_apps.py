@@ -62,7 +62,7 @@ expect = "B"
     assert "unknown key(s) colour" in joined
     assert "ready must be a path" in joined
     assert "set: unknown setting 'fpm.max_childs'" in joined
-    assert "roles: extra roles (a database container) are not supported yet" in joined
+    assert "role 'db': its name is its table's; its image comes from its dockerfile" in joined
     assert "page 'a': path must be a request path" in joined and "page 'a': expect must be" in joined
     assert len(e.value.errors) == 7, joined
 
@@ -86,7 +86,7 @@ def test_an_unknown_app_names_the_known_ones():
 def test_a_users_app_folder_joins_the_catalog(tmp_path, monkeypatch):
     _copy(tmp_path, "shop")
     monkeypatch.setenv("LOADCMP_APPS", str(tmp_path))
-    assert set(apps.catalog()) == {"laravel", "shop"} and apps.get_app("shop").origin == str(tmp_path)
+    assert set(apps.catalog()) == {"laravel", "wordpress", "shop"} and apps.get_app("shop").origin == str(tmp_path)
     monkeypatch.setenv("LOADCMP_APPS", str(tmp_path / "nowhere"))
     with pytest.raises(ConfigError, match="is not a folder"):
         apps.catalog()
@@ -96,7 +96,7 @@ def test_a_bad_app_name_is_one_line_and_exit_2():
     res = CliRunner().invoke(cli, ["run", "--app", "nope", "--server", "nginx", "-t", "1s"])
     assert res.exit_code == 2
     lines = [x for x in res.output.splitlines() if x.strip()]
-    assert lines == ["error: unknown app 'nope'; known apps: laravel (see `loadcmp apps`)"], res.output
+    assert lines == ["error: unknown app 'nope'; known apps: laravel, wordpress (see `loadcmp apps`)"], res.output
 
 
 def test_the_app_with_another_sites_pages_or_none_of_its_own_is_refused(tmp_path):
@@ -111,7 +111,8 @@ def test_apps_lists_the_apps_and_their_pages():
 
     res = CliRunner().invoke(cli, ["apps", "--json"])
     assert res.exit_code == 0, res.output
-    (app,) = json.loads(res.stdout)["apps"]
+    app, wp = json.loads(res.stdout)["apps"]
+    assert wp["name"] == "wordpress" and "/?s=kestrel+socket" in [p["path"] for p in wp["pages"]]
     assert app["name"] == "laravel" and [p["path"] for p in app["pages"]] == ["/sleep", "/hello"]
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import json
 import logging
 import shutil
@@ -210,6 +212,7 @@ class FakeDeployment:
     containers: list[FakeContainer] = field(default_factory=list)
 
     stack: Any = field(default_factory=_nginx)
+    plan: Any = field(default_factory=lambda: SimpleNamespace(rendered=()))
 
     @property
     def status_pages(self) -> dict[str, Any]:

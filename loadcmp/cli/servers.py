@@ -109,12 +109,13 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     from ..observe.statuspages import leave_out_unanswered
 
     stack = stacks.get_stack(server)
-    overrides = stacks.parse_overrides(sets)
+    overrides = stacks.parse_overrides(sets, apps.tunables())
     the_app = apps.get_app(app) if app else None
     if the_app and www:
         raise UsageError("--www and --app: give one (the app brings its own pages)")
     own = [ownconfig.from_doc(d) for d in configs]
-    errors = check_sets([Variant(stack.name, stack.name, {})], overrides, {})
+    errors = check_sets([Variant(stack.name, stack.name, {})], overrides, {},
+                        tuple(dict.fromkeys(k.split(".")[0] for k in the_app.tunables)) if the_app else ())
     errors += own_config_errors(own, {server: stack.name}, {server: overrides})
     if errors:
         raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)

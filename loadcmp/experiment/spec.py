@@ -12,7 +12,7 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
-from ..lab import dockerhost, ownconfig, stacks
+from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from . import apps, variants
 from ..errors import ConfigError, UsageError
 from ..records import SpecDoc
@@ -303,7 +303,7 @@ def _convert(key: str, kind: str, v: Any) -> Any:
     if kind == "table":
         want(isinstance(v, dict), "a table")
         if key == "set":
-            return stacks.parse_overrides({k: val for k, val in v.items()})
+            return stacks.parse_overrides({k: val for k, val in v.items()}, lab_apps.tunables())
         return v
     if kind == "variants":
         return variants.parse_variant_tables(v)
@@ -377,7 +377,8 @@ def validate(spec: RunSpec) -> RunSpec:
         chosen = {v.label for v in servers}
         # a file's variant left out by --server is no error; a --set for a label nobody declared is
         own = {k: v for k, v in spec.variant_settings.items() if k in chosen or k not in spec.stacks}
-        errors += variants.check_sets(servers, spec.settings, own)
+        app_sections = tuple(dict.fromkeys(k.split(".")[0] for k in lab_apps.tunables(spec.app))) if spec.app else ()
+        errors += variants.check_sets(servers, spec.settings, own, app_sections)
         known = _result_labels(spec, [v.label for v in servers])
         # a finding about a server declared but not chosen (a seed cut with --server) is judged
         # inconclusive after the run; one about a server that exists nowhere is a typo

@@ -22,7 +22,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..lab import ownconfig, render, stacks
+from ..lab import apps, ownconfig, render, stacks
 from ..errors import ConfigError, UsageError
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -89,7 +89,7 @@ def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, dict[str
     out_common: dict[str, Any] = {}
     for label, values in [("", common), *own.items()]:
         try:
-            parsed = stacks.parse_overrides(values)
+            parsed = stacks.parse_overrides(values, apps.tunables())
         except ConfigError as e:
             errors += [f"{label}: {m}" if label else m for m in e.errors or [str(e)]]
             continue
@@ -122,7 +122,7 @@ def parse_variant_tables(raw: Any) -> dict[str, Variant]:
             sets = table.get("set", {})
             if not isinstance(sets, dict):
                 raise ConfigError(f"[variants.{label}].set must be a table of settings")
-            out[label] = Variant(label, stack, stacks.parse_overrides(sets))
+            out[label] = Variant(label, stack, stacks.parse_overrides(sets, apps.tunables()))
         except (UsageError, ConfigError) as e:
             errors += [f"[variants.{label}]: {m}" if not m.startswith("[variants.") else m
                        for m in getattr(e, "errors", None) or [str(e)]]
@@ -150,9 +150,11 @@ def resolve(names: Iterable[str], chosen: Mapping[str, str]) -> list[Variant]:
     return list(out.values())
 
 
-def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """What a `--set` asks of servers that cannot take it, in words (empty: all fine)."""
-    sections = {v.label: stacks.get_stack(v.stack).sections for v in servers}
+def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]],
+               app_sections: tuple[str, ...] = ()) -> list[str]:
+    """What a `--set` asks of servers that cannot take it, in words (empty: all fine); `app_sections`: what
+    the run's app adds to every server (its database's)."""
+    sections = {v.label: (*stacks.get_stack(v.stack).sections, *app_sections) for v in servers}
     names = ", ".join(f"{v.label} ({v.stack})" if v.label != v.stack else v.label for v in servers)
     errors = []
     for key in common:

@@ -5,7 +5,9 @@ An app brings its code (Debian packages, a folder beside app.toml), a document r
 controller that every stack's templates route to (`app` in the templates), a set-up run once when
 each container starts, the settings it needs and its pages. Its images are the stack's images with
 one layer more, made here from that data and built by `images` like any other (tags are hashes of
-their inputs). Nothing here names an app or a server, and nothing touches Docker.
+their inputs). It may bring roles of its own (`[roles.NAME]`: a database, with its Dockerfile,
+tunables, causes and a status read by a command), which `on_stack` starts before the web roles and
+the samplers measure apart. Nothing here names an app or a server, and nothing touches Docker.
 """
 
 from __future__ import annotations
@@ -19,16 +21,16 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, UsageError
-from .model import APP_DIR, App, AppPage, Image, Stack, configs_dir
-from .partfile import NAME, Problems, read_toml
-from .stacks import parse_overrides
+from . import render
+from .model import APP_DIR, App, AppPage, Image, Role, Stack, Tunable, configs_dir
+from .partfile import NAME, Problems, Reader, read_cause, read_toml
+from .stackfile import read_role
+from .stacks import parse_overrides, tunables as stack_tunables
 
 APP_FILE = "app.toml"
-APP_KEYS = {"description", "packages", "code", "root", "front", "writable", "setup", "ready", "set", "pages"}
+APP_KEYS = {"description", "packages", "code", "root", "front", "writable", "setup", "ready", "set", "pages",
+            "roles", "tunables", "causes", "status", "files", "build"}
 PAGE_KEYS = {"name", "path", "expect", "doc"}
-LATER = {"roles": "extra roles (a database container) are not supported yet: an app runs in the web stack's "
-                  "containers"}
-"""Keys of the format's next steps, refused with what they will be."""
 PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 """A Debian package name (Debian policy 5.6.1)."""
 
@@ -91,9 +93,7 @@ def load_app(home: Path, origin: str = "built-in") -> App:
     if not NAME.match(home.name) or home.name.endswith(("-", ".", "_")):
         p.add(path, None, None, f"the folder's name {home.name!r} is the app's name: use lower-case letters, "
               "digits, '-', '_' and '.', not at the end")
-    for key in sorted(set(doc) & set(LATER)):
-        p.add(path, text, key, f"{key}: {LATER[key]}")
-    bad = sorted(set(doc) - APP_KEYS - set(LATER))
+    bad = sorted(set(doc) - APP_KEYS)
     if bad:
         p.add(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(APP_KEYS))})")
     if not isinstance(doc.get("description"), str) or not doc["description"].strip():
@@ -118,22 +118,103 @@ def load_app(home: Path, origin: str = "built-in") -> App:
     if not isinstance(ready, str) or not ready.startswith("/"):
         p.add(path, text, "ready", "ready must be a path that answers 200 without the app (a static file, /robots.txt)")
         ready = "/"
+    build = _strings(p, path, text, doc, "build")
+    roles, reader = _roles(p, home, path, text, doc)
+    files = _files(p, home, path, text, doc.get("files", {}))
     settings: dict[str, Any] = {}
     if not isinstance(doc.get("set", {}), dict):
         p.add(path, text, "set", "set must be a table of tunables (KEY = value)")
     elif doc.get("set"):
         try:
-            settings = parse_overrides(doc["set"])
+            settings = parse_overrides(doc["set"], reader.tunables)
         except ConfigError as e:
             for m in e.errors:
                 p.add(path, text, "set", f"set: {m}")
     pages = _pages(p, path, text, doc.get("pages"))
+    app = App(name=home.name, description=str(doc.get("description")), home=home, packages=tuple(packages),
+              code=code, root=root, front=front or "", writable=tuple(writable), setup=tuple(setup), ready=ready,
+              settings=settings, pages=tuple(pages), origin=origin, roles=roles, tunables=dict(reader.tunables),
+              causes=tuple(c for f, t, raw in reader.causes if (c := read_cause(p, f, t, raw)) is not None),
+              status=tuple(reader.status.values()), files=files, build=tuple(build))
+    _check_roles(p, path, text, app)
     if p.items:
         raise ConfigError(p.items[0] if len(p.items) == 1 else f"{len(p.items)} problems in {path}", p.items)
-    assert front is not None
-    return App(name=home.name, description=doc["description"], home=home, packages=tuple(packages), code=code,
-               root=root, front=front, writable=tuple(writable), setup=tuple(setup), ready=ready,
-               settings=settings, pages=tuple(pages), origin=origin)
+    return app
+
+
+def _roles(p: Problems, home: Path, path: Path, text: str, doc: dict[str, Any]) -> tuple[tuple[Role, ...], Reader]:
+    """`[roles.NAME]` (a stack role's keys: dockerfile beside app.toml, command, files, ready) and the
+    `[tunables.*]`, `[[causes]]` and `[status.*]` that go with them."""
+    reader = Reader(p)
+    reader.read(path, {k: doc[k] for k in ("tunables", "causes", "status") if k in doc}, text)
+    raw = doc.get("roles", {})
+    if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
+        p.add(path, text, "roles", "roles must be [roles.NAME] tables (a database: [roles.db])")
+        return (), reader
+    out = []
+    for i, (name, table) in enumerate(raw.items()):
+        if "name" in table or "image" in table:
+            p.add(path, text, name, f"role {name!r}: its name is its table's; its image comes from its dockerfile "
+                  "(beside app.toml)")
+            continue
+        if "ready" not in table:
+            p.add(path, text, name, f"role {name!r}: ready is missing (a command that succeeds inside its "
+                  "container once it serves; {port} is its port)")
+        role = read_role(p, home, path, text, home.name, {"name": name, **table}, i, prefix="app")
+        if role is not None:
+            out.append(replace(role, apart=True))
+    return tuple(out), reader
+
+
+def _files(p: Problems, home: Path, path: Path, text: str, raw: Any) -> tuple[tuple[str, str], ...]:
+    """`[files]`: file under /etc/loadcmp = its template beside app.toml, rendered into the web roles."""
+    if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
+        p.add(path, text, "files", "files must be a table of \"file under /etc/loadcmp\" = \"template\"")
+        return ()
+    for dest, tmpl in raw.items():
+        if _relative(p, path, text, "files", dest, "a file under /etc/loadcmp") is None:
+            continue
+        if _relative(p, path, text, "files", tmpl, "a template beside app.toml") is not None and \
+                not (home / tmpl).is_file():
+            p.add(path, text, "files", f"files: template {tmpl!r} is not a file in {home}")
+    return tuple(raw.items())
+
+
+def _check_roles(p: Problems, path: Path, text: str, app: App) -> None:
+    """What the app's roles, tunables, causes and status say of each other, and its templates rendered once."""
+    names = {r.name for r in app.roles}
+    taken = {k.split(".")[0] for k in stack_tunables()}
+    for section in sorted({k.split(".")[0] for k in app.tunables} & taken):
+        p.add(path, text, section, f"tunables.{section}: a stack's section; an app's roles take their own")
+    for page in app.status:
+        if page.role is None or page.role not in names:
+            p.add(path, text, page.kind, f"status.{page.kind}: role must be one of the app's roles "
+                  f"({', '.join(sorted(names)) or 'it has none'}): its command runs there")
+    columns = {col for page in app.status for col, _ in page.fields}
+    for c in app.causes:
+        if c.setting is not None and c.setting not in app.tunables and c.setting not in stack_tunables():
+            p.add(path, text, c.key, f"cause {c.key}: its setting {c.setting!r} is no tunable")
+        for col in (c.peak, c.counter):
+            if col is not None and col not in columns:
+                p.add(path, text, c.key, f"cause {c.key}: {col!r} is not a column of its status")
+    if p.items:
+        return
+    web = Role("web", Image("web", path), ("web",), app.files)
+    probe = Stack(app.name, app.description, (*app.roles, web), "", app.tunables, home=app.home)
+    try:
+        render.render(probe, {k: t.default for k, t in app.tunables.items()},
+                      {r.name: 10000 + i for i, r in enumerate(probe.roles)}, nofile=1024, app=app)
+    except ConfigError as e:
+        for m in e.errors or [str(e)]:
+            p.add(path, None, None, m)
+
+
+def tunables(name: str | None = None) -> dict[str, Tunable]:
+    """The tunables of the apps' roles (one app's, by name; none for a name no app has): what `--set` takes
+    beside the stacks'."""
+    apps = catalog()
+    chosen = [apps[name]] if name in apps else [] if name else list(apps.values())
+    return {k: t for a in chosen for k, t in a.tunables.items()}
 
 
 def _dirs() -> tuple[Path, ...]:
@@ -205,6 +286,7 @@ def dockerfile(app: App) -> bytes:
     if app.writable:
         out.append(f"RUN mkdir -p {' '.join(f'{APP_DIR}/{w}' for w in app.writable)} "
                    f"&& chown -R www-data:www-data {' '.join(f'{APP_DIR}/{w}' for w in app.writable)}")
+    out += [f"RUN {step}" for step in app.build]
     out += ["COPY loadcmp-app-start /usr/local/bin/loadcmp-app-start",
             'ENTRYPOINT ["/usr/local/bin/loadcmp-app-start"]']
     return ("\n".join(out) + "\n").encode()
@@ -224,8 +306,15 @@ def image_on(app: App, parent: Image) -> Image:
 
 
 def on_stack(app: App, stack: Stack) -> Stack:
-    """The stack with every role's image carrying the app (the roles, files and tunables are the stack's)."""
-    return replace(stack, roles=tuple(replace(r, image=image_on(app, r.image)) for r in stack.roles))
+    """The stack with every role's image carrying the app and its files, the app's own roles started first
+    (a database is ready before a web role's set-up needs it), their tunables, causes and status beside."""
+    clash = sorted({r.name for r in app.roles} & {r.name for r in stack.roles})
+    if clash:
+        raise ConfigError(f"app {app.name}: its role {clash[0]!r} has the name of a role of the stack {stack.name}; "
+                          "rename it in app.toml")
+    web = tuple(replace(r, image=image_on(app, r.image), files=(*r.files, *app.files)) for r in stack.roles)
+    return replace(stack, roles=(*app.roles, *web), tunables={**stack.tunables, **app.tunables},
+                   causes=(*stack.causes, *app.causes), status=(*stack.status, *app.status))
 
 
 def applies(app: App | None, page: str) -> App | None:

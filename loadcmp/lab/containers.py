@@ -82,7 +82,7 @@ class Deployment:
     @property
     def status_urls(self) -> dict[str, str]:
         """Each status page; they answer only on the server's own loopback (`apimetrics` reads them from inside)."""
-        return {k: f"http://127.0.0.1:{self.port}{p.path}" for k, p in self.status_pages.items()}
+        return {k: f"http://127.0.0.1:{self.port}{p.path}" for k, p in self.status_pages.items() if p.command is None}
 
     @property
     def status_pages(self) -> dict[str, stacks.StatusPage]:
@@ -93,6 +93,10 @@ class Deployment:
     def front(self) -> Any:
         """The container clients talk to (status pages and sockets are read in it)."""
         return self.containers[[r.role.name for r in self.plan.rendered].index(self.stack.front.name)]
+
+    def container_of(self, role: str) -> Any:
+        """The container of a role by its name (an app's database)."""
+        return self.containers[[r.role.name for r in self.plan.rendered].index(role)]
 
     @property
     def container_names(self) -> list[str]:
@@ -278,7 +282,7 @@ def up(
             if plan.www and host.remote:  # another machine's engine cannot mount this machine's folder: a copy
                 c.put_archive(str(Path(render.USER_WWW).parent), pages_tar(plan.www, Path(render.USER_WWW).name))
             c.start()
-            _wait_ready(dep, c, r.port, ready_timeout)
+            _wait_ready(dep, c, r.port, ready_timeout, r.role.ready)
         return dep
     except BaseException as e:
         failed = _remove(reversed(dep.containers))
@@ -287,7 +291,11 @@ def up(
         raise
 
 
-def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> None:
+def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float, command: str | None = None) -> None:
+    """Until the role serves: its ready path answers, or (a role with no page: a database) its ready command
+    succeeds inside its container."""
+    import docker
+
     deadline = time.monotonic() + timeout
     last = "no answer"
     while time.monotonic() < deadline:
@@ -297,6 +305,17 @@ def _wait_ready(dep: Deployment, container: Any, port: int, timeout: float) -> N
                 f"{dep.stack.name}: container {container.name} exited while starting "
                 f"(code {container.attrs['State'].get('ExitCode')}): " + _tail(container)
             )
+        if command is not None:
+            try:
+                res = container.exec_run(["sh", "-c", command.replace("{port}", str(port))])
+            except docker.errors.APIError as e:  # it ended meanwhile: the next turn says how
+                last = str(e.explanation or e)
+                continue
+            if res.exit_code == 0:
+                return
+            last = last_line(res.output.decode(errors="replace")) or f"`{command}` exited with {res.exit_code}"
+            time.sleep(0.25)
+            continue
         try:
             ready = dep.plan.ready_path
             if dep.host.remote and port != dep.port:  # a back role listens on that host's loopback only

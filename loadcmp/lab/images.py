@@ -110,7 +110,7 @@ def _context_files(image: Image) -> list[tuple[str, Path]]:
 
     A shared image (Dockerfile.<name> at the project root) gets the demo pages as configs/www/
     and the entrypoint as configs/entrypoint.sh; a stack's own Dockerfile gets every file of
-    its folder but stack.toml and the *.j2 templates (rendered per run, never built in), and the
+    its folder but stack.toml (app.toml) and the *.j2 templates (rendered per run, never built in), and the
     demo pages as www/."""
     www = configs_dir() / "www"
     pages = [p for p in sorted(www.rglob("*")) if p.is_file()]
@@ -120,7 +120,7 @@ def _context_files(image: Image) -> list[tuple[str, Path]]:
         files.append(("configs/entrypoint.sh", configs_dir() / "entrypoint.sh"))
         return files
     own = [p for p in sorted(image.home.rglob("*"))
-           if p.is_file() and p != image.dockerfile and p.name != "stack.toml" and p.suffix != ".j2"]
+           if p.is_file() and p != image.dockerfile and p.name not in ("stack.toml", "app.toml") and p.suffix != ".j2"]
     files += [(str(p.relative_to(image.home)), p) for p in own]
     files += [(f"www/{p.relative_to(www)}", p) for p in pages]
     return files

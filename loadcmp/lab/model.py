@@ -136,6 +136,10 @@ class StatusPage:
     """(column, what to read) pairs."""
     find: str | None = None
     """A regex whose group is the page's path in a config file of the user's (`ownconfig`)."""
+    role: str | None = None
+    """Not a page but a command run in this role's container (a database has no HTTP page); None: a page."""
+    command: str | None = None
+    """That command (`sh -c`); its output is read by `format` as a page's text would be."""
 
 
 FORMATS = ("regex", "json", "prometheus")
@@ -173,6 +177,12 @@ class Role:
     """Values the templates read as `vars.<name>` (which MPM, how PHP runs)."""
     versions: tuple[tuple[str, str], ...] = ()
     """(program, the command whose first line is its version)."""
+    ready: str | None = None
+    """A command (`sh -c`, `{port}` filled) that succeeds inside the container once the role serves; None:
+    the HTTP ready path answers (a web role). A database has no page to ask."""
+    apart: bool = False
+    """Measured apart from the server (an app's database): its CPU and memory are its own columns
+    (`<role>_cpu_pct`, `<role>_mem_bytes`), not part of the server's."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -316,6 +326,17 @@ class App:
     """Tunables it starts with (pool sizes it needs), under the user's --set."""
     pages: tuple[AppPage, ...]
     origin: str = "built-in"
+    roles: tuple[Role, ...] = ()
+    """Its own containers (a database), started before the web stack's, measured apart."""
+    tunables: Mapping[str, Tunable] = field(default_factory=dict)
+    """Its roles' tunables (`db.max_connections`), set with --set like a server's."""
+    causes: tuple[Cause, ...] = ()
+    status: tuple[StatusPage, ...] = ()
+    files: tuple[tuple[str, str], ...] = ()
+    """(file under /etc/loadcmp, its template beside app.toml), rendered into every web role (how it
+    reaches its database: `ports.<role>`)."""
+    build: tuple[str, ...] = ()
+    """Commands run as root when its image layer is built, after its packages and code."""
 
     @property
     def www(self) -> str:

@@ -18,6 +18,7 @@ from ..load.outcomes import FAIL_KINDS
 from .model import FORMATS, Cause, StatusPage, Tunable
 
 TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}
+STATUS_KEYS = {"path", "format", "fields", "find", "role", "command"}
 CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -174,10 +175,17 @@ class Reader:
                 continue
             spot = kind
             p, fmt, fields, find = page.get("path"), page.get("format"), page.get("fields"), page.get("find")
-            problems = []
+            role, command = page.get("role"), page.get("command")
+            problems = [f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(STATUS_KEYS))})"
+                        for bad in [sorted(set(page) - STATUS_KEYS)] if bad]
             if find is not None and (why := _one_group(find) if isinstance(find, str) else "not a string"):
                 problems.append(f"find must be a regex whose group 1 is the page's path ({why})")
-            if not isinstance(p, str) or not p.startswith("/"):
+            if command is not None or role is not None:
+                if not isinstance(command, str) or not command.strip() or not isinstance(role, str) or p is not None:
+                    problems.append("a status read by a command gives role (whose container runs it) and command, "
+                                    "and no path")
+                p = ""
+            elif not isinstance(p, str) or not p.startswith("/"):
                 problems.append("path must start with /")
             if fmt not in FORMATS:
                 problems.append(f"format must be one of {', '.join(FORMATS)}")
@@ -196,7 +204,7 @@ class Reader:
                     self.p.add(path, text, spot, f"{where}: {m}")
                 continue
             assert isinstance(p, str) and isinstance(fmt, str) and isinstance(fields, dict)
-            self.status[kind] = StatusPage(kind, p, fmt, tuple(fields.items()), find)
+            self.status[kind] = StatusPage(kind, p, fmt, tuple(fields.items()), find, role, command)
 
 
 def _one_group(rx: str) -> str | None:

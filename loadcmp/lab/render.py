@@ -36,9 +36,10 @@ def _OnOff(v: Any) -> str:
     return "On" if v else "Off"
 
 
-def environment(stack: Stack) -> ImmutableSandboxedEnvironment:
-    """Templates beside the stack first, then the shared ones; an undefined name is an error, not a blank."""
-    search = [str(stack.home)] if stack.home else []
+def environment(stack: Stack, app: App | None = None) -> ImmutableSandboxedEnvironment:
+    """Templates beside the stack first, then the app's (its files, its roles'), then the shared ones; an
+    undefined name is an error, not a blank."""
+    search = [str(d) for d in (stack.home, app.home if app else None) if d]
     env = ImmutableSandboxedEnvironment(  # a shared stack folder's templates can read values, never run code
         loader=jinja2.FileSystemLoader([*search, str(configs_dir() / "templates")]), undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True, trim_blocks=True, lstrip_blocks=True, autoescape=False)
@@ -96,7 +97,7 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: 
     where the front role listens (the others stay on 127.0.0.1), `nofile` the servers'
     open-file limit (None: this machine's), `app` the application served (its root is `www`,
     its front controller answers what is no file)."""
-    env = environment(stack)
+    env = environment(stack, app)
     base = {"stack": stack.name, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
             "www": app.www if app else www, "app": app.template_vars() if app else None, **_nested(settings)}
     out: list[Rendered] = []

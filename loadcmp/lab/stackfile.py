@@ -27,7 +27,7 @@ STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "roles", "status",
               "tunables", "checks", "causes", "versions", "listen"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen"}
-ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions"}
+ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 
 
 def templates_dir() -> Path:
@@ -43,7 +43,9 @@ def part_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in parts_dir().glob("*.toml")))
 
 
-def _role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i: int) -> Role | None:
+def read_role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i: int,
+              prefix: str = "stack") -> Role | None:
+    """One role's table checked (an app's roles too: `prefix` names their images `app-…`)."""
     if not isinstance(r, dict):
         p.add(path, text, "roles", f"roles[{i}]: give each role as a [[roles]] table")
         return None
@@ -76,7 +78,7 @@ def _role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i:
             if suffix and not NAME.match(suffix):
                 errs.append(f"dockerfile {r['dockerfile']!r}: after 'Dockerfile.' use lower-case letters, digits, "
                             "'-' and '.' (it names the image)")
-            image = Image("stack-" + stack + (f"-{suffix}" if suffix else ""), df, home)
+            image = Image(f"{prefix}-{stack}" + (f"-{suffix}" if suffix else ""), df, home)
     command = r.get("command")
     if not isinstance(command, list) or not command or not all(isinstance(x, str) and x for x in command):
         errs.append("command must be a non-empty list of strings (the entrypoint's arguments)")
@@ -101,11 +103,14 @@ def _role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i:
     if not isinstance(versions, dict) or not all(isinstance(v, str) for v in versions.values()):
         errs.append("versions must be a table of program = \"command\"")
         versions = {}
+    ready = r.get("ready")
+    if ready is not None and (not isinstance(ready, str) or not ready.strip()):
+        errs.append("ready must be a command that succeeds inside the container once the role serves")
     if errs or image is None or not isinstance(name, str) or not isinstance(command, list):
         for m in errs:
             p.add(path, text, spot, f"{label}: {m}")
         return None
-    return Role(name, image, tuple(command), tuple(files.items()), dict(vars_), tuple(versions.items()))
+    return Role(name, image, tuple(command), tuple(files.items()), dict(vars_), tuple(versions.items()), ready)
 
 
 def load_stack(home: Path, origin: str = "built-in") -> Stack:
@@ -150,7 +155,7 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
     if not isinstance(roles_raw, list) or not roles_raw:
         p.add(path, text, "roles", "no [[roles]]: a stack runs at least one container")
         roles_raw = []
-    roles = [r for i, raw in enumerate(roles_raw) if (r := _role(p, home, path, text, name, raw, i)) is not None]
+    roles = [r for i, raw in enumerate(roles_raw) if (r := read_role(p, home, path, text, name, raw, i)) is not None]
     seen = [r.name for r in roles]
     for dup in sorted({n for n in seen if seen.count(n) > 1}):
         p.add(path, text, dup, f"two roles are called {dup!r}")

@@ -9,7 +9,7 @@ server. Nothing here touches Docker or the network, so all of it is unit-testabl
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -164,10 +164,15 @@ def all_causes() -> tuple[Cause, ...]:
     return tuple(out.values())
 
 
-def _parse_any(key: str, raw: Any) -> tuple[Any, str | None]:
+def _parse_any(key: str, raw: Any, extra: Mapping[str, Tunable]) -> tuple[Any, str | None]:
     """A value as the first stack with this key that takes it (a user's stack may type a key otherwise);
     `Stack.effective` parses it again by each chosen stack's own tunable."""
     first: str | None = None
+    if key in extra:
+        try:
+            return extra[key].parse(raw), None
+        except ConfigError as e:
+            return None, str(e)
     for s in catalog().values():
         if key in s.tunables:
             try:
@@ -186,9 +191,12 @@ def _flat(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield f"{prefix}{k}", v
 
 
-def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any]) -> dict[str, Any]:
-    """`--set k=v` items (or a TOML table) into typed values; all errors at once."""
-    known = tunables()
+def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any],
+                    extra: Mapping[str, Tunable] | None = None) -> dict[str, Any]:
+    """`--set k=v` items (or a TOML table) into typed values; all errors at once. `extra`: tunables that
+    are no stack's (the apps' roles', `apps.tunables`)."""
+    extra = extra or {}
+    known = {**tunables(), **extra}
     pairs: list[tuple[str, Any]] = []
     errors: list[str] = []
     if isinstance(items, dict):
@@ -209,7 +217,7 @@ def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any]) -> dict
             hint = f" (did you mean {', '.join(near)}?)" if near else "; see `loadcmp servers --tunables`"
             errors.append(f"unknown setting {k!r}{hint}")
             continue
-        out_v, err = _parse_any(key, v)
+        out_v, err = _parse_any(key, v, extra)
         if err is None:
             out[key] = out_v
         else:

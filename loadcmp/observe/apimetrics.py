@@ -23,7 +23,7 @@ from typing import Any
 from ..lab.containers import Deployment
 from ..lab.pages import INSIDE_GET
 from .metrics import CgroupSample, Sampler, ServerRow, parse_state_counts
-from .statuspages import parse_page
+from .statuspages import command_status, parse_page
 
 TCP_STATE_HEX = {
     "01": "ESTAB", "02": "SYN-SENT", "03": "SYN-RECV", "04": "FIN-WAIT-1", "05": "FIN-WAIT-2", "06": "TIME-WAIT",
@@ -254,7 +254,7 @@ class InsideReader:
         self.when = 0.0
         """When the latest block came (monotonic)."""
         self.first = threading.Event()
-        paths = {k: page.path for k, page in dep.status_pages.items()}
+        paths = {k: page.path for k, page in dep.status_pages.items() if page.command is None}
         _, self.stream = dep.front.exec_run(["bash", "-c", inside_script(dep.port, paths, self.tag)], stream=True)
         threading.Thread(target=self._read, name="loadcmp-inside", daemon=True).start()
 
@@ -316,6 +316,8 @@ class ApiSampler(Sampler):
         return parse_proc_states(self._latest()[0])
 
     def status_page(self, kind: str) -> dict[str, float]:
+        if self.dep.status_pages[kind].command is not None:
+            return command_status(self.dep, self.dep.status_pages[kind])
         status, body = parse_answer(self._latest()[1].get(kind, b""))
         if status != 200:
             raise ValueError(f"the {kind} status page answered " + (f"HTTP {status}" if status else "nothing"))

@@ -19,7 +19,7 @@ import math
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -28,7 +28,8 @@ from typing import Any, TypedDict, TypeVar
 from ..lab.containers import Deployment
 from ..lab.pages import http_get
 from ..records import ServerMetrics
-from .statuspages import parse_page, with_busy_workers
+from .roles import summarize_apart
+from .statuspages import command_status, parse_page, with_busy_workers
 
 log = logging.getLogger("loadcmp")
 T = TypeVar("T")
@@ -203,6 +204,8 @@ def tcp_states(port: int) -> dict[str, int]:
 def status_page(dep: Deployment, kind: str, timeout: float = 0.5) -> dict[str, float]:
     """One of the stack's status pages (by its kind, `[status.KIND]`), parsed."""
     page = dep.status_pages[kind]
+    if page.command is not None:
+        return command_status(dep, page)
     code, body = http_get(dep.port, page.path, timeout=timeout)
     if code != 200:
         raise ValueError(f"{page.path} answered HTTP {code}")
@@ -235,6 +238,8 @@ class Sampler:
 
     def start(self) -> Sampler:
         self.cgroups = self.sources()
+        self.apart = {i: f"{r.role.name}_" for i, r in enumerate(self.dep.plan.rendered) if r.role.apart}
+        """Container index -> the prefix of its columns, for the roles measured apart (an app's database)."""
         self._thread = threading.Thread(target=self._loop, name="loadcmp-sampler", daemon=True)
         self._thread.start()
         return self
@@ -277,15 +282,17 @@ class Sampler:
             return failed
 
     def _read_cgroups(self) -> dict[str, int]:
+        """The server's containers summed; a role measured apart under its own prefix (`db_cpu_ns`)."""
         acc: dict[str, int] = {}
-        for cg in self.cgroups:
+        for i, cg in enumerate(self.cgroups):
+            pre = self.apart.get(i, "")
             if not cg.available():
                 self._note(f"no cgroup files for container {cg.cid[:12]}: its CPU and memory are not counted")
                 continue
             sample = self._try(f"cgroup of {cg.cid[:12]}", cg.read, CgroupSample())
             for k, v in sample.items():
                 if isinstance(v, int):
-                    acc[k] = acc.get(k, 0) + v
+                    acc[pre + k] = acc.get(pre + k, 0) + v
         return acc
 
     def _loop(self) -> None:
@@ -326,11 +333,13 @@ class Sampler:
         cur = self._read_cgroups()
         t = now()
         row: ServerRow = {**self.labels, "second": k}
-        if "cpu_ns" in cur and "cpu_ns" in prev:
-            row["cpu_pct"] = round(100.0 * (cur["cpu_ns"] - prev["cpu_ns"]) / 1e9 / max(1e-6, t - t_prev), 2)
-        for key in ("mem_bytes", "mem_rss_bytes", "mem_max_usage_bytes", "threads", "procs"):
-            if key in cur:
-                row[key] = cur[key]
+        for pre in ("", *self.apart.values()):
+            if f"{pre}cpu_ns" in cur and f"{pre}cpu_ns" in prev:
+                row[f"{pre}cpu_pct"] = round(100.0 * (cur[f"{pre}cpu_ns"] - prev[f"{pre}cpu_ns"]) / 1e9
+                                             / max(1e-6, t - t_prev), 2)
+            for key in ("mem_bytes", "mem_rss_bytes", "mem_max_usage_bytes", "threads", "procs"):
+                if pre + key in cur:
+                    row[pre + key] = cur[pre + key]
         row["oom_kills"] = cur.get("oom_kills", 0) - base_oom
         row["mem_limit_hits"] = cur.get("mem_limit_hits", 0) - base_hits
         states = self._try("TCP states", self.tcp_states, NO_COUNTS)
@@ -345,10 +354,15 @@ class Sampler:
         return cur, t
 
 
-def summarize(rows: list[ServerRow]) -> ServerMetrics:
-    """The per-trial server figures: cpu_pct, mem_peak_bytes, pids_peak, ..."""
+def summarize(rows: list[ServerRow], apart: Iterable[str] = (),
+              limits: Mapping[str, list[Any]] | None = None) -> ServerMetrics:
+    """The per-trial server figures: cpu_pct, mem_peak_bytes, pids_peak, ...; the roles measured `apart`
+    on their own, with the `limits` their peaks are measured against."""
     if not rows:
         return {"cpu_pct": None, "mem_peak_bytes": None, "pids_peak": None, "samples": 0}
+    extra: ServerMetrics = {}
+    if apart:
+        extra = {"apart": summarize_apart(rows, apart), "limits": dict(limits or {})}
 
     def col(k: str) -> list[float]:
         return [r[k] for r in rows if r.get(k) is not None]
@@ -372,4 +386,5 @@ def summarize(rows: list[ServerRow]) -> ServerMetrics:
         "oom_kills": peak("oom_kills") or 0,
         "mem_limit_hits": peak("mem_limit_hits") or 0,
         "samples": len(rows),
+        **extra,
     }

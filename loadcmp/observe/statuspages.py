@@ -69,6 +69,17 @@ def parse_page(page: StatusPage, text: str) -> dict[str, float]:
     return PARSERS[page.format](text, page.fields)
 
 
+def command_status(dep: Deployment, page: StatusPage) -> dict[str, float]:
+    """A status read by a command in a role's container (a database's `SHOW GLOBAL STATUS`), parsed as a
+    page's text; ValueError when the command fails (the database refused it, the container ended)."""
+    assert page.role is not None and page.command is not None
+    code, out = dep.container_of(page.role).exec_run(["sh", "-c", page.command])
+    text = (out or b"").decode(errors="replace")
+    if code != 0:
+        raise ValueError(f"`{page.command}` exited with {code}: {' '.join(text.split())[:200]}")
+    return parse_page(page, text)
+
+
 def with_busy_workers(status: dict[str, float], columns: Iterable[str]) -> dict[str, float]:
     """Adds busy_workers: the first of the stack's `busy_workers` columns that the pages gave
     (the front server's workers where it has them, else PHP's)."""
@@ -81,6 +92,8 @@ def unanswered(pages: Iterable[StatusPage], get: Callable[[str], tuple[int, byte
     config they are left out and named, not read as zeros. `get` fetches a path (status, body)."""
     out: dict[str, str] = {}
     for page in pages:
+        if page.command is not None:
+            continue  # not the user's server's: an app's role, read by its command
         try:
             code, body = get(page.path)
             figures = parse_page(page, body.decode(errors="replace")) if code == 200 else {}

@@ -8,12 +8,32 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from ..store.reader import Results
+from typing import Any
+
+from ..store.reader import Results, metrics_of
 from ..units import ms
 from .axes import MiB, WIDTH, auto_y, colors, finish, legend_below, plain_log, plt
 
 SERVER_ROWS = (("cpu_pct", "server CPU %\n(100 = one core)"), ("mem_bytes", "server memory MiB"),
                ("tcp_estab", "TCP sockets\n(solid estab., dotted TIME_WAIT)"))
+
+
+APART_ROWS = ("cpu_pct", "mem_bytes")
+"""The rows where the roles measured apart (an app's database) are drawn beside the server."""
+
+
+def apart_roles(sv: Any) -> list[str]:
+    """The column prefixes of the roles measured apart (`db_` of `db_cpu_pct`)."""
+    return sorted(c.removesuffix("cpu_pct") for c in getattr(sv, "columns", ()) if c.endswith("_cpu_pct"))
+
+
+def limits_of(data: Results) -> dict[str, tuple[str, int]]:
+    """Status columns whose peak a limit is known for (connections in use against max_connections)."""
+    out: dict[str, tuple[str, int]] = {}
+    for t in data.trials:
+        for k, (setting, limit) in (metrics_of(t).get("limits") or {}).items():
+            out.setdefault(k, (str(setting), limit))
+    return out
 
 
 def first_trial(data: Results, level: int) -> int | None:
@@ -34,7 +54,13 @@ def timeline(data: Results, level: int, trial: int | None = None) -> Figure | No
         return None
     col = colors(data)
     sv = data.server
-    shown = [(k, label) for k, label in SERVER_ROWS if not sv.empty and k in sv and sv[k].notna().any()]
+    apart = apart_roles(sv)
+    beside = f"\n(dash-dot: {', '.join(p.rstrip('_') for p in apart)})" if apart else ""
+    shown = [(k, label + (beside if k in APART_ROWS else ""))
+             for k, label in SERVER_ROWS if not sv.empty and k in sv and sv[k].notna().any()]
+    limits = {k: v for k, v in limits_of(data).items()
+              if k.startswith(tuple(apart)) and k in sv and sv[k].notna().any()}
+    shown += [(k, f"{k}\n(of {setting} {limit:,})") for k, (setting, limit) in limits.items()]
     fig, grid = plt.subplots(2 + len(shown), 1, figsize=(WIDTH, 2.2 * (2 + len(shown)) + 1), sharex=True,
                              squeeze=False)
     axes = list(grid[:, 0])
@@ -58,6 +84,10 @@ def timeline(data: Results, level: int, trial: int | None = None) -> Figure | No
                     continue
                 t = d.second + 1
                 ax.plot(t, d[key] / MiB if key == "mem_bytes" else d[key], color=c, lw=1.6)
+                for pre in apart if key in APART_ROWS else ():
+                    if pre + key in d:
+                        ax.plot(t, d[pre + key] / MiB if key == "mem_bytes" else d[pre + key], color=c, lw=1.2,
+                                ls="-.")
                 if key == "tcp_estab" and "tcp_time_wait" in d:
                     ax.plot(t, d.tcp_time_wait, color=c, lw=1.0, ls=":")
     axes[0].set_ylabel("per second\n(solid ok, dotted failed)")

@@ -19,6 +19,7 @@ from typing import Literal
 from ..records import TrialRecord
 from ..store.reader import Results, metrics_of
 from ..units import format_bytes, ms
+from .apart import apart_lines
 from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
@@ -305,7 +306,7 @@ def resources(data: Results) -> list[str]:
                           + (f", at most {max(procs):,} processes" if procs else ""))
     if memory:
         out.append("Peak server memory (mean of the trials' peaks): " + "; ".join(memory) + ".")
-    return out
+    return out + [line for s in data.servers for line in apart_lines(data, s)]
 
 
 def _per_core_verdict(cells: list[tuple[str, Estimate]]) -> str:

@@ -240,7 +240,10 @@ def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence
                                        OOMKilled=s.get("OOMKilled"))
                   for name, s in states.items()}
     exited = any(c["Status"] != "running" for c in containers.values())
-    server = summarize(m.samples)
+    stack = dep.stack
+    limits = {c.peak: [key, dep.settings[key]] for c in stack.causes
+              if c.peak and (key := stack.setting_of(c)) is not None and key in dep.settings}
+    server = summarize(m.samples, [r.name for r in stack.roles if r.apart], limits)
     found = evidence.examine(dep, m.window, m.summary["failures"], m.samples, server.get("oom_kills", 0),
                              spec.server_memory)
     return Evidence(containers, server, "; ".join(dep.exit_notes(states)) if exited else None, found)
