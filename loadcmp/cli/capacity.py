@@ -8,10 +8,9 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from .app import cli, emit_json
-from .display import err, out
+from .display import err, out, print_rows
 from .options import LoadFlags, load_options, setup_options
 from .run import SweepDisplay, build_spec, given_fields, raise_for_status, sweep
 from .types import COUNT, POSITIVE_DURATION
@@ -138,12 +137,7 @@ def print_capacity(res: Results) -> None:
     header, rows = capacity_rows(res)
     if not rows:
         return
-    t = Table(title=f"{res.name} — capacity", title_justify="left")
-    for h in header:
-        t.add_column(h, justify="left" if h in ("server", "what broke at the edge") else "right", overflow="fold")
-    for row in rows:
-        t.add_row(*map(escape, row))
-    out.print(t)
+    print_rows(f"{res.name} — capacity", header, rows, ("server", "what broke at the edge"))
     for f in res.run.get("findings") or []:
         out.print(f"- {f['verdict']}: {escape(f['claim'])}\n  {escape(f['check'])} — {escape(f['text'])}",
                   highlight=False)

@@ -200,3 +200,13 @@ def short_url(url: str, width: int = 70) -> str:
 
 def _sentence(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+def print_rows(title: str, header: list[str], rows: list[list[str]], left: tuple[str, ...]) -> None:
+    """A report's table on the console (capacity, tuning): the columns named in `left` flush left, figures right."""
+    t = Table(title=title, title_justify="left")
+    for h in header:
+        t.add_column(h, justify="left" if h in left else "right", overflow="fold")
+    for row in rows:
+        t.add_row(*map(escape, row))
+    out.print(t)

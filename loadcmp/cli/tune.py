@@ -9,11 +9,10 @@ from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
-from rich.table import Table
 
 from .app import cli, emit_json
 from .capacity import CapacityDisplay, plan
-from .display import err, out
+from .display import err, out, print_rows
 from .options import LoadFlags, load_options, setup_options
 from .run import raise_for_status, sweep
 from .types import COUNT, POSITIVE_DURATION
@@ -184,11 +183,6 @@ def print_tune(res: Results) -> None:
     header, rows = tune_rows(res)
     if not rows:
         return
-    t = Table(title=f"{res.name} — tuning", title_justify="left")
-    for h in header:
-        t.add_column(h, justify="right" if h in ("#", "value", "s") else "left", overflow="fold")
-    for row in rows:
-        t.add_row(*map(escape, row))
-    out.print(t)
+    print_rows(f"{res.name} — tuning", header, rows, ("settings", "state", "what it gave"))
     for line in tune_lines(res):
         out.print(escape(line), highlight=False)

@@ -1,6 +1,6 @@
 """What a tuning study tells Optuna and reads back from it: each parameter's distribution, the
-target as a constraint, and which parameters mattered. Optuna is passed in (imported only when a
-study runs), so this stays a few pure functions.
+target as a constraint, which parameters mattered, and how large a space of lists is. Optuna is
+passed in (imported only when a study runs), so this stays a few pure functions.
 """
 
 from __future__ import annotations
@@ -33,3 +33,20 @@ def importance(optuna: Any, study: Any) -> dict[str, float]:
     except (RuntimeError, ValueError, ZeroDivisionError):
         return {}
     return {k: round(float(v), 3) for k, v in found.items()}
+
+
+def space(params: tuple[Param, ...]) -> int | None:
+    """How many settings the parameters allow when every one is a list (None: a range makes it large)."""
+    n = 1
+    for p in params:
+        if not p.choices:
+            return None
+        n *= len(p.choices)
+    return n
+
+
+def exhausted(params: tuple[Param, ...], trials: list[TuneTrialDoc]) -> bool:
+    """Whether every setting of a finite space has been measured or refused (asking again would only repeat)."""
+    n = space(params)
+    seen = {tuple(sorted(t["params"].items())) for t in trials}
+    return n is not None and len(seen) >= n

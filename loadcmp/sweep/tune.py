@@ -34,7 +34,7 @@ from ..verdicts.slo import Confirmed, confirm_level
 from .capacity import Prober, TrialRunner, new_doc
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
 from .search import Found, Plan, Probed, search
-from .sampler import distribution, importance, violation
+from .sampler import distribution, exhausted, importance, space, violation
 from .trial import Planned, Sweep, SweepHooks, run_trial
 
 STUDY = "study.log"
@@ -195,8 +195,8 @@ class Tuner:
             if self.sweep.stopper.requested:
                 self.sweep.problems.append("stopped before the next trial of the study")
                 return "interrupted"
-            if self.exhausted():
-                self.sweep.progress.say(f"every one of the {self.space()} settings was measured or refused")
+            if exhausted(self.tune.params, self.doc["trials"]):
+                self.sweep.progress.say(f"every one of the {space(self.tune.params)} settings was measured or refused")
                 break
             ot = study.ask(dists)
             params = {p.key: ot.params[p.key] for p in self.tune.params}
@@ -239,21 +239,6 @@ class Tuner:
         self.doc["importance"] = {} if len(self.tune.params) < 2 or self.tied(met) or len(met) < 2 else \
             importance(optuna, study)
         return "complete"
-
-    def space(self) -> int | None:
-        """How many settings the parameters allow when every one is a list (None: a range makes it large)."""
-        n = 1
-        for p in self.tune.params:
-            if not p.choices:
-                return None
-            n *= len(p.choices)
-        return n
-
-    def exhausted(self) -> bool:
-        """Whether every setting of a finite space has been measured or refused."""
-        n = self.space()
-        seen = {tuple(sorted(t["params"].items())) for t in self.doc["trials"]}
-        return n is not None and len(seen) >= n
 
     def tied(self, trials: list[TuneTrialDoc]) -> bool:
         """Whether every capacity found lies within the search's resolution of the others: then no
