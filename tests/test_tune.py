@@ -295,7 +295,8 @@ def test_the_report_opens_with_the_study_and_draws_its_history(model, tmp_path):
 @pytest.mark.docker
 def test_a_short_study_on_real_nginx_prunes_measures_compares_and_leaves_nothing(tmp_path, images, docker_client):
     """Two trials by req/s at 20 clients, 1 s probes: each on its own fresh servers, every request a 200,
-    the comparison A B A B, the study's journal beside, no container left."""
+    the comparison A B A B when a trial beat the baseline (which is noise's choice on real servers), the study's
+    journal beside, no container left."""
     from loadcmp.lab import containers as lab
 
     res = CliRunner().invoke(cli, [
@@ -309,7 +310,12 @@ def test_a_short_study_on_real_nginx_prunes_measures_compares_and_leaves_nothing
     assert len(measured) == 3 and measured[0]["label"] == "nginx-base"  # the baseline and two trials
     assert all(t["value"] > 0 and t["met"] for t in measured)
     assert all(r["failed"] == 0 and r["ok"] > 0 for r in doc["results"])
-    assert tune["gain"]["base"]["n"] == tune["gain"]["best"]["n"] == 2 and tune["gain"]["level"] == 20
+    base = measured[0]
+    if tune["best"] == base["number"]:  # real servers at 20 clients: the defaults may well give the most req/s
+        assert tune["gain"] is None and tune["text"].startswith("the baseline (fpm.max_children=5) held the most")
+    else:  # a trial did better in its probe: both measured again, alternately, 2 trials each at 20 clients
+        assert tune["gain"]["base"]["n"] == tune["gain"]["best"]["n"] == 2 and tune["gain"]["level"] == 20
+        assert tune["gain"]["verdict"] in {"better", "not better", "unsure"}
     assert tune["block"].startswith('[variants.tuned]\nstack = "nginx"')
     (folder,) = tmp_path.iterdir()
     run = json.loads((folder / "run.json").read_text())
