@@ -95,6 +95,23 @@ def test_set_takes_the_database_tunables_with_their_bounds_and_only_with_the_app
         validate(RunSpec(servers=("nginx",), page="/info.php", settings={"db.max_connections": 5}))
 
 
+def test_servers_tunables_lists_the_database_tunables_by_their_app():
+    import json
+
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    res = CliRunner().invoke(cli, ["servers", "--tunables", "--json"])
+    assert res.exit_code == 0, res.output
+    found = json.loads(res.stdout)["tunables"]
+    assert found["db.max_connections"]["app"] == "wordpress" and found["db.max_connections"]["default"] == 151
+    assert found["fpm.max_children"]["app"] is None
+    table = CliRunner().invoke(cli, ["servers", "--tunables"]).output
+    row = next(line for line in table.splitlines() if "db.max_connections" in line)
+    assert row.rstrip(" │").endswith("--app wordpress")
+
+
 def test_every_problem_of_an_apps_roles_is_listed_at_once(tmp_path):
     home = _copy(tmp_path)
     text = (home / "app.toml").read_text()

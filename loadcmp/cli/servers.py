@@ -43,7 +43,8 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
             "aliases": stacks.aliases(),
         }
         if tunables:
-            doc["tunables"] = {k: {"default": t.default, "doc": t.doc} for k, t in stacks.tunables().items()}
+            doc["tunables"] = {k: {"default": t.default, "doc": t.doc, "app": app}
+                               for k, (t, app) in _all_tunables().items()}
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
@@ -56,11 +57,21 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.aliases().items()))
     if tunables:
         tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
-        for c in ("key", "default", "what it does"):
+        for c in ("key", "default", "what it does", "with"):
             tt.add_column(c)
-        for k, tun in stacks.tunables().items():
-            tt.add_row(k, str(tun.default), tun.doc)
+        for k, (tun, app) in _all_tunables().items():
+            tt.add_row(k, str(tun.default), tun.doc, f"--app {app}" if app else "its stacks")
         out.print(tt)
+
+
+def _all_tunables() -> dict[str, tuple[Any, str | None]]:
+    """Every tunable `--set` takes: the stacks', then each app's own roles' (a database's), by the app."""
+    from ..lab import apps, stacks
+
+    found: dict[str, tuple[Any, str | None]] = {k: (t, None) for k, t in stacks.tunables().items()}
+    for app in apps.catalog().values():
+        found.update({k: (t, app.name) for k, t in app.tunables.items()})
+    return found
 
 
 @cli.command()
