@@ -190,6 +190,31 @@ def test_a_study_is_resumed_in_its_folder_with_more_trials(model, tmp_path):
     assert list(tmp_path.iterdir()) == [folder]
 
 
+def test_a_study_whose_process_was_killed_goes_on_and_one_still_running_is_refused(model, tmp_path):
+    import optuna
+
+    from loadcmp.lab.provenance import this_host, this_process
+
+    assert tune_cli("--param", "fpm.max_children=5..100", "--trials", "2", "--out", str(tmp_path)).exit_code == 0
+    (folder,) = tmp_path.iterdir()
+    run = json.loads((folder / "run.json").read_text())
+    storage = optuna.storages.JournalStorage(optuna.storages.journal.JournalFileBackend(str(folder / "study.log")))
+    left = optuna.load_study(study_name="tune", storage=storage).ask()  # the trial the killed process was running
+    (folder / "run.json").write_text(json.dumps({**run, "status": "running", "owner": this_process(),
+                                                 "host": this_host()}))
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(folder), "--trials", "1"])
+    assert res.exit_code == 2 and "still running" in res.output and "alive" in res.output
+    (folder / "run.json").write_text(json.dumps({**run, "status": "running", "owner": "999999999:1",
+                                                 "host": this_host()}))
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(folder), "--trials", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    study = optuna.load_study(study_name="tune", storage=storage)
+    assert study.trials[left.number].state == optuna.trial.TrialState.FAIL
+    assert not study.get_trials(states=(optuna.trial.TrialState.RUNNING,))
+    doc = json.loads((folder / "run.json").read_text())
+    assert doc["status"] == "complete" and len([t for t in doc["tune"]["trials"] if t["state"] == "complete"]) == 4
+
+
 @pytest.mark.parametrize("args, needle", [
     ([], "nothing to tune"),
     (["--param", "fpm.max_children=5..10", "--server", "apache-prefork"], "tune takes one server"),

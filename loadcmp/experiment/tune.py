@@ -206,15 +206,22 @@ def spec_from_doc(doc: dict[str, Any]) -> RunSpec:
     return RunSpec(**given)
 
 
+def _abandoned(run: dict[str, Any]) -> bool:
+    """A study left `running` by a process that is gone (killed outright): it may go on from what it stored."""
+    from ..lab.provenance import owner_gone
+
+    return isinstance(run.get("owner"), str) and owner_gone(run["owner"], str(run.get("host", "")))
+
+
 def resumed(run: Any, trials: int | None, budget_s: float | None, folder: Path | None = None
             ) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
     """A stored study's spec, probes and parameters, to go on with more trials or another budget."""
     doc = run.get("tune") if isinstance(run, dict) else None
     if not isinstance(doc, dict) or run.get("kind") != "tune":
         raise UsageError("--resume: not the folder of a `loadcmp tune` study (its run.json has no `tune`)")
-    if run.get("status") == "running":
-        raise UsageError("--resume: this study is still running (or its process was killed: its run.json says "
-                         "running); wait for it to end")
+    if run.get("status") == "running" and not _abandoned(run):
+        raise UsageError("--resume: this study is still running (its run.json says so and its process is alive); "
+                         "wait for it to end")
     if folder is not None and not (folder / str(doc.get("study", "study.log"))).is_file():
         raise StoreError(f"--resume: the study's journal {folder / str(doc.get('study'))} is missing: the trials "
                          "would be numbered anew; start a new study instead")

@@ -181,6 +181,8 @@ class Tuner:
                                + ("" if seed is None else f", seed {self.tune.seed}"))
         study = optuna.create_study(study_name="tune", storage=storage, direction="maximize", sampler=sampler,
                                     load_if_exists=True)
+        for left in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            study.tell(left.number, state=optuna.trial.TrialState.FAIL)  # asked by a process killed outright
         dists = {p.key: distribution(optuna, p) for p in self.tune.params}
         defaults = self.defaults()
         if not study.trials and base["value"] is not None and all(p.holds(defaults[p.key]) for p in self.tune.params):
