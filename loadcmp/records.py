@@ -242,6 +242,7 @@ class ServerInfo(TypedDict, total=False):
     description: str
     php_api: str
     mpm: str | None
+    busy_limit: str  #: the tunable that caps its busy workers (the stack's `busy_limit`)
     settings: dict[str, Any]  #: every tunable in effect
     configs: dict[str, str]  #: rendered config files by path (the user's own as they were, see own_configs)
     own_configs: dict[str, str]  #: `role/name` -> the user's file that ran in its place (--config)

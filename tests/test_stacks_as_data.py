@@ -91,6 +91,18 @@ def test_a_stack_file_with_three_mistakes_lists_all_three_with_lines(tmp_path: P
     assert "Traceback" not in res.output
 
 
+def test_busy_limit_is_a_tunable_of_the_stack(tmp_path: Path) -> None:
+    """What the report counts busy workers against is data, checked when the folder is read."""
+    assert st.get_stack("nginx").busy_limit == "fpm.max_children"
+    assert st.get_stack("apache-event").busy_limit == "event.MaxRequestWorkers"
+    bad = copy_stack("nginx", tmp_path / "limited")
+    text = (bad / "stack.toml").read_text()
+    (bad / "stack.toml").write_text(text.replace('busy_limit = "fpm.max_children"',
+                                                 'busy_limit = "prefork.MaxRequestWorkers"'))
+    with pytest.raises(ConfigError, match="busy_limit: 'prefork.MaxRequestWorkers' must be a tunable of this stack"):
+        st.add_stack_dirs([str(bad)])
+
+
 def test_template_mistakes_name_the_template_and_line(tmp_path: Path) -> None:
     mine = copy_stack("nginx", tmp_path / "broken-tmpl")
     (mine / "nginx.conf.j2").write_text("events {\n  worker_connections {{ nginx.worker_connections }};\n"

@@ -202,6 +202,8 @@ class Stack:
     status: tuple[StatusPage, ...] = ()
     busy_workers: tuple[str, ...] = ()
     """Status columns that count busy workers, the first one present wins."""
+    busy_limit: str | None = None
+    """The tunable that caps what the first of `busy_workers` counts (all busy: requests queue)."""
     parts: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     smoke: bool = False

@@ -24,8 +24,9 @@ from .model import Check, Image, Role, Stack, configs_dir, project_root
 from .partfile import IDENT, NAME, Problems, Reader, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
-STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "roles", "status",
-              "tunables", "checks", "causes", "versions", "listen"}
+STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
+              "status",
+"tunables", "checks", "causes", "versions", "listen"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 
@@ -166,6 +167,7 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         smoke=_flag(p, path, text, doc, "smoke"), home=home, origin=origin, order=_order(p, path, text, doc),
         status=tuple(reader.status.values()), listen=tuple(reader.listen),
         busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
+        busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
     )
     checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
@@ -192,6 +194,11 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
             except (KeyError, IndexError, ValueError) as e:
                 p.add(path, text, cause.key, f"cause {cause.key}: {said!r} may name only "
                       f"{{{next(iter(probe))}}} ({type(e).__name__}: {e})")
+    limit = str(doc.get("busy_limit"))
+    if "busy_limit" in doc and (limit not in stack.tunables and (limit.split(".")[0] in stack.sections or not p.items)
+                                or not stack.busy_workers):  # (a section missing with a part misnamed: said already)
+        p.add(path, text, "busy_limit", f"busy_limit: {doc['busy_limit']!r} must be a tunable of this stack "
+              "(the most workers busy_workers may count), with busy_workers given")
     for col in stack.busy_workers:
         if col not in columns:
             p.add(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "

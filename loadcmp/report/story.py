@@ -327,15 +327,15 @@ def pairs_of(cells: list[tuple[str, Estimate]]) -> list[tuple[str, str]]:
 
 
 def _cap(data: Results, server: str) -> tuple[str, int] | None:
-    """The worker cap that busy workers are counted against: Apache's MaxRequestWorkers, else php-fpm's."""
+    """The setting that busy workers are counted against (the stack's `busy_limit`, stored with the label)
+    and its value."""
     found = data.info(server)
     if found is None:
         return None
     info = found[1]
+    key = info.get("busy_limit")
     settings = info.get("settings") or {}
-    mpm = info.get("mpm")
-    key = f"{mpm}.MaxRequestWorkers" if mpm else "fpm.max_children"
-    return (key, int(settings[key])) if key in settings else None
+    return (key, int(settings[key])) if key is not None and key in settings else None
 
 
 def causes(data: Results, only: Collection[str] | None = None) -> list[str]:

@@ -185,6 +185,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
         settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
+    if stack.busy_limit:
+        info["busy_limit"] = stack.busy_limit
     if dep.plan.app:
         info["app"] = dep.plan.app.name
     if dep.plan.own:
