@@ -25,8 +25,7 @@ from .partfile import IDENT, NAME, Problems, Reader, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
-              "status",
-"tunables", "checks", "causes", "versions", "listen"}
+              "status", "tunables", "checks", "causes", "versions", "listen"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 
