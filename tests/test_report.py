@@ -319,12 +319,18 @@ def test_the_pphc_run_opens_with_its_claims_then_what_happened(tmp_path):
     md = written["report.md"].read_text()
     top = md[md.index("## Findings"):md.index("## Summary")]
     assert top.index("### The write-up's claims, judged") < top.index("### Requests served")
-    assert top.count("**supported**") == 3
-    assert "proxy-article handled more requests/s than prefork-article at 5,000 clients: 7.58× (7.46–7.70)." in top
-    assert ("prefork-article's failures begin at 5,000 clients: 46.6% of its requests failed, mostly "
-            "connect_timeout (7,807 per trial).") in top
-    assert "prefork-article: Apache ran all the workers it may" in top and "AH00161" in top
-    assert "nginx-article: nginx had no free connection" in top
+    assert [top.count(f"**{v}**") for v in ("supported", "not supported", "inconclusive")] == [1, 1, 1]
+    # two pages, the app's route and sleep.php: each label's figures, compared page by page
+    assert ("proxy-article /sleep handled more requests/s than prefork-article /sleep at 5,000 clients: "
+            "2.41× (1.89–3.07).") in top
+    assert ("nginx-article /sleep.php?ms=500 handled more requests/s than prefork-article /sleep.php?ms=500 at 5,000 "
+            "clients: 6.60× (6.50–6.71).") in top
+    assert ("prefork-article /sleep's failures begin at 5,000 clients: 31.2% of its requests failed, mostly "
+            "connect_timeout (1,375 per trial).") in top
+    assert "prefork-article /sleep: Apache ran all the workers it may" in top and "AH00161" in top
+    assert "nginx-article /sleep: nginx had no free connection" in top
+    assert "nginx-article /sleep: its CPU was saturated at 5,000 clients" in top
+    assert "nginx-article /sleep.php?ms=500: its CPU was saturated" not in top
     # three servers: Table 1 is one row per server and level, so a page holds it
     assert "| clients | server | ok / failed |" in md
 
