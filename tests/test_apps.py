@@ -92,6 +92,42 @@ def test_a_users_app_folder_joins_the_catalog(tmp_path, monkeypatch):
         apps.catalog()
 
 
+def test_smoke_with_an_app_takes_its_own_checks_unless_given_others(tmp_path, monkeypatch):
+    """The app's `[smoke] checks` replace the demo pages' default; --check and the user's own file win."""
+    import loadcmp.verdicts.smoke as sm
+
+    assert apps.get_app("wordpress").smoke_checks[:2] == ("failed_rate<1%", "rps>5")
+    assert apps.get_app("laravel").smoke_checks == ()
+    asked: list[list[str]] = []
+
+    def stop(texts: list[str]) -> None:
+        asked.append(list(texts))
+        raise UsageError("stop here")
+
+    monkeypatch.setattr(sm, "parse_checks", stop)
+    mine = tmp_path / "mine.toml"
+    mine.write_text('servers = ["nginx"]\n[smoke]\nchecks = ["rps>1"]\n')
+    for args in (["--app", "wordpress"], ["--app", "laravel"], ["--app", "wordpress", "--check", "rps>2"],
+                 [str(mine), "--app", "wordpress"]):
+        assert CliRunner().invoke(cli, ["smoke", *args, "--out", str(tmp_path / "r")]).exit_code == 2
+    default = ["failed_rate<1%", "rps>20", "p(99)<2000ms", "mem_peak<512MiB"]
+    assert asked == [list(apps.get_app("wordpress").smoke_checks), default, ["rps>2"], ["rps>1"]]
+    assert not (tmp_path / "r").exists()
+
+
+def test_an_apps_bad_smoke_checks_name_its_file_before_anything_starts(tmp_path, monkeypatch):
+    home = _copy(tmp_path, "shop")
+    toml = home / "app.toml"
+    toml.write_text(toml.read_text() + '\n[smoke]\nchecks = ["speed>5"]\n')
+    monkeypatch.setenv("LOADCMP_APPS", str(tmp_path))
+    res = CliRunner().invoke(cli, ["smoke", "--app", "shop", "--out", str(tmp_path / "r")])
+    assert res.exit_code == 2 and f"{toml}: [smoke]" in res.output and "speed" in res.output, res.output
+    assert not (tmp_path / "r").exists()
+    toml.write_text(toml.read_text().replace('checks = ["speed>5"]', 'check = "rps>5"'))
+    with pytest.raises(ConfigError, match="smoke must be a table with one key, checks"):
+        apps.load_app(home)
+
+
 def test_a_bad_app_name_is_one_line_and_exit_2():
     res = CliRunner().invoke(cli, ["run", "--app", "nope", "--server", "nginx", "-t", "1s"])
     assert res.exit_code == 2

@@ -56,7 +56,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     unknown = set(table) - SMOKE_KEYS
     if unknown:
         raise ConfigError(f"{path}: [smoke] has unknown key(s) {', '.join(sorted(unknown))} (known: pages, checks)")
-    texts = list(checks) or list(table.get("checks", []))
+    texts = list(checks) or (list(table.get("checks", [])) if experiment else []) or _app_checks(flags.get("app")) \
+        or list(table.get("checks", []))
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
     parsed = parse_checks(texts)
@@ -95,6 +96,22 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if not passed:
         failed = [o for o in verdicts if not o.passed]
         raise ThresholdFailed(f"{len(failed)} of {len(verdicts)} smoke check(s) not met")
+
+
+def _app_checks(name: str | None) -> list[str]:
+    """With --app, no --check and no file of the user's: the app's own `[smoke] checks` (a framework's pace
+    is not a demo page's), checked here as a --check would be, its file named when one is wrong."""
+    from ..lab.apps import APP_FILE, get_app
+    from ..verdicts.smoke import parse_checks
+
+    app = get_app(name) if name else None
+    if app is None or not app.smoke_checks:
+        return []
+    try:
+        parse_checks(list(app.smoke_checks))
+    except UsageError as e:
+        raise ConfigError(f"{app.home / APP_FILE}: [smoke] {e}") from None
+    return list(app.smoke_checks)
 
 
 def _app_pages(name: str | None) -> tuple[str, ...]:

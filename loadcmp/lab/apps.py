@@ -29,7 +29,7 @@ from .stacks import parse_overrides, tunables as stack_tunables
 
 APP_FILE = "app.toml"
 APP_KEYS = {"description", "packages", "code", "root", "front", "writable", "setup", "ready", "set", "pages",
-            "roles", "tunables", "causes", "status", "files", "build"}
+            "roles", "tunables", "causes", "status", "files", "build", "smoke"}
 PAGE_KEYS = {"name", "path", "expect", "doc"}
 PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 """A Debian package name (Debian policy 5.6.1)."""
@@ -131,11 +131,17 @@ def load_app(home: Path, origin: str = "built-in") -> App:
             for m in e.errors:
                 p.add(path, text, "set", f"set: {m}")
     pages = _pages(p, path, text, doc.get("pages"))
+    smoke = doc.get("smoke", {})
+    if not isinstance(smoke, dict) or set(smoke) - {"checks"}:
+        p.add(path, text, "smoke", "smoke must be a table with one key, checks (a list of smoke checks)")
+        smoke = {}
+    checks = _strings(p, path, text, smoke, "checks")
     app = App(name=home.name, description=str(doc.get("description")), home=home, packages=tuple(packages),
               code=code, root=root, front=front or "", writable=tuple(writable), setup=tuple(setup), ready=ready,
               settings=settings, pages=tuple(pages), origin=origin, roles=roles, tunables=dict(reader.tunables),
               causes=tuple(c for f, t, raw in reader.causes if (c := read_cause(p, f, t, raw)) is not None),
-              status=tuple(reader.status.values()), files=files, build=tuple(build))
+              status=tuple(reader.status.values()), files=files, build=tuple(build),
+              smoke_checks=tuple(checks))
     _check_roles(p, path, text, app)
     if p.items:
         raise ConfigError(p.items[0] if len(p.items) == 1 else f"{len(p.items)} problems in {path}", p.items)

@@ -339,6 +339,8 @@ class App:
     reaches its database: `ports.<role>`)."""
     build: tuple[str, ...] = ()
     """Commands run as root when its image layer is built, after its packages and code."""
+    smoke_checks: tuple[str, ...] = ()
+    """`loadcmp smoke --app`'s checks (its `[smoke] checks`), in place of the default file's: its own pace."""
 
     @property
     def www(self) -> str:
