@@ -335,6 +335,22 @@ def test_the_pphc_run_opens_with_its_claims_then_what_happened(tmp_path):
     assert "| clients | server | ok / failed |" in md
 
 
+def test_a_database_on_the_servers_cpu_counts_toward_its_saturation(fixture_copy):
+    from loadcmp.report.story import causes, resources
+
+    run = json.loads((fixture_copy / "run.json").read_text())
+    for t in run["trials"]:
+        if t["server"] == "apache-prefork" and t.get("server_metrics"):  # pinned to one CPU: 55% + 40% of it
+            t["server_metrics"]["cpu_pct"] = 55.0
+            t["server_metrics"]["apart"] = {"db": {"cpu_pct": 40.0, "cpu_pct_max": 41.0, "mem_peak_bytes": 1,
+                                                   "peaks": {}}}
+    (fixture_copy / "run.json").write_text(json.dumps(run))
+    data = load_results(fixture_copy)
+    why = [x for x in causes(data) if x.startswith("apache-prefork: its CPU was saturated")]
+    assert len(why) == 1 and "with its db on the same cores" in why[0], causes(data)
+    assert any(x.startswith("apache-prefork used") and "which shares its CPU" in x for x in resources(data))
+
+
 def test_runs_read_together_keep_each_servers_facts(fixture_copy):
     from loadcmp.report.story import causes, resources
 

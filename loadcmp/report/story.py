@@ -17,7 +17,7 @@ from itertools import groupby
 from typing import Literal
 
 from ..records import TrialRecord
-from ..store.reader import Results, metrics_of
+from ..store.reader import Results, cpu_of_its_cpus, metrics_of
 from ..units import format_bytes, ms
 from .apart import apart_lines
 from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
@@ -252,13 +252,23 @@ def _cpu(t: TrialRecord) -> float | None:
     return metrics_of(t).get("cpu_pct")
 
 
+def _on_its_cpus(t: TrialRecord) -> float | None:
+    return cpu_of_its_cpus(t)[0]
+
+
+def _sharing(data: Results, server: str) -> str:
+    """The roles measured apart that used the server's CPUs (an app's database), in words ('' for none)."""
+    return " and ".join(sorted({r for t in data.of_server(server) for r in cpu_of_its_cpus(t)[1]}))
+
+
 def _saturated(data: Results, server: str) -> str:
-    """The levels at which a server used CPU_BOUND of the CPUs it had, in words ('' for none)."""
+    """The levels at which a server (with the roles measured apart on its CPUs) used CPU_BOUND of the CPUs it
+    had, in words ('' for none)."""
     cores = _cores(data, server)
     if not cores:
         return ""
-    levels = [lv for lv in data.levels
-              if (e := cell_estimate(data, server, lv, _cpu)).mean is not None and e.mean >= CPU_BOUND * 100 * cores]
+    levels = [lv for lv in data.levels if (e := cell_estimate(data, server, lv, _on_its_cpus)).mean is not None
+              and e.mean >= CPU_BOUND * 100 * cores]
     measured = [lv for lv in data.levels if data.cell(server, lv)]
     if not levels:
         return ""
@@ -280,7 +290,8 @@ def resources(data: Results) -> list[str]:
         text = (f"{s} used {used} of its one CPU core" if cores == 1 else
                 f"{s} used {used} of server CPU (100 % = one core" + (f"; it had {cores})" if cores else ")"))
         if saturated := _saturated(data, s):
-            text += f": saturated {saturated}"
+            roles = _sharing(data, s)
+            text += f": saturated {saturated}" + (f" with its {roles}, which shares its CPU" if roles else "")
         out.append(text + ".")
         core = {lv: e for lv in data.levels if (e := cell_estimate(data, s, lv, per_core)).mean is not None}
         if core:
@@ -361,8 +372,10 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
                                                    if evidence else "") + ".")
         cpu = _saturated(data, s)
         if cpu:
-            out.append(f"{s}: its CPU was saturated {cpu} (at least {CPU_BOUND:.0%} of the cores it had), so CPU "
-                       "time limited its rate there, whatever else did too.")
+            roles = _sharing(data, s)
+            out.append(f"{s}: its CPU was saturated {cpu} (at least {CPU_BOUND:.0%} of the cores it had"
+                       + (f", with its {roles} on the same cores" if roles else "")
+                       + "), so CPU time limited its rate there, whatever else did too.")
         cap = _cap(data, s)
         busy = [b for lv in data.levels for t in data.cell(s, lv) if (b := metrics_of(t).get("busy_workers_peak"))]
         full = [lv for lv in data.levels if data.cell(s, lv) and all(

@@ -171,6 +171,15 @@ def metrics_of(t: TrialRecord) -> ServerMetrics:
     return t.get("server_metrics") or ServerMetrics()
 
 
+def cpu_of_its_cpus(t: TrialRecord) -> tuple[float | None, dict[str, float]]:
+    """The CPU used on a server's CPUs: its own mean plus its roles' measured apart (an app's database runs
+    on the same CPU set), and those roles' shares by name. None: no CPU was sampled."""
+    m = metrics_of(t)
+    cpu = m.get("cpu_pct")
+    apart = {role: float(v) for role, rm in (m.get("apart") or {}).items() if (v := rm.get("cpu_pct"))}
+    return (None if cpu is None else cpu + sum(apart.values())), apart
+
+
 def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
     p = Path(path)
     rj = p / "run.json"

@@ -159,6 +159,8 @@ def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | 
     """What broke at the first missed level, strongest evidence first; never a guess.
 
     `cores`: the machine's CPUs, for a server not pinned to a set of them."""
+    from ..store.reader import cpu_of_its_cpus  # pandas: only when results are read
+
     out: list[str] = []
     for t in trials:
         if t["status"] in ("oom", "server_died") and t.get("reason"):
@@ -168,10 +170,16 @@ def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | 
     pinned = info.get("cpus") if info else None
     cpus = len(cpu_list(pinned)) if pinned else cores
     for t in trials:
-        cpu = (t.get("server_metrics") or {}).get("cpu_pct")
+        cpu, apart = cpu_of_its_cpus(t)
         if cpu is not None and cpus and cpu >= CPU_SATURATED * 100 * cpus:
-            out.append(f"the server's CPU was saturated: {cpu:,.0f}% of its {cpus} CPU{'s' if cpus > 1 else ''} "
-                       "(its mean over the window)")
+            of = f"{cpu:,.0f}% of its {cpus} CPU{'s' if cpus > 1 else ''}"
+            if apart:
+                shares = ", ".join([f"the server {cpu - sum(apart.values()):,.0f}%",
+                                    *(f"its {role} {v:,.0f}%" for role, v in apart.items())])
+                of += f" with its {' and '.join(apart)}, on the same CPUs ({shares}; means over the window)"
+            else:
+                of += " (its mean over the window)"
+            out.append(f"the server's CPU was saturated: {of}")
             break
     for t in trials:
         r = t.get("result")
