@@ -137,12 +137,15 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
     if not isinstance(parts, list) or not all(isinstance(x, str) for x in parts):
         p.add(path, text, "parts", "parts must be a list of part names")
         parts = []
+    unread = False  # a part named that is not there: its tunables are missing, which is said once
     for part in parts:
         if part not in part_names():
             p.add(path, text, "parts", f"no part {part!r} (there are: {', '.join(part_names())})")
+            unread = True
             continue
         ppath = parts_dir() / f"{part}.toml"
         pgot = read_toml(ppath, p)
+        unread = unread or pgot is None
         if pgot is not None:
             pdoc, ptext = pgot
             extra = sorted(set(pdoc) - PART_KEYS)
@@ -193,11 +196,11 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
             except (KeyError, IndexError, ValueError) as e:
                 p.add(path, text, cause.key, f"cause {cause.key}: {said!r} may name only "
                       f"{{{next(iter(probe))}}} ({type(e).__name__}: {e})")
-    limit = str(doc.get("busy_limit"))
-    if "busy_limit" in doc and (limit not in stack.tunables and (limit.split(".")[0] in stack.sections or not p.items)
-                                or not stack.busy_workers):  # (a section missing with a part misnamed: said already)
-        p.add(path, text, "busy_limit", f"busy_limit: {doc['busy_limit']!r} must be a tunable of this stack "
-              "(the most workers busy_workers may count), with busy_workers given")
+    limit = stack.tunables.get(str(doc.get("busy_limit")))
+    whole = limit is not None and isinstance(limit.default, int) and not isinstance(limit.default, bool)
+    if "busy_limit" in doc and (not whole and not (limit is None and unread) or not stack.busy_workers):
+        p.add(path, text, "busy_limit", f"busy_limit: {doc['busy_limit']!r} must be a whole-number tunable of this "
+              "stack (the most workers busy_workers may count), with busy_workers given")
     for col in stack.busy_workers:
         if col not in columns:
             p.add(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "

@@ -11,10 +11,12 @@ run's name is added ("nginx (paper-2013)") so nothing is mixed up.
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pyarrow as pa
@@ -213,7 +215,22 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
         except (OSError, ValueError, pa.ArrowException) as e:  # a damaged or truncated file
             raise StoreError(f"{f} is unreadable: {e}") from None
 
+    _with_busy_limits(doc)
     return Run(p, doc, str(doc.get("name") or p.name)), read("timeline.parquet"), read("server.parquet")
+
+
+def _with_busy_limits(doc: dict[str, Any]) -> None:
+    """Labels stored before run.json kept a stack's `busy_limit` take it from the stack of that name, when
+    this loadcmp knows one (so their report still says when every worker was busy)."""
+    from ..errors import LoadcmpError
+    from ..lab import stacks
+
+    for info in (doc.get("servers") or {}).values():
+        if isinstance(info, dict) and "busy_limit" not in info and info.get("stack"):
+            with contextlib.suppress(LoadcmpError):
+                limit = stacks.get_stack(str(info["stack"])).busy_limit
+                if limit is not None:
+                    info["busy_limit"] = limit
 
 
 def _order(run: Run, trials: list[TrialRecord]) -> list[str]:
