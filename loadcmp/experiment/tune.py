@@ -220,9 +220,13 @@ def resumed(run: Any, trials: int | None, budget_s: float | None, folder: Path |
     if not isinstance(doc, dict) or run.get("kind") != "tune":
         raise UsageError("--resume: not the folder of a `loadcmp tune` study (its run.json has no `tune`)")
     if run.get("status") == "running" and not _abandoned(run):
-        raise UsageError("--resume: this study is still running (its run.json says so and its process is alive); "
-                         "wait for it to end")
+        raise UsageError(f"--resume: this study is still running (its run.json says so, and its process "
+                         f"{run.get('owner', '?')} on {str(run.get('host', '?')).split('/')[0]} is not known to be "
+                         "gone); wait for it to end")
     if folder is not None and not (folder / str(doc.get("study", "study.log"))).is_file():
+        if run.get("status") == "running":
+            raise StoreError("--resume: this study was killed during its baseline: nothing to go on from; start a "
+                             "new study instead")
         raise StoreError(f"--resume: the study's journal {folder / str(doc.get('study'))} is missing: the trials "
                          "would be numbered anew; start a new study instead")
     try:

@@ -29,8 +29,8 @@ from ..experiment.tune import TuneSpec, search_doc
 from ..lab import dockerhost, stacks
 from ..load.workers import Fleet, Stopper
 from ..records import CapacityDoc, RunStatus, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
-from ..verdicts.gain import gain, ready_block, settings_text, valued
-from ..verdicts.slo import Confirmed, confirm_level
+from ..verdicts.gain import gain, ready_block, settings_text, side, valued
+from ..verdicts.slo import Confirmed
 from .capacity import Prober, TrialRunner, new_doc
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
 from .search import Found, Plan, Probed, search
@@ -135,6 +135,14 @@ class Tuner:
         self.sweep.writer.set_tune(self.doc)
         self.sweep.progress.say(f"{'':>4}{_name(trial)}: {settings_text(trial['params'])} -> {trial['text']}")
 
+    def killed(self, number: int, params: dict[str, Any]) -> None:
+        """A trial asked by a process that was killed outright while it ran: said, and its probes kept."""
+        if not any(t["number"] == number for t in self.doc["trials"]):
+            self.sweep.problems.append(f"trial {number} of the study was killed with its process")
+            self.keep({**self._trial(self.tune.trial_label(number), params, "interrupted", None, None, False,
+                                     self.clock(), "killed with its process while it ran: its probes are kept"),
+                       "number": number})
+
     # --- the study ----------------------------------------------------------------------------------
 
     def baseline(self) -> TuneTrialDoc | None:
@@ -182,7 +190,8 @@ class Tuner:
         study = optuna.create_study(study_name="tune", storage=storage, direction="maximize", sampler=sampler,
                                     load_if_exists=True)
         for left in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            study.tell(left.number, state=optuna.trial.TrialState.FAIL)  # asked by a process killed outright
+            self.killed(left.number, left.params)
+            study.tell(left.number, state=optuna.trial.TrialState.FAIL)
         dists = {p.key: distribution(optuna, p) for p in self.tune.params}
         defaults = self.defaults()
         if not study.trials and base["value"] is not None and all(p.holds(defaults[p.key]) for p in self.tune.params):
@@ -284,17 +293,7 @@ class Tuner:
         return gain(level, b, w, base, best, self.tune.objective, self.cap.unit)
 
     def _side(self, pr: Prober, level: int, since: int) -> TuneSideDoc:
-        from ..report.tables import Estimate
-
-        trials = [t for t in pr.trials(level)[since:] if t.get("result")]
-        c = confirm_level(self.cap.target, level, trials)
-        e = Estimate.of([t["result"]["rps"] for t in trials])
-        shown = e.text() + " req/s"
-        return TuneSideDoc(label=pr.label, n=c.n, verdict=c.verdict,
-                           checks=[{"check": x.check, "mean": x.mean, "low": x.low, "high": x.high, "n": x.n,
-                                    "verdict": x.verdict, "shown": x.shown} for x in c.checks],
-                           rps={"check": "rps", "mean": e.mean, "low": e.low, "high": e.high, "n": e.n,
-                                "verdict": "unsure", "shown": shown})
+        return side(self.cap.target, pr.label, level, [t for t in pr.trials(level)[since:] if t.get("result")])
 
     def no_answer(self, base: TuneTrialDoc | None) -> str:
         if base is None:

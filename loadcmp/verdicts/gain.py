@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..records import TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
+from ..records import TrialRecord, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
+from .slo import Target, confirm_level
 
 
 def settings_text(params: dict[str, Any]) -> str:
@@ -73,3 +74,16 @@ def gain(level: int, base: TuneSideDoc, best: TuneSideDoc, t0: TuneTrialDoc, t1:
     pct = "" if gain is None else f" ({gain:+.0%})"
     return TuneGainDoc(level=level, base=base, best=best, gain=gain, verdict=verdict,  # type: ignore[typeddict-item]
                        text=f"{verdict}: {head}{pct}; {why}")
+
+
+def side(target: Target, label: str, level: int, trials: list[TrialRecord]) -> TuneSideDoc:
+    """One side of the comparison: its trials at the level judged against the target, and its req/s."""
+    from ..report.tables import Estimate
+
+    c = confirm_level(target, level, trials)
+    e = Estimate.of([t["result"]["rps"] for t in trials if t.get("result")])
+    return TuneSideDoc(label=label, n=c.n, verdict=c.verdict,
+                       checks=[{"check": x.check, "mean": x.mean, "low": x.low, "high": x.high, "n": x.n,
+                                "verdict": x.verdict, "shown": x.shown} for x in c.checks],
+                       rps={"check": "rps", "mean": e.mean, "low": e.low, "high": e.high, "n": e.n,
+                            "verdict": "unsure", "shown": e.text() + " req/s"})
