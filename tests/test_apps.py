@@ -92,27 +92,27 @@ def test_a_users_app_folder_joins_the_catalog(tmp_path, monkeypatch):
         apps.catalog()
 
 
-def test_smoke_with_an_app_takes_its_own_checks_unless_given_others(tmp_path, monkeypatch):
-    """The app's `[smoke] checks` replace the demo pages' default; --check and the user's own file win."""
-    import loadcmp.verdicts.smoke as sm
+def test_smoke_with_an_app_takes_its_own_checks_and_pages_unless_given_others():
+    """The app's `[smoke] checks` replace the demo pages' default; --check and the user's own file win. Its
+    pages replace the default file's; --page and the user's file's `[smoke] pages` win."""
+    from loadcmp.cli.smoke import _checks, _pages
 
-    assert apps.get_app("wordpress").smoke_checks[:2] == ("failed_rate<1%", "rps>5")
-    assert apps.get_app("laravel").smoke_checks == ()
-    asked: list[list[str]] = []
-
-    def stop(texts: list[str]) -> None:
-        asked.append(list(texts))
-        raise UsageError("stop here")
-
-    monkeypatch.setattr(sm, "parse_checks", stop)
-    mine = tmp_path / "mine.toml"
-    mine.write_text('servers = ["nginx"]\n[smoke]\nchecks = ["rps>1"]\n')
-    for args in (["--app", "wordpress"], ["--app", "laravel"], ["--app", "wordpress", "--check", "rps>2"],
-                 [str(mine), "--app", "wordpress"]):
-        assert CliRunner().invoke(cli, ["smoke", *args, "--out", str(tmp_path / "r")]).exit_code == 2
-    default = ["failed_rate<1%", "rps>20", "p(99)<2000ms", "mem_peak<512MiB"]
-    assert asked == [list(apps.get_app("wordpress").smoke_checks), default, ["rps>2"], ["rps>1"]]
-    assert not (tmp_path / "r").exists()
+    wp = list(apps.get_app("wordpress").smoke_checks)
+    assert wp[:2] == ["failed_rate<1%", "rps>5"] and apps.get_app("laravel").smoke_checks == ()
+    default = ["failed_rate<1%", "rps>20"]
+    assert _checks((), default, False, "wordpress") == wp
+    assert _checks((), default, False, "laravel") == default  # an app without its own: the default file's
+    assert _checks((), default, False, None) == default
+    assert _checks(("rps>2",), default, False, "wordpress") == ["rps>2"]
+    assert _checks((), ["rps>1"], True, "wordpress") == ["rps>1"]  # the user's file says
+    assert _checks((), [], True, "wordpress") == wp  # the user's file says nothing: the app's
+    every = ("/sleep", "/hello")
+    assert _pages((), ["/index.html"], False, "laravel") == every
+    assert _pages(("/hello",), ["/index.html"], False, "laravel") == ("/hello",)
+    assert _pages((), ["/x"], True, "laravel") == ("/x",)
+    assert _pages((), [], True, "laravel") == every
+    assert _pages((), [], True, None) is None  # the user's file's own page or pages, as run reads them
+    assert _pages((), ["/index.html", "/info.php"], False, None) == ("/index.html", "/info.php")
 
 
 def test_an_apps_bad_smoke_checks_name_its_file_before_anything_starts(tmp_path, monkeypatch):

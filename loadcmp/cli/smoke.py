@@ -56,8 +56,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     unknown = set(table) - SMOKE_KEYS
     if unknown:
         raise ConfigError(f"{path}: [smoke] has unknown key(s) {', '.join(sorted(unknown))} (known: pages, checks)")
-    texts = list(checks) or (list(table.get("checks", [])) if experiment else []) or _app_checks(flags.get("app")) \
-        or list(table.get("checks", []))
+    app = flags.get("app") or fields.get("app")
+    texts = _checks(checks, table.get("checks", []), experiment is not None, app)
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
     parsed = parse_checks(texts)
@@ -76,7 +76,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if not servers_ and "servers" not in fields:
         servers_ = tuple(smoke_servers())
     given = given_fields(LoadFlags.pop(flags), flags, tuple(servers_), (), {
-        "pages": tuple(pages) or _app_pages(flags.get("app")) or tuple(table.get("pages", ())) or None,
+        "pages": _pages(pages, table.get("pages", []), experiment is not None, flags.get("app")),
         "out": out_dir})
     spec = build_spec(path, given)
     t = time.monotonic()
@@ -98,9 +98,18 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         raise ThresholdFailed(f"{len(failed)} of {len(verdicts)} smoke check(s) not met")
 
 
+def _checks(given: tuple[str, ...], listed: list[str], users_file: bool, app_name: str | None) -> list[str]:
+    """Which checks a smoke run judges: --check; else the user's own file's `[smoke] checks`; else the app's
+    (a framework's pace is not a demo page's); else the default file's."""
+    if given:
+        return list(given)
+    if users_file and listed:
+        return list(listed)
+    return _app_checks(app_name) or list(listed)
+
+
 def _app_checks(name: str | None) -> list[str]:
-    """With --app, no --check and no file of the user's: the app's own `[smoke] checks` (a framework's pace
-    is not a demo page's), checked here as a --check would be, its file named when one is wrong."""
+    """The app's own `[smoke] checks`, checked here as a --check would be, its file named when one is wrong."""
     from ..lab.apps import APP_FILE, get_app
     from ..verdicts.smoke import parse_checks
 
@@ -114,11 +123,19 @@ def _app_checks(name: str | None) -> list[str]:
     return list(app.smoke_checks)
 
 
-def _app_pages(name: str | None) -> tuple[str, ...]:
-    """With --app and no --page, smoke loads every page of the app."""
+def _pages(given: tuple[str, ...], listed: list[str], users_file: bool, app_flag: str | None
+           ) -> tuple[str, ...] | None:
+    """Which pages a smoke run loads: --page; else the user's own file's `[smoke] pages`; else, with --app,
+    every page of the app; else the user's file's own (None: as `run` reads it); else the default file's."""
     from ..lab.apps import get_app
 
-    return tuple(p.path for p in get_app(name).pages) if name else ()
+    if given:
+        return tuple(given)
+    if users_file and listed:
+        return tuple(listed)
+    if app_flag:
+        return tuple(p.path for p in get_app(app_flag).pages)
+    return None if users_file else tuple(listed) or None
 
 
 def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool, path: str) -> None:
