@@ -105,8 +105,8 @@ def test_servers_tunables_lists_the_database_tunables_by_their_app():
     res = CliRunner().invoke(cli, ["servers", "--tunables", "--json"])
     assert res.exit_code == 0, res.output
     found = json.loads(res.stdout)["tunables"]
-    assert found["db.max_connections"]["app"] == "wordpress" and found["db.max_connections"]["default"] == 151
-    assert found["fpm.max_children"]["app"] is None
+    assert found["db.max_connections"]["apps"] == ["wordpress"] and found["db.max_connections"]["default"] == 151
+    assert found["fpm.max_children"]["apps"] == []
     table = CliRunner().invoke(cli, ["servers", "--tunables"]).output
     row = next(line for line in table.splitlines() if "db.max_connections" in line)
     assert row.rstrip(" │").endswith("--app wordpress")

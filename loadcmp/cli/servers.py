@@ -43,8 +43,8 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
             "aliases": stacks.aliases(),
         }
         if tunables:
-            doc["tunables"] = {k: {"default": t.default, "doc": t.doc, "app": app}
-                               for k, (t, app) in _all_tunables().items()}
+            doc["tunables"] = {k: {"default": t.default, "doc": t.doc, "apps": apps}
+                               for k, (t, apps) in _all_tunables().items()}
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
@@ -59,18 +59,20 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
         tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
         for c in ("key", "default", "what it does", "with"):
             tt.add_column(c)
-        for k, (tun, app) in _all_tunables().items():
-            tt.add_row(k, str(tun.default), tun.doc, f"--app {app}" if app else "its stacks")
+        for k, (tun, apps) in _all_tunables().items():
+            tt.add_row(k, str(tun.default), tun.doc, ", ".join(f"--app {a}" for a in apps) or "its stacks")
         out.print(tt)
 
 
-def _all_tunables() -> dict[str, tuple[Any, str | None]]:
-    """Every tunable `--set` takes: the stacks', then each app's own roles' (a database's), by the app."""
+def _all_tunables() -> dict[str, tuple[Any, list[str]]]:
+    """Every tunable `--set` takes: the stacks' (no app), then the apps' own roles' (a database's) with the
+    apps that have them (the first one's default and words)."""
     from ..lab import apps, stacks
 
-    found: dict[str, tuple[Any, str | None]] = {k: (t, None) for k, t in stacks.tunables().items()}
+    found: dict[str, tuple[Any, list[str]]] = {k: (t, []) for k, t in stacks.tunables().items()}
     for app in apps.catalog().values():
-        found.update({k: (t, app.name) for k, t in app.tunables.items()})
+        for k, t in app.tunables.items():
+            found.setdefault(k, (t, []))[1].append(app.name)
     return found
 
 

@@ -291,7 +291,7 @@ def resources(data: Results) -> list[str]:
                 f"{s} used {used} of server CPU (100 % = one core" + (f"; it had {cores})" if cores else ")"))
         if saturated := _saturated(data, s):
             roles = _sharing(data, s)
-            text += f": saturated {saturated}" + (f" with its {roles}, which shares its CPU" if roles else "")
+            text += f": saturated {saturated}" + (f", counting its {roles}, which shares its CPU" if roles else "")
         out.append(text + ".")
         core = {lv: e for lv in data.levels if (e := cell_estimate(data, s, lv, per_core)).mean is not None}
         if core:
@@ -374,7 +374,7 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
         if cpu:
             roles = _sharing(data, s)
             out.append(f"{s}: its CPU was saturated {cpu} (at least {CPU_BOUND:.0%} of the cores it had"
-                       + (f", with its {roles} on the same cores" if roles else "")
+                       + (f", counting its {roles} on the same cores" if roles else "")
                        + "), so CPU time limited its rate there, whatever else did too.")
         cap = _cap(data, s)
         busy = [b for lv in data.levels for t in data.cell(s, lv) if (b := metrics_of(t).get("busy_workers_peak"))]
