@@ -233,7 +233,11 @@ def test_seeds_run_each_file_as_run_would_and_write_the_reports_summary_and_page
         return SweepOutcome(str(folder), "failed" if spec.name == "windows-2025" else "complete",
                             ["the engine went away"] if spec.name == "windows-2025" else [])
 
+    import loadcmp.cli.seeds as cmd
+
+    built: list[list[str]] = []
     monkeypatch.setattr(run_cli, "sweep", stored_sweep)
+    monkeypatch.setattr(cmd, "build_all", lambda cuts: built.append([c.name for c in cuts]))
     page = tmp_path / "docs" / "seeds.md"
     page.parent.mkdir()
     out = tmp_path / "results"
@@ -241,7 +245,7 @@ def test_seeds_run_each_file_as_run_would_and_write_the_reports_summary_and_page
     assert res.exit_code == 1, res.output  # one write-up failed: said, and the rest still summarised
     assert "windows-2025: the engine went away" in res.output
     cuts = {c.name: c for c in plan.fit(_five(), 30 * 60)}
-    assert [s.name for s in seen] == list(plan.SEEDS)
+    assert [s.name for s in seen] == list(plan.SEEDS) and built == [list(plan.SEEDS)]  # built before they ran
     for spec in seen:
         want = replace(cuts[spec.name].spec, **cuts[spec.name].overrides)
         assert (spec.levels, spec.duration, spec.trials) == (want.levels, want.duration, want.trials)
