@@ -100,12 +100,12 @@ def test_smoke_with_an_app_takes_its_own_checks_and_pages_unless_given_others():
     wp = list(apps.get_app("wordpress").smoke_checks)
     assert wp[:2] == ["failed_rate<1%", "rps>5"] and apps.get_app("laravel").smoke_checks == ()
     default = ["failed_rate<1%", "rps>20"]
-    assert _checks((), default, False, "wordpress") == wp
-    assert _checks((), default, False, "laravel") == default  # an app without its own: the default file's
-    assert _checks((), default, False, None) == default
-    assert _checks(("rps>2",), default, False, "wordpress") == ["rps>2"]
-    assert _checks((), ["rps>1"], True, "wordpress") == ["rps>1"]  # the user's file says
-    assert _checks((), [], True, "wordpress") == wp  # the user's file says nothing: the app's
+    assert _checks((), default, False, "wordpress") == (wp, str(apps.get_app("wordpress").home / "app.toml"))
+    assert _checks((), default, False, "laravel") == (default, None)  # an app without its own: the file's
+    assert _checks((), default, False, None) == (default, None)
+    assert _checks(("rps>2",), default, False, "wordpress") == (["rps>2"], "--check")
+    assert _checks((), ["rps>1"], True, "wordpress") == (["rps>1"], None)  # the user's file says
+    assert _checks((), [], True, "wordpress")[0] == wp  # the user's file says nothing: the app's
     every = ("/sleep", "/hello")
     assert _pages((), ["/index.html"], False, "laravel") == every
     assert _pages(("/hello",), ["/index.html"], False, "laravel") == ("/hello",)

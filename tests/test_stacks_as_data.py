@@ -99,7 +99,7 @@ def test_busy_limit_is_a_tunable_of_the_stack(tmp_path: Path) -> None:
     text = (bad / "stack.toml").read_text()
     (bad / "stack.toml").write_text(text.replace('busy_limit = "fpm.max_children"',
                                                  'busy_limit = "prefork.MaxRequestWorkers"'))
-    with pytest.raises(ConfigError, match="busy_limit: 'prefork.MaxRequestWorkers' must be a whole-number tunable"):
+    with pytest.raises(ConfigError, match="busy_limit: 'prefork.MaxRequestWorkers' is not a tunable of this stack"):
         st.add_stack_dirs([str(bad)])
     (bad / "stack.toml").write_text(text.replace('busy_limit = "fpm.max_children"',
                                                  'busy_limit = "nginx.worker_processes"'))  # "auto" is no count

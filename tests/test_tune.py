@@ -214,7 +214,7 @@ def test_a_study_whose_process_was_killed_goes_on_and_one_still_running_is_refus
     doc = json.loads((folder / "run.json").read_text())
     assert doc["status"] == "complete" and len([t for t in doc["tune"]["trials"] if t["state"] == "complete"]) == 4
     (killed,) = [t for t in doc["tune"]["trials"] if t["number"] == left.number]  # said, not dropped
-    assert killed["state"] == "interrupted" and "killed with its process" in killed["text"]
+    assert killed["state"] == "interrupted" and "before any probe of it was stored" in killed["text"]
     assert f"trial {left.number} of the study was killed with its process" in doc["problems"]
     # killed during its baseline: no journal yet, nothing to go on from
     (folder / "study.log").unlink()
@@ -281,10 +281,13 @@ def test_resume_takes_only_more_trials_or_budget(tmp_path):
     assert res.exit_code == 2 and "give only --trials or --budget" in res.output and "--param" in res.output
     res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path), "--app", "laravel"])
     assert res.exit_code == 2 and "(not --app)" in res.output
-    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path / "nowhere")])
-    assert res.exit_code != 0 and "no results folder there" in res.output
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path)])  # how much more is not said
+    assert res.exit_code == 2 and "say how much more: --trials N or --budget DURATION" in res.output
+    for nowhere in (tmp_path / "nowhere", tmp_path):
+        res = CliRunner().invoke(cli, ["tune", "--resume", str(nowhere), "--trials", "1"])
+        assert res.exit_code == 2 and "not a results folder (no run.json in it)" in res.output
     (tmp_path / "run.json").write_text(json.dumps({"kind": "run", "status": "complete"}))
-    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path)])
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path), "--trials", "1"])
     assert res.exit_code == 2 and "not the folder of a `loadcmp tune` study" in res.output
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -9,7 +10,7 @@ import click
 from rich.table import Table
 
 from .app import cli, emit_json
-from .display import out
+from .display import err, out
 from .options import (LoadFlags, app_option, docker_options, json_option, load_options, stacks_option,
                       www_option, config_option)
 from .run import build_spec, given_fields, raise_for_status, sweep
@@ -57,7 +58,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if unknown:
         raise ConfigError(f"{path}: [smoke] has unknown key(s) {', '.join(sorted(unknown))} (known: pages, checks)")
     app = flags.get("app") or fields.get("app")
-    texts = _checks(checks, table.get("checks", []), experiment is not None, app)
+    texts, source = _checks(checks, table.get("checks", []), experiment is not None, app)
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
     parsed = parse_checks(texts)
@@ -79,6 +80,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         "pages": _pages(pages, table.get("pages", []), experiment is not None, flags.get("app")),
         "out": out_dir})
     spec = build_spec(path, given)
+    err.print(f"checks, from {_shown(source or path)}: {', '.join(texts)}", markup=False, highlight=False)
     t = time.monotonic()
     run = sweep(spec, table=False)
     elapsed = time.monotonic() - t
@@ -98,14 +100,30 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         raise ThresholdFailed(f"{len(failed)} of {len(verdicts)} smoke check(s) not met")
 
 
-def _checks(given: tuple[str, ...], listed: list[str], users_file: bool, app_name: str | None) -> list[str]:
-    """Which checks a smoke run judges: --check; else the user's own file's `[smoke] checks`; else the app's
-    (a framework's pace is not a demo page's); else the default file's."""
+def _checks(given: tuple[str, ...], listed: list[str], users_file: bool, app_name: str | None
+            ) -> tuple[list[str], str | None]:
+    """Which checks a smoke run judges, and the file they come from (None: the experiment file's): --check;
+    else the user's own file's `[smoke] checks`; else the app's (a framework's pace is not a demo page's);
+    else the default file's."""
+    from ..lab.apps import APP_FILE, get_app
+
     if given:
-        return list(given)
+        return list(given), "--check"
     if users_file and listed:
-        return list(listed)
-    return _app_checks(app_name) or list(listed)
+        return list(listed), None
+    own = _app_checks(app_name)
+    return (own, str(get_app(str(app_name)).home / APP_FILE)) if own else (list(listed), None)
+
+
+def _shown(source: str) -> str:
+    """Where checks come from: --check, or a file (relative to where the user is, when it lies below) [smoke]."""
+    from pathlib import Path
+
+    if source == "--check":
+        return source
+    with contextlib.suppress(ValueError):
+        source = str(Path(source).resolve().relative_to(Path.cwd()))
+    return f"{source} [smoke]"
 
 
 def _app_checks(name: str | None) -> list[str]:

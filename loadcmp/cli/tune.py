@@ -80,6 +80,8 @@ def tune(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, .
         if given:
             raise UsageError(f"--resume goes on with the stored study's own settings; give only --trials or "
                              f"--budget with it (not {', '.join(given)})")
+        if study_trials is None and budget is None:
+            raise UsageError("--resume: say how much more: --trials N or --budget DURATION")
         base, cap, spec = _resumed(resume, study_trials, budget)
     else:
         base, cap, spec = _new(experiment, servers_, params, slo, study_trials, budget, seed, resolution, start,
@@ -138,10 +140,12 @@ def _resumed(path: str, trials: int | None, budget: float | None) -> tuple[RunSp
     """The stored study's own settings, with more trials or another budget."""
     from ..experiment.tune import resumed
 
+    if not (Path(path) / "run.json").is_file():
+        raise UsageError(f"--resume {path}: not a results folder (no run.json in it)")
     try:
         run = json.loads((Path(path) / "run.json").read_text())
     except (OSError, ValueError) as e:
-        raise StoreError(f"--resume {path}: no results folder there ({getattr(e, 'strerror', None) or e})") from None
+        raise StoreError(f"--resume {path}: its run.json is unreadable ({getattr(e, 'strerror', None) or e})") from None
     return resumed(run, trials, budget, Path(path))
 
 
@@ -155,7 +159,7 @@ def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: 
 
         return run_tune(s, cap, t, hooks, stopper, fleet=fleet, resume=resume)
 
-    budget = f"{t.trials} trials" if t.trials else ""
+    budget = f"{t.trials} trial{'' if t.trials == 1 else 's'}" if t.trials else ""
     if t.budget_s:
         m, sec = divmod(round(t.budget_s), 60)
         took = f"{m} min {sec} s" if m and sec else f"{m} min" if m else f"{sec} s"

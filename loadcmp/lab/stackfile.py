@@ -196,11 +196,16 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
             except (KeyError, IndexError, ValueError) as e:
                 p.add(path, text, cause.key, f"cause {cause.key}: {said!r} may name only "
                       f"{{{next(iter(probe))}}} ({type(e).__name__}: {e})")
-    limit = stack.tunables.get(str(doc.get("busy_limit")))
-    whole = limit is not None and isinstance(limit.default, int) and not isinstance(limit.default, bool)
-    if "busy_limit" in doc and (not whole and not (limit is None and unread) or not stack.busy_workers):
-        p.add(path, text, "busy_limit", f"busy_limit: {doc['busy_limit']!r} must be a whole-number tunable of this "
-              "stack (the most workers busy_workers may count), with busy_workers given")
+    if "busy_limit" in doc:
+        given = doc["busy_limit"]
+        limit = stack.tunables.get(str(given)) if isinstance(given, str) else None
+        why = ("must be a tunable's name (a string)" if not isinstance(given, str) else
+               None if limit is None and unread else "is not a tunable of this stack" if limit is None else
+               "must be a whole-number tunable (the most workers busy_workers may count)"
+               if not isinstance(limit.default, int) or isinstance(limit.default, bool) else
+               "needs busy_workers: the status columns it caps" if not stack.busy_workers else None)
+        if why:
+            p.add(path, text, "busy_limit", f"busy_limit: {given!r} {why}")
     for col in stack.busy_workers:
         if col not in columns:
             p.add(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "

@@ -138,9 +138,12 @@ class Tuner:
     def killed(self, number: int, params: dict[str, Any]) -> None:
         """A trial asked by a process that was killed outright while it ran: said, and its probes kept."""
         if not any(t["number"] == number for t in self.doc["trials"]):
+            label = self.tune.trial_label(number)
+            kept = any(t["server"] == label for t in self.sweep.writer.run["trials"])
             self.sweep.problems.append(f"trial {number} of the study was killed with its process")
-            self.keep({**self._trial(self.tune.trial_label(number), params, "interrupted", None, None, False,
-                                     self.clock(), "killed with its process while it ran: its probes are kept"),
+            self.keep({**self._trial(label, params, "interrupted", None, None, False, self.clock(),
+                                     "killed with its process while it ran: " + (
+                                         "its probes are kept" if kept else "before any probe of it was stored")),
                        "number": number})
 
     # --- the study ----------------------------------------------------------------------------------
