@@ -105,14 +105,12 @@ def _checks(given: tuple[str, ...], listed: list[str], users_file: bool, app_nam
     """Which checks a smoke run judges, and the file they come from (None: the experiment file's): --check;
     else the user's own file's `[smoke] checks`; else the app's (a framework's pace is not a demo page's);
     else the default file's."""
-    from ..lab.apps import APP_FILE, get_app
-
     if given:
         return list(given), "--check"
     if users_file and listed:
         return list(listed), None
-    own = _app_checks(app_name)
-    return (own, str(get_app(str(app_name)).home / APP_FILE)) if own else (list(listed), None)
+    own, where = _app_checks(app_name)
+    return (own, where) if own else (list(listed), None)
 
 
 def _shown(source: str) -> str:
@@ -126,19 +124,21 @@ def _shown(source: str) -> str:
     return f"{source} [smoke]"
 
 
-def _app_checks(name: str | None) -> list[str]:
-    """The app's own `[smoke] checks`, checked here as a --check would be, its file named when one is wrong."""
+def _app_checks(name: str | None) -> tuple[list[str], str]:
+    """The app's own `[smoke] checks` and its file, checked here as a --check would be (the file named when
+    one is wrong)."""
     from ..lab.apps import APP_FILE, get_app
     from ..verdicts.smoke import parse_checks
 
     app = get_app(name) if name else None
     if app is None or not app.smoke_checks:
-        return []
+        return [], ""
+    where = str(app.home / APP_FILE)
     try:
         parse_checks(list(app.smoke_checks))
     except UsageError as e:
-        raise ConfigError(f"{app.home / APP_FILE}: [smoke] {e}") from None
-    return list(app.smoke_checks)
+        raise ConfigError(f"{where}: [smoke] {e}") from None
+    return list(app.smoke_checks), where
 
 
 def _pages(given: tuple[str, ...], listed: list[str], users_file: bool, app_flag: str | None
