@@ -30,7 +30,7 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
     is_pkg = path.name == "__init__.py"
     here = name if is_pkg else name.rsplit(".", 1)[0]
     found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text())):
+    for node in ast.walk(_parsed(path)):
         if isinstance(node, ast.Import):
             found |= {a.name for a in node.names if a.name in known}
         elif isinstance(node, ast.ImportFrom):
@@ -48,6 +48,15 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
                     found.add(mod)
     found.discard(name)
     return found
+
+
+def _parsed(path: Path) -> ast.Module:
+    """A module's syntax tree; of a Cython module (`.pyx`, which ast cannot read), its Python imports alone."""
+    if path.suffix != ".pyx":
+        return ast.parse(path.read_text())
+    heads = re.findall(r"^[ \t]*(from[ \t]+[\w.]+[ \t]+import[ \t]+\(?[\w, \t]*|import[ \t]+[\w., \t]+)",
+                       path.read_text(), re.M)
+    return ast.parse("\n".join(h.replace("(", "").rstrip(", \t") for h in heads))
 
 
 def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
@@ -212,11 +221,15 @@ def test_the_layer_rule_reads_the_drawing():
 
 
 def test_every_import_follows_the_drawn_layers():
-    """Every import, at the top, inside a function or under TYPE_CHECKING: a type named from a higher layer
-    ties the two packages as an import does (mypy follows it; a reader must know the other package)."""
+    """Every import, at the top, inside a function or under TYPE_CHECKING (a type named from a higher layer
+    ties the two packages as an import does: mypy follows it, a reader must know the other package), and
+    the Python imports of the compiled modules (.pyx)."""
     mods = _modules()
     known = set(mods)
     units = {_unit(m) for m in mods}
+    compiled = {".".join(f.relative_to(PKG.parent).with_suffix("").parts): f for f in PKG.rglob("*.pyx")}
+    assert compiled and all(_imports(m, p, known) for m, p in compiled.items()), "the .pyx imports were not read"
+    mods = {**mods, **compiled}
     assert units == {p for names in LAYERS for p in names} | set(KERNEL) | set(ENTRY), \
         f"a module outside the drawing: {sorted(units - {p for names in LAYERS for p in names} - set(KERNEL))}"
     against = sorted(f"{m} -> {n}" for m, p in mods.items() for n in _imports(m, p, known) if breaks_layers(m, n))
