@@ -177,7 +177,8 @@ LAYERS: list[tuple[str, ...]] = [("cli",), ("seeds", "sweep"), ("experiment",), 
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
 from a neighbour on its own level (seeds and sweep, verdicts and observe)."""
 ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.limits",)}
-"""Of the sub-packages below it, these reach only the modules named (lab: the one reader of the open-file limit)."""
+"""Of a package below it, these reach only the modules named (lab: load.limits, the one reader of the open-file
+limit); the other packages below stay whole."""
 ENTRY = {"loadcmp": (), "__main__": ("cli",)}
 """The root (the version: anyone may import it, it imports nothing) and `python -m loadcmp`."""
 
@@ -195,8 +196,9 @@ def allowed(unit: str) -> set[str]:
     if unit in KERNEL:
         return {*KERNEL[KERNEL.index(unit) + 1:], "loadcmp"}
     level = next(i for i, names in enumerate(LAYERS) if unit in names)
-    below = {p for names in LAYERS[level + 1:] for p in names}
-    return {*ONLY.get(unit, below), *KERNEL, "loadcmp"}
+    narrowed = ONLY.get(unit, ())
+    below = {p for names in LAYERS[level + 1:] for p in names if all(m.split(".")[0] != p for m in narrowed)}
+    return {*below, *narrowed, *KERNEL, "loadcmp"}
 
 
 def breaks_layers(importer: str, imported: str) -> bool:
