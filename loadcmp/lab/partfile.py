@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError
-from ..load.outcomes import FAIL_KINDS
+from ..records import FAIL_KINDS
 from .model import FORMATS, Cause, StatusPage, Tunable
 
 TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}

@@ -11,18 +11,12 @@ from __future__ import annotations
 
 import errno
 
-KINDS: tuple[str, ...] = (
-    "ok",
-    "http_4xx",
-    "http_5xx",
-    "connect_refused",
-    "connect_timeout",
-    "reset",
-    "timeout",
-    "protocol_error",
-)
-"""Every way a started request can end (besides `unfinished`), in storage order."""
-FAIL_KINDS: tuple[str, ...] = KINDS[1:]
+from ..records import FAIL_KINDS as FAIL_KINDS  # re-exported: the load's readers count failures by these names
+from ..records import OUTCOME_KINDS
+
+KINDS: tuple[str, ...] = OUTCOME_KINDS
+"""Every way a started request can end (besides `unfinished`), in storage order: the names are a stored
+contract, so they live in the kernel (`records`), where a stack's causes can name them too."""
 OK, HTTP_4XX, HTTP_5XX, CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT, PROTOCOL_ERROR = range(len(KINDS))
 RESPONSE_KINDS = (OK, HTTP_4XX, HTTP_5XX)
 """Kinds with a complete response, hence a latency (all kinds <= HTTP_5XX)."""
