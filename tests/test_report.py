@@ -15,7 +15,7 @@ from loadcmp.cli import cli
 from loadcmp.report import plots
 from loadcmp.errors import StoreError, UsageError
 from loadcmp.report.build import build
-from loadcmp.report.compare import Ratio, ratio, ratio_table, verdicts
+from loadcmp.report.compare import Ratio, comparison_lines, ratio, ratio_table
 from loadcmp.report.tables import Estimate, legend, summary_doc, table1
 from loadcmp.store.reader import load_results
 
@@ -132,7 +132,7 @@ def test_verdicts_only_claim_what_intervals_support():
     same = ratio(Estimate.of([100.0, 130.0, 70.0]), a)
     assert same.significant is False
     assert Ratio(2.0, None, None).significant is None
-    lines = verdicts(load_results(FIXTURE))
+    lines = comparison_lines(load_results(FIXTURE))
     assert len(lines) == 3 and all("clients" in v for v in lines)
 
 
@@ -254,7 +254,7 @@ def test_fewer_than_3_trials_show_their_range_and_no_interval():
     assert "±" not in "".join(c for row in rows for c in row)
     base, ratios = ratio_table(data)
     assert ratios and all(r.ratios["rps"].low is None for r in ratios), "no interval from 2 trials"
-    lines = verdicts(data)
+    lines = comparison_lines(data)
     assert lines and all("2 trials each: an interval needs 3 or more" in v for v in lines), lines
     leg = legend(header, rows)
     assert "range of 2 trials" in leg and "95 %" not in leg and "'/'" not in leg and "'*'" not in leg
@@ -395,7 +395,8 @@ def test_a_ratio_against_zero_is_no_ratio(fixture_copy):
             t["result"]["rps"], t["result"]["ok"] = 0.0, 0
     (fixture_copy / "run.json").write_text(json.dumps(run))
     data = load_results(fixture_copy)
-    assert "At 50 clients apache-prefork served no successful request, so no ratio can be given." in verdicts(data)
+    said = comparison_lines(data)
+    assert "At 50 clients apache-prefork served no successful request, so no ratio can be given." in said
     from loadcmp.report.story import throughput
 
     assert "nginx served requests at 50 clients where apache-prefork served none." in throughput(data)

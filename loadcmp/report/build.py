@@ -123,7 +123,7 @@ def compose(data: Results, level: int | None = None, svg: bool = False) -> Repor
     base, ratios = compare.ratio_table(data)
     return Report(title="loadcmp report — " + data.name, data=data, claims=findings(data), story=story(data),
                   setup=setup_rows(data), settings=settings(data), header=header, rows=rows,
-                  legend=legend(header, rows, data), warnings=warnings(data), verdicts=compare.verdicts(data),
+                  legend=legend(header, rows, data), warnings=warnings(data), comparison=compare.comparison_lines(data),
                   baseline=base, ratios=ratios, figures=figs, png=png, svg=svgs, capacity=capacity_rows(data),
                   capacity_lines=tuple(capacity_lines(data)), tune=tune_rows(data), tune_lines=tuple(tune_lines(data)))
 

@@ -24,7 +24,7 @@ from ..store.reader import Results, result_of
 from .axes import (KIND_COLORS, MiB, WIDTH, Value, bars_note, colors, errplot, finish, has_server_data,
                    legend_below, levels_axis, load_value, per_level, plain_log, plt, server_value)
 from .capacity import interval as cap_interval
-from .seconds import first_trial, latency_distribution, timeline
+from .level_figures import first_trial, latency_distribution, timeline
 from .story import FAIL_LIMIT, knee
 from .tables import per_core
 from .tune import tune_doc, tune_history
