@@ -17,7 +17,8 @@
     level_figures.py  the figures at one level: second by second (3) and how latency is spread (4)
     axes.py           what every figure shares: style, colours per server, axes, error bars, legends
 
-Imports go one way: build -> pages, story, setup -> plots -> level_figures, tune -> axes -> tables
--> capacity; story -> role_usage, compare -> tables. Outside the package: the store (the folders are read
-through `store.reader` alone), the load's outcome kinds, and the kernel (records, units, errors).
+Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
+plots -> story -> role_usage, compare -> tables; setup -> tables. Outside the package: the store (the
+folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
+errors).
 """
