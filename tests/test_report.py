@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import platform
 import re
 import shutil
 import subprocess
@@ -11,11 +13,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from helpers.stored import killed_owner
 from loadcmp.cli import cli
 from loadcmp.report import plots
 from loadcmp.errors import StoreError, UsageError
 from loadcmp.report.build import build
-from loadcmp.report.compare import Ratio, ratio, ratio_table, verdicts
+from loadcmp.report.compare import Ratio, comparison_lines, ratio, ratio_table
 from loadcmp.report.tables import Estimate, legend, summary_doc, table1
 from loadcmp.store.reader import load_results
 
@@ -132,7 +135,7 @@ def test_verdicts_only_claim_what_intervals_support():
     same = ratio(Estimate.of([100.0, 130.0, 70.0]), a)
     assert same.significant is False
     assert Ratio(2.0, None, None).significant is None
-    lines = verdicts(load_results(FIXTURE))
+    lines = comparison_lines(load_results(FIXTURE))
     assert len(lines) == 3 and all("clients" in v for v in lines)
 
 
@@ -254,7 +257,7 @@ def test_fewer_than_3_trials_show_their_range_and_no_interval():
     assert "±" not in "".join(c for row in rows for c in row)
     base, ratios = ratio_table(data)
     assert ratios and all(r.ratios["rps"].low is None for r in ratios), "no interval from 2 trials"
-    lines = verdicts(data)
+    lines = comparison_lines(data)
     assert lines and all("2 trials each: an interval needs 3 or more" in v for v in lines), lines
     leg = legend(header, rows)
     assert "range of 2 trials" in leg and "95 %" not in leg and "'/'" not in leg and "'*'" not in leg
@@ -395,7 +398,8 @@ def test_a_ratio_against_zero_is_no_ratio(fixture_copy):
             t["result"]["rps"], t["result"]["ok"] = 0.0, 0
     (fixture_copy / "run.json").write_text(json.dumps(run))
     data = load_results(fixture_copy)
-    assert "At 50 clients apache-prefork served no successful request, so no ratio can be given." in verdicts(data)
+    said = comparison_lines(data)
+    assert "At 50 clients apache-prefork served no successful request, so no ratio can be given." in said
     from loadcmp.report.story import throughput
 
     assert "nginx served requests at 50 clients where apache-prefork served none." in throughput(data)
@@ -472,3 +476,46 @@ def test_a_bench_folder_builds_a_report(fixture_copy, tmp_path):
     assert {p.name for p in written.values()} >= {"1-success.png", "3-timeline.png", "4-latency.png"}
     assert "5-memory.png" not in {p.name for p in written.values()}
     assert "server CPU" not in md.split("## Summary")[0], "no server figures in the findings"
+
+
+def test_a_missing_timeline_is_said_where_figure_3_would_be_and_on_the_console(fixture_copy, tmp_path):
+    (fixture_copy / "timeline.parquet").unlink()
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(cli, ["report", str(fixture_copy), "--out", str(out), "--format", "md,png"])
+    assert res.exit_code == 0, res.output
+    said = f"{fixture_copy / 'timeline.parquet'} is missing"
+    assert f"warning: figure 3 (3-timeline) not drawn: {said}" in res.stderr
+    md = (out / "report.md").read_text()
+    assert f"*Figure 3: Second by second at 200 clients, not drawn: {said}: the per-second records" in md
+    assert not (out / "3-timeline.png").exists() and (out / "4-latency.png").exists()
+    assert "## Comparison" in md, "the rest is reported"
+
+
+def test_a_truncated_server_table_leaves_the_rest_of_the_report(fixture_copy, tmp_path):
+    table = fixture_copy / "server.parquet"
+    table.write_bytes(table.read_bytes()[:300])
+    out = tmp_path / "rep"
+    res = CliRunner().invoke(cli, ["report", str(fixture_copy), "--out", str(out), "--format", "md,png"])
+    assert res.exit_code == 0, res.output
+    assert f"warning: figure 3 (3-timeline) drawn without the server's rows: {table} is damaged (" in res.stderr
+    md = (out / "report.md").read_text()
+    assert f"Drawn without the server's rows: {table} is damaged (" in md.split("## Figures")[1]
+    assert (out / "3-timeline.png").exists() and (out / "5-memory.png").exists(), "run.json's figures still drawn"
+    assert md.count("- **") > 5 and "## Summary (Table 1)" in md
+
+
+def test_a_run_killed_before_its_first_trial_is_said_abandoned_by_its_process(fixture_copy):
+    from loadcmp.lab.provenance import this_host, this_process
+
+    owner = killed_owner()
+    _edit_run(fixture_copy, trials=[], status="running", owner=owner, host=this_host())
+    res = CliRunner().invoke(cli, ["report", str(fixture_copy)])
+    assert res.exit_code == 1 and "Traceback" not in res.output
+    assert (f"{fixture_copy}: the run was abandoned: its process {owner.split(':')[0]} on {platform.node()} "
+            "ended before the first trial was stored") in res.stderr
+    assert "no trial was stored" not in res.stderr
+    _edit_run(fixture_copy, owner=this_process())
+    res = CliRunner().invoke(cli, ["report", str(fixture_copy)])
+    assert res.exit_code == 1
+    assert f"its process {os.getpid()} on {platform.node()} is still running" in res.stderr
+    assert not (fixture_copy / "report").exists()

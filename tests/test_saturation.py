@@ -139,10 +139,10 @@ def bound_at_200(tmp_path) -> Path:
 
 
 def test_a_comparison_with_a_client_bound_side_is_inconclusive(bound_at_200):
-    from loadcmp.report.compare import verdicts
+    from loadcmp.report.compare import comparison_lines
     from loadcmp.store.reader import load_results
 
-    lines = verdicts(load_results(bound_at_200))
+    lines = comparison_lines(load_results(bound_at_200))
     at200 = [v for v in lines if "200 clients" in v]
     assert len(at200) == 1 and at200[0].startswith("Inconclusive at 200 clients")
     assert "apache-prefork" in at200[0] and REASON in at200[0] and "170 µs" in at200[0]
@@ -178,12 +178,12 @@ def test_smoke_says_a_check_was_measured_client_bound(bound_at_200):
 
 
 def test_older_results_without_the_client_keys_read_as_not_bound():
-    from loadcmp.report.compare import verdicts
+    from loadcmp.report.compare import comparison_lines
     from loadcmp.store.reader import load_results
 
     res = load_results(FIXTURE)
     assert res.client_bound("nginx", 10) is None
-    found = verdicts(res)
+    found = comparison_lines(res)
     assert found and not any(v.startswith("Inconclusive") for v in found)
 
 
@@ -240,12 +240,12 @@ def _static(tmp_path, *bound: str):
 
 
 def test_a_client_bound_larger_side_is_served_at_least_in_the_report(tmp_path):
-    from loadcmp.report.compare import verdicts
+    from loadcmp.report.compare import comparison_lines
     from loadcmp.report.story import throughput
     from loadcmp.report.tables import CLIENT_BOUND_MARK, legend, notes, table1
 
     res = _static(tmp_path, "nginx")
-    lines = verdicts(res)
+    lines = comparison_lines(res)
     assert len(lines) == 3 and all(v.startswith("nginx served at least 1.90× the requests of apache-prefork at ")
                                    for v in lines), lines
     assert lines[1].endswith("at 50 clients: nginx ≥ 17,000 req/s (16,503–17,497, client-bound) "
@@ -262,11 +262,11 @@ def test_a_client_bound_larger_side_is_served_at_least_in_the_report(tmp_path):
 
 
 def test_a_client_bound_smaller_side_or_both_stay_inconclusive_in_the_report(tmp_path):
-    from loadcmp.report.compare import verdicts
+    from loadcmp.report.compare import comparison_lines
     from loadcmp.report.story import throughput
 
     for bound in (("apache-prefork",), ("nginx", "apache-prefork")):
         res = _static(tmp_path / "-".join(bound), *bound)
-        lines = verdicts(res)
+        lines = comparison_lines(res)
         assert len(lines) == 3 and all(v.startswith("Inconclusive at ") and " served " not in v for v in lines), lines
         assert not any("at least" in v for v in throughput(res))

@@ -16,8 +16,8 @@ from helpers.stored import FIXTURES, client_bound, stored_run
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError
 from loadcmp.experiment.spec import RunSpec
-from loadcmp.seeds import plan
-from loadcmp.seeds.summary import SeedRun, markdown, summarize, write_page, write_summary
+from loadcmp.writeups import plan
+from loadcmp.writeups.summary import SeedRun, markdown, summarize, write_page, write_summary
 from loadcmp.store.reader import load_results
 
 PPHC = FIXTURES / "pphc-2022"

@@ -54,7 +54,7 @@ def test_webbench_count_beside_the_strict_one_when_they_differ(tmp_path):
 def test_comparisons_pair_servers_on_the_same_page_and_advise_once():
     from types import SimpleNamespace
 
-    from loadcmp.report.compare import verdicts
+    from loadcmp.report.compare import comparison_lines
 
     rps = {"nginx /a": 100.0, "nginx /b": 10.0, "apache /a": 50.0, "apache /b": 20.0}
     bound = SimpleNamespace(reason="busy", advice="use more cores")
@@ -63,7 +63,7 @@ def test_comparisons_pair_servers_on_the_same_page_and_advise_once():
         cell=lambda s, lv: [{"result": {"rps": rps[s] + i, "failed": 0, "ok": 1}} for i in range(3)],
         client_bound=lambda s, lv: bound if s.endswith("/a") else None,
     )
-    out = verdicts(data)  # type: ignore[arg-type]
+    out = comparison_lines(data)  # type: ignore[arg-type]
     assert len(out) == 4  # (a, b) pairs x two levels: never nginx /a against nginx /b
     assert not any("nginx /a" in v and "nginx /b" in v for v in out)
     assert sum("use more cores" in v.lower() for v in out) == 1, out

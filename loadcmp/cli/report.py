@@ -18,8 +18,9 @@ def report(results: tuple[str, ...], out_dir: str | None, fmt: str, level: int |
 
     Prints every file it wrote, one per line (the report first)."""
     from ..report.build import build, parse_formats
+    from .display import warn
 
-    written = build(list(results), out_dir, parse_formats(fmt), level)
+    written = build(list(results), out_dir, parse_formats(fmt), level, warn=warn)
     first = [n for n in ("report.html", "report.md") if n in written]
     for name in first + sorted(n for n in written if n not in first):
         click.echo(str(written[name]))

@@ -110,7 +110,7 @@ class SweepDisplay:
 
 def print_table1(path: str) -> None:
     """Table 1 of a stored run, as the write-ups printed it, with its notes."""
-    from ..report.compare import verdicts
+    from ..report.compare import comparison_lines
     from ..report.tables import legend, long_form, notes, table1
     from ..store.reader import load_results
 
@@ -133,7 +133,7 @@ def print_table1(path: str) -> None:
     out.print(f"[dim]{escape(legend(header, rows, res))}[/dim]", highlight=False)
     for n in notes(res):
         out.print(f"* {escape(n)}", highlight=False)
-    lines = verdicts(res)
+    lines = comparison_lines(res)
     if lines:
         out.print("[bold]Comparison[/bold]")
         for v in lines:

@@ -14,8 +14,8 @@ from ..errors import LoadcmpError, UsageError
 from ..experiment.spec import RunSpec
 
 if TYPE_CHECKING:
-    from ..seeds.plan import Cut
-    from ..seeds.summary import SeedRun
+    from ..writeups.plan import Cut
+    from ..writeups.summary import SeedRun
 
 
 @cli.command()
@@ -31,7 +31,7 @@ def seeds(budget: str, out_dir: str, page: str, fmt: str, dry_run: bool) -> None
     """Run the five write-ups' experiment files as `loadcmp run FILE` would, cut to fit --budget;
     write a report of each, a summary of their claims (JSON and Markdown) and --docs from it."""
     from ..report.build import parse_formats
-    from ..seeds.plan import fit
+    from ..writeups.plan import fit
     from ..store.writer import check_out_file
     from ..units import parse_duration
 
@@ -73,7 +73,7 @@ def build_all(cuts: list[Cut]) -> None:
 def seed_files(out_dir: str) -> list[tuple[str, Path, RunSpec]]:
     """The five files as `loadcmp run FILE` reads them (validated: a bad one is exit 2 before anything starts)."""
     from ..lab.stacks import configs_dir
-    from ..seeds.plan import SEEDS
+    from ..writeups.plan import SEEDS
     from .run import build_spec
 
     out = []
@@ -89,7 +89,7 @@ def run_seed(cut: Cut, out_dir: str, formats: set[str]) -> SeedRun:
     """One write-up through `loadcmp run FILE -c ... -t ...`'s own path (the sweep, its findings
     judged and stored), then its report; a run that fails is written down and the next one goes on."""
     from ..report.build import build
-    from ..seeds.summary import SeedRun
+    from ..writeups.summary import SeedRun
     from .run import build_spec, raise_for_status, sweep
 
     err.print(f"[bold]{cut.name}[/bold]" + (f" (cut: {'; '.join(cut.cuts)})" if cut.cuts else ""), highlight=False)
@@ -108,7 +108,7 @@ def run_seed(cut: Cut, out_dir: str, formats: set[str]) -> SeedRun:
 def summarize_seeds(runs: list[SeedRun], command: str, budget_s: float, wall_s: float, out_dir: str,
                     page: str) -> None:
     """The summary beside the runs, and the page made from it."""
-    from ..seeds.summary import summarize, write_page, write_summary
+    from ..writeups.summary import summarize, write_page, write_summary
 
     summary = summarize(runs, command, budget_s, wall_s)
     js, md = write_summary(summary, Path(out_dir) / f"seeds-{time.strftime('%Y%m%d-%H%M%S')}")

@@ -74,11 +74,25 @@ def note_ramp_cut(doc: LoadSummary, schedule: Schedule, warmup: float) -> None:
 
 
 def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSummary:
-    """The summary of one measurement: counts, rates, latency, webbench counters.
+    """The summary of one measurement: counts, rates, latency, webbench counters; then what the client
+    says of itself, and how the requests answered.
 
     `extra` adds the caller's context (schedule, engine, workers, url ...).
     """
     counts = result.counts()
+    doc = _counts_doc(result, counts)
+    _add_client(doc, result)
+    _add_answers(doc, result, counts)
+    if result.client_errors:
+        doc["client_errors"] = dict(result.client_errors)
+    if extra:
+        cast(dict[str, Any], doc).update(extra)  # keys a LoadSummary declares as NotRequired, and the caller's
+    return doc
+
+
+def _counts_doc(result: Result, counts: dict[str, int]) -> LoadSummary:
+    """What happened to the requests (`counts`: by outcome kind): counts, rates over the window, bytes,
+    latency, and webbench's count of the same requests."""
     failures = {k: counts[k] for k in FAIL_KINDS}
     if result.dropped:
         failures["dropped"] = result.dropped
@@ -86,12 +100,7 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
     completed = sum(counts.values())
     dur = result.duration_s or 1e-9
     nbytes = sum(s.bytes for s in result.seconds)
-    # webbench counts any answer read to the end as a success, and only what
-    # never got an answer as failed
-    no_answer = {KINDS[k] for k in (CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT)}
-    wb_failed = sum(counts[k] for k in no_answer)
-    susceed = completed - wb_failed
-    doc = LoadSummary(
+    return LoadSummary(
         ok=counts["ok"],
         failed=failed,
         failures=failures,
@@ -107,15 +116,23 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
         bytes_per_s=round(nbytes / dur, 1),
         latency_ms=latency_doc(result.latency()),
         service_ms=latency_doc(result.service()),
-        webbench=WebbenchCount(
-            susceed=susceed,
-            failed=wb_failed,
-            pages_per_min=round(susceed / dur * 60, 1),
-            bytes_per_s=round(nbytes / dur, 1),
-        ),
+        webbench=_webbench(counts, completed, nbytes, dur),
         interrupted=result.interrupted,
         warnings=list(result.warnings),
     )
+
+
+def _webbench(counts: dict[str, int], completed: int, nbytes: int, dur: float) -> WebbenchCount:
+    """webbench counts any answer read to the end as a success, and only what never got an answer as failed."""
+    no_answer = {KINDS[k] for k in (CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT)}
+    wb_failed = sum(counts[k] for k in no_answer)
+    susceed = completed - wb_failed
+    return WebbenchCount(susceed=susceed, failed=wb_failed, pages_per_min=round(susceed / dur * 60, 1),
+                         bytes_per_s=round(nbytes / dur, 1))
+
+
+def _add_client(doc: LoadSummary, result: Result) -> None:
+    """Whether the client was the bottleneck (`saturation`), its own figures, and how the load ran and ended."""
     uses = result.client_use
     reason = saturation.bound_reason(uses)
     doc["client_bound"] = reason is not None
@@ -123,21 +140,20 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
     doc["client_busy_pct"] = _round(saturation.peak_busy(uses), 1)
     doc["client_wait_pct"] = _round(saturation.peak_wait(uses), 1)
     doc["client_lag_ms"] = _round(saturation.peak_lag(uses), 1)
-    doc["client_cpu_us"] = _round(saturation.cost_us(uses, completed), 1)
+    doc["client_cpu_us"] = _round(saturation.cost_us(uses, doc["completed"]), 1)
     doc["start_s"] = result.start_s
     doc["teardown_s"] = result.teardown_s
     doc["stopped_by"] = "interrupted" if result.interrupted else result.stopped_by
     doc["warmup_requests"] = result.warmup_requests
+
+
+def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> None:
+    """How the requests answered: status codes, each phase's latency, connections opened, bytes per response."""
     responses = counts["ok"] + counts["http_4xx"] + counts["http_5xx"]
     doc["status_codes"] = {str(code): n for code, n in sorted(result.status_codes.items())}
     doc["phases_ms"] = {name: latency_doc(result.phases.get(name, Histogram())) for name in PHASES}
     doc["connections_opened"] = result.phases["connect"].count if "connect" in result.phases else None
-    doc["bytes_per_response"] = round(nbytes / responses, 1) if responses else None
-    if result.client_errors:
-        doc["client_errors"] = dict(result.client_errors)
-    if extra:
-        cast(dict[str, Any], doc).update(extra)  # keys a LoadSummary declares as NotRequired, and the caller's
-    return doc
+    doc["bytes_per_response"] = round(doc["bytes"] / responses, 1) if responses else None
 
 
 def check_invariant(doc: LoadSummary) -> bool:

@@ -1,1 +1,24 @@
-"""Reports built from stored results only."""
+"""Reports built from stored results only: tables, sentences and figures, as HTML and Markdown.
+
+    build.py          build(): read the folders, draw every figure in memory, then write report.html,
+                      report.md and the figures (nothing written when a figure fails); what could not
+                      be read or drawn is said on the console and where it would have been
+    pages.py          Report: what the report says, once; as one self-contained HTML page and as Markdown
+    story.py          the findings in plain sentences: who served more, where failures begin, what the
+                      servers used and why they failed, from their own evidence
+    role_usage.py     what the roles measured apart from a server (an app's database) used, per level
+    compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
+    tables.py         Table 1 (per server x level: means and 95 % intervals), `--json`'s rows, the legend
+    setup.py          the set-up section (what ran, where, with which settings) and the warnings
+    capacity.py       a capacity search's table and lines, from run.json's `capacity`
+    tune.py           a tuning study's table and lines and its history figure, from run.json's `tune`
+    plots.py          the figures against concurrency (1, 2, 5, 6), a capacity search's probes, and the
+                      list of every figure with its caption, or the line said instead
+    level_figures.py  the figures at one level: second by second (3) and how latency is spread (4)
+    axes.py           what every figure shares: style, colours per server, axes, error bars, legends
+
+Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
+plots -> story -> role_usage, compare -> tables; setup -> tables. Outside the package: the store (the
+folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
+errors).
+"""

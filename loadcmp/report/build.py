@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import io
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ import matplotlib.pyplot as plt
 
 from ..errors import ReportError, StoreError, UsageError
 from ..records import FindingDoc
-from ..store.reader import Results, load_results
+from ..store.reader import Results, Run, load_results
 from ..store.writer import _atomic_write
 from . import compare, pages, plots
 from .capacity import capacity_lines, capacity_rows
@@ -42,8 +43,9 @@ def findings(data: Results) -> list[FindingDoc]:
 
 
 def build(paths: list[str] | list[Path], out_dir: str | Path | None = None, formats: set[str] | None = None,
-          level: int | None = None) -> dict[str, Path]:
-    """Build the report; returns what was written (file name -> path).
+          level: int | None = None, warn: Callable[[str], None] | None = None) -> dict[str, Path]:
+    """Build the report; returns what was written (file name -> path). `warn` is told, once the report is
+    written, of each figure a per-second table that could not be read took from (the report says it too).
 
     Raises StoreError (a folder unreadable, nothing stored in it, the output not
     writable), UsageError (a level not run, --out naming a file, a folder given
@@ -57,8 +59,7 @@ def build(paths: list[str] | list[Path], out_dir: str | Path | None = None, form
         seen[key] = p
     data = load_results(*paths)
     if not data.trials:
-        raise StoreError(f"{', '.join(map(str, paths))}: no trial was stored "
-                         "(the run stopped before the first one ended)")
+        raise StoreError("; ".join(map(nothing_stored, data.runs)))
     if level is not None and level not in data.levels:
         raise UsageError(f"--level {level} was not run; levels: {', '.join(map(str, data.levels))}")
     out = Path(out_dir) if out_dir else data.path / "report"
@@ -71,9 +72,28 @@ def build(paths: list[str] | list[Path], out_dir: str | Path | None = None, form
             shutil.rmtree(out, ignore_errors=True)
         raise
     try:
-        return _write(report, out, formats)
+        written = _write(report, out, formats)
     except OSError as e:
         raise StoreError(f"cannot write the report to {out}: {e.strerror or e}") from None
+    for i, d in enumerate(report.figures, 1):
+        if d.lacking and warn is not None:
+            warn(f"figure {i} ({d.stem}) {d.lacking}")
+    return written
+
+
+def nothing_stored(run: Run) -> str:
+    """Why a folder holds no trial, in one line: its process ended first (abandoned), still runs, ran where
+    it cannot be seen from here, or the run stopped before a trial ended."""
+    owner = run.owner if run.doc.get("status") == "running" else None
+    if owner is None:
+        return f"{run.path}: no trial was stored (the run stopped before the first one ended)"
+    process = f"its process {owner.pid} on {owner.machine}"
+    if owner.state == "gone":
+        return f"{run.path}: the run was abandoned: {process} ended before the first trial was stored"
+    if owner.state == "running":
+        return f"{run.path}: no trial is stored yet: {process} is still running (report it once a trial has ended)"
+    return (f"{run.path}: no trial is stored: {process} wrote it from another machine, boot or container, so "
+            "whether it still runs cannot be told from here")
 
 
 def _out_dir(out: Path) -> Path:
@@ -123,7 +143,7 @@ def compose(data: Results, level: int | None = None, svg: bool = False) -> Repor
     base, ratios = compare.ratio_table(data)
     return Report(title="loadcmp report — " + data.name, data=data, claims=findings(data), story=story(data),
                   setup=setup_rows(data), settings=settings(data), header=header, rows=rows,
-                  legend=legend(header, rows, data), warnings=warnings(data), verdicts=compare.verdicts(data),
+                  legend=legend(header, rows, data), warnings=warnings(data), comparison=compare.comparison_lines(data),
                   baseline=base, ratios=ratios, figures=figs, png=png, svg=svgs, capacity=capacity_rows(data),
                   capacity_lines=tuple(capacity_lines(data)), tune=tune_rows(data), tune_lines=tuple(tune_lines(data)))
 

@@ -1,4 +1,4 @@
-"""Ratios between servers per level, and verdicts that say only what the data supports.
+"""Ratios between servers per level, and comparison lines that say only what the data supports.
 
 A level where a side was client-bound (`load.saturation`) measured the client's pace
 there; its rate is still a lower bound on what that server serves. So the bound side
@@ -112,7 +112,7 @@ def _pooled_p99(data: Results, b: str, a: str, level: int) -> Ratio:
     return Ratio(pb / pa if pb is not None and pa else None, None, None)
 
 
-def verdicts(data: Results) -> list[str]:
+def comparison_lines(data: Results) -> list[str]:
     """One plain sentence per level and pair, about requests served."""
     servers = data.servers
     if len(servers) < 2:

@@ -33,7 +33,7 @@ class Report:
     rows: list[list[str]]
     legend: str
     warnings: list[str]
-    verdicts: list[str]
+    comparison: list[str]  #: one sentence per level and pair about requests served (`compare.comparison_lines`)
     baseline: str
     ratios: list[RatioRow]
     figures: list[Drawn]
@@ -129,8 +129,8 @@ def html_page(r: Report) -> str:
     else:
         parts.append(_table_html(r.header, r.rows))
     parts.append(f"<p><small class='legend'>{_e(r.legend)}</small></p>")
-    if r.verdicts:
-        parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.verdicts) + "</ul>")
+    if r.comparison:
+        parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
         parts.append(_table_html([("", h) for h in RATIO_HEADER], _ratio_rows(r.ratios)))
     parts.append("<h2>Figures</h2>")
@@ -177,8 +177,8 @@ def markdown(r: Report) -> str:
     table = (_md_table(*long_form(r.header, r.rows, r.data.servers)) if len(r.data.servers) > 2
              else _md_table([f"{g} {w}".strip() for g, w in r.header], r.rows))
     parts += ["## Summary (Table 1)", "", table, "", f"*{r.legend}*", ""]
-    if r.verdicts:
-        parts += ["## Comparison", ""] + [f"- {v}" for v in r.verdicts] + [
+    if r.comparison:
+        parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]
     parts += ["## Figures", ""]
     for i, d in enumerate(r.figures, 1):

@@ -24,7 +24,7 @@ from ..store.reader import Results, result_of
 from .axes import (KIND_COLORS, MiB, WIDTH, Value, bars_note, colors, errplot, finish, has_server_data,
                    legend_below, levels_axis, load_value, per_level, plain_log, plt, server_value)
 from .capacity import interval as cap_interval
-from .seconds import first_trial, latency_distribution, timeline
+from .level_figures import first_trial, latency_distribution, timeline
 from .story import FAIL_LIMIT, knee
 from .tables import per_core
 from .tune import tune_doc, tune_history
@@ -256,6 +256,7 @@ class Drawn:
     caption: str
     figure: Figure | None
     instead: str | None = None  #: when there is nothing to draw: why, in one line
+    lacking: str | None = None  #: what a file that could not be read took from it (said on the console too)
 
 
 def figures(data: Results, level: int | None = None) -> list[Drawn]:
@@ -277,10 +278,7 @@ def figures(data: Results, level: int | None = None) -> list[Drawn]:
               success_vs_concurrency(data), "No request succeeded at any level."),
         Drawn("2-failures", "Failed requests by kind (refused, timeouts, resets, 5xx …) at each level.",
               failures_vs_concurrency(data), "No request failed at any level: there is no failure to draw."),
-        Drawn("3-timeline", f"Second by second at {lv:,} clients (trial {first_trial(data, lv)}): throughput, "
-              "failures and latency" + (", with the server's CPU, memory and sockets below."
-                                        if not data.server.empty else "."),
-              timeline(data, lv), f"No per-second record at {lv:,} clients to draw."),
+        _timeline(data, lv),
         Drawn("4-latency", f"How latency is spread at {lv:,} clients, pooled over the trials: histogram and "
               "percentile spectrum, log scales.", latency_distribution(data, lv),
               f"No response was timed at {lv:,} clients: no latency to draw."),
@@ -289,6 +287,31 @@ def figures(data: Results, level: int | None = None) -> list[Drawn]:
         Drawn("6-workers", "Busy workers from the status pages and sockets on the server port per level.",
               workers_and_connections(data), _not_sampled(data, "busy workers or sockets")),
     ]
+
+
+UNREAD_ROWS = {"timeline": "some servers' per-second rows", "server": "the server's rows"}
+"""What figure 3 lacks when a folder's per-second table (`store.reader.Unread.table`) could not be read."""
+
+
+def _timeline(data: Results, lv: int) -> Drawn:
+    """Figure 3, and what a per-second table that could not be read took from it: the whole figure
+    (timeline.parquet) or the server's rows (server.parquet)."""
+    unread = {side: "; ".join(f"{u.file} is missing" if u.damage is None else f"{u.file} is damaged ({u.damage})"
+                              for u in data.unread if u.table == side) for side in UNREAD_ROWS}
+    fig = timeline(data, lv, unsampled="server.parquet could not be read" if unread["server"] and
+                   data.server.empty else "the server was not sampled")
+    caption = (f"Second by second at {lv:,} clients (trial {first_trial(data, lv)}): throughput, failures and "
+               "latency" + (", with the server's CPU, memory and sockets below." if not data.server.empty else "."))
+    if fig is None and unread["timeline"]:
+        why = f"not drawn: {unread['timeline']}"
+        return Drawn("3-timeline", caption, None, f"Second by second at {lv:,} clients, {why}: the per-second "
+                     "records this figure draws are kept there.", why)
+    if fig is None:
+        return Drawn("3-timeline", caption, None, f"No per-second record at {lv:,} clients to draw.")
+    lacking = "; ".join(f"drawn without {what}: {unread[side]}" for side, what in UNREAD_ROWS.items() if unread[side])
+    if not lacking:
+        return Drawn("3-timeline", caption, fig)
+    return Drawn("3-timeline", f"{caption} {lacking[:1].upper()}{lacking[1:]}.", fig, lacking=lacking)
 
 
 def _not_sampled(data: Results, what: str) -> str:

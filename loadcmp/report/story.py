@@ -19,7 +19,7 @@ from typing import Literal
 from ..records import TrialRecord
 from ..store.reader import Results, cpu_of_its_cpus, metrics_of
 from ..units import format_bytes, ms
-from .apart import apart_lines
+from .role_usage import apart_lines
 from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 

@@ -16,7 +16,7 @@ import json
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pandas as pd
 import pyarrow as pa
@@ -32,23 +32,60 @@ _WORST: list[str] = ["complete", "running", "interrupted", "abandoned", "failed"
 
 
 @dataclass(frozen=True)
+class Unread:
+    """A per-second table of a results folder that could not be read: the folder is read without it."""
+
+    file: Path  #: timeline.parquet or server.parquet of one folder
+    damage: str | None  #: how reading it failed; None: the file is missing
+
+    @property
+    def table(self) -> str:
+        """Which table: `timeline` (the client side) or `server` (the server side)."""
+        return self.file.stem
+
+
+OwnerState = Literal["gone", "running", "elsewhere"]
+"""What is known here of a run's process: it ended, it still runs, or it ran on another machine (or boot)."""
+
+
+@dataclass(frozen=True)
+class Owner:
+    """The process that writes a results folder (run.json's `owner` and `host`)."""
+
+    pid: str
+    machine: str  #: the name of the machine it runs on
+    state: OwnerState
+
+
+@dataclass(frozen=True)
 class Run:
     """One results folder: where it is, its run.json, and its unique name."""
 
     path: Path
     doc: RunDoc
     name: str  #: the run's name, suffixed " #2" when two folders share one
+    unread: tuple[Unread, ...] = ()  #: its per-second tables that could not be read (the rest is read without)
 
     @property
     def status(self) -> RunStatus | str:
         """As stored, but `abandoned` for a run left `running` by a process that is gone."""
         status = self.doc.get("status", "unknown")
-        if status == "running" and "owner" in self.doc:
-            from ..lab.provenance import owner_gone
-
-            if owner_gone(self.doc["owner"], self.doc.get("host", "")):
-                return "abandoned"
+        if status == "running" and (owner := self.owner) is not None and owner.state == "gone":
+            return "abandoned"
         return status
+
+    @property
+    def owner(self) -> Owner | None:
+        """The process that writes this folder and whether it still runs (None: run.json names none)."""
+        owner = self.doc.get("owner")
+        if not owner:
+            return None
+        from ..lab.provenance import owner_gone, this_host
+
+        host = self.doc.get("host", "")
+        state: OwnerState = "gone" if owner_gone(owner, host) else "running" if host == this_host() else "elsewhere"
+        machine = host.partition("/")[0] or self.doc.get("machine", {}).get("hostname") or "an unknown machine"
+        return Owner(owner.partition(":")[0], machine, state)
 
     @property
     def problems(self) -> list[str]:
@@ -99,6 +136,11 @@ class Results:
     @property
     def problems(self) -> list[str]:
         return [p for r in self.runs for p in r.problems]
+
+    @property
+    def unread(self) -> list[Unread]:
+        """The per-second tables of every folder that could not be read (the report names them)."""
+        return [u for r in self.runs for u in r.unread]
 
     @cached_property
     def levels(self) -> list[int]:
@@ -206,17 +248,23 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
         raise StoreError(f"{rj} is not a complete run.json (no {', '.join(missing)}): damaged, or written by an "
                          "older loadcmp (re-run it, or read it with the version that wrote it)")
 
-    def read(name: str) -> pd.DataFrame:
-        f = p / name
-        if not f.exists():
-            return pd.DataFrame()
-        try:
-            return pd.read_parquet(f)
-        except (OSError, ValueError, pa.ArrowException) as e:  # a damaged or truncated file
-            raise StoreError(f"{f} is unreadable: {e}") from None
-
     _with_busy_limits(doc)
-    return Run(p, doc, str(doc.get("name") or p.name)), read("timeline.parquet"), read("server.parquet")
+    unread: list[Unread] = []
+    tables = [_read_table(p / name, unread) for name in ("timeline.parquet", "server.parquet")]
+    return Run(p, doc, str(doc.get("name") or p.name), tuple(unread)), tables[0], tables[1]
+
+
+def _read_table(f: Path, unread: list[Unread]) -> pd.DataFrame:
+    """One per-second table of a folder; empty, and added to `unread`, when it is missing or damaged (the
+    rest of the folder is still read: run.json alone holds every trial's figures)."""
+    if not f.exists():
+        unread.append(Unread(f, None))
+        return pd.DataFrame()
+    try:
+        return pd.read_parquet(f)
+    except (OSError, ValueError, pa.ArrowException) as e:  # a damaged or truncated file
+        unread.append(Unread(f, str(e).split(f"'{f}': ", 1)[-1] or type(e).__name__))  # the path is said once
+        return pd.DataFrame()
 
 
 def _with_busy_limits(doc: dict[str, Any]) -> None:
@@ -254,7 +302,7 @@ def load_results(*paths: Path | str) -> Results:
         raise StoreError("give at least one results folder")
     read = [_read_one(p) for p in paths]
     names = [r.name for r, _, _ in read]
-    runs = [Run(r.path, r.doc, n if names.count(n) == 1 else f"{n} #{i + 1}")
+    runs = [Run(r.path, r.doc, n if names.count(n) == 1 else f"{n} #{i + 1}", r.unread)
             for i, ((r, _, _), n) in enumerate(zip(read, names, strict=True))]
     seen: dict[str, int] = {}
     for run in runs:

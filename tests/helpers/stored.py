@@ -5,6 +5,9 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+import signal
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -42,3 +45,13 @@ def client_bound(*servers: str, reason: str = "the load thread was busy 99% of t
         if t["server"] in servers:
             t["result"].update(client_bound=True, client_bound_reason=reason)
     return edit
+
+
+def killed_owner() -> str:
+    """`pid:start` of a child process killed with SIGKILL (and reaped), as run.json records its owner
+    (`lab.provenance.this_process`): an owner that is gone."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    start = open(f"/proc/{child.pid}/stat").read().rsplit(")", 1)[1].split()[19]
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    return f"{child.pid}:{start}"

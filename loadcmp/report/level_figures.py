@@ -45,51 +45,88 @@ def first_trial(data: Results, level: int) -> int | None:
     return int(trials[0]) if trials else None
 
 
-def timeline(data: Results, level: int, trial: int | None = None) -> Figure | None:
+def timeline(data: Results, level: int, trial: int | None = None,
+             unsampled: str = "the server was not sampled") -> Figure | None:
     """Per second at one level: req/s, failures/s, p50/p99 latency; the server's CPU, memory
-    and TCP connections on the same time axis (those rows only where the server was sampled).
-    None when no trial has per-second rows there."""
+    and TCP connections on the same time axis (those rows only where the server was sampled;
+    `unsampled` says why there are none). None when no trial has per-second rows there."""
     trial = trial if trial is not None else first_trial(data, level)
     if trial is None:
         return None
     col = colors(data)
+    apart = apart_roles(data.server)
+    shown = _server_rows(data, apart)
+    fig, grid = plt.subplots(2 + len(shown), 1, figsize=(WIDTH, 2.2 * (2 + len(shown)) + 1), sharex=True,
+                             squeeze=False)
+    axes = list(grid[:, 0])
+    lat_values: list[float] = []
+    for s in data.servers:
+        lat_values += _client_lines(axes[0], axes[1], data, (s, level, trial), col[s])
+        if shown:
+            _server_lines(axes[2:], shown, apart, data, (s, level, trial), col[s])
+    _label_axes(axes, shown, lat_values)
+    below = "client side above, server side below" if shown else f"client side ({unsampled})"
+    fig = finish(fig, f"Timeline at {level:,} clients (trial {trial}): {below}")
+    legend_below(fig, axes[0])
+    fig.subplots_adjust(bottom=0.08 if shown else 0.2)
+    return fig
+
+
+Cell = tuple[str, int, int]
+"""A server, a level and a trial: whose per-second rows a line draws."""
+
+
+def _server_rows(data: Results, apart: list[str]) -> list[tuple[str, str]]:
+    """The server-side rows that have samples (column, y label); the roles measured apart beside the server
+    in CPU and memory, and a row per status column whose limit is known."""
     sv = data.server
-    apart = apart_roles(sv)
     beside = f"\n(dash-dot: {', '.join(p.rstrip('_') for p in apart)})" if apart else ""
     shown = [(k, label + (beside if k in APART_ROWS else ""))
              for k, label in SERVER_ROWS if not sv.empty and k in sv and sv[k].notna().any()]
     limits = {k: v for k, v in limits_of(data).items()
               if k.startswith(tuple(apart)) and k in sv and sv[k].notna().any()}
-    shown += [(k, f"{k}\n(of {setting} {limit:,})") for k, (setting, limit) in limits.items()]
-    fig, grid = plt.subplots(2 + len(shown), 1, figsize=(WIDTH, 2.2 * (2 + len(shown)) + 1), sharex=True,
-                             squeeze=False)
-    axes = list(grid[:, 0])
-    tl = data.timeline
-    lat_values: list[float] = []
-    for s in data.servers:
-        c = col[s]
-        if not tl.empty:
-            d = tl[(tl.server == s) & (tl.level == level) & (tl.trial == trial)].sort_values("second")
-            if not d.empty:
-                t = d.second + 1
-                axes[0].plot(t, d.ok, color=c, label=s, lw=1.6)
-                axes[0].plot(t, d.failed, color=c, lw=1.2, ls=":")
-                axes[1].plot(t, d.p99_ms, color=c, lw=1.6)
-                axes[1].plot(t, d.p50_ms, color=c, lw=1.0, ls="--")
-                lat_values += [float(x) for x in d.p99_ms.dropna()] + [float(x) for x in d.p50_ms.dropna()]
-        if shown:
-            d = sv[(sv.server == s) & (sv.level == level) & (sv.trial == trial)].sort_values("second")
-            for ax, (key, _) in zip(axes[2:], shown, strict=True):
-                if d.empty:
-                    continue
-                t = d.second + 1
-                ax.plot(t, d[key] / MiB if key == "mem_bytes" else d[key], color=c, lw=1.6)
-                for pre in apart if key in APART_ROWS else ():
-                    if pre + key in d:
-                        ax.plot(t, d[pre + key] / MiB if key == "mem_bytes" else d[pre + key], color=c, lw=1.2,
-                                ls="-.")
-                if key == "tcp_estab" and "tcp_time_wait" in d:
-                    ax.plot(t, d.tcp_time_wait, color=c, lw=1.0, ls=":")
+    return shown + [(k, f"{k}\n(of {setting} {limit:,})") for k, (setting, limit) in limits.items()]
+
+
+def _rows(frame: Any, cell: Cell) -> Any:
+    """One cell's per-second rows in order (an empty frame when the table is)."""
+    if frame.empty:
+        return frame
+    s, level, trial = cell
+    return frame[(frame.server == s) & (frame.level == level) & (frame.trial == trial)].sort_values("second")
+
+
+def _client_lines(rate: Any, latency: Any, data: Results, cell: Cell, c: str) -> list[float]:
+    """A server's ok and failed per second, and its p99 and p50; returns the latencies drawn (for the scale)."""
+    d = _rows(data.timeline, cell)
+    if d.empty:
+        return []
+    t = d.second + 1
+    rate.plot(t, d.ok, color=c, label=cell[0], lw=1.6)
+    rate.plot(t, d.failed, color=c, lw=1.2, ls=":")
+    latency.plot(t, d.p99_ms, color=c, lw=1.6)
+    latency.plot(t, d.p50_ms, color=c, lw=1.0, ls="--")
+    return [float(x) for x in d.p99_ms.dropna()] + [float(x) for x in d.p50_ms.dropna()]
+
+
+def _server_lines(axes: list[Any], shown: list[tuple[str, str]], apart: list[str], data: Results, cell: Cell,
+                  c: str) -> None:
+    """A server's sampled rows, one axis each; its roles measured apart dash-dot, TIME_WAIT dotted."""
+    d = _rows(data.server, cell)
+    if d.empty:
+        return
+    t = d.second + 1
+    for ax, (key, _) in zip(axes, shown, strict=True):
+        ax.plot(t, d[key] / MiB if key == "mem_bytes" else d[key], color=c, lw=1.6)
+        for pre in apart if key in APART_ROWS else ():
+            if pre + key in d:
+                ax.plot(t, d[pre + key] / MiB if key == "mem_bytes" else d[pre + key], color=c, lw=1.2, ls="-.")
+        if key == "tcp_estab" and "tcp_time_wait" in d:
+            ax.plot(t, d.tcp_time_wait, color=c, lw=1.0, ls=":")
+
+
+def _label_axes(axes: list[Any], shown: list[tuple[str, str]], lat_values: list[float]) -> None:
+    """Units on every row; counts from 0, latency on the scale its values need, whole seconds below."""
     axes[0].set_ylabel("per second\n(solid ok, dotted failed)")
     axes[1].set_ylabel("latency ms\n(solid p99, dashed p50)")
     for ax, (_, label) in zip(axes[2:], shown, strict=True):
@@ -101,11 +138,6 @@ def timeline(data: Results, level: int, trial: int | None = None) -> Figure | No
             ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
     auto_y(axes[1], lat_values)
     axes[-1].xaxis.set_major_locator(MaxNLocator(integer=True))
-    below = "client side above, server side below" if shown else "client side (the server was not sampled)"
-    fig = finish(fig, f"Timeline at {level:,} clients (trial {trial}): {below}")
-    legend_below(fig, axes[0])
-    fig.subplots_adjust(bottom=0.08 if shown else 0.2)
-    return fig
 
 
 def latency_distribution(data: Results, level: int) -> Figure | None:

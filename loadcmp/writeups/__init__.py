@@ -1,4 +1,5 @@
-"""The five write-ups re-run by one command (`loadcmp seeds`), and the page made from them.
+"""The five classic write-ups (the "seeds" of `loadcmp seeds`) re-run within a time budget, their claims
+judged, and the page made from them (docs/seeds.md).
 
     plan.py     the write-ups' files, their wall time estimated from the spec, cut in proportion to a budget
     summary.py  per claim: the write-up's words, what was measured, the verdict, the servers' evidence;
