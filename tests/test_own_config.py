@@ -97,7 +97,7 @@ def test_a_plan_runs_the_users_file_and_leaves_its_settings_out(tmp_path: Path) 
     nginx = st.get_stack("nginx")
     conf = write(tmp_path, "prod.conf", NGINX_CONF.replace("{port}", "8181"))
     own = [ownconfig.OwnConfig("prod", "web", str(conf))]
-    plan = render.plan_deployment(nginx, {"fpm.max_children": 9}, {"web": 8181}, own=own)
+    plan = render.render_plan(nginx, {"fpm.max_children": 9}, {"web": 8181}, own=own)
     files = plan.config_files()
     assert files["web/nginx.conf"] == conf.read_text()  # not a name of ours: the role's main config
     assert "pm.max_children = 9" in files["web/php-fpm.conf"]  # the rest is still rendered

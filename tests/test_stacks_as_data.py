@@ -33,7 +33,7 @@ def copy_stack(src: str, dest: Path) -> Path:
 
 
 def configs(stack: st.Stack) -> dict[str, str]:
-    plan = render.plan_deployment(stack, {}, {r.name: 9000 + i for i, r in enumerate(stack.roles)})
+    plan = render.render_plan(stack, {}, {r.name: 9000 + i for i, r in enumerate(stack.roles)})
     return plan.config_files()
 
 
