@@ -33,7 +33,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     if as_json:
         doc: dict[str, Any] = {
             "servers": [
-                {"name": s.name, "description": s.description, "php": s.php_api, "mpm": s.mpm,
+                {"name": s.name, "description": s.description, "php": s.php_api, "workers": s.workers,
                  "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections),
                  "roles": {r.name: [f for f, _ in r.files] for r in s.roles},
                  "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,

@@ -43,9 +43,9 @@ class Deployment:
     plan: render.DeploymentPlan
     run_id: str
     images: dict[str, str]
+    client: DockerClient
     image_ids: dict[str, str] = field(default_factory=dict)
     containers: list[Container] = field(default_factory=list)
-    client: DockerClient | None = None
     host: DockerHost = LOCAL
     """The engine it runs on and where the clients reach it."""
     unmeasured: dict[str, str] = field(default_factory=dict)
@@ -234,7 +234,6 @@ def _create(dep: Deployment, r: render.Rendered, owned: bool) -> Container:
     from .provenance import this_host, this_process
 
     plan, host, client = dep.plan, dep.host, dep.client
-    assert client is not None
     image = dep.images[r.role.image.key]
     dep.image_ids[r.role.name] = client.images.get(image).id
     nofile = render.nofile_limit() if host.nofile is None else host.nofile  # as the plan's configs have it

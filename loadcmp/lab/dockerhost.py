@@ -66,7 +66,7 @@ class Tls:
                 def keep_ca(url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
                     return {**merge(url, proxies, stream, verify, cert), "verify": client.verify}
 
-                client.merge_environment_settings = keep_ca
+                client.merge_environment_settings = keep_ca  # type: ignore[method-assign]  # on purpose
 
         return EngineCa(client_cert=(self.cert, self.key) if self.cert and self.key else None,
                         ca_cert=self.ca_cert, verify=True)

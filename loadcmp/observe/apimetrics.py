@@ -45,7 +45,7 @@ EVENTS_MARGIN_S = 0.5
 never asks for the engine's future; an event of the last half second counts in the next sample."""
 
 
-def engine_offset(client: DockerClient | None) -> float:
+def engine_offset(client: DockerClient) -> float:
     """The engine's wall clock minus ours, from its `SystemTime` (0 when it cannot be had): its events
     are stamped on its clock, which on another machine may differ from this one's."""
     try:

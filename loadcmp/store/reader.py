@@ -216,6 +216,7 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
             raise StoreError(f"{f} is unreadable: {e}") from None
 
     _with_busy_limits(doc)
+    _with_workers(doc)
     return Run(p, doc, str(doc.get("name") or p.name)), read("timeline.parquet"), read("server.parquet")
 
 
@@ -231,6 +232,14 @@ def _with_busy_limits(doc: dict[str, Any]) -> None:
                 limit = stacks.get_stack(str(info["stack"])).busy_limit
                 if limit is not None:
                     info["busy_limit"] = limit
+
+
+def _with_workers(doc: dict[str, Any]) -> None:
+    """Labels stored before run.json said `workers` (how the server handles connections) say it in
+    Apache's word, `mpm`: read as `workers`."""
+    for info in (doc.get("servers") or {}).values():
+        if isinstance(info, dict) and "mpm" in info:
+            info.setdefault("workers", info.pop("mpm"))
 
 
 def _order(run: Run, trials: list[TrialRecord]) -> list[str]:

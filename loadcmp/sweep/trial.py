@@ -184,7 +184,7 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         return
     stack = dep.stack
     info = ServerInfo(
-        stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
+        stack=stack.name, description=stack.description, php_api=stack.php_api, workers=stack.workers,
         settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
     if stack.busy_limit:
