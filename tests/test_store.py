@@ -31,3 +31,15 @@ def test_store_roundtrip_and_old_format(tmp_path, simulate):
     assert "format" in str(e.value)
     with pytest.raises(StoreError):
         load_results(tmp_path / "nothing")
+
+
+def test_old_results_say_workers_for_what_they_stored_as_mpm():
+    """run.json once stored Apache's word (`mpm`) for how a server handles connections; it reads as `workers`."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "run-2x2x3"
+    assert '"mpm": "prefork"' in (fixture / "run.json").read_text()
+    results = load_results(fixture)
+    infos = {s: results.info(s)[1] for s in results.servers}  # type: ignore[index]
+    assert {s: i.get("workers") for s, i in infos.items()} == {"nginx": None, "apache-prefork": "prefork"}
+    assert not any("mpm" in i for i in infos.values())
