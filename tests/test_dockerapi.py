@@ -106,5 +106,7 @@ def test_an_error_mapped_deep_in_the_lab_is_named_by_the_command_that_knows_its_
 def test_stopped_answering_is_only_an_engine_gone():
     host = resolve(AT)
     assert str(stopped_answering(REFUSED, host)) == f"{LOST} (Connection refused)"
+    gone = DockerUnavailable(f"{LOST} (Connection reset by peer)")  # mapped inside the lab already
+    assert stopped_answering(gone, host) is gone
     assert stopped_answering(docker.errors.NotFound("No such container: x"), host) is None
     assert stopped_answering(ValueError("a bug"), host) is None

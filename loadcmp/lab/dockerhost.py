@@ -329,7 +329,7 @@ def stopped_answering(e: BaseException, host: DockerHost) -> DockerUnavailable |
     """docker-py's error of an engine that went away mid-command (its connection refused, reset or
     timed out), as one line (`dockerapi.engine_error`); None for any other error, an engine's refusal
     of a request included."""
-    mapped = engine_error(e, host.name)
+    mapped = e if isinstance(e, DockerUnavailable) else engine_error(e, host.name)  # or mapped in the lab already
     return mapped if isinstance(mapped, DockerUnavailable) else None
 
 
