@@ -45,7 +45,7 @@ from typing import Any, NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from loadcmp.lab import containers as lab  # noqa: E402
+from loadcmp.lab import containers as lab, planning  # noqa: E402
 from loadcmp.lab import stacks as st  # noqa: E402
 
 PY = sys.executable
@@ -222,7 +222,8 @@ def main() -> None:
     stack = st.get_stack("nginx")
     overrides = st.parse_overrides(["nginx.worker_processes=1", "nginx.worker_connections=20000",
                                     "nginx.keepalive_requests=100000000"])
-    with tempfile.TemporaryDirectory() as tmp, lab.up(lab.plan_deployment(stack, cpus="1", overrides=overrides)) as dep:
+    plan = planning.plan_deployment(stack, cpus="1", overrides=overrides)
+    with tempfile.TemporaryDirectory() as tmp, lab.up(plan) as dep:
         lua = str(Path(tmp) / "report.lua")
         Path(lua).write_text(WRK_LUA)
         url = f"http://127.0.0.1:{dep.port}{args.page}"

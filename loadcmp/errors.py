@@ -9,7 +9,8 @@ an exit code. Anything else that escapes is a bug and is shown as one.
     ├── LabError                 the Docker side
     │   ├── DockerUnavailable    no engine answers
     │   ├── BuildError           an image did not build (names the step and the log)
-    │   └── ServerStartError     a container exited or never answered
+    │   ├── ServerStartError     a container exited or never answered
+    │   └── NotOnEngine          the engine has no such container or image (often what was wanted)
     ├── LoadError                the client side (file limits, engine failure)
     ├── PrimerError              the page served is not the page expected
     ├── StoreError               a results folder is unreadable or of an older format
@@ -105,3 +106,8 @@ def signal_name(signum: int) -> str:
         return signal.Signals(signum).name
     except ValueError:
         return f"signal {signum}"
+
+
+class NotOnEngine(LabError):
+    """The engine has no such container or image: removed meanwhile, or never made. Often what the
+    caller wanted (a container already gone), so it is told apart from the engine's other refusals."""

@@ -246,7 +246,7 @@ class ServerInfo(TypedDict, total=False):
     stack: str
     description: str
     php_api: str
-    mpm: str | None
+    workers: str | None  #: how its server handles connections, in its own word (a role's `vars.workers`)
     busy_limit: str  #: the tunable that caps its busy workers (the stack's `busy_limit`)
     settings: dict[str, Any]  #: every tunable in effect
     configs: dict[str, str]  #: rendered config files by path (the user's own as they were, see own_configs)

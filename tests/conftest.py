@@ -260,18 +260,17 @@ def docker_ok() -> bool:
 def docker_client():  # type: ignore[no-untyped-def]
     if not docker_ok():
         pytest.fail("the Docker tests need a Docker engine: run `make setup` as root")
-    from loadcmp.lab import containers as lab
+    from loadcmp.lab import dockerhost
 
-    return lab.docker_client()
+    return dockerhost.docker_client()
 
 
 @pytest.fixture(scope="session")
 def images(docker_client):  # type: ignore[no-untyped-def]
-    from loadcmp.lab import containers as lab
-
+    from loadcmp.lab.images import build_images
     from loadcmp.lab.stacks import catalog
 
-    return lab.build_images(docker_client, [i for s in catalog().values() for i in s.images])
+    return build_images(docker_client, [i for s in catalog().values() for i in s.images])
 
 
 @pytest.fixture(scope="session")

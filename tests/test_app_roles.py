@@ -60,7 +60,7 @@ def test_over_a_stack_the_database_starts_first_and_every_web_role_is_told_its_p
     assert "db.max_connections" in stack.tunables and "fpm.max_children" not in stack.tunables
     assert [c.key for c in stack.causes][-len(app.causes):] == [c.key for c in app.causes]
     ports = {r.name: 20000 + i for i, r in enumerate(stack.roles)}
-    plan = render.plan_deployment(stack, {"db.max_connections": 9}, ports, nofile=1024, app=app)
+    plan = render.render_plan(stack, {"db.max_connections": 9}, ports, nofile=1024, app=app)
     files = plan.config_files()
     assert "port = 20000" in files["db/my.cnf"] and "max_connections = 9" in files["db/my.cnf"]
     assert "innodb_buffer_pool_size = 128M" in files["db/my.cnf"]
@@ -173,7 +173,7 @@ def _dep(container: FakeContainer) -> Any:
     app = apps.get_app("wordpress")
     stack = apps.on_stack(app, stacks.get_stack("nginx"))
     ports = {r.name: 20000 + i for i, r in enumerate(stack.roles)}
-    plan = render.plan_deployment(stack, {}, ports, nofile=1024, app=app)
+    plan = render.render_plan(stack, {}, ports, nofile=1024, app=app)
     dep = SimpleNamespace(plan=plan, stack=stack, containers=[container, SimpleNamespace(id="web")],
                           status_pages={p.kind: p for p in plan.status})
     dep.container_of = lambda role: dep.containers[[r.role.name for r in plan.rendered].index(role)]

@@ -9,14 +9,14 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.lab import containers as lab
+from loadcmp.lab import cleanup
 from loadcmp.store.reader import load_results
 
 pytestmark = pytest.mark.docker
 
 
 def test_wordpress_on_its_database_answers_every_request_and_the_database_is_measured(tmp_path, docker_client):
-    before = {c.name for c in lab.labelled(docker_client)}
+    before = {c.name for c in cleanup.labelled(docker_client)}
     res = CliRunner().invoke(cli, ["run", "--app", "wordpress", "--server", "nginx", "--page", "/",
                                    "-c", "5", "-t", "2", "--warmup", "0.5",
                                    "--out", str(tmp_path), "--json"])
@@ -37,11 +37,11 @@ def test_wordpress_on_its_database_answers_every_request_and_the_database_is_mea
     info = stored.run["servers"]["nginx"]
     assert info["settings"]["db.max_connections"] == 151 and "db/my.cnf" in info["configs"]
     assert "max_connections = 151" in info["configs"]["db/my.cnf"]
-    assert {c.name for c in lab.labelled(docker_client)} == before
+    assert {c.name for c in cleanup.labelled(docker_client)} == before
 
 
 def test_a_database_out_of_connections_is_the_named_cause_of_the_failures(tmp_path, docker_client):
-    before = {c.name for c in lab.labelled(docker_client)}
+    before = {c.name for c in cleanup.labelled(docker_client)}
     res = CliRunner().invoke(cli, ["run", "--app", "wordpress", "--server", "nginx", "--page", "/?p=1042",
                                    "-c", "20", "-t", "2", "--warmup", "0", "--set", "db.max_connections=2",
                                    "--out", str(tmp_path), "--json"])
@@ -53,7 +53,7 @@ def test_a_database_out_of_connections_is_the_named_cause_of_the_failures(tmp_pa
     note = next(n for n in t["notes"] if n.startswith("MariaDB refused connections beyond max_connections"))
     assert "(db.max_connections 2)" in note and "Too many connections" in note and "http_5xx" in note, note
     assert t["server_metrics"]["apart"]["db"]["peaks"]["db_refused"] >= 1
-    assert {c.name for c in lab.labelled(docker_client)} == before
+    assert {c.name for c in cleanup.labelled(docker_client)} == before
 
 
 def test_a_stopped_database_is_a_500_whose_log_line_is_the_named_cause(docker_client):
@@ -68,14 +68,14 @@ def test_a_stopped_database_is_a_500_whose_log_line_is_the_named_cause(docker_cl
         port = int(doc["url"].rsplit(":", 1)[1].strip("/"))
         code, body = http_get(port, "/?p=1042", timeout=10)
         assert code == 200 and b"loadcmp post 42" in body
-        (db,) = [c for c in lab.labelled(docker_client, doc["run_id"]) if c.labels.get("loadcmp.role") == "db"]
+        (db,) = [c for c in cleanup.labelled(docker_client, doc["run_id"]) if c.labels.get("loadcmp.role") == "db"]
         db.stop(timeout=5)
         code, body = http_get(port, "/?p=1042", timeout=10)
         assert code == 500 and b"Error establishing a database connection" in body
-        (web,) = [c for c in lab.labelled(docker_client, doc["run_id"]) if c.labels.get("loadcmp.role") == "web"]
+        (web,) = [c for c in cleanup.labelled(docker_client, doc["run_id"]) if c.labels.get("loadcmp.role") == "web"]
         causes = apps.on_stack(apps.get_app("wordpress"), stacks.get_stack("nginx")).causes
         counted = tally(web.logs().decode(errors="replace"), causes=causes)
         assert counted.counts.get("db.unreachable") == 1, web.logs()[-500:]
         assert "Connection refused" in counted.quotes["db.unreachable"]
     finally:
-        lab.down(docker_client, run_id=doc["run_id"])
+        cleanup.down(docker_client, run_id=doc["run_id"])

@@ -203,12 +203,12 @@ def test_every_stack_routes_what_is_no_file_to_the_front_controller(name):
     app = apps.get_app("laravel")
     stack = apps.on_stack(app, stacks.get_stack(name))
     ports = {r.name: 10000 + i for i, r in enumerate(stack.roles)}
-    plan = render.plan_deployment(stack, dict(app.settings), ports, nofile=1024, app=app)
+    plan = render.render_plan(stack, dict(app.settings), ports, nofile=1024, app=app)
     text = "\n".join(plan.config_files().values())
     for want in ROUTES[name]:
         assert want in text, (name, want)
     assert plan.ready_path == "/robots.txt" and plan.app is app
-    bare = "\n".join(render.plan_deployment(stacks.get_stack(name), {}, ports, nofile=1024).config_files().values())
+    bare = "\n".join(render.render_plan(stacks.get_stack(name), {}, ports, nofile=1024).config_files().values())
     assert "index.php$is_args" not in bare and "FallbackResource" not in bare and "rewrite-if-not-file" not in bare
 
 

@@ -12,7 +12,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.lab import containers as lab
+from loadcmp.lab import cleanup
 from loadcmp.lab.pages import http_get
 from loadcmp.lab.stacks import configs_dir
 from loadcmp.store.reader import load_results
@@ -53,7 +53,7 @@ def test_an_app_left_up_serves_its_pages_and_its_own_404(docker_client):
         assert code == 404 and b"Not Found" in body  # Laravel's own page: the rewrite reached it
         assert http_get(port, "/robots.txt")[1].startswith(b"User-agent")
     finally:
-        lab.down(docker_client, run_id=doc["run_id"])
+        cleanup.down(docker_client, run_id=doc["run_id"])
 
 
 def test_a_php_fatal_in_an_app_page_stops_the_run_in_one_line_with_nothing_left(tmp_path, docker_client,
@@ -65,11 +65,11 @@ def test_a_php_fatal_in_an_app_page_stops_the_run_in_one_line_with_nothing_left(
     controller.write_text(controller.read_text().replace("return view('page', ['title' => 'hello'",
                                                          "return no_such_function(['title' => 'hello'"))
     monkeypatch.setenv("LOADCMP_APPS", str(apps_dir))
-    before = {c.name for c in lab.labelled(docker_client)}
+    before = {c.name for c in cleanup.labelled(docker_client)}
     res = CliRunner().invoke(cli, ["run", "--app", "broken", "--server", "nginx", "--page", "/hello", "-c", "2",
                                    "-t", "1", "--out", str(tmp_path / "out")])
     assert res.exit_code == 1, res.output
     line = next(x for x in res.output.splitlines() if x.startswith("error:"))
     assert re.search(r"GET /hello answered HTTP 500, not the page; the app broken logged: .*no_such_function", line)
-    assert {c.name for c in lab.labelled(docker_client)} == before
+    assert {c.name for c in cleanup.labelled(docker_client)} == before
     assert not [p for p in Path(tmp_path).glob("out/*/run.json") if '"status": "complete"' in p.read_text()]

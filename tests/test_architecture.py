@@ -172,10 +172,10 @@ def test_a_load_worker_does_not_carry_pandas():
 # The layering ARCHITECTURE.md draws ("The packages and how they import"), as the test reads it.
 KERNEL = ("records", "studies", "units", "errors")
 """The shared kernel at the top of loadcmp/, in its own order: each imports only those after it."""
-LAYERS: list[tuple[str, ...]] = [("cli",), ("seeds", "sweep"), ("experiment",), ("verdicts", "observe"), ("report",),
+LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "sweep"), ("experiment",), ("verdicts", "observe"), ("report",),
                                  ("store",), ("lab",), ("load",)]
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
-from a neighbour on its own level (seeds and sweep, verdicts and observe)."""
+from a neighbour on its own level (writeups and sweep, verdicts and observe)."""
 ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.limits",)}
 """Of a package below it, these reach only the modules named (lab: load.limits, the one reader of the open-file
 limit); the other packages below stay whole."""
@@ -215,7 +215,7 @@ def test_the_layer_rule_reads_the_drawing():
     assert not breaks_layers("loadcmp.lab.render", "loadcmp.load.limits")
     assert breaks_layers("loadcmp.load.driver", "loadcmp.lab.stacks")  # upwards
     assert breaks_layers("loadcmp.verdicts.judge", "loadcmp.observe.metrics")  # a neighbour
-    assert breaks_layers("loadcmp.seeds.plan", "loadcmp.sweep.runner")
+    assert breaks_layers("loadcmp.writeups.plan", "loadcmp.sweep.runner")
     assert not breaks_layers("loadcmp.report.plots", "loadcmp.load.outcomes")  # any level below
     assert breaks_layers("loadcmp.units", "loadcmp.records") and not breaks_layers("loadcmp.records", "loadcmp.units")
     assert breaks_layers("loadcmp.errors", "loadcmp.cli.app") and not breaks_layers("loadcmp.sweep.runner", "loadcmp")

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.lab import images as img
-from loadcmp.lab import containers as lab
+from loadcmp.lab import cleanup, containers as lab, planning
 from loadcmp.lab.pages import http_get
 from loadcmp.lab import stacks as st
 from loadcmp.cli import cli
@@ -57,15 +57,15 @@ def test_stack_serves_what_it_claims(name, images, docker_client):
             assert get(doc["url"], "/plaintext")[0] == 200
             assert get(doc["url"], "/plaintext")[1].strip() == b"Hello, World!"
 
-        if stack.mpm:
+        if stack.workers:
             code, body = get(doc["url"], "/server-status?auto")
             assert code == 200
-            assert f"ServerMPM: {stack.mpm}" in body.decode(), body[:300]
+            assert f"ServerMPM: {stack.workers}" in body.decode(), body[:300]
             containers = [docker_client.containers.get(n) for n in doc["containers"]]
             apache = next(c for c in containers if c.labels["loadcmp.role"] in ("web", "backend")
                           and "apache" in c.image.tags[0])
             out = apache.exec_run(["apache2", "-V", "-f", "/etc/loadcmp/apache2.conf"]).output.decode()
-            assert re.search(rf"Server MPM:\s+{stack.mpm}", out), out
+            assert re.search(rf"Server MPM:\s+{stack.workers}", out), out
         assert doc["status_urls"] and len(doc["status_urls"]) == len(stack.status)
         for page in stack.status:
             code, body = get(doc["url"], page.path)
@@ -82,7 +82,7 @@ def test_stack_serves_what_it_claims(name, images, docker_client):
     finally:
         res = CliRunner().invoke(cli, ["down"])
         assert res.exit_code == 0
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 def test_port_in_use_is_a_usage_error(images):
@@ -100,9 +100,9 @@ def test_container_exiting_at_start_reports_its_log(images, docker_client):
     nginx = st.get_stack("nginx")
     broken = replace(nginx, name="broken", roles=(replace(nginx.front, command=("no-such-mode",)),))
     with pytest.raises(ServerStartError) as e:
-        lab.up(lab.plan_deployment(broken), client=docker_client, images=images)
+        lab.up(planning.plan_deployment(broken), client=docker_client, images=images)
     assert "exited while starting" in str(e.value) and "unknown role" in str(e.value)
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 def test_images_are_tagged_by_their_inputs(docker_client, images):
@@ -117,7 +117,7 @@ def test_images_are_tagged_by_their_inputs(docker_client, images):
 def test_a_server_that_died_is_named_with_its_signal_and_its_last_whole_log_line(images, docker_client):
     """What a trial says when a server is gone: the exit code, the signal it means, and the last
     log line from its start (not a tail cut mid-line)."""
-    dep = lab.up(lab.plan_deployment(st.get_stack("nginx")), client=docker_client, images=images)
+    dep = lab.up(planning.plan_deployment(st.get_stack("nginx")), client=docker_client, images=images)
     try:
         web = dep.containers[0]
         web.exec_run(["sh", "-c", "echo 'a line before the end, long enough to be cut by a tail of 300 chars' >&2; "
@@ -129,6 +129,6 @@ def test_a_server_that_died_is_named_with_its_signal_and_its_last_whole_log_line
         assert notes[0].startswith(f"{web.name} exited with code 137 (SIGKILL)"), notes
         assert notes[0].endswith("its last log line: the last words of the server"), notes
     finally:
-        lab.down(docker_client, dep.run_id)
+        cleanup.down(docker_client, dep.run_id)
     assert lab.last_line("x\n" + "word " * 100) == ("word " * 100)[:239].rsplit(" ", 1)[0] + " …"
     assert lab.last_line("(no log output)") == ""

@@ -10,7 +10,7 @@ from loadcmp.observe.apimetrics import inside_script, parse_answer, parse_proc_s
 from loadcmp.cli import cli
 from loadcmp.lab.dockerhost import DockerHost, host_of, resolve
 from loadcmp.errors import UsageError
-from loadcmp.lab.render import plan_deployment
+from loadcmp.lab.render import render_plan
 from loadcmp.lab.stacks import get_stack
 
 
@@ -53,11 +53,11 @@ def test_a_server_address_needs_another_engine_and_a_plain_host(monkeypatch):
 
 def test_the_front_listens_where_the_clients_reach_it_and_the_rest_on_loopback():
     stack = get_stack("nginx-apache")
-    plan = plan_deployment(stack, {}, {"web": 20001, "backend": 20002}, bind="0.0.0.0")
+    plan = render_plan(stack, {}, {"web": 20001, "backend": 20002}, bind="0.0.0.0")
     files = plan.config_files()
     assert "listen 0.0.0.0:20001" in files["web/nginx.conf"]
     assert "Listen 127.0.0.1:20002" in files["backend/apache2.conf"]
-    local = plan_deployment(stack, {}, {"web": 20001, "backend": 20002})
+    local = render_plan(stack, {}, {"web": 20001, "backend": 20002})
     assert "listen 127.0.0.1:20001" in local.config_files()["web/nginx.conf"]
 
 

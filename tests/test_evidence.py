@@ -209,7 +209,7 @@ def test_examine_counts_the_window_and_says_when_it_cannot() -> None:
 
 @pytest.mark.docker
 def test_overloaded_fpm_is_found_in_the_stored_trial(tmp_path, images, docker_client) -> None:  # type: ignore[no-untyped-def]
-    from loadcmp.lab import containers as lab
+    from loadcmp.lab import cleanup
     from loadcmp.cli import cli
     from loadcmp.store.reader import load_results
 
@@ -224,4 +224,4 @@ def test_overloaded_fpm_is_found_in_the_stored_trial(tmp_path, images, docker_cl
     assert not any(k.startswith("nginx.worker_connections") for k in trial["log_evidence"])
     note = next(n for n in trial["notes"] if "fpm.max_children 5" in n)
     assert "'[pool www] server reached pm.max_children setting (5)' logged" in note
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []

@@ -97,7 +97,7 @@ def test_a_plan_runs_the_users_file_and_leaves_its_settings_out(tmp_path: Path) 
     nginx = st.get_stack("nginx")
     conf = write(tmp_path, "prod.conf", NGINX_CONF.replace("{port}", "8181"))
     own = [ownconfig.OwnConfig("prod", "web", str(conf))]
-    plan = render.plan_deployment(nginx, {"fpm.max_children": 9}, {"web": 8181}, own=own)
+    plan = render.render_plan(nginx, {"fpm.max_children": 9}, {"web": 8181}, own=own)
     files = plan.config_files()
     assert files["web/nginx.conf"] == conf.read_text()  # not a name of ours: the role's main config
     assert "pm.max_children = 9" in files["web/php-fpm.conf"]  # the rest is still rendered
@@ -183,7 +183,7 @@ def test_pages_that_do_not_answer_are_named_with_what_they_would_have_measured()
 @pytest.mark.docker
 def test_a_users_nginx_conf_runs_on_its_own_port_and_the_missing_page_is_named(
         tmp_path: Path, images: dict[str, str], docker_client: object) -> None:
-    from loadcmp.lab import containers as lab
+    from loadcmp.lab import cleanup
     from loadcmp.lab.planning import free_port
     from loadcmp.report.setup import setup_rows, warnings
     from loadcmp.store.reader import load_results
@@ -211,4 +211,4 @@ def test_a_users_nginx_conf_runs_on_its_own_port_and_the_missing_page_is_named(
     assert any("prod ran your own config; not measured: the fpm status page" in w for w in warnings(data))
     assert ("prod", f"runs your own web/nginx.conf ({conf}); its settings there are yours, not loadcmp's") in \
         setup_rows(data)
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []

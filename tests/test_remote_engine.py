@@ -26,8 +26,7 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.errors import DockerUnavailable, LabError, UsageError
-from loadcmp.lab import containers as lab
-from loadcmp.lab import dockerhost
+from loadcmp.lab import containers as lab, dockerhost, planning
 from loadcmp.lab.dockerhost import DockerHost, resolve
 from loadcmp.lab.stacks import get_stack
 
@@ -181,7 +180,7 @@ def test_the_tls_flags_reach_docker_py_and_the_engine_sees_the_client_certificat
                    tlskey=str(certs / "client-key.pem"))
     assert host.tls == dockerhost.Tls(str(certs / "ca.pem"), str(certs / "client.pem"), str(certs / "client-key.pem"))
     assert host.warning() is None and not host.plain_text
-    client = lab.docker_client(host)
+    client = dockerhost.docker_client(host)
     assert client.info()["NCPU"] == NCPU
     assert tls_engine.clients and set(tls_engine.clients) == {"client"}
     assert client.api.base_url.startswith("https://127.0.0.1:")
@@ -221,7 +220,7 @@ def test_without_the_client_certificate_the_engine_refuses_in_one_line(certs, tl
     assert tls_engine.clients == []
     for _ in range(10):  # under TLS 1.3 the client sees the engine's alert, or the connection's end, first
         with pytest.raises(DockerUnavailable, match="it wants a client certificate"):
-            lab.docker_client(resolve(tls_engine.url, tlsverify=True, tlscacert=str(certs / "ca.pem")))
+            dockerhost.docker_client(resolve(tls_engine.url, tlsverify=True, tlscacert=str(certs / "ca.pem")))
 
 
 def test_an_engine_certificate_another_ca_signed_is_refused(certs, tls_engine, tmp_path):
@@ -232,7 +231,7 @@ def test_an_engine_certificate_another_ca_signed_is_refused(certs, tls_engine, t
     host = resolve(tls_engine.url, tlscacert=str(other), tlscert=str(certs / "client.pem"),
                    tlskey=str(certs / "client-key.pem"))  # a file flag alone means --tlsverify
     with pytest.raises(DockerUnavailable) as e:
-        lab.docker_client(host)
+        dockerhost.docker_client(host)
     assert "TLS: the engine's certificate did not verify" in str(e.value) and "\n" not in str(e.value)
 
 
@@ -331,7 +330,7 @@ def test_ssh_urls_are_handed_to_docker_py_through_the_ssh_client(monkeypatch):
             return True
 
     monkeypatch.setattr(docker, "DockerClient", Client)
-    assert isinstance(lab.docker_client(host), Client)
+    assert isinstance(dockerhost.docker_client(host), Client)
     assert handed == {"base_url": "ssh://me@servers.example:2222", "timeout": 300, "use_ssh_client": True}
 
 
@@ -406,7 +405,7 @@ def sshd(tmp_path: Path, plain_engine: FakeEngine, monkeypatch: pytest.MonkeyPat
 def test_an_engine_over_ssh_answers_through_this_machines_ssh(sshd, plain_engine):
     """Real ssh, end to end: docker-py runs `ssh ... docker system dial-stdio`, sshd relays the API."""
     host = resolve(sshd)
-    client = lab.docker_client(host)
+    client = dockerhost.docker_client(host)
     assert client.info()["NCPU"] == NCPU and any(p.endswith("/info") for p in plain_engine.paths)
     res = CliRunner().invoke(cli, ["down", "--docker-host", sshd])
     assert res.exit_code == 0 and lines(res) == ["removed 0 container(s)"], res.output  # no warning: ssh is safe
@@ -419,7 +418,7 @@ def test_the_server_cpus_are_checked_against_the_remote_engines_cpus(certs, tls_
     """This machine has 2 CPUs, the engine 32: 0-31 fit there, 32 does not; said before any container."""
     host = resolve(tls_engine.url, tlsverify=True, tlscacert=str(certs / "ca.pem"), tlscert=str(certs / "client.pem"),
                    tlskey=str(certs / "client-key.pem"))
-    client = lab.docker_client(host)
+    client = dockerhost.docker_client(host)
     dockerhost.check_server_limits(host, "0-31", 48 << 30, client)  # more than this machine has: fine there
     dockerhost.check_server_limits(host, "0-31", 48 << 30)  # without the engine, nothing is known of it
     with pytest.raises(UsageError, match=rf"bad CPU set '32': the Docker engine at {tls_engine.url} has CPUs 0-31"):
@@ -509,7 +508,8 @@ def test_a_remote_engines_open_file_limit_is_read_in_a_throwaway_container(answe
     assert run["entrypoint"] == ["sh"] and run["network_mode"] == "none" and run["detach"] and run["removed"]
     assert run["labels"]["loadcmp"] == "1" and run["labels"]["loadcmp.owner"]  # reaped if this command is killed
     assert dockerhost.with_engine_limits(FakeClient(fake), got, {"nginx": "x"}) is got  # read once
-    assert dockerhost.with_engine_limits(FakeClient(fake), lab.LOCAL, {"nginx": "x"}) is lab.LOCAL  # this machine's
+    local = planning.LOCAL  # this machine's
+    assert dockerhost.with_engine_limits(FakeClient(fake), local, {"nginx": "x"}) is local
     assert len(fake.runs) == 1
 
 
@@ -518,7 +518,7 @@ def test_a_remote_engines_open_file_limit_through_docker_py(certs, tls_engine):
     (`local`) whose output docker-py's own run() would not return."""
     host = resolve(tls_engine.url, tlsverify=True, tlscacert=str(certs / "ca.pem"), tlscert=str(certs / "client.pem"),
                    tlskey=str(certs / "client-key.pem"))
-    got = dockerhost.with_engine_limits(lab.docker_client(host), host, {"nginx": "loadcmp/nginx:abc"})
+    got = dockerhost.with_engine_limits(dockerhost.docker_client(host), host, {"nginx": "loadcmp/nginx:abc"})
     assert got.nofile == 20000
     (created,) = tls_engine.created
     assert created["Image"] == "loadcmp/nginx:abc" and created["Entrypoint"] == ["sh"]
@@ -545,7 +545,7 @@ def test_an_engine_whose_limit_cannot_be_read_is_one_line():
 
 def test_the_servers_configs_and_ulimit_take_the_engines_limit():
     host = DockerHost("tcp://10.0.0.5:2376", "10.0.0.5", remote=True, nofile=4096)
-    plan = lab.plan_deployment(get_stack("nginx"), host=host)
+    plan = planning.plan_deployment(get_stack("nginx"), host=host)
     files = plan.config_files()
     assert "worker_rlimit_nofile 4096;" in files["web/nginx.conf"]
     assert "rlimit_files = 4096" in files["web/php-fpm.conf"]
@@ -554,7 +554,7 @@ def test_the_servers_configs_and_ulimit_take_the_engines_limit():
         lab.up(plan, client=FakeClient(fake), images={"nginx": "loadcmp/nginx:abc"}, host=host)
     (ulimit,) = fake.created[0]["ulimits"]
     assert (ulimit["Name"], ulimit["Soft"], ulimit["Hard"]) == ("nofile", 4096, 4096)
-    local = lab.plan_deployment(get_stack("nginx"))
+    local = planning.plan_deployment(get_stack("nginx"))
     from loadcmp.lab.render import nofile_limit
 
     assert f"worker_rlimit_nofile {nofile_limit()};" in local.config_files()["web/nginx.conf"]
@@ -580,7 +580,7 @@ def test_an_engine_that_goes_away_mid_run_ends_it_failed_in_one_line(plain_engin
         plain_engine.stop()
         return sweep.client.containers.list()  # docker-py's own call, to an engine that is gone
 
-    monkeypatch.setattr(runner.lab, "build_images", lambda client, images, log=None: {"nginx": "loadcmp/nginx:abc"})
+    monkeypatch.setattr(runner, "build_images", lambda client, images, log=None: {"nginx": "loadcmp/nginx:abc"})
     monkeypatch.setattr(runner, "run_trials", trials)
     monkeypatch.setattr(runner.dockerhost, "with_engine_limits", lambda client, host, images: host)
     res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-t", "1", "--docker-host", plain_engine.url,

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadcmp.lab import containers as lab
+from loadcmp.lab import cleanup
 from loadcmp.cli import cli
 from loadcmp.store.reader import load_results
 from loadcmp.sweep.runner import run_sweep
@@ -58,7 +58,7 @@ def test_sweep_2_levels_2_servers_2_trials(tmp_path, images, docker_client):
     assert r.run["machine"]["cores"] and r.run["machine"]["docker_version"]
     assert "apache2.conf" in "".join(r.run["servers"]["apache-prefork"]["configs"])
     assert (Path(doc["results_dir"]) / "summary.csv").read_text().count("\n") == 9
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 @pytest.mark.parametrize("engine_args", [[], ["--docker-host", "unix:///var/run/docker.sock"]],
@@ -78,7 +78,7 @@ def test_memory_capped_prefork_records_oom(tmp_path, images, docker_client, engi
     if engine_args:  # through the API the kills come from the engine's oom events
         assert trial["server_metrics"]["oom_kills"] > 0, trial["server_metrics"]
     assert r.status == "complete"
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP])
@@ -89,7 +89,7 @@ def test_interrupted_run_keeps_results_and_no_container(sig, tmp_path, images, d
                           "--warmup", "0", "--page", "/index.html", "--out", str(tmp_path)],
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     deadline = time.time() + 60
-    while time.time() < deadline and not lab.labelled(docker_client):
+    while time.time() < deadline and not cleanup.labelled(docker_client):
         time.sleep(0.2)
     time.sleep(3)
     t = time.time()
@@ -97,7 +97,7 @@ def test_interrupted_run_keeps_results_and_no_container(sig, tmp_path, images, d
     out, err = p.communicate(timeout=30)
     assert p.returncode == 128 + sig, err.decode()[-500:]
     assert time.time() - t < 10
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
     r = load_results(newest(tmp_path))
     assert r.status == "interrupted"
     assert len(r.trials) == 1 and r.summary.iloc[0].status == "interrupted"
@@ -122,9 +122,9 @@ def test_ctrl_c_while_the_second_trial_starts(sig, tmp_path, images, docker_clie
                     stored = json.loads((runs[0] / "run.json").read_text())["trials"]
             time.sleep(0.05)
         assert stored, "the first trial never ended"
-        while time.time() < deadline and not lab.labelled(docker_client):  # the second trial's server is starting
+        while time.time() < deadline and not cleanup.labelled(docker_client):  # the second trial's server is starting
             time.sleep(0.02)
-        assert lab.labelled(docker_client), "the second trial never started its server"
+        assert cleanup.labelled(docker_client), "the second trial never started its server"
         t = time.time()
         p.send_signal(sig)
         out, err = p.communicate(timeout=60)
@@ -134,7 +134,7 @@ def test_ctrl_c_while_the_second_trial_starts(sig, tmp_path, images, docker_clie
             p.communicate()
     assert p.returncode == 128 + sig, err.decode()[-800:]
     assert time.time() - t < 20
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
     r = load_results(newest(tmp_path))
     assert r.status == "interrupted"
     assert len(r.trials) == 1, r.trials
@@ -160,9 +160,9 @@ def test_a_run_killed_outright_is_cleaned_up_by_the_next_and_reported_abandoned(
                 with contextlib.suppress(json.JSONDecodeError, OSError):
                     stored = json.loads(runs[0].read_text())["trials"]
             time.sleep(0.05)
-        while time.time() < deadline and not lab.labelled(docker_client):  # the second trial's server
+        while time.time() < deadline and not cleanup.labelled(docker_client):  # the second trial's server
             time.sleep(0.02)
-        left = lab.labelled(docker_client)
+        left = cleanup.labelled(docker_client)
         assert stored and left, "the run never got to its second trial"
         assert left[0].labels["loadcmp.owner"].startswith(f"{p.pid}:")
         p.kill()
@@ -170,7 +170,7 @@ def test_a_run_killed_outright_is_cleaned_up_by_the_next_and_reported_abandoned(
     finally:
         if p.poll() is None:
             p.kill()
-    assert [c.name for c in lab.labelled(docker_client)] == [c.name for c in left], "SIGKILL runs no cleanup"
+    assert [c.name for c in cleanup.labelled(docker_client)] == [c.name for c in left], "SIGKILL runs no cleanup"
     killed = newest(tmp_path / "killed")
     assert json.loads((killed / "run.json").read_text())["status"] == "running"
     try:
@@ -180,14 +180,14 @@ def test_a_run_killed_outright_is_cleaned_up_by_the_next_and_reported_abandoned(
                             capture_output=True, text=True, timeout=120)
         assert up.returncode == 0, up.stderr
         assert "left by runs whose process is gone" in up.stderr and left[0].name in up.stderr, up.stderr
-        kept = {c.name for c in lab.labelled(docker_client)}
+        kept = {c.name for c in cleanup.labelled(docker_client)}
         assert kept and not kept & {c.name for c in left}
         res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "2", "-t", "1", "--warmup", "0",
                                        "--page", "/index.html", "--out", str(tmp_path / "next")])
         assert res.exit_code == 0, res.output
-        assert {c.name for c in lab.labelled(docker_client)} == kept, "the next run reaped what `up` started"
+        assert {c.name for c in cleanup.labelled(docker_client)} == kept, "the next run reaped what `up` started"
     finally:
-        lab.down(docker_client)
+        cleanup.down(docker_client)
     r = load_results(killed)
     assert r.status == "abandoned"
     report = CliRunner().invoke(cli, ["report", str(killed), "--format", "md", "--out", str(tmp_path / "rep")])
@@ -203,7 +203,7 @@ def test_a_crash_is_failed_not_interrupted(tmp_path, images, docker_client):
     spec = RunSpec(servers=("nginx",), levels=(5, 10), duration=1, warmup=0, page="/index.html", out=str(tmp_path))
     with pytest.raises(RuntimeError):
         run_sweep(spec, SweepHooks(trial_end=broken_hook), images=images)
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
     r = load_results(newest(tmp_path))
     assert r.status == "failed"
     assert r.run["problems"][-1] == "RuntimeError: a bug in the display"
@@ -219,7 +219,7 @@ def test_reuse_server_keeps_one_deployment_across_levels(tmp_path, images, docke
     assert first["status"] == second["status"] == "ok"
     assert first["ready_s"] > 0 and second["ready_s"] is None  # the second trial did not start a server
     assert list(r.run["servers"]) == ["nginx"] and r.run["problems"] == []
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):
@@ -228,7 +228,7 @@ def test_primer_catches_a_wrong_page(tmp_path, images, docker_client):
     assert res.exit_code == 1
     assert "HTTP 404" in res.output and "--page" in res.output
     assert load_results(newest(tmp_path)).status == "failed"
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 def test_two_labels_of_one_stack_each_with_its_own_config(tmp_path, images, docker_client):
@@ -253,7 +253,7 @@ def test_two_labels_of_one_stack_each_with_its_own_config(tmp_path, images, dock
     plain_conf = next(v for k, v in servers["nginx"]["configs"].items() if k.endswith("nginx.conf"))
     assert "worker_connections 4096;" in tuned_conf and "worker_connections 768;" in plain_conf
     assert {t["server"]: t["stack"] for t in r.trials} == {"nginx": "nginx", "tuned": "nginx"}
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 def test_run_with_a_dask_cluster_of_two_workers(tmp_path, images, docker_client):

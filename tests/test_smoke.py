@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadcmp.lab import containers as lab
+from loadcmp.lab import cleanup
 from loadcmp.verdicts import smoke as sm
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError
@@ -130,7 +130,7 @@ def test_smoke_all_stacks_passes_and_impossible_check_fails(tmp_path, images, do
     assert names == {f"loadcmp.smoke.{s}" for s in
                      ("nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy", "lighttpd")}
     assert "loadcmp smoke: passed" in summary.read_text()
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
     base = Path(doc["results_dir"])
     res = CliRunner().invoke(cli, ["smoke", "--server", "nginx", "--page", "/index.html", "-t", "2",

@@ -112,3 +112,11 @@ def test_every_tunable_is_documented_and_changes_a_config():
         else:
             pytest.fail(f"no valid other value for {key}")
 
+
+
+def test_a_stack_says_how_its_server_handles_connections_in_its_data():
+    """`workers` comes from a role's vars (Apache's MPM here); a stack whose roles say nothing has none."""
+    names = ("apache-prefork", "apache-worker", "apache-event", "nginx-apache")
+    assert {n: st.get_stack(n).workers for n in names} == {
+        "apache-prefork": "prefork", "apache-worker": "worker", "apache-event": "event", "nginx-apache": "prefork"}
+    assert st.get_stack("nginx").workers is None

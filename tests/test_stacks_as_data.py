@@ -33,7 +33,7 @@ def copy_stack(src: str, dest: Path) -> Path:
 
 
 def configs(stack: st.Stack) -> dict[str, str]:
-    plan = render.plan_deployment(stack, {}, {r.name: 9000 + i for i, r in enumerate(stack.roles)})
+    plan = render.render_plan(stack, {}, {r.name: 9000 + i for i, r in enumerate(stack.roles)})
     return plan.config_files()
 
 
@@ -211,7 +211,7 @@ def test_a_copied_stack_runs_through_stacks_and_user_pages_are_measured(tmp_path
                                                                          docker_client: object) -> None:
     import json
 
-    from loadcmp.lab import containers as lab
+    from loadcmp.lab import cleanup
 
     copy_stack("nginx", tmp_path / "mine" / "copied-nginx")
     site = tmp_path / "site"
@@ -228,7 +228,7 @@ def test_a_copied_stack_runs_through_stacks_and_user_pages_are_measured(tmp_path
     run = json.loads(next((tmp_path / "results").glob("*/run.json")).read_text())
     assert run["spec"]["stack_dirs"] == [str((tmp_path / "mine").resolve())]
     assert run["www"]["path"] == str(site.resolve()) and run["www"]["files"] == 2 and len(run["www"]["sha256"]) == 64
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 @pytest.mark.docker
@@ -236,7 +236,7 @@ def test_every_stack_serves_the_users_pages_read_only(tmp_path: Path, images: di
                                                       docker_client: object) -> None:
     import json
 
-    from loadcmp.lab import containers as lab
+    from loadcmp.lab import cleanup
     from loadcmp.lab.pages import http_get
 
     site = tmp_path / "site"
@@ -258,7 +258,7 @@ def test_every_stack_serves_the_users_pages_read_only(tmp_path: Path, images: di
     finally:
         CliRunner().invoke(cli, ["down"])
     assert served == st.stack_names()
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []
 
 
 def test_bad_user_pages_are_refused_before_anything_starts(tmp_path: Path) -> None:

@@ -74,3 +74,15 @@ def test_a_missing_or_damaged_per_second_table_is_named_and_the_rest_read(tmp_pa
     r = load_results(w.path)
     assert [(u.table, u.damage) for u in r.unread] == [("timeline", None)]
     assert r.timeline.empty and len(r.server) == 1 and len(r.trials) == 1
+
+
+def test_old_results_say_workers_for_what_they_stored_as_mpm():
+    """run.json once stored Apache's word (`mpm`) for how a server handles connections; it reads as `workers`."""
+    from pathlib import Path
+
+    fixture = Path(__file__).parent / "fixtures" / "run-2x2x3"
+    assert '"mpm": "prefork"' in (fixture / "run.json").read_text()
+    results = load_results(fixture)
+    infos = {s: results.info(s)[1] for s in results.servers}  # type: ignore[index]
+    assert {s: i.get("workers") for s, i in infos.items()} == {"nginx": None, "apache-prefork": "prefork"}
+    assert not any("mpm" in i for i in infos.values())

@@ -100,7 +100,7 @@ def test_the_spec_document_names_every_field_of_the_spec():
 
 def test_deployment_plan_renders_once_for_its_ports():
     stack = st.get_stack("nginx-apache")
-    plan = render.plan_deployment(stack, {"prefork.MaxRequestWorkers": 200}, {"backend": 9001, "web": 9002}, cpus="1")
+    plan = render.render_plan(stack, {"prefork.MaxRequestWorkers": 200}, {"backend": 9001, "web": 9002}, cpus="1")
     assert plan.port == 9002 and plan.cpus == "1" and plan.settings["prefork.MaxRequestWorkers"] == 200
     files = plan.config_files()
     assert "MaxRequestWorkers 200" in files["backend/apache2.conf"]

@@ -335,7 +335,7 @@ def test_a_short_study_on_real_nginx_measures_compares_and_leaves_nothing(tmp_pa
     the comparison A B A B, the study's journal beside, no container left. The baseline's two php-fpm workers
     serve 20 clients of a 50 ms page at most 40 req/s, and any trial's 10 or more at least 200, whatever the
     noise: a trial wins and is compared."""
-    from loadcmp.lab import containers as lab
+    from loadcmp.lab import cleanup
 
     res = CliRunner().invoke(cli, [
         "tune", "--server", "nginx", "--page", "/sleep.php?ms=50", "--set", "fpm.pm=static", "--set",
@@ -359,4 +359,4 @@ def test_a_short_study_on_real_nginx_measures_compares_and_leaves_nothing(tmp_pa
         fpm = next(v for k, v in run["servers"][t["label"]]["configs"].items() if k.endswith("php-fpm.conf"))
         assert f"pm.max_children = {t['params']['fpm.max_children']}" in fpm
     assert (folder / "study.log").stat().st_size > 0
-    assert lab.labelled(docker_client) == []
+    assert cleanup.labelled(docker_client) == []

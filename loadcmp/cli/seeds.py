@@ -61,13 +61,13 @@ def build_all(cuts: list[Cut]) -> None:
     """Every image the five need (an app's too), before the budget's clock starts: a first build on a new
     machine takes minutes that no write-up's estimate holds."""
     from ..experiment.apps import images_needed
-    from ..lab import containers as lab
-    from ..lab.dockerhost import answering
+    from ..lab.dockerhost import answering, docker_client
+    from ..lab.images import build_images
 
     needed = list(dict.fromkeys(i for c in cuts for i in images_needed(c.spec)))
     host = cuts[0].spec.docker()
     with answering(host):
-        lab.build_images(lab.docker_client(host), needed, log=lambda m: click.echo(m, err=True))
+        build_images(docker_client(host), needed, log=lambda m: click.echo(m, err=True))
 
 
 def seed_files(out_dir: str) -> list[tuple[str, Path, RunSpec]]:

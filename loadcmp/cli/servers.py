@@ -12,7 +12,7 @@ from .app import abort_on_signals, cli, emit_json
 from .display import err, out, warn
 from .options import (DockerFlags, app_option, docker_host_option, docker_options, json_option, server_options,
                       stacks_option, www_option, config_option)
-from ..lab.dockerhost import DockerHost, answering, check_server_limits, with_engine_limits
+from ..lab.dockerhost import DockerHost, answering, check_server_limits, docker_client, with_engine_limits
 
 
 def engine(flags: dict[str, Any]) -> DockerHost:
@@ -33,7 +33,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     if as_json:
         doc: dict[str, Any] = {
             "servers": [
-                {"name": s.name, "description": s.description, "php": s.php_api, "mpm": s.mpm,
+                {"name": s.name, "description": s.description, "php": s.php_api, "workers": s.workers,
                  "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections),
                  "roles": {r.name: [f for f, _ in r.files] for r in s.roles},
                  "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,
@@ -84,12 +84,13 @@ def _all_tunables() -> dict[str, tuple[Any, list[str]]]:
 @docker_host_option
 def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], **flags: Any) -> None:
     """Build the server images (and the base image if none can be had)."""
-    from ..lab import containers as lab, stacks
+    from ..lab import stacks
+    from ..lab.images import build_images
 
     chosen = stacks.resolve_servers(servers_)
     images = list(dict.fromkeys(i for s in chosen for i in s.images))
     host = engine(flags)
-    client = lab.docker_client(host)
+    client = docker_client(host)
     with err.status("building images") as status, answering(host):
         def log(m: str) -> None:
             if m.startswith("Step"):
@@ -97,7 +98,7 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
             else:
                 err.print(m)
 
-        tags = lab.build_images(client, images, log=log, force=force)
+        tags = build_images(client, images, log=log, force=force)
     for image, tag in tags.items():
         click.echo(f"{image}: {tag}")
 
@@ -116,7 +117,9 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
        sets: tuple[str, ...], as_json: bool, stack_dirs: tuple[str, ...], www: str | None, app: str | None,
        configs: tuple[dict[str, Any], ...], **flags: Any) -> None:
     """Start a stack (with --app, serving that application) and leave it running; print its URL."""
-    from ..lab import apps, containers as lab, ownconfig, stacks
+    from ..lab import apps, cleanup, containers, ownconfig, stacks
+    from ..lab.images import build_images
+    from ..lab.planning import check_port_free, plan_deployment
     from ..errors import ConfigError, UsageError
     from ..experiment.variants import Variant, check_sets, own_config_errors
     from ..observe.statuspages import leave_out_unanswered
@@ -139,21 +142,21 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     host = engine(flags)
     check_server_limits(host, server_cpus, server_memory)  # this machine's engine: before it is asked
     if port is not None and not host.remote:
-        lab.check_port_free(port)
-    client = lab.docker_client(host)
+        check_port_free(port)
+    client = docker_client(host)
     with answering(host):
         check_server_limits(host, server_cpus, server_memory, client)  # another machine's: its own CPUs and memory
-        reaped = lab.reap_orphans(client)
+        reaped = cleanup.reap_orphans(client)
         if reaped:
             err.print(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
         with err.status(f"starting {stack.name}") as status:
-            images = lab.build_images(client, stack.images, log=lambda m: status.update(m[:120]))
+            images = build_images(client, stack.images, log=lambda m: status.update(m[:120]))
             host = with_engine_limits(client, host, images)
-            plan = lab.plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
-                                       host=host, www=Path(www) if www else None, own=own, app=the_app)
+            plan = plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
+                                   host=host, www=Path(www) if www else None, own=own, app=the_app)
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
-                dep = lab.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]), host=host,
-                             owned=False)
+                dep = containers.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]),
+                                    host=host, owned=False)
             leave_out_unanswered(dep)
     pages = {p.name: dep.url.rstrip("/") + p.path for p in the_app.pages} if the_app else {}
     if as_json:
@@ -199,9 +202,9 @@ def apps(as_json: bool) -> None:
 @docker_host_option
 def down(run_id: str | None, **flags: Any) -> None:
     """Remove every container loadcmp started (label loadcmp=1)."""
-    from ..lab import containers as lab
+    from ..lab import cleanup
 
     host = engine(flags)
     with answering(host):
-        names = lab.down(lab.docker_client(host), run_id=run_id)
+        names = cleanup.down(docker_client(host), run_id=run_id)
     click.echo(f"removed {len(names)} container(s)" + (": " + ", ".join(names) if names else ""), err=True)

@@ -21,14 +21,19 @@ from __future__ import annotations
 
 import contextlib
 import os
-from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from .dockerapi import engine_error, engine_errors, why
 from ..errors import DockerUnavailable, LabError, UsageError
 from ..units import check_cpus, check_memory, mem_total
+
+if TYPE_CHECKING:
+    import requests
+    from docker import DockerClient
+    from docker.tls import TLSConfig
 
 SCHEMES = ("unix", "tcp", "ssh", "http", "https", "npipe")
 TLS_SCHEMES = ("tcp", "https")
@@ -44,7 +49,7 @@ class Tls:
     cert: str | None = None
     key: str | None = None
 
-    def config(self) -> Any:
+    def config(self) -> TLSConfig:
         """docker-py's TLSConfig of these files (which `tls_of` found to be there), whose CA holds.
 
         requests verifies a session against REQUESTS_CA_BUNDLE or CURL_CA_BUNDLE instead of the
@@ -54,14 +59,14 @@ class Tls:
         from docker.tls import TLSConfig
 
         class EngineCa(TLSConfig):
-            def configure_client(self, client: Any) -> None:
+            def configure_client(self, client: requests.Session) -> None:
                 super().configure_client(client)
                 merge = client.merge_environment_settings
 
                 def keep_ca(url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
                     return {**merge(url, proxies, stream, verify, cert), "verify": client.verify}
 
-                client.merge_environment_settings = keep_ca
+                client.merge_environment_settings = keep_ca  # type: ignore[method-assign]  # on purpose
 
         return EngineCa(client_cert=(self.cert, self.key) if self.cert and self.key else None,
                         ca_cert=self.ca_cert, verify=True)
@@ -168,7 +173,7 @@ class DockerHost:
         that host, so the clients reach it and its status pages still answer on its loopback."""
         return "127.0.0.1" if not self.remote or self.address.startswith("127.") else "0.0.0.0"
 
-    def describe(self, client: Any = None) -> dict[str, Any]:
+    def describe(self, client: DockerClient | None = None) -> dict[str, Any]:
         """For run.json: the engine, its address, the server address and how it was measured."""
         out: dict[str, Any] = {"url": self.url or os.environ.get("DOCKER_HOST") or "local socket",
                                "server_address": self.address, "measured_through": "docker api" if self.remote
@@ -177,11 +182,12 @@ class DockerHost:
                                **({"server_nofile": self.nofile} if self.nofile is not None else {})}
         if client is not None:
             try:
-                info = client.info()
+                with engine_errors(self.name):
+                    info = client.info()
                 out["engine"] = {"name": info.get("Name"), "version": info.get("ServerVersion"),
                                  "cgroup_version": info.get("CgroupVersion"), "cpus": info.get("NCPU")}
-            except Exception as e:  # noqa: BLE001 - provenance is best effort; the run goes on
-                out["engine"] = {"error": f"{type(e).__name__}: {e}"}
+            except LabError as e:  # provenance is best effort; the run goes on
+                out["engine"] = {"error": str(e)}
         return out
 
 
@@ -217,10 +223,31 @@ def resolve(docker_host: str | None = None, server_address: str | None = None, *
     return DockerHost(url, address, remote, tls_of(url, tlsverify, tlscacert, tlscert, tlskey))
 
 
+def docker_client(host: DockerHost | None = None) -> DockerClient:
+    """A docker-py client of that engine (default: this machine's, docker-py's own choice) that
+    answers, its TLS and ssh handed over (`client_kwargs`); or DockerUnavailable saying what to do."""
+    host = host or DockerHost()
+    try:
+        with engine_errors(host.name):
+            import docker
+
+            client = docker.DockerClient(**host.client_kwargs()) if host.url else docker.from_env(timeout=300)
+            client.ping()
+            return client
+    except LabError as e:
+        if host.url:
+            raise host.unanswered(e.__cause__ or e) from None
+        raise DockerUnavailable(
+            f"no Docker engine answers ({type(e.__cause__ or e).__name__}); run `make setup` as root "
+            "(installs Debian's docker.io and starts dockerd) or start Docker yourself"
+        ) from None
+
+
 # --- the machine the servers run on -------------------------------------------------------
 
 
-def check_server_limits(host: DockerHost, cpus: str | None, memory: int | None, client: Any = None) -> None:
+def check_server_limits(host: DockerHost, cpus: str | None, memory: int | None,
+                        client: DockerClient | None = None) -> None:
     """--server-cpus and --server-memory against the machine the servers run on: this one for this
     machine's engine, checked with the other flags before any engine is asked (no `client`); another
     machine's engine against its own CPUs and memory (`docker info`: NCPU, MemTotal) once it answers
@@ -231,7 +258,8 @@ def check_server_limits(host: DockerHost, cpus: str | None, memory: int | None, 
     if client is None:
         n, total, where = os.cpu_count() or 1, mem_total(), "this machine"
     else:
-        info = client.info()
+        with engine_errors(host.name):
+            info = client.info()
         n, total, where = info.get("NCPU"), info.get("MemTotal"), f"the Docker engine at {host.name}"
     if cpus and n:
         check_cpus(cpus, int(n), where)
@@ -243,7 +271,7 @@ NOFILE_CAP = 262144
 """The most open files a server is given, as `render.nofile_limit` caps this machine's."""
 
 
-def with_engine_limits(client: Any, host: DockerHost, images: dict[str, str]) -> DockerHost:
+def with_engine_limits(client: DockerClient, host: DockerHost, images: dict[str, str]) -> DockerHost:
     """The host with its servers' open-file limit read from another machine's engine, with one of
     the `images` it has; this machine's engine gives this machine's limit (None), as does a host read."""
     if not host.remote or host.nofile is not None or not images:
@@ -251,7 +279,7 @@ def with_engine_limits(client: Any, host: DockerHost, images: dict[str, str]) ->
     return replace(host, nofile=engine_nofile(client, host, next(iter(images.values()))))
 
 
-def engine_nofile(client: Any, host: DockerHost, image: str) -> int:
+def engine_nofile(client: DockerClient, host: DockerHost, image: str) -> int:
     """The hard open-file limit the containers of another machine's engine get (dockerd's own, or
     its --default-ulimit), capped at `NOFILE_CAP`: what its servers are given.
 
@@ -261,97 +289,52 @@ def engine_nofile(client: Any, host: DockerHost, image: str) -> int:
     `image` runs `ulimit -Hn` (no network, removed when it ends, labelled as the servers are so that
     the next command reaps it if this one is killed): once per command, only for a remote engine.
     A shell that fails says so on stderr, and that is the error's text."""
-    import docker
+    try:
+        with engine_errors(host.name):
+            code, text = _ulimit_probe(client, host, image)
+    except DockerUnavailable:
+        raise
+    except LabError as e:
+        raise _unread(host, str(e)) from None
+    if code != 0 or not (text.isdigit() or text == "unlimited"):
+        raise _unread(host, f"`sh -c 'ulimit -Hn'` in {image} exited with {code}: {' '.join(text.split())[:200]}")
+    return min(NOFILE_CAP, NOFILE_CAP if text == "unlimited" else int(text))
 
+
+def _unread(host: DockerHost, why: str) -> LabError:
+    return LabError(f"could not read the open-file limit of containers on the Docker engine at {host.name} ({why})")
+
+
+def _ulimit_probe(client: DockerClient, host: DockerHost, image: str) -> tuple[int, str]:
+    """`ulimit -Hn` in a throwaway container of `image`: its exit code and what it wrote."""
     from .images import LABEL
     from .provenance import this_host, this_process
 
     labels = {LABEL: "1", f"{LABEL}.owner": this_process(), f"{LABEL}.host": this_host()}
-    try:  # detached: docker-py's run() returns no output under a log driver other than json-file or journald
-        probe = client.containers.run(image, ["-c", "ulimit -Hn"], entrypoint=["sh"], network_mode="none",
-                                      labels=labels, detach=True)
-        try:
-            code = probe.wait(timeout=60)["StatusCode"]
-            text = probe.logs(stdout=True, stderr=code != 0).decode(errors="replace").strip()
-        finally:
-            with contextlib.suppress(docker.errors.APIError):  # left: the next command reaps it (its owner is gone)
-                probe.remove(force=True)
-        if code != 0 or not (text.isdigit() or text == "unlimited"):
-            raise ValueError(f"`sh -c 'ulimit -Hn'` in {image} exited with {code}: {' '.join(text.split())[:200]}")
-        hard = NOFILE_CAP if text == "unlimited" else int(text)
-    except (docker.errors.DockerException, ValueError) as e:
-        raise LabError(f"could not read the open-file limit of containers on the Docker engine at {host.name} "
-                       f"({e if isinstance(e, ValueError) else why(e)})") from None
-    return min(NOFILE_CAP, hard)
+    # detached: docker-py's run() returns no output under a log driver other than json-file or journald
+    probe = client.containers.run(image, ["-c", "ulimit -Hn"], entrypoint=["sh"], network_mode="none",
+                                  labels=labels, detach=True)
+    try:
+        code = int(probe.wait(timeout=60)["StatusCode"])
+        return code, probe.logs(stdout=True, stderr=code != 0).decode(errors="replace").strip()
+    finally:
+        with contextlib.suppress(LabError), engine_errors(host.name):  # left: the next command reaps it
+            probe.remove(force=True)
 
 
-# --- an engine's errors in words ------------------------------------------------------------
-
-
-def why(e: BaseException) -> str:
-    """docker-py's, requests' or ssl's error in a few words on one line: a certificate that did not
-    verify, else the innermost system error (`Connection refused`), else the error itself; requests'
-    own text names the pool, the retries and the object ids, which say nothing to a user."""
-    import ssl
-
-    causes = _causes(e)
-    for c in causes:
-        if isinstance(c, ssl.SSLCertVerificationError):
-            return f"TLS: the engine's certificate did not verify: {c.verify_message}"
-        if isinstance(c, ssl.SSLError):
-            return f"TLS: {_tls_refusal(c)}"
-    inner = next((c for c in reversed(causes) if isinstance(c, OSError)), None)
-    text = (inner.strerror or str(inner)) if inner is not None else f"{type(e).__name__}: {e}"
-    text = " ".join(text.split())
-    return text if len(text) <= 200 else text[:199] + "…"
-
-
-def _tls_refusal(e: Any) -> str:
-    """An engine's refusal of the handshake. Under TLS 1.3 an engine that wants a client certificate
-    says so in an alert, or, as often, the client only sees the connection end first."""
-    reason = str(e.reason or "")
-    if "CERTIFICATE_REQUIRED" in reason or reason.startswith("UNEXPECTED_EOF") or "EOF occurred" in str(e):
-        return "the engine ended the handshake: it wants a client certificate it trusts (--tlscert, --tlskey)"
-    if reason.endswith(("BAD_CERTIFICATE", "UNKNOWN_CA", "CERTIFICATE_UNKNOWN")):
-        return f"the engine refused this client's certificate ({reason.lower().replace('_', ' ')})"
-    return reason.lower().replace("_", " ") if reason else str(e).split(" (_ssl.c")[0]
-
-
-def _causes(e: BaseException) -> list[BaseException]:
-    """An error and what it wraps, outermost first: causes, contexts, urllib3's `reason`, exceptions in args."""
-    out: list[BaseException] = []
-    todo = [e]
-    while todo and len(out) < 20:
-        x = todo.pop(0)
-        if any(x is y for y in out):
-            continue
-        out.append(x)
-        todo += [c for c in (x.__cause__, x.__context__, getattr(x, "reason", None), *x.args)
-                 if isinstance(c, BaseException)]
-    return out
+# --- an engine that goes away ---------------------------------------------------------------
 
 
 def stopped_answering(e: BaseException, host: DockerHost) -> DockerUnavailable | None:
     """docker-py's error of an engine that went away mid-command (its connection refused, reset or
-    timed out), as one line; None for any other error, an engine's refusal of a request included."""
-    import requests
-    import urllib3
-
-    lost = (requests.exceptions.ConnectionError, requests.exceptions.Timeout,
-            requests.exceptions.ChunkedEncodingError, urllib3.exceptions.ProtocolError)
-    if not isinstance(e, lost):
-        return None
-    return DockerUnavailable(f"the Docker engine at {host.name} stopped answering ({why(e)})")
+    timed out), as one line (`dockerapi.engine_error`); None for any other error, an engine's refusal
+    of a request included."""
+    mapped = e if isinstance(e, DockerUnavailable) else engine_error(e, host.name)  # or mapped in the lab already
+    return mapped if isinstance(mapped, DockerUnavailable) else None
 
 
-@contextlib.contextmanager
-def answering(host: DockerHost) -> Iterator[None]:
-    """An engine that goes away inside this block is one DockerUnavailable line, not docker-py's
-    traceback: it is no bug of loadcmp's."""
-    try:
-        yield
-    except Exception as e:  # only an engine's going away is translated; the rest is re-raised
-        lost = stopped_answering(e, host)
-        if lost is None:
-            raise
-        raise lost from None
+def answering(host: DockerHost) -> contextlib.AbstractContextManager[None]:
+    """A command's block whose docker-py errors come out as one line of loadcmp's (`dockerapi`), naming
+    this engine (those mapped deeper in the lab without its name too), not as docker-py's traceback:
+    an engine going away is no bug of loadcmp's."""
+    return engine_errors(host.name)

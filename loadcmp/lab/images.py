@@ -5,7 +5,6 @@ Dockerfile, content and base never rebuild.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import os
@@ -16,11 +15,14 @@ import tarfile
 import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
-
+from .dockerapi import engine_errors
 from .model import Image, configs_dir
-from ..errors import BuildError, LabError
+from ..errors import BuildError, DockerUnavailable, LabError, NotOnEngine
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 LABEL = "loadcmp"
 """Every container and image loadcmp makes carries `loadcmp=1`."""
@@ -54,26 +56,36 @@ def _apt_mirror() -> str:
     return "http://deb.debian.org/debian"
 
 
-def ensure_base(client: Any, log: Log = no_log) -> str:
+def has_image(client: DockerClient, name: str) -> bool:
+    """Whether the engine has an image of that name (or tag)."""
+    try:
+        with engine_errors():
+            client.images.get(name)
+        return True
+    except NotOnEngine:
+        return False
+
+
+def ensure_base(client: DockerClient, log: Log = no_log) -> str:
     """Return a usable base image: debian:bookworm-slim if present or pullable,
     else loadcmp/base:bookworm, made with debootstrap when missing."""
-    import docker
-
     for name in (BASE_DEFAULT, BASE_LOCAL):
-        with contextlib.suppress(docker.errors.ImageNotFound):
-            client.images.get(name)
+        if has_image(client, name):
             return name
     if os.environ.get("LOADCMP_TRY_PULL", "1") == "1":
         try:
             log(f"pulling {BASE_DEFAULT}")
-            client.images.pull(BASE_DEFAULT)
+            with engine_errors():
+                client.images.pull(BASE_DEFAULT)
             return BASE_DEFAULT
-        except Exception as e:  # noqa: BLE001 — no registry reachable (the usual case here), in any of docker-py's ways
-            log(f"cannot pull {BASE_DEFAULT} ({type(e).__name__}); making {BASE_LOCAL} with debootstrap")
+        except DockerUnavailable:
+            raise
+        except LabError as e:  # no registry reachable: the usual case here
+            log(f"cannot pull {BASE_DEFAULT} ({type(e.__cause__ or e).__name__}); making {BASE_LOCAL} with debootstrap")
     return make_base(client, log)
 
 
-def make_base(client: Any, log: Log = no_log) -> str:
+def make_base(client: DockerClient, log: Log = no_log) -> str:
     """debootstrap --variant=minbase bookworm + docker import -> loadcmp/base:bookworm."""
     if not shutil.which("debootstrap"):
         raise LabError("no base image and no debootstrap to make one: `apt-get install debootstrap` (or `make setup`)")
@@ -101,7 +113,8 @@ def make_base(client: Any, log: Log = no_log) -> str:
         subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(tar), "."], check=True)
         log(f"docker import -> {BASE_LOCAL}")
         repo, tag = BASE_LOCAL.split(":")
-        client.api.import_image_from_file(str(tar), repository=repo, tag=tag)
+        with engine_errors():
+            client.api.import_image_from_file(str(tar), repository=repo, tag=tag)
     return BASE_LOCAL
 
 
@@ -154,13 +167,13 @@ def image_tag(image: Image, base_id: str) -> str:
     return f"loadcmp/{image.key}:{hashlib.sha256((h + under).encode()).hexdigest()[:12]}"
 
 
-def build_images(client: Any, images: Iterable[Image], log: Log = no_log, force: bool = False) -> dict[str, str]:
+def build_images(client: DockerClient, images: Iterable[Image], log: Log = no_log,
+                 force: bool = False) -> dict[str, str]:
     """Build what is missing (or everything with force), each image after the one it is built on;
     return image key -> tag (the images built on included)."""
-    import docker
-
     base = ensure_base(client, log)
-    base_id = client.images.get(base).id
+    with engine_errors():
+        base_id = client.images.get(base).id
     out: dict[str, str] = {}
     todo: list[Image] = []
     for image in dict.fromkeys(images):
@@ -173,47 +186,36 @@ def build_images(client: Any, images: Iterable[Image], log: Log = no_log, force:
     for image in todo:
         tag = image_tag(image, base_id)
         out[image.key] = tag
-        if not force:
-            try:
-                client.images.get(tag)
-                log(f"{tag} is up to date")
-                continue
-            except docker.errors.ImageNotFound:
-                pass
+        if not force and has_image(client, tag):
+            log(f"{tag} is up to date")
+            continue
         _build_one(client, image, tag, out[image.parent.key] if image.parent else base, log)
     return out
 
 
-def _build_one(client: Any, image: Image, tag: str, base: str, log: Log) -> None:
+def _build_one(client: DockerClient, image: Image, tag: str, base: str, log: Log) -> None:
     ctx, _ = _context(image)
     logfile = cache_dir() / f"build-{image.key}.log"
     log(f"building {tag} (log: {logfile})")
     step = "the start"
     with logfile.open("w") as lf:
         try:
-            stream = client.api.build(
-                fileobj=io.BytesIO(ctx),
-                custom_context=True,
-                tag=tag,
-                buildargs={"BASE": base},
-                network_mode="host",
-                rm=True,
-                forcerm=True,
-                decode=True,
-                labels={LABEL: "1"},
-            )
-            for chunk in stream:
-                if "stream" in chunk:
-                    text = chunk["stream"]
-                    lf.write(text)
-                    if text.startswith("Step "):
-                        step = text.strip()
-                        log(step)
-                if "error" in chunk:
-                    lf.write(chunk["error"] + "\n")
-                    raise BuildError(f"building {image.key} failed at {step!r}: {chunk['error'].strip()[:200]} "
-                                     f"(log: {logfile})")
-        except BuildError:
+            with engine_errors():
+                stream = client.api.build(fileobj=io.BytesIO(ctx), custom_context=True, tag=tag,
+                                          buildargs={"BASE": base}, network_mode="host", rm=True, forcerm=True,
+                                          decode=True, labels={LABEL: "1"})
+                for chunk in stream:
+                    if "stream" in chunk:
+                        text = chunk["stream"]
+                        lf.write(text)
+                        if text.startswith("Step "):
+                            step = text.strip()
+                            log(step)
+                    if "error" in chunk:
+                        lf.write(chunk["error"] + "\n")
+                        raise BuildError(f"building {image.key} failed at {step!r}: {chunk['error'].strip()[:200]} "
+                                         f"(log: {logfile})")
+        except (BuildError, DockerUnavailable):  # ours, or the engine gone (no fault of the build)
             raise
-        except Exception as e:  # noqa: BLE001 — a build fails in docker-py's, requests' or the log file's ways
+        except (LabError, OSError) as e:  # the engine refused it, or the log file could not be written
             raise BuildError(f"building {image.key} failed at {step!r}: {e} (log: {logfile})") from None

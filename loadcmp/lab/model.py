@@ -110,7 +110,7 @@ class Cause:
     phrase: str
     """What it means, in words, naming the limit."""
     setting: str | None = None
-    """The tunable it points to (`{mpm}`-style names are filled from the roles' vars); None: not a tunable."""
+    """The tunable it points to (`{workers}`-style names are filled from the roles' vars); None: not a tunable."""
     kinds: tuple[str, ...] = ()
     """The client failure kinds it makes (load.outcomes); () = it makes none by itself."""
     peak: str | None = None
@@ -236,9 +236,10 @@ class Stack:
         return out
 
     @property
-    def mpm(self) -> str | None:
-        """The Apache MPM a role declares in its vars (stored with each trial), if any."""
-        v = self.vars.get("mpm")
+    def workers(self) -> str | None:
+        """How the server handles connections, in its own word, as a role's `vars.workers` says (stored
+        with each label), if one does."""
+        v = self.vars.get("workers")
         return str(v) if v is not None else None
 
     @property

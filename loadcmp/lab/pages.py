@@ -7,8 +7,11 @@ from __future__ import annotations
 import hashlib
 import http.client
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
+
+if TYPE_CHECKING:
+    from docker.models.containers import Container
 
 
 def http_get(port: int, path: str, timeout: float = 2.0, host: str = "127.0.0.1") -> tuple[int, bytes]:
@@ -27,7 +30,7 @@ INSIDE_GET = ("timeout {timeout} bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && "
 """bash's own /dev/tcp, all of it (the connect too) within `timeout` seconds: every image has bash, none curl."""
 
 
-def get_inside(container: Any, port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+def get_inside(container: Container, port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
     """One GET on the container's own loopback, through the Docker API (a server on
     another engine's host, whose status pages answer only there)."""
     cmd = INSIDE_GET.format(port=port, path=path, timeout=timeout)

@@ -48,8 +48,9 @@ def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None =
                     overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL,
                     www: Path | None = None, own: Sequence[OwnConfig] = (),
                     app: App | None = None) -> render.DeploymentPlan:
-    """Pick free ports on 127.0.0.1 (or check `port`, or the one the user's own front config listens on)
-    and render the stack's configs for them (serving `app`, when given: `apps.on_stack` gave its images)."""
+    """A stack's deployment decided: free ports picked on 127.0.0.1 (or `port` checked, or the one the user's
+    own front config listens on), then its configs rendered for them (`render.render_plan`; serving `app`,
+    when given: `apps.on_stack` gave its images)."""
     theirs = front_port(stack, own)
     if theirs is not None:
         if port is not None and port != theirs[0]:
@@ -64,7 +65,7 @@ def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None =
     for role in stack.roles:
         while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
-    return render.plan_deployment(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind,
-                                  nofile=host.nofile, www=www, own=own, app=app)
+    return render.render_plan(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind,
+                              nofile=host.nofile, www=www, own=own, app=app)
 
 

@@ -10,11 +10,16 @@ import os
 import platform
 import subprocess
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from .dockerapi import engine_errors
+from ..errors import LabError
 from ..load.limits import nofile
 from ..records import MachineInfo
 from ..units import mem_total
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 
 def this_process() -> str:
@@ -65,10 +70,8 @@ def _stat(pid: int) -> tuple[str, int] | None:
     return fields[0], int(fields[19])
 
 
-def machine_info(client: Any | None = None) -> MachineInfo:
+def machine_info(client: DockerClient | None = None) -> MachineInfo:
     """Where the run ran; what cannot be read stays None (no Docker client: no Docker version)."""
-    import docker
-
     cpu = ""
     with contextlib.suppress(OSError):
         for line in open("/proc/cpuinfo"):
@@ -77,7 +80,7 @@ def machine_info(client: Any | None = None) -> MachineInfo:
                 break
     docker_version = None
     if client is not None:
-        with contextlib.suppress(docker.errors.DockerException, OSError):  # requests' errors are OSErrors
+        with contextlib.suppress(LabError), engine_errors():
             docker_version = client.version().get("Version")
     somaxconn = None
     with contextlib.suppress(OSError, ValueError):

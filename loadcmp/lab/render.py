@@ -177,12 +177,13 @@ class DeploymentPlan:
         return {f"{r.role.name}/{name}": text for r in self.rendered for name, text in r.files.items()}
 
 
-def plan_deployment(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
-                    memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None,
-                    www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = (),
-                    app: App | None = None) -> DeploymentPlan:
-    """Settings in effect (checked), then every role's configs rendered for `ports`; the user's own
-    files (`own`) in place of the ones they replace, and the settings those held left out."""
+def render_plan(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
+                memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None,
+                www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = (),
+                app: App | None = None) -> DeploymentPlan:
+    """The plan for ports already chosen (`planning.plan_deployment` chooses them): the settings in effect
+    (checked), then every role's configs rendered for `ports`; the user's own files (`own`) in place of
+    the ones they replace, and the settings those held left out. No I/O."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")

@@ -5,16 +5,21 @@
                   once-a-second ticker that samples the load thread itself
     http1.py      FastEngine (uvloop + httptools), with conn.py (Conn, Slot)
                   and rawclient.py (the closed loop without keep-alive)
+    compiled.py   which closed loop runs: the compiled one (_cloop, _ctally) or pure Python
     aio.py        AiohttpEngine (TLS, redirects)
+    tls.py        https for both engines: one SSL context per load, a handshake before it
     target.py     Target, make_target: the URL and the request bytes
     schedules.py  Closed, Ramp, Rate: when requests are due
     outcomes.py   outcome kinds; socket error / HTTP status -> kind
-    recorder.py   per-second counts and histograms; Result (mergeable)
+    recorder.py   per-second counts and histograms, filled as responses end
+    result.py     Result: a finished measurement's per-second buckets and totals (mergeable)
+    histogram.py  latency histograms that merge exactly (sparse, log-bucketed, 1 % wide)
     summary.py    Result -> records.LoadSummary and timeline rows
     limits.py     the open-file limit: check_nofile, raise_nofile
     saturation.py is the client the bottleneck? thresholds, judgement, advice
+    cluster.py    a load's shares on a Dask cluster's workers (--cluster), merged as --workers merges
 
-Imports go one way: workers -> engines -> driver -> schedules, target, recorder
--> outcomes, saturation -> records (no pandas in a load process). Nothing here installs
+Imports go one way: cluster -> workers -> engines -> driver -> schedules, target, recorder
+-> result -> histogram, outcomes, saturation -> records (no pandas in a load process). Nothing here installs
 a signal handler in the caller's process: the command owns SIGINT (worker processes, ours, ignore it).
 """

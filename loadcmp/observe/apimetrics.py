@@ -18,12 +18,16 @@ import time
 import uuid
 from datetime import datetime
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..lab.containers import Deployment
 from ..lab.pages import INSIDE_GET
-from .metrics import CgroupSample, Sampler, ServerRow, parse_state_counts
+from .metrics import CgroupSample, Sampler, ServerRow, Source, parse_state_counts
 from .statuspages import command_status, parse_page
+
+if TYPE_CHECKING:
+    from docker import DockerClient
+    from docker.models.containers import Container
 
 TCP_STATE_HEX = {
     "01": "ESTAB", "02": "SYN-SENT", "03": "SYN-RECV", "04": "FIN-WAIT-1", "05": "FIN-WAIT-2", "06": "TIME-WAIT",
@@ -41,7 +45,7 @@ EVENTS_MARGIN_S = 0.5
 never asks for the engine's future; an event of the last half second counts in the next sample."""
 
 
-def engine_offset(client: Any) -> float:
+def engine_offset(client: DockerClient) -> float:
     """The engine's wall clock minus ours, from its `SystemTime` (0 when it cannot be had): its events
     are stamped on its clock, which on another machine may differ from this one's."""
     try:
@@ -101,7 +105,7 @@ class StatsStream:
     read in a thread of its own instead, which ends when the container goes. One
     per container, shared by every sampler of it (`--reuse-server` keeps them)."""
 
-    def __init__(self, container: Any) -> None:
+    def __init__(self, container: Container) -> None:
         self.container = container
         self.docs: list[tuple[float, dict[str, Any]]] = []
         """(when it came, on this machine's monotonic clock; the reading), the last three."""
@@ -169,7 +173,7 @@ LAG_S = 1.0
 class ApiStats:
     """One container read through the engine; the same face as `metrics.Cgroup`."""
 
-    container: Any
+    container: Container
     since: float = field(default_factory=time.time)
     """Start of the sampling on the engine's clock: OOM events from then on are counted."""
     offset: float = 0.0
@@ -288,7 +292,7 @@ class ApiSampler(Sampler):
 
     inside: InsideReader | None = None
 
-    def sources(self) -> list[Any]:
+    def sources(self) -> list[Source]:
         try:
             self.inside = InsideReader(self.dep)
         except Exception as e:  # noqa: BLE001 - e.g. the server died right after it answered: a warning, no traceback

@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import Any, Protocol, TypedDict, TypeVar
 
 from ..lab.containers import Deployment
 from ..lab.pages import http_get
@@ -162,6 +162,17 @@ def _read(p: Path) -> str | None:
         return None
 
 
+class Source(Protocol):
+    """One container's figures, read by the sampler: from its cgroup files here (`Cgroup`), or from the
+    engine (`apimetrics.ApiStats`)."""
+
+    @property
+    def cid(self) -> str: ...
+    def available(self) -> bool: ...
+    def read(self) -> CgroupSample: ...
+    def reset_peak(self) -> None: ...
+
+
 @dataclass
 class Cgroup:
     """Where one container's cgroup files are (v1 or v2) and reading them."""
@@ -256,7 +267,7 @@ class Sampler:
         return self.rows
 
     # where the figures come from: this machine's cgroups, ss and loopback (`apimetrics.ApiSampler`: the Docker API)
-    def sources(self) -> list[Any]:
+    def sources(self) -> list[Source]:
         return [Cgroup(c.id) for c in self.dep.containers]
 
     def tcp_states(self) -> dict[str, int]:

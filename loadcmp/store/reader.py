@@ -249,6 +249,7 @@ def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:
                          "older loadcmp (re-run it, or read it with the version that wrote it)")
 
     _with_busy_limits(doc)
+    _with_workers(doc)
     unread: list[Unread] = []
     tables = [_read_table(p / name, unread) for name in ("timeline.parquet", "server.parquet")]
     return Run(p, doc, str(doc.get("name") or p.name), tuple(unread)), tables[0], tables[1]
@@ -279,6 +280,14 @@ def _with_busy_limits(doc: dict[str, Any]) -> None:
                 limit = stacks.get_stack(str(info["stack"])).busy_limit
                 if limit is not None:
                     info["busy_limit"] = limit
+
+
+def _with_workers(doc: dict[str, Any]) -> None:
+    """Labels stored before run.json said `workers` (how the server handles connections) say it in
+    Apache's word, `mpm`: read as `workers`."""
+    for info in (doc.get("servers") or {}).values():
+        if isinstance(info, dict) and "mpm" in info:
+            info.setdefault("workers", info.pop("mpm"))
 
 
 def _order(run: Run, trials: list[TrialRecord]) -> list[str]:

@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from .. import __version__
-from ..lab import dockerhost, containers as lab
+from ..lab import cleanup, containers, dockerhost
+from ..lab.images import build_images
 from ..lab.pages import www_digest
 from ..errors import LabError, LoadcmpError, signal_name
 from ..load.limits import check_nofile
@@ -111,16 +112,16 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     CPUs, memory and open files checked against the engine that runs them. `reopen`: a folder to add
     to instead (`tune --resume`), its run.json kept but for this run's id, images and engine."""
     host = spec.docker()
-    client = lab.docker_client(host)
+    client = dockerhost.docker_client(host)
     dockerhost.check_server_limits(host, spec.server_cpus, spec.server_memory, client)
-    reaped = lab.reap_orphans(client)
+    reaped = cleanup.reap_orphans(client)
     if reaped:
         progress.say(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
     if images is None:
         needed = images_needed(spec)  # an app's over its stacks' images
-        images = lab.build_images(client, needed, log=progress.say)
+        images = build_images(client, needed, log=progress.say)
     host = dockerhost.with_engine_limits(client, host, images)
-    run_id = lab.new_run_id()
+    run_id = containers.new_run_id()
     name = spec.name or "-".join(spec.servers)
     doc = new_run_doc(kind, name, spec.to_dict(), machine_info(client), __version__)
     doc["run_id"] = run_id
@@ -170,7 +171,7 @@ def clean_up(sweep: Sweep) -> None:
         stop(sweep, dep)
     sweep.reused.clear()
     try:
-        lab.down(sweep.client, sweep.run_id)
+        cleanup.down(sweep.client, sweep.run_id)
     except LabError as e:
         note_problem(sweep, f"{e} (run `loadcmp down`)")
 

@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..lab import dockerhost, containers as lab, render
+from ..lab import containers, dockerhost, planning, render
 from ..observe import evidence
 from ..observe.apimetrics import ApiSampler
-from ..errors import LabError
+from ..errors import DockerUnavailable, LabError
 from ..lab.containers import Deployment
 from ..load.driver import Live, LoadSpec, now
 from ..load.saturation import Machine, add_advice
@@ -79,7 +79,7 @@ class Sweep:
     progress: SweepHooks
     fleet: Fleet | None = None
     """--cluster: the Dask cluster the loads run on (open for the whole sweep)."""
-    host: dockerhost.DockerHost = lab.LOCAL
+    host: dockerhost.DockerHost = planning.LOCAL
     """--docker-host: the engine the stacks run on, and where the clients reach them."""
     reused: dict[str, Deployment] = field(default_factory=dict)
     """--reuse-server: the deployment of each label, kept across trials."""
@@ -135,6 +135,8 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
     if dep is None:
         try:
             dep, ready_s = start(sweep, plan_trial(spec, p, sweep.host))
+        except DockerUnavailable:
+            raise  # the engine is gone: the run ends, not only this trial
         except LabError as e:
             return TrialOutcome(not_started(spec, p, f"server did not start: {e}"), [], [])
         if spec.reuse_server:
@@ -160,18 +162,18 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
             stop(sweep, dep)
 
 
-def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = lab.LOCAL) -> render.DeploymentPlan:
+def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = planning.LOCAL) -> render.DeploymentPlan:
     """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
     stack, app = stack_for(spec, p.server, p.page)  # the app's pages on the app, other pages without it
-    return lab.plan_deployment(stack, cpus=spec.server_cpus, memory=spec.server_memory,
-                               overrides=overrides_for(spec, p.server, p.page), host=host,
-                               www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server), app=app)
+    return planning.plan_deployment(stack, cpus=spec.server_cpus, memory=spec.server_memory,
+                                    overrides=overrides_for(spec, p.server, p.page), host=host,
+                                    www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server), app=app)
 
 
 def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
     """Start the plan's containers and wait until they answer; also how long that took."""
     t0 = now()
-    dep = lab.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images, host=sweep.host)
+    dep = containers.up(plan, run_id=sweep.run_id, client=sweep.client, images=sweep.images, host=sweep.host)
     leave_out_unanswered(dep)
     return dep, round(now() - t0, 3)
 
@@ -182,7 +184,7 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         return
     stack = dep.stack
     info = ServerInfo(
-        stack=stack.name, description=stack.description, php_api=stack.php_api, mpm=stack.mpm,
+        stack=stack.name, description=stack.description, php_api=stack.php_api, workers=stack.workers,
         settings=dep.settings, configs=dep.plan.config_files(), versions=dep.versions(), image_ids=dep.image_ids,
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
     if stack.busy_limit:
