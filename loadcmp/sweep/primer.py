@@ -13,6 +13,7 @@ import re
 import time
 
 from ..lab.pages import http_get, page_file
+from ..lab.render import USER_WWW
 from ..errors import LabError, PrimerError
 from ..lab.containers import Deployment
 
@@ -61,18 +62,23 @@ def _not_the_page(dep: Deployment, page: str, code: int) -> str:
     found = page_file(www, page) if www else None
     if found is None:
         return said + (f"; the server logged: {logged}" if logged else "; check --page")
+    if code < 500:  # the file is there, the server does not serve it: its root is not the pages
+        return said + f"; the page {found} exists: is the server's root {USER_WWW}, where --www is?"
     return said + (f"; the page {found} exists, and PHP logged: {logged}" if logged else
                    f"; the page {found} exists, but nothing in the server's log says why")
 
 
 def _logged_error(dep: Deployment, width: int = 240) -> str:
     """The last error line the app or PHP left in its containers' logs, its message only (no stack trace, no
-    context: Monolog's JSON, nginx's `" while reading response header ...`), or "" when there is none."""
+    context: Monolog's JSON, nginx's `" while reading response header ...`, the quote php-fpm or Apache put
+    round it), or "" when there is none."""
     found = ""
     for line in dep.logs(200).splitlines():
         m = LOGGED_ERROR.search(line)
         if m:
             found = m.group(1).split(' {"', 1)[0].split('" while ', 1)[0].strip()
+            if found[-1:] in ("'", '"') and found.count(found[-1]) % 2:  # the close of a quote the server put round
+                found = found[:-1]
     return found if len(found) <= width else found[: width - 1].rsplit(" ", 1)[0] + " …"
 
 
