@@ -159,3 +159,25 @@ def test_a_log_sent_where_loadcmp_cannot_read_it_is_named_not_measured(
     assert any(m.startswith("nginx's error log syslog:server=127.0.0.1:9 (named in nginx-syslog.conf): sent to "
                             "syslog") for m in unmeasured), unmeasured
     assert lab.labelled(docker_client) == []
+
+
+def test_a_stacks_error_log_table_is_data_checked_with_its_line(tmp_path: Path) -> None:
+    """A user's stack names how its program's config names the error log; its mistakes are listed with their line."""
+    import shutil
+
+    from loadcmp.errors import ConfigError
+    from loadcmp.lab import stacks as st
+
+    mine = tmp_path / "my-lighttpd"
+    shutil.copytree(st.configs_dir() / "stacks" / "lighttpd", mine)
+    text = (mine / "stack.toml").read_text()
+    text = text.replace("find = '^[ \\t]*server\\.errorlog", "fnd = '^[ \\t]*server\\.errorlog")
+    (mine / "stack.toml").write_text(text.replace('files = ["lighttpd.conf"]', 'files = "lighttpd.conf"'))
+    with pytest.raises(ConfigError) as e:
+        st.add_stack_dirs([str(tmp_path)])
+    line = (mine / "stack.toml").read_text().splitlines().index("[error_log]") + 1
+    assert sorted(e.value.errors) == sorted(f"{(mine / 'stack.toml').resolve()}:{line}: error_log: {m}" for m in (
+        "unknown key(s) fnd (known: always, default, files, find, program, root)",
+        "it needs program, files and find", "files must be a list of file names")), e.value.errors
+    assert [g.program for g in get_stack("lighttpd").error_logs] == ["php-fpm", "lighttpd"]
+    assert [g.program for g in get_stack("nginx-apache").error_logs] == ["nginx", "Apache"]
