@@ -73,7 +73,7 @@ def unreadable(dep: Deployment) -> list[ErrorLog]:
     for log in error_logs(dep.stack, dep.plan.own, dep.plan.config_files()):
         if log.why is None:
             try:
-                read(dep, log)
+                read(dep, log, 0)
             except LabError as e:
                 if log.optional:
                     continue
@@ -83,12 +83,13 @@ def unreadable(dep: Deployment) -> list[ErrorLog]:
     return out
 
 
-def read(dep: Deployment, log: ErrorLog) -> list[str]:
-    """A log file's lines, read in its role's container (its end, MAX_BYTES); LabError when it cannot be."""
+def read(dep: Deployment, log: ErrorLog, max_bytes: int = MAX_BYTES) -> list[str]:
+    """A log file's lines, read in its role's container (its last `max_bytes`; 0: only whether it can be read);
+    LabError when it cannot be."""
     import docker
 
     try:
-        res: Any = dep.container_of(log.role).exec_run(["sh", "-c", READ.replace("{max}", str(MAX_BYTES)), "sh",
+        res: Any = dep.container_of(log.role).exec_run(["sh", "-c", READ.replace("{max}", str(max_bytes)), "sh",
                                                         log.path], demux=True)
     except (docker.errors.APIError, OSError) as e:
         raise LabError(f"its container does not answer ({e})") from None

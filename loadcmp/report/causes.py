@@ -8,9 +8,9 @@ run.json keeps that run's words (`said`, see `store.reader.causes_of`) and reads
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
-from ..records import CauseDoc
+from ..records import CauseDoc, TrialRecord
 
 def times(n: float) -> str:
     """'once', '1,234 times'."""
@@ -62,3 +62,17 @@ def note(c: CauseDoc, failures: Mapping[str, int]) -> str:
     """The whole note: the limit — what shows it; the failures it explains."""
     said = evidence(c, failures)
     return head(c) + (f" — {said}" if said else "")
+
+
+Seen = tuple[CauseDoc, TrialRecord, list[int], int]
+"""A cause across trials: its first record, that record's trial, the levels it was seen at, in how many trials."""
+
+
+def by_cause(trials: Iterable[tuple[TrialRecord, list[CauseDoc]]]) -> list[Seen]:
+    """Each cause of these trials (each with its records) once, in the order first seen."""
+    seen: dict[str, Seen] = {}
+    for t, records in trials:
+        for c in records:
+            first, trial, levels, n = seen.get(c["cause"], (c, t, [], 0))
+            seen[c["cause"]] = (first, trial, levels + [t["level"]] if t["level"] not in levels else levels, n + 1)
+    return list(seen.values())

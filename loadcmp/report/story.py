@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from itertools import groupby
 from typing import Literal
 
-from ..records import CauseDoc, TrialRecord
+from ..records import TrialRecord
 from ..store.reader import Results, causes_of, cpu_of_its_cpus, metrics_of
 from ..units import format_bytes, ms
 from .apart import apart_lines
-from .causes import evidence, head
+from .causes import by_cause, evidence, head
 from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
@@ -355,7 +355,7 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
     of every server, or `only` of these."""
     out = []
     for s in (data.servers if only is None else [s for s in data.servers if s in only]):
-        for first, trial, levels, n in _by_cause(data.of_server(s)):
+        for first, trial, levels, n in by_cause((t, causes_of(t)) for t in data.of_server(s)):
             total = sum(1 for t in data.of_server(s) if t["level"] in levels and t.get("result"))
             where = _levels(sorted(levels), data.levels) + (f" ({n} of {total} trials)" if total > 1 else "")
             said = evidence(first, trial["result"]["failures"])
@@ -379,17 +379,6 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
             out.append(f"{s}'s workers were all busy {where}: busy workers peaked at {peak} of "
                        f"{cap[0]} {cap[1]:,} (a status page takes one itself), so requests queued for a worker.")
     return out
-
-
-def _by_cause(trials: list[TrialRecord]) -> list[tuple[CauseDoc, TrialRecord, list[int], int]]:
-    """Each cause of these trials once: its first record and that record's trial, the levels it was
-    seen at, and in how many trials."""
-    seen: dict[str, tuple[CauseDoc, TrialRecord, list[int], int]] = {}
-    for t in trials:
-        for c in causes_of(t):
-            first, trial, levels, n = seen.get(c["cause"], (c, t, [], 0))
-            seen[c["cause"]] = (first, trial, levels + [t["level"]] if t["level"] not in levels else levels, n + 1)
-    return list(seen.values())
 
 
 SECTIONS = (("Requests served", throughput), ("Where failures begin", failures),
