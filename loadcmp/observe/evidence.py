@@ -189,7 +189,7 @@ class Causes:
 
 def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str, int],
             samples: Iterable[Mapping[str, Any]], oom_kills: int = 0, memory: int | None = None) -> Causes:
-    """A running deployment's logs of the window counted by cause, and the notes all the evidence makes.
+    """A running deployment's logs of the window counted by cause, and the causes all the evidence shows.
 
     Called before the containers stop: their logs go with them. A user's own config's error log, in a file of
     its own, is read too (`ownlogs`)."""
