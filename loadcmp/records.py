@@ -218,6 +218,26 @@ class ContainerState(TypedDict):
     OOMKilled: bool | None
 
 
+class CauseDoc(TypedDict):
+    """A limit the servers' own evidence points to in one trial, as figures (`observe.evidence` finds it,
+    `report.causes` says it in words): an entry of a trial's `causes`."""
+
+    cause: str  #: the stack's cause key (`program.what`, as in `log_evidence`), or `oom`: the same cause across trials
+    phrase: str  #: the limit in words (the stack's `[[causes]]` phrase)
+    setting: NotRequired[str]  #: the tunable it points to
+    value: NotRequired[Any]  #: that tunable's value in the trial
+    quote: NotRequired[str]  #: the first line of the window that says so, as the server wrote it
+    logged: NotRequired[int]  #: the lines of the window that say so
+    peak: NotRequired[float]  #: a status column's peak that reached `value` (all workers busy)
+    peak_said: NotRequired[str]  #: that peak in the stack's words (`{limit}`: the value)
+    rose: NotRequired[float]  #: how much a counter of the server's own rose in the window
+    rose_said: NotRequired[str]  #: that rise in the stack's words (`{times}`: the rise in words)
+    kinds: NotRequired[list[str]]  #: the client failure kinds it makes (the trial's `result.failures`: which were seen)
+    oom_kills: NotRequired[int]  #: `oom`: the server processes the kernel killed at the memory cap
+    memory: NotRequired[int]  #: `oom`: the memory cap, bytes
+    said: NotRequired[str]  #: read from an older run.json's note: its evidence, in its words (no figures apart)
+
+
 class TrialRecord(TypedDict):
     """One server x level x trial, as stored in run.json's `trials`."""
 
@@ -235,8 +255,9 @@ class TrialRecord(TypedDict):
     service_hist: NotRequired[HistogramDoc]
     server_metrics: NotRequired[ServerMetrics]
     container_state: NotRequired[dict[str, ContainerState]]
-    log_evidence: NotRequired[dict[str, int]]  #: the servers' log lines of the window by cause (evidence.CAUSES)
-    notes: NotRequired[list[str]]  #: the limits the evidence (logs, status pages, OOM kills) shows, quoting it
+    log_evidence: NotRequired[dict[str, int]]  #: the servers' log lines of the window by cause (the stack's causes)
+    causes: NotRequired[list[CauseDoc]]  #: the limits the evidence (logs, status pages, OOM kills) shows
+    notes: NotRequired[list[str]]  #: older results: those limits as sentences (store.reader.causes_of)
     warnings: NotRequired[list[str]]  #: the client's socket errors, sampler errors ...
 
 

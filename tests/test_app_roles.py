@@ -18,6 +18,7 @@ from loadcmp.experiment.spec import RunSpec, validate
 from loadcmp.experiment.variants import parse_sets
 from loadcmp.lab import apps, images, render, stacks
 from loadcmp.observe import evidence, metrics, statuspages
+from loadcmp.report.causes import note
 
 WORDPRESS = stacks.configs_dir() / "apps" / "wordpress"
 
@@ -236,11 +237,12 @@ def test_the_database_refusing_is_a_named_cause_with_its_tunable():
     assert t.counts == {"db.max_connections": 1, "db.aborted_connection": 1, "db.unreachable": 1}
     seen = evidence.Seen(t, {"http_5xx": 40}, evidence.status_peaks(
         [{"db_refused": 0.0}, {"db_refused": 39.0}], stack.causes))
-    notes = evidence.trial_notes(stack, {**stack.effective({}), "db.max_connections": 1}, seen)
-    note = next(n for n in notes if n.startswith("MariaDB refused"))
-    assert "(db.max_connections 1)" in note and "'the database refused: Too many connections' logged once" in note
-    assert "MariaDB counted 39 times a connection refused at max_connections" in note
-    assert note.endswith("the failures were 40 http_5xx")
+    notes = [note(c, {"http_5xx": 40})
+             for c in evidence.trial_causes(stack, {**stack.effective({}), "db.max_connections": 1}, seen)]
+    said = next(n for n in notes if n.startswith("MariaDB refused"))
+    assert "(db.max_connections 1)" in said and "'the database refused: Too many connections' logged once" in said
+    assert "MariaDB counted 39 times a connection refused at max_connections" in said
+    assert said.endswith("the failures were 40 http_5xx")
 
 
 def test_a_trial_sums_up_a_role_apart_with_the_limit_its_peak_is_measured_against():

@@ -10,6 +10,7 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.lab import cleanup
+from loadcmp.report import causes
 from loadcmp.store.reader import load_results
 
 pytestmark = pytest.mark.docker
@@ -50,7 +51,8 @@ def test_a_database_out_of_connections_is_the_named_cause_of_the_failures(tmp_pa
     assert t["result"]["failures"].get("http_5xx", 0) > 0 and t["result"]["ok"] > 0, t["result"]
     refused = t["log_evidence"].get("db.max_connections", 0)
     assert 1 <= refused <= t["result"]["failures"]["http_5xx"] + 20, t  # one line per refused request
-    note = next(n for n in t["notes"] if n.startswith("MariaDB refused connections beyond max_connections"))
+    note = next(said for c in t["causes"]
+                if (said := causes.note(c, t["result"]["failures"])).startswith("MariaDB refused connections beyond"))
     assert "(db.max_connections 2)" in note and "Too many connections" in note and "http_5xx" in note, note
     assert t["server_metrics"]["apart"]["db"]["peaks"]["db_refused"] >= 1
     assert {c.name for c in cleanup.labelled(docker_client)} == before

@@ -147,14 +147,14 @@ def test_the_edge_cause_comes_from_the_stored_evidence_strongest_first():
     assert said[1].startswith("all php-fpm workers were busy")
     assert any(s.startswith("the server's CPU was saturated: 99% of its 1 CPU") for s in said)
     quiet = _trial(200, server_metrics={"cpu_pct": 40.0})
-    quiet.pop("notes", None)
+    quiet.pop("causes", None)
     said = edge_cause([quiet], {"cpus": "0-1"}, 2, judged)  # 40% of 2 CPUs: not saturated; no notes
     assert said == [f"the target was missed: {', '.join(judged[0].missed)}; failures: 200 connect_refused "
                     "(no server evidence names a limit)"]
     # an app's database on the same CPU: 76% + 24% of one CPU is saturated, though neither is alone
     shared = _trial(200, server_metrics={"cpu_pct": 76.0, "apart": {"db": {"cpu_pct": 24.0, "cpu_pct_max": 25.0,
                                                                            "mem_peak_bytes": 1, "peaks": {}}}})
-    shared.pop("notes", None)
+    shared.pop("causes", None)
     said = edge_cause([shared], {"cpus": "1"}, 2, judged)
     assert said[0] == ("the server's CPU was saturated: 100% of its 1 CPU with its db, on the same CPUs (the server "
                        "76%, its db 24%; means over the window)")

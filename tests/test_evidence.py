@@ -8,6 +8,7 @@ import json
 from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from click.testing import CliRunner
 from loadcmp.observe import evidence as ev
 from loadcmp.errors import LabError
 from loadcmp.lab.stacks import Stack, effective_settings, get_stack
+from loadcmp.report.causes import note
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
 
@@ -104,7 +106,7 @@ def notes(stack: str, failures: dict[str, int], log: str | None = "", peaks: dic
           **kw: Any) -> list[str]:
     s = get_stack(stack)
     seen = ev.Seen(None if log is None else ev.tally(read(log) if log else ""), failures, peaks or {}, **kw)
-    return ev.trial_notes(s, effective_settings(s, {}), seen)
+    return [note(c, failures) for c in ev.trial_causes(s, effective_settings(s, {}), seen)]
 
 
 def test_each_stack_counts_its_own_causes_only() -> None:
@@ -169,8 +171,8 @@ def test_busy_workers_at_the_cap_are_evidence() -> None:
 
 def test_oom_kills_and_unreadable_logs() -> None:
     out = notes("apache-prefork", {"reset": 40}, None, oom_kills=3, memory=64 * 2**20)
-    assert out == ["the kernel killed 3 server process(es) at the memory cap of 64 MiB (the cgroup's oom_kill count); "
-                   "the failures were 40 reset"]
+    assert out == ["the kernel killed server processes at the memory cap of 64 MiB — 3 server process(es) killed "
+                   "(the cgroup's oom_kill count); the failures were 40 reset"]
 
 
 def test_status_peaks_from_samples() -> None:
@@ -185,6 +187,7 @@ def test_status_peaks_from_samples() -> None:
 class FakeDeployment:
     def __init__(self, stack: Stack, lines: list[str] | None) -> None:
         self.stack, self.settings, self.lines = stack, effective_settings(stack, {}), lines
+        self.plan = SimpleNamespace(own={})
 
     def log_lines(self, since: float, until: float) -> Iterator[str]:
         if self.lines is None:
@@ -197,9 +200,9 @@ def test_examine_counts_the_window_and_says_when_it_cannot() -> None:
     window = (epoch("2026-11-23T12:23:31.6Z"), epoch("2026-11-23T12:23:33Z"))
     found = ev.examine(FakeDeployment(get_stack("nginx-apache"), lines), window, {"http_5xx": 3}, [])  # type: ignore[arg-type]
     assert found.log_evidence == {"nginx.upstream_connect_timeout": 3} and found.warnings == []
-    assert "logged 3 times; the failures were 3 http_5xx" in found.notes[0]
+    assert note(found.causes[0], {"http_5xx": 3}).endswith("logged 3 times; the failures were 3 http_5xx")
     found = ev.examine(FakeDeployment(get_stack("nginx"), None), window, {}, [])  # type: ignore[arg-type]
-    assert found.log_evidence is None and found.notes == []
+    assert found.log_evidence is None and found.causes == []
     assert found.warnings == ["server logs: loadcmp-x-web: its log is unreadable (gone); "
                               "no cause could be read from them"]
 
@@ -222,6 +225,8 @@ def test_overloaded_fpm_is_found_in_the_stored_trial(tmp_path, images, docker_cl
     trial = load_results(json.loads(res.stdout)["results_dir"]).trials[0]
     assert trial["log_evidence"].get("fpm.max_children", 0) >= 1, trial
     assert not any(k.startswith("nginx.worker_connections") for k in trial["log_evidence"])
-    note = next(n for n in trial["notes"] if "fpm.max_children 5" in n)
-    assert "'[pool www] server reached pm.max_children setting (5)' logged" in note
+    rec = next(c for c in trial["causes"] if c["cause"] == "fpm.max_children")
+    assert rec["setting"] == "fpm.max_children" and rec["value"] == 5 and rec["logged"] >= 1, rec
+    said = note(rec, trial["result"]["failures"])
+    assert "(fpm.max_children 5)" in said and "'[pool www] server reached pm.max_children setting (5)' logged" in said
     assert cleanup.labelled(docker_client) == []

@@ -142,6 +142,24 @@ class StatusPage:
     """That command (`sh -c`); its output is read by `format` as a page's text would be."""
 
 
+@dataclass(frozen=True)
+class ErrorLogFind:
+    """How a program's config file names its error log: read from a user's own file (`ownconfig.error_logs`)."""
+
+    program: str
+    files: tuple[str, ...]
+    """The config files in this syntax (the rendered file's name that the user's file replaces)."""
+    find: str
+    """A regex (multi-line) whose group 1 is where the log goes, as written."""
+    root: str | None = None
+    """What a relative path is relative to (the program's prefix); None: unknown."""
+    default: str | None = None
+    """Where the program logs when its file names no log; None: its stderr."""
+    always: bool = False
+    """The default is read beside the logs the file names, when it is there (nginx writes its core's errors
+    there unless the main context names another log)."""
+
+
 FORMATS = ("regex", "json", "prometheus")
 
 
@@ -214,6 +232,8 @@ class Stack:
     """built-in, or the --stacks folder (or LOADCMP_STACKS / experiment file) it came from."""
     listen: tuple[str, ...] = ()
     """Regexes whose group 1 is the port in the front role's main config (a user's own file: `ownconfig`)."""
+    error_logs: tuple[ErrorLogFind, ...] = ()
+    """Where each program's config names its error log (a user's own file: `ownconfig.error_logs`)."""
     order: int = 100
     """Where it is listed (and run, for `all`) among the stacks of its folder: lowest first, then by name."""
 

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .model import Role, Stack, StatusPage
+from .model import ErrorLogFind, Role, Stack, StatusPage
 
 MAX_BYTES = 1 << 20
 """A config file larger than this is not a config file."""
@@ -212,6 +212,74 @@ def _with_query(path: str, default: str) -> str:
     """A found path keeps the query its page is read with (`/status` -> `/status?auto`)."""
     query = default.partition("?")[2]
     return path if "?" in path or not query else f"{path}?{query}"
+
+
+STDERR = frozenset({"stderr", "/dev/stderr", "/dev/stdout", "/proc/self/fd/2", "/proc/self/fd/1", "/proc/1/fd/2",
+                    "/proc/1/fd/1"})
+"""Destinations that end in the container's log, which loadcmp reads anyway."""
+SAFE_PATH = re.compile(r"^[\w${}./:@+-]+$")
+"""A path that is read as written (`${APACHE_LOG_DIR}` expands in the container); any other is not read."""
+
+
+@dataclass(frozen=True)
+class ErrorLog:
+    """An error log a user's file sends to a file of its own, away from the container's stderr."""
+
+    role: str
+    program: str
+    source: str
+    """The user's file that says so (its name) and how: `nginx-small.conf's error_log`."""
+    path: str
+    """As the file gives it, made absolute where the program's prefix is known."""
+    why: str | None = None
+    """Why loadcmp cannot read it (syslog, a pipe, a relative path); None: it is read from the role's container."""
+    optional: bool = False
+    """Read when it is there, not missed when it is not (nginx's default beside the logs its file names)."""
+
+    def words(self) -> str:
+        """What is not measured without it."""
+        return (f"{self.program}'s error log {self.path} ({self.source}): {self.why or 'unreadable'}, so no cause "
+                f"could be read from its lines")
+
+
+def _where(syntax: ErrorLogFind, to: str) -> tuple[str, str | None]:
+    """A destination as (path, why it cannot be read or None)."""
+    if to.startswith("syslog"):
+        return to, "sent to syslog"
+    if to.startswith("|"):
+        return to, "piped to a program"
+    if to.startswith("memory:"):
+        return to, "kept in memory"
+    if to == "/dev/null":
+        return to, "thrown away"
+    if not SAFE_PATH.match(to):
+        return to, "a path loadcmp does not read as written"
+    if not to.startswith(("/", "$")):
+        if syntax.root is None:
+            return to, "a relative path (write it absolute)"
+        return f"{syntax.root}/{to}", None
+    return to, None
+
+
+def error_logs(stack: Stack, own: Mapping[str, str], files: Mapping[str, str]) -> list[ErrorLog]:
+    """The error logs the user's files (`role/name` -> the user's file; `files`: the texts by the same key) send
+    somewhere other than the container's stderr, by the stack's `[error_log]` tables: each to be read from its
+    container, or said why it cannot be. A file no table names (a user's stack) is not guessed at."""
+    out: list[ErrorLog] = []
+    for key, user_file in own.items():
+        role, _, name = key.partition("/")
+        text = files.get(key, "")
+        for syntax in stack.error_logs:
+            if name not in syntax.files:
+                continue
+            found = [m.group(1) for m in re.finditer(syntax.find, text, re.M)]
+            source = f"named in {Path(user_file).name}"
+            out += [ErrorLog(role, syntax.program, source, *_where(syntax, to))
+                    for to in dict.fromkeys(found) if to not in STDERR]
+            if syntax.default and (syntax.always or not found) and syntax.default not in found:
+                where = _where(syntax, syntax.default)
+                out.append(ErrorLog(role, syntax.program, f"{syntax.program}'s default", *where, optional=bool(found)))
+    return out
 
 
 def for_label(configs: Iterable[OwnConfig], label: str) -> list[OwnConfig]:

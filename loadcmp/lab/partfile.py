@@ -15,11 +15,12 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..records import FAIL_KINDS
-from .model import FORMATS, Cause, StatusPage, Tunable
+from .model import FORMATS, Cause, ErrorLogFind, StatusPage, Tunable
 
 TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}
 STATUS_KEYS = {"path", "format", "fields", "find", "role", "command"}
 CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said"}
+ERROR_LOG_KEYS = {"program", "files", "find", "root", "default", "always"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 RESERVED = {"stack", "role", "port", "ports", "bind", "nofile", "www", "vars", "app"}
@@ -78,9 +79,12 @@ class Reader:
         self.status: dict[str, StatusPage] = {}
         self.versions: dict[str, str] = {}
         self.listen: list[str] = []
+        self.error_logs: list[ErrorLogFind] = []
 
     def read(self, path: Path, doc: dict[str, Any], text: str) -> None:
         self._tunables(path, doc.get("tunables", {}), text)
+        if "error_log" in doc:
+            self._error_log(path, doc["error_log"], text)
         self._status(path, doc.get("status", {}), text)
         for key, into in (("checks", self.checks), ("causes", self.causes)):
             items = doc.get(key, [])
@@ -103,6 +107,32 @@ class Reader:
                 self.p.add(path, text, "listen", f"listen {rx!r}: {problem}")
             else:
                 self.listen.append(rx)
+
+    def _error_log(self, path: Path, t: Any, text: str) -> None:
+        """[error_log]: how the program's config names its error log (program, files, find; root, default,
+        always)."""
+        if not isinstance(t, dict):
+            self.p.add(path, text, "error_log", "error_log must be a table ([error_log])")
+            return
+        wrong = []
+        if bad := sorted(set(t) - ERROR_LOG_KEYS):
+            wrong.append(f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(ERROR_LOG_KEYS))})")
+        if not {"program", "files", "find"} <= set(t):
+            wrong.append("it needs program, files and find")
+        wrong += [f"{k} must be a string" for k in ("program", "find", "root", "default")
+                  if k in t and not isinstance(t[k], str)]
+        files = t.get("files", [])
+        if not isinstance(files, list) or not all(isinstance(f, str) for f in files):
+            wrong.append("files must be a list of file names")
+        if isinstance(t.get("find"), str) and (problem := _one_group(t["find"])):
+            wrong.append(f"find {t['find']!r}: {problem}")
+        if not isinstance(t.get("always", False), bool):
+            wrong.append("always must be true or false")
+        for message in wrong:
+            self.p.add(path, text, "error_log", f"error_log: {message}")
+        if not wrong:
+            self.error_logs.append(ErrorLogFind(t["program"], tuple(files), t["find"], t.get("root"), t.get("default"),
+                                                t.get("always", False)))
 
     def _tunables(self, path: Path, table: Any, text: str) -> None:
         if not isinstance(table, dict):

@@ -25,8 +25,8 @@ from .partfile import IDENT, NAME, Problems, Reader, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
-              "status", "tunables", "checks", "causes", "versions", "listen"}
-PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen"}
+              "status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
+PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 
 
@@ -167,7 +167,7 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         name=name, description=str(doc.get("description", "")), roles=tuple(roles), php_api=str(doc.get("php_api", "")),
         tunables=dict(reader.tunables), parts=tuple(parts), aliases=tuple(_strings(p, path, text, doc, "aliases")),
         smoke=_flag(p, path, text, doc, "smoke"), home=home, origin=origin, order=_order(p, path, text, doc),
-        status=tuple(reader.status.values()), listen=tuple(reader.listen),
+        status=tuple(reader.status.values()), listen=tuple(reader.listen), error_logs=tuple(reader.error_logs),
         busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
         busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
     )

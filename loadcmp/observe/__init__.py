@@ -5,5 +5,7 @@
     statuspages.py  what mod_status, stub_status and php-fpm's status say: busy workers; a status read
                     by a command in a role's container (an app's database)
     roles.py        the roles measured apart from the server (an app's database) summed up per trial
-    evidence.py     the servers' log lines of the window counted by cause; notes only from evidence
+    evidence.py     the servers' log lines of the window counted by cause; a cause only from evidence, kept
+                    as a record of figures (`records.CauseDoc`)
+    ownlogs.py      the error logs a user's own config sends to files, read in their container after a trial
 """

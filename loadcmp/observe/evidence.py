@@ -4,9 +4,10 @@ Every server of the lab logs to its container's stderr, so `docker logs` holds i
 the measured window the runner reads each container's lines stamped inside it
 (`lab.Deployment.log_lines`) and `Tally` counts them by cause: the stack's `[[causes]]`
 (in its parts and stack file, read into `model.Cause`) say which line means which limit,
-which setting it points to and which client failures it makes. `trial_notes` then names a
+which setting it points to and which client failures it makes. `trial_causes` then keeps a
 limit only where evidence points to it (log lines, workers busy at the cap on the status
-pages, OOM kills) and quotes it, with the failures that cause explains; a limit the config
+pages, OOM kills), as a record of figures (`records.CauseDoc`: the line it quotes and how
+often, the failure kinds it explains); `report.causes` says it in words. A limit the config
 merely allows is not news.
 
 The patterns were taken from lines the lab's own servers wrote under overload; they
@@ -23,6 +24,11 @@ from typing import Any
 from ..errors import LabError
 from ..lab.containers import Deployment
 from ..lab.stacks import Cause, Stack, all_causes
+from ..records import CauseDoc
+from . import ownlogs
+
+OOM_KINDS = ("reset", "http_5xx", "protocol_error", "timeout")
+"""The client failures a server process killed at the memory cap makes."""
 
 
 def stamp(line: str) -> tuple[float | None, str]:
@@ -124,68 +130,50 @@ class Seen:
     """The memory cap, bytes."""
 
 
-def _times(n: float) -> str:
-    return "once" if n == 1 else f"{n:,.0f} times"
-
-
 def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Any]) -> tuple[str, Any] | None:
     key = stack.setting_of(cause)
     return (key, settings[key]) if key is not None and key in settings else None
 
 
-def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Any], peaks: Mapping[str, float]) -> list[str]:
-    """What the status pages say about a limit: a column at its peak reaching the setting (all workers busy),
-    or a counter of the server's own that rose (php-fpm's 'max children reached').
+def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Any], peaks: Mapping[str, float],
+                     rec: CauseDoc) -> None:
+    """What the status pages say about a limit, into its record: a column at its peak reaching the setting
+    (all workers busy), or a counter of the server's own that rose (php-fpm's 'max children reached').
 
     A busy count is evidence only where the stack file says so: php-fpm's status page takes a
     worker itself, so all look busy one client short of the cap, and a full pool leaves the page unanswered."""
-    out = []
     s = _setting(cause, stack, settings)
     if cause.peak and s and isinstance(s[1], int) and peaks.get(cause.peak, -1) >= s[1]:
-        out.append(cause.peak_said.format(limit=s[1]))
+        rec["peak"], rec["peak_said"] = peaks[cause.peak], cause.peak_said
     if cause.counter and peaks.get(cause.counter):
-        out.append(cause.counter_said.format(times=_times(peaks[cause.counter])))
-    return out
+        rec["rose"], rec["rose_said"] = peaks[cause.counter], cause.counter_said
 
 
-def _failures(kinds: tuple[str, ...], failures: Mapping[str, int]) -> str:
-    """The client failures a cause explains, in words; never a kind that was not seen."""
-    total = sum(failures.values())
-    if not total:
-        return "no request failed: they waited"
-    mine = {k: failures[k] for k in kinds if failures.get(k)}
-    listed = ", ".join(f"{n:,} {k}" for k, n in mine.items())
-    if mine and sum(mine.values()) == total:
-        return f"the failures were {listed}"
-    if mine:
-        return f"the failures included {listed} (of {total:,})"
-    seen = ", ".join(f"{n:,} {k}" for k, n in failures.items() if n)
-    return f"it makes none of the failures seen ({seen})" if kinds else ""
-
-
-def cause_note(cause: Cause, stack: Stack, settings: Mapping[str, Any], seen: Seen) -> str | None:
-    """One cause's note, or None when no evidence points to it."""
-    evidence = []
+def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Any], seen: Seen) -> CauseDoc | None:
+    """One cause as the evidence shows it (its lines logged, the status pages), or None when none points to it."""
+    rec = CauseDoc(cause=cause.key, phrase=cause.phrase)
+    if s := _setting(cause, stack, settings):
+        rec["setting"], rec["value"] = s
     t = seen.tally
     if t is not None and t.counts.get(cause.key):
-        evidence.append(f"'{t.quotes[cause.key]}' logged {_times(t.counts[cause.key])}")
-    evidence += _status_evidence(cause, stack, settings, seen.peaks)
-    if not evidence:
+        rec["quote"], rec["logged"] = t.quotes[cause.key], t.counts[cause.key]
+    _status_evidence(cause, stack, settings, seen.peaks, rec)
+    if not ({"logged", "peak", "rose"} & rec.keys()):
         return None
-    s = _setting(cause, stack, settings)
-    head = cause.phrase + (f" ({s[0]} {s[1]})" if s else "")
-    tail = _failures(cause.kinds, seen.failures) if cause.kinds else ""
-    return f"{head} — {'; '.join(evidence)}" + (f"; {tail}" if tail else "")
+    if cause.kinds:
+        rec["kinds"] = list(cause.kinds)
+    return rec
 
 
-def trial_notes(stack: Stack, settings: Mapping[str, Any], seen: Seen) -> list[str]:
-    """Notes that name a limit only where the evidence points to it, quoting the evidence."""
-    out = [n for c in stack.causes if (n := cause_note(c, stack, settings, seen))]
+def trial_causes(stack: Stack, settings: Mapping[str, Any], seen: Seen) -> list[CauseDoc]:
+    """The limits the evidence points to, and only those (`report.causes` says them in words)."""
+    out = [r for c in stack.causes if (r := cause_record(c, stack, settings, seen))]
     if seen.oom_kills:
-        cap = f" of {seen.memory / 2**20:,.0f} MiB" if seen.memory else ""
-        tail = _failures(("reset", "http_5xx", "protocol_error", "timeout"), seen.failures)
-        out.append(f"the kernel killed {seen.oom_kills:,} server process(es) at the memory cap{cap} "
-                   f"(the cgroup's oom_kill count)" + (f"; {tail}" if tail else ""))
+        oom = CauseDoc(cause="oom", phrase="the kernel killed server processes at the memory cap",
+                       oom_kills=seen.oom_kills, kinds=list(OOM_KINDS))
+        if seen.memory:
+            oom["memory"] = seen.memory
+        out.append(oom)
     return out
 
 
@@ -195,19 +183,25 @@ class Causes:
 
     log_evidence: dict[str, int] | None
     """Log lines of the window by cause; None: the logs could not be read."""
-    notes: list[str]
+    causes: list[CauseDoc]
     warnings: list[str]
 
 
 def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str, int],
             samples: Iterable[Mapping[str, Any]], oom_kills: int = 0, memory: int | None = None) -> Causes:
-    """A running deployment's logs of the window counted by cause, and the notes all the evidence makes.
+    """A running deployment's logs of the window counted by cause, and the causes all the evidence shows.
 
-    Called before the containers stop: their logs go with them."""
+    Called before the containers stop: their logs go with them. A user's own config's error log, in a file of
+    its own, is read too (`ownlogs`)."""
     try:
         counted: Tally | None = Tally(*window, causes=dep.stack.causes).feed_all(dep.log_lines(*window))
         warnings = []
     except LabError as e:
         counted, warnings = None, [f"server logs: {e}; no cause could be read from them"]
+    if dep.plan.own:  # a user's own config may log to a file of its own: counted the same way
+        lines, said = ownlogs.window_lines(dep, *window)
+        warnings += said
+        if counted is not None:
+            counted.feed_all(lines)
     seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory)
-    return Causes(None if counted is None else counted.counts, trial_notes(dep.stack, dep.settings, seen), warnings)
+    return Causes(None if counted is None else counted.counts, trial_causes(dep.stack, dep.settings, seen), warnings)

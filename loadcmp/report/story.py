@@ -10,15 +10,15 @@ the 95 % interval supports it (3 trials or more, see `tables.MIN_TRIALS`).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection
 from dataclasses import dataclass
 from itertools import groupby
 from typing import Literal
 
 from ..records import TrialRecord
-from ..store.reader import Results, cpu_of_its_cpus, metrics_of
+from ..store.reader import Results, causes_of, cpu_of_its_cpus, metrics_of
 from ..units import format_bytes, ms
+from .causes import by_cause, evidence, head
 from .role_usage import apart_lines
 from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
@@ -355,21 +355,12 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
     of every server, or `only` of these."""
     out = []
     for s in (data.servers if only is None else [s for s in data.servers if s in only]):
-        seen: dict[str, tuple[str, list[int], int]] = {}  # cause -> (first note, levels, trials)
-        for t in data.of_server(s):
-            for note in t.get("notes", []):
-                if not t.get("result") or (not t["result"]["failed"] and "log_evidence" not in t):
-                    continue
-                cause = note.split(" — ")[0]
-                key = re.sub(r"\d[\d,.]*", "#", cause)
-                first, levels, n = seen.get(key, (note, [], 0))
-                seen[key] = (first, levels + [t["level"]] if t["level"] not in levels else levels, n + 1)
-        for first, levels, n in seen.values():
-            cause, _, evidence = first.partition(" — ")
+        for first, trial, levels, n in by_cause((t, causes_of(t)) for t in data.of_server(s)):
             total = sum(1 for t in data.of_server(s) if t["level"] in levels and t.get("result"))
             where = _levels(sorted(levels), data.levels) + (f" ({n} of {total} trials)" if total > 1 else "")
-            out.append(f"{s}: {cause} {where}" + (f" — {'for example ' if total > 1 else ''}{evidence}"
-                                                   if evidence else "") + ".")
+            said = evidence(first, trial["result"]["failures"])
+            out.append(f"{s}: {head(first)} {where}" + (f" — {'for example ' if total > 1 else ''}{said}"
+                                                         if said else "") + ".")
         cpu = _saturated(data, s)
         if cpu:
             roles = _sharing(data, s)

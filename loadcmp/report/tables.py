@@ -15,9 +15,10 @@ from typing import Any
 import pandas as pd
 
 from ..records import TrialRecord
-from ..store.reader import Results, metrics_of
+from ..store.reader import Results, causes_of, metrics_of
 from ..units import ms
 from .capacity import capacity_json
+from .causes import note
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -339,11 +340,9 @@ def notes(res: Results) -> list[str]:
     # a cause seen in several trials of a cell is one note: the first trial's words and figures
     same: dict[tuple[str, int, str], list[tuple[int, str]]] = {}
     for t in res.trials:
-        r = t.get("result")
-        if not r or not r["failed"] and "log_evidence" not in t:
-            continue  # older runs noted limits read from the config: without failures they would mislead
-        for n in t.get("notes", []):
-            same.setdefault((t["server"], t["level"], re.sub(r"\d[\d,.]*", "#", n)), []).append((t["trial"], n))
+        for c in causes_of(t):
+            said = note(c, t["result"]["failures"])
+            same.setdefault((t["server"], t["level"], c["cause"]), []).append((t["trial"], said))
     for (server, level, _), seen in same.items():
         trials = len(res.cell(server, level))
         where = (f" ({len(seen)} of {trials} trials; figures of trial {seen[0][0]})" if trials > 1 else "")

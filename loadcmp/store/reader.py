@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -23,8 +24,8 @@ import pyarrow as pa
 
 from ..errors import StoreError
 from ..load.histogram import Histogram
-from ..records import (CapacityDoc, CapacityServerDoc, LoadSummary, RunDoc, RunStatus, ServerInfo, ServerMetrics,
-                       SpecDoc, TrialRecord, missing_keys)
+from ..records import (CapacityDoc, CapacityServerDoc, CauseDoc, LoadSummary, RunDoc, RunStatus, ServerInfo,
+                       ServerMetrics, SpecDoc, TrialRecord, missing_keys)
 from .writer import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "abandoned", "failed"]
@@ -222,6 +223,31 @@ def cpu_of_its_cpus(t: TrialRecord) -> tuple[float | None, dict[str, float]]:
     cpu = m.get("cpu_pct")
     apart = {role: float(v) for role, rm in (m.get("apart") or {}).items() if (v := rm.get("cpu_pct"))}
     return (None if cpu is None else cpu + sum(apart.values())), apart
+
+
+_FIGURES = re.compile(r"\d[\d,.]*")
+"""Figures in an older run.json's note: masked, its limit names the same cause in every trial."""
+
+
+def causes_of(t: TrialRecord) -> list[CauseDoc]:
+    """The limits a trial's evidence points to: its `causes`; a run.json written before they were records keeps
+    notes (sentences), read here, and only here, into records that keep their words: the limit before the
+    dash, the evidence after it (`said`). Those older runs also noted limits read from the config alone: a
+    note of a trial where nothing failed and no log was read is no evidence and is left out."""
+    if not t.get("result"):
+        return []
+    if "causes" in t:
+        return t["causes"]
+    if not t["result"]["failed"] and "log_evidence" not in t:
+        return []
+    out = []
+    for text in t.get("notes", []):
+        limit, _, said = text.partition(" — ")
+        rec = CauseDoc(cause=_FIGURES.sub("#", limit), phrase=limit)
+        if said:
+            rec["said"] = said
+        out.append(rec)
+    return out
 
 
 def _read_one(path: Path | str) -> tuple[Run, pd.DataFrame, pd.DataFrame]:

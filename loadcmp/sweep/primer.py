@@ -13,6 +13,7 @@ import re
 import time
 
 from ..lab.pages import http_get, page_file
+from ..lab.render import USER_WWW
 from ..errors import LabError, PrimerError
 from ..lab.containers import Deployment
 
@@ -34,9 +35,7 @@ def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0) -> None
         app = dep.plan.app
         app_page = app.page_for(page) if app else None
         if code >= 400:
-            said = _logged_error(dep) if app else ""
-            raise PrimerError(f"{dep.stack.name}: GET {page} answered HTTP {code}, not the page" +
-                              (f"; the app {app.name} logged: {said}" if app and said else "; check --page"))
+            raise PrimerError(_not_the_page(dep, page, code))
         if page.split("?")[0].endswith(".php"):
             if "<?php" in text:
                 raise PrimerError(f"{dep.stack.name}: GET {page} returned PHP source: PHP is not executing")
@@ -51,14 +50,35 @@ def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0) -> None
         _check_static(dep, page, body)
 
 
+def _not_the_page(dep: Deployment, page: str, code: int) -> str:
+    """An error status in one line: the error the app or PHP logged for it, quoted; a page of the user's
+    (--www) that exists is said to exist, so that a broken page does not read as a wrong path."""
+    said = f"{dep.stack.name}: GET {page} answered HTTP {code}, not the page"
+    app = dep.plan.app
+    logged = _logged_error(dep) if app or code >= 500 else ""
+    if app:
+        return said + (f"; the app {app.name} logged: {logged}" if logged else "; check --page")
+    www = dep.plan.www
+    found = page_file(www, page) if www else None
+    if found is None:
+        return said + (f"; the server logged: {logged}" if logged else "; check --page")
+    if code < 500:  # the file is there, the server does not serve it: its root is not the pages
+        return said + f"; the page {found} exists: is the server's root {USER_WWW}, where --www is?"
+    return said + (f"; the page {found} exists, and PHP logged: {logged}" if logged else
+                   f"; the page {found} exists, but nothing in the server's log says why")
+
+
 def _logged_error(dep: Deployment, width: int = 240) -> str:
-    """The last error line the app left in its containers' logs, its message only (no stack trace, no
-    context), or "" when there is none."""
+    """The last error line the app or PHP left in its containers' logs, its message only (no stack trace, no
+    context: Monolog's JSON, nginx's `" while reading response header ...`, the quote php-fpm or Apache put
+    round it), or "" when there is none."""
     found = ""
     for line in dep.logs(200).splitlines():
         m = LOGGED_ERROR.search(line)
         if m:
-            found = m.group(1).split(' {"', 1)[0].strip()
+            found = m.group(1).split(' {"', 1)[0].split('" while ', 1)[0].strip()
+            if found[-1:] in ("'", '"') and found.count(found[-1]) % 2:  # the close of a quote the server put round
+                found = found[:-1]
     return found if len(found) <= width else found[: width - 1].rsplit(" ", 1)[0] + " …"
 
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lab import containers, dockerhost, planning, render
-from ..observe import evidence
+from ..observe import evidence, ownlogs
 from ..observe.apimetrics import ApiSampler
 from ..errors import DockerUnavailable, LabError
 from ..lab.containers import Deployment
@@ -193,7 +193,7 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         info["app"] = dep.plan.app.name
     if dep.plan.own:
         info["own_configs"] = dep.plan.own
-        info["unmeasured"] = unmeasured(stack, dep.unmeasured)
+        info["unmeasured"] = unmeasured(stack, dep.unmeasured) + [g.words() for g in ownlogs.unreadable(dep)]
         sweep.progress.say(f"{p.label} runs your own " + ", ".join(f"{k} ({v})" for k, v in dep.plan.own.items())
                            + ("; not measured: " + "; ".join(info["unmeasured"]) if info["unmeasured"] else ""))
     sweep.writer.add_server(p.label, info)
@@ -284,8 +284,8 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
     )
     if ev.found.log_evidence is not None:
         record["log_evidence"] = ev.found.log_evidence
-    if ev.found.notes:
-        record["notes"] = ev.found.notes
+    if ev.found.causes:
+        record["causes"] = ev.found.causes
     warnings = [*m.summary["warnings"], *m.sampler_warnings, *ev.found.warnings]
     if warnings:
         record["warnings"] = warnings

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..errors import UsageError
 from ..records import ServerInfo, TrialRecord
+from ..report.causes import note
 from ..units import cpu_list
 from .checks import measure, show
 
@@ -159,14 +160,14 @@ def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | 
     """What broke at the first missed level, strongest evidence first; never a guess.
 
     `cores`: the machine's CPUs, for a server not pinned to a set of them."""
-    from ..store.reader import cpu_of_its_cpus  # pandas: only when results are read
+    from ..store.reader import causes_of, cpu_of_its_cpus  # pandas: only when results are read
 
     out: list[str] = []
     for t in trials:
         if t["status"] in ("oom", "server_died") and t.get("reason"):
             out.append(str(t["reason"]))
     for t in trials:
-        out += t.get("notes", [])
+        out += [note(c, t["result"]["failures"]) for c in causes_of(t)]
     pinned = info.get("cpus") if info else None
     cpus = len(cpu_list(pinned)) if pinned else cores
     for t in trials:

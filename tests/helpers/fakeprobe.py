@@ -21,7 +21,7 @@ from loadcmp.experiment.spec import RunSpec
 from loadcmp.load.histogram import Histogram
 from loadcmp.load.summary import latency_doc
 from loadcmp.load.workers import Stopper
-from loadcmp.records import LoadSummary, ServerInfo, TrialRecord
+from loadcmp.records import CauseDoc, LoadSummary, ServerInfo, TrialRecord
 from loadcmp.store.writer import RunWriter, new_run_doc
 from loadcmp.sweep.trial import Planned, Sweep, SweepHooks, TrialOutcome
 
@@ -67,9 +67,10 @@ class Model:
                           page=p.page, result=result, latency_hist=h.to_dict(),
                           server_metrics={"cpu_pct": min(99.0, 60 + 40 * load), "mem_peak_bytes": 50 * 2**20})
         if load > 1:
-            rec["notes"] = [f"all php-fpm workers were busy (fpm.max_children 5) — the status page showed 5 of 5 "
-                            f"busy; the failures were {refused:,} connect_refused" if refused else
-                            "all php-fpm workers were busy (fpm.max_children 5) — the status page showed 5 of 5 busy"]
+            rec["causes"] = [CauseDoc(cause="fpm.max_children", phrase="all php-fpm workers were busy",
+                                      setting="fpm.max_children", value=5, peak=5.0,
+                                      peak_said="the status page showed {limit} of {limit} busy",
+                                      kinds=["connect_refused"])]
         return rec
 
 
