@@ -11,6 +11,7 @@ import click
 from rich.markup import escape
 
 from .app import cli, emit_json
+from . import capacity
 from .capacity import CapacityDisplay
 from .display import err, out, print_rows
 from .options import (FlagGroup, LoadFlags, SearchFlags, SetupFlags, flag, load_options_but, search_options,
@@ -28,12 +29,8 @@ if TYPE_CHECKING:
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import SweepHooks
 
-REFUSED = {
-    "duration": "-t/--time: a probe lasts --probe-time",
-    "requests": "-n/--requests: a probe lasts --probe-time",
-    "rate": "--rate: with --schedule rate the search finds the rate itself; give --start and --max",
-}
-"""The load flags a study sets itself, and why (hidden from --help, still read to say so)."""
+REFUSED = {k: why for k, why in capacity.REFUSED.items() if k != "levels"}
+"""The load flags a study sets itself, and why (hidden from --help, still read to say so); -c N is its objective."""
 
 
 @dataclass(frozen=True)
