@@ -1,8 +1,11 @@
-"""Options shared by several commands, and the one route from load flags to values.
+"""Options shared by several commands, and the flag groups that carry their values.
 
-`bench`, `run` and `smoke` take the same load options. Every option defaults
-to None ("not given") so that a command can lay the flags over its own
-defaults or over an experiment file; `LoadFlags.given()` says which were set.
+`bench`, `run` and `smoke` take the same load options; `run`, `capacity` and `tune` the same
+set-up options; `capacity` and `tune` the same search options. Every option defaults to None
+("not given"), and each group (`LoadFlags`, `SetupFlags`, `SearchFlags`, `DockerFlags`) says
+which were given, by RunSpec field name (`given()`, laid over an experiment file by
+`experiment.flags`) and as typed (`given_flags()`, for a message). `writable` checks an output
+path before anything else is done.
 """
 
 from __future__ import annotations
@@ -15,7 +18,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..errors import UsageError
-
 from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE, SERVER_CPUS
 
 if TYPE_CHECKING:
