@@ -252,7 +252,9 @@ def test_a_trial_line_says_interrupted_once_and_no_latency_as_a_dash(monkeypatch
 
     disp = SweepDisplay()
     out = io.StringIO()
-    monkeypatch.setattr(disp.progress.console, "file", out)  # the shared stderr console: put back after
+    # the shared stderr console: its own `_file` (None: whatever sys.stderr is then) is put back after, so
+    # that later tests' CliRunner still captures it
+    monkeypatch.setattr(disp.progress.console, "_file", out)
     p = SimpleNamespace(label="nginx", level=10, trial=1)
     none = {k: None for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max", "min", "mean")}
     result = {"ok": 0, "failed": 0, "rps": 0.0, "latency_ms": none, "failures": {}, "started": 10,
