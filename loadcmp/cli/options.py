@@ -132,7 +132,9 @@ def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
         click.option("--pace", type=POSITIVE_DURATION, metavar="DURATION",
                      help="ramp: time between one user's requests, start to start (default 5s)."),
         click.option("--rate", type=RATE, hidden="rate" in hide, help="rate: requests per second."),
-        click.option("--max-inflight", type=COUNT, help="rate: most requests in flight (default: -c)."),
+        click.option("--max-inflight", type=COUNT,
+                     help="rate: most requests in flight (default: " + ("a second's requests)." if "levels" in hide
+                                                                        else "-c).")),
         click.option("--warmup", type=DURATION, metavar="DURATION", help="Load sent before measuring, not counted."),
         click.option("--timeout", type=POSITIVE_DURATION, metavar="DURATION",
                      help="Per request, connect included; past it a request is a timeout (default 10s)."),
