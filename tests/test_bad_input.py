@@ -50,7 +50,7 @@ def test_absurdly_many_clients_get_no_workers_advice():
 
 def test_an_unwritable_out_is_refused_before_any_request(faulty):
     res = CliRunner().invoke(cli, ["bench", faulty.url("/ok"), "-c", "2", "-t", "1", "--out", "/proc/nope/x"])
-    assert "--out /proc/nope/x" in _one_line(res, 1)
+    assert "--out /proc/nope/x" in _one_line(res, 2)
     assert faulty.requests == 0, "no load may be sent before the output is known to be writable"
 
 
@@ -59,12 +59,53 @@ def test_smoke_refuses_an_unwritable_report_file_before_starting(flag, monkeypat
     import loadcmp.cli.smoke as smoke_cli
 
     monkeypatch.setattr(smoke_cli, "sweep", lambda *a, **k: pytest.fail("the sweep must not start"))
-    line = _one_line(CliRunner().invoke(cli, ["smoke", flag, "/proc/nope/out.xml"]), 1)
+    line = _one_line(CliRunner().invoke(cli, ["smoke", flag, "/proc/nope/out.xml"]), 2)
     assert f"{flag} /proc/nope/out.xml" in line
     folder = tmp_path / "a-folder"
     folder.mkdir()
     res = CliRunner().invoke(cli, ["smoke", flag, str(folder)])
     assert res.exit_code == 2 and "Traceback" not in res.output
+
+
+NO_ENGINE = "unix:///nonexistent/loadcmp-test-docker.sock"
+"""A Docker engine that is not there: a command that asked it anything would fail with exit 1, not 2."""
+
+OUTPUTS = [
+    ["run", "--server", "nginx", "-c", "1", "-t", "1", "--out", "/proc/nope"],
+    ["capacity", "--server", "nginx", "--slo", "p99<1s", "--out", "/proc/nope"],
+    ["tune", "--server", "nginx", "--param", "fpm.max_children=2..20", "--slo", "p99<1s", "--trials", "2",
+     "--out", "/proc/nope"],
+    ["smoke", "--server", "nginx", "--out", "/proc/nope"],
+    ["smoke", "--server", "nginx", "--junit", "/proc/nope/j.xml"],
+    ["smoke", "--server", "nginx", "--summary", "/proc/nope/summary.md"],
+    ["report", "tests/fixtures/run-2x3x2", "--out", "/proc/nope"],
+    ["seeds", "--out", "/proc/nope"],
+    ["seeds", "--docs", "/proc/nope/seeds.md"],
+    ["bench", "http://127.0.0.1:9/", "-t", "1", "--out", "/proc/nope"],
+]
+
+
+@pytest.mark.parametrize("args", OUTPUTS, ids=lambda a: " ".join(a[:1] + a[-2:-1]))
+def test_every_output_path_is_exit_2_before_any_container_or_load(args, monkeypatch):
+    """docs/commands.md: output paths are bad usage, checked before anything starts. The engine named
+    here does not exist, so a command that reached it (an image check, a container) would exit 1."""
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    monkeypatch.delenv("LOADCMP_CLUSTER", raising=False)
+    line = _one_line(CliRunner().invoke(cli, args), 2)
+    assert line.startswith("error: ") and args[-1] in line and args[-2] in line
+
+
+def test_a_folder_check_leaves_nothing_behind(tmp_path, monkeypatch):
+    """A bad run after a good --out leaves no folder made for it (the check makes and removes one)."""
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    out = tmp_path / "deep" / "results"
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "0", "--out", str(out)])
+    assert res.exit_code == 2 and not (tmp_path / "deep").exists()
+    (tmp_path / "afile").write_text("x")
+    line = _one_line(CliRunner().invoke(cli, ["report", "tests/fixtures/run-2x3x2", "--out",
+                                              str(tmp_path / "afile" / "sub")]), 2)
+    assert "is a file, so no folder can be made under it" in line
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["afile"]
 
 
 def test_a_bench_where_every_request_failed_says_so_and_exits_1(faulty):

@@ -251,6 +251,7 @@ def test_ctrl_c_mid_search_keeps_the_probes_and_exits_130(no_docker, tmp_path):
     res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--server", "apache-prefork", "--slo", SLO,
                                    "--out", str(tmp_path)])
     assert res.exit_code == 130, res.output
+    assert "interrupted: interrupted" not in res.output and "0.0 ms" not in res.output
     (run_json,) = tmp_path.glob("*/run.json")
     run = json.loads(run_json.read_text())
     assert run["status"] == "interrupted"

@@ -203,3 +203,65 @@ def test_debug_flag_shows_a_crashed_workers_traceback():
     finally:
         log.handlers[:] = before
         log.setLevel(level)
+
+
+def test_servers_tunables_name_the_stacks_that_take_each_key_and_its_bounds():
+    """Not "its stacks": the stacks by name (or every stack), and the values a key takes, in the table and --json."""
+    from loadcmp.lab import stacks
+
+    res = CliRunner().invoke(cli, ["servers", "--tunables", "--json"])
+    assert res.exit_code == 0, res.output
+    found = json.loads(res.stdout)["tunables"]
+    fpm = stacks.get_stack("nginx").tunables["fpm.max_children"]
+    with_fpm = [s.name for s in stacks.catalog().values() if "fpm.max_children" in s.tunables]
+    assert found["fpm.max_children"]["stacks"] == with_fpm and "apache-prefork" not in with_fpm
+    assert (found["fpm.max_children"]["min"], found["fpm.max_children"]["max"]) == (fpm.min, fpm.max)
+    assert found["fpm.pm"]["choices"] == ["static", "dynamic", "ondemand"]
+    assert found["db.max_connections"]["stacks"] == [] and found["db.max_connections"]["apps"] == ["wordpress"]
+    res = CliRunner().invoke(cli, ["servers", "--tunables"], env={"COLUMNS": "300"})
+    assert res.exit_code == 0 and "its stack" not in res.output
+    row = next(line for line in res.output.splitlines() if "fpm.max_children" in line)
+    assert f"{fpm.min:,}..{fpm.max:,}" in row and ", ".join(with_fpm[:2]) in row
+    row = next(line for line in res.output.splitlines() if "fpm.pm " in line)
+    assert "static | dynamic | ondemand" in row
+    everywhere = [k for k, v in found.items() if len(v["stacks"]) == len(stacks.catalog())]
+    assert everywhere and all("every stack" in next(x for x in res.output.splitlines() if f"│ {k} " in x)
+                              for k in everywhere)
+
+
+@pytest.mark.parametrize("command, hidden", [("capacity", ("-c,", "-t,", "-n,", "--rate")),
+                                             ("tune", ("-t,", "-n,", "--rate"))])
+def test_help_leaves_out_the_load_flags_a_search_refuses(command, hidden):
+    """`capacity --help` listed -c, -t, -n and --rate, which it then refused: they are read (to say why) but
+    not offered."""
+    text = CliRunner().invoke(cli, [command, "--help"], env={"COLUMNS": "200"}).output
+    flags = {line.split()[0] for line in text.splitlines() if line.strip().startswith("-")}
+    assert not flags & set(hidden) and {"--schedule", "--slo", "-k,", "--max-inflight"} <= flags
+    if command == "tune":
+        assert "-c," in flags  # tune -c N: the req/s at N clients is the objective
+    res = CliRunner().invoke(cli, [command, "--server", "nginx", "--slo", "p99<1s", "-t", "5"])
+    assert res.exit_code == 2 and "-t/--time: a probe lasts --probe-time" in res.output
+
+
+def test_a_trial_line_says_interrupted_once_and_no_latency_as_a_dash(monkeypatch):
+    """"interrupted: interrupted" and "p99 0.0 ms" for a trial stopped before any request ended."""
+    import io
+    from types import SimpleNamespace
+
+    from loadcmp.cli.run import SweepDisplay
+
+    disp = SweepDisplay()
+    out = io.StringIO()
+    # the shared stderr console: its own `_file` (None: whatever sys.stderr is then) is put back after, so
+    # that later tests' CliRunner still captures it
+    monkeypatch.setattr(disp.progress.console, "_file", out)
+    p = SimpleNamespace(label="nginx", level=10, trial=1)
+    none = {k: None for k in ("p50", "p75", "p90", "p95", "p99", "p99_9", "max", "min", "mean")}
+    result = {"ok": 0, "failed": 0, "rps": 0.0, "latency_ms": none, "failures": {}, "started": 10,
+              "duration_s": 0.4, "schedule": {"kind": "closed"}}
+    disp.trial_end(p, {"status": "interrupted", "reason": "interrupted", "result": result})  # type: ignore[arg-type]
+    disp.trial_end(p, {"status": "oom", "reason": "the server was killed for memory (OOMKilled)",  # type: ignore
+                       "result": {**result, "ok": 5, "latency_ms": {**none, "p99": 12.25}}})
+    first, second = (" ".join(x.split()) for x in out.getvalue().split("#1:")[1:])
+    assert first == "ok 0 failed 0 0 req/s p99 – interrupted nginx c=10"  # the next line's start
+    assert second == "ok 5 failed 0 0 req/s p99 12.2 ms oom: the server was killed for memory (OOMKilled)"

@@ -126,7 +126,7 @@ def test_the_environment_gives_the_cluster(monkeypatch):
 
 
 def test_an_experiment_file_gives_the_cluster(tmp_path):
-    from loadcmp.cli.run import build_spec
+    from loadcmp.experiment.flags import build_spec
     from loadcmp.errors import ConfigError
 
     f = tmp_path / "c.toml"

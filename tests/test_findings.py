@@ -305,7 +305,7 @@ def test_parsing_findings_needs_no_heavy_library() -> None:
 
 
 def test_experiment_findings_name_only_servers_the_run_has(tmp_path):
-    from loadcmp.cli.run import build_spec
+    from loadcmp.experiment.flags import build_spec
 
     f = tmp_path / "x.toml"
     f.write_text('servers = ["nginx", "tuned"]\npages = ["/a", "/b"]\n[variants.tuned]\nstack = "nginx"\n'
@@ -316,7 +316,7 @@ def test_experiment_findings_name_only_servers_the_run_has(tmp_path):
     f.write_text('servers = ["nginx", "tuned"]\n[variants.tuned]\nstack = "nginx"\n'
                  'set = { "nginx.worker_processes" = "1" }\n'
                  '[[findings]]\nclaim = "x"\ncheck = "apache-prefork:rps > tuned:rps"\n')
-    from loadcmp.cli.run import server_fields
+    from loadcmp.experiment.flags import server_fields
 
     cut = build_spec(str(f), server_fields(("nginx",), ()))
     assert cut.servers == ("nginx",) and cut.variant_settings == {}

@@ -96,3 +96,65 @@ def test_connections_opened_in_the_warm_up_are_not_counted_again(faulty):
     assert doc["warmup_requests"] > 0 and doc["ok"] > 0
     assert doc["connections_opened"] == 0, doc["connections_opened"]
     assert doc["phases_ms"]["connect"]["max"] is None, doc["phases_ms"]["connect"]
+
+
+def test_a_phase_merged_over_trials_has_the_pooled_mean_stdev_and_extremes():
+    """`run --json` rows merge each phase over the trials by the requests each measured: mean, stdev, min and
+    max as if every request were pooled; percentiles close to the pooled ones (trials of unequal spread)."""
+    import numpy as np
+
+    from loadcmp.load.histogram import Histogram
+    from loadcmp.load.summary import latency_doc, merged_phase
+
+    rng = np.random.default_rng(7)
+    parts = [rng.lognormal(-6.0, 0.3, 4000), rng.lognormal(-5.5, 0.6, 1000), rng.lognormal(-6.2, 0.2, 9000)]
+    pooled = latency_doc(Histogram.of(np.concatenate(parts)))
+    merged = merged_phase([(len(p), latency_doc(Histogram.of(p))) for p in parts] + [(0, None)])
+    for k in ("mean", "stdev", "min", "max"):
+        assert merged[k] == pytest.approx(pooled[k], rel=1e-3), k
+    assert merged["p50"] == pytest.approx(pooled["p50"], rel=0.15)
+    one = latency_doc(Histogram.of(parts[0]))
+    assert merged_phase([(len(parts[0]), one)]) == pytest.approx(one)  # one trial: its own figures
+    assert merged_phase([(0, one)])["mean"] is None  # nothing measured: nothing made up
+
+
+def test_run_json_rows_carry_started_codes_phases_and_warm_up_over_their_trials(faulty, tmp_path):
+    """DESIGN §6: a row of `run --json` has what `bench --json` has; counts are means per trial like `ok`
+    (so ok + failed + unfinished == started), their exact sums in `totals`."""
+    from helpers.stored import stored_run
+
+    from loadcmp.report.tables import summary_doc
+    from loadcmp.store.reader import load_results
+
+    loads = [bench(faulty.url("/slow?ms=5"), "--warmup", "0.3"), bench(faulty.url("/slow?ms=5"), "-c", "5"),
+             bench(faulty.url("/404"))]
+    docs = iter(loads)
+
+    def edit(t: dict) -> None:  # the first cell's trials carry these real loads; one more trial for three
+        if (t["server"], t["level"]) == ("nginx", 10):
+            t["result"] = next(docs)
+
+    folder = stored_run(tmp_path / "run", edit=edit)
+    run = json.loads((folder / "run.json").read_text())
+    extra = next(t for t in run["trials"] if (t["server"], t["level"]) == ("nginx", 10))
+    run["trials"].append({**extra, "trial": 3, "result": next(docs)})
+    (folder / "run.json").write_text(json.dumps(run))
+    row = next(r for r in summary_doc(load_results(folder))["results"] if (r["server"], r["level"]) == ("nginx", 10))
+    totals = row["totals"]
+    assert totals["trials"] == row["trials"] == 3
+    for k in ("started", "ok", "failed", "unfinished", "warmup_requests"):
+        assert totals[k] == sum(d[k] for d in loads), k
+    assert row["started"] == pytest.approx(totals["started"] / 3, abs=0.05)
+    assert row["ok"] + row["failed"] + row["unfinished"] == pytest.approx(row["started"], abs=0.1)
+    assert totals["ok"] + totals["failed"] + totals["unfinished"] == totals["started"]
+    assert totals["warmup_requests"] > 0 and row["warmup_requests"] == pytest.approx(totals["warmup_requests"] / 3,
+                                                                                     abs=0.05)
+    assert totals["status_codes"]["404"] == loads[2]["status_codes"]["404"] > 0
+    assert sum(totals["status_codes"].values()) == sum(sum(d["status_codes"].values()) for d in loads)
+    assert set(row["phases_ms"]) == {"connect", "write", "wait", "read"}
+    waits = [(sum(d["status_codes"].values()), d["phases_ms"]["wait"]["mean"]) for d in loads]
+    assert row["phases_ms"]["wait"]["mean"] == pytest.approx(sum(n * m for n, m in waits) / sum(n for n, _ in waits),
+                                                             rel=1e-3)
+    assert row["phases_ms"]["wait"]["max"] == max(d["phases_ms"]["wait"]["max"] for d in loads)
+    old = next(r for r in summary_doc(load_results(folder))["results"] if (r["server"], r["level"]) == ("nginx", 50))
+    assert "status_codes" not in old and "phases_ms" not in old and old["totals"]["started"] > 0  # older results

@@ -165,7 +165,7 @@ def test_a_bad_count_is_refused(bad):
 
 
 def test_the_experiment_file_key(tmp_path):
-    from loadcmp.cli.run import build_spec
+    from loadcmp.experiment.flags import build_spec
     from loadcmp.experiment.spec import load_experiment
 
     f = tmp_path / "n.toml"

@@ -360,3 +360,28 @@ def test_a_short_study_on_real_nginx_measures_compares_and_leaves_nothing(tmp_pa
         assert f"pm.max_children = {t['params']['fpm.max_children']}" in fpm
     assert (folder / "study.log").stat().st_size > 0
     assert cleanup.labelled(docker_client) == []
+
+
+def test_resume_names_every_other_flag_given_as_typed(tmp_path):
+    """The flag groups say which flags were given, once: --resume refuses them by the names a user typed."""
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(tmp_path), "--trials", "1", "-c", "5", "--server-cpus", "1",
+                                   "--docker-host", "tcp://127.0.0.1:2375", "--set", "fpm.pm=static", "--slo",
+                                   "p99<1s", "--no-keepalive"])
+    assert res.exit_code == 2, res.output
+    assert ("(not -c/--clients, --keepalive/--no-keepalive, --server-cpus, --set, --docker-host, --slo)"
+            in " ".join(res.output.split()))
+
+
+def test_flag_groups_give_runspec_fields_and_the_flags_typed():
+    from loadcmp.cli.options import DockerFlags, LoadFlags, SetupFlags
+
+    kwargs = {"levels": (5,), "keepalive": False, "page": "/a.php", "sets": ("fpm.pm=static",), "out_dir": "o",
+              "stack_dirs": (), "docker_host": "tcp://h:2375", "server_address": None, "extra": 1}
+    load, setup = LoadFlags.pop(kwargs), SetupFlags.pop(kwargs)
+    assert kwargs == {"extra": 1}  # each group took its own, and only those
+    assert load.given() == {"levels": (5,), "keepalive": (False,)}  # --no-keepalive is given
+    assert setup.given() == {"page": "/a.php", "out": "o", "docker_host": "tcp://h:2375"}  # --set: with --server
+    assert setup.docker == DockerFlags(docker_host="tcp://h:2375")
+    assert setup.given_flags() == ["--page", "--set", "--out", "--docker-host"]
+    assert setup.fields_with(("x=nginx",)) == {**setup.given(), "servers": ("x",), "stacks": {"x": "nginx"},
+                                               "settings": {"fpm.pm": "static"}, "variant_settings": {}}

@@ -6,7 +6,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.cli.run import build_spec, server_fields
+from loadcmp.experiment.flags import build_spec, server_fields
 from loadcmp.errors import ConfigError, UsageError
 from loadcmp.sweep.runner import plan_sweep
 from loadcmp.sweep.trial import Planned, plan_trial
@@ -135,7 +135,7 @@ def test_table1_in_the_terminal_has_a_row_per_server_when_there_are_more_than_tw
 
 
 def test_unquoted_dotted_keys_in_a_set_table_are_the_same_settings(tmp_path):
-    from loadcmp.cli.run import build_spec
+    from loadcmp.experiment.flags import build_spec
 
     f = tmp_path / "v.toml"
     f.write_text('servers = ["tuned"]\n[variants.tuned]\nstack = "nginx"\n'

@@ -2,7 +2,8 @@
 
     app.py      the click group, the error -> exit-code mapping, the SIGINT handler
     types.py    click ParamTypes over loadcmp.units (durations, sizes, levels, CPU sets, rates)
-    options.py  the load options shared by bench, run and smoke; server options
+    options.py  the options commands share, and their flag groups (LoadFlags, SetupFlags, SearchFlags,
+                DockerFlags: what was given, by RunSpec field and as typed); output paths checked first
     display.py  live line, result tables (stderr for progress, stdout for results)
     servers.py  servers, apps, build, up, down
     bench.py    bench URL

@@ -16,7 +16,7 @@ from ..errors import Interrupted, LoadError, UsageError
 from ..records import LoadSummary, SpecDoc
 from .app import cli, emit_json, stop_on_signals
 from .display import LiveLine, err, print_result
-from .options import LoadFlags, json_option, load_options
+from .options import LoadFlags, json_option, load_options, writable
 
 if TYPE_CHECKING:
     from ..load.driver import LoadSpec
@@ -77,10 +77,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
                          insecure=insecure)
     plan = _plan(url, target, v, timed="duration" in given)
-    if out_dir:
-        from ..store.writer import check_out_dir
-
-        check_out_dir(out_dir)  # before the load: a bad --out found after it would lose what was measured
+    writable("--out", out_dir, folder=True)  # before the load: a bad --out found after it would lose what was measured
     from ..load.workers import Stopper
 
     stopper = Stopper()

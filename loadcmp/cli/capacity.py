@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -11,10 +10,8 @@ from rich.markup import escape
 
 from .app import cli, emit_json
 from .display import err, out, print_rows
-from .options import LoadFlags, load_options, setup_options
-from .run import SweepDisplay, build_spec, given_fields, raise_for_status, sweep
-from .types import COUNT, POSITIVE_DURATION
-from ..errors import UsageError
+from .options import LoadFlags, SearchFlags, SetupFlags, load_options_but, search_options, setup_options
+from .run import SweepDisplay, raise_for_status, sweep
 
 if TYPE_CHECKING:
     from ..experiment.capacity import CapacitySpec
@@ -44,68 +41,39 @@ class CapacityDisplay(SweepDisplay):
         self.progress.console.print(escape(msg), highlight=False)
 
 
-FLAG_NOT_HERE = {
+REFUSED = {
     "levels": "-c/--clients: the search finds the level itself; give --start and --max",
     "duration": "-t/--time: a probe lasts --probe-time",
     "requests": "-n/--requests: a probe lasts --probe-time",
     "rate": "--rate: with --schedule rate the search finds the rate itself; give --start and --max",
 }
+"""The load flags a search sets itself, and why (hidden from --help, still read to say so)."""
 
 
 @cli.command()
 @click.argument("experiment", required=False, type=click.Path(dir_okay=False))
 @click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
               help="Stack to search (repeatable, or 'all'); LABEL=STACK searches a stack under a label of its own.")
-@click.option("--slo", metavar="CHECKS", help="The target, in smoke's check grammar: 'p99<500ms, failed_rate<1%'.")
-@click.option("--resolution", metavar="PERCENT", help="How close the edge is bracketed (default 10%).")
-@click.option("--start", type=COUNT, help="The first level probed (default 10 clients, or 10 requests/s).")
-@click.option("--max", "max_", type=COUNT, help="The highest level probed (default: what the open-file limit holds).")
-@click.option("--probe-time", type=POSITIVE_DURATION, metavar="DURATION", help="Measured time of a probe (default 5s).")
-@click.option("--confirm", type=COUNT, help="Trials at the level found and at the one above (default 3).")
-@load_options
+@search_options(start="The first level probed (default 10 clients, or 10 requests/s).",
+                confirm="Trials at the level found and at the one above (default 3).")
+@load_options_but(*REFUSED)
 @setup_options
-def capacity(experiment: str | None, servers_: tuple[str, ...], slo: str | None, resolution: str | None,
-             start: int | None, max_: int | None, probe_time: float | None, confirm: int | None, page: str | None,
-             server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
-             out_dir: str | None, name: str | None, as_json: bool, **flags: Any) -> None:
+def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Find each set-up's capacity: the most load it holds while meeting a target.
 
     Steps up geometrically from --start until a probe misses the target, bisects to --resolution,
     then confirms the level found and the one above with --confirm trials each (95 % intervals).
     With --schedule rate the level is a request rate.
     """
-    load = LoadFlags.pop(flags)
-    for key, why in FLAG_NOT_HERE.items():
-        if getattr(load, key) is not None:
-            raise UsageError(why)
-    base, cap, _ = plan(experiment, load, flags, servers_, sets, {
-        "slo": slo, "resolution": resolution, "start": start, "max": max_, "probe_time": probe_time,
-        "confirm": confirm}, {"page": page, "server_cpus": server_cpus, "server_memory": server_memory,
-                              "reuse_server": reuse_server, "out": out_dir, "name": name})
+    from ..experiment.flags import search_spec
+
+    load, setup, target = LoadFlags.pop(flags), SetupFlags.pop(flags), SearchFlags.pop(flags)
+    setup.check_out()
+    load.refuse(REFUSED)
+    base, cap, _ = search_spec(experiment, {**load.given(), **setup.fields_with(servers_)}, target.table())
     spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
     outcome = search(spec, cap, as_json)
     raise_for_status(outcome)
-
-
-def plan(experiment: str | None, load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...],
-         sets: tuple[str, ...], search_flags: dict[str, Any], setup: dict[str, Any]
-         ) -> tuple[RunSpec, CapacitySpec, dict[str, Any]]:
-    """The load as a run of one probe (the level, and by rate the rate, set per probe), the search's
-    settings from the flags over the file's [capacity] table, and the file's other tables."""
-    from ..experiment.capacity import capacity_spec, convert
-    from ..experiment.spec import load_experiment
-
-    given_cap = {k: convert(k, v, f"--{k.replace('_', '-')}") if v is not None and k in ("slo", "resolution")
-                 else v for k, v in search_flags.items()}
-    fields, extra = load_experiment(experiment) if experiment else ({}, {})
-    given = given_fields(load, flags, servers, sets, setup)
-    given.update(levels=(1,), duration=5.0, requests=None, trials=1)
-    if given.get("schedule", fields.get("schedule")) == "rate":
-        given["rate"] = 1.0
-    base = build_spec(experiment, given)
-    cap = capacity_spec(base, extra.get("capacity", {}), given_cap,
-                        f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]")
-    return base, cap, extra
 
 
 def search(spec: RunSpec, cap: CapacitySpec, as_json: bool) -> SweepOutcome:

@@ -15,7 +15,7 @@ from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
 
-from ..records import LatencyMs, LoadSummary, ScheduleDoc
+from ..records import LatencyMs, LoadSummary, ScheduleDoc, TrialRecord
 from ..units import format_bytes, ms
 
 if TYPE_CHECKING:  # the engine (numpy, uvloop) is imported when a load starts
@@ -85,7 +85,22 @@ def latency_histogram(h: Histogram, bins: int = 10, width: int = 40) -> list[tup
 
 
 def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = out) -> None:
-    """The end-of-bench summary: counts, rates, latency and its histogram."""
+    """The end-of-bench summary: counts, rates, latency and its histogram, then what to beware of."""
+    console.print(_counts_table(doc))
+    console.print(_latency_table(doc))
+    phases = _phases_table(doc)
+    if phases is not None:
+        console.print(phases)
+    if hist is not None and hist.count:
+        console.print("histogram:")
+        for edge, c, bar in latency_histogram(hist):
+            console.print(f"  {edge:10.3f} ms [{c:>9,}] |{bar}")
+    for line in _caveats(doc):
+        console.print(line)
+
+
+def _counts_table(doc: LoadSummary) -> Table:
+    """What was sent and what came back: counts by outcome, rates, bytes, status codes, the client's cost."""
     sched = doc.get("schedule") or ScheduleDoc(kind="closed")
     t = Table(title=f"{short_url(doc.get('url', ''))}  ({sched['kind']}, {doc.get('engine', '')} engine)",
               show_header=False, title_justify="left")
@@ -93,8 +108,7 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     t.add_column("value", justify="right")
     t.add_row("measured", f"{doc['duration_s']:.{1 if doc['duration_s'] >= 10 else 3}f} s"
               + ("  (interrupted)" if doc["interrupted"] else ""))
-    n = sched.get("requests")
-    if n:
+    if n := sched.get("requests"):
         t.add_row("stopped by", _stopped_by(doc, n))
     t.add_row("started", f"{doc['started']:,}")
     t.add_row("ok", f"{doc['ok']:,}")
@@ -114,18 +128,30 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     opened = doc.get("connections_opened")
     if opened and sched.get("keepalive"):
         t.add_row("connections opened", f"{opened:,} ({sum(codes.values()) / opened:,.1f} requests each)")
-    busy = doc.get("client_busy_pct")
-    if busy is not None:
-        cost = doc.get("client_cpu_us")
-        wait = doc.get("client_wait_pct") or 0.0
-        t.add_row("client", f"busy {busy:.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
-                  + (f", {cost:,.0f} µs CPU per request" if cost else ""))
+    if (client := _client_text(doc)) is not None:
+        t.add_row("client", client)
     wb = doc["webbench"]
     t.add_row("webbench would print",
               f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "
               f"Requests: {wb['susceed']:,} susceed, {wb['failed']:,} failed"
               + (" (error pages count as success there)" if wb["susceed"] != doc["ok"] else ""))
-    console.print(t)
+    return t
+
+
+def _client_text(doc: LoadSummary) -> str | None:
+    """How busy the client was and what a request cost it (None: not measured)."""
+    busy = doc.get("client_busy_pct")
+    if busy is None:
+        return None
+    cost = doc.get("client_cpu_us")
+    wait = doc.get("client_wait_pct") or 0.0
+    return (f"busy {busy:.0f}%" + (f" ({wait:.0f}% waiting for a CPU)" if wait >= 5 else "")
+            + (f", {cost:,.0f} µs CPU per request" if cost else ""))
+
+
+def _latency_table(doc: LoadSummary) -> Table:
+    """The latency percentiles from the intended start (open schedules: the service time below)."""
+    sched = doc.get("schedule") or ScheduleDoc(kind="closed")
     lat = Table(title="latency (ms, from intended start)", title_justify="left")
     for k in PERCENTILE_COLUMNS:
         lat.add_column(k.replace("_", "."), justify="right")
@@ -133,31 +159,36 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
     if sched["kind"] in ("rate", "ramp"):
         lat.add_row(*_percentile_cells(doc["service_ms"]), style="dim")
         lat.caption = "second row: service time (from the actual send)"
-    console.print(lat)
+    return lat
+
+
+def _phases_table(doc: LoadSummary) -> Table | None:
+    """Where a response's time went (connect, write, wait, read); None when no phase was measured."""
     phases = doc.get("phases_ms")
-    if phases and any(p["p50"] is not None for p in phases.values()):
-        ph = Table(title="phases (ms)", title_justify="left",
-                   caption="connect: new connections; wait: to the first byte", caption_justify="left")
-        ph.add_column("phase")
-        for k in ("mean", "p50", "p90", "p99", "max"):
-            ph.add_column(k, justify="right")
-        for name, p in phases.items():
-            if p["p50"] is not None:
-                ph.add_row(name, _fmt_ms(p["mean"]), _fmt_ms(p["p50"]), _fmt_ms(p["p90"]), _fmt_ms(p["p99"]),
-                           _fmt_ms(p["max"]))
-        console.print(ph)
-    if hist is not None and hist.count:
-        console.print("histogram:")
-        for edge, c, bar in latency_histogram(hist):
-            console.print(f"  {edge:10.3f} ms [{c:>9,}] |{bar}")
-    edges = edges_note(doc)
-    if edges:
-        console.print(f"[yellow]note:[/yellow] {edges}")
+    if not phases or all(p["p50"] is None for p in phases.values()):
+        return None
+    ph = Table(title="phases (ms)", title_justify="left",
+               caption="connect: new connections; wait: to the first byte", caption_justify="left")
+    ph.add_column("phase")
+    for k in ("mean", "p50", "p90", "p99", "max"):
+        ph.add_column(k, justify="right")
+    for name, p in phases.items():
+        if p["p50"] is not None:
+            ph.add_row(name, _fmt_ms(p["mean"]), _fmt_ms(p["p50"]), _fmt_ms(p["p90"]), _fmt_ms(p["p99"]),
+                       _fmt_ms(p["max"]))
+    return ph
+
+
+def _caveats(doc: LoadSummary) -> list[str]:
+    """What the figures above must be read with: slow edges, a client-bound load, the load's warnings."""
+    out: list[str] = []
+    if edges := edges_note(doc):
+        out.append(f"[yellow]note:[/yellow] {edges}")
     if doc.get("client_bound"):
-        console.print(f"[yellow]client-bound:[/yellow] {doc.get('client_bound_reason')}. These figures are the "
-                      f"client's limit, not the server's. {_sentence(doc.get('client_advice', ''))}")
-    for w in doc["warnings"]:
-        console.print(f"[yellow]warning:[/yellow] {w}")
+        out.append(f"[yellow]client-bound:[/yellow] {doc.get('client_bound_reason')}. These figures are the "
+                   f"client's limit, not the server's. {_sentence(doc.get('client_advice', ''))}")
+    out += [f"[yellow]warning:[/yellow] {w}" for w in doc["warnings"]]
+    return out
 
 
 def _stopped_by(doc: LoadSummary, n: int) -> str:
@@ -190,7 +221,23 @@ def _percentile_cells(lat: LatencyMs) -> list[str]:
 
 
 def _fmt_ms(v: float | None) -> str:
-    return "-" if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
+    return NO_LATENCY if v is None else (f"{v:.2f}" if v < 100 else f"{v:.0f}")
+
+
+NO_LATENCY = "–"
+"""A latency no request gave (none completed): never 0, which would read as instant."""
+
+
+def p99_text(lat: LatencyMs) -> str:
+    """A trial's p99 on its progress line: `12.3 ms`, or `–` when no request completed."""
+    v = lat.get("p99")
+    return NO_LATENCY if v is None else f"{v:,.1f} ms"
+
+
+def status_text(rec: TrialRecord) -> str:
+    """A trial's status and why (`oom: ...`); a reason that only repeats the status is said once."""
+    reason = rec.get("reason")
+    return rec["status"] if not reason or reason == rec["status"] else f"{rec['status']}: {reason}"
 
 
 def short_url(url: str, width: int = 70) -> str:

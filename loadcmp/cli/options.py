@@ -1,69 +1,126 @@
-"""Options shared by several commands, and the one route from load flags to values.
+"""Options shared by several commands, and the flag groups that carry their values.
 
-`bench`, `run` and `smoke` take the same load options. Every option defaults
-to None ("not given") so that a command can lay the flags over its own
-defaults or over an experiment file; `LoadFlags.given()` says which were set.
+`bench`, `run` and `smoke` take the same load options; `run`, `capacity` and `tune` the same
+set-up options; `capacity` and `tune` the same search options. Every option defaults to None
+("not given"), and each group (`LoadFlags`, `SetupFlags`, `SearchFlags`, `DockerFlags`) says
+which were given, by RunSpec field name (`given()`, laid over an experiment file by
+`experiment.flags`) and as typed (`given_flags()`, for a message). `writable` checks an output
+path before anything else is done.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, TypeVar
-
+from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
+from ..errors import UsageError
 from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE, SERVER_CPUS
 
 if TYPE_CHECKING:
     from ..lab.dockerhost import DockerHost
 
 F = TypeVar("F", bound=Callable[..., Any])
+G = TypeVar("G", bound="FlagGroup")
 
 
 @dataclass(frozen=True)
-class LoadFlags:
-    """The load options as given on the command line (None: not given)."""
+class FlagGroup:
+    """A group of a command's flags as the user gave them: None (or an empty tuple) is "not given".
 
-    levels: tuple[int, ...] | None = None
-    duration: float | None = None
-    requests: int | None = None
-    schedule: str | None = None
-    keepalive: bool | None = None
-    ramp_up: float | None = None
-    pace: float | None = None
-    rate: float | None = None
-    max_inflight: int | None = None
-    warmup: float | None = None
-    timeout: float | None = None
-    engine: str | None = None
-    workers: int | None = None
-    cluster: str | None = None
-    client_cpus: str | None = None
+    Each field's metadata names its flag as typed (`flag`) and, where it differs from the field's
+    name, the RunSpec field it sets (`spec`; "" for a flag that sets none by itself)."""
 
     @classmethod
-    def pop(cls, kwargs: dict[str, Any]) -> LoadFlags:
-        """Take this group's values out of a command's keyword arguments."""
-        return cls(**{f.name: kwargs.pop(f.name) for f in fields(cls)})
+    def pop(cls: type[G], kwargs: dict[str, Any]) -> G:
+        """Take this group's values out of a command's keyword arguments (a flag the command lacks: not given)."""
+        return cls(**{f.name: kwargs.pop(f.name, f.default) for f in fields(cls)})
+
+    def _given(self) -> list[tuple[Field[Any], Any]]:
+        return [(f, v) for f in fields(self) if (v := getattr(self, f.name)) is not None and v != ()]
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by RunSpec field name."""
-        out = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+        out: dict[str, Any] = {}
+        for f, v in self._given():
+            if isinstance(v, FlagGroup):
+                out.update(v.given())
+            elif (name := f.metadata.get("spec", f.name)) != "":
+                out[name] = v
+        return out
+
+    def given_flags(self) -> list[str]:
+        """The flags the user gave, as typed (`--server-cpus`): what a message names."""
+        out: list[str] = []
+        for f, v in self._given():
+            out += v.given_flags() if isinstance(v, FlagGroup) else [f.metadata.get("flag", f.name)]
+        return out
+
+
+def flag(typed: str, spec: str | None = None, default: Any = None) -> Any:
+    """A field of a FlagGroup: its flag as typed, and the RunSpec field it sets when not the field's own name."""
+    return field(default=default, metadata={"flag": typed} if spec is None else {"flag": typed, "spec": spec})
+
+
+@dataclass(frozen=True)
+class LoadFlags(FlagGroup):
+    """The load options as given on the command line (None: not given)."""
+
+    levels: tuple[int, ...] | None = flag("-c/--clients")
+    duration: float | None = flag("-t/--time")
+    requests: int | None = flag("-n/--requests")
+    schedule: str | None = flag("--schedule")
+    keepalive: bool | None = flag("--keepalive/--no-keepalive")
+    ramp_up: float | None = flag("--ramp-up")
+    pace: float | None = flag("--pace")
+    rate: float | None = flag("--rate")
+    max_inflight: int | None = flag("--max-inflight")
+    warmup: float | None = flag("--warmup")
+    timeout: float | None = flag("--timeout")
+    engine: str | None = flag("--engine")
+    workers: int | None = flag("--workers")
+    cluster: str | None = flag("--cluster")
+    client_cpus: str | None = flag("--client-cpus")
+
+    def given(self) -> dict[str, Any]:
+        """The flags the user gave, by RunSpec field name (keep-alive as the spec's tuple of settings)."""
+        out = super().given()
         if "keepalive" in out:
             out["keepalive"] = (out["keepalive"],)
         return out
 
+    def refuse(self, why: dict[str, str]) -> None:
+        """A UsageError for the first flag given that the command refuses (field name -> why)."""
+        for key, text in why.items():
+            if getattr(self, key) is not None:
+                raise UsageError(text)
+
 
 def load_options(f: F) -> F:
     """-c, -t, -n and the schedule, connection and client options (bench, run, smoke)."""
-    opts = [
-        click.option("-c", "--clients", "levels", type=LEVELS, metavar="N[,N...]",
+    return load_options_but()(f)
+
+
+def load_options_but(*refused: str) -> Callable[[F], F]:
+    """The load options, those a command refuses (by field name: `levels`, `duration`...) left out of its
+    --help (still read, so that the command can say why it refuses them)."""
+    def add(f: F) -> F:
+        for o in reversed(_load_options(set(refused))):
+            f = o(f)
+        return f
+    return add
+
+
+def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
+    return [
+        click.option("-c", "--clients", "levels", type=LEVELS, metavar="N[,N...]", hidden="levels" in hide,
                      help="Concurrent clients (ramp: users; rate: most in flight); a list sweeps (run)."),
         click.option("-t", "--time", "duration", type=POSITIVE_DURATION, metavar="DURATION",
-                     help="Measured time per trial: 30, 30s, 2m."),
-        click.option("-n", "--requests", type=COUNT, metavar="N",
+                     hidden="duration" in hide, help="Measured time per trial: 30, 30s, 2m."),
+        click.option("-n", "--requests", type=COUNT, metavar="N", hidden="requests" in hide,
                      help="Send N requests in all, then stop (ab, hey); closed loop only; "
                           "with -t: whichever ends first."),
         click.option("--schedule", type=click.Choice(["closed", "ramp", "rate"]),
@@ -74,8 +131,10 @@ def load_options(f: F) -> F:
         click.option("--ramp-up", type=DURATION, metavar="DURATION", help="ramp: time over which the users start."),
         click.option("--pace", type=POSITIVE_DURATION, metavar="DURATION",
                      help="ramp: time between one user's requests, start to start (default 5s)."),
-        click.option("--rate", type=RATE, help="rate: requests per second."),
-        click.option("--max-inflight", type=COUNT, help="rate: most requests in flight (default: -c)."),
+        click.option("--rate", type=RATE, hidden="rate" in hide, help="rate: requests per second."),
+        click.option("--max-inflight", type=COUNT,
+                     help="rate: most requests in flight (default: " + ("a second's requests)." if "levels" in hide
+                                                                        else "-c).")),
         click.option("--warmup", type=DURATION, metavar="DURATION", help="Load sent before measuring, not counted."),
         click.option("--timeout", type=POSITIVE_DURATION, metavar="DURATION",
                      help="Per request, connect included; past it a request is a timeout (default 10s)."),
@@ -86,9 +145,6 @@ def load_options(f: F) -> F:
                           "(env LOADCMP_CLUSTER)."),
         click.option("--client-cpus", type=CPUS, metavar="CPUS", help="Pin the client processes to these CPUs."),
     ]
-    for o in reversed(opts):
-        f = o(f)
-    return f
 
 
 def server_options(f: F) -> F:
@@ -162,24 +218,16 @@ def json_option(f: F) -> F:
 
 
 @dataclass(frozen=True)
-class DockerFlags:
+class DockerFlags(FlagGroup):
     """Where the stacks run (run, smoke, up, down, build): another Docker engine, how it is reached
     (TLS as the docker CLI's flags), and where its servers are reached."""
 
-    docker_host: str | None = None
-    server_address: str | None = None
-    tlsverify: bool | None = None
-    tlscacert: str | None = None
-    tlscert: str | None = None
-    tlskey: str | None = None
-
-    @classmethod
-    def pop(cls, kwargs: dict[str, Any]) -> DockerFlags:
-        """Take this group's values out of a command's keyword arguments (`build`, `down`: no --server-address)."""
-        return cls(**{f.name: kwargs.pop(f.name, None) for f in fields(cls)})
-
-    def given(self) -> dict[str, Any]:
-        return {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) is not None}
+    docker_host: str | None = flag("--docker-host")
+    server_address: str | None = flag("--server-address")
+    tlsverify: bool | None = flag("--tlsverify")
+    tlscacert: str | None = flag("--tlscacert")
+    tlscert: str | None = flag("--tlscert")
+    tlskey: str | None = flag("--tlskey")
 
     def host(self) -> DockerHost:
         """The engine these flags (and the environment) name; one-line UsageErrors."""
@@ -234,3 +282,107 @@ def setup_options(f: F) -> F:
     for o in reversed(opts):
         f = o(f)
     return f
+
+
+@dataclass(frozen=True)
+class SetupFlags(FlagGroup):
+    """The set-up flags of `setup_options` (run, capacity, tune; smoke has some): the page, the servers'
+    limits and settings, where they run, what they serve and where the results go."""
+
+    page: str | None = flag("--page")
+    server_cpus: str | None = flag("--server-cpus")
+    server_memory: int | None = flag("--server-memory")
+    sets: tuple[str, ...] = flag("--set", spec="", default=())
+    """Parsed with the command's --server items (`experiment.flags.server_fields`)."""
+    reuse_server: bool | None = flag("--reuse-server")
+    out_dir: str | None = flag("--out", spec="out")
+    name: str | None = flag("--name")
+    stack_dirs: tuple[str, ...] = flag("--stacks", default=())
+    www: str | None = flag("--www")
+    configs: tuple[dict[str, Any], ...] = flag("--config", default=())
+    app: str | None = flag("--app")
+    docker: DockerFlags = field(default_factory=DockerFlags)
+
+    @classmethod
+    def pop(cls, kwargs: dict[str, Any]) -> SetupFlags:
+        """Take this group's values, the Docker flags' among them, out of a command's keyword arguments."""
+        own = {f.name: kwargs.pop(f.name, f.default) for f in fields(cls) if f.name != "docker"}
+        return cls(**own, docker=DockerFlags.pop(kwargs))
+
+    def check_out(self) -> None:
+        """--out, first of all: one that cannot be written is exit 2 before anything is read or started."""
+        writable("--out", self.out_dir, folder=True)
+
+    def fields_with(self, servers: tuple[str, ...]) -> dict[str, Any]:
+        """The RunSpec fields these flags and the command's --server items give (only those given)."""
+        from ..experiment.flags import server_fields
+
+        return {**self.given(), **server_fields(servers, self.sets)}
+
+
+@dataclass(frozen=True)
+class SearchFlags(FlagGroup):
+    """A capacity search's own flags (capacity, tune), by their [capacity] key: the target, the levels,
+    the probes and the confirmations."""
+
+    slo: str | None = flag("--slo")
+    resolution: str | None = flag("--resolution")
+    start: int | None = flag("--start")
+    max_: int | None = flag("--max", spec="max")
+    probe_time: float | None = flag("--probe-time")
+    confirm: int | None = flag("--confirm")
+
+    def table(self) -> dict[str, Any]:
+        """Every key of the search, None where not given (laid over the file's [capacity] table)."""
+        return {f.metadata.get("spec", f.name): getattr(self, f.name) for f in fields(self)}
+
+
+def search_options(start: str, confirm: str) -> Callable[[F], F]:
+    """--slo, --resolution, --start, --max, --probe-time, --confirm (capacity, tune: their own words for two)."""
+    def add(f: F) -> F:
+        opts = [
+            click.option("--slo", metavar="CHECKS",
+                         help="The target, in smoke's check grammar: 'p99<500ms, failed_rate<1%'."),
+            click.option("--resolution", metavar="PERCENT", help="How close the edge is bracketed (default 10%)."),
+            click.option("--start", type=COUNT, help=start),
+            click.option("--max", "max_", type=COUNT,
+                         help="The highest level probed (default: what the open-file limit holds)."),
+            click.option("--probe-time", type=POSITIVE_DURATION, metavar="DURATION",
+                         help="Measured time of a probe (default 5s)."),
+            click.option("--confirm", type=COUNT, help=confirm),
+        ]
+        for o in reversed(opts):
+            f = o(f)
+        return f
+    return add
+
+
+def writable(flag: str, path: str | None, *, folder: bool) -> None:
+    """An output path, checked before anything is read, loaded or started: one that cannot be written is
+    bad usage (exit 2), said in one line, rather than a run lost at its end. Nothing is left behind: a
+    folder's nearest existing parent is tried with a folder made and removed at once."""
+    import tempfile
+
+    from ..errors import StoreError
+    from ..store.writer import check_out_file
+
+    if path is None:
+        return
+    if not folder:
+        try:
+            check_out_file(path, flag)
+        except StoreError as e:
+            raise UsageError(str(e)) from None
+        return
+    p = Path(path).expanduser()
+    if p.exists() and not p.is_dir():
+        raise UsageError(f"{flag} {p} is a file; give a folder")
+    base = p
+    while not base.exists():
+        base = base.parent
+    if not base.is_dir():
+        raise UsageError(f"{flag} {p}: {base} is a file, so no folder can be made under it")
+    try:
+        Path(tempfile.mkdtemp(prefix=".loadcmp-", dir=base)).rmdir()
+    except OSError as e:
+        raise UsageError(f"{flag} {p}: cannot create the folder ({e.strerror or e})") from None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from .app import cli
+from .options import writable
 
 
 @cli.command()
@@ -20,6 +21,7 @@ def report(results: tuple[str, ...], out_dir: str | None, fmt: str, level: int |
     from ..report.build import build, parse_formats
     from .display import warn
 
+    writable("--out", out_dir, folder=True)  # first, as every command's output path
     written = build(list(results), out_dir, parse_formats(fmt), level, warn=warn)
     first = [n for n in ("report.html", "report.md") if n in written]
     for name in first + sorted(n for n in written if n not in first):

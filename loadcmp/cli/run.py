@@ -12,9 +12,9 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from rich.table import Table
 
 from .app import cli, emit_json, stop_on_signals
-from .display import edges_note, err, out, warn
+from .display import edges_note, err, out, p99_text, status_text, warn
 from .types import COUNT
-from .options import DockerFlags, LoadFlags, load_options, setup_options
+from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
@@ -80,8 +80,7 @@ class SweepDisplay:
         r = rec.get("result")
         msg = f"{p.label:>16} {self.level_name}={p.level:<6,} #{p.trial}: "
         if r:
-            msg += (f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  "
-                    f"p99 {r['latency_ms']['p99'] or 0:,.1f} ms")
+            msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {p99_text(r['latency_ms'])}"
         n = r["schedule"].get("requests") if r and "schedule" in r else None
         if r and n:  # -n: say what ended it, and how long the n took
             by = r.get("stopped_by", "time")
@@ -90,7 +89,7 @@ class SweepDisplay:
                     f"\n{'':>18}[yellow]stopped by {'the time limit' if by == 'time' else 'Ctrl-C'}: "
                     f"{r['started']:,} of {n:,} requests started[/yellow]")
         if rec["status"] != "ok":
-            msg += f"  [yellow]{rec['status']}: {rec.get('reason')}[/yellow]"
+            msg += f"  [yellow]{escape(status_text(rec))}[/yellow]"
         if r and "users_reached" in r:
             msg += (f"\n{'':>18}[yellow]the ramp started only {r['users_reached']:,} of {p.level:,} users "
                     "in the window[/yellow]")
@@ -161,6 +160,7 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Dr
 
     from ..load.cluster import open_fleet
 
+    writable("--out", spec.out, folder=True)  # before any engine is asked: a bad path found after loses the run
     host = spec.docker()
     warn(host.warning())
     # the cluster first: a scheduler that cannot be reached is said before any container starts
@@ -207,63 +207,6 @@ def raise_for_status(outcome: SweepOutcome) -> None:
         raise LoadcmpError("; ".join(outcome.problems) or f"the run failed; see {outcome.path}/run.json")
 
 
-def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, Any]:
-    """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given)."""
-    from ..experiment.variants import parse_server_items, parse_sets
-
-    out: dict[str, Any] = {}
-    if servers:
-        out["servers"], out["stacks"] = parse_server_items(servers)
-        out["servers"] = tuple(out["servers"])
-    if sets:
-        out["settings"], out["variant_settings"] = parse_sets(sets)
-    return out
-
-
-def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
-    """Experiment file values, then the flags the user gave, validated together."""
-    from ..experiment.apps import with_default_pages
-    from ..experiment.spec import load_experiment, validate
-
-    fields: dict[str, Any] = {}
-    if experiment:
-        fields, _ = load_experiment(experiment)
-    for k, v in given.items():
-        if k in ("settings", "stacks"):
-            fields[k] = {**fields.get(k, {}), **v}
-        elif k == "stack_dirs":
-            fields[k] = tuple(dict.fromkeys([*fields.get(k, ()), *v]))
-        elif k == "configs":  # a flag's file for a label's role wins over the experiment file's
-            mine = {(d["server"], d["role"]) for d in v}
-            fields[k] = (*(d for d in fields.get(k, ()) if (d["server"], d["role"]) not in mine), *v)
-        elif k == "variant_settings":
-            mine = fields.setdefault(k, {})
-            for label, values in v.items():
-                mine[label] = {**mine.get(label, {}), **values}
-        else:
-            fields[k] = v
-    spec = RunSpec(**with_default_pages(fields))
-    return validate(spec if "duration" in fields else spec.without_time_limit())
-
-
-def given_fields(load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...], sets: tuple[str, ...],
-                 others: dict[str, Any]) -> dict[str, Any]:
-    """The RunSpec fields that `run`'s (and `capacity`'s) flags gave, to lay over an experiment file."""
-    given = load.given()
-    given.update(DockerFlags.pop(flags).given())
-    if dirs := flags.pop("stack_dirs"):
-        given["stack_dirs"] = dirs
-    if www := flags.pop("www"):
-        given["www"] = www
-    if app := flags.pop("app", None):
-        given["app"] = app
-    if configs := flags.pop("configs"):
-        given["configs"] = configs
-    given.update(server_fields(servers, sets))
-    given.update({k: v for k, v in others.items() if v is not None})
-    return given
-
-
 @cli.command()
 @click.argument("experiment", required=False, type=click.Path(dir_okay=False))
 @click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
@@ -271,15 +214,14 @@ def given_fields(load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...
 @load_options
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
 @setup_options
-def run(experiment: str | None, servers_: tuple[str, ...], page: str | None, trials: int | None,
-        server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
-        out_dir: str | None, name: str | None, as_json: bool, **flags: Any) -> None:
+def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, as_json: bool, **flags: Any) -> None:
     """Start servers, load them at each level, measure both sides, store it all.
 
     Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
     """
-    given = given_fields(LoadFlags.pop(flags), flags, servers_, sets, {
-        "page": page, "trials": trials, "server_cpus": server_cpus, "server_memory": server_memory,
-        "reuse_server": reuse_server, "out": out_dir, "name": name,
-    })
+    from ..experiment.flags import build_spec
+
+    load, setup = LoadFlags.pop(flags), SetupFlags.pop(flags)
+    setup.check_out()
+    given = {**load.given(), **setup.fields_with(servers_), **({"trials": trials} if trials else {})}
     raise_for_status(sweep(build_spec(experiment, given), as_json=as_json))

@@ -10,6 +10,7 @@ import click
 
 from .app import cli
 from .display import err
+from .options import writable
 from ..errors import LoadcmpError, UsageError
 from ..experiment.spec import RunSpec
 
@@ -32,13 +33,13 @@ def seeds(budget: str, out_dir: str, page: str, fmt: str, dry_run: bool) -> None
     write a report of each, a summary of their claims (JSON and Markdown) and --docs from it."""
     from ..report.build import parse_formats
     from ..writeups.plan import fit
-    from ..store.writer import check_out_file
     from ..units import parse_duration
 
+    if not dry_run:  # first: a bad path found after the runs would lose their summary and the page
+        writable("--docs", page, folder=False)
+        writable("--out", out_dir, folder=True)
     seconds = parse_duration(budget, "--budget", allow_zero=False)
     formats = parse_formats(fmt)
-    if not dry_run:
-        check_out_file(page, "--docs")  # before any container starts: a bad path found after would lose the page
     cuts = fit(seed_files(out_dir), seconds)
     total = sum(c.estimate_s for c in cuts)
     for c in cuts:  # the plan in plain lines on stderr (progress; stdout keeps the outcome)
@@ -72,9 +73,9 @@ def build_all(cuts: list[Cut]) -> None:
 
 def seed_files(out_dir: str) -> list[tuple[str, Path, RunSpec]]:
     """The five files as `loadcmp run FILE` reads them (validated: a bad one is exit 2 before anything starts)."""
+    from ..experiment.flags import build_spec
     from ..lab.stacks import configs_dir
     from ..writeups.plan import SEEDS
-    from .run import build_spec
 
     out = []
     for name in SEEDS:
@@ -88,9 +89,10 @@ def seed_files(out_dir: str) -> list[tuple[str, Path, RunSpec]]:
 def run_seed(cut: Cut, out_dir: str, formats: set[str]) -> SeedRun:
     """One write-up through `loadcmp run FILE -c ... -t ...`'s own path (the sweep, its findings
     judged and stored), then its report; a run that fails is written down and the next one goes on."""
+    from ..experiment.flags import build_spec
     from ..report.build import build
     from ..writeups.summary import SeedRun
-    from .run import build_spec, raise_for_status, sweep
+    from .run import raise_for_status, sweep
 
     err.print(f"[bold]{cut.name}[/bold]" + (f" (cut: {'; '.join(cut.cuts)})" if cut.cuts else ""), highlight=False)
     spec = build_spec(str(cut.path), {**cut.overrides, "out": out_dir})

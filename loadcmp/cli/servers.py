@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
+from rich.markup import escape
 from rich.table import Table
 
 from .app import abort_on_signals, cli, emit_json
@@ -13,6 +15,9 @@ from .display import err, out, warn
 from .options import (DockerFlags, app_option, docker_host_option, docker_options, json_option, server_options,
                       stacks_option, www_option, config_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, docker_client, with_engine_limits
+
+if TYPE_CHECKING:
+    from ..lab.model import Tunable
 
 
 def engine(flags: dict[str, Any]) -> DockerHost:
@@ -43,8 +48,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
             "aliases": stacks.aliases(),
         }
         if tunables:
-            doc["tunables"] = {k: {"default": t.default, "doc": t.doc, "apps": apps}
-                               for k, (t, apps) in _all_tunables().items()}
+            doc["tunables"] = {r.tunable.key: r.doc() for r in _all_tunables()}
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
@@ -57,23 +61,64 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.aliases().items()))
     if tunables:
         tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
-        for c in ("key", "default", "what it does", "with"):
+        for c in ("key", "default", "bounds", "what it does", "with"):
             tt.add_column(c)
-        for k, (tun, apps) in _all_tunables().items():
-            tt.add_row(k, str(tun.default), tun.doc, ", ".join(f"--app {a}" for a in apps) or "its stacks")
+        for r in _all_tunables():
+            tt.add_row(*map(escape, (r.tunable.key, str(r.tunable.default), r.bounds(), r.tunable.doc, r.taken_by())))
         out.print(tt)
 
 
-def _all_tunables() -> dict[str, tuple[Any, list[str]]]:
-    """Every tunable `--set` takes: the stacks' (no app), then the apps' own roles' (a database's) with the
-    apps that have them (the first one's default and words)."""
+@dataclass(frozen=True)
+class TunableRow:
+    """One key `--set` takes, with the stacks (or the apps' roles) that take it."""
+
+    tunable: Tunable
+    stacks: list[str]
+    """The stacks that have the key (the first one's default, bounds and words are shown)."""
+    apps: list[str]
+    """The apps whose own roles have it (a database's `db.*`); empty for a stack's key."""
+    every: bool
+    """Every stack of the catalog has it."""
+
+    def bounds(self) -> str:
+        """What values it takes: `1..3600`, `>= 1`, its choices or its pattern; `-` when anything of its type."""
+        t = self.tunable
+        if t.choices:
+            return " | ".join(t.choices)
+        if isinstance(t.default, bool):
+            return "on | off"
+        if t.min is not None and t.max is not None:
+            return f"{t.min:,}..{t.max:,}"
+        if t.min is not None or t.max is not None:
+            return f">= {t.min:,}" if t.min is not None else f"<= {t.max:,}"
+        return f"matches {t.pattern}" if t.pattern else "-"
+
+    def taken_by(self) -> str:
+        """Who takes it: `--app NAME` for an app's role, else the stacks by name (`every stack`)."""
+        if self.apps:
+            return ", ".join(f"--app {a}" for a in self.apps)
+        return "every stack" if self.every else ", ".join(self.stacks)
+
+    def doc(self) -> dict[str, Any]:
+        t = self.tunable
+        return {"default": t.default, "doc": t.doc, "stacks": self.stacks, "apps": self.apps,
+                "min": t.min, "max": t.max, "choices": list(t.choices) if t.choices else None, "pattern": t.pattern}
+
+
+def _all_tunables() -> list[TunableRow]:
+    """Every tunable `--set` takes: the stacks' (each with the stacks that have it), then the apps' own
+    roles' (a database's) with the apps that have them (the first one's default, bounds and words)."""
     from ..lab import apps, stacks
 
-    found: dict[str, tuple[Any, list[str]]] = {k: (t, []) for k, t in stacks.tunables().items()}
+    catalog = stacks.catalog().values()
+    found: dict[str, TunableRow] = {}
+    for s in catalog:
+        for k, t in s.tunables.items():
+            found.setdefault(k, TunableRow(t, [], [], False)).stacks.append(s.name)
     for app in apps.catalog().values():
         for k, t in app.tunables.items():
-            found.setdefault(k, (t, []))[1].append(app.name)
-    return found
+            found.setdefault(k, TunableRow(t, [], [], False)).apps.append(app.name)
+    return [TunableRow(r.tunable, r.stacks, r.apps, len(r.stacks) == len(catalog)) for r in found.values()]
 
 
 @cli.command()

@@ -11,9 +11,9 @@ from rich.table import Table
 
 from .app import cli, emit_json
 from .display import err, out
-from .options import (LoadFlags, app_option, docker_options, json_option, load_options, stacks_option,
-                      www_option, config_option)
-from .run import build_spec, given_fields, raise_for_status, sweep
+from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_options, json_option, load_options,
+                      stacks_option, writable, www_option)
+from .run import raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
 if TYPE_CHECKING:
@@ -43,30 +43,30 @@ SMOKE_KEYS = {"pages", "checks"}
 @click.option("--out", "out_dir", help="Where the results folder goes (default results/).")
 @json_option
 def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, ...], checks: tuple[str, ...],
-          baseline: str | None, max_regression: str, junit: str | None, summary: str | None, out_dir: str | None,
-          as_json: bool, **flags: Any) -> None:
+          baseline: str | None, max_regression: str, junit: str | None, summary: str | None, as_json: bool,
+          **flags: Any) -> None:
     """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
     from ..verdicts.smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
+    from ..experiment.flags import build_spec
     from ..experiment.spec import load_experiment
     from ..lab.stacks import configs_dir, smoke_servers
     from ..store.reader import load_results
 
+    load, setup = LoadFlags.pop(flags), SetupFlags.pop(flags)
+    setup.check_out()  # first: a bad path found after the run would lose it and its verdicts
+    for flag, file in (("--junit", junit), ("--summary", summary)):
+        writable(flag, file, folder=False)
     path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
     fields, extra = load_experiment(path)
     table = extra.get("smoke", {})
     unknown = set(table) - SMOKE_KEYS
     if unknown:
         raise ConfigError(f"{path}: [smoke] has unknown key(s) {', '.join(sorted(unknown))} (known: pages, checks)")
-    app = flags.get("app") or fields.get("app")
+    app = setup.app or fields.get("app")
     texts, source = _checks(checks, table.get("checks", []), experiment is not None, app)
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
     parsed = parse_checks(texts)
-    from ..store.writer import check_out_file
-
-    for flag, file in (("--junit", junit), ("--summary", summary)):
-        if file:
-            check_out_file(file, flag)  # before any container starts: a bad path found after would lose the run
     margin = parse_percent(max_regression)
     base = None
     if baseline:
@@ -76,9 +76,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
             raise UsageError(f"--baseline: {e}") from None
     if not servers_ and "servers" not in fields:
         servers_ = tuple(smoke_servers())
-    given = given_fields(LoadFlags.pop(flags), flags, tuple(servers_), (), {
-        "pages": _pages(pages, table.get("pages", []), experiment is not None, flags.get("app")),
-        "out": out_dir})
+    chosen = _pages(pages, table.get("pages", []), experiment is not None, setup.app)
+    given = {**load.given(), **setup.fields_with(tuple(servers_)), **({"pages": chosen} if chosen is not None else {})}
     spec = build_spec(path, given)
     err.print(f"checks, from {_shown(source or path)}: {', '.join(texts)}", markup=False, highlight=False)
     t = time.monotonic()

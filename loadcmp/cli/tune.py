@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -11,9 +11,11 @@ import click
 from rich.markup import escape
 
 from .app import cli, emit_json
-from .capacity import CapacityDisplay, plan
+from . import capacity
+from .capacity import CapacityDisplay
 from .display import err, out, print_rows
-from .options import LoadFlags, load_options, setup_options
+from .options import (FlagGroup, LoadFlags, SearchFlags, SetupFlags, flag, load_options_but, search_options,
+                      setup_options)
 from .run import raise_for_status, sweep
 from .types import COUNT, POSITIVE_DURATION
 from ..errors import StoreError, UsageError
@@ -27,11 +29,24 @@ if TYPE_CHECKING:
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import SweepHooks
 
-FLAG_NOT_HERE = {
-    "duration": "-t/--time: a probe lasts --probe-time",
-    "requests": "-n/--requests: a probe lasts --probe-time",
-    "rate": "--rate: with --schedule rate the search finds the rate itself; give --start and --max",
-}
+REFUSED = {k: why for k, why in capacity.REFUSED.items() if k != "levels"}
+"""The load flags a study sets itself, and why (hidden from --help, still read to say so); -c N is its objective."""
+
+
+@dataclass(frozen=True)
+class StudyFlags(FlagGroup):
+    """What a study searches and for how long, and the stored study it goes on with."""
+
+    params: tuple[str, ...] = flag("--param", default=())
+    study_trials: int | None = flag("--trials", spec="trials")
+    budget: float | None = flag("--budget")
+    seed: int | None = flag("--seed")
+    resume: str | None = flag("--resume")
+
+    def table(self, clients: int | None) -> dict[str, Any]:
+        """Every key of the study, None where not given (laid over the file's [tune] table)."""
+        return {"params": self.params, "trials": self.study_trials, "budget": self.budget, "clients": clients,
+                "seed": self.seed}
 
 
 @cli.command()
@@ -39,26 +54,17 @@ FLAG_NOT_HERE = {
 @click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK", help="The one stack to tune.")
 @click.option("--param", "params", multiple=True, metavar="KEY=LOW..HIGH|KEY=A,B",
               help="A setting to search (repeatable): fpm.max_children=5..200, fpm.pm=static,dynamic.")
-@click.option("--slo", metavar="CHECKS", help="The target, in smoke's check grammar: 'p99<500ms, failed_rate<1%'.")
 @click.option("--trials", "study_trials", type=COUNT, help="Trials of the study (default 20, or as --budget allows).")
 @click.option("--budget", type=POSITIVE_DURATION, metavar="DURATION",
               help="Wall time of the whole study, baseline and comparison included (e.g. 20m).")
 @click.option("--seed", type=click.IntRange(min=0), help="The sampler's seed, for a study that can be replayed.")
 @click.option("--resume", type=click.Path(file_okay=False), metavar="DIR",
               help="Go on with the study stored in DIR (with --trials or --budget more).")
-@click.option("--resolution", metavar="PERCENT", help="How close a trial's edge is bracketed (default 10%).")
-@click.option("--start", type=COUNT, help="The baseline's first level (default 10 clients, or 10 requests/s).")
-@click.option("--max", "max_", type=COUNT, help="The highest level probed (default: what the open-file limit holds).")
-@click.option("--probe-time", type=POSITIVE_DURATION, metavar="DURATION", help="Measured time of a probe (default 5s).")
-@click.option("--confirm", type=COUNT, help="Trials of the best and of the baseline in the comparison (default 3).")
-@load_options
+@search_options(start="The baseline's first level (default 10 clients, or 10 requests/s).",
+                confirm="Trials of the best and of the baseline in the comparison (default 3).")
+@load_options_but(*REFUSED)
 @setup_options
-def tune(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, ...], slo: str | None,
-         study_trials: int | None, budget: float | None, seed: int | None, resume: str | None,
-         resolution: str | None, start: int | None, max_: int | None, probe_time: float | None,
-         confirm: int | None, page: str | None, server_cpus: str | None, server_memory: int | None,
-         sets: tuple[str, ...], reuse_server: bool | None, out_dir: str | None, name: str | None, as_json: bool,
-         **flags: Any) -> None:
+def tune(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Search a stack's settings for the most capacity under a target (Optuna's TPE).
 
     The baseline (the defaults, with any --set) runs first; each trial then runs a quick capacity
@@ -67,86 +73,72 @@ def tune(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, .
     settings that meet the target. The best and the baseline are compared at the end, A B A B,
     with --confirm trials each. Prints the best as a ready [variants.tuned] table.
     """
-    load = LoadFlags.pop(flags)
-    if resume is not None:
-        others = {"EXPERIMENT": experiment, "--server": servers_, "--param": params, "--slo": slo, "--seed": seed,
-                  "--resolution": resolution, "--start": start, "--max": max_, "--probe-time": probe_time,
-                  "--confirm": confirm, "--page": page, "--server-cpus": server_cpus,
-                  "--server-memory": server_memory, "--set": sets, "--reuse-server": reuse_server,
-                  "--out": out_dir, "--name": name, **{f"--{k.replace('_', '-')}": v for k, v in load.given().items()},
-                  **{f"--{k.replace('_', '-')}": v for k, v in flags.items()}}  # --app, --www, --config, engines
-        given = sorted(k.replace("--stack-dirs", "--stacks").replace("--configs", "--config")
-                       for k, v in others.items() if v not in (None, (), False))
-        if given:
-            raise UsageError(f"--resume goes on with the stored study's own settings; give only --trials or "
-                             f"--budget with it (not {', '.join(given)})")
-        if study_trials is None and budget is None:
-            raise UsageError("--resume: say how much more: --trials N or --budget DURATION")
-        base, cap, spec = _resumed(resume, study_trials, budget)
+    load, setup, target, st = LoadFlags.pop(flags), SetupFlags.pop(flags), SearchFlags.pop(flags), StudyFlags.pop(flags)
+    if st.resume is not None:
+        besides = [*(["EXPERIMENT"] if experiment else []), *(["--server"] if servers_ else []),
+                   *(f for g in (load, setup, target, st) for f in g.given_flags())]
+        base, cap, spec = _resumed(st, [f for f in besides if f not in ("--trials", "--budget", "--resume")])
     else:
-        base, cap, spec = _new(experiment, servers_, params, slo, study_trials, budget, seed, resolution, start,
-                               max_, probe_time, confirm, page, server_cpus, server_memory, sets, reuse_server,
-                               out_dir, name, load, flags)
-    outcome = study(base, cap, spec, as_json, resume)
+        setup.check_out()
+        base, cap, spec = _new(experiment, servers_, load, setup, target, st)
+    outcome = study(base, cap, spec, as_json, st.resume)
     raise_for_status(outcome)
 
 
-def _new(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, ...], slo: str | None,
-         trials: int | None, budget: float | None, seed: int | None, resolution: str | None, start: int | None,
-         max_: int | None, probe_time: float | None, confirm: int | None, page: str | None,
-         server_cpus: str | None, server_memory: int | None, sets: tuple[str, ...], reuse_server: bool | None,
-         out_dir: str | None, name: str | None, load: LoadFlags, flags: dict[str, Any]
-         ) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
+def _new(experiment: str | None, servers_: tuple[str, ...], load: LoadFlags, setup: SetupFlags,
+         target: SearchFlags, st: StudyFlags) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
+    """A new study: the flags it refuses said first, then the baseline's spec, the search's and the study's."""
+    from ..experiment.flags import search_spec
     from ..experiment.tune import tune_spec
     from ..lab import stacks
+    from ..sweep.runner import check_limits
 
-    for key, why in FLAG_NOT_HERE.items():
-        if getattr(load, key) is not None:
-            raise UsageError(why)
+    load.refuse(REFUSED)
     clients = load.levels
     if clients is not None and len(clients) != 1:
         raise UsageError("-c/--clients: give one level (the req/s there is what the study raises), or none to "
                          "raise the capacity")
     if clients is not None and load.schedule == "rate":
         raise UsageError("-c with --schedule rate: the rate fixes the req/s; leave -c out to raise the capacity")
-    if reuse_server:
+    if setup.reuse_server:
         raise UsageError("--reuse-server: every trial of a study runs on fresh servers, with its own settings")
-    if flags.get("configs"):
+    if setup.configs:
         raise UsageError("--config: a study sets the server's settings itself; tune the stack's own config, then "
                          "carry the result into your file")
-    load = replace(load, levels=None)
-    base, cap, extra = plan(experiment, load, flags, servers_, sets, {
-        "slo": slo, "resolution": resolution, "start": start, "max": max_, "probe_time": probe_time,
-        "confirm": confirm}, {"page": page, "server_cpus": server_cpus, "server_memory": server_memory,
-                              "out": out_dir, "name": name})
+    given = {**replace(load, levels=None).given(), **setup.fields_with(servers_)}
+    base, cap, extra = search_spec(experiment, given, target.table())
     if len(base.servers) != 1 or len(base.variants()) != 1:
         raise UsageError(f"tune takes one server, one page and one keep-alive setting (given: "
                          f"{', '.join(base.label(*v) for v in base.variants())}); tune them one at a time")
     label = base.servers[0]
-    t = tune_spec(label, stacks.get_stack(base.stack_of(label)), extra.get("tune", {}), {
-        "params": params, "trials": trials, "budget": budget, "clients": clients[0] if clients else None,
-        "seed": seed}, f"{Path(experiment).name}: [tune]" if experiment else "[tune]")
+    t = tune_spec(label, stacks.get_stack(base.stack_of(label)), extra.get("tune", {}),
+                  st.table(clients[0] if clients else None),
+                  f"{Path(experiment).name}: [tune]" if experiment else "[tune]")
     if t.clients is not None and base.schedule == "rate":
         raise UsageError("a req/s objective at a number of clients with schedule rate: the rate fixes the req/s; "
                          "leave clients out to raise the capacity")
-    from ..sweep.runner import check_limits
-
     check_limits(cap.probe_spec(base, t.clients or cap.max))  # the most a study may ask of this machine
     # fresh servers for every trial; the file's findings are about its own labels, not the study's
     return replace(base, reuse_server=False, findings=()), cap, t
 
 
-def _resumed(path: str, trials: int | None, budget: float | None) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
-    """The stored study's own settings, with more trials or another budget."""
+def _resumed(st: StudyFlags, besides: list[str]) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
+    """The stored study's own settings, with more trials or another budget (and no other flag)."""
     from ..experiment.tune import resumed
 
-    if not (Path(path) / "run.json").is_file():
+    if besides:
+        raise UsageError(f"--resume goes on with the stored study's own settings; give only --trials or "
+                         f"--budget with it (not {', '.join(besides)})")
+    if st.study_trials is None and st.budget is None:
+        raise UsageError("--resume: say how much more: --trials N or --budget DURATION")
+    path = Path(st.resume or "")
+    if not (path / "run.json").is_file():
         raise UsageError(f"--resume {path}: not a results folder (no run.json in it)")
     try:
-        run = json.loads((Path(path) / "run.json").read_text())
+        run = json.loads((path / "run.json").read_text())
     except (OSError, ValueError) as e:
         raise StoreError(f"--resume {path}: its run.json is unreadable ({getattr(e, 'strerror', None) or e})") from None
-    return resumed(run, trials, budget, Path(path))
+    return resumed(run, st.study_trials, st.budget, path)
 
 
 def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: str | None) -> SweepOutcome:

@@ -159,3 +159,68 @@ def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> No
 def check_invariant(doc: LoadSummary) -> bool:
     """ok + failures + unfinished == started (dropped are among the failures)."""
     return doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"]
+
+
+def over_trials(docs: list[LoadSummary]) -> dict[str, Any]:
+    """What a row of `run --json` (one server x level) says of its trials' requests, beside its means.
+
+    `started`, `warmup_requests` and `status_codes` are means per trial, as the row's `ok`, `failed`
+    and `unfinished` are, so that ok + failed + unfinished == started holds for the row too; `totals`
+    has the exact sums over the trials. `phases_ms` merges each phase over the trials, weighted by how
+    many requests it measured in each (the responses; `connect`: the connections opened): mean, stdev,
+    min and max are exact, the percentiles the weighted mean of the trials' (their histograms are not
+    stored), so they are exact for one trial and close for several. A key no trial stored (results
+    of an older loadcmp) is left out rather than shown empty."""
+    n = len(docs)
+    if not n:
+        return {}
+    rows = [cast(Mapping[str, Any], d) for d in docs]
+    totals: dict[str, Any] = {k: sum(int(d.get(k) or 0) for d in rows)
+                              for k in ("started", "ok", "failed", "unfinished", "warmup_requests")
+                              if any(k in d for d in rows)}
+    out: dict[str, Any] = {k: _mean_count(v, n) for k, v in totals.items() if k in ("started", "warmup_requests")}
+    if any("status_codes" in d for d in docs):
+        codes: dict[str, int] = {}
+        for d in docs:
+            for code, c in (d.get("status_codes") or {}).items():
+                codes[code] = codes.get(code, 0) + c
+        out["status_codes"] = {code: _mean_count(c, n) for code, c in sorted(codes.items())}
+        totals["status_codes"] = dict(sorted(codes.items()))
+    if any("phases_ms" in d for d in docs):
+        out["phases_ms"] = {name: merged_phase([(_phase_count(d, name), (d.get("phases_ms") or {}).get(name))
+                                                for d in docs]) for name in PHASES}
+    return {**out, "totals": {"trials": n, **totals}}
+
+
+def _mean_count(total: int, n: int) -> float | int:
+    mean = total / n
+    return int(mean) if mean.is_integer() else round(mean, 1)
+
+
+def _phase_count(doc: LoadSummary, phase: str) -> int:
+    """How many requests a trial's phase measured: connections opened (`connect`), else its responses."""
+    if phase == "connect":
+        return int(doc.get("connections_opened") or 0)
+    codes = doc.get("status_codes")
+    return sum(codes.values()) if codes else doc["ok"]
+
+
+def merged_phase(parts: list[tuple[int, LatencyMs | None]]) -> LatencyMs:
+    """One phase's figures over several trials, each weighted by the requests it measured (see `over_trials`)."""
+    got = [(w, p) for w, p in parts if w > 0 and p is not None and p.get("mean") is not None]
+    total = sum(w for w, _ in got)
+    if not total:
+        return latency_doc(Histogram())
+
+    def weighted(key: str) -> float | None:
+        vals = [(w, v) for w, p in got if (v := cast(Mapping[str, float | None], p).get(key)) is not None]
+        return round(sum(w * v for w, v in vals) / sum(w for w, _ in vals), 3) if vals else None
+
+    mean = sum(w * (p["mean"] or 0.0) for w, p in got) / total
+    square = sum(w * ((p.get("stdev") or 0.0) ** 2 + (p["mean"] or 0.0) ** 2) for w, p in got) / total
+    lows = [p["min"] for _, p in got if p["min"] is not None]
+    highs = [p["max"] for _, p in got if p["max"] is not None]
+    return LatencyMs(p50=weighted("p50"), p75=weighted("p75"), p90=weighted("p90"), p95=weighted("p95"),
+                     p99=weighted("p99"), p99_9=weighted("p99_9"), max=max(highs) if highs else None,
+                     min=min(lows) if lows else None, mean=round(mean, 3),
+                     stdev=round(max(0.0, square - mean * mean) ** 0.5, 3))

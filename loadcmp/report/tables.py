@@ -14,6 +14,7 @@ from typing import Any
 
 import pandas as pd
 
+from ..load.summary import over_trials
 from ..records import TrialRecord
 from ..store.reader import Results, causes_of, metrics_of
 from ..units import ms
@@ -130,7 +131,8 @@ def failures_by_kind(res: Results) -> pd.DataFrame:
 
 def summary_doc(res: Results) -> dict[str, Any]:
     """The `--json` summary of a run: §6 keys per server x level, means over the trials with their
-    95 % interval (`ci95`, from 3 trials; 2 give `rps_range`), latency pooled over the trials."""
+    95 % interval (`ci95`, from 3 trials; 2 give `rps_range`), latency pooled over the trials, and
+    the requests' counts, status codes and phases over the trials (`load.summary.over_trials`)."""
     agg = aggregate(res)
     fk = failures_by_kind(res)
     out = []
@@ -143,6 +145,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
         item["latency_ms"] = _pooled_ms(res, r.server, int(r.level)) or {
             "p50": _num(r.p50_ms), "p90": _num(r.p90_ms), "p99": _num(r.p99_ms), "max": _num(r.max_ms)}
         item["rps_per_core"] = cell_estimate(res, r.server, int(r.level), per_core).mean
+        item.update(over_trials([d for t in res.cell(r.server, int(r.level)) if (d := t.get("result"))]))
         if not fk.empty:
             m = fk[(fk.server == r.server) & (fk.level == r.level)]
             item["failures"] = {k: _num(v) for k, v in m.iloc[0].drop(["server", "level"]).items()} if len(m) else {}

@@ -1,0 +1,88 @@
+"""A command's flags laid over an experiment file: the RunSpec they make together.
+
+The command line parses each flag into a value and says which were given (the flag groups of
+`loadcmp/cli/options.py`, by RunSpec field name); this module makes RunSpec fields of them
+(`--server` and `--set` items parsed), lays them over the file's fields by one rule per field,
+and validates the whole once. `capacity` and `tune` get the spec of one probe and the search's
+settings (flags over the file's `[capacity]` table) the same way, so no command merges by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .apps import with_default_pages
+from .spec import RunSpec, load_experiment, validate
+from .variants import parse_server_items, parse_sets
+
+if TYPE_CHECKING:
+    from .capacity import CapacitySpec
+
+
+def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, Any]:
+    """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given)."""
+    out: dict[str, Any] = {}
+    if servers:
+        labels, out["stacks"] = parse_server_items(servers)
+        out["servers"] = tuple(labels)
+    if sets:
+        out["settings"], out["variant_settings"] = parse_sets(sets)
+    return out
+
+
+def lay_over(fields: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
+    """The file's fields with the flags' over them: tables merge key by key, folders add up, a flag's
+    `--config` for a label's role replaces the file's for that role, any other flag replaces the value."""
+    out = dict(fields)
+    for k, v in given.items():
+        if k in ("settings", "stacks"):
+            out[k] = {**out.get(k, {}), **v}
+        elif k == "stack_dirs":
+            out[k] = tuple(dict.fromkeys([*out.get(k, ()), *v]))
+        elif k == "configs":
+            mine = {(d["server"], d["role"]) for d in v}
+            out[k] = (*(d for d in out.get(k, ()) if (d["server"], d["role"]) not in mine), *v)
+        elif k == "variant_settings":
+            merged = {label: dict(values) for label, values in out.get(k, {}).items()}
+            for label, values in v.items():
+                merged[label] = {**merged.get(label, {}), **values}
+            out[k] = merged
+        else:
+            out[k] = v
+    return out
+
+
+def spec_of(fields: dict[str, Any], given: dict[str, Any]) -> RunSpec:
+    """The flags over a file's (already read) fields, validated; no -t with -n: only the safety cap limits it."""
+    merged = lay_over(fields, given)
+    spec = RunSpec(**with_default_pages(merged))
+    return validate(spec if "duration" in merged else spec.without_time_limit())
+
+
+def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:
+    """Experiment file values, then the flags the user gave, validated together (`run`, `smoke`, `seeds`)."""
+    fields, _ = load_experiment(experiment) if experiment else ({}, {})
+    return spec_of(fields, given)
+
+
+PROBE_FIELDS: dict[str, Any] = {"levels": (1,), "duration": 5.0, "requests": None, "trials": 1}
+"""What a search sets per probe itself (the level, the window); a stand-in here, so the spec validates."""
+
+
+def search_spec(experiment: str | None, given: dict[str, Any], search: dict[str, Any]
+                ) -> tuple[RunSpec, CapacitySpec, dict[str, Any]]:
+    """A search's load as a run of one probe (the level, and by rate the rate, set per probe), its settings
+    from the flags over the file's [capacity] table, and the file's other tables (`capacity`, `tune`)."""
+    from .capacity import capacity_spec, convert
+
+    own = {k: convert(k, v, f"--{k.replace('_', '-')}") if v is not None and k in ("slo", "resolution") else v
+           for k, v in search.items()}
+    fields, extra = load_experiment(experiment) if experiment else ({}, {})
+    probe = {**given, **PROBE_FIELDS}
+    if probe.get("schedule", fields.get("schedule")) == "rate":
+        probe["rate"] = 1.0
+    base = spec_of(fields, probe)
+    cap = capacity_spec(base, extra.get("capacity", {}), own,
+                        f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]")
+    return base, cap, extra
