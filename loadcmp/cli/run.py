@@ -207,16 +207,18 @@ def raise_for_status(outcome: SweepOutcome) -> None:
         raise LoadcmpError("; ".join(outcome.problems) or f"the run failed; see {outcome.path}/run.json")
 
 
-def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, Any]:
-    """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given)."""
+def server_fields(servers: tuple[str, ...], sets: tuple[str, ...], stack_dirs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given), the stacks
+    and their settings those of `--stacks`' folders too."""
     from ..experiment.variants import parse_server_items, parse_sets
+    from ..lab.stacks import catalog
 
     out: dict[str, Any] = {}
     if servers:
-        out["servers"], out["stacks"] = parse_server_items(servers)
+        out["servers"], out["stacks"] = parse_server_items(servers, catalog(stack_dirs))
         out["servers"] = tuple(out["servers"])
     if sets:
-        out["settings"], out["variant_settings"] = parse_sets(sets)
+        out["settings"], out["variant_settings"] = parse_sets(sets, catalog(stack_dirs))
     return out
 
 
@@ -259,7 +261,7 @@ def given_fields(load: LoadFlags, flags: dict[str, Any], servers: tuple[str, ...
         given["app"] = app
     if configs := flags.pop("configs"):
         given["configs"] = configs
-    given.update(server_fields(servers, sets))
+    given.update(server_fields(servers, sets, given.get("stack_dirs", ())))
     given.update({k: v for k, v in others.items() if v is not None})
     return given
 

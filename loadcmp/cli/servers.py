@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.table import Table
@@ -13,6 +13,9 @@ from .display import err, out, warn
 from .options import (DockerFlags, app_option, docker_host_option, docker_options, json_option, server_options,
                       stacks_option, www_option, config_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, with_engine_limits
+
+if TYPE_CHECKING:
+    from ..lab.stacks import Catalog
 
 
 def engine(flags: dict[str, Any]) -> DockerHost:
@@ -30,6 +33,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     """List the server set-ups (stacks) loadcmp can start."""
     from ..lab import stacks
 
+    cat = stacks.catalog(stack_dirs)
     if as_json:
         doc: dict[str, Any] = {
             "servers": [
@@ -38,38 +42,38 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
                  "roles": {r.name: [f for f, _ in r.files] for r in s.roles},
                  "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,
                  "status_pages": {p.kind: p.path for p in s.status}}
-                for s in stacks.catalog().values()
+                for s in cat
             ],
-            "aliases": stacks.aliases(),
+            "aliases": cat.aliases(),
         }
         if tunables:
             doc["tunables"] = {k: {"default": t.default, "doc": t.doc, "apps": apps}
-                               for k, (t, apps) in _all_tunables().items()}
+                               for k, (t, apps) in _all_tunables(cat).items()}
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
     for c in ("name", "description", "PHP (Server API)", "roles (--config)", "tunables", "from"):
         t.add_column(c)
-    for s in stacks.catalog().values():
+    for s in cat:
         roles = ", ".join(f"{r.name}: {', '.join(Path(f).name for f, _ in r.files)}" for r in s.roles)
         t.add_row(s.name, s.description, s.php_api, roles, ", ".join(s.sections), s.origin)
     out.print(t)
-    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.aliases().items()))
+    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in cat.aliases().items()))
     if tunables:
         tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
         for c in ("key", "default", "what it does", "with"):
             tt.add_column(c)
-        for k, (tun, apps) in _all_tunables().items():
+        for k, (tun, apps) in _all_tunables(cat).items():
             tt.add_row(k, str(tun.default), tun.doc, ", ".join(f"--app {a}" for a in apps) or "its stacks")
         out.print(tt)
 
 
-def _all_tunables() -> dict[str, tuple[Any, list[str]]]:
+def _all_tunables(cat: Catalog) -> dict[str, tuple[Any, list[str]]]:
     """Every tunable `--set` takes: the stacks' (no app), then the apps' own roles' (a database's) with the
     apps that have them (the first one's default and words)."""
-    from ..lab import apps, stacks
+    from ..lab import apps
 
-    found: dict[str, tuple[Any, list[str]]] = {k: (t, []) for k, t in stacks.tunables().items()}
+    found: dict[str, tuple[Any, list[str]]] = {k: (t, []) for k, t in cat.tunables().items()}
     for app in apps.catalog().values():
         for k, t in app.tunables.items():
             found.setdefault(k, (t, []))[1].append(app.name)
@@ -86,7 +90,7 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
     """Build the server images (and the base image if none can be had)."""
     from ..lab import containers as lab, stacks
 
-    chosen = stacks.resolve_servers(servers_)
+    chosen = stacks.catalog(stack_dirs).resolve(servers_)
     images = list(dict.fromkeys(i for s in chosen for i in s.images))
     host = engine(flags)
     client = lab.docker_client(host)
@@ -117,21 +121,22 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
        configs: tuple[dict[str, Any], ...], **flags: Any) -> None:
     """Start a stack (with --app, serving that application) and leave it running; print its URL."""
     from ..lab import apps, containers as lab, ownconfig, stacks
-    from ..errors import ConfigError, UsageError
+    from ..errors import Problems, UsageError
     from ..experiment.variants import Variant, check_sets, own_config_errors
     from ..observe.statuspages import leave_out_unanswered
 
-    stack = stacks.get_stack(server)
-    overrides = stacks.parse_overrides(sets, apps.tunables())
+    cat = stacks.catalog(stack_dirs)
+    stack = cat.get(server)
+    overrides = cat.parse_overrides(sets, apps.tunables())
     the_app = apps.get_app(app) if app else None
     if the_app and www:
         raise UsageError("--www and --app: give one (the app brings its own pages)")
     own = [ownconfig.from_doc(d) for d in configs]
-    errors = check_sets([Variant(stack.name, stack.name, {})], overrides, {},
-                        tuple(dict.fromkeys(k.split(".")[0] for k in the_app.tunables)) if the_app else ())
-    errors += own_config_errors(own, {server: stack.name}, {server: overrides})
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)
+    p = Problems()
+    p.extend(check_sets([Variant(stack.name, stack.name, {})], overrides, {}, cat,
+                        tuple(dict.fromkeys(k.split(".")[0] for k in the_app.tunables)) if the_app else ()))
+    p.extend(own_config_errors(own, {server: stack.name}, {server: overrides}, cat))
+    p.raise_if_any(summary="{n} settings do not apply")
     if the_app:  # its settings under the user's, its images over the stack's
         overrides = {**the_app.settings, **overrides}
         stack = apps.on_stack(the_app, stack)

@@ -48,7 +48,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
     from ..verdicts.smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
     from ..experiment.spec import load_experiment
-    from ..lab.stacks import configs_dir, smoke_servers
+    from ..lab.stacks import catalog, configs_dir
     from ..store.reader import load_results
 
     path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
@@ -61,7 +61,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     texts, source = _checks(checks, table.get("checks", []), experiment is not None, app)
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
-    parsed = parse_checks(texts)
+    cat = catalog((*fields.get("stack_dirs", ()), *flags.get("stack_dirs", ())))  # the file's and --stacks'
+    parsed = parse_checks(texts, cat)
     from ..store.writer import check_out_file
 
     for flag, file in (("--junit", junit), ("--summary", summary)):
@@ -75,7 +76,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         except StoreError as e:
             raise UsageError(f"--baseline: {e}") from None
     if not servers_ and "servers" not in fields:
-        servers_ = tuple(smoke_servers())
+        servers_ = tuple(cat.smoke_servers())
     given = given_fields(LoadFlags.pop(flags), flags, tuple(servers_), (), {
         "pages": _pages(pages, table.get("pages", []), experiment is not None, flags.get("app")),
         "out": out_dir})

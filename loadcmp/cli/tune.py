@@ -98,7 +98,6 @@ def _new(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, .
          out_dir: str | None, name: str | None, load: LoadFlags, flags: dict[str, Any]
          ) -> tuple[RunSpec, CapacitySpec, TuneSpec]:
     from ..experiment.tune import tune_spec
-    from ..lab import stacks
 
     for key, why in FLAG_NOT_HERE.items():
         if getattr(load, key) is not None:
@@ -123,7 +122,7 @@ def _new(experiment: str | None, servers_: tuple[str, ...], params: tuple[str, .
         raise UsageError(f"tune takes one server, one page and one keep-alive setting (given: "
                          f"{', '.join(base.label(*v) for v in base.variants())}); tune them one at a time")
     label = base.servers[0]
-    t = tune_spec(label, stacks.get_stack(base.stack_of(label)), extra.get("tune", {}), {
+    t = tune_spec(label, base.catalog().get(base.stack_of(label)), extra.get("tune", {}), {
         "params": params, "trials": trials, "budget": budget, "clients": clients[0] if clients else None,
         "seed": seed}, f"{Path(experiment).name}: [tune]" if experiment else "[tune]")
     if t.clients is not None and base.schedule == "rate":

@@ -1,6 +1,7 @@
 """What a run is, before anything starts: the spec from flags or an experiment file.
 
-    spec.py      RunSpec; experiment files; validation that lists every error at once
+    spec.py      RunSpec; experiment files read; validation that lists every error at once
+    filekeys.py  the keys an experiment file may have, their types, each value converted
     variants.py  server labels and variants (--server LABEL=STACK, [variants.*]), which --set goes where
     capacity.py  what a capacity search is: its target, start, limit, resolution (flags over [capacity])
     apps.py      an application behind the chosen stacks (--app, app =): its pages and images
