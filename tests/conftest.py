@@ -270,7 +270,7 @@ def images(docker_client):  # type: ignore[no-untyped-def]
     from loadcmp.lab.images import build_images
     from loadcmp.lab.stacks import catalog
 
-    return build_images(docker_client, [i for s in catalog().values() for i in s.images])
+    return build_images(docker_client, [i for s in catalog() for i in s.images])
 
 
 @pytest.fixture(scope="session")

@@ -84,12 +84,12 @@ def test_the_database_image_is_built_from_the_app_folder_and_tagged_by_it(tmp_pa
 
 
 def test_set_takes_the_database_tunables_with_their_bounds_and_only_with_the_app():
-    common, own = parse_sets(["db.max_connections=5", "web:db.innodb_buffer_pool_size=1G"])
+    common, own = parse_sets(["db.max_connections=5", "web:db.innodb_buffer_pool_size=1G"], stacks.catalog())
     assert common == {"db.max_connections": 5} and own == {"web": {"db.innodb_buffer_pool_size": "1G"}}
     with pytest.raises(ConfigError, match="db.max_connections: 0 is outside 1..100000"):
-        parse_sets(["db.max_connections=0"])
+        parse_sets(["db.max_connections=0"], stacks.catalog())
     with pytest.raises(ConfigError, match="not a valid value"):
-        parse_sets(["db.innodb_buffer_pool_size=lots"])
+        parse_sets(["db.innodb_buffer_pool_size=lots"], stacks.catalog())
     spec = validate(RunSpec(servers=("nginx",), app="wordpress", page="/", settings={"db.max_connections": 5}))
     assert spec.settings == {"db.max_connections": 5}
     with pytest.raises(ConfigError, match=r"none of the chosen servers has \[db\] settings"):
@@ -126,14 +126,14 @@ def test_every_problem_of_an_apps_roles_is_listed_at_once(tmp_path):
     (home / "app.toml").write_text(text)
     with pytest.raises(ConfigError) as e:
         apps.load_app(home)
-    joined = "\n".join(e.value.errors)
+    joined = "\n".join(e.value.messages)
     assert "dockerfile 'db/Dockerfile.nope' is not a file inside" in joined
     assert "unknown key(s) readiness" in joined and "role 'db': ready is missing" in joined
     assert "role 'cache': its name is its table's; its image comes from its dockerfile" in joined
     assert "tunables.fpm: a stack's section" in joined
     assert "status.db: role must be one of the app's roles" in joined
     assert "its setting 'db.max_conns' is no tunable" in joined
-    assert all("app.toml:" in x for x in e.value.errors), joined
+    assert all("app.toml:" in x for x in e.value.messages), joined
 
 
 def test_a_status_by_command_needs_its_role_and_no_path_and_a_template_that_breaks_is_found(tmp_path):
@@ -143,7 +143,7 @@ def test_a_status_by_command_needs_its_role_and_no_path_and_a_template_that_brea
     with pytest.raises(ConfigError) as e:
         apps.load_app(home)
     assert any("status.db: a status read by a command gives role (whose container runs it) and command, and no path"
-               in x for x in e.value.errors), e.value.errors
+               in x for x in e.value.messages), e.value.messages
     home = _copy(tmp_path / "again")
     (home / "my.cnf.j2").write_text("port = {{ db.max_conections }}\n")
     with pytest.raises(ConfigError, match="my.cnf.j2"):

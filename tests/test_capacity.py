@@ -56,10 +56,11 @@ def test_by_rate_each_probe_offers_its_level_as_the_rate(tmp_path):
     rates: list[tuple[int, float | None]] = []
 
     class ByRate(Model):
-        def __call__(self, sweep: Sweep, p: Planned) -> Any:
-            rates.append((p.level, sweep.spec.rate))
-            assert sweep.spec.schedule_for(p.level).describe()["rate"] == p.level
-            return super().__call__(sweep, p)
+        def __call__(self, sweep: Sweep, p: Planned, spec: RunSpec) -> Any:
+            rates.append((p.level, spec.rate))
+            assert spec.schedule_for(p.level).describe()["rate"] == p.level
+            assert sweep.spec.rate == 10.0  # the probe's spec is handed over: the sweep's is never swapped
+            return super().__call__(sweep, p, spec)
 
     spec = RunSpec(servers=("nginx",), duration=5.0, schedule="rate", rate=10.0)
     path = search_folder(ByRate({"nginx": 200}), spec, cap_spec(unit="requests/s"), tmp_path)
@@ -79,9 +80,9 @@ def test_a_kept_server_is_removed_when_its_search_ends(tmp_path):
             stopped.append((self.label, len(model.runs)))
 
     class Keeping(Model):
-        def __call__(self, sweep: Sweep, p: Planned) -> Any:
+        def __call__(self, sweep: Sweep, p: Planned, spec: RunSpec) -> Any:
             sweep.reused.setdefault(p.label, Kept(p.label))  # as run_trial keeps a server with --reuse-server
-            return super().__call__(sweep, p)
+            return super().__call__(sweep, p, spec)
 
     model = Keeping({"nginx": 300, "apache-prefork": 60})
     search_folder(model, RunSpec(servers=("nginx", "apache-prefork"), reuse_server=True), cap_spec(), tmp_path)

@@ -45,7 +45,7 @@ def test_cli_usage_errors(args, needle):
 def test_servers_json():
     res = CliRunner().invoke(cli, ["servers", "--json"])
     doc = json.loads(res.stdout)
-    assert [s["name"] for s in doc["servers"]] == st.stack_names()
+    assert [s["name"] for s in doc["servers"]] == st.catalog().names()
     assert all(s["description"] for s in doc["servers"])
 
 

@@ -135,7 +135,7 @@ def test_an_experiment_file_gives_the_cluster(tmp_path):
     f.write_text('servers = ["nginx"]\ncluster = "local:two"\n')
     with pytest.raises(ConfigError) as e:
         build_spec(str(f), {})
-    assert any("bad cluster address" in m for m in e.value.errors)
+    assert any("bad cluster address" in m for m in e.value.messages)
 
 
 def test_a_loopback_target_is_refused_when_workers_are_elsewhere():

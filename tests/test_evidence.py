@@ -90,7 +90,7 @@ def test_every_cause_names_a_real_setting() -> None:
     from loadcmp.lab.stacks import catalog
 
     seen = 0
-    for stack in catalog().values():
+    for stack in catalog():
         for c in stack.causes:
             seen += 1
             assert c.key.split(".")[0] in {p.split("-")[0] for p in stack.parts} | {stack.name}, c.key

@@ -90,7 +90,7 @@ def test_labels_a_check_names() -> None:
     fd.check_labels(found[:1], ["nginx", "tuned"])
     with pytest.raises(ConfigError) as e:
         fd.check_labels(found, ["nginx"])
-    assert len(e.value.errors) == 2 and "'tuned'" in e.value.errors[0] and "'iis'" in e.value.errors[1]
+    assert len(e.value.messages) == 2 and "'tuned'" in e.value.messages[0] and "'iis'" in e.value.messages[1]
 
 
 def test_parse_findings_names_every_problem_at_once() -> None:
@@ -100,7 +100,7 @@ def test_parse_findings_names_every_problem_at_once() -> None:
         fd.parse_findings([{"claim": "a"}, {"claim": 1, "check": "rps > 1"},
                            {"claim": "b", "check": "speed > 1", "note": "x"}, "table?",  # type: ignore[list-item]
                            {"claim": "ok", "check": "rps>1"}])
-    errs = e.value.errors
+    errs = e.value.messages
     assert len(errs) == 5, errs
     assert errs[0] == "finding 1: check must be a non-empty string"
     assert errs[1] == "finding 2: claim must be a non-empty string"
@@ -323,15 +323,15 @@ def test_experiment_findings_name_only_servers_the_run_has(tmp_path):
     f.write_text('servers = ["nginx"]\n[[findings]]\nclaim = "x"\ncheck = "ngnix:rps > 3"\n')  # a typo
     with pytest.raises(ConfigError) as e:
         build_spec(str(f), {})
-    assert "no server is labelled 'ngnix' (known: nginx)" in "\n".join(e.value.errors)
+    assert "no server is labelled 'ngnix' (known: nginx)" in "\n".join(e.value.messages)
     f.write_text('servers = ["nginx"]\npages = ["/a", "/b"]\n[[findings]]\nclaim = "x"\ncheck = "nginx:rps > 3"\n')
     with pytest.raises(ConfigError) as e:  # with two pages a result is one page's: nginx[/a]
         build_spec(str(f), {})
-    assert "known: nginx[/a], nginx[/b]" in "\n".join(e.value.errors)
+    assert "known: nginx[/a], nginx[/b]" in "\n".join(e.value.messages)
     f.write_text('servers = ["nginx"]\n[[findings]]\nclaim = "x"\ncheck = "nginx:rps >> 3"\ncolour = 1\n')
     with pytest.raises(ConfigError) as e:
         build_spec(str(f), {})
-    assert "findings" in "\n".join(e.value.errors)
+    assert "findings" in "\n".join(e.value.messages)
 
 
 def test_judged_findings_are_stored_and_in_the_json_summary(tmp_path):

@@ -174,7 +174,7 @@ def test_busy_workers_front_server_first():
 def test_every_stack_reads_its_busy_workers_from_its_own_pages():
     from loadcmp.lab import stacks as st
 
-    for s in st.catalog().values():
+    for s in st.catalog():
         columns = {c for p in s.status for c, _ in p.fields}
         assert s.status and set(s.busy_workers) <= columns, s.name
 

@@ -126,7 +126,7 @@ def test_every_config_mistake_is_listed_before_anything_starts(tmp_path: Path) -
                                 f"prod:web={binary}", f"prod:web={good},status.apache=/s"])
     with pytest.raises(Exception) as e:
         validate(spec)
-    errors = getattr(e.value, "errors", [])
+    errors = e.value.messages
     assert len(errors) == 5, errors
     assert "'other' is not a chosen server" in errors[0]
     assert "has no role 'db' (its roles: web)" in errors[1]

@@ -174,10 +174,10 @@ def test_a_stacks_error_log_table_is_data_checked_with_its_line(tmp_path: Path) 
     text = text.replace("find = '^[ \\t]*server\\.errorlog", "fnd = '^[ \\t]*server\\.errorlog")
     (mine / "stack.toml").write_text(text.replace('files = ["lighttpd.conf"]', 'files = "lighttpd.conf"'))
     with pytest.raises(ConfigError) as e:
-        st.add_stack_dirs([str(tmp_path)])
+        st.catalog([str(tmp_path)])
     line = (mine / "stack.toml").read_text().splitlines().index("[error_log]") + 1
-    assert sorted(e.value.errors) == sorted(f"{(mine / 'stack.toml').resolve()}:{line}: error_log: {m}" for m in (
+    assert sorted(e.value.messages) == sorted(f"{(mine / 'stack.toml').resolve()}:{line}: error_log: {m}" for m in (
         "unknown key(s) fnd (known: always, default, files, find, program, root)",
-        "it needs program, files and find", "files must be a list of file names")), e.value.errors
+        "it needs program, files and find", "files must be a list of file names")), e.value.messages
     assert [g.program for g in get_stack("lighttpd").error_logs] == ["php-fpm", "lighttpd"]
     assert [g.program for g in get_stack("nginx-apache").error_logs] == ["nginx", "Apache"]

@@ -184,7 +184,7 @@ def test_the_experiment_file_key(tmp_path):
     f.write_text('servers = ["nginx"]\nrequests = 100\nschedule = "ramp"\n')
     with pytest.raises(ConfigError) as e:
         build_spec(str(f), {})
-    assert any("-n/--requests" in m for m in e.value.errors)
+    assert any("-n/--requests" in m for m in e.value.messages)
 
 
 def test_run_refuses_n_with_the_rate_schedule_before_anything_starts():

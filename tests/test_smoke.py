@@ -46,7 +46,7 @@ def test_bad_checks(bad):
 def test_every_bad_check_is_named_at_once():
     with pytest.raises(UsageError) as e:
         sm.parse_checks(["rps>1", "speed>5", "p(0)<3"])
-    errs = e.value.errors  # type: ignore[attr-defined]
+    errs = e.value.messages  # type: ignore[attr-defined]
     assert len(errs) == 2 and "speed" in errs[0] and "p(0)" in errs[1]
 
 

@@ -14,7 +14,7 @@ def test_experiment_errors_listed_at_once_with_lines(tmp_path):
                  '[set]\n"prefork.Bogus" = 3\n')
     with pytest.raises(ConfigError) as e:
         load_experiment(f)
-    errs = e.value.errors
+    errs = e.value.messages
     assert len(errs) == 4, errs
     joined = "\n".join(errs)
     assert "bad.toml:5" in joined and "color" in joined
@@ -50,7 +50,7 @@ def test_experiment_files_refuse_what_the_flags_refuse(tmp_path, line, word, mon
     f.write_text(f'servers = ["nginx"]\n{line}\n')
     with pytest.raises(ConfigError) as e:
         validate(RunSpec(**load_experiment(f)[0]))
-    assert word in "\n".join(e.value.errors)
+    assert word in "\n".join(e.value.messages)
 
 
 def test_experiment_file_takes_a_rate_with_unit(tmp_path):

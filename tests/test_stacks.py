@@ -10,12 +10,12 @@ from loadcmp.errors import ConfigError, UsageError
 
 
 def test_catalog_has_the_seven_stacks_and_alias():
-    assert st.stack_names() == ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy",
+    assert st.catalog().names() == ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy",
                                 "lighttpd"]
     assert st.get_stack("apache").name == "apache-prefork"
     assert st.get_stack("nginx-apache").php_api == "Apache 2.0 Handler"
     assert st.get_stack("apache-event").php_api == "FPM/FastCGI"
-    assert [s.name for s in st.resolve_servers(["all"])] == st.stack_names()
+    assert [s.name for s in st.catalog().resolve(["all"])] == st.catalog().names()
 
 
 def test_unknown_server_lists_valid_ones():
@@ -91,7 +91,7 @@ def test_every_tunable_is_documented_and_changes_a_config():
     assert names == {"apache", "prefork", "worker", "event", "nginx", "fpm", "php", "proxy", "caddy", "lighttpd"}
     for key, t in st.tunables().items():
         assert t.doc, key
-        stack = next(s for s in st.catalog().values() if key in s.tunables)
+        stack = next(s for s in st.catalog() if key in s.tunables)
         base = render(stack.name)
         d = t.default
         if isinstance(d, bool):

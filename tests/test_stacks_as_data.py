@@ -19,11 +19,9 @@ OURS = st.configs_dir() / "stacks"
 
 
 @pytest.fixture(autouse=True)
-def fresh_catalog(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def no_env_stacks(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     monkeypatch.delenv("LOADCMP_STACKS", raising=False)
-    st.reset_stack_dirs()
     yield
-    st.reset_stack_dirs()
 
 
 def copy_stack(src: str, dest: Path) -> Path:
@@ -39,7 +37,7 @@ def configs(stack: st.Stack) -> dict[str, str]:
 
 def test_our_stacks_are_folders_and_python_names_none_of_them() -> None:
     folders = sorted(p.parent.name for p in OURS.glob("*/stack.toml"))
-    assert folders and sorted(st.stack_names()) == folders
+    assert folders and sorted(st.catalog().names()) == folders
     code = "\n".join(p.read_text() for p in (Path(st.__file__).parent).glob("*.py"))
     for name in folders:
         assert f'"{name}"' not in code and f"'{name}'" not in code, name
@@ -47,9 +45,9 @@ def test_our_stacks_are_folders_and_python_names_none_of_them() -> None:
 
 def test_a_copied_folder_is_a_new_working_stack(tmp_path: Path) -> None:
     mine = copy_stack("nginx", tmp_path / "mine" / "my-nginx")
-    added = st.add_stack_dirs([str(tmp_path / "mine")])
-    assert [s.name for s in added] == ["my-nginx"]
-    s = st.get_stack("my-nginx")
+    cat = st.catalog([str(tmp_path / "mine")])
+    assert [s.name for s in cat.own()] == ["my-nginx"]
+    s = cat.get("my-nginx")
     assert s.origin == str((tmp_path / "mine").resolve()) and s.home == mine.resolve()
     ours = configs(st.get_stack("nginx"))
     theirs = configs(s)
@@ -62,8 +60,8 @@ def test_a_template_beside_the_stack_wins_over_the_shared_one(tmp_path: Path) ->
     mine = copy_stack("nginx", tmp_path / "tuned")
     shared = (st.configs_dir() / "templates" / "nginx.conf.j2").read_text()
     (mine / "nginx.conf.j2").write_text(shared.replace("server_tokens off;", "server_tokens off;\n    etag off;"))
-    st.add_stack_dirs([str(mine)])
-    assert "etag off;" in configs(st.get_stack("tuned"))["web/nginx.conf"]
+    cat = st.catalog([str(mine)])
+    assert "etag off;" in configs(cat.get("tuned"))["web/nginx.conf"]
     assert "etag off;" not in configs(st.get_stack("nginx"))["web/nginx.conf"]
 
 
@@ -75,8 +73,8 @@ def test_a_stack_file_with_three_mistakes_lists_all_three_with_lines(tmp_path: P
     text += '\n[tunables.prefork.Extra]\ndoc = "no default"\n'
     (bad / "stack.toml").write_text(text)
     with pytest.raises(ConfigError) as e:
-        st.add_stack_dirs([str(bad)])
-    errors = e.value.errors
+        st.catalog([str(bad)])
+    errors = e.value.messages
     assert len(errors) == 3, errors
     lines = text.splitlines()
     where = {m.split(": ", 1)[0].rsplit(":", 1)[1]: m for m in errors}
@@ -100,11 +98,11 @@ def test_busy_limit_is_a_tunable_of_the_stack(tmp_path: Path) -> None:
     (bad / "stack.toml").write_text(text.replace('busy_limit = "fpm.max_children"',
                                                  'busy_limit = "prefork.MaxRequestWorkers"'))
     with pytest.raises(ConfigError, match="busy_limit: 'prefork.MaxRequestWorkers' is not a tunable of this stack"):
-        st.add_stack_dirs([str(bad)])
+        st.catalog([str(bad)])
     (bad / "stack.toml").write_text(text.replace('busy_limit = "fpm.max_children"',
                                                  'busy_limit = "nginx.worker_processes"'))  # "auto" is no count
     with pytest.raises(ConfigError, match="busy_limit: 'nginx.worker_processes' must be a whole-number tunable"):
-        st.add_stack_dirs([str(bad)])
+        st.catalog([str(bad)])
 
 
 def test_template_mistakes_name_the_template_and_line(tmp_path: Path) -> None:
@@ -112,12 +110,12 @@ def test_template_mistakes_name_the_template_and_line(tmp_path: Path) -> None:
     (mine / "nginx.conf.j2").write_text("events {\n  worker_connections {{ nginx.worker_connections }};\n"
                                          "{% if %}\n}\n")
     with pytest.raises(ConfigError) as e:
-        st.add_stack_dirs([str(mine)])
-    assert any("nginx.conf.j2:3:" in m for m in e.value.errors), e.value.errors
+        st.catalog([str(mine)])
+    assert any("nginx.conf.j2:3:" in m for m in e.value.messages), e.value.messages
     (mine / "nginx.conf.j2").write_text("worker_processes {{ nginx.no_such_setting }};\n")
     with pytest.raises(ConfigError) as e:
-        st.add_stack_dirs([str(mine)])
-    assert "no_such_setting" in str(e.value.errors)
+        st.catalog([str(mine)])
+    assert "no_such_setting" in str(e.value.messages)
 
 
 def test_bad_stack_folders_are_one_line_usage_errors(tmp_path: Path) -> None:
@@ -165,7 +163,7 @@ def test_a_stack_with_its_own_dockerfile_builds_from_its_folder(tmp_path: Path) 
     text = (mine / "stack.toml").read_text().replace('image = "nginx"', 'dockerfile = "Dockerfile"')
     (mine / "stack.toml").write_text(text)
     (mine / "notes.j2").write_text("not built in")
-    s = st.add_stack_dirs([str(mine)])[0]
+    s = st.catalog([str(mine)]).own()[0]
     image = s.front.image
     assert image.key == "stack-own" and image.home == mine.resolve()
     names = [n for n, _ in img._context_files(image)]
@@ -196,7 +194,7 @@ def test_a_check_that_reads_an_unknown_setting_is_found_when_read(tmp_path: Path
     with (mine / "stack.toml").open("a") as f:
         f.write('\n[[checks]]\nrule = "nginx.worker_connections >= nginx.workers"\nsays = "too few"\n')
     with pytest.raises(ConfigError) as e:
-        st.add_stack_dirs([str(mine)])
+        st.catalog([str(mine)])
     assert "nginx.workers" in str(e.value) and "not tunables of stack checked" in str(e.value)
 
 
@@ -245,7 +243,7 @@ def test_every_stack_serves_the_users_pages_read_only(tmp_path: Path, images: di
     (site / "plain.txt").write_text("plain\n")
     served = []
     try:
-        for name in st.stack_names():
+        for name in st.catalog().names():
             res = CliRunner().invoke(cli, ["up", "--server", name, "--www", str(site), "--json"])
             assert res.exit_code == 0, (name, res.output)
             port = int(json.loads(res.stdout)["url"].rsplit(":", 1)[1].strip("/"))
@@ -257,7 +255,7 @@ def test_every_stack_serves_the_users_pages_read_only(tmp_path: Path, images: di
             assert CliRunner().invoke(cli, ["down"]).exit_code == 0
     finally:
         CliRunner().invoke(cli, ["down"])
-    assert served == st.stack_names()
+    assert served == st.catalog().names()
     assert cleanup.labelled(docker_client) == []
 
 
@@ -278,11 +276,11 @@ def test_what_a_shared_stack_folder_cannot_do(tmp_path: Path) -> None:
     mine = copy_stack("nginx", tmp_path / "evil")
     (mine / "nginx.conf.j2").write_text("{{ cycler.__init__.__globals__.os.getpid() }}\n")
     with pytest.raises(ConfigError) as e:
-        st.add_stack_dirs([str(mine)])
-    assert "nginx.conf.j2" in str(e.value.errors)
+        st.catalog([str(mine)])
+    assert "nginx.conf.j2" in str(e.value.messages)
     (mine / "nginx.conf.j2").write_text("x {{ 1 // 0 }}\n")
     with pytest.raises(ConfigError, match="ZeroDivisionError"):
-        st.add_stack_dirs([str(mine)])
+        st.catalog([str(mine)])
     (mine / "nginx.conf.j2").unlink()
     text = (mine / "stack.toml").read_text()
     (mine / "stack.toml").write_text(text + """
@@ -298,23 +296,45 @@ phrase = "x"
 kinds = [[1]]
 """)
     with pytest.raises(ConfigError) as e:
-        st.add_stack_dirs([str(mine)])
-    said = " | ".join(e.value.errors)
+        st.catalog([str(mine)])
+    said = " | ".join(e.value.messages)
     assert "www is a name the templates use" in said and "kinds must be a list" in said, said
     fixed = (mine / "stack.toml").read_text().replace("[tunables.www.x]\ndefault = 1\n", "")
     (mine / "stack.toml").write_text(fixed.replace("kinds = [[1]]", "kinds = []"))
     with pytest.raises(ConfigError, match="its defaults break its own check: too few"):
-        st.add_stack_dirs([str(mine)])
+        st.catalog([str(mine)])
 
 
 def test_the_same_folder_twice_is_one_stack_and_names_stay_apart(tmp_path: Path,
                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
     copy_stack("nginx", tmp_path / "lab" / "twice")
     monkeypatch.setenv("LOADCMP_STACKS", str(tmp_path / "lab"))
-    assert [s.name for s in st.add_stack_dirs([str(tmp_path / "lab"), str(tmp_path / "lab" / "twice")])] == ["twice"]
+    assert [s.name for s in st.catalog([str(tmp_path / "lab"), str(tmp_path / "lab" / "twice")]).own()] == ["twice"]
     copy_stack("nginx", tmp_path / "alias" / "apache")
     with pytest.raises(ConfigError, match="another name of the stack 'apache-prefork'"):
-        st.add_stack_dirs([str(tmp_path / "alias")])
+        st.catalog([str(tmp_path / "alias")])
     copy_stack("nginx", tmp_path / "every" / "all")
     with pytest.raises(ConfigError, match="not 'all'"):
-        st.add_stack_dirs([str(tmp_path / "every" / "all")])
+        st.catalog([str(tmp_path / "every" / "all")])
+
+
+def test_two_specs_in_one_process_see_only_their_own_stacks(tmp_path: Path) -> None:
+    """The catalog is a value a spec holds (its `stack_dirs`): reading one spec's stacks adds them to no other."""
+    from loadcmp.experiment.spec import RunSpec, load_experiment, validate
+
+    copy_stack("nginx", tmp_path / "a" / "alpha")
+    copy_stack("nginx", tmp_path / "b" / "beta")
+    (tmp_path / "a" / "e.toml").write_text('stacks = ["."]\nservers = ["alpha"]\n')
+    fields, _ = load_experiment(tmp_path / "a" / "e.toml")
+    one = validate(RunSpec(**fields))
+    two = validate(RunSpec(servers=("beta",), stack_dirs=(str(tmp_path / "b"),)))
+    assert one.stacks == {"alpha": "alpha"} and two.stacks == {"beta": "beta"}
+    assert "alpha" in one.catalog() and "beta" not in one.catalog()
+    assert "beta" in two.catalog() and "alpha" not in two.catalog()
+    assert "alpha" not in st.catalog() and "beta" not in st.catalog()  # nor does the process's own
+    with pytest.raises(UsageError, match="unknown server 'alpha'"):
+        validate(RunSpec(servers=("alpha",), stack_dirs=(str(tmp_path / "b"),)))
+    with pytest.raises(UsageError, match="unknown server 'beta'"):
+        st.get_stack("beta")
+    res = CliRunner().invoke(cli, ["servers", "--json"])
+    assert res.exit_code == 0 and "alpha" not in res.output and "beta" not in res.output

@@ -64,7 +64,7 @@ def test_the_file_table_then_the_flags_and_every_problem_at_once():
     assert (t.trials, t.budget_s, t.clients, t.seed, t.objective) == (None, 600.0, 200, 3, "rps")
     with pytest.raises(ConfigError) as e:
         tune_spec("nginx", NGINX, {"params": {"nope": "1..2"}, "trial": 3, "clients": 0}, {})
-    assert len(e.value.errors) == 3
+    assert len(e.value.messages) == 3
     with pytest.raises(UsageError, match="nothing to tune"):
         tune_spec("nginx", NGINX, {}, {})
 
@@ -75,10 +75,10 @@ def test_the_file_table_then_the_flags_and_every_problem_at_once():
 class Tuned(Model):
     """A server whose capacity peaks at fpm.max_children 40: 400 clients, against 295 at Debian's 5."""
 
-    def __call__(self, sweep: Sweep, p: Planned) -> Any:
-        children = NGINX.effective(sweep.spec.settings_for(p.label))["fpm.max_children"]
+    def __call__(self, sweep: Sweep, p: Planned, spec: RunSpec) -> Any:
+        children = NGINX.effective(spec.settings_for(p.label))["fpm.max_children"]
         self.capacity[p.server] = max(20, 400 - 3 * abs(children - 40))
-        return super().__call__(sweep, p)
+        return super().__call__(sweep, p, spec)
 
 
 @pytest.fixture()
@@ -152,9 +152,9 @@ def test_settings_that_do_not_move_the_edge_leave_the_baseline_best_and_nothing_
     from loadcmp.sweep import tune
 
     class Flat(Model):
-        def __call__(self, sweep: Sweep, p: Planned) -> Any:
+        def __call__(self, sweep: Sweep, p: Planned, spec: RunSpec) -> Any:
             self.capacity[p.server] = 300  # whatever the settings
-            return super().__call__(sweep, p)
+            return super().__call__(sweep, p, spec)
 
     monkeypatch.setattr(tune, "run_trial", Flat({}))
     res = tune_cli("--param", "fpm.max_children=5..100", "--trials", "3", "--out", str(tmp_path), "--json")

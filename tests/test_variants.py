@@ -12,6 +12,7 @@ from loadcmp.sweep.runner import plan_sweep
 from loadcmp.sweep.trial import Planned, plan_trial
 from loadcmp.experiment.spec import load_experiment
 from loadcmp.experiment.variants import parse_server_items, parse_sets
+from loadcmp.lab.stacks import catalog
 
 
 def spec_of(servers: tuple[str, ...], sets: tuple[str, ...] = (), experiment: str | None = None):
@@ -54,7 +55,7 @@ def test_each_label_renders_its_own_config():
 def test_settings_no_server_can_take_are_refused(servers, sets, needle):
     with pytest.raises(UsageError) as e:
         spec_of(servers, sets)
-    assert needle in "\n".join(getattr(e.value, "errors", None) or [str(e.value)])
+    assert needle in "\n".join(e.value.messages)
 
 
 def test_cli_refuses_an_unusable_set_before_anything_starts():
@@ -93,7 +94,7 @@ def test_bad_variant_tables_are_listed_with_their_lines(tmp_path):
                  '[variants.tuned]\nstack = "nginx"\ncolour = 1\n')
     with pytest.raises(ConfigError) as e:
         load_experiment(f)
-    errs = e.value.errors
+    errs = e.value.messages
     assert len(errs) == 3, errs
     assert errs[0].startswith("x.toml:2: [variants.debian]") and "nginz" in errs[0]
     assert errs[1].startswith("x.toml:4: [variants.tuned]") and "colour" in errs[1]
@@ -101,9 +102,9 @@ def test_bad_variant_tables_are_listed_with_their_lines(tmp_path):
 
 
 def test_parsers_keep_order_and_split_per_label():
-    labels, chosen = parse_server_items(["nginx,tuned=nginx", "nginx"])
+    labels, chosen = parse_server_items(["nginx,tuned=nginx", "nginx"], catalog())
     assert labels == ["nginx", "tuned"] and chosen == {"tuned": "nginx"}
-    common, own = parse_sets(["fpm.max_children=3", "tuned:nginx.worker_connections=100"])
+    common, own = parse_sets(["fpm.max_children=3", "tuned:nginx.worker_connections=100"], catalog())
     assert common == {"fpm.max_children": 3} and own == {"tuned": {"nginx.worker_connections": 100}}
 
 

@@ -36,10 +36,9 @@ def emit_json(doc: Any) -> None:
 
 
 def _say_error(e: LoadcmpError) -> None:
-    errors = getattr(e, "errors", None)
-    if errors and len(errors) > 1:
-        click.echo(f"error: {len(errors)} problems:", err=True)
-        for m in errors:
+    if len(e.messages) > 1:
+        click.echo(f"error: {len(e.messages)} problems:", err=True)
+        for m in e.messages:
             click.echo(f"  - {m}", err=True)
     else:
         click.echo(f"error: {e}", err=True)

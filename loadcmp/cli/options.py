@@ -159,12 +159,13 @@ def server_options(f: F) -> F:
 
 
 def _add_stacks(ctx: click.Context, param: click.Parameter, value: tuple[str, ...]) -> tuple[str, ...]:
-    """Read the user's stacks as soon as the flag is seen: --server and --set may name them."""
+    """Read the user's stacks as soon as the flag is seen, so that a mistake in them stops the command first;
+    the command passes the folders on (`stacks.catalog`, a spec's `stack_dirs`)."""
     from ..lab import stacks
 
     if not value:
         return ()
-    stacks.add_stack_dirs(value)
+    stacks.catalog(value)
     return tuple(str(Path(v).expanduser().resolve()) for v in value)
 
 
@@ -317,7 +318,7 @@ class SetupFlags(FlagGroup):
         """The RunSpec fields these flags and the command's --server items give (only those given)."""
         from ..experiment.flags import server_fields
 
-        return {**self.given(), **server_fields(servers, self.sets)}
+        return {**self.given(), **server_fields(servers, self.sets, self.stack_dirs)}
 
 
 @dataclass(frozen=True)

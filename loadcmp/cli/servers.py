@@ -19,6 +19,9 @@ from ..lab.dockerhost import DockerHost, answering, check_server_limits, docker_
 if TYPE_CHECKING:
     from ..lab.model import Tunable
 
+if TYPE_CHECKING:
+    from ..lab.stacks import Catalog
+
 
 def engine(flags: dict[str, Any]) -> DockerHost:
     """The engine a command's flags name; a plain-text one is said in one line before it is used."""
@@ -35,6 +38,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
     """List the server set-ups (stacks) loadcmp can start."""
     from ..lab import stacks
 
+    cat = stacks.catalog(stack_dirs)
     if as_json:
         doc: dict[str, Any] = {
             "servers": [
@@ -43,27 +47,27 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
                  "roles": {r.name: [f for f, _ in r.files] for r in s.roles},
                  "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,
                  "status_pages": {p.kind: p.path for p in s.status}}
-                for s in stacks.catalog().values()
+                for s in cat
             ],
-            "aliases": stacks.aliases(),
+            "aliases": cat.aliases(),
         }
         if tunables:
-            doc["tunables"] = {r.tunable.key: r.doc() for r in _all_tunables()}
+            doc["tunables"] = {r.tunable.key: r.doc() for r in _all_tunables(cat)}
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
     for c in ("name", "description", "PHP (Server API)", "roles (--config)", "tunables", "from"):
         t.add_column(c)
-    for s in stacks.catalog().values():
+    for s in cat:
         roles = ", ".join(f"{r.name}: {', '.join(Path(f).name for f, _ in r.files)}" for r in s.roles)
         t.add_row(s.name, s.description, s.php_api, roles, ", ".join(s.sections), s.origin)
     out.print(t)
-    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in stacks.aliases().items()))
+    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in cat.aliases().items()))
     if tunables:
         tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
         for c in ("key", "default", "bounds", "what it does", "with"):
             tt.add_column(c)
-        for r in _all_tunables():
+        for r in _all_tunables(cat):
             tt.add_row(*map(escape, (r.tunable.key, str(r.tunable.default), r.bounds(), r.tunable.doc, r.taken_by())))
         out.print(tt)
 
@@ -105,20 +109,20 @@ class TunableRow:
                 "min": t.min, "max": t.max, "choices": list(t.choices) if t.choices else None, "pattern": t.pattern}
 
 
-def _all_tunables() -> list[TunableRow]:
+def _all_tunables(cat: Catalog) -> list[TunableRow]:
     """Every tunable `--set` takes: the stacks' (each with the stacks that have it), then the apps' own
     roles' (a database's) with the apps that have them (the first one's default, bounds and words)."""
-    from ..lab import apps, stacks
+    from ..lab import apps
 
-    catalog = stacks.catalog().values()
+    stacks = list(cat)
     found: dict[str, TunableRow] = {}
-    for s in catalog:
+    for s in stacks:
         for k, t in s.tunables.items():
             found.setdefault(k, TunableRow(t, [], [], False)).stacks.append(s.name)
     for app in apps.catalog().values():
         for k, t in app.tunables.items():
             found.setdefault(k, TunableRow(t, [], [], False)).apps.append(app.name)
-    return [TunableRow(r.tunable, r.stacks, r.apps, len(r.stacks) == len(catalog)) for r in found.values()]
+    return [TunableRow(r.tunable, r.stacks, r.apps, len(r.stacks) == len(stacks)) for r in found.values()]
 
 
 @cli.command()
@@ -132,7 +136,7 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
     from ..lab import stacks
     from ..lab.images import build_images
 
-    chosen = stacks.resolve_servers(servers_)
+    chosen = stacks.catalog(stack_dirs).resolve(servers_)
     images = list(dict.fromkeys(i for s in chosen for i in s.images))
     host = engine(flags)
     client = docker_client(host)
@@ -165,21 +169,22 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
     from ..lab import apps, cleanup, containers, ownconfig, stacks
     from ..lab.images import build_images
     from ..lab.planning import check_port_free, plan_deployment
-    from ..errors import ConfigError, UsageError
+    from ..errors import Problems, UsageError
     from ..experiment.variants import Variant, check_sets, own_config_errors
     from ..observe.statuspages import leave_out_unanswered
 
-    stack = stacks.get_stack(server)
-    overrides = stacks.parse_overrides(sets, apps.tunables())
+    cat = stacks.catalog(stack_dirs)
+    stack = cat.get(server)
+    overrides = cat.parse_overrides(sets, apps.tunables())
     the_app = apps.get_app(app) if app else None
     if the_app and www:
         raise UsageError("--www and --app: give one (the app brings its own pages)")
     own = [ownconfig.from_doc(d) for d in configs]
-    errors = check_sets([Variant(stack.name, stack.name, {})], overrides, {},
-                        tuple(dict.fromkeys(k.split(".")[0] for k in the_app.tunables)) if the_app else ())
-    errors += own_config_errors(own, {server: stack.name}, {server: overrides})
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} settings do not apply", errors)
+    p = Problems()
+    p.extend(check_sets([Variant(stack.name, stack.name, {})], overrides, {}, cat,
+                        tuple(dict.fromkeys(k.split(".")[0] for k in the_app.tunables)) if the_app else ()))
+    p.extend(own_config_errors(own, {server: stack.name}, {server: overrides}, cat))
+    p.raise_if_any(summary="{n} settings do not apply")
     if the_app:  # its settings under the user's, its images over the stack's
         overrides = {**the_app.settings, **overrides}
         stack = apps.on_stack(the_app, stack)

@@ -49,7 +49,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     from ..verdicts.smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
     from ..experiment.flags import build_spec
     from ..experiment.spec import load_experiment
-    from ..lab.stacks import configs_dir, smoke_servers
+    from ..lab.stacks import catalog, configs_dir
     from ..store.reader import load_results
 
     load, setup = LoadFlags.pop(flags), SetupFlags.pop(flags)
@@ -66,7 +66,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     texts, source = _checks(checks, table.get("checks", []), experiment is not None, app)
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
-    parsed = parse_checks(texts)
+    cat = catalog((*fields.get("stack_dirs", ()), *setup.stack_dirs))  # the file's and --stacks'
+    parsed = parse_checks(texts, cat)
     margin = parse_percent(max_regression)
     base = None
     if baseline:
@@ -75,7 +76,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         except StoreError as e:
             raise UsageError(f"--baseline: {e}") from None
     if not servers_ and "servers" not in fields:
-        servers_ = tuple(smoke_servers())
+        servers_ = tuple(cat.smoke_servers())
     chosen = _pages(pages, table.get("pages", []), experiment is not None, setup.app)
     given = {**load.given(), **setup.fields_with(tuple(servers_)), **({"pages": chosen} if chosen is not None else {})}
     spec = build_spec(path, given)

@@ -90,7 +90,6 @@ def _new(experiment: str | None, servers_: tuple[str, ...], load: LoadFlags, set
     """A new study: the flags it refuses said first, then the baseline's spec, the search's and the study's."""
     from ..experiment.flags import search_spec
     from ..experiment.tune import tune_spec
-    from ..lab import stacks
     from ..sweep.runner import check_limits
 
     load.refuse(REFUSED)
@@ -111,7 +110,7 @@ def _new(experiment: str | None, servers_: tuple[str, ...], load: LoadFlags, set
         raise UsageError(f"tune takes one server, one page and one keep-alive setting (given: "
                          f"{', '.join(base.label(*v) for v in base.variants())}); tune them one at a time")
     label = base.servers[0]
-    t = tune_spec(label, stacks.get_stack(base.stack_of(label)), extra.get("tune", {}),
+    t = tune_spec(label, base.catalog().get(base.stack_of(label)), extra.get("tune", {}),
                   st.table(clients[0] if clients else None),
                   f"{Path(experiment).name}: [tune]" if experiment else "[tune]")
     if t.clients is not None and base.schedule == "rate":

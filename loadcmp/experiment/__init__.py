@@ -1,6 +1,7 @@
 """What a run is, before anything starts: the spec from flags or an experiment file.
 
-    spec.py      RunSpec; experiment files; validation that lists every error at once
+    spec.py      RunSpec; experiment files read; validation that lists every error at once
+    filekeys.py  the keys an experiment file may have, their types, each value converted
     flags.py     a command's flags laid over an experiment file: the RunSpec (and a search's probe) they make
     variants.py  server labels and variants (--server LABEL=STACK, [variants.*]), which --set goes where
     capacity.py  what a capacity search is: its target, start, limit, resolution (flags over [capacity])

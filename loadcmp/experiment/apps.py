@@ -11,8 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..errors import ConfigError, UsageError
-from ..lab import apps, stacks
+from ..errors import Problems, UsageError
+from ..lab import apps
+from ..lab.stacks import Catalog
 from ..lab.model import App, Image, Stack
 from ..lab.pages import page_file
 
@@ -33,6 +34,8 @@ class RunSpec(Protocol):
     @property
     def all_pages(self) -> tuple[str, ...]: ...
 
+    def catalog(self) -> Catalog: ...
+
     def stack_of(self, label: str) -> str: ...
 
     def settings_for(self, label: str) -> dict[str, Any]: ...
@@ -45,7 +48,7 @@ def app_of(spec: RunSpec) -> App | None:
 
 def stack_for(spec: RunSpec, label: str, page: str) -> tuple[Stack, App | None]:
     """The stack one label runs for one page, with the app laid over it when the page is the app's."""
-    stack = stacks.get_stack(spec.stack_of(label))
+    stack = spec.catalog().get(spec.stack_of(label))
     app = apps.applies(app_of(spec), page)
     return (apps.on_stack(app, stack) if app else stack), app
 
@@ -70,7 +73,7 @@ def with_default_pages(fields: dict[str, Any]) -> dict[str, Any]:
     if fields.get("app") and "page" not in fields and not fields.get("pages"):
         try:
             app = apps.get_app(fields["app"])
-        except (UsageError, ConfigError):
+        except UsageError:
             return fields  # `validate` says why, beside every other problem
         paths = tuple(p.path for p in app.pages)
         return {**fields, **({"page": paths[0]} if len(paths) == 1 else {"pages": paths})}
@@ -78,24 +81,23 @@ def with_default_pages(fields: dict[str, Any]) -> dict[str, Any]:
 
 
 def page_errors(spec: RunSpec) -> list[str]:
-    """What is wrong with the app and the pages asked for (--www and --app as well), all at once."""
-    errors: list[str] = []
+    """What is wrong with the app and the pages asked for (--www and --app as well), all at once. With both
+    --www and --app, that is the problem: which pages each of them lacks follows from it and is not said."""
+    p = Problems()
+    both = spec.app is not None and spec.www is not None
     if spec.app is not None:
-        try:
-            app = apps.get_app(spec.app)
-            if not any(app.page_for(page) for page in spec.all_pages):
-                errors.append(f"--app {app.name}: no page asked for is one of its pages "
-                              f"({', '.join(p.path for p in app.pages)}); give --page with one of them")
-        except (UsageError, ConfigError) as e:
-            errors += getattr(e, "errors", [str(e)])
-        if spec.www is not None:
-            errors.append("--www and --app: give one (the app brings its own pages)")
-    if spec.www is not None:
+        app = p.attempt(lambda: apps.get_app(spec.app or ""))
+        if app is not None and not both and not any(app.page_for(page) for page in spec.all_pages):
+            p.add(f"--app {app.name}: no page asked for is one of its pages "
+                  f"({', '.join(x.path for x in app.pages)}); give --page with one of them")
+    if both:
+        p.add("--www and --app: give one (the app brings its own pages)")
+    elif spec.www is not None:
         www = Path(spec.www)
         if not www.is_dir():
-            errors.append(f"--www {spec.www}: no such folder")
+            p.add(f"--www {spec.www}: no such folder")
         else:
             missing = [page for page in spec.all_pages if page.startswith("/") and page_file(www, page) is None]
-            errors += [f"page {page!r} is not in --www {spec.www} (no such file, nor an index.html or index.php "
-                       "for a folder)" for page in missing]
-    return errors
+            p.extend(f"page {page!r} is not in --www {spec.www} (no such file, nor an index.html or index.php "
+                     "for a folder)" for page in missing)
+    return p.messages

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal
 
-from ..errors import ConfigError, UsageError
+from ..errors import Problems, UsageError
 from ..load.limits import HEADROOM, UNLIMITED, nofile
 from ..units import MAX_COUNT, parse_duration, parse_percent
 from ..verdicts.slo import Target, parse_slo
@@ -98,20 +98,19 @@ def convert(key: str, v: Any, what: str) -> Any:
 def capacity_spec(spec: RunSpec, table: dict[str, Any], flags: dict[str, Any], where: str = "[capacity]"
                   ) -> CapacitySpec:
     """The file's [capacity] table, then the flags given (already parsed); all problems at once."""
-    errors: list[str] = []
+    problems = Problems()
     values: dict[str, Any] = {}
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        errors.append(f"{where} has unknown key(s) {', '.join(unknown)} (known: {', '.join(KEYS)})")
+        problems.add(f"{where} has unknown key(s) {', '.join(unknown)} (known: {', '.join(KEYS)})")
     for key in KEYS:
         if key in table:
             try:
                 values[key] = convert(key, table[key], f"{where} {key}")
             except UsageError as e:
-                errors.append(str(e))
+                problems.take(e)
     values.update({k: v for k, v in flags.items() if v is not None})
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} problems", errors)
+    problems.raise_if_any()
     if "slo" not in values:
         raise UsageError("no target: give --slo 'p99<500ms, failed_rate<1%' (or slo in a [capacity] table)")
     unit: Literal["clients", "requests/s"] = "requests/s" if spec.schedule == "rate" else "clients"

@@ -20,14 +20,17 @@ if TYPE_CHECKING:
     from .capacity import CapacitySpec
 
 
-def server_fields(servers: tuple[str, ...], sets: tuple[str, ...]) -> dict[str, Any]:
-    """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given)."""
+def server_fields(servers: tuple[str, ...], sets: tuple[str, ...], stack_dirs: tuple[str, ...] = ()) -> dict[str, Any]:
+    """`--server [LABEL=]STACK` and `--set [LABEL:]KEY=VALUE` as RunSpec fields (only those given), the stacks
+    and their settings those of `--stacks`' folders too."""
+    from ..lab.stacks import catalog
+
     out: dict[str, Any] = {}
     if servers:
-        labels, out["stacks"] = parse_server_items(servers)
+        labels, out["stacks"] = parse_server_items(servers, catalog(stack_dirs))
         out["servers"] = tuple(labels)
     if sets:
-        out["settings"], out["variant_settings"] = parse_sets(sets)
+        out["settings"], out["variant_settings"] = parse_sets(sets, catalog(stack_dirs))
     return out
 
 

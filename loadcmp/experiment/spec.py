@@ -9,16 +9,19 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
+from ..lab.stacks import Catalog
 from . import apps, variants
-from ..errors import ConfigError, UsageError
+from .filekeys import FIELD_OF, KEYS, convert
+from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
-from ..units import MAX_COUNT, parse_cluster, parse_cpus, parse_duration, parse_levels, parse_memory_cap, parse_rate
+from ..units import parse_cluster, parse_cpus
 
 
 @dataclass(frozen=True)
@@ -103,9 +106,13 @@ class RunSpec:
         return make_schedule(self.schedule, level, ramp_up=self.ramp_up, pace=self.pace, rate=self.rate,
                              max_inflight=self.max_inflight, requests=self.requests)
 
+    def catalog(self) -> Catalog:
+        """The stacks this spec sees: ours, LOADCMP_STACKS' and its own folders (`stack_dirs`), no other's."""
+        return stacks.catalog(self.stack_dirs)
+
     def stack_of(self, label: str) -> str:
         """The stack a label runs."""
-        return self.stacks.get(label) or stacks.get_stack(label).name
+        return self.stacks.get(label) or self.catalog().get(label).name
 
     def own_for(self, label: str) -> list[ownconfig.OwnConfig]:
         """The user's own files one label's roles run."""
@@ -132,60 +139,8 @@ class RunSpec:
         return out
 
 
-KEYS: dict[str, str] = {
-    "name": "str",
-    "description": "str",
-    "servers": "list[str]",
-    "stacks": "list[str]",
-    "clients": "levels",
-    "time": "positive duration",
-    "requests": "int",
-    "warmup": "duration",
-    "page": "str",
-    "pages": "list[str]",
-    "www": "str",
-    "app": "str",
-    "configs": "configs",
-    "trials": "int",
-    "schedule": "str",
-    "keepalive": "bools",
-    "ramp_up": "duration",
-    "pace": "positive duration",
-    "rate": "rate",
-    "max_inflight": "int",
-    "timeout": "positive duration",
-    "engine": "str",
-    "workers": "int",
-    "cluster": "str",
-    "docker_host": "str",
-    "server_address": "str",
-    "tlsverify": "bool",
-    "tlscacert": "str",
-    "tlscert": "str",
-    "tlskey": "str",
-    "server_cpus": "str",
-    "client_cpus": "str",
-    "server_memory": "memory cap",
-    "reuse_server": "bool",
-    "set": "table",
-    "variants": "variants",
-    "findings": "findings",
-    "smoke": "table",
-    "capacity": "table",
-    "tune": "table",
-}
-"""The keys an experiment file may have, and their types."""
-
-FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings", "stacks": "stack_dirs"}
-
-
-def _line_of(text: str, key: str) -> int | None:
-    m = re.search(rf"^\s*(\[)?\s*{re.escape(key)}\s*(\]|=)", text, re.M)
-    return text[: m.start()].count("\n") + 1 if m else None
-
-
 def _where(path: Path, text: str, key: str) -> str:
-    line = _line_of(text, key)
+    line = line_of(text, key)
     return f"{path.name}:{line}" if line else path.name
 
 
@@ -200,119 +155,85 @@ def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
         raw = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"{p.name}: not valid TOML: {e}") from None
-    errors: list[str] = []
-    fields: dict[str, Any] = {}
-    extra: dict[str, Any] = {}
-    dirs = raw.get("stacks")
-    if isinstance(dirs, str):
-        dirs = raw["stacks"] = [dirs]
-    if isinstance(dirs, list) and all(isinstance(d, str) for d in dirs):
-        # the file's own stacks first: its servers and variants may name them (paths are the file's)
-        fields["stack_dirs"] = tuple(str((p.parent / d).expanduser().resolve()) for d in dirs)
-        try:
-            stacks.add_stack_dirs(fields["stack_dirs"])
-        except (UsageError, ConfigError) as e:
-            errors.extend(f"{_where(p, text, 'stacks')}: {m}" for m in getattr(e, "errors", [str(e)]))
-    for key, value in raw.items():
-        if key == "stacks" and "stack_dirs" in fields:
-            continue
-        where = _where(p, text, key)
+    return _FileReader(p, text, raw).read()
+
+
+class _FileReader:
+    """One experiment file read key by key into RunSpec fields, every problem noted with its line."""
+
+    def __init__(self, path: Path, text: str, raw: dict[str, Any]) -> None:
+        self.path, self.text, self.raw = path, text, raw
+        self.problems = Problems()
+        self.fields: dict[str, Any] = {}
+        self.extra: dict[str, Any] = {}
+        self.catalog = stacks.catalog()
+
+    def read(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        self._stacks()
+        for key, value in self.raw.items():
+            if key != "stacks" or "stack_dirs" not in self.fields:
+                self._key(key, value)
+        self._servers()
+        self.problems.raise_if_any(summary=f"{self.path.name}: {{n}} errors")
+        self.fields.setdefault("name", self.path.stem)
+        return self.fields, self.extra
+
+    def _stacks(self) -> None:
+        """The file's own stacks first: its servers and variants may name them (paths are the file's)."""
+        dirs = self.raw.get("stacks")
+        if isinstance(dirs, str):
+            dirs = self.raw["stacks"] = [dirs]
+        if isinstance(dirs, list) and all(isinstance(d, str) for d in dirs):
+            self.fields["stack_dirs"] = tuple(str((self.path.parent / d).expanduser().resolve()) for d in dirs)
+            where = _where(self.path, self.text, "stacks")
+            self.catalog = self.problems.attempt(lambda: stacks.catalog(self.fields["stack_dirs"]),
+                                                 f"{where}: ") or self.catalog
+
+    def _key(self, key: str, value: Any) -> None:
+        where = _where(self.path, self.text, key)
         kind = KEYS.get(key)
         if kind is None:
-            errors.append(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
-            continue
+            self.problems.add(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
+            return
         try:
-            conv = _convert(key, kind, value)
-        except (UsageError, ConfigError) as e:
-            for m in getattr(e, "errors", [str(e)]):
-                errors.append(_variant_error(p, text, m) if key == "variants" else f"{where}: {key}: {m}")
-            continue
+            conv = convert(key, kind, value, self.catalog)
+        except UsageError as e:
+            for m in e.messages:
+                self.problems.add(_variant_error(self.path, self.text, m) if key == "variants" else
+                                  f"{where}: {key}: {m}")
+            return
+        p, fields = self.path, self.fields
         if key == "www":
             fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
         elif key == "configs":
             fields["configs"] = ownconfig.from_tables(conv, p.parent)
         elif key in ("smoke", "capacity", "tune"):  # read by their commands (`loadcmp smoke`, `capacity`, `tune`)
-            extra[key] = conv
+            self.extra[key] = conv
         elif key == "variants":
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
             fields["variant_settings"] = {v.label: dict(v.settings) for v in conv.values() if v.settings}
         else:
             fields[FIELD_OF.get(key, key)] = conv
-    if "servers" in fields:
-        for s in fields["servers"]:
-            if s in (raw.get("variants") or {}) and s not in fields.get("stacks", {}):
-                continue  # its [variants] table is wrong, and said so
-            try:
-                variants.resolve([s], fields.get("stacks", {}))
-            except UsageError as e:
-                errors.append(f"{_where(p, text, 'servers')}: {e}")
-    elif "stacks" in fields:
-        fields["servers"] = tuple(fields["stacks"])
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{p.name}: {len(errors)} errors", errors)
-    fields.setdefault("name", p.stem)
-    return fields, extra
+
+    def _servers(self) -> None:
+        """Each server named is a stack, an alias or a variant's label; none named: the variants all run."""
+        fields = self.fields
+        if "servers" in fields:
+            for s in fields["servers"]:
+                if s in (self.raw.get("variants") or {}) and s not in fields.get("stacks", {}):
+                    continue  # its [variants] table is wrong, and said so
+                try:
+                    variants.resolve([s], fields.get("stacks", {}), self.catalog)
+                except UsageError as e:
+                    self.problems.add(f"{_where(self.path, self.text, 'servers')}: {e}")
+        elif "stacks" in fields:
+            fields["servers"] = tuple(fields["stacks"])
 
 
 def _variant_error(path: Path, text: str, message: str) -> str:
     """A `[variants.LABEL]: ...` message at the line of that table."""
     m = re.match(r"\[variants\.([^\]]+)\]", message)
     return f"{_where(path, text, m.group(0)[1:-1]) if m else path.name}: {message}"
-
-
-def _convert(key: str, kind: str, v: Any) -> Any:
-    def want(cond: bool, what: str) -> None:
-        if not cond:
-            raise ConfigError(f"expected {what}, got {type(v).__name__} {v!r}")
-
-    if kind == "str":
-        want(isinstance(v, str), "a string")
-        return v
-    if kind == "int":
-        want(isinstance(v, int) and not isinstance(v, bool), "a whole number")
-        if v < 1:
-            raise ConfigError(f"must be >= 1, got {v}")
-        if v > MAX_COUNT:
-            raise ConfigError(f"must be at most {MAX_COUNT:,}, got {v}")
-        return v
-    if kind == "rate":
-        want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "requests per second, like 1000")
-        return parse_rate(v, key)
-    if kind == "bool":
-        want(isinstance(v, bool), "true or false")
-        return v
-    if kind == "bools":
-        if isinstance(v, bool):
-            return (v,)
-        want(isinstance(v, list) and bool(v) and all(isinstance(x, bool) for x in v), "true, false or a list of them")
-        return tuple(dict.fromkeys(v))
-    if kind == "list[str]":
-        if isinstance(v, str):
-            return (v,)
-        want(isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of names")
-        return tuple(v)
-    if kind == "levels":
-        want(isinstance(v, (int, list)) and not isinstance(v, bool), "a number or a list of numbers")
-        return tuple(parse_levels(v if isinstance(v, int) else [x for x in v]))
-    if kind in ("duration", "positive duration"):
-        want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "a duration like \"30s\"")
-        return parse_duration(v, key, allow_zero=kind == "duration")
-    if kind == "memory cap":
-        want(isinstance(v, (str, int)) and not isinstance(v, bool), "a size like \"512m\"")
-        return parse_memory_cap(v, key, here=False)  # the machine is known in `validate`
-    if kind == "table":
-        want(isinstance(v, dict), "a table")
-        if key == "set":
-            return stacks.parse_overrides({k: val for k, val in v.items()}, lab_apps.tunables())
-        return v
-    if kind == "variants":
-        return variants.parse_variant_tables(v)
-    if kind == "configs":
-        want(isinstance(v, list) and all(isinstance(t, dict) for t in v), "[[configs]] tables")
-        return v
-    if kind == "findings":
-        return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
-    raise ConfigError(f"unknown type {kind}")  # pragma: no cover
 
 
 def _result_labels(spec: RunSpec, servers: list[str]) -> list[str]:
@@ -323,78 +244,71 @@ def _result_labels(spec: RunSpec, servers: list[str]) -> list[str]:
 
 def validate(spec: RunSpec) -> RunSpec:
     """Check a spec as a whole; all errors at once."""
-    errors: list[str] = []
-
-    def check(f: Any) -> None:
-        try:
-            f()
-        except (UsageError, ConfigError) as e:
-            errors.extend(getattr(e, "errors", [str(e)]))
-
-    servers: list[variants.Variant] = []
-    check(lambda: stacks.add_stack_dirs(spec.stack_dirs))
-
-    def resolve() -> None:
-        servers.extend(variants.resolve(spec.servers, spec.stacks))
-
-    check(resolve)
-    if not spec.servers:
-        errors.append("no server given: use --server NAME (see `loadcmp servers`)")
-    if not spec.levels:
-        errors.append("no concurrency level given")
-    if any(level < 1 for level in spec.levels):
-        errors.append("clients must be >= 1")
-    if spec.duration <= 0:
-        errors.append("-t/--time must be positive")
-    if spec.trials < 1:
-        errors.append("--trials must be >= 1")
-    for page in spec.all_pages:
-        if not page.startswith("/"):
-            errors.append(f"page {page!r} must start with /")
+    p = Problems()
+    cat = p.attempt(spec.catalog) or stacks.catalog()
+    servers = p.attempt(lambda: variants.resolve(spec.servers, spec.stacks, cat)) or []
+    _check_numbers(p, spec)
     page_problems = apps.page_errors(spec)
-    errors += page_problems
-    if spec.engine not in ("fast", "aiohttp"):
-        errors.append(f"unknown engine {spec.engine!r}")
-    if spec.workers < 1:
-        errors.append("--workers must be >= 1")
-    hosts: list[dockerhost.DockerHost] = []
-    check(lambda: hosts.append(spec.docker()))
-    if spec.cluster is not None:
-        check(lambda: parse_cluster(spec.cluster or ""))
-        if spec.workers > 1:
-            errors.append("--workers is for processes on this machine; with --cluster the Dask workers share the load")
-
-    def server_limits() -> None:
-        parse_cpus(spec.server_cpus, here=False)
-        if hosts:  # this machine's engine: its CPUs and memory; another's once it answers (`sweep.runner`)
-            dockerhost.check_server_limits(hosts[0], spec.server_cpus, spec.server_memory)
-
-    check(server_limits)
-    check(lambda: parse_cpus(spec.client_cpus))
-    for level in spec.levels[:1]:
-        check(lambda level=level: spec.schedule_for(level))
+    p.extend(page_problems)
+    _check_machines(p, spec)
     if servers:
         chosen = {v.label for v in servers}
         # a file's variant left out by --server is no error; a --set for a label nobody declared is
         own = {k: v for k, v in spec.variant_settings.items() if k in chosen or k not in spec.stacks}
         app_sections = tuple(dict.fromkeys(k.split(".")[0] for k in lab_apps.tunables(spec.app))) if spec.app else ()
-        errors += variants.check_sets(servers, spec.settings, own, app_sections)
+        p.extend(variants.check_sets(servers, spec.settings, own, cat, app_sections))
         known = _result_labels(spec, [v.label for v in servers])
         # a finding about a server declared but not chosen (a seed cut with --server) is judged
         # inconclusive after the run; one about a server that exists nowhere is a typo
-        elsewhere = _result_labels(spec, [*spec.stacks, *stacks.catalog()])
-        check(lambda: check_labels(parse_findings(list(spec.findings)), known, elsewhere))
+        elsewhere = _result_labels(spec, [*spec.stacks, *cat.names()])
+        p.attempt(lambda: check_labels(parse_findings(list(spec.findings)), known, elsewhere))
     for v in servers:
         for page in spec.all_pages:  # with the app's settings where it runs
             overrides = spec.settings_for(v.label) if page_problems else apps.overrides_for(spec, v.label, page)
-            try:
-                stacks.effective_settings(stacks.get_stack(v.stack), overrides)
-            except ConfigError as e:
-                errors.extend(f"{v.label}: {m}" for m in e.errors if f"{v.label}: {m}" not in errors)
-    errors += variants.own_config_errors([ownconfig.from_doc(d) for d in spec.configs],
-                                         {v.label: v.stack for v in servers}, spec.variant_settings)
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} problems", errors)
+            p.attempt(partial(cat.get(v.stack).effective, overrides), f"{v.label}: ")
+    p.extend(variants.own_config_errors([ownconfig.from_doc(d) for d in spec.configs],
+                                        {v.label: v.stack for v in servers}, spec.variant_settings, cat))
+    p.raise_if_any()
     labels = tuple(v.label for v in servers)
     return replace(spec, servers=labels, stacks={v.label: v.stack for v in servers},
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels})
+
+
+def _check_numbers(p: Problems, spec: RunSpec) -> None:
+    """Servers, levels, time, trials, pages, the engine and its workers given, and in range."""
+    if not spec.servers:
+        p.add("no server given: use --server NAME (see `loadcmp servers`)")
+    if not spec.levels:
+        p.add("no concurrency level given")
+    if any(level < 1 for level in spec.levels):
+        p.add("clients must be >= 1")
+    if spec.duration <= 0:
+        p.add("-t/--time must be positive")
+    if spec.trials < 1:
+        p.add("--trials must be >= 1")
+    for page in spec.all_pages:
+        if not page.startswith("/"):
+            p.add(f"page {page!r} must start with /")
+    if spec.engine not in ("fast", "aiohttp"):
+        p.add(f"unknown engine {spec.engine!r}")
+    if spec.workers < 1:
+        p.add("--workers must be >= 1")
+    for level in spec.levels[:1]:
+        p.attempt(partial(spec.schedule_for, level))
+
+
+def _check_machines(p: Problems, spec: RunSpec) -> None:
+    """The engine the servers run on, the cluster the clients run on, and the CPUs and memory asked of them."""
+    host = p.attempt(spec.docker)
+    if spec.cluster is not None:
+        p.attempt(lambda: parse_cluster(spec.cluster or ""))
+        if spec.workers > 1:
+            p.add("--workers is for processes on this machine; with --cluster the Dask workers share the load")
+
+    def server_limits() -> None:
+        parse_cpus(spec.server_cpus, here=False)
+        if host is not None:  # this machine's engine: its CPUs and memory; another's once it answers (`sweep.runner`)
+            dockerhost.check_server_limits(host, spec.server_cpus, spec.server_memory)
+
+    p.attempt(server_limits)
+    p.attempt(lambda: parse_cpus(spec.client_cpus))

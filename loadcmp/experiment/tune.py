@@ -20,8 +20,7 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ConfigError, StoreError, UsageError
-from ..lab import stacks
+from ..errors import ConfigError, Problems, StoreError, UsageError
 from ..lab.model import Stack, Tunable
 from ..units import parse_duration
 from ..verdicts.slo import parse_slo
@@ -140,14 +139,14 @@ def tune_spec(label: str, stack: Stack, table: dict[str, Any], flags: dict[str, 
     """The file's [tune] table, then the flags given; all problems at once.
 
     `flags`: params (a tuple of texts), trials, budget (seconds), clients, seed; None when not given."""
-    errors: list[str] = []
+    problems = Problems()
     unknown = sorted(set(table) - set(KEYS))
     if unknown:
-        errors.append(f"{where} has unknown key(s) {', '.join(unknown)} (known: {', '.join(KEYS)})")
+        problems.add(f"{where} has unknown key(s) {', '.join(unknown)} (known: {', '.join(KEYS)})")
     texts: list[tuple[str, str]] = []
     raw = table.get("params", {})
     if not isinstance(raw, dict):
-        errors.append(f"{where} params: expected a table like {{ \"fpm.max_children\" = \"5..200\" }}")
+        problems.add(f"{where} params: expected a table like {{ \"fpm.max_children\" = \"5..200\" }}")
     else:
         texts += [(f"{k}={','.join(map(str, v)) if isinstance(v, list) else v}", f"{where} params") for k, v in
                   raw.items()]
@@ -158,12 +157,12 @@ def tune_spec(label: str, stack: Stack, table: dict[str, Any], flags: dict[str, 
             p = parse_param(text, stack, source)
             params[p.key] = p  # a flag for the same key wins over the file
         except UsageError as e:
-            errors.append(str(e))
+            problems.take(e)
     values: dict[str, Any] = {}
     for key in ("trials", "clients", "seed"):
         v = table.get(key)
         if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < (0 if key == "seed" else 1)):
-            errors.append(f"{where} {key}: expected a whole number{'' if key == 'seed' else ' of 1 or more'}, "
+            problems.add(f"{where} {key}: expected a whole number{'' if key == 'seed' else ' of 1 or more'}, "
                           f"got {v!r}")
         elif v is not None:
             values[key] = v
@@ -171,9 +170,8 @@ def tune_spec(label: str, stack: Stack, table: dict[str, Any], flags: dict[str, 
         try:
             values["budget"] = parse_duration(table["budget"], f"{where} budget", allow_zero=False)
         except UsageError as e:
-            errors.append(str(e))
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} problems", errors)
+            problems.take(e)
+    problems.raise_if_any()
     values.update({k: v for k, v in flags.items() if v is not None and k != "params"})
     if not params:
         raise UsageError("nothing to tune: give --param KEY=LOW..HIGH or KEY=A,B (e.g. fpm.max_children=5..200; "
@@ -231,8 +229,7 @@ def resumed(run: Any, trials: int | None, budget_s: float | None, folder: Path |
                          "would be numbered anew; start a new study instead")
     try:
         spec = spec_from_doc(run["spec"])
-        stacks.add_stack_dirs(spec.stack_dirs)  # a study of the user's own stack
-        stack = stacks.get_stack(doc["stack"])
+        stack = spec.catalog().get(doc["stack"])  # a study of the user's own stack too
         params = tuple(parse_param(p["text"], stack, "the stored study's parameter") for p in doc["params"])
         return spec, capacity_from_doc(doc["search"]), TuneSpec(doc["server"], stack.name, params,
                                                                  trials if trials or budget_s else TRIALS, budget_s,

@@ -20,10 +20,12 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from ..lab import apps, ownconfig, render, stacks
-from ..errors import ConfigError, UsageError
+from ..lab import apps, ownconfig, render
+from ..lab.stacks import Catalog
+from ..errors import ConfigError, Problems, UsageError
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 """Labels appear in file names, tables and check expressions (`label:rps>100`)."""
@@ -44,9 +46,9 @@ def check_label(label: str) -> None:
         raise UsageError(f"bad server label {label!r}: use letters, digits, '.', '_' or '-' (at most 40), not 'all'")
 
 
-def parse_server_items(items: Iterable[str]) -> tuple[list[str], dict[str, str]]:
+def parse_server_items(items: Iterable[str], cat: Catalog) -> tuple[list[str], dict[str, str]]:
     """`--server` values (`STACK`, `LABEL=STACK`, `all`, comma lists) -> labels in
-    order, and the stack of each label given as LABEL=STACK."""
+    order, and the stack (of `cat`) of each label given as LABEL=STACK."""
     labels: list[str] = []
     chosen: dict[str, str] = {}
     for item in items:
@@ -56,7 +58,7 @@ def parse_server_items(items: Iterable[str]) -> tuple[list[str], dict[str, str]]
             if "=" in part:
                 label, name = (x.strip() for x in part.split("=", 1))
                 check_label(label)
-                stack = stacks.get_stack(name).name
+                stack = cat.get(name).name
                 if chosen.get(label, stack) != stack:
                     raise UsageError(f"server label {label!r} is given twice, for {chosen[label]} and {stack}")
                 chosen[label] = stack
@@ -81,32 +83,30 @@ def split_sets(items: Iterable[str]) -> tuple[list[str], dict[str, list[str]]]:
     return common, own
 
 
-def parse_sets(items: Iterable[str]) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """`--set` values parsed and typed; all bad ones reported at once."""
+def parse_sets(items: Iterable[str], cat: Catalog) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """`--set` values parsed and typed by the tunables of `cat`'s stacks and the apps'; all bad ones at once."""
     common, own = split_sets(items)
-    errors: list[str] = []
+    p = Problems()
     out_own: dict[str, dict[str, Any]] = {}
     out_common: dict[str, Any] = {}
+    extra = apps.tunables()
     for label, values in [("", common), *own.items()]:
-        try:
-            parsed = stacks.parse_overrides(values, apps.tunables())
-        except ConfigError as e:
-            errors += [f"{label}: {m}" if label else m for m in e.errors or [str(e)]]
+        parsed = p.attempt(partial(cat.parse_overrides, values, extra), f"{label}: " if label else "")
+        if parsed is None:
             continue
         if label:
             out_own[label] = parsed
         else:
             out_common = parsed
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} bad settings", errors)
+    p.raise_if_any(summary="{n} bad settings")
     return out_common, out_own
 
 
-def parse_variant_tables(raw: Any) -> dict[str, Variant]:
-    """An experiment file's `[variants.LABEL]` tables (`stack`, optional `set`)."""
+def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
+    """An experiment file's `[variants.LABEL]` tables (`stack` of `cat`, optional `set`)."""
     if not isinstance(raw, dict):
         raise ConfigError("expected tables like [variants.tuned] with stack = \"nginx\"")
-    errors: list[str] = []
+    p = Problems()
     out: dict[str, Variant] = {}
     for label, table in raw.items():
         try:
@@ -118,43 +118,41 @@ def parse_variant_tables(raw: Any) -> dict[str, Variant]:
                 raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} (known: stack, set)")
             if not isinstance(table.get("stack"), str):
                 raise ConfigError(f"[variants.{label}] needs stack = \"NAME\" (see `loadcmp servers`)")
-            stack = stacks.get_stack(table["stack"]).name
+            stack = cat.get(table["stack"]).name
             sets = table.get("set", {})
             if not isinstance(sets, dict):
                 raise ConfigError(f"[variants.{label}].set must be a table of settings")
-            out[label] = Variant(label, stack, stacks.parse_overrides(sets, apps.tunables()))
-        except (UsageError, ConfigError) as e:
-            errors += [f"[variants.{label}]: {m}" if not m.startswith("[variants.") else m
-                       for m in getattr(e, "errors", None) or [str(e)]]
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} bad variants", errors)
+            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()))
+        except UsageError as e:
+            p.extend(m if m.startswith("[variants.") else f"[variants.{label}]: {m}" for m in e.messages)
+    p.raise_if_any(summary="{n} bad variants")
     return out
 
 
-def resolve(names: Iterable[str], chosen: Mapping[str, str]) -> list[Variant]:
-    """The run's servers: each name a label of `chosen`, a stack (or alias), or `all`."""
+def resolve(names: Iterable[str], chosen: Mapping[str, str], cat: Catalog) -> list[Variant]:
+    """The run's servers: each name a label of `chosen`, a stack of `cat` (or alias), or `all`."""
     out: dict[str, Variant] = {}
     for name in names:
         if name in chosen:
             found = [Variant(name, chosen[name], {})]
         elif name == "all":
-            found = [Variant(s, s, {}) for s in stacks.stack_names()]
+            found = [Variant(s, s, {}) for s in cat.names()]
         else:
-            stack = stacks.get_stack(name).name
+            stack = cat.get(name).name
             found = [Variant(stack, stack, {})]
         for v in found:
-            named = v.label in stacks.catalog() or v.label in stacks.aliases()
-            if named and v.stack != stacks.get_stack(v.label).name:
+            named = v.label in cat or v.label in cat.aliases()
+            if named and v.stack != cat.get(v.label).name:
                 raise UsageError(f"label {v.label!r} is a stack's name; it cannot stand for {v.stack}")
             out.setdefault(v.label, v)
     return list(out.values())
 
 
 def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]],
-               app_sections: tuple[str, ...] = ()) -> list[str]:
+               cat: Catalog, app_sections: tuple[str, ...] = ()) -> list[str]:
     """What a `--set` asks of servers that cannot take it, in words (empty: all fine); `app_sections`: what
     the run's app adds to every server (its database's)."""
-    sections = {v.label: (*stacks.get_stack(v.stack).sections, *app_sections) for v in servers}
+    sections = {v.label: (*cat.get(v.stack).sections, *app_sections) for v in servers}
     names = ", ".join(f"{v.label} ({v.stack})" if v.label != v.stack else v.label for v in servers)
     errors = []
     for key in common:
@@ -174,13 +172,13 @@ def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[s
 
 
 def own_config_errors(configs: list[ownconfig.OwnConfig], chosen: Mapping[str, str],
-                      label_settings: Mapping[str, Mapping[str, Any]]) -> list[str]:
+                      label_settings: Mapping[str, Mapping[str, Any]], cat: Catalog) -> list[str]:
     """--config: its label is a chosen server (label -> stack), its role and file are there, its port is
     known, and no --set of that label reaches into a file that is the user's."""
     errors = [f"--config {c.server}:{c.role}: {c.server!r} is not a chosen server ({', '.join(chosen) or 'none'}; "
               "--server LABEL=STACK runs a stack under a label)" for c in configs if c.server not in chosen]
     for label, name in chosen.items():
-        own, stack = [c for c in configs if c.server == label], stacks.get_stack(name)
+        own, stack = [c for c in configs if c.server == label], cat.get(name)
         problems = ownconfig.check(stack, own)
         if own and not problems:
             try:

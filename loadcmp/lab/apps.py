@@ -20,10 +20,10 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, Problems, UsageError
 from . import render
 from .model import APP_DIR, App, AppPage, Image, Role, Stack, Tunable, configs_dir
-from .partfile import NAME, Problems, Reader, read_cause, read_toml
+from .partfile import NAME, Reader, open_toml, read_cause
 from .stackfile import read_role
 from .stacks import parse_overrides, tunables as stack_tunables
 
@@ -38,7 +38,7 @@ PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 def _relative(p: Problems, path: Path, text: str, key: str, value: Any, what: str) -> str | None:
     """A path inside the app (no `..`, not absolute), or None with the problem said."""
     if not isinstance(value, str) or value.startswith("/") or ".." in Path(value).parts:
-        p.add(path, text, key, f"{key} must be {what}: a relative path inside the app, without '..'")
+        p.at(path, text, key, f"{key} must be {what}: a relative path inside the app, without '..'")
         return None
     return value.strip("/")
 
@@ -46,14 +46,14 @@ def _relative(p: Problems, path: Path, text: str, key: str, value: Any, what: st
 def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) -> list[str]:
     v = doc.get(key, [])
     if not isinstance(v, list) or not all(isinstance(x, str) and x.strip() for x in v):
-        p.add(path, text, key, f"{key} must be a list of strings")
+        p.at(path, text, key, f"{key} must be a list of strings")
         return []
     return list(v)
 
 
 def _pages(p: Problems, path: Path, text: str, raw: Any) -> list[AppPage]:
     if not isinstance(raw, list) or not raw or not all(isinstance(x, dict) for x in raw):
-        p.add(path, text, "pages", "no [[pages]]: an app names at least one page (name, path, expect)")
+        p.at(path, text, "pages", "no [[pages]]: an app names at least one page (name, path, expect)")
         return []
     out: list[AppPage] = []
     for i, page in enumerate(raw):
@@ -71,69 +71,45 @@ def _pages(p: Problems, path: Path, text: str, raw: Any) -> list[AppPage]:
         if not isinstance(page.get("doc", ""), str):
             errs.append("doc must be a string")
         for m in errs:
-            p.add(path, text, spot, f"{label}: {m}")
+            p.at(path, text, spot, f"{label}: {m}")
         if not errs:
             out.append(AppPage(name, page["path"], page["expect"], page.get("doc", "")))
     for key in ("name", "path"):
         seen = [getattr(x, key) for x in out]
         for dup in sorted({v for v in seen if seen.count(v) > 1}):
-            p.add(path, text, dup, f"two pages have the {key} {dup!r}")
+            p.at(path, text, dup, f"two pages have the {key} {dup!r}")
     return out
 
 
 def load_app(home: Path, origin: str = "built-in") -> App:
     """The app in `home` (a folder with app.toml), checked whole; ConfigError lists every problem."""
     home = home.resolve()
-    p = Problems()
     path = home / APP_FILE
-    got = read_toml(path, p)
-    if got is None:
-        raise ConfigError(p.items[0], p.items)
-    doc, text = got
+    p, doc, text = open_toml(path)
     if not NAME.match(home.name) or home.name.endswith(("-", ".", "_")):
-        p.add(path, None, None, f"the folder's name {home.name!r} is the app's name: use lower-case letters, "
-              "digits, '-', '_' and '.', not at the end")
+        p.at(path, None, None, f"the folder's name {home.name!r} is the app's name: use lower-case letters, "
+             "digits, '-', '_' and '.', not at the end")
     bad = sorted(set(doc) - APP_KEYS)
     if bad:
-        p.add(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(APP_KEYS))})")
+        p.at(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(APP_KEYS))})")
     if not isinstance(doc.get("description"), str) or not doc["description"].strip():
-        p.add(path, text, "description", "description is missing (a string)")
-    packages = _strings(p, path, text, doc, "packages")
-    for pkg in packages:
-        if not PACKAGE.match(pkg):
-            p.add(path, text, "packages", f"packages: {pkg!r} is not a Debian package name")
-    code = _relative(p, path, text, "code", doc["code"], "a folder beside app.toml") if "code" in doc else None
-    if code is not None and not (home / code).is_dir():
-        p.add(path, text, "code", f"code: {code!r} is not a folder in {home}")
-    if code is None and not packages:
-        p.add(path, text, "code", "no code and no packages: give the app's folder (code) or what installs it")
-    root = _relative(p, path, text, "root", doc.get("root", ""), "the document root") or ""
-    front = _relative(p, path, text, "front", doc.get("front"), "the front controller, inside the root")
-    if front is not None and code is not None and not (home / code / root / front).is_file():
-        p.add(path, text, "front", f"front: {code}/{root}/{front} is not a file".replace("//", "/"))
+        p.at(path, text, "description", "description is missing (a string)")
+    packages, code, root, front = _code(p, home, path, text, doc)
     writable = [w for w in _strings(p, path, text, doc, "writable")
                 if _relative(p, path, text, "writable", w, "a folder of the app") is not None]
     setup = _strings(p, path, text, doc, "setup")
     ready = doc.get("ready")
     if not isinstance(ready, str) or not ready.startswith("/"):
-        p.add(path, text, "ready", "ready must be a path that answers 200 without the app (a static file, /robots.txt)")
+        p.at(path, text, "ready", "ready must be a path that answers 200 without the app (a static file, /robots.txt)")
         ready = "/"
     build = _strings(p, path, text, doc, "build")
     roles, reader = _roles(p, home, path, text, doc)
     files = _files(p, home, path, text, doc.get("files", {}))
-    settings: dict[str, Any] = {}
-    if not isinstance(doc.get("set", {}), dict):
-        p.add(path, text, "set", "set must be a table of tunables (KEY = value)")
-    elif doc.get("set"):
-        try:
-            settings = parse_overrides(doc["set"], reader.tunables)
-        except ConfigError as e:
-            for m in e.errors:
-                p.add(path, text, "set", f"set: {m}")
+    settings = _settings(p, path, text, doc.get("set", {}), reader)
     pages = _pages(p, path, text, doc.get("pages"))
     smoke = doc.get("smoke", {})
     if not isinstance(smoke, dict) or set(smoke) - {"checks"}:
-        p.add(path, text, "smoke", "smoke must be a table with one key, checks (a list of smoke checks)")
+        p.at(path, text, "smoke", "smoke must be a table with one key, checks (a list of smoke checks)")
         smoke = {}
     checks = _strings(p, path, text, smoke, "checks")
     app = App(name=home.name, description=str(doc.get("description")), home=home, packages=tuple(packages),
@@ -143,9 +119,42 @@ def load_app(home: Path, origin: str = "built-in") -> App:
               status=tuple(reader.status.values()), files=files, build=tuple(build),
               smoke_checks=tuple(checks))
     _check_roles(p, path, text, app)
-    if p.items:
-        raise ConfigError(p.items[0] if len(p.items) == 1 else f"{len(p.items)} problems in {path}", p.items)
+    p.raise_if_any(summary=f"{{n}} problems in {path}")
     return app
+
+
+def _code(p: Problems, home: Path, path: Path, text: str,
+          doc: dict[str, Any]) -> tuple[list[str], str | None, str, str | None]:
+    """What installs the app (`packages`), its folder (`code`), its document root and front controller."""
+    packages = _strings(p, path, text, doc, "packages")
+    for pkg in packages:
+        if not PACKAGE.match(pkg):
+            p.at(path, text, "packages", f"packages: {pkg!r} is not a Debian package name")
+    code = _relative(p, path, text, "code", doc["code"], "a folder beside app.toml") if "code" in doc else None
+    if code is not None and not (home / code).is_dir():
+        p.at(path, text, "code", f"code: {code!r} is not a folder in {home}")
+    if code is None and not packages:
+        p.at(path, text, "code", "no code and no packages: give the app's folder (code) or what installs it")
+    root = _relative(p, path, text, "root", doc.get("root", ""), "the document root") or ""
+    front = _relative(p, path, text, "front", doc.get("front"), "the front controller, inside the root")
+    if front is not None and code is not None and not (home / code / root / front).is_file():
+        p.at(path, text, "front", f"front: {code}/{root}/{front} is not a file".replace("//", "/"))
+    return packages, code, root, front
+
+
+def _settings(p: Problems, path: Path, text: str, raw: Any, reader: Reader) -> dict[str, Any]:
+    """`set`: the settings the app needs, typed by the stacks' tunables and its own roles'."""
+    if not isinstance(raw, dict):
+        p.at(path, text, "set", "set must be a table of tunables (KEY = value)")
+        return {}
+    if not raw:
+        return {}
+    try:
+        return parse_overrides(raw, reader.tunables)
+    except ConfigError as e:
+        for m in e.messages:
+            p.at(path, text, "set", f"set: {m}")
+        return {}
 
 
 def _roles(p: Problems, home: Path, path: Path, text: str, doc: dict[str, Any]) -> tuple[tuple[Role, ...], Reader]:
@@ -155,16 +164,16 @@ def _roles(p: Problems, home: Path, path: Path, text: str, doc: dict[str, Any]) 
     reader.read(path, {k: doc[k] for k in ("tunables", "causes", "status") if k in doc}, text)
     raw = doc.get("roles", {})
     if not isinstance(raw, dict) or not all(isinstance(v, dict) for v in raw.values()):
-        p.add(path, text, "roles", "roles must be [roles.NAME] tables (a database: [roles.db])")
+        p.at(path, text, "roles", "roles must be [roles.NAME] tables (a database: [roles.db])")
         return (), reader
     out = []
     for i, (name, table) in enumerate(raw.items()):
         if "name" in table or "image" in table:
-            p.add(path, text, name, f"role {name!r}: its name is its table's; its image comes from its dockerfile "
+            p.at(path, text, name, f"role {name!r}: its name is its table's; its image comes from its dockerfile "
                   "(beside app.toml)")
             continue
         if "ready" not in table:
-            p.add(path, text, name, f"role {name!r}: ready is missing (a command that succeeds inside its "
+            p.at(path, text, name, f"role {name!r}: ready is missing (a command that succeeds inside its "
                   "container once it serves; {port} is its port)")
         role = read_role(p, home, path, text, home.name, {"name": name, **table}, i, prefix="app")
         if role is not None:
@@ -175,14 +184,14 @@ def _roles(p: Problems, home: Path, path: Path, text: str, doc: dict[str, Any]) 
 def _files(p: Problems, home: Path, path: Path, text: str, raw: Any) -> tuple[tuple[str, str], ...]:
     """`[files]`: file under /etc/loadcmp = its template beside app.toml, rendered into the web roles."""
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
-        p.add(path, text, "files", "files must be a table of \"file under /etc/loadcmp\" = \"template\"")
+        p.at(path, text, "files", "files must be a table of \"file under /etc/loadcmp\" = \"template\"")
         return ()
     for dest, tmpl in raw.items():
         if _relative(p, path, text, "files", dest, "a file under /etc/loadcmp") is None:
             continue
         if _relative(p, path, text, "files", tmpl, "a template beside app.toml") is not None and \
                 not (home / tmpl).is_file():
-            p.add(path, text, "files", f"files: template {tmpl!r} is not a file in {home}")
+            p.at(path, text, "files", f"files: template {tmpl!r} is not a file in {home}")
     return tuple(raw.items())
 
 
@@ -191,19 +200,19 @@ def _check_roles(p: Problems, path: Path, text: str, app: App) -> None:
     names = {r.name for r in app.roles}
     taken = {k.split(".")[0] for k in stack_tunables()}
     for section in sorted({k.split(".")[0] for k in app.tunables} & taken):
-        p.add(path, text, section, f"tunables.{section}: a stack's section; an app's roles take their own")
+        p.at(path, text, section, f"tunables.{section}: a stack's section; an app's roles take their own")
     for page in app.status:
         if page.role is None or page.role not in names:
-            p.add(path, text, page.kind, f"status.{page.kind}: role must be one of the app's roles "
+            p.at(path, text, page.kind, f"status.{page.kind}: role must be one of the app's roles "
                   f"({', '.join(sorted(names)) or 'it has none'}): its command runs there")
     columns = {col for page in app.status for col, _ in page.fields}
     for c in app.causes:
         if c.setting is not None and c.setting not in app.tunables and c.setting not in stack_tunables():
-            p.add(path, text, c.key, f"cause {c.key}: its setting {c.setting!r} is no tunable")
+            p.at(path, text, c.key, f"cause {c.key}: its setting {c.setting!r} is no tunable")
         for col in (c.peak, c.counter):
             if col is not None and col not in columns:
-                p.add(path, text, c.key, f"cause {c.key}: {col!r} is not a column of its status")
-    if p.items:
+                p.at(path, text, c.key, f"cause {c.key}: {col!r} is not a column of its status")
+    if p:
         return
     web = Role("web", Image("web", path), ("web",), app.files)
     probe = Stack(app.name, app.description, (*app.roles, web), "", app.tunables, home=app.home)
@@ -211,8 +220,7 @@ def _check_roles(p: Problems, path: Path, text: str, app: App) -> None:
         render.render(probe, {k: t.default for k, t in app.tunables.items()},
                       {r.name: 10000 + i for i, r in enumerate(probe.roles)}, nofile=1024, app=app)
     except ConfigError as e:
-        for m in e.errors or [str(e)]:
-            p.add(path, None, None, m)
+        p.extend(e.messages, f"{path}: ")
 
 
 def tunables(name: str | None = None) -> dict[str, Tunable]:
@@ -237,24 +245,22 @@ def catalog() -> dict[str, App]:
 @cache
 def _catalog(dirs: tuple[Path, ...]) -> dict[str, App]:
     out: dict[str, App] = {}
-    errs: list[str] = []
+    p = Problems()
     for i, d in enumerate(dirs):
         if i and not d.is_dir():
-            errs.append(f"LOADCMP_APPS: {d} is not a folder")
+            p.add(f"LOADCMP_APPS: {d} is not a folder")
             continue
         homes = [d] if (d / APP_FILE).is_file() else sorted(x.parent for x in d.glob(f"*/{APP_FILE}"))
         for home in homes:
             try:
                 app = load_app(home, "built-in" if i == 0 else str(d))
             except ConfigError as e:
-                errs.extend(e.errors)
+                p.take(e)
                 continue
             if app.name in out and out[app.name].home != app.home:
-                errs.append(f"{home}: an app called {app.name!r} exists already ({out[app.name].home}); "
-                            "rename the folder")
+                p.add(f"{home}: an app called {app.name!r} exists already ({out[app.name].home}); rename the folder")
             out.setdefault(app.name, app)
-    if errs:
-        raise ConfigError(errs[0] if len(errs) == 1 else f"{len(errs)} problems in app files", errs)
+    p.raise_if_any(summary="{n} problems in app files")
     return out
 
 

@@ -2,8 +2,8 @@
 
 A part holds what one program brings to every stack that runs it: `[tunables.SECTION.NAME]`,
 `[[checks]]`, `[[causes]]`, `[status.KIND]` and `[versions]`; a stack file may add its own of
-each. `Problems` collects every mistake with its file and line, so that `stackfile` can list
-them all at once.
+each. Every mistake goes to an `errors.Problems` with its file and line, so that `stackfile`
+and `apps` list them all at once.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problems
 from ..records import FAIL_KINDS
 from .model import FORMATS, Cause, ErrorLogFind, StatusPage, Tunable
 
@@ -27,45 +27,27 @@ RESERVED = {"stack", "role", "port", "ports", "bind", "nofile", "www", "vars", "
 """What templates see besides the settings (render.render): no tunable section may take these names."""
 
 
-class Problems:
-    """Every problem found in a stack's files, each with where it is."""
-
-    def __init__(self) -> None:
-        self.items: list[str] = []
-
-    def add(self, path: Path, text: str | None, needle: str | None, message: str) -> None:
-        """One problem; `needle` (a key or table name) finds its line in `text` when it is there."""
-        line = _line_of(text, needle) if text and needle else None
-        self.items.append(f"{path}{f':{line}' if line else ''}: {message}")
-
-    def raise_any(self) -> None:
-        if self.items:
-            first = self.items[0] if len(self.items) == 1 else f"{len(self.items)} problems in stack files"
-            raise ConfigError(first, list(self.items))
-
-
-def _line_of(text: str, needle: str) -> int | None:
-    """The first line where `needle` is a key (`needle =`), in a table header, or the name of a role or cause."""
-    n = re.escape(needle)
-    pat = re.compile(rf'^\s*(?:"?{n}"?\s*=|\[\[?[^\]]*\b{n}\b|(?:name|key)\s*=\s*"{n}")')
-    lines = text.splitlines()
-    for i, line in enumerate(lines, 1):
-        if pat.search(line):
-            return i
-    return next((i for i, line in enumerate(lines, 1) if needle in line), None)  # e.g. a rule's own text
-
-
 def read_toml(path: Path, problems: Problems) -> tuple[dict[str, Any], str] | None:
     try:
         text = path.read_text()
     except OSError as e:
-        problems.add(path, None, None, f"cannot read it ({e.strerror or e})")
+        problems.at(path, None, None, f"cannot read it ({e.strerror or e})")
         return None
     try:
         return tomllib.loads(text), text
     except tomllib.TOMLDecodeError as e:
-        problems.add(path, None, None, f"not valid TOML: {e}")
+        problems.at(path, None, None, f"not valid TOML: {e}")
         return None
+
+
+def open_toml(path: Path) -> tuple[Problems, dict[str, Any], str]:
+    """A stack's or an app's own file, and the collector of the problems found in it from now on; ConfigError
+    at once when it cannot be read or is not TOML (nothing else can be checked then)."""
+    p = Problems()
+    got = read_toml(path, p)
+    p.raise_if_any()
+    assert got is not None
+    return p, *got
 
 
 class Reader:
@@ -89,22 +71,22 @@ class Reader:
         for key, into in (("checks", self.checks), ("causes", self.causes)):
             items = doc.get(key, [])
             if not isinstance(items, list) or not all(isinstance(x, dict) for x in items):
-                self.p.add(path, text, key, f"{key} must be an array of tables ([[{key}]])")
+                self.p.at(path, text, key, f"{key} must be an array of tables ([[{key}]])")
                 continue
             into.extend((path, text, x) for x in items)
         versions = doc.get("versions", {})
         if not isinstance(versions, dict) or not all(isinstance(v, str) and v.strip() for v in versions.values()):
-            self.p.add(path, text, "versions", "versions must be a table of program = \"command\"")
+            self.p.at(path, text, "versions", "versions must be a table of program = \"command\"")
         else:
             self.versions.update(versions)
         listen = doc.get("listen", [])
         if not isinstance(listen, list) or not all(isinstance(x, str) for x in listen):
-            self.p.add(path, text, "listen", "listen must be a list of regexes (group 1: the port)")
+            self.p.at(path, text, "listen", "listen must be a list of regexes (group 1: the port)")
             return
         for rx in listen:
             problem = _one_group(rx)
             if problem:
-                self.p.add(path, text, "listen", f"listen {rx!r}: {problem}")
+                self.p.at(path, text, "listen", f"listen {rx!r}: {problem}")
             else:
                 self.listen.append(rx)
 
@@ -112,7 +94,7 @@ class Reader:
         """[error_log]: how the program's config names its error log (program, files, find; root, default,
         always)."""
         if not isinstance(t, dict):
-            self.p.add(path, text, "error_log", "error_log must be a table ([error_log])")
+            self.p.at(path, text, "error_log", "error_log must be a table ([error_log])")
             return
         wrong = []
         if bad := sorted(set(t) - ERROR_LOG_KEYS):
@@ -129,28 +111,28 @@ class Reader:
         if not isinstance(t.get("always", False), bool):
             wrong.append("always must be true or false")
         for message in wrong:
-            self.p.add(path, text, "error_log", f"error_log: {message}")
+            self.p.at(path, text, "error_log", f"error_log: {message}")
         if not wrong:
             self.error_logs.append(ErrorLogFind(t["program"], tuple(files), t["find"], t.get("root"), t.get("default"),
                                                 t.get("always", False)))
 
     def _tunables(self, path: Path, table: Any, text: str) -> None:
         if not isinstance(table, dict):
-            self.p.add(path, text, "tunables", "tunables must be a table of [tunables.SECTION.NAME] tables")
+            self.p.at(path, text, "tunables", "tunables must be a table of [tunables.SECTION.NAME] tables")
             return
         for section, knobs in table.items():
             if section in RESERVED:
-                self.p.add(path, text, section, f"tunables.{section}: {section} is a name the templates use "
+                self.p.at(path, text, section, f"tunables.{section}: {section} is a name the templates use "
                            f"for something else ({', '.join(sorted(RESERVED))}); pick another section name")
                 continue
             if not IDENT.match(section) or not isinstance(knobs, dict):
-                self.p.add(path, text, section, f"tunables.{section}: a section is a name (letters, digits, _) "
+                self.p.at(path, text, section, f"tunables.{section}: a section is a name (letters, digits, _) "
                            "holding [tunables.SECTION.NAME] tables")
                 continue
             for name, t in knobs.items():
                 key = f"{section}.{name}"
                 if not IDENT.match(name) or not isinstance(t, dict):
-                    self.p.add(path, text, name, f"tunable {key}: give it as a [tunables.{key}] table "
+                    self.p.at(path, text, name, f"tunable {key}: give it as a [tunables.{key}] table "
                                "(names: letters, digits, _)")
                     continue
                 tun = self._tunable(path, text, key, t)
@@ -161,47 +143,47 @@ class Reader:
         name = key.split(".")[1]
         bad = sorted(set(t) - TUNABLE_KEYS)
         if bad:
-            self.p.add(path, text, name, f"tunable {key}: unknown key(s) {', '.join(bad)} "
+            self.p.at(path, text, name, f"tunable {key}: unknown key(s) {', '.join(bad)} "
                        f"(known: {', '.join(sorted(TUNABLE_KEYS))})")
         if "default" not in t:
-            self.p.add(path, text, name, f"tunable {key}: it has no default")
+            self.p.at(path, text, name, f"tunable {key}: it has no default")
             return None
         d = t["default"]
         if not isinstance(d, (bool, int, str)):
-            self.p.add(path, text, name, f"tunable {key}: a default is on/off, a whole number or a string")
+            self.p.at(path, text, name, f"tunable {key}: a default is on/off, a whole number or a string")
             return None
         for b in ("min", "max"):
             if b in t and (isinstance(d, bool) or not isinstance(d, int) or not isinstance(t[b], int)):
-                self.p.add(path, text, name, f"tunable {key}: {b} needs whole numbers (default and {b})")
+                self.p.at(path, text, name, f"tunable {key}: {b} needs whole numbers (default and {b})")
                 return None
         pattern = t.get("pattern")
         if pattern is not None:
             try:
                 re.compile(pattern)
             except (re.error, TypeError) as e:
-                self.p.add(path, text, name, f"tunable {key}: pattern does not compile ({e})")
+                self.p.at(path, text, name, f"tunable {key}: pattern does not compile ({e})")
                 return None
         choices = t.get("choices")
         if choices is not None and (not isinstance(choices, list) or not all(isinstance(c, str) for c in choices)):
-            self.p.add(path, text, name, f"tunable {key}: choices must be a list of strings")
+            self.p.at(path, text, name, f"tunable {key}: choices must be a list of strings")
             return None
         tun = Tunable(key, d, str(t.get("doc", "")), t.get("min"), t.get("max"),
                       tuple(choices) if choices is not None else None, pattern)
         try:
             tun.parse(d)
         except ConfigError as e:
-            self.p.add(path, text, name, f"tunable {key}: its default does not fit its own bounds ({e})")
+            self.p.at(path, text, name, f"tunable {key}: its default does not fit its own bounds ({e})")
             return None
         return tun
 
     def _status(self, path: Path, table: Any, text: str) -> None:
         if not isinstance(table, dict):
-            self.p.add(path, text, "status", "status must be a table of [status.KIND] tables")
+            self.p.at(path, text, "status", "status must be a table of [status.KIND] tables")
             return
         for kind, page in table.items():
             where = f"status.{kind}"
             if not isinstance(page, dict):
-                self.p.add(path, text, kind, f"{where}: give path, format and fields")
+                self.p.at(path, text, kind, f"{where}: give path, format and fields")
                 continue
             spot = kind
             p, fmt, fields, find = page.get("path"), page.get("format"), page.get("fields"), page.get("find")
@@ -231,7 +213,7 @@ class Reader:
                         problems.append(f"fields.{col}: the regex does not compile ({e})")
             if problems:
                 for m in problems:
-                    self.p.add(path, text, spot, f"{where}: {m}")
+                    self.p.at(path, text, spot, f"{where}: {m}")
                 continue
             assert isinstance(p, str) and isinstance(fmt, str) and isinstance(fields, dict)
             self.status[kind] = StatusPage(kind, p, fmt, tuple(fields.items()), find, role, command)
@@ -270,7 +252,7 @@ def read_cause(p: Problems, path: Path, text: str, c: dict[str, Any]) -> Cause |
             errs.append(f"{opt} must be a string")
     if errs or pattern is None or not isinstance(key, str):
         for m in errs:
-            p.add(path, text, spot, f"cause {key if isinstance(key, str) else '?'}: {m}")
+            p.at(path, text, spot, f"cause {key if isinstance(key, str) else '?'}: {m}")
         return None
     return Cause(key, pattern, c["phrase"], c.get("setting"), tuple(kinds), c.get("peak"), c.get("peak_said", ""),
                  c.get("counter"), c.get("counter_said", ""))

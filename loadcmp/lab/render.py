@@ -15,7 +15,7 @@ import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problems
 from . import ownconfig
 from .model import App, Role, Stack, StatusPage, configs_dir
 
@@ -101,7 +101,7 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: 
     base = {"stack": stack.name, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
             "www": app.www if app else www, "app": app.template_vars() if app else None, **_nested(settings)}
     out: list[Rendered] = []
-    errs: list[str] = []
+    p = Problems()
     for role in stack.roles:
         port = ports[role.name]
         vals = {**base, "role": role.name, "port": port, "vars": dict(role.vars),
@@ -111,10 +111,9 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: 
             try:
                 r.files[dest] = _fill(env, tmpl, vals)
             except ConfigError as e:
-                errs.append(str(e))
+                p.add(str(e))
         out.append(r)
-    if errs:
-        raise ConfigError(errs[0] if len(errs) == 1 else f"{len(errs)} template problems", list(dict.fromkeys(errs)))
+    p.raise_if_any(summary="{n} template problems")
     return out
 
 

@@ -18,16 +18,17 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, Problems
 from . import render, rules
-from .model import Check, Image, Role, Stack, configs_dir, project_root
-from .partfile import IDENT, NAME, Problems, Reader, read_cause, read_toml
+from .model import Cause, Check, Image, Role, Stack, configs_dir, project_root
+from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
               "status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
+SUMMARY = "{n} problems in stack files"
 
 
 def templates_dir() -> Path:
@@ -47,53 +48,20 @@ def read_role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any
               prefix: str = "stack") -> Role | None:
     """One role's table checked (an app's roles too: `prefix` names their images `app-…`)."""
     if not isinstance(r, dict):
-        p.add(path, text, "roles", f"roles[{i}]: give each role as a [[roles]] table")
+        p.at(path, text, "roles", f"roles[{i}]: give each role as a [[roles]] table")
         return None
     name = r.get("name")
-    spot = name if isinstance(name, str) else "roles"
-    label = f"role {name!r}" if isinstance(name, str) else f"roles[{i}]"
     errs = []
     bad = sorted(set(r) - ROLE_KEYS)
     if bad:
         errs.append(f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(ROLE_KEYS))})")
     if not isinstance(name, str) or not NAME.match(name):
         errs.append("name must be a short lower-case name (web, backend, db)")
-    image: Image | None = None
-    if ("image" in r) == ("dockerfile" in r):
-        errs.append("give either image (a shared image: Dockerfile.<image> of the project) or dockerfile "
-                    "(a Dockerfile beside stack.toml)")
-    elif "image" in r:
-        df = project_root() / f"Dockerfile.{r['image']}"
-        if not isinstance(r["image"], str) or not NAME.match(r["image"]) or not df.is_file():
-            shared = sorted(x.name.split(".", 1)[1] for x in project_root().glob("Dockerfile.*"))
-            errs.append(f"image {r['image']!r} is not a shared image (there are: {', '.join(shared)})")
-        else:
-            image = Image(r["image"], df)
-    else:
-        df = home / str(r["dockerfile"])
-        if not isinstance(r["dockerfile"], str) or not df.is_file() or home not in df.resolve().parents:
-            errs.append(f"dockerfile {r['dockerfile']!r} is not a file inside {home}")
-        else:
-            suffix = df.name.removeprefix("Dockerfile").strip(".")
-            if suffix and not NAME.match(suffix):
-                errs.append(f"dockerfile {r['dockerfile']!r}: after 'Dockerfile.' use lower-case letters, digits, "
-                            "'-' and '.' (it names the image)")
-            image = Image(f"{prefix}-{stack}" + (f"-{suffix}" if suffix else ""), df, home)
+    image = _role_image(errs, home, r, f"{prefix}-{stack}")
     command = r.get("command")
     if not isinstance(command, list) or not command or not all(isinstance(x, str) and x for x in command):
         errs.append("command must be a non-empty list of strings (the entrypoint's arguments)")
-    files = r.get("files", {})
-    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
-        errs.append("files must be a table of \"file under /etc/loadcmp\" = \"template\"")
-        files = {}
-    for dest, tmpl in files.items():
-        if dest.startswith("/") or ".." in Path(dest).parts or Path(dest).name in ("", "."):
-            errs.append(f"files: {dest!r} must be a relative path of a file inside /etc/loadcmp")
-        if tmpl.startswith("/") or ".." in Path(tmpl).parts:
-            errs.append(f"files: template {tmpl!r} must be a name beside stack.toml or in {templates_dir()}")
-            continue
-        if not (home / tmpl).is_file() and not (templates_dir() / tmpl).is_file():
-            errs.append(f"files: template {tmpl!r} is neither beside stack.toml nor in {templates_dir()}")
+    files = _role_files(errs, home, r.get("files", {}))
     vars_ = r.get("vars", {})
     if not isinstance(vars_, dict) or not all(IDENT.match(k) and isinstance(v, (str, int, bool, float))
                                              for k, v in vars_.items()):
@@ -107,40 +75,119 @@ def read_role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any
     if ready is not None and (not isinstance(ready, str) or not ready.strip()):
         errs.append("ready must be a command that succeeds inside the container once the role serves")
     if errs or image is None or not isinstance(name, str) or not isinstance(command, list):
+        label = f"role {name!r}" if isinstance(name, str) else f"roles[{i}]"
         for m in errs:
-            p.add(path, text, spot, f"{label}: {m}")
+            p.at(path, text, name if isinstance(name, str) else "roles", f"{label}: {m}")
         return None
     return Role(name, image, tuple(command), tuple(files.items()), dict(vars_), tuple(versions.items()), ready)
+
+
+def _role_image(errs: list[str], home: Path, r: dict[str, Any], tag: str) -> Image | None:
+    """A role's image: a shared one (`image`) or its own Dockerfile beside the file (`dockerfile`, tagged `tag`)."""
+    if ("image" in r) == ("dockerfile" in r):
+        errs.append("give either image (a shared image: Dockerfile.<image> of the project) or dockerfile "
+                    "(a Dockerfile beside stack.toml)")
+        return None
+    if "image" in r:
+        df = project_root() / f"Dockerfile.{r['image']}"
+        if not isinstance(r["image"], str) or not NAME.match(r["image"]) or not df.is_file():
+            shared = sorted(x.name.split(".", 1)[1] for x in project_root().glob("Dockerfile.*"))
+            errs.append(f"image {r['image']!r} is not a shared image (there are: {', '.join(shared)})")
+            return None
+        return Image(r["image"], df)
+    df = home / str(r["dockerfile"])
+    if not isinstance(r["dockerfile"], str) or not df.is_file() or home not in df.resolve().parents:
+        errs.append(f"dockerfile {r['dockerfile']!r} is not a file inside {home}")
+        return None
+    suffix = df.name.removeprefix("Dockerfile").strip(".")
+    if suffix and not NAME.match(suffix):
+        errs.append(f"dockerfile {r['dockerfile']!r}: after 'Dockerfile.' use lower-case letters, digits, "
+                    "'-' and '.' (it names the image)")
+    return Image(tag + (f"-{suffix}" if suffix else ""), df, home)
+
+
+def _role_files(errs: list[str], home: Path, files: Any) -> dict[str, str]:
+    """A role's `files`: each file under /etc/loadcmp and the template it is rendered from."""
+    if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
+        errs.append("files must be a table of \"file under /etc/loadcmp\" = \"template\"")
+        return {}
+    for dest, tmpl in files.items():
+        if dest.startswith("/") or ".." in Path(dest).parts or Path(dest).name in ("", "."):
+            errs.append(f"files: {dest!r} must be a relative path of a file inside /etc/loadcmp")
+        if tmpl.startswith("/") or ".." in Path(tmpl).parts:
+            errs.append(f"files: template {tmpl!r} must be a name beside stack.toml or in {templates_dir()}")
+            continue
+        if not (home / tmpl).is_file() and not (templates_dir() / tmpl).is_file():
+            errs.append(f"files: template {tmpl!r} is neither beside stack.toml nor in {templates_dir()}")
+    return files
 
 
 def load_stack(home: Path, origin: str = "built-in") -> Stack:
     """The stack in `home` (a folder with stack.toml), checked whole; ConfigError lists every problem."""
     home = home.resolve()
-    p = Problems()
     path = home / STACK_FILE
-    got = read_toml(path, p)
-    p.raise_any()
-    assert got is not None
-    doc, text = got
-    name = home.name
+    p, doc, text = open_toml(path)
+    _head(p, path, text, doc)
+    reader, parts, unread = _parts(p, path, text, doc)
+    roles_raw = doc.get("roles")
+    if not isinstance(roles_raw, list) or not roles_raw:
+        p.at(path, text, "roles", "no [[roles]]: a stack runs at least one container")
+        roles_raw = []
+    roles = [r for i, raw in enumerate(roles_raw)
+             if (r := read_role(p, home, path, text, home.name, raw, i)) is not None]
+    seen = [r.name for r in roles]
+    for dup in sorted({n for n in seen if seen.count(n) > 1}):
+        p.at(path, text, dup, f"two roles are called {dup!r}")
+    stack = Stack(
+        name=home.name, description=str(doc.get("description", "")), roles=tuple(roles),
+        php_api=str(doc.get("php_api", "")), tunables=dict(reader.tunables), parts=tuple(parts),
+        aliases=tuple(_strings(p, path, text, doc, "aliases")), smoke=_flag(p, path, text, doc, "smoke"), home=home,
+        origin=origin, order=_order(p, path, text, doc), status=tuple(reader.status.values()),
+        listen=tuple(reader.listen), error_logs=tuple(reader.error_logs),
+        busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
+        busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
+    )
+    checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
+    causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
+    _check_causes(p, path, text, stack, causes, every_role=len(roles) == len(roles_raw))
+    _check_busy(p, path, text, stack, doc, unread)
+    stack = replace(stack, checks=tuple(checks), causes=tuple(causes),
+                    roles=tuple(_with_versions(r, reader.versions) for r in roles))
+    if not p:
+        defaults = {k: t.default for k, t in stack.tunables.items()}
+        for m in stack.broken_checks(defaults):
+            p.at(path, None, None, f"its defaults break its own check: {m}")
+        _try_render(p, stack)
+    p.raise_if_any(summary=SUMMARY)
+    return stack
+
+
+def _head(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> None:
+    """The folder's name (the stack's), the keys known, and the description and PHP API every stack gives."""
+    name = path.parent.name
     if not NAME.match(name) or name.endswith(("-", ".", "_")) or ".." in name or name == "all":
-        p.add(path, None, None, f"the folder's name {name!r} is the stack's name: use lower-case letters, digits, "
-              "'-', '_' and '.', not at the end, and not 'all' (it means every stack)")
+        p.at(path, None, None, f"the folder's name {name!r} is the stack's name: use lower-case letters, digits, "
+             "'-', '_' and '.', not at the end, and not 'all' (it means every stack)")
     bad = sorted(set(doc) - STACK_KEYS)
     if bad:
-        p.add(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(STACK_KEYS))})")
+        p.at(path, text, bad[0], f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(STACK_KEYS))})")
     for key in ("description", "php_api"):
         if not isinstance(doc.get(key), str) or not doc[key].strip():
-            p.add(path, text, key, f"{key} is missing (a string)")
+            p.at(path, text, key, f"{key} is missing (a string)")
+
+
+def _parts(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> tuple[Reader, list[str], bool]:
+    """The parts named, read in order, then the stack's own tables over them; whether a part could not be
+    read (its tunables are then missing, which is said once)."""
     parts = doc.get("parts", [])
     reader = Reader(p)
     if not isinstance(parts, list) or not all(isinstance(x, str) for x in parts):
-        p.add(path, text, "parts", "parts must be a list of part names")
+        p.at(path, text, "parts", "parts must be a list of part names")
         parts = []
-    unread = False  # a part named that is not there: its tunables are missing, which is said once
+    unread = False
     for part in parts:
         if part not in part_names():
-            p.add(path, text, "parts", f"no part {part!r} (there are: {', '.join(part_names())})")
+            p.at(path, text, "parts", f"no part {part!r} (there are: {', '.join(part_names())})")
             unread = True
             continue
         ppath = parts_dir() / f"{part}.toml"
@@ -150,52 +197,43 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
             pdoc, ptext = pgot
             extra = sorted(set(pdoc) - PART_KEYS)
             if extra:
-                p.add(ppath, ptext, extra[0],
-                      f"unknown key(s) {', '.join(extra)} (known: {', '.join(sorted(PART_KEYS))})")
+                p.at(ppath, ptext, extra[0],
+                     f"unknown key(s) {', '.join(extra)} (known: {', '.join(sorted(PART_KEYS))})")
             reader.read(ppath, pdoc, ptext)
     reader.read(path, doc, text)
-    roles_raw = doc.get("roles")
-    if not isinstance(roles_raw, list) or not roles_raw:
-        p.add(path, text, "roles", "no [[roles]]: a stack runs at least one container")
-        roles_raw = []
-    roles = [r for i, raw in enumerate(roles_raw) if (r := read_role(p, home, path, text, name, raw, i)) is not None]
-    seen = [r.name for r in roles]
-    for dup in sorted({n for n in seen if seen.count(n) > 1}):
-        p.add(path, text, dup, f"two roles are called {dup!r}")
-    versions = dict(reader.versions)
-    stack = Stack(
-        name=name, description=str(doc.get("description", "")), roles=tuple(roles), php_api=str(doc.get("php_api", "")),
-        tunables=dict(reader.tunables), parts=tuple(parts), aliases=tuple(_strings(p, path, text, doc, "aliases")),
-        smoke=_flag(p, path, text, doc, "smoke"), home=home, origin=origin, order=_order(p, path, text, doc),
-        status=tuple(reader.status.values()), listen=tuple(reader.listen), error_logs=tuple(reader.error_logs),
-        busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
-        busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
-    )
-    checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
-    causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
+    return reader, parts, unread
+
+
+def _check_causes(p: Problems, path: Path, text: str, stack: Stack, causes: list[Cause], every_role: bool) -> None:
+    """Each cause's setting is a tunable of the stack, its columns are its status pages', its keys differ."""
     for cause in causes:
         s = stack.setting_of(cause)
-        if s is None and cause.setting is not None and len(roles) == len(roles_raw):  # (else a role is wrong)
-            p.add(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} names a var no role has")
+        if s is None and cause.setting is not None and every_role:  # (else a role is wrong, and said so)
+            p.at(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} names a var no role has")
         elif s is not None and s not in stack.tunables and s.split(".")[0] in stack.sections:
-            p.add(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} is not a tunable of "
-                  "this stack")
+            p.at(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} is not a tunable of "
+                 "this stack")
     columns = {col for page in stack.status for col, _ in page.fields}
     keys = [c.key for c in causes]
     for dup in sorted({k for k in keys if keys.count(k) > 1}):
-        p.add(path, text, dup, f"two causes are called {dup!r} (a part's and the stack's?): keys must differ")
+        p.at(path, text, dup, f"two causes are called {dup!r} (a part's and the stack's?): keys must differ")
     for cause in causes:
         for col, said, probe in ((cause.peak, cause.peak_said, {"limit": 1}), (cause.counter, cause.counter_said,
                                                                                {"times": "once"})):
             if col is None:
                 continue
             if col not in columns:
-                p.add(path, text, cause.key, f"cause {cause.key}: {col!r} is not a column of its status pages")
+                p.at(path, text, cause.key, f"cause {cause.key}: {col!r} is not a column of its status pages")
             try:
                 said.format(**probe)
             except (KeyError, IndexError, ValueError) as e:
-                p.add(path, text, cause.key, f"cause {cause.key}: {said!r} may name only "
-                      f"{{{next(iter(probe))}}} ({type(e).__name__}: {e})")
+                p.at(path, text, cause.key, f"cause {cause.key}: {said!r} may name only "
+                     f"{{{next(iter(probe))}}} ({type(e).__name__}: {e})")
+
+
+def _check_busy(p: Problems, path: Path, text: str, stack: Stack, doc: dict[str, Any], unread: bool) -> None:
+    """`busy_limit` is a whole-number tunable of the stack and `busy_workers` columns of its status pages."""
+    columns = {col for page in stack.status for col, _ in page.fields}
     if "busy_limit" in doc:
         given = doc["busy_limit"]
         limit = stack.tunables.get(str(given)) if isinstance(given, str) else None
@@ -205,20 +243,11 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
                if not isinstance(limit.default, int) or isinstance(limit.default, bool) else
                "needs busy_workers: the status columns it caps" if not stack.busy_workers else None)
         if why:
-            p.add(path, text, "busy_limit", f"busy_limit: {given!r} {why}")
+            p.at(path, text, "busy_limit", f"busy_limit: {given!r} {why}")
     for col in stack.busy_workers:
         if col not in columns:
-            p.add(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "
-                  f"({', '.join(sorted(columns)) or 'it has none'})")
-    stack = replace(stack, checks=tuple(checks), causes=tuple(causes),
-                     roles=tuple(_with_versions(r, versions) for r in roles))
-    if not p.items:
-        defaults = {k: t.default for k, t in stack.tunables.items()}
-        for m in stack.broken_checks(defaults):
-            p.add(path, None, None, f"its defaults break its own check: {m}")
-        _try_render(p, stack)
-    p.raise_any()
-    return stack
+            p.at(path, text, "busy_workers", f"busy_workers: {col!r} is not a column of its status pages "
+                 f"({', '.join(sorted(columns)) or 'it has none'})")
 
 
 def _with_versions(role: Role, versions: dict[str, str]) -> Role:
@@ -229,7 +258,7 @@ def _with_versions(role: Role, versions: dict[str, str]) -> Role:
 def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) -> list[str]:
     v = doc.get(key, [])
     if not isinstance(v, list) or not all(isinstance(x, str) and x for x in v):
-        p.add(path, text, key, f"{key} must be a list of strings")
+        p.at(path, text, key, f"{key} must be a list of strings")
         return []
     return list(v)
 
@@ -237,7 +266,7 @@ def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) 
 def _order(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> int:
     v = doc.get("order", 100)
     if isinstance(v, bool) or not isinstance(v, int):
-        p.add(path, text, "order", "order must be a whole number (where it is listed; ours are 1-99)")
+        p.at(path, text, "order", "order must be a whole number (where it is listed; ours are 1-99)")
         return 100
     return v
 
@@ -245,7 +274,7 @@ def _order(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> int:
 def _flag(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) -> bool:
     v = doc.get(key, False)
     if not isinstance(v, bool):
-        p.add(path, text, key, f"{key} must be true or false")
+        p.at(path, text, key, f"{key} must be true or false")
         return False
     return v
 
@@ -254,7 +283,7 @@ def _check(p: Problems, path: Path, text: str, c: dict[str, Any], stack: Stack) 
     rule, says = c.get("rule"), c.get("says")
     spot = rule if isinstance(rule, str) and rule else "checks"
     if not isinstance(rule, str) or not isinstance(says, str):
-        p.add(path, text, spot, "each [[checks]] needs rule (an expression that must hold) and says (a message)")
+        p.at(path, text, spot, "each [[checks]] needs rule (an expression that must hold) and says (a message)")
         return None
     try:
         tree = rules.parse(rule)
@@ -262,10 +291,10 @@ def _check(p: Problems, path: Path, text: str, c: dict[str, Any], stack: Stack) 
         for m in re.finditer(r"\{([^{}]+)\}", says):
             unknown += sorted(rules.names(rules.parse(m.group(1))) - set(stack.tunables))
     except rules.RuleError as e:
-        p.add(path, text, spot, f"check {rule!r}: {e}")
+        p.at(path, text, spot, f"check {rule!r}: {e}")
         return None
     if unknown:
-        p.add(path, text, spot, f"check {rule!r} reads {', '.join(dict.fromkeys(unknown))}, not tunables of "
+        p.at(path, text, spot, f"check {rule!r} reads {', '.join(dict.fromkeys(unknown))}, not tunables of "
               f"stack {stack.name} (are its parts listed?)")
         return None
     return Check(rule, tree, says)
@@ -278,5 +307,4 @@ def _try_render(p: Problems, stack: Stack) -> None:
     try:
         render.render(stack, defaults, ports, nofile=1024)
     except ConfigError as e:
-        for m in e.errors:
-            p.add(stack.home / STACK_FILE if stack.home else Path(stack.name), None, None, m)
+        p.extend(e.messages, f"{stack.home / STACK_FILE if stack.home else Path(stack.name)}: ")

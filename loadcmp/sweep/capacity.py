@@ -25,7 +25,7 @@ from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_
 from .search import Found, Plan, Probed, search
 from .trial import Planned, Sweep, SweepHooks, TrialOutcome, run_trial, stop
 
-TrialRunner = Callable[[Sweep, Planned], TrialOutcome | None]
+TrialRunner = Callable[[Sweep, Planned, RunSpec], TrialOutcome | None]
 """Runs one planned trial (`trial.run_trial`; a test gives a fake)."""
 
 
@@ -54,30 +54,27 @@ def search_all(sweep: Sweep, cap: CapacitySpec, run: TrialRunner | None = None) 
     doc = new_doc(cap)
     sweep.writer.set_capacity(doc)
     plan = Plan(cap.start, cap.max, cap.max_reason, cap.resolution, cap.factor)
-    try:
-        for server, keepalive, page in base.variants():
-            label = base.label(server, keepalive, page)
-            if sweep.stopper.requested:
-                sweep.problems.append(f"stopped before {label}'s search")
-                return "interrupted"
-            prober = Prober(sweep, base, cap, Planned(cap.start, 1, server, keepalive, label, page), run)
+    for server, keepalive, page in base.variants():
+        label = base.label(server, keepalive, page)
+        if sweep.stopper.requested:
+            sweep.problems.append(f"stopped before {label}'s search")
+            return "interrupted"
+        prober = Prober(sweep, base, cap, Planned(cap.start, 1, server, keepalive, label, page), run)
 
-            def store(found: Found, prober: Prober = prober) -> None:
-                doc["servers"][prober.label] = prober.server_doc(found, final=False)
-                sweep.writer.set_capacity(doc)
-                st = found.path[-1]
-                sweep.progress.say(f"{'':>18}{st.stage} {st.level:,} {cap.unit}: {st.text}")
-
-            found = search(plan, prober.probe, prober.confirm, on_step=store)
-            if (kept := sweep.reused.pop(label, None)) is not None:
-                stop(sweep, kept)  # --reuse-server: its search is over, and the next server's should not share
-            doc["servers"][label] = prober.server_doc(found)
+        def store(found: Found, prober: Prober = prober) -> None:
+            doc["servers"][prober.label] = prober.server_doc(found, final=False)
             sweep.writer.set_capacity(doc)
-            sweep.progress.say(doc["servers"][label]["text"])
-            if found.kind == "interrupted":
-                return "interrupted"
-    finally:
-        sweep.spec = base
+            st = found.path[-1]
+            sweep.progress.say(f"{'':>18}{st.stage} {st.level:,} {cap.unit}: {st.text}")
+
+        found = search(plan, prober.probe, prober.confirm, on_step=store)
+        if (kept := sweep.reused.pop(label, None)) is not None:
+            stop(sweep, kept)  # --reuse-server: its search is over, and the next server's should not share
+        doc["servers"][label] = prober.server_doc(found)
+        sweep.writer.set_capacity(doc)
+        sweep.progress.say(doc["servers"][label]["text"])
+        if found.kind == "interrupted":
+            return "interrupted"
     if not any("result" in t for t in sweep.writer.trials):
         return "failed"  # no server ever started: nothing was measured
     return "complete"
@@ -110,10 +107,10 @@ class Prober:
         if sweep.stopper.requested:
             sweep.problems.append(f"stopped before {where}")
             return None
-        sweep.spec = self.cap.probe_spec(self.base, level)
-        sweep.progress.trial_start(p, self.count, self.count + 1, sweep.spec.duration + sweep.spec.warmup)
+        spec = self.cap.probe_spec(self.base, level)  # this probe's, handed to the trial: the sweep's stays
+        sweep.progress.trial_start(p, self.count, self.count + 1, spec.duration + spec.warmup)
         self.count += 1
-        outcome = self.run(sweep, p)
+        outcome = self.run(sweep, p, spec)
         if outcome is None:
             sweep.problems.append(f"stopped while {where} was starting")
             return None

@@ -150,7 +150,7 @@ def run_trials(sweep: Sweep, planned: list[Planned]) -> RunStatus:
             sweep.problems.append(f"stopped by {_by(sweep.stopper.signum)} before {where}")
             return "interrupted"
         sweep.progress.trial_start(p, i, len(planned), sweep.spec.duration + sweep.spec.warmup)
-        outcome = run_trial(sweep, p)
+        outcome = run_trial(sweep, p, sweep.spec)
         if outcome is None:
             sweep.problems.append(f"stopped by {_by(sweep.stopper.signum)} while {where} was starting")
             return "interrupted"

@@ -127,9 +127,9 @@ class TrialOutcome:
     samples: list[Row]
 
 
-def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
-    """One trial, step by step; None when a stop request came before the load."""
-    spec = sweep.spec
+def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
+    """One trial of `spec` (the sweep's, or a capacity probe's), step by step; None when a stop request came
+    before the load."""
     dep = sweep.reused.get(p.label)
     kept, ready_s = dep is not None, None
     if dep is None:
@@ -154,7 +154,7 @@ def run_trial(sweep: Sweep, p: Planned) -> TrialOutcome | None:
             return TrialOutcome(not_started(spec, p, why), [], [])
         if sweep.stopper.requested:
             return None
-        m = measure(sweep, dep, p)
+        m = measure(sweep, dep, p, spec)
         found = collect_evidence(spec, dep, m)
         return TrialOutcome(judge(spec, p, dep, ready_s, m, found), m.timeline, m.samples)
     finally:
@@ -199,9 +199,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
     sweep.writer.add_server(p.label, info)
 
 
-def measure(sweep: Sweep, dep: Deployment, p: Planned) -> Measurement:
+def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measurement:
     """Warm-up, then the measured window, with the server sampled at 1 Hz."""
-    spec = sweep.spec
     target = make_target(f"http://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
     schedule = spec.schedule_for(p.level)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)

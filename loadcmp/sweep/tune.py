@@ -26,7 +26,7 @@ from ..errors import ConfigError
 from ..experiment.capacity import CapacitySpec
 from ..experiment.spec import RunSpec
 from ..experiment.tune import TuneSpec, search_doc
-from ..lab import dockerhost, stacks
+from ..lab import dockerhost
 from ..load.workers import Fleet, Stopper
 from ..records import CapacityDoc, RunStatus, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
 from ..verdicts.gain import gain, ready_block, settings_text, side, valued
@@ -52,7 +52,7 @@ class Tuner:
         self.base = sweep.spec
         self.clock = clock
         self.started = clock()
-        self.stack = stacks.get_stack(tune.stack)
+        self.stack = self.base.catalog().get(tune.stack)
         self.base_settings = self.base.settings_for(tune.label)
         self.probers: dict[str, Prober] = {}
         self.quick = replace(cap, confirm=1)
@@ -169,7 +169,7 @@ class Tuner:
         try:
             self.stack.effective({**self.base_settings, **params})
         except ConfigError as e:
-            return "; ".join(e.errors or [str(e)])
+            return "; ".join(e.messages)
         return None
 
     def out_of_time(self, measured: list[TuneTrialDoc]) -> bool:

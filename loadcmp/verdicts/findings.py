@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .checks import check_metric, comparable, threshold
-from ..errors import ConfigError, UsageError
+from ..errors import ConfigError, Problems, UsageError
 
 
 _LABEL = r"[A-Za-z0-9_./-]+(?:\[[^\]\s]+\])?"
@@ -176,10 +176,10 @@ def check_labels(findings: list[Finding], known: Collection[str], elsewhere: Col
     """Refuse, all at once, findings that name a label the run will not have and that
     is not `elsewhere` either (a server declared but left out of this run: judged inconclusive)."""
     shown = ", ".join(re.sub(r"^(\S+) (/.*)$", r"\1[\2]", k) for k in known)  # as a check names them
-    errors = [f"finding {i} ({f.check.text!r}): no server is labelled {lb!r} (known: {shown})"
-              for i, f in enumerate(findings, 1) for lb in labels(f.check) if lb not in known and lb not in elsewhere]
-    if errors:
-        raise ConfigError(errors[0] if len(errors) == 1 else f"{len(errors)} findings name unknown servers", errors)
+    p = Problems()
+    p.extend(f"finding {i} ({f.check.text!r}): no server is labelled {lb!r} (known: {shown})"
+             for i, f in enumerate(findings, 1) for lb in labels(f.check) if lb not in known and lb not in elsewhere)
+    p.raise_if_any(summary="{n} findings name unknown servers")
 
 
 def parse_findings(raw: list[dict[str, Any]]) -> list[Finding]:
@@ -188,23 +188,22 @@ def parse_findings(raw: list[dict[str, Any]]) -> list[Finding]:
     if not isinstance(raw, list):
         raise ConfigError("findings must be an array of tables: [[findings]] with claim and check")
     out: list[Finding] = []
-    errors: list[str] = []
+    p = Problems()
     for i, item in enumerate(raw, 1):
         where = f"finding {i}"
         if not isinstance(item, dict):
-            errors.append(f"{where}: must be a table with claim = \"...\" and check = \"...\"")
+            p.add(f"{where}: must be a table with claim = \"...\" and check = \"...\"")
             continue
         extra = [k for k in item if k not in ("claim", "check")]
         if extra:
-            errors.append(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a finding has claim and check")
+            p.add(f"{where}: unknown key(s) {', '.join(map(repr, extra))}; a finding has claim and check")
         bad = [k for k in ("claim", "check") if not isinstance(item.get(k), str) or not item[k].strip()]
-        errors += [f"{where}: {k} must be a non-empty string" for k in bad]
+        p.extend(f"{where}: {k} must be a non-empty string" for k in bad)
         if bad:
             continue
         try:
             out.append(Finding(item["claim"].strip(), parse_check(item["check"])))
         except UsageError as e:
-            errors.append(f"{where}: {e}")
-    if errors:
-        raise ConfigError(f"{len(errors)} bad finding(s)", errors)
+            p.add(f"{where}: {e}")
+    p.raise_if_any(summary="{n} bad finding(s)")
     return out

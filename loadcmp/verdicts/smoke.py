@@ -22,6 +22,7 @@ import time
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from . import checks
@@ -30,7 +31,7 @@ from .. import units
 from .checks import METRICS as METRICS  # re-exported: the metrics a smoke check names
 from .checks import OPS, check_metric, show
 from .checks import threshold as _threshold
-from ..errors import ConfigError, UsageError
+from ..errors import Problems, UsageError
 from ..report.tables import notes, table1
 from ..store.reader import Results, client_bound
 from ..records import LoadSummary, TrialRecord
@@ -68,8 +69,9 @@ class Check:
         return show(self.metric, measured)
 
 
-def parse_check(text: str) -> Check:
-    """`[server:]metric op value[unit]` -> a Check; units are those of loadcmp.units."""
+def parse_check(text: str, cat: stacks.Catalog | None = None) -> Check:
+    """`[server:]metric op value[unit]` -> a Check; units are those of loadcmp.units; `server` a stack of `cat`
+    (None: ours and LOADCMP_STACKS')."""
     m = _RX.match(text)
     if not m:
         raise UsageError(f"bad check {text!r}: write it like rps>200, p(99)<500ms, failed_rate<1%, "
@@ -83,24 +85,17 @@ def parse_check(text: str) -> Check:
     scope = m.group("scope")
     if scope is not None:
         try:
-            scope = stacks.get_stack(scope).name
+            scope = (cat or stacks.catalog()).get(scope).name
         except UsageError:
             raise UsageError(f"check {text!r}: unknown server {scope!r}") from None
     return Check(text, metric, m.group("op"), value, scope, q)
 
 
-def parse_checks(texts: list[str] | tuple[str, ...]) -> list[Check]:
+def parse_checks(texts: list[str] | tuple[str, ...], cat: stacks.Catalog | None = None) -> list[Check]:
     """Every check parsed, or one error listing every bad one."""
-    checks, errors = [], []
-    for t in texts:
-        try:
-            checks.append(parse_check(t))
-        except UsageError as e:
-            errors.append(str(e))
-    if len(errors) == 1:
-        raise UsageError(errors[0])
-    if errors:
-        raise ConfigError(f"{len(errors)} bad checks", errors)
+    p = Problems()
+    checks = [c for t in texts if (c := p.attempt(partial(parse_check, t, cat))) is not None]
+    p.raise_if_any(summary="{n} bad checks")
     return checks
 
 

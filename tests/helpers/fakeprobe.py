@@ -34,7 +34,7 @@ class Model:
     """Send this process SIGINT during that trial (1-based), as Ctrl-C would."""
     runs: list[Planned] = field(default_factory=list)
 
-    def __call__(self, sweep: Sweep, p: Planned) -> TrialOutcome | None:
+    def __call__(self, sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
         self.runs.append(p)
         if not sweep.writer.has_server(p.label):
             sweep.writer.add_server(p.label, ServerInfo(stack=p.server, cpus="1", keepalive=p.keepalive, page=p.page))
