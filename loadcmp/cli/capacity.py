@@ -62,6 +62,7 @@ FLAG_NOT_HERE = {
 @click.option("--max", "max_", type=COUNT, help="The highest level probed (default: what the open-file limit holds).")
 @click.option("--probe-time", type=POSITIVE_DURATION, metavar="DURATION", help="Measured time of a probe (default 5s).")
 @click.option("--confirm", type=COUNT, help="Trials at the level found and at the one above (default 3).")
+@click.option("--max-confirm", type=COUNT, help="Trials an unsure confirmation may grow to (default 3 x --confirm).")
 @load_options
 @setup_options
 def capacity(experiment: str | None, servers_: tuple[str, ...], slo: str | None, resolution: str | None,
@@ -95,6 +96,7 @@ def plan(experiment: str | None, load: LoadFlags, flags: dict[str, Any], servers
     from ..experiment.capacity import capacity_spec, convert
     from ..experiment.spec import load_experiment
 
+    search_flags = {**search_flags, "max_confirm": flags.pop("max_confirm", None)}  # capacity's own; tune has none
     given_cap = {k: convert(k, v, f"--{k.replace('_', '-')}") if v is not None and k in ("slo", "resolution")
                  else v for k, v in search_flags.items()}
     fields, extra = load_experiment(experiment) if experiment else ({}, {})
@@ -120,7 +122,7 @@ def search(spec: RunSpec, cap: CapacitySpec, as_json: bool) -> SweepOutcome:
 
     err.print(f"target: {escape(str(cap.target))}; from {cap.start:,} up to {cap.max:,} {cap.unit} "
               f"({escape(cap.max_reason)}), {cap.probe_time:g} s probes, {cap.resolution:.0%} resolution, "
-              f"{cap.confirm} confirmation trials", highlight=False)
+              f"{cap.confirm} confirmation trials (up to {cap.most_trials} while unsure)", highlight=False)
     outcome = sweep(spec, table=False, drive=drive, display=CapacityDisplay(cap.unit))
     res = load_results(outcome.path)
     if as_json:
@@ -138,6 +140,9 @@ def print_capacity(res: Results) -> None:
     if not rows:
         return
     print_rows(f"{res.name} — capacity", header, rows, ("server", "what broke at the edge"))
+    for label, (_, doc) in res.capacity.items():  # disagreements, undecided confirmations, where it stopped
+        for note in doc["notes"]:
+            out.print(escape(f"{label}: {note}"), highlight=False)
     for f in res.run.get("findings") or []:
         out.print(f"- {f['verdict']}: {escape(f['claim'])}\n  {escape(f['check'])} — {escape(f['text'])}",
                   highlight=False)

@@ -56,7 +56,7 @@ class Tuner:
         self.base_settings = self.base.settings_for(tune.label)
         self.probers: dict[str, Prober] = {}
         self.quick = replace(cap, confirm=1)
-        fresh = cast(CapacityDoc, {**new_doc(cap), "confirm": 0})  # a trial's probes stand alone
+        fresh = cast(CapacityDoc, {**new_doc(cap), "confirm": 0, "max_confirm": 0})  # a trial's probes stand alone
         self.cap_doc: CapacityDoc = sweep.writer.run.get("capacity") or fresh
         doc = sweep.writer.run.get("tune")
         self.doc: TuneDoc = doc if doc is not None else self._new_doc()
@@ -108,11 +108,11 @@ class Tuner:
                 said[level] = p
             return p
 
-        def as_probed(level: int) -> Confirmed:  # while tuning a probe stands alone: no confirmation trials
+        def as_probed(level: int, _: int) -> Confirmed:  # while tuning a probe stands alone: no confirmation trials
             p = said[level]
             return Confirmed(level, "met" if p.met else "missed", 1, [], "the client" if p.client_bound else None)
 
-        found = search(Plan(start, self.cap.max, self.cap.max_reason, self.cap.resolution, self.cap.factor),
+        found = search(Plan(start, self.cap.max, self.cap.max_reason, self.cap.resolution, self.cap.factor, 1, 1),
                        probe, as_probed)
         # the quick search's "confirmations" only repeat its probes' word: they are not stored as confirmations
         found.path = [st for st in found.path if st.stage != "confirm"]
