@@ -87,6 +87,7 @@ class TuneTrialDoc(TypedDict):
     client_bound: bool  #: the client set the pace: the value is a lower bound
     seconds: float  #: wall time of the trial
     text: str  #: one sentence: what it gave, or why it did not run
+    unreached: NotRequired[str]  #: the setting under study did not take effect (`verdicts.gain.not_reached`)
 
 
 class TuneSideDoc(TypedDict):
@@ -133,3 +134,5 @@ class TuneDoc(TypedDict):
     importance: dict[str, float]  #: how much each parameter decides whether a trial is among the best (PED-ANOVA)
     block: str  #: the best settings as a ready `[variants.tuned]` table
     text: str  #: the result in one sentence
+    unlisted: NotRequired[dict[str, str]]  #: study trial numbers with no row (number -> why)
+    comparing: NotRequired[dict[str, int]]  #: the comparison under way ({best, level}); gone once it ends

@@ -98,6 +98,14 @@ class Found:
     undecided: list[int] = field(default_factory=list)
     """unsure: the levels whose confirmation stayed unsure."""
 
+    @property
+    def value(self) -> float | None:
+        """The search's answer as one number (a tuning study's objective): the level found or reached, 0 below
+        the start; None where there is none (unsure, interrupted, failed)."""
+        if self.kind in ("capacity", "at_least", "not_reached") and self.level is not None:
+            return float(self.level)
+        return 0.0 if self.kind == "below_start" else None
+
 
 Prober = Callable[[int], Probed | None]
 """Runs one probe at a level; None: stopped before it measured."""
