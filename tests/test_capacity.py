@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -16,6 +18,8 @@ from loadcmp.errors import UsageError
 from loadcmp.experiment.capacity import CapacitySpec, capacity_spec
 from loadcmp.experiment.spec import RunSpec, load_experiment
 from loadcmp.lab.stacks import configs_dir
+from loadcmp.load.histogram import Histogram
+from loadcmp.load.summary import latency_doc
 from loadcmp.records import TrialRecord
 from loadcmp.store.reader import load_results
 from loadcmp.store.writer import RunWriter, new_run_doc
@@ -262,6 +266,57 @@ def test_ctrl_c_mid_search_keeps_the_probes_and_exits_130(no_docker, tmp_path):
     assert "apache-prefork" not in run["capacity"]["servers"]  # never started
     assert len(no_docker.runs) == 4
     assert f"kept what was measured in {run_json.parent}" in res.output
+
+
+class Wobbly(Model):
+    """The model with trials 20 % slower and faster by turns: near the edge no confirmation decides."""
+
+    def trial(self, p: Planned, interrupted: bool = False) -> TrialRecord:
+        rec = super().trial(p, interrupted)
+        h = Histogram.from_dict(rec["latency_hist"])
+        scaled = Histogram.of(np.linspace(h.percentile(1), h.percentile(99), 400) * (1 + 0.2 * (-1) ** p.trial))
+        rec["latency_hist"] = scaled.to_dict()
+        rec["result"]["latency_ms"] = latency_doc(scaled)
+        return rec
+
+
+def test_an_edge_no_confirmation_decides_ends_unsure_on_the_console_in_json_and_in_the_report(no_docker,
+                                                                                               monkeypatch, tmp_path):
+    from loadcmp.sweep import capacity
+
+    monkeypatch.setattr(capacity, "run_trial", Wobbly({"nginx": 300}))
+    res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--slo", SLO, "--out", str(tmp_path / "r"),
+                                   "--confirm", "2", "--max-confirm", "4"])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert "nginx: unsure, " in said and "stayed unsure over 4 trials (--max-confirm)" in said
+    assert "--max-confirm 4 allows no more trials" in said  # the notes reach the console
+    (folder,) = (tmp_path / "r").iterdir()
+    doc = json.loads((folder / "run.json").read_text())["capacity"]
+    nginx = doc["servers"]["nginx"]
+    assert doc["max_confirm"] == 4 and nginx["kind"] == "unsure" and nginx["undecided"]
+    for lv in nginx["undecided"]:
+        assert len([t for t in json.loads((folder / "run.json").read_text())["trials"] if t["level"] == lv]) == 4
+    res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--slo", SLO, "--out", str(tmp_path / "j"),
+                                   "--confirm", "2", "--max-confirm", "4", "--json"])
+    cap = json.loads(res.stdout)["capacity"]["servers"]["nginx"]
+    assert cap["kind"] == "unsure" and cap["capacity"] is None and cap["unsure"] == nginx["undecided"]
+    assert cap["interval"] == [nginx["level"] or 0, nginx["missed"]]
+    rep = CliRunner().invoke(cli, ["report", str(folder), "--out", str(tmp_path / "rep"), "--format", "md"])
+    assert rep.exit_code == 0, rep.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert f"| nginx | unsure ({nginx['level']:,} – {nginx['missed']:,}) |" in md
+    assert f"(unsure at {', '.join(f'{lv:,}' for lv in nginx['undecided'])})" in md
+    assert f"| {nginx['undecided'][0]:,}: p99<500ms: " in md  # the undecided confirmation's figures
+    for line in md.splitlines():  # no latency interval below zero anywhere
+        assert not re.search(r"\(-\d[\d.,]*ms", line), line
+
+
+def test_max_confirm_below_confirm_is_refused():
+    with pytest.raises(UsageError, match="--max-confirm 2 is below --confirm 3"):
+        capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 3, "max_confirm": 2})
+    assert capacity_spec(RunSpec(servers=("nginx",)), {"max_confirm": 7}, {"slo": parse_slo(SLO)}).most_trials == 7
+    assert capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 2}).most_trials == 6
 
 
 # --- the report, --json and findings, from a stored search -------------------------------------------

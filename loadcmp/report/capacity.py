@@ -72,11 +72,12 @@ def _span(iv: tuple[float, float]) -> str:
     return f"{iv[0]:,.0f} – {iv[1]:,.0f}" if iv[1] != float("inf") else f"{iv[0]:,.0f} and up"
 
 
-def _confirmed(doc: CapacityServerDoc, level: int | None) -> str:
+def _confirmed(doc: CapacityServerDoc, level: int | None, named: bool = False) -> str:
+    """A level's confirmation, check by check (`named`: led by the level, which is not the column's)."""
     checks = doc["confirmed"].get(str(level)) if level is not None else None
     if not checks:
         return "-"
-    return "; ".join(f"{c['check']}: {c['shown']} {c['verdict']}" for c in checks)
+    return (f"{level:,}: " if named else "") + "; ".join(f"{c['check']}: {c['shown']} {c['verdict']}" for c in checks)
 
 
 def capacity_rows(res: Results) -> tuple[list[str], list[list[str]]]:
@@ -91,8 +92,11 @@ def capacity_rows(res: Results) -> tuple[list[str], list[list[str]]]:
             shown += f" (unsure at {', '.join(f'{lv:,}' for lv in doc.get('undecided', []))})"
         if doc["kind"] == "below_start":
             shown = f"below {doc['missed'] or search['start']:,} {unit}"
-        rows.append([label, value(doc, search), shown, _confirmed(doc, doc["level"]), _confirmed(doc, doc["missed"]),
-                     doc["cause"] or "-"])
+        found, above = doc["level"], doc["missed"]
+        if doc["kind"] == "unsure" and (und := doc.get("undecided")):  # the figures of the levels left undecided
+            found, above = und[0], und[-1] if len(und) > 1 else above
+        rows.append([label, value(doc, search), shown, _confirmed(doc, found, doc["kind"] == "unsure"),
+                     _confirmed(doc, above, doc["kind"] == "unsure"), doc["cause"] or "-"])
     return HEADER, rows
 
 
