@@ -322,6 +322,25 @@ def test_a_setting_the_pool_did_not_reach_is_said_from_the_stored_figures(cap, b
     assert not_reached({**info, "busy_limit": None}, {"fpm.max_children"}, [_fpm_trial(level, busy)]) is None
 
 
+def test_a_setting_not_reached_in_every_trial_or_in_the_best_is_no_finding_and_otherwise_is_named():
+    from loadcmp.verdicts.gain import unreached
+
+    def trial(n: int, short: bool) -> Any:
+        t = {"number": n, "state": "complete", "params": {"fpm.max_children": 10 + n}, "value": 60.0}
+        return {**t, "unreached": f"fpm.max_children={10 + n} set, 5 workers were busy at most"} if short else t
+
+    doc: Any = {"text": "unsure: ...", "best": 1, "gain": None,
+                "trials": [trial(-1, False), trial(1, False), trial(2, True)]}
+    assert unreached(doc) == ("unsure: ... (the setting under study did not take effect in 1 of 3 measured "
+                              "settings (trial 2: fpm.max_children=12 set, 5 workers were busy at most): those "
+                              "trials say nothing of it)")
+    assert unreached({**doc, "best": 2}).startswith("no answer: the setting under study did not take effect in 1 of "
+                                                    "3 measured settings (trial 2: ")
+    every = {**doc, "best": -1, "trials": [trial(-1, False), trial(1, True), trial(2, True)]}
+    assert unreached(every).startswith("no answer: ") and unreached(every).endswith("As measured: unsure: ...")
+    assert unreached({**doc, "trials": [trial(-1, False), trial(1, False)]}) == "unsure: ..."
+
+
 def test_a_study_whose_setting_never_took_effect_says_so_and_draws_no_finding(model, monkeypatch, tmp_path):
     """The issue's case on the model: whatever max_children asks, 5 workers run (a pool that did not grow),
     every setting misses the target at 330 clients, and the answer is no finding about max_children."""

@@ -125,16 +125,21 @@ def not_reached(info: ServerInfo | None, studied: set[str], trials: list[TrialRe
 
 
 def unreached(doc: TuneDoc) -> str:
-    """The study's answer, led by a caveat where some settings never took effect (`not_reached`): then it is
-    no finding about the setting (a gain found stands: the best did take effect)."""
+    """The study's answer with the settings that never took effect (`not_reached`) named: where none of the
+    study's trials took effect, or the best did not, it is no finding about the setting ("no answer: ...");
+    otherwise the answer stands, and the trials that did not are named after it."""
     ran = [t for t in doc["trials"] if t["state"] == "complete"]
     short = [t for t in ran if t.get("unreached")]
-    if not short or doc["gain"] and doc["gain"]["verdict"] == "better":
+    if not short:
         return doc["text"]
     first = short[0]
-    return (f"no answer: the setting under study did not take effect in {len(short)} of {len(ran)} measured "
-            f"settings ({name(first).replace('baseline', 'the baseline')}: {first.get('unreached')}), so this says "
-            f"nothing of it. As measured: {doc['text']}")
+    said = (f"the setting under study did not take effect in {len(short)} of {len(ran)} measured settings "
+            f"({name(first).replace('baseline', 'the baseline')}: {first.get('unreached')})")
+    tried = [t for t in ran if t["number"] >= 0]
+    best = next((t for t in ran if t["number"] == doc["best"]), None)
+    if all(t.get("unreached") for t in tried) or best is not None and best.get("unreached"):
+        return f"no answer: {said}, so this says nothing of it. As measured: {doc['text']}"
+    return f"{doc['text']} ({said}: those trials say nothing of it)"
 
 
 def best_of(trials: list[TuneTrialDoc], rps: bool) -> TuneTrialDoc | None:
