@@ -6,9 +6,10 @@ verdict (better, not better, unsure) and says why.
 
 A trial says nothing of a setting that never took effect: `not_reached` holds the setting that caps
 the busy workers (a stack's `busy_limit`, php-fpm's `fpm.max_children`) against the busy workers its
-status page counted where the target was missed. A pool that grows on demand (`pm = dynamic`) may not
-have grown to it within a short probe; such a trial says so, and `unreached` keeps the study's
-answer from reading it as a finding about the parameter.
+status page counted where the target was missed, while the server's log said its pool was still
+growing. A pool that grows on demand (`pm = dynamic`) may not have grown to it within a short probe;
+such a trial says so, and `unreached` keeps the study's answer from reading it as a finding about the
+parameter.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from typing import Any
 from ..records import ServerInfo, TrialRecord, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
 from .slo import Target, confirm_level
 
-SHORT = 0.75
-"""A pool is taken not to have reached its cap when fewer than this share of the workers the load could keep
-busy (the cap, or the clients when fewer) were busy at most, where the target was missed: a full pool reads
-all its workers busy, bar one or two caught between requests by a 1 Hz sample."""
+GROWING = frozenset({"fpm.seems_busy"})
+"""Log causes (`observe.evidence`) that say a pool had no idle worker and was still starting more: php-fpm's
+'seems busy ... spawning'. With fewer workers busy than the setting and the clients allow, they show a pool
+that had not grown to its setting in the window (a pool that had grown has idle workers, and says nothing)."""
 
 
 def settings_text(params: dict[str, Any]) -> str:
@@ -102,9 +103,10 @@ def side(target: Target, label: str, level: int, trials: list[TrialRecord]) -> T
 
 def not_reached(info: ServerInfo | None, studied: set[str], trials: list[TrialRecord]) -> str | None:
     """Where a setting under study that caps the busy workers (the stack's `busy_limit`) was not reached:
-    at the highest level of `trials` (closed-loop clients, where the target was missed) fewer than
-    SHORT of the workers the load could keep busy were busy at most; one line, else None. Nothing is
-    said without the status page's count, or where no worker but the status page's own was busy."""
+    at the highest level of `trials` (closed-loop clients, where the target was missed) fewer workers
+    were busy at most than the setting and the clients allow, while the server's log said its pool was
+    still growing (GROWING); one line, else None. Nothing is said without the status page's count, or
+    where no worker but the status page's own was busy."""
     key = (info or {}).get("busy_limit")
     settings = (info or {}).get("settings") or {}
     if key is None or key not in studied or not isinstance(settings.get(key), int):
@@ -114,10 +116,11 @@ def not_reached(info: ServerInfo | None, studied: set[str], trials: list[TrialRe
     if not ran:
         return None
     level = max(t["level"] for t in ran)
-    busy = max(float(t["server_metrics"]["busy_workers_peak"] or 0) for t in ran if t["level"] == level)
+    at = [t for t in ran if t["level"] == level]
+    busy = max(float(t["server_metrics"]["busy_workers_peak"] or 0) for t in at)
     cap = int(settings[key])
-    wanted = min(cap, level)
-    if busy <= 1 or busy >= wanted - 1 or busy >= SHORT * wanted:  # the status request itself keeps one busy
+    growing = any(GROWING & set(t.get("log_evidence") or {}) for t in at)
+    if busy <= 1 or busy >= min(cap, level) - 1 or not growing:  # the status request itself keeps one busy
         return None
     hint = " or set fpm.pm=static" if key.startswith("fpm.") and settings.get("fpm.pm") != "static" else ""
     return (f"{key}={cap} set, {busy:,.0f} workers were busy at most at {level:,} clients: the pool did not grow "
