@@ -6,7 +6,7 @@ each file stays one screenful of contract.
 
 from __future__ import annotations
 
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 
 class CapacityStepDoc(TypedDict):
@@ -34,9 +34,12 @@ class CapacityEstimateDoc(TypedDict):
 class CapacityServerDoc(TypedDict):
     """One server label's search: where its edge is and why."""
 
-    kind: Literal["searching", "capacity", "at_least", "below_start", "not_reached", "interrupted", "failed"]
-    level: int | None  #: capacity / at_least: the highest level met; below_start: the start; not_reached: the last
-    missed: int | None  #: the lowest level missed above it (below_start: the start)
+    kind: Literal["searching", "capacity", "at_least", "below_start", "not_reached", "unsure", "interrupted",
+                  "failed"]
+    level: int | None  #: capacity / at_least: the highest level met; below_start: the start; not_reached: the last;
+    #: unsure: the highest level met below the undecided edge (None: none was)
+    missed: int | None  #: the lowest level missed above it (below_start: the start; unsure: None when none was)
+    undecided: NotRequired[list[int]]  #: unsure: the levels whose confirmation stayed unsure
     path: list[CapacityStepDoc]
     notes: list[str]  #: disagreements, unsure confirmations, where and why it stopped
     cause: str | None  #: what broke at the first missed level, from the trials' evidence
@@ -56,6 +59,7 @@ class CapacityDoc(TypedDict):
     resolution: float  #: the edge is bracketed to within this fraction
     factor: float  #: the geometric step
     confirm: int  #: trials at the level found and at the next one up
+    max_confirm: NotRequired[int]  #: the most trials an unsure confirmation may grow to, one at a time
     probe_s: float  #: the measured seconds of one probe
     servers: dict[str, CapacityServerDoc]
 
@@ -83,6 +87,7 @@ class TuneTrialDoc(TypedDict):
     client_bound: bool  #: the client set the pace: the value is a lower bound
     seconds: float  #: wall time of the trial
     text: str  #: one sentence: what it gave, or why it did not run
+    unreached: NotRequired[str]  #: the setting under study did not take effect (`verdicts.gain.not_reached`)
 
 
 class TuneSideDoc(TypedDict):
@@ -129,3 +134,5 @@ class TuneDoc(TypedDict):
     importance: dict[str, float]  #: how much each parameter decides whether a trial is among the best (PED-ANOVA)
     block: str  #: the best settings as a ready `[variants.tuned]` table
     text: str  #: the result in one sentence
+    unlisted: NotRequired[dict[str, str]]  #: study trial numbers with no row (number -> why)
+    comparing: NotRequired[dict[str, int]]  #: the comparison under way ({best, level}); gone once it ends

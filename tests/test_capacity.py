@@ -4,9 +4,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from click.testing import CliRunner
 
@@ -16,6 +18,8 @@ from loadcmp.errors import UsageError
 from loadcmp.experiment.capacity import CapacitySpec, capacity_spec
 from loadcmp.experiment.spec import RunSpec, load_experiment
 from loadcmp.lab.stacks import configs_dir
+from loadcmp.load.histogram import Histogram
+from loadcmp.load.summary import latency_doc
 from loadcmp.records import TrialRecord
 from loadcmp.store.reader import load_results
 from loadcmp.store.writer import RunWriter, new_run_doc
@@ -43,7 +47,7 @@ def test_every_probe_is_a_trial_of_one_folder_with_the_search_path(tmp_path):
         assert sorted(t["trial"] for t in run["trials"] if t["level"] == lv) == [1, 2, 3]
     steps = [s for s in doc["path"] if s["stage"] != "confirm"]
     assert [s["level"] for s in steps][:6] == [10, 20, 40, 80, 160, 320]
-    assert [s["stage"] for s in doc["path"][-2:]] == ["confirm", "confirm"]
+    assert doc["path"][-1]["stage"] == "confirm"
     assert "all php-fpm workers were busy" in doc["cause"]  # the evidence at the first level missed
     assert any(e.startswith("the target was missed: p99<500ms") for e in doc["evidence"])
     assert str(doc["missed"]) in doc["confirmed"] and doc["confirmed"][str(doc["missed"])][0]["verdict"] == "missed"
@@ -213,7 +217,8 @@ def test_a_bad_capacity_table_is_one_line_and_exit_2(tmp_path):
     f.write_text('servers = ["nginx"]\n[capacity]\nslo = "p99<1s"\nstep = 3\n')
     res = CliRunner().invoke(cli, ["capacity", str(f)])
     assert res.exit_code == 2 and res.output.strip() == (
-        "error: cap.toml: [capacity] has unknown key(s) step (known: slo, resolution, start, max, probe_time, confirm)")
+        "error: cap.toml: [capacity] has unknown key(s) step (known: slo, resolution, start, max, probe_time, confirm, "
+        "max_confirm)")
 
 
 @pytest.fixture()
@@ -265,6 +270,57 @@ def test_ctrl_c_mid_search_keeps_the_probes_and_exits_130(no_docker, tmp_path):
     assert f"kept what was measured in {run_json.parent}" in res.output
 
 
+class Wobbly(Model):
+    """The model with trials 20 % slower and faster by turns: near the edge no confirmation decides."""
+
+    def trial(self, p: Planned, interrupted: bool = False) -> TrialRecord:
+        rec = super().trial(p, interrupted)
+        h = Histogram.from_dict(rec["latency_hist"])
+        scaled = Histogram.of(np.linspace(h.percentile(1), h.percentile(99), 400) * (1 + 0.2 * (-1) ** p.trial))
+        rec["latency_hist"] = scaled.to_dict()
+        rec["result"]["latency_ms"] = latency_doc(scaled)
+        return rec
+
+
+def test_an_edge_no_confirmation_decides_ends_unsure_on_the_console_in_json_and_in_the_report(no_docker,
+                                                                                               monkeypatch, tmp_path):
+    from loadcmp.sweep import capacity
+
+    monkeypatch.setattr(capacity, "run_trial", Wobbly({"nginx": 300}))
+    res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--slo", SLO, "--out", str(tmp_path / "r"),
+                                   "--confirm", "2", "--max-confirm", "4"])
+    assert res.exit_code == 0, res.output
+    said = " ".join(res.output.split())
+    assert "nginx: unsure, " in said and "stayed unsure over 4 trials (--max-confirm)" in said
+    assert "--max-confirm 4 allows no more trials" in said  # the notes reach the console
+    (folder,) = (tmp_path / "r").iterdir()
+    doc = json.loads((folder / "run.json").read_text())["capacity"]
+    nginx = doc["servers"]["nginx"]
+    assert doc["max_confirm"] == 4 and nginx["kind"] == "unsure" and nginx["undecided"]
+    for lv in nginx["undecided"]:
+        assert len([t for t in json.loads((folder / "run.json").read_text())["trials"] if t["level"] == lv]) == 4
+    res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--slo", SLO, "--out", str(tmp_path / "j"),
+                                   "--confirm", "2", "--max-confirm", "4", "--json"])
+    cap = json.loads(res.stdout)["capacity"]["servers"]["nginx"]
+    assert cap["kind"] == "unsure" and cap["capacity"] is None and cap["unsure"] == nginx["undecided"]
+    assert cap["interval"] == [nginx["level"] or 0, nginx["missed"]]
+    rep = CliRunner().invoke(cli, ["report", str(folder), "--out", str(tmp_path / "rep"), "--format", "md"])
+    assert rep.exit_code == 0, rep.output
+    md = (tmp_path / "rep" / "report.md").read_text()
+    assert f"| nginx | unsure ({nginx['level']:,} – {nginx['missed']:,}) |" in md
+    assert f"(unsure at {', '.join(f'{lv:,}' for lv in nginx['undecided'])})" in md
+    assert f"| {nginx['undecided'][0]:,}: p99<500ms: " in md  # the undecided confirmation's figures
+    for line in md.splitlines():  # no latency interval below zero anywhere
+        assert not re.search(r"\(-\d[\d.,]*ms", line), line
+
+
+def test_max_confirm_below_confirm_is_refused():
+    with pytest.raises(UsageError, match="--max-confirm 2 is below --confirm 3"):
+        capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 3, "max_confirm": 2})
+    assert capacity_spec(RunSpec(servers=("nginx",)), {"max_confirm": 7}, {"slo": parse_slo(SLO)}).most_trials == 7
+    assert capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 2}).most_trials == 6
+
+
 # --- the report, --json and findings, from a stored search -------------------------------------------
 
 FIXTURE = Path(__file__).parent / "fixtures" / "capacity-2x"
@@ -277,8 +333,10 @@ def test_the_report_opens_with_capacity_and_draws_the_search(tmp_path):
     assert res.exit_code == 0, res.output
     md = (tmp_path / "report.md").read_text()
     assert md.index("## Capacity") < md.index("## Findings") < md.index("## Summary (Table 1)")
-    assert "| nginx | ≥ 987 (client-bound) | 987 clients and up |" in md
-    assert "| apache-prefork | 87 | 87 – 95 clients |" in md
+    # stored by a search that added no trials while unsure: its figures are shown unsure, and why
+    assert "| nginx | ≥ 987 (client-bound), unsure | 987 clients and up |" in md
+    assert "| apache-prefork | 87, unsure | 87 – 95 clients |" in md
+    assert "apache-prefork: unsure: the confirmation at 87 did not decide" in md
     assert "all php-fpm workers were busy" in md.split("## Findings")[0]  # the cause at the edge
     assert "as many as a capacity search chose (from 10)" in md
     assert "![Figure 1. The capacity search of each server" in md and (tmp_path / "0-capacity.png").stat().st_size

@@ -31,10 +31,27 @@ class Fake:
         met = self.probe_says.get(level, level <= self.capacity)
         return Probed(level, met, self.bound(level), "met" if met else "missed p(99)<1s")
 
-    def confirm(self, level: int) -> Confirmed | None:
+    def confirm(self, level: int, wanted: int = 3) -> Confirmed | None:
         self.confirms.append(level)
-        return Confirmed(level, "met" if level <= self.capacity else "missed", 3,
+        return Confirmed(level, "met" if level <= self.capacity else "missed", wanted,
                          client_bound="the client was busy 97%" if self.bound(level) else None)
+
+
+class Undecided(Fake):
+    """As Fake, but the confirmations at `unsure` levels stay unsure until they have `decides_at` trials
+    (never, when None), then say what the level truly is."""
+
+    def __init__(self, capacity: int, unsure: set[int], decides_at: int | None = None, **kw) -> None:
+        super().__init__(capacity, **kw)
+        self.unsure, self.decides_at = unsure, decides_at
+        self.asked: list[tuple[int, int]] = []
+
+    def confirm(self, level: int, wanted: int = 3) -> Confirmed | None:
+        self.asked.append((level, wanted))
+        if level in self.unsure and (self.decides_at is None or wanted < self.decides_at):
+            self.confirms.append(level)
+            return Confirmed(level, "unsure", wanted)
+        return super().confirm(level, wanted)
 
 
 def run(fake: Fake, start: int = 10, top: int = 20000, resolution: float = 0.10):
@@ -138,3 +155,50 @@ def test_a_probe_that_measured_nothing_fails_the_search_with_its_reason():
 
     found = search(Plan(10, 100, "x"), probe, lambda lv: None)
     assert found.kind == "failed" and "port taken" in found.notes[0]
+
+
+def plan(start: int = 10, top: int = 20000, confirm: int = 2, most: int = 6) -> Plan:
+    return Plan(start, top, "the open-file limit", 0.10, 2.0, confirm, most)
+
+
+def test_an_unsure_confirmation_gets_one_more_trial_at_a_time_until_it_decides():
+    fake = Undecided(300, unsure=set(range(270, 301)), decides_at=4)
+    found = search(plan(), fake.probe, fake.confirm)
+    assert found.kind == "capacity" and found.level is not None and found.level <= 300 < (found.missed or 0)
+    at_edge = [n for lv, n in fake.asked if lv == found.level]
+    assert at_edge == [2, 3, 4]  # --confirm 2, then one more at a time until it decided
+    steps = [s.text for s in found.path if s.stage == "confirm" and s.level == found.level]
+    assert steps[0].endswith("; one more trial") and not steps[-1].endswith("one more trial")
+    assert not found.notes and found.undecided == []
+
+
+def test_a_confirmation_still_unsure_at_the_bound_ends_unsure_between_the_levels_around_it():
+    fake = Undecided(300, unsure=set(range(270, 301)))  # the level found never decides
+    found = search(plan(most=5), fake.probe, fake.confirm)
+    assert found.kind == "unsure"
+    (edge,) = found.undecided
+    assert 270 <= edge <= 300
+    assert [n for lv, n in fake.asked if lv == edge] == [2, 3, 4, 5]  # up to --max-confirm, no further
+    met_below = max(s.level for s in found.path if s.met and s.level < edge)
+    missed_above = min(s.level for s in found.path if s.met is False and s.level > edge)
+    assert (found.level, found.missed) == (met_below, missed_above)
+    assert found.level is not None and found.missed is not None and found.level < edge < found.missed
+    assert f"between {found.level:,} and {found.missed:,}" in found.notes[-1]
+    assert "stayed unsure" in found.notes[-1] and "--max-confirm 5" in found.notes[-1]
+
+
+def test_the_level_above_unsure_leaves_the_edge_open_above_the_level_found():
+    # the level found confirms met; the first missed above it never decides, and nothing above it was missed
+    fake = Undecided(300, unsure=set(range(301, 400)))
+    found = search(plan(start=10, top=640), fake.probe, fake.confirm)
+    assert found.kind == "unsure" and found.missed is None
+    assert found.level is not None and found.level <= 300
+    assert f"above {found.level:,}" in found.notes[-1]
+
+
+def test_an_unsure_first_level_is_unsure_around_it_not_below_the_start():
+    fake = Undecided(3, unsure={10})
+    found = search(plan(most=3), fake.probe, fake.confirm)
+    assert (found.kind, found.level, found.missed, found.undecided) == ("unsure", None, None, [10])
+    assert "around 10" in found.notes[-1]
+    assert [n for _, n in fake.asked] == [2, 3]

@@ -5,6 +5,7 @@ resuming, Ctrl-C, the report."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -222,6 +223,159 @@ def test_a_study_whose_process_was_killed_goes_on_and_one_still_running_is_refus
                                                  "host": this_host()}))
     res = CliRunner().invoke(cli, ["tune", "--resume", str(folder), "--trials", "1"])
     assert res.exit_code == 1 and "killed during its baseline" in res.output
+
+
+def test_a_study_killed_during_its_comparison_resumes_with_the_kill_recorded_and_compares_anew(model, tmp_path):
+    import shutil
+
+    from loadcmp.lab.provenance import this_host
+
+    left: dict[str, Path] = {}
+    measure = model.__class__.__call__
+
+    def kill_in_comparison(self: Any, sweep: Sweep, p: Planned) -> Any:
+        doc = sweep.writer.run.get("tune") or {}
+        if doc.get("comparing") and "run" not in left:  # the folder as a process killed here would leave it
+            left["run"] = tmp_path / "left"
+            shutil.copytree(sweep.writer.path, left["run"])
+        return measure(self, sweep, p)
+
+    model.__class__ = type("Killed", (model.__class__,), {"__call__": kill_in_comparison})
+    assert tune_cli("--param", "fpm.max_children=5..100", "--trials", "3", "--out", str(tmp_path / "r")).exit_code == 0
+    folder = left["run"]
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "running" and run["tune"]["comparing"]["level"] > 0 and run["tune"]["gain"] is None
+    (folder / "run.json").write_text(json.dumps({**run, "owner": "999999999:1", "host": this_host()}))
+    res = CliRunner().invoke(cli, ["tune", "--resume", str(folder), "--trials", "1", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads((folder / "run.json").read_text())
+    best, level = run["tune"]["comparing"]["best"], run["tune"]["comparing"]["level"]
+    assert (f"the comparison of trial {best} with the baseline at {level:,} clients was killed with its process: "
+            "its trials are kept, and the comparison is made anew") in doc["problems"]
+    assert doc["status"] == "complete" and "comparing" not in doc["tune"] and doc["tune"]["gain"] is not None
+    assert doc["tune"]["gain"]["base"]["n"] == 3  # judged on the new comparison's trials alone
+
+
+def test_a_trial_number_without_a_row_is_explained(model, tmp_path):
+    from loadcmp.report.tune import gaps, tune_lines
+    from loadcmp.store.reader import load_results
+
+    # Debian's 5 lies in the range: the baseline is told to the sampler as its trial 0, which has no row
+    res = tune_cli("--param", "fpm.max_children=1,2,5,8,9", "--trials", "3", "--out", str(tmp_path), "--json")
+    assert res.exit_code == 0, res.output
+    (folder,) = tmp_path.iterdir()
+    stored = json.loads((folder / "run.json").read_text())["tune"]
+    assert 0 not in {t["number"] for t in stored["trials"]} and list(stored["unlisted"]) == ["0"]
+    said = gaps(stored)
+    assert said == "Trial numbers without a row: 0: the baseline, told to the sampler as a trial of its own (its " \
+        "row is 'base')."
+    assert said in tune_lines(load_results(folder))
+
+
+def test_gaps_name_each_reason_once_and_old_studies_get_the_only_ways_a_number_is_left_out():
+    from loadcmp.report.tune import gaps
+
+    def row(n: int, state: str = "complete") -> Any:
+        return {"number": n, "state": state}
+
+    doc: Any = {"trials": [row(-1), row(1), row(2, "pruned"), row(3), row(5), row(7)],
+                "unlisted": {"0": "the baseline, told to the sampler", "4": "asked again for x=2, pruned as trial 2: "
+                             "not tried again", "6": "asked again for x=2, pruned as trial 2: not tried again"}}
+    assert gaps(doc) == ("Trial numbers without a row: 0: the baseline, told to the sampler; 4, 6: asked again for "
+                         "x=2, pruned as trial 2: not tried again.")
+    old = {**doc, "unlisted": {}}  # stored before the reasons were
+    assert gaps(old) == ("Trial numbers without a row: 0, 4, 6: the baseline told to the sampler, or settings "
+                         "refused or broken before asked again (not tried again).")
+    assert gaps({"trials": [row(-1), row(0), row(1)]}) is None
+
+
+def _fpm_trial(level: int, busy: float | None, growing: bool = True) -> Any:
+    """A stored trial with what the status page counted, as `observe` sums it up, and its log's causes."""
+    return {"server": "nginx-t1", "level": level, "trial": 1, "stack": "nginx", "keepalive": True,
+            "status": "ok", "reason": None, "result": {"rps": 64.0, "ok": 128, "failed": 0},
+            "server_metrics": {"busy_workers_peak": busy, "procs_peak": 10},
+            "log_evidence": {"fpm.seems_busy": 2} if growing else {}}
+
+
+@pytest.mark.parametrize("cap, busy, level, pm, growing, said", [
+    (54, 5.0, 40, "dynamic", True, "fpm.max_children=54 set, 5 workers were busy at most at 40 clients: the pool "
+                                   "did not grow to it within the probe; lengthen --warmup or set fpm.pm=static"),
+    (9, 5.0, 40, "dynamic", True, "fpm.max_children=9 set, 5 workers"),
+    (54, 5.0, 40, "static", True, "lengthen --warmup"),
+    (60, 15.0, 40, "dynamic", False, None),  # a pool that had grown has idle workers: its log says nothing
+    (54, 39.0, 40, "dynamic", True, None),  # as many busy as the clients allow: reached
+    (5, 5.0, 40, "dynamic", True, None),  # the baseline's 5 all busy
+    (9, 8.0, 40, "dynamic", True, None),  # one caught between requests
+    (54, 1.0, 40, "dynamic", True, None),  # only the status page's own request: the page uses no PHP worker
+    (54, None, 40, "dynamic", True, None),  # no status page: nothing is said
+])
+def test_a_setting_the_pool_did_not_reach_is_said_from_the_stored_figures(cap, busy, level, pm, growing, said):
+    from loadcmp.verdicts.gain import not_reached
+
+    info: Any = {"stack": "nginx", "busy_limit": "fpm.max_children", "settings": {"fpm.max_children": cap,
+                                                                                  "fpm.pm": pm}}
+    got = not_reached(info, {"fpm.max_children"}, [_fpm_trial(level, busy, growing)])
+    assert (got is None) == (said is None), got
+    assert said is None or got is not None and said in got
+    if pm == "static":
+        assert got is not None and "fpm.pm=static" not in got
+    # only a setting under study, and only the one that caps the busy workers, is held to it
+    assert not_reached(info, {"fpm.listen_backlog"}, [_fpm_trial(level, busy)]) is None
+    assert not_reached({**info, "busy_limit": None}, {"fpm.max_children"}, [_fpm_trial(level, busy)]) is None
+
+
+def test_a_setting_not_reached_in_every_trial_or_in_the_best_is_no_finding_and_otherwise_is_named():
+    from loadcmp.verdicts.gain import unreached
+
+    def trial(n: int, short: bool) -> Any:
+        t = {"number": n, "state": "complete", "params": {"fpm.max_children": 10 + n}, "value": 60.0}
+        return {**t, "unreached": f"fpm.max_children={10 + n} set, 5 workers were busy at most"} if short else t
+
+    doc: Any = {"text": "unsure: ...", "best": 1, "gain": None,
+                "trials": [trial(-1, False), trial(1, False), trial(2, True)]}
+    assert unreached(doc) == ("unsure: ... (the setting under study did not take effect in 1 of 3 measured "
+                              "settings (trial 2: fpm.max_children=12 set, 5 workers were busy at most): those "
+                              "trials say nothing of it)")
+    assert unreached({**doc, "best": 2}).startswith("no answer: the setting under study did not take effect in 1 of "
+                                                    "3 measured settings (trial 2: ")
+    every = {**doc, "best": -1, "trials": [trial(-1, False), trial(1, True), trial(2, True)]}
+    assert unreached(every).startswith("no answer: ") and unreached(every).endswith("As measured: unsure: ...")
+    assert unreached({**doc, "trials": [trial(-1, False), trial(1, False)]}) == "unsure: ..."
+
+
+def test_a_study_whose_setting_never_took_effect_says_so_and_draws_no_finding(model, monkeypatch, tmp_path):
+    """The issue's case on the model: whatever max_children asks, 5 workers run (a pool that did not grow),
+    every setting misses the target at 330 clients, and the answer is no finding about max_children."""
+    from loadcmp.sweep import tune
+
+    class Dynamic(Model):
+        def __call__(self, sweep: Sweep, p: Planned) -> Any:
+            self.capacity[p.server] = 295  # the pool stays at Debian's 5, whatever the setting
+            out = super().__call__(sweep, p)
+            out.record["server_metrics"]["busy_workers_peak"] = 5.0  # as the status page counted them
+            out.record["log_evidence"] = {"fpm.seems_busy": 1}  # php-fpm: no idle worker, spawning more
+            sweep.writer.run["servers"][p.label].update(  # as `trial.describe_server` stores a label's set-up
+                busy_limit="fpm.max_children", settings=NGINX.effective(sweep.spec.settings_for(p.label)))
+            return out
+
+    monkeypatch.setattr(tune, "run_trial", Dynamic({}))
+    res = tune_cli("--param", "fpm.max_children=20..100", "--trials", "3", "-c", "330", "--out", str(tmp_path),
+                   "--json")
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    ran = [t for t in doc["trials"] if t["state"] == "complete" and t["number"] >= 0]
+    assert ran and all("set, 5 workers were busy at most at 330 clients: the pool did not grow" in t["unreached"]
+                       for t in ran)
+    assert "unreached" not in doc["trials"][0]  # the baseline's 5 of 5 were all busy
+    assert doc["text"].startswith("no answer: the setting under study did not take effect in 3 of 4 measured")
+    assert "so this says nothing of it. As measured: no setting tried met" in doc["text"]
+    from loadcmp.report.tune import tune_rows
+    from loadcmp.store.reader import load_results
+
+    (folder,) = tmp_path.iterdir()
+    _, rows = tune_rows(load_results(folder))  # the console's table and the report's
+    assert all(r[-1].endswith("the pool did not grow to it within the probe; lengthen --warmup or set fpm.pm=static")
+               for r in rows if r[0] not in ("base",))
 
 
 @pytest.mark.parametrize("args, needle", [

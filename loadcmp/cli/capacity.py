@@ -12,6 +12,7 @@ from .app import cli, emit_json
 from .display import err, out, print_rows
 from .options import LoadFlags, SearchFlags, SetupFlags, load_options_but, search_options, setup_options
 from .run import SweepDisplay, raise_for_status, sweep
+from .types import COUNT
 
 if TYPE_CHECKING:
     from ..experiment.capacity import CapacitySpec
@@ -56,6 +57,7 @@ REFUSED = {
               help="Stack to search (repeatable, or 'all'); LABEL=STACK searches a stack under a label of its own.")
 @search_options(start="The first level probed (default 10 clients, or 10 requests/s).",
                 confirm="Trials at the level found and at the one above (default 3).")
+@click.option("--max-confirm", type=COUNT, help="Trials an unsure confirmation may grow to (default 3 x --confirm).")
 @load_options_but(*REFUSED)
 @setup_options
 def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **flags: Any) -> None:
@@ -70,7 +72,8 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, *
     load, setup, target = LoadFlags.pop(flags), SetupFlags.pop(flags), SearchFlags.pop(flags)
     setup.check_out()
     load.refuse(REFUSED)
-    base, cap, _ = search_spec(experiment, {**load.given(), **setup.fields_with(servers_)}, target.table())
+    own = {**target.table(), "max_confirm": flags.pop("max_confirm", None)}  # capacity's own; tune has none
+    base, cap, _ = search_spec(experiment, {**load.given(), **setup.fields_with(servers_)}, own)
     spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
     outcome = search(spec, cap, as_json)
     raise_for_status(outcome)
@@ -88,7 +91,7 @@ def search(spec: RunSpec, cap: CapacitySpec, as_json: bool) -> SweepOutcome:
 
     err.print(f"target: {escape(str(cap.target))}; from {cap.start:,} up to {cap.max:,} {cap.unit} "
               f"({escape(cap.max_reason)}), {cap.probe_time:g} s probes, {cap.resolution:.0%} resolution, "
-              f"{cap.confirm} confirmation trials", highlight=False)
+              f"{cap.confirm} confirmation trials (up to {cap.most_trials} while unsure)", highlight=False)
     outcome = sweep(spec, table=False, drive=drive, display=CapacityDisplay(cap.unit))
     res = load_results(outcome.path)
     if as_json:
@@ -106,6 +109,9 @@ def print_capacity(res: Results) -> None:
     if not rows:
         return
     print_rows(f"{res.name} — capacity", header, rows, ("server", "what broke at the edge"))
+    for label, (_, doc) in res.capacity.items():  # disagreements, undecided confirmations, where it stopped
+        for note in doc["notes"]:
+            out.print(escape(f"{label}: {note}"), highlight=False)
     for f in res.run.get("findings") or []:
         out.print(f"- {f['verdict']}: {escape(f['claim'])}\n  {escape(f['check'])} — {escape(f['text'])}",
                   highlight=False)

@@ -1,7 +1,7 @@
 """What a capacity search is: its target, where it starts and stops, how fine, how sure.
 
 From `loadcmp capacity`'s flags over an experiment file's `[capacity]` table (the same keys:
-`slo`, `resolution`, `start`, `max`, `probe_time`, `confirm`); every problem at once, as the
+`slo`, `resolution`, `start`, `max`, `probe_time`, `confirm`, `max_confirm`); every problem at once, as the
 spec's validation does. The load itself (servers, page, schedule, settings) is a `RunSpec`:
 a probe is a trial of it at one level, for `probe_time` seconds.
 """
@@ -17,7 +17,7 @@ from ..units import MAX_COUNT, parse_duration, parse_percent
 from ..verdicts.slo import Target, parse_slo
 from .spec import RunSpec
 
-KEYS = ("slo", "resolution", "start", "max", "probe_time", "confirm")
+KEYS = ("slo", "resolution", "start", "max", "probe_time", "confirm", "max_confirm")
 """What an experiment file's [capacity] table may hold."""
 
 START = 10
@@ -26,6 +26,8 @@ PROBE_S = 5.0
 """Measured seconds of a probe: long enough for a p99 of a few hundred requests, short enough for ~20 of them."""
 CONFIRM = 3
 """Trials at the level found and at the one above: the fewest a 95 % interval decides on (`verdicts.judge`)."""
+MORE_TRIALS = 3
+"""Without --max-confirm, an unsure confirmation may grow to this many times --confirm trials."""
 RESOLUTION = 0.10
 CEILING = 100_000
 """Where a search stops when nothing else bounds it."""
@@ -44,6 +46,13 @@ class CapacitySpec:
     probe_time: float = PROBE_S
     factor: float = 2.0
     unit: Literal["clients", "requests/s"] = "clients"
+    max_confirm: int | None = None
+    """The most trials an unsure confirmation may grow to (None: MORE_TRIALS x confirm)."""
+
+    @property
+    def most_trials(self) -> int:
+        """The trials a confirmation may grow to, one at a time, while it cannot decide."""
+        return self.max_confirm if self.max_confirm is not None else MORE_TRIALS * self.confirm
 
     def probe_spec(self, spec: RunSpec, level: int) -> RunSpec:
         """The run of one probe: that level; with the rate schedule, that rate (its in-flight cap: --max-inflight,
@@ -120,5 +129,9 @@ def capacity_spec(spec: RunSpec, table: dict[str, Any], flags: dict[str, Any], w
     start = values.get("start", START)
     if start > top:
         raise UsageError(f"--start {start:,} is above the most the search may go to, {top:,} ({why})")
-    return CapacitySpec(values["slo"], start, top, why, values.get("resolution", RESOLUTION),
-                        values.get("confirm", CONFIRM), values.get("probe_time", PROBE_S), unit=unit)
+    confirm, most = values.get("confirm", CONFIRM), values.get("max_confirm")
+    if most is not None and most < confirm:
+        raise UsageError(f"--max-confirm {most:,} is below --confirm {confirm:,}: a confirmation starts with "
+                         "--confirm trials and may only grow")
+    return CapacitySpec(values["slo"], start, top, why, values.get("resolution", RESOLUTION), confirm,
+                        values.get("probe_time", PROBE_S), unit=unit, max_confirm=most)

@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError, Problems, StoreError, UsageError
 from ..lab.model import Stack, Tunable
+from ..records import TuneDoc
 from ..units import parse_duration
 from ..verdicts.slo import parse_slo
 from .capacity import CapacitySpec
@@ -180,6 +181,18 @@ def tune_spec(label: str, stack: Stack, table: dict[str, Any], flags: dict[str, 
     budget = values.get("budget")
     return TuneSpec(label, stack.name, tuple(params.values()), trials if trials or budget else TRIALS, budget,
                     values.get("clients"), values.get("seed"))
+
+
+def new_doc(t: TuneSpec, cap: CapacitySpec, base_settings: dict[str, Any], study: str) -> TuneDoc:
+    """run.json's `tune` of a new study: what it searches, for what, from which settings; no trial yet."""
+    unit = cap.unit if t.objective == "capacity" else "req/s"
+    return TuneDoc(
+        server=t.label, stack=t.stack, objective=t.objective, target=str(cap.target), unit=unit,
+        clients=t.clients, params=[{"key": p.key, "low": p.low, "high": p.high, "log": p.log,
+                                    "choices": list(p.choices), "text": p.text} for p in t.params],
+        search=search_doc(cap), base_settings=dict(base_settings), trials_asked=t.trials,
+        budget_s=t.budget_s, seed=t.seed, sampler="", study=study, trials=[], best=None, gain=None, importance={},
+        block="", text="")
 
 
 # --- a stored study, to resume ------------------------------------------------------------------

@@ -3,7 +3,10 @@
 Each label's capacity is the highest level that met the target, bracketed by the first level
 above it that missed: its interval is [met, missed), to the search's resolution. Where the client
 was the limit at the edge, or the search stopped before a miss, it is a lower bound ("at least");
-where the first level missed, an upper one ("below").
+where the first level missed, an upper one ("below"). Where a confirmation at the edge stayed unsure
+(`unsure`), it is no capacity: the edge lies between the highest level met below it and the lowest
+missed above it, either end possibly open. A search stored before loadcmp went on while a
+confirmation was unsure may end `capacity` with one unsure: it is shown as unsure too.
 """
 
 from __future__ import annotations
@@ -17,9 +20,29 @@ HEADER = ["server", "capacity", "interval (met – missed)", "at the level found
           "what broke at the edge"]
 
 
+def undecided(doc: CapacityServerDoc) -> list[int]:
+    """The levels at the edge whose stored confirmation stayed unsure (a check unsure, none missed)."""
+    out = []
+    for lv in (doc["level"], doc["missed"]):
+        checks = doc["confirmed"].get(str(lv)) if lv is not None else None
+        said = {c["verdict"] for c in checks or []}
+        if "unsure" in said and "missed" not in said:
+            out.append(lv)
+    return [lv for lv in out if lv is not None]
+
+
 def value(doc: CapacityServerDoc, search: CapacityDoc) -> str:
-    """The capacity as a reader takes it: `440`, `≥ 440 (client-bound)`, `< 10`."""
+    """The capacity as a reader takes it: `440`, `≥ 440 (client-bound)`, `< 10`, `unsure (100 – 178)`."""
     kind, lv = doc["kind"], doc["level"]
+    if kind == "unsure":
+        iv = interval(doc)
+        return "unsure" if iv is None else f"unsure ({_span(iv)})"
+    if kind in ("capacity", "at_least", "below_start") and undecided(doc):
+        return f"{_plain(kind, lv, doc, search)}, unsure"
+    return _plain(kind, lv, doc, search)
+
+
+def _plain(kind: str, lv: int | None, doc: CapacityServerDoc, search: CapacityDoc) -> str:
     if kind == "capacity" and lv is not None:
         return f"{lv:,}"
     if kind == "at_least" and lv is not None:
@@ -40,14 +63,21 @@ def interval(doc: CapacityServerDoc) -> tuple[float, float] | None:
         return float(lv), float("inf")
     if kind == "below_start" and up is not None:
         return 0.0, float(up)
+    if kind == "unsure" and (lv is not None or up is not None):
+        return float(lv or 0), float(up) if up is not None else float("inf")
     return None
 
 
-def _confirmed(doc: CapacityServerDoc, level: int | None) -> str:
+def _span(iv: tuple[float, float]) -> str:
+    return f"{iv[0]:,.0f} – {iv[1]:,.0f}" if iv[1] != float("inf") else f"{iv[0]:,.0f} and up"
+
+
+def _confirmed(doc: CapacityServerDoc, level: int | None, named: bool = False) -> str:
+    """A level's confirmation, check by check (`named`: led by the level, which is not the column's)."""
     checks = doc["confirmed"].get(str(level)) if level is not None else None
     if not checks:
         return "-"
-    return "; ".join(f"{c['check']}: {c['shown']} {c['verdict']}" for c in checks)
+    return (f"{level:,}: " if named else "") + "; ".join(f"{c['check']}: {c['shown']} {c['verdict']}" for c in checks)
 
 
 def capacity_rows(res: Results) -> tuple[list[str], list[list[str]]]:
@@ -58,10 +88,15 @@ def capacity_rows(res: Results) -> tuple[list[str], list[list[str]]]:
         iv = interval(doc)
         shown = "-" if iv is None else (f"{iv[0]:,.0f} – {iv[1]:,.0f} {unit}" if iv[1] != float("inf")
                                         else f"{iv[0]:,.0f} {unit} and up")
+        if doc["kind"] == "unsure":
+            shown += f" (unsure at {', '.join(f'{lv:,}' for lv in doc.get('undecided', []))})"
         if doc["kind"] == "below_start":
             shown = f"below {doc['missed'] or search['start']:,} {unit}"
-        rows.append([label, value(doc, search), shown, _confirmed(doc, doc["level"]), _confirmed(doc, doc["missed"]),
-                     doc["cause"] or "-"])
+        found, above = doc["level"], doc["missed"]
+        if doc["kind"] == "unsure" and (und := doc.get("undecided")):  # the figures of the levels left undecided
+            found, above = und[0], und[-1] if len(und) > 1 else above
+        rows.append([label, value(doc, search), shown, _confirmed(doc, found, doc["kind"] == "unsure"),
+                     _confirmed(doc, above, doc["kind"] == "unsure"), doc["cause"] or "-"])
     return HEADER, rows
 
 
@@ -73,9 +108,14 @@ def capacity_lines(res: Results) -> list[str]:
                f"{s['confirm']} trials confirmed the level found and the one above (95 % intervals)" if s["confirm"]
                else "each probe judged alone, as a tuning study's trials are (no confirmation trials)")
            + f". It could go up to {s['max']:,}: {s['max_reason']}." for s in searches.values()]
-    for label, (_, doc) in res.capacity.items():
+    for label, (search, doc) in res.capacity.items():
         out.append(doc["text"])
         out += [f"{label}: {n}" for n in doc["notes"]]
+        if doc["kind"] in ("capacity", "at_least", "below_start") and (lvs := undecided(doc)):
+            out.append(f"{label}: unsure: the confirmation at {' and '.join(f'{lv:,}' for lv in lvs)} did not "
+                       f"decide (an interval straddles the target), so {value(doc, search).split(',')[0]} is no "
+                       "firm figure; search again: a confirmation that cannot decide gets more trials "
+                       "(--max-confirm)")
     return out
 
 
@@ -90,6 +130,7 @@ def capacity_json(res: Results) -> dict[str, Any] | None:
         servers[label] = {
             "kind": doc["kind"], "unit": search["unit"],
             "capacity": lv if doc["kind"] == "capacity" else None,
+            "unsure": doc.get("undecided") or undecided(doc),
             "at_least": lv if doc["kind"] in ("at_least", "not_reached") else None,
             "below": (doc["missed"] or search["start"]) if doc["kind"] == "below_start" else None,
             "interval": None if iv is None else [iv[0], None if iv[1] == float("inf") else iv[1]],

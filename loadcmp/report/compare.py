@@ -61,9 +61,10 @@ def ratio(b: Estimate, a: Estimate) -> Ratio:
     r = b.mean / a.mean
     if a.interval is None or b.interval is None or b.mean <= 0:
         return Ratio(r, None, None)  # an interval from fewer than MIN_TRIALS trials says nothing
-    se_a = (a.high - a.mean) / t95(a.n - 1)  # type: ignore[operator]
-    se_b = (b.high - b.mean) / t95(b.n - 1)  # type: ignore[operator]
-    rel = math.sqrt((se_a / a.mean) ** 2 + (se_b / b.mean) ** 2)
+    se_a, se_b = a.log_se, b.log_se  # each side's on the log scale (`Estimate.log_se`)
+    if se_a is None or se_b is None:
+        return Ratio(r, None, None)
+    rel = math.sqrt(se_a ** 2 + se_b ** 2)
     t = t95(max(1, min(a.n, b.n) - 1))
     return Ratio(r, r * math.exp(-t * rel), r * math.exp(t * rel))
 

@@ -37,8 +37,15 @@ wider than most values (t = 12.7), so two trials show their range instead."""
 
 @dataclass(frozen=True)
 class Estimate:
-    """A mean over trials with its 95 % t-interval (`low`, `high`: None for one trial)
-    and the range of the trials. Readers show `interval` (3+ trials) or the range."""
+    """A mean over trials with its 95 % interval (`low`, `high`: None for one trial)
+    and the range of the trials. Readers show `interval` (3+ trials) or the range.
+
+    The one rule for intervals (`of`): a plain number gets Student's t-interval around its
+    arithmetic mean. A skewed quantity that cannot go below zero (a latency: `skewed=True`)
+    is judged on the log scale: the t-interval of the logs, taken back, which is the
+    geometric mean times and divided by one factor (a ratio interval). Its bounds are
+    never negative; should a value be 0 or less (no log), the plain interval is
+    used with its low end held at 0, the least a latency can be."""
 
     mean: float | None
     low: float | None
@@ -46,18 +53,34 @@ class Estimate:
     n: int
     least: float | None = None
     most: float | None = None
+    skewed: bool = False
 
     @classmethod
-    def of(cls, values: Any) -> Estimate:
+    def of(cls, values: Any, skewed: bool = False) -> Estimate:
         v = [float(x) for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
         if not v:
-            return cls(None, None, None, 0)
-        m = sum(v) / len(v)
+            return cls(None, None, None, 0, skewed=skewed)
+        logs = skewed and min(v) > 0
+        w = [math.log(x) for x in v] if logs else v
+        m = sum(w) / len(w)
+        centre = math.exp(m) if logs else m
         if len(v) < 2:
-            return cls(m, None, None, len(v), m, m)
-        sd = math.sqrt(sum((x - m) ** 2 for x in v) / (len(v) - 1))
-        h = t95(len(v) - 1) * sd / math.sqrt(len(v))
-        return cls(m, m - h, m + h, len(v), min(v), max(v))
+            return cls(centre, None, None, len(v), v[0], v[0], skewed)
+        sd = math.sqrt(sum((x - m) ** 2 for x in w) / (len(w) - 1))
+        h = t95(len(w) - 1) * sd / math.sqrt(len(w))
+        low, high = (math.exp(m - h), math.exp(m + h)) if logs else (max(0.0, m - h) if skewed else m - h, m + h)
+        return cls(centre, low, high, len(v), min(v), max(v), skewed)
+
+    @property
+    def log_se(self) -> float | None:
+        """The standard error of the mean's log (relative standard error): what a ratio of two means needs
+        (`report.compare.ratio`). None without an interval or a positive mean."""
+        if self.low is None or self.high is None or self.mean is None or self.mean <= 0 or self.n < 2:
+            return None
+        t = t95(self.n - 1)
+        if self.skewed and self.low > 0:
+            return math.log(self.high / self.mean) / t
+        return (self.high - self.mean) / t / self.mean
 
     @property
     def interval(self) -> tuple[float, float] | None:
@@ -80,6 +103,8 @@ class Estimate:
         if self.mean is None:
             return "-"
         s = fmt.format(self.mean)
+        if self.interval and self.skewed:  # not symmetric about the mean: both ends
+            return s + f" ({fmt.format(self.interval[0])}–{fmt.format(self.interval[1])})"
         if self.interval:
             return s + f" ±{fmt.format((self.interval[1] - self.interval[0]) / 2)}"
         if self.spread and fmt.format(self.spread[0]) != fmt.format(self.spread[1]):
@@ -89,6 +114,8 @@ class Estimate:
 
 METRICS = ("ok", "failed", "unfinished", "rps", "p50_ms", "p90_ms", "p99_ms", "max_ms", "cpu_pct",
            "mem_peak_bytes", "pids_peak", "failed_rate", "bytes", "duration_s", "webbench_susceed", "webbench_failed")
+LATENCY = frozenset({"p50_ms", "p90_ms", "p99_ms", "max_ms"})
+"""The latency columns: their intervals are taken on the log scale (`Estimate.of`)."""
 
 
 def aggregate(res: Results) -> pd.DataFrame:
@@ -104,7 +131,7 @@ def aggregate(res: Results) -> pd.DataFrame:
             ran = sub[sub.ok.notna()]
             row: dict[str, Any] = {"server": server, "level": level, "trials": len(sub), "measured": len(ran)}
             for m in METRICS:
-                e = Estimate.of(ran[m].tolist()) if m in ran else Estimate(None, None, None, 0)
+                e = Estimate.of(ran[m].tolist(), skewed=m in LATENCY) if m in ran else Estimate(None, None, None, 0)
                 row[m] = e.mean
                 row[f"{m}_low"] = e.low
                 row[f"{m}_high"] = e.high

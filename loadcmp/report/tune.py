@@ -49,9 +49,26 @@ def tune_rows(res: Results) -> tuple[list[str], list[list[str]]]:
     rows = []
     for t in doc["trials"]:
         state = "best" if t["number"] == doc["best"] and t["state"] == "complete" else t["state"]
+        said = t["text"] + (f"; {t.get('unreached')}" if t.get("unreached") else "")
         rows.append([_number(t), settings_text(t["params"]), _value(t, doc["unit"], res), state, f"{t['seconds']:g}",
-                     t["text"]])
+                     said])
     return HEADER, rows
+
+
+def gaps(doc: TuneDoc) -> str | None:
+    """Why study trial numbers have no row: told as stored (`unlisted`), else by the only ways one is left out
+    (the baseline told to the sampler, settings refused or broken before asked again)."""
+    listed = {t["number"] for t in doc["trials"]}
+    top = max(listed, default=-1)
+    why = {int(k): v for k, v in (doc.get("unlisted") or {}).items()}
+    missing = sorted((set(range(top + 1)) | set(why)) - listed)
+    if not missing:
+        return None
+    old = "the baseline told to the sampler, or settings refused or broken before asked again (not tried again)"
+    said: dict[str, list[str]] = {}
+    for n in missing:
+        said.setdefault(why.get(n, old), []).append(str(n))
+    return "Trial numbers without a row: " + "; ".join(f"{', '.join(ns)}: {w}" for w, ns in said.items()) + "."
 
 
 def tune_lines(res: Results) -> list[str]:
@@ -72,6 +89,8 @@ def tune_lines(res: Results) -> list[str]:
               if doc["objective"] == "capacity" else ", one probe each")
            + "; settings the stack refuses are pruned before anything starts.",
            doc["text"] or "the study has no answer yet"]
+    if (gap := gaps(doc)) is not None:
+        out.append(gap)
     if doc["importance"]:
         shares = ", ".join(f"{k} {v:.0%}" for k, v in sorted(doc["importance"].items(), key=lambda kv: -kv[1]))
         out.append(f"What mattered (how much each setting decides whether a trial is among the best, PED-ANOVA): "

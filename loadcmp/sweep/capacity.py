@@ -4,7 +4,8 @@ through the same trials `run` uses.
 A probe is a trial (`trial.run_trial`: plan, start, prime, measure, evidence, judge, stop)
 at one level, stored in the one results folder as it ends, then held to the target
 (`verdicts.slo`). A confirmation adds trials at a level until it has `confirm` of them and
-judges them with 95 % intervals. The search's path and each label's result are stored in
+judges them with 95 % intervals, and adds one more at a time while they cannot decide, up to
+`max_confirm`. The search's path and each label's result are stored in
 run.json's `capacity` after every probe, so a Ctrl-C keeps what was measured and where the
 search stood; the folder ends `interrupted` as a run's does (`runner.conclude`).
 """
@@ -22,7 +23,7 @@ from ..load.workers import Fleet, Stopper
 from ..records import CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc, RunStatus, TrialRecord
 from ..verdicts.slo import Confirmed, confirm_level, edge_cause, judge_probe
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
-from .search import Found, Plan, Probed, search
+from .search import Found, Plan, Probed, between, search
 from .trial import Planned, Sweep, SweepHooks, TrialOutcome, run_trial, stop
 
 TrialRunner = Callable[[Sweep, Planned, RunSpec], TrialOutcome | None]
@@ -43,8 +44,8 @@ def run_capacity(spec: RunSpec, cap: CapacitySpec, progress: SweepHooks | None =
 
 def new_doc(cap: CapacitySpec) -> CapacityDoc:
     return CapacityDoc(target=str(cap.target), unit=cap.unit, start=cap.start, max=cap.max, max_reason=cap.max_reason,
-                       resolution=cap.resolution, factor=cap.factor, confirm=cap.confirm, probe_s=cap.probe_time,
-                       servers={})
+                       resolution=cap.resolution, factor=cap.factor, confirm=cap.confirm,
+                       max_confirm=cap.most_trials, probe_s=cap.probe_time, servers={})
 
 
 def search_all(sweep: Sweep, cap: CapacitySpec, run: TrialRunner | None = None) -> RunStatus:
@@ -53,7 +54,7 @@ def search_all(sweep: Sweep, cap: CapacitySpec, run: TrialRunner | None = None) 
     base = sweep.spec
     doc = new_doc(cap)
     sweep.writer.set_capacity(doc)
-    plan = Plan(cap.start, cap.max, cap.max_reason, cap.resolution, cap.factor)
+    plan = Plan(cap.start, cap.max, cap.max_reason, cap.resolution, cap.factor, cap.confirm, cap.most_trials)
     for server, keepalive, page in base.variants():
         label = base.label(server, keepalive, page)
         if sweep.stopper.requested:
@@ -130,11 +131,11 @@ class Prober:
             return Probed(level, None, False, rec.get("reason") or "nothing was measured")
         return Probed(level, judged.met, bool(rec["result"].get("client_bound")), judged.text)
 
-    def confirm(self, level: int) -> Confirmed | None:
-        """Trials at a level until it has `confirm` measured ones (a server that will not start gets two more
+    def confirm(self, level: int, wanted: int) -> Confirmed | None:
+        """Trials at a level until it has `wanted` measured ones (a server that will not start gets two more
         tries), judged together."""
-        tries = self.cap.confirm + 2
-        while len(self.measured(level)) < self.cap.confirm and tries > 0:
+        tries = wanted - len(self.measured(level)) + 2
+        while len(self.measured(level)) < wanted and tries > 0:
             tries -= 1
             if self.trial(level) is None:
                 return None
@@ -143,11 +144,11 @@ class Prober:
     def server_doc(self, found: Found, final: bool = True) -> CapacityServerDoc:
         """The label's entry of run.json's `capacity`: where the edge is, the path, the evidence."""
         evidence: list[str] = []
-        if final and found.missed is not None and found.kind in ("capacity", "at_least", "below_start"):
+        if final and found.missed is not None and found.kind in ("capacity", "at_least", "below_start", "unsure"):
             at = self.trials(found.missed)
             judged = [j for t in at if (j := judge_probe(self.cap.target, t)) is not None]
             evidence = edge_cause(at, self.sweep.writer.run["servers"].get(self.label), os.cpu_count(), judged)
-        return CapacityServerDoc(
+        doc = CapacityServerDoc(
             kind=found.kind if final else "searching", level=found.level, missed=found.missed,
             path=[CapacityStepDoc(level=s.level, stage=s.stage, met=s.met, client_bound=s.client_bound, text=s.text)
                   for s in found.path],
@@ -156,6 +157,9 @@ class Prober:
                        for lv, c in sorted(found.confirmed.items())},
             text=sentence(self.label, found, self.cap, evidence[0] if evidence else None) if final else
             f"{self.label}: searching ({len(found.path)} steps so far)")
+        if found.undecided:
+            doc["undecided"] = list(found.undecided)
+        return doc
 
 
 def sentence(label: str, found: Found, cap: CapacitySpec, cause: str | None) -> str:
@@ -168,6 +172,10 @@ def sentence(label: str, found: Found, cap: CapacitySpec, cause: str | None) -> 
         return f"{label}: at least {lv:,} {unit} (client-bound: the client, not the server, was the limit){why}"
     if found.kind == "below_start":  # below the lowest level missed (the start, or where the search began)
         return f"{label}: below {up or cap.start:,} {unit}: the target is missed at the first level{why}"
+    if found.kind == "unsure":
+        at = " and ".join(f"{x:,}" for x in found.undecided)
+        return (f"{label}: unsure, {between(lv, up, found.undecided[0], unit)}: the confirmation at {at} stayed "
+                f"unsure over {cap.most_trials} trials (--max-confirm){why}")
     if found.kind == "not_reached" and lv is not None:
         return f"{label}: at least {lv:,} {unit}: the target was met at every level up to {lv:,} ({cap.max_reason})"
     if found.kind == "interrupted":

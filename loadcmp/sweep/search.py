@@ -12,7 +12,9 @@ The way, as MLRsearch and k6's breakpoint tests walk it:
    are within `resolution` of each other;
 3. confirm both: the level found must be met and the level above it missed, each judged on
    `confirm` trials. When a confirmation disagrees with the probe, the search says so and goes
-   on from there (below a level that confirms missed, above one that confirms met).
+   on from there (below a level that confirms missed, above one that confirms met). A confirmation
+   that cannot decide (an interval straddles the target) gets one more trial at a time, up to
+   `max_confirm`; one still undecided there ends the search `unsure`, never as a capacity.
 
 What it ends with (`Found.kind`):
 
@@ -20,6 +22,8 @@ What it ends with (`Found.kind`):
 - `at_least`: as capacity, but the client was the limit at the edge: the server may hold more;
 - `below_start`: the first level already misses, confirmed (the target is never met here);
 - `not_reached`: met up to `max`, the level it may not go past (and why);
+- `unsure`: a confirmation at the edge stayed undecided over `max_confirm` trials: the edge lies
+  between the highest level met below it and the lowest missed above it (either may be unknown);
 - `interrupted`: stopped (Ctrl-C) before it ended; `failed`: a probe measured nothing.
 """
 
@@ -32,7 +36,7 @@ from typing import Literal
 
 from ..verdicts.slo import Confirmed
 
-Kind = Literal["capacity", "at_least", "below_start", "not_reached", "interrupted", "failed"]
+Kind = Literal["capacity", "at_least", "below_start", "not_reached", "unsure", "interrupted", "failed"]
 Stage = Literal["step", "bisect", "confirm"]
 
 ROUNDS = 4
@@ -71,6 +75,10 @@ class Plan:
     """Why it may not go past `max`: the open-file limit, --max."""
     resolution: float = 0.10
     factor: float = 2.0
+    confirm: int = 3
+    """Trials a confirmation is judged on first."""
+    max_confirm: int = 3
+    """Trials a confirmation may grow to, one at a time, while it cannot decide."""
 
 
 @dataclass
@@ -79,19 +87,30 @@ class Found:
 
     kind: Kind
     level: int | None = None
-    """capacity / at_least: the highest level met; not_reached: the highest probed; below_start: the start."""
+    """capacity / at_least: the highest level met; not_reached: the highest probed; below_start: the start;
+    unsure: the highest level met below the undecided edge (None: none was)."""
     missed: int | None = None
-    """The lowest level missed above `level` (below_start: the start)."""
+    """The lowest level missed above `level` (below_start: the start; unsure: None when none was)."""
     path: list[Step] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     """What a reader must know: disagreements, an unsure confirmation, where and why it stopped."""
     confirmed: dict[int, Confirmed] = field(default_factory=dict)
+    undecided: list[int] = field(default_factory=list)
+    """unsure: the levels whose confirmation stayed unsure."""
+
+    @property
+    def value(self) -> float | None:
+        """The search's answer as one number (a tuning study's objective): the level found or reached, 0 below
+        the start; None where there is none (unsure, interrupted, failed)."""
+        if self.kind in ("capacity", "at_least", "not_reached") and self.level is not None:
+            return float(self.level)
+        return 0.0 if self.kind == "below_start" else None
 
 
 Prober = Callable[[int], Probed | None]
 """Runs one probe at a level; None: stopped before it measured."""
-Confirmer = Callable[[int], Confirmed | None]
-"""Brings a level to its confirmation trials and judges them; None: stopped."""
+Confirmer = Callable[[int, int], Confirmed | None]
+"""Brings a level to this many confirmation trials and judges them all; None: stopped."""
 
 
 class _Stopped(Exception):
@@ -149,14 +168,21 @@ class Search:
         return r.met
 
     def confirm(self, level: int) -> Confirmed:
-        c = self._confirm(level)
-        if c is None:
-            raise _Stopped
-        self.found.confirmed[level] = c
-        self.found.path.append(Step(level, "confirm", None if c.verdict == "unsure" else c.verdict == "met",
-                                    c.client_bound is not None, f"{c.verdict} over {c.n} trials: {c.text}"))
-        self.on_step(self.found)
-        return c
+        """A level judged on `confirm` trials, and on one more at a time while it is unsure, up to `max_confirm`."""
+        wanted = self.plan.confirm
+        while True:
+            c = self._confirm(level, wanted)
+            if c is None:
+                raise _Stopped
+            more = c.verdict == "unsure" and wanted < self.plan.max_confirm
+            self.found.confirmed[level] = c
+            self.found.path.append(Step(level, "confirm", None if c.verdict == "unsure" else c.verdict == "met",
+                                        c.client_bound is not None, f"{c.verdict} over {c.n} trials: {c.text}"
+                                        + ("; one more trial" if more else "")))
+            self.on_step(self.found)
+            if not more:
+                return c
+            wanted += 1
 
     def _end(self, kind: Kind, level: int | None, missed: int | None, note: str | None = None) -> Found:
         f = self.found
@@ -186,9 +212,9 @@ class Search:
                     self._disagree(high, "met", "searching on above it")
                     level, high = high, None
                     continue
-                note = None if c.verdict == "missed" else (f"the confirmation at {high:,} is unsure: an interval "
-                                                           "straddles the target")
-                return self._end("below_start", high, high, note)
+                if c.verdict == "unsure":
+                    return self._unsure([c])
+                return self._end("below_start", high, high)
             while not close(low, high, p.resolution):  # 2. bisect
                 mid = midpoint(low, high)
                 if self.probe(mid, "bisect"):
@@ -209,11 +235,11 @@ class Search:
                 low, high = high, self._missed_above(high)
                 level = low
                 continue
-            for c in (lc, hc):
-                if c.verdict == "unsure":
-                    self.found.notes.append(f"the confirmation at {c.level:,} is unsure: an interval straddles the "
-                                            "target (more --confirm trials would decide it)")
             bound = self._bound_at(low, high)
+            if any(c.verdict == "unsure" for c in (lc, hc)):
+                if bound:
+                    self.found.notes.append(f"the client was the limit at the edge ({bound})")
+                return self._unsure([c for c in (lc, hc) if c.verdict == "unsure"])
             if bound:
                 return self._end("at_least", low, high, f"the client was the limit at the edge ({bound}): the "
                                  "server may hold more than this")
@@ -221,6 +247,19 @@ class Search:
         return self._end("capacity" if low is not None else "below_start", low if low is not None else high, high,
                          f"the confirmations disagreed with the probes {ROUNDS} times: the edge is noisy here, "
                          "take it as approximate")
+
+    def _unsure(self, undecided: list[Confirmed]) -> Found:
+        """Ends the search where confirmations stayed unsure: between the highest level met below them and the
+        lowest missed above them, by every level's last word."""
+        levels = [c.level for c in undecided]
+        words = {lv: ok for lv, ok in self.met.items() if lv not in levels}
+        low = max((lv for lv, ok in words.items() if ok and lv < min(levels)), default=None)
+        high = min((lv for lv, ok in words.items() if not ok and lv > max(levels)), default=None)
+        at = " and ".join(f"{c.level:,} ({c.n} trials)" for c in undecided)
+        self.found.undecided = levels
+        return self._end("unsure", low, high, f"the confirmation at {at} stayed unsure: an interval straddles the "
+                         f"target, and --max-confirm {self.plan.max_confirm} allows no more trials; the edge lies "
+                         f"{between(low, high, levels[0])}")
 
     def _disagree(self, level: int, said: str, then: str) -> None:
         probes = [s for s in self.found.path if s.level == level and s.stage != "confirm"]
@@ -244,6 +283,17 @@ class Search:
             if any(s.client_bound for s in self.found.path if s.level == lv):
                 return f"at {lv:,}"
         return None
+
+
+def between(low: int | None, high: int | None, around: int, unit: str = "") -> str:
+    """An unsure edge's bracket in words: `between 100 and 178`, `below 178`, `above 100`, or `around 50`
+    (the level left undecided) when no level met below it nor missed above it."""
+    u = f" {unit}" if unit else ""
+    if low is not None and high is not None:
+        return f"between {low:,} and {high:,}{u}"
+    if high is not None:
+        return f"below {high:,}{u}"
+    return f"above {low:,}{u}" if low is not None else f"around {around:,}{u}"
 
 
 def search(plan: Plan, probe: Prober, confirm: Confirmer, on_step: Callable[[Found], None] = lambda f: None) -> Found:

@@ -25,15 +25,16 @@ from typing import Any, cast
 from ..errors import ConfigError
 from ..experiment.capacity import CapacitySpec
 from ..experiment.spec import RunSpec
-from ..experiment.tune import TuneSpec, search_doc
+from ..experiment.tune import TuneSpec, new_doc as new_tune_doc
 from ..lab import dockerhost
 from ..load.workers import Fleet, Stopper
-from ..records import CapacityDoc, RunStatus, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
-from ..verdicts.gain import gain, ready_block, settings_text, side, valued
+from ..records import CapacityDoc, RunStatus, TrialRecord, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
+from ..verdicts.gain import (best_of, gain, name as _name, no_answer, no_trial, not_reached, rps_text as _rps,
+                             ready_block, settings_text, side, tied, unreached, valued)
 from ..verdicts.slo import Confirmed
 from .capacity import Prober, TrialRunner, new_doc
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
-from .search import Found, Plan, Probed, search
+from .search import Plan, Probed, search
 from .sampler import distribution, exhausted, importance, space, violation
 from .trial import Planned, Sweep, SweepHooks, run_trial
 
@@ -41,6 +42,10 @@ STUDY = "study.log"
 """The Optuna journal in the results folder."""
 ASKS = 3
 """Asks per trial wanted before the study is taken as exhausted (repeats and pruned settings do not count)."""
+
+
+class _Stopped(Exception):
+    """A trial of the study was stopped (Ctrl-C): the study ends `interrupted`."""
 
 
 class Tuner:
@@ -56,21 +61,14 @@ class Tuner:
         self.base_settings = self.base.settings_for(tune.label)
         self.probers: dict[str, Prober] = {}
         self.quick = replace(cap, confirm=1)
-        fresh = cast(CapacityDoc, {**new_doc(cap), "confirm": 0})  # a trial's probes stand alone
+        fresh = cast(CapacityDoc, {**new_doc(cap), "confirm": 0, "max_confirm": 0})  # a trial's probes stand alone
         self.cap_doc: CapacityDoc = sweep.writer.run.get("capacity") or fresh
         doc = sweep.writer.run.get("tune")
-        self.doc: TuneDoc = doc if doc is not None else self._new_doc()
-
-    def _new_doc(self) -> TuneDoc:
-        t, cap = self.tune, self.cap
-        unit = cap.unit if t.objective == "capacity" else "req/s"
-        return TuneDoc(
-            server=t.label, stack=t.stack, objective=t.objective, target=str(cap.target), unit=unit,
-            clients=t.clients, params=[{"key": p.key, "low": p.low, "high": p.high, "log": p.log,
-                                        "choices": list(p.choices), "text": p.text} for p in t.params],
-            search=search_doc(cap), base_settings=dict(self.base_settings), trials_asked=t.trials,
-            budget_s=t.budget_s, seed=t.seed, sampler="", study=STUDY, trials=[], best=None, gain=None, importance={},
-            block="", text="")
+        self.doc: TuneDoc = doc if doc is not None else new_tune_doc(tune, cap, self.base_settings, STUDY)
+        if (left := self.doc.pop("comparing", None)) is not None:  # a process killed while it compared
+            sweep.problems.append(f"the comparison of trial {left['best']} with the baseline at {left['level']:,} "
+                                  f"{self.doc['unit']} was killed with its process: its trials are kept, and the "
+                                  "comparison is made anew")
 
     # --- measuring one set of settings -----------------------------------------------------------------
 
@@ -97,9 +95,10 @@ class Tuner:
                 return None
             rec = pr.trials(self.tune.clients)[-1]
             rps = rec["result"]["rps"] if rec.get("result") else None
-            return self._trial(label, params, "complete" if probed.met is not None else "failed", rps, probed.met,
-                               probed.client_bound, began, f"{_rps(rps)} at {self.tune.clients:,} clients: "
-                               f"{probed.text}")
+            return self._reached(self._trial(label, params, "complete" if probed.met is not None else "failed", rps,
+                                             probed.met, probed.client_bound, began,
+                                             f"{_rps(rps)} at {self.tune.clients:,} clients: {probed.text}"),
+                                 [rec] if probed.met is False else [])
         said: dict[int, Probed] = {}
 
         def probe(level: int) -> Probed | None:
@@ -108,11 +107,11 @@ class Tuner:
                 said[level] = p
             return p
 
-        def as_probed(level: int) -> Confirmed:  # while tuning a probe stands alone: no confirmation trials
+        def as_probed(level: int, _: int) -> Confirmed:  # while tuning a probe stands alone: no confirmation trials
             p = said[level]
             return Confirmed(level, "met" if p.met else "missed", 1, [], "the client" if p.client_bound else None)
 
-        found = search(Plan(start, self.cap.max, self.cap.max_reason, self.cap.resolution, self.cap.factor),
+        found = search(Plan(start, self.cap.max, self.cap.max_reason, self.cap.resolution, self.cap.factor, 1, 1),
                        probe, as_probed)
         # the quick search's "confirmations" only repeat its probes' word: they are not stored as confirmations
         found.path = [st for st in found.path if st.stage != "confirm"]
@@ -121,19 +120,29 @@ class Tuner:
         self.sweep.writer.set_capacity(self.cap_doc)
         if found.kind == "interrupted":
             return None
-        return self._trial(label, params, "failed" if found.kind == "failed" else "complete", _value(found),
-                           None, found.kind == "at_least", began,
-                           self.cap_doc["servers"][label]["text"].split(": ", 1)[-1])
+        return self._reached(self._trial(label, params, "failed" if found.kind == "failed" else "complete",
+                                         found.value, None, found.kind == "at_least", began,
+                                         self.cap_doc["servers"][label]["text"].split(": ", 1)[-1]),
+                             pr.trials(found.missed) if found.missed is not None else [])
+
+    def _reached(self, t: TuneTrialDoc, missed: list[TrialRecord]) -> TuneTrialDoc:
+        """The trial, with a line where the setting under study did not take effect at the level it missed."""
+        line = not_reached(self.sweep.writer.run["servers"].get(t["label"]), {p.key for p in self.tune.params},
+                           missed)
+        return {**t, "unreached": line} if line else t
 
     def _trial(self, label: str, params: dict[str, Any], state: Any, value: float | None, met: bool | None,
                bound: bool, began: float, text: str) -> TuneTrialDoc:
         return TuneTrialDoc(number=-1, label=label, params=params, state=state, value=value, met=met,
                             client_bound=bound, seconds=round(self.clock() - began, 1), text=text)
 
-    def keep(self, trial: TuneTrialDoc) -> None:
+    def keep(self, trial: TuneTrialDoc) -> TuneTrialDoc:
         self.doc["trials"].append(trial)
         self.sweep.writer.set_tune(self.doc)
         self.sweep.progress.say(f"{'':>4}{_name(trial)}: {settings_text(trial['params'])} -> {trial['text']}")
+        if trial.get("unreached"):
+            self.sweep.progress.say(f"{'':>6}{trial.get('unreached')}")
+        return trial
 
     def killed(self, number: int, params: dict[str, Any]) -> None:
         """A trial asked by a process that was killed outright while it ran: said, and its probes kept."""
@@ -182,6 +191,35 @@ class Tuner:
 
     def study(self, optuna: Any, base: TuneTrialDoc) -> RunStatus:
         """Ask, check, measure, tell; until the trials or the budget are spent."""
+        study = self._open(optuna, base)
+        dists = {p.key: distribution(optuna, p) for p in self.tune.params}
+        wanted = self.tune.trials
+        measured = [t for t in self.doc["trials"] if t["number"] >= 0 and t["state"] == "complete"]
+        goal = len(measured) + wanted if wanted is not None else None
+        for _ in range(ASKS * (wanted or 100)):
+            if goal is not None and len(measured) >= goal or self.out_of_time([base, *measured]):
+                break
+            if self.sweep.stopper.requested:
+                self.sweep.problems.append("stopped before the next trial of the study")
+                return "interrupted"
+            if exhausted(self.tune.params, self.doc["trials"]):
+                self.sweep.progress.say(f"every one of the {space(self.tune.params)} settings was measured or refused")
+                break
+            try:
+                t = self._ask(optuna, study, dists, [base, *measured])
+            except _Stopped:
+                return "interrupted"
+            if t is not None and t["state"] == "complete" and t["value"] is not None:
+                measured.append(t)
+        met = [t for t in [base, *measured] if t["met"] is not False]
+        # one parameter decides everything; ties and settings that all miss the target rank noise
+        flat = self.tune.clients is None and tied(met, self.cap.resolution)
+        self.doc["importance"] = {} if len(self.tune.params) < 2 or flat or len(met) < 2 else importance(optuna, study)
+        return "complete"
+
+    def _open(self, optuna: Any, base: TuneTrialDoc) -> Any:
+        """The study from its journal: trials a killed process left running told as failed, and the baseline
+        told first (its number has no row of its own: the baseline's row is `base`)."""
         storage = optuna.storages.JournalStorage(
             optuna.storages.journal.JournalFileBackend(str(self.sweep.writer.path / STUDY)))
         asked = [t for t in self.doc["trials"] if t["number"] >= 0]
@@ -200,68 +238,53 @@ class Tuner:
         if not study.trials and base["value"] is not None and all(p.holds(defaults[p.key]) for p in self.tune.params):
             study.add_trial(optuna.trial.create_trial(params=defaults, distributions=dists, value=base["value"],
                                                       constraints={"target": violation(base)}))
-        wanted = self.tune.trials
-        measured = [t for t in asked if t["state"] == "complete"]
-        goal = len(measured) + wanted if wanted is not None else None
-        for _ in range(ASKS * (wanted or 100)):
-            if goal is not None and len(measured) >= goal or self.out_of_time([base, *measured]):
-                break
-            if self.sweep.stopper.requested:
-                self.sweep.problems.append("stopped before the next trial of the study")
-                return "interrupted"
-            if exhausted(self.tune.params, self.doc["trials"]):
-                self.sweep.progress.say(f"every one of the {space(self.tune.params)} settings was measured or refused")
-                break
-            ot = study.ask(dists)
-            params = {p.key: ot.params[p.key] for p in self.tune.params}
-            label = self.tune.trial_label(ot.number)
-            same = next((t for t in [base, *measured] if t["params"] == params), None)
-            refused = next((t for t in self.doc["trials"] if t["params"] == params and t["state"] in ("pruned",
-                                                                                                    "failed")), None)
-            if refused is not None:  # refused or broken once: the same again, without a new row
-                study.tell(ot, state=optuna.trial.TrialState.PRUNED if refused["state"] == "pruned"
-                           else optuna.trial.TrialState.FAIL)
-                continue
-            if same is not None and same["value"] is not None:
-                self._tell(study, ot, same)
-                self.keep({**self._trial(same["label"], params, "repeat", same["value"], same["met"],
-                                         same["client_bound"], self.clock(), f"as {_name(same)}: not run again"),
-                           "number": ot.number})
-                continue
-            why = self.feasible(params)
-            if why is not None:
-                study.tell(ot, state=optuna.trial.TrialState.PRUNED)
-                self.keep({**self._trial("", params, "pruned", None, None, False, self.clock(),
-                                         f"pruned before it ran: {why}"), "number": ot.number})
-                continue
-            t = self.measure(label, params, self._start(base))
-            if t is None:
-                study.tell(ot, state=optuna.trial.TrialState.FAIL)
-                self.sweep.problems.append(f"stopped during trial {ot.number} of the study")
-                self.keep({**self._trial(label, params, "interrupted", None, None, False, self.clock(),
-                                         "stopped while it ran: its probes so far are kept"), "number": ot.number})
-                return "interrupted"
-            t["number"] = ot.number
-            if t["state"] == "complete" and t["value"] is not None:
-                self._tell(study, ot, t)
-                measured.append(t)
-            else:
-                study.tell(ot, state=optuna.trial.TrialState.FAIL)
-            self.keep(t)
-        met = [t for t in [base, *measured] if t["met"] is not False]
-        # one parameter decides everything; ties and settings that all miss the target rank noise
-        self.doc["importance"] = {} if len(self.tune.params) < 2 or self.tied(met) or len(met) < 2 else \
-            importance(optuna, study)
-        return "complete"
+            self._unlisted(len(study.trials) - 1, "the baseline, told to the sampler as a trial of its own (its "
+                           "row is 'base')")
+        return study
 
-    def tied(self, trials: list[TuneTrialDoc]) -> bool:
-        """Whether every capacity found lies within the search's resolution of the others: then no
-        parameter moved the edge, and an importance would rank noise."""
-        done = [t for t in trials if t["state"] == "complete" and t["value"] is not None]
-        values = [float(t["value"] or 0.0) for t in done]
-        settings = {tuple(sorted(t["params"].items())) for t in done}
-        return self.tune.clients is None and len(settings) >= 2 and \
-            max(values) <= min(values) * (1 + self.cap.resolution)
+    def _ask(self, optuna: Any, study: Any, dists: dict[str, Any], done: list[TuneTrialDoc]) -> TuneTrialDoc | None:
+        """One trial asked of the study and answered: a row (repeat, pruned, measured), or None for settings
+        refused or broken before (told again, without a row). `done`: the baseline and the measured trials."""
+        ot = study.ask(dists)
+        params = {p.key: ot.params[p.key] for p in self.tune.params}
+        refused = next((t for t in self.doc["trials"] if t["params"] == params and t["state"] in ("pruned",
+                                                                                                "failed")), None)
+        if refused is not None:  # refused or broken once: the same again, without a new row
+            study.tell(ot, state=optuna.trial.TrialState.PRUNED if refused["state"] == "pruned"
+                       else optuna.trial.TrialState.FAIL)
+            self._unlisted(ot.number, f"asked again for {settings_text(params)}, {refused['state']} as "
+                           f"{_name(refused)}: not tried again")
+            return None
+        same = next((t for t in done if t["params"] == params), None)
+        if same is not None and same["value"] is not None:
+            self._tell(study, ot, same)
+            return self.keep({**self._trial(same["label"], params, "repeat", same["value"], same["met"],
+                                            same["client_bound"], self.clock(), f"as {_name(same)}: not run again"),
+                              "number": ot.number})
+        why = self.feasible(params)
+        if why is not None:
+            study.tell(ot, state=optuna.trial.TrialState.PRUNED)
+            return self.keep({**self._trial("", params, "pruned", None, None, False, self.clock(),
+                                            f"pruned before it ran: {why}"), "number": ot.number})
+        label = self.tune.trial_label(ot.number)
+        t = self.measure(label, params, self._start(done[0]))
+        if t is None:
+            study.tell(ot, state=optuna.trial.TrialState.FAIL)
+            self.sweep.problems.append(f"stopped during trial {ot.number} of the study")
+            self.keep({**self._trial(label, params, "interrupted", None, None, False, self.clock(),
+                                     "stopped while it ran: its probes so far are kept"), "number": ot.number})
+            raise _Stopped
+        t["number"] = ot.number
+        if t["state"] == "complete" and t["value"] is not None:
+            self._tell(study, ot, t)
+        else:
+            study.tell(ot, state=optuna.trial.TrialState.FAIL)
+        return self.keep(t)
+
+    def _unlisted(self, number: int, why: str) -> None:
+        """A study trial number that gets no row of the table, and why (the report explains the gap)."""
+        self.doc.setdefault("unlisted", {})[str(number)] = why
+        self.sweep.writer.set_tune(self.doc)
 
     def _tell(self, study: Any, ot: Any, t: TuneTrialDoc) -> None:
         ot.set_constraint("target", violation(t))  # TPE prefers settings that meet the target (c-TPE)
@@ -275,11 +298,6 @@ class Tuner:
 
     # --- the best against the baseline ---------------------------------------------------------------
 
-    def best(self) -> TuneTrialDoc | None:
-        ok = [t for t in self.doc["trials"] if t["state"] == "complete" and t["value"] is not None
-              and (self.tune.clients is None or t["met"])]
-        return max(ok, key=lambda t: (t["value"], -t["number"]), default=None)
-
     def compare(self, base: TuneTrialDoc, best: TuneTrialDoc) -> TuneGainDoc | None:
         """Both at the best's level, `confirm` new trials each, alternately (A B, then B A); judged on those
         alone (the probe that made the best the best would lean the answer its way). None: stopped."""
@@ -288,53 +306,42 @@ class Tuner:
         before = {pr.label: len(pr.trials(level)) for pr in sides}
         self.sweep.progress.say(f"comparing {best['label']} with {base['label']} at {level:,} {self.cap.unit}, "
                                 f"{self.cap.confirm} new trials each")
-        for i in range(self.cap.confirm):
-            for pr in sides if i % 2 == 0 else sides[::-1]:
-                if pr.trial(level) is None:
-                    return None
+        self.doc["comparing"] = {"best": best["number"], "level": level}  # a process killed now leaves it
+        self.sweep.writer.set_tune(self.doc)
+        try:
+            for i in range(self.cap.confirm):
+                for pr in sides if i % 2 == 0 else sides[::-1]:
+                    if pr.trial(level) is None:
+                        return None
+        finally:
+            self.doc.pop("comparing", None)
         b, w = (self._side(pr, level, before[pr.label]) for pr in sides)
         return gain(level, b, w, base, best, self.tune.objective, self.cap.unit)
 
     def _side(self, pr: Prober, level: int, since: int) -> TuneSideDoc:
         return side(self.cap.target, pr.label, level, [t for t in pr.trials(level)[since:] if t.get("result")])
 
-    def no_answer(self, base: TuneTrialDoc | None) -> str:
-        if base is None:
-            return "stopped during the baseline: nothing to compare"
-        if self.tune.clients is not None and any(t["value"] is not None for t in self.doc["trials"]):
-            return f"no setting tried met {self.cap.target} at {self.tune.clients:,} clients (the baseline neither)"
-        return "no trial measured a value: nothing to compare"
-
-    def no_trial(self) -> str:
-        """Why the study measured no trial of its own."""
-        rows = [t for t in self.doc["trials"] if t["number"] >= 0]
-        if rows and all(t["state"] == "pruned" for t in rows):
-            return f"no trial ran: the stack refused every setting asked ({rows[0]['text'].split(': ', 1)[-1]})"
-        if self.tune.budget_s is not None and not rows:
-            return "no trial ran: the budget went on the baseline (give a larger --budget)"
-        return "no trial ran"
-
     def conclude(self, status: RunStatus) -> RunStatus:
         """The best, its gain over the baseline and its ready block, stored."""
         base = next((t for t in self.doc["trials"] if t["number"] == -1), None)
-        best = self.best()
+        best = best_of(self.doc["trials"], self.tune.clients is not None)
         doc = self.doc
         doc["gain"], doc["best"], doc["block"] = None, None, ""  # a resumed study's answer is made anew
         if base is None or best is None:
-            doc["text"] = self.no_answer(base)
-            self.sweep.writer.set_tune(doc)
+            doc["text"] = no_answer(doc, base is not None)
+            self._caveat()
             return status
         doc["best"] = best["number"]
         doc["block"] = ready_block(self.tune.stack, {**self.base_settings, **best["params"]})
         ended = status == "complete" and not self.sweep.stopper.requested
         ran = [t for t in doc["trials"] if t["number"] >= 0 and t["state"] == "complete"]
         if ended and not ran:
-            doc["text"] = f"{self.no_trial()}; the baseline ({settings_text(self.defaults())}): {valued(base, doc)}"
+            doc["text"] = f"{no_trial(doc)}; the baseline ({settings_text(self.defaults())}): {valued(base, doc)}"
         elif ended and best is base:
-            tied = self.tied(doc["trials"])
+            same = self.tune.clients is None and tied(doc["trials"], self.cap.resolution)
             doc["text"] = (f"the baseline ({settings_text(self.defaults())}) held the most: {valued(base, doc)}; "
                            + (f"every setting tried gave the same, to the search's {self.cap.resolution:.0%} "
-                              "resolution: these parameters do not move the edge here (see its cause)" if tied
+                              "resolution: these parameters do not move the edge here (see its cause)" if same
                               else "no setting tried did better"))
         elif ended:
             gain = self.compare(base, best)
@@ -346,8 +353,13 @@ class Tuner:
             n = sum(1 for t in doc["trials"] if t["number"] >= 0 and t["state"] == "complete")
             doc["text"] = (f"stopped after {n} trial{'' if n == 1 else 's'} of the study; best so far: "
                            f"{settings_text(best['params'])}, {valued(best, doc)} (not compared with the baseline)")
-        self.sweep.writer.set_tune(doc)
+        self._caveat()
         return status
+
+    def _caveat(self) -> None:
+        """Stores the answer, no finding where the setting under study did not take effect (`gain.unreached`)."""
+        self.doc["text"] = unreached(self.doc)
+        self.sweep.writer.set_tune(self.doc)
 
 
 def run_tune(spec: RunSpec, cap: CapacitySpec, tune: TuneSpec, progress: SweepHooks | None = None,
@@ -379,19 +391,3 @@ def run_study(sweep: Sweep, cap: CapacitySpec, tune: TuneSpec, run: TrialRunner 
         status = tuner.study(optuna, base)
     return tuner.conclude(status)
 
-
-# --- small pure pieces ---------------------------------------------------------------------------
-
-
-def _value(found: Found) -> float | None:
-    if found.kind in ("capacity", "at_least", "not_reached") and found.level is not None:
-        return float(found.level)
-    return 0.0 if found.kind == "below_start" else None
-
-
-def _rps(v: float | None) -> str:
-    return "nothing measured" if v is None else f"{v:,.0f} req/s"
-
-
-def _name(t: TuneTrialDoc) -> str:
-    return "baseline" if t["number"] == -1 else f"trial {t['number']}"

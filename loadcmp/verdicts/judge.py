@@ -5,7 +5,9 @@ claim must hold at each:
 
 - supported: at every level the 95 % interval of the mean over trials (Student t), or of the
   ratio left/right (delta method on the log scale, `report.compare.ratio`) against the factor,
-  lies entirely on the claimed side;
+  lies entirely on the claimed side. A latency is skewed and never below zero: its mean is the
+  geometric mean and its interval the t-interval of the logs taken back (`estimate`), so no
+  bound of it is ever negative;
 - not supported: at some level it lies entirely on the wrong side;
 - inconclusive, with the reason: an interval straddles the threshold; a level has no data; a
   label is not in the results; a side was client-bound at that level and its bound decides
@@ -295,10 +297,17 @@ def _wrong(verdict: FindingVerdict, low: float | None) -> str | None:
 def _estimate(res: Results, side: Side, server: str, level: int) -> Estimate:
     """The mean of a metric over the cell's trials, each trial measured on its own."""
     from .checks import measure
-    from ..report.tables import Estimate
 
     vals = [measure(side.metric, side.q, [t]) for t in res.cell(server, level)]
-    return Estimate.of([v for v in vals if v is not None and math.isfinite(v)])
+    return estimate(side.metric, [v for v in vals if v is not None and math.isfinite(v)])
+
+
+def estimate(metric: str, values: list[float]) -> Estimate:
+    """A check's metric over trials, by the one interval rule (`report.tables.Estimate.of`): a latency is
+    skewed and never below zero, so its mean and interval are taken on the log scale."""
+    from ..report.tables import Estimate
+
+    return Estimate.of(values, skewed=METRICS[metric][0] == "time")
 
 
 def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _Level]], reason: str | None) -> str:

@@ -128,9 +128,8 @@ class Confirmed:
 
 def confirm_level(target: Target, level: int, trials: list[TrialRecord]) -> Confirmed:
     """A level's measured trials judged check by check with 95 % intervals (`judge.decide`)."""
-    from ..report.tables import Estimate
     from ..store.reader import client_bound
-    from .judge import decide
+    from .judge import decide, estimate
 
     ran = [t for t in trials if t.get("result")]
     out: list[CheckEstimate] = []
@@ -140,7 +139,7 @@ def confirm_level(target: Target, level: int, trials: list[TrialRecord]) -> Conf
         if ran and not finite:  # no request of any trial succeeded: no latency, and the target is missed
             out.append(CheckEstimate(c.name, None, None, None, len(ran), "missed", "no request succeeded"))
             continue
-        e = Estimate.of(finite)
+        e = estimate(c.metric, finite)
         if e.mean is None:
             out.append(CheckEstimate(c.name, None, None, None, 0, "unsure", "not measured"))
             continue

@@ -1,7 +1,8 @@
 """A model server for capacity searches without Docker: trials as `sweep.trial.run_trial` returns them.
 
 A server of capacity C answers a closed loop of L clients in 50 ms + 450 ms x L / C at the 99th
-percentile (500 ms at C), a little slower trial after trial so that intervals have a width; above
+percentile (500 ms at C), 1 % slower and faster by turns so that intervals have a width (and narrow
+with more trials, as they do around a steady mean); above
 1.5 C it refuses connections. Beyond C its status page shows every worker busy and its CPU is
 saturated, the evidence `observe.evidence` would have written. `client_bound_from` makes the client
 the limit from that level on.
@@ -48,7 +49,7 @@ class Model:
     def trial(self, p: Planned, interrupted: bool = False) -> TrialRecord:
         cap = self.capacity[p.server]
         load = p.level / cap
-        p99 = (0.05 + 0.45 * load) * (1 + 0.01 * p.trial)
+        p99 = (0.05 + 0.45 * load) * (1 + 0.01 * (-1) ** p.trial)
         h = Histogram.of(np.linspace(p99 * 0.2, p99, 400))
         refused = 0 if load <= 1.5 else int(400 * (load - 1.5))
         ok = 400 if not interrupted else 150
