@@ -197,15 +197,11 @@ class Search:
         high: int | None = None
         level = p.start
         for _ in range(ROUNDS + 1):
-            while high is None:  # 1. step up (from the start, or from a level met)
-                if not (self.met[level] if level in self.met else self.probe(level, "step")):
-                    high = level
-                    break
-                low = level
-                if level >= p.max:
-                    return self._end("not_reached", level, None,
-                                     f"the target was met up to {level:,}, where the search stops: {p.max_reason}")
-                level = min(p.max, max(level + 1, math.ceil(level * p.factor)))
+            if high is None:  # 1. step up (from the start, or from a level met)
+                low, high = self._step_up(level, low)
+                if high is None:
+                    return self._end("not_reached", low, None,
+                                     f"the target was met up to {low:,}, where the search stops: {p.max_reason}")
             if low is None:  # the first level missed: make sure it was not noise
                 c = self.confirm(high)
                 if c.verdict == "met":
@@ -235,18 +231,35 @@ class Search:
                 low, high = high, self._missed_above(high)
                 level = low
                 continue
-            bound = self._bound_at(low, high)
-            if any(c.verdict == "unsure" for c in (lc, hc)):
-                if bound:
-                    self.found.notes.append(f"the client was the limit at the edge ({bound})")
-                return self._unsure([c for c in (lc, hc) if c.verdict == "unsure"])
-            if bound:
-                return self._end("at_least", low, high, f"the client was the limit at the edge ({bound}): the "
-                                 "server may hold more than this")
-            return self._end("capacity", low, high)
+            return self._edge(low, high, lc, hc)
         return self._end("capacity" if low is not None else "below_start", low if low is not None else high, high,
                          f"the confirmations disagreed with the probes {ROUNDS} times: the edge is noisy here, "
                          "take it as approximate")
+
+    def _step_up(self, level: int, low: int | None) -> tuple[int | None, int | None]:
+        """Up from `level` until a probe misses: (the last level met, the first missed); (the limit, None) when
+        every level up to it was met."""
+        p = self.plan
+        while True:
+            if not (self.met[level] if level in self.met else self.probe(level, "step")):
+                return low, level
+            low = level
+            if level >= p.max:
+                return low, None
+            level = min(p.max, max(level + 1, math.ceil(level * p.factor)))
+
+    def _edge(self, low: int, high: int, lc: Confirmed, hc: Confirmed) -> Found:
+        """The end once both sides of the edge are confirmed: unsure, at least (the client was the limit), or
+        the capacity."""
+        bound = self._bound_at(low, high)
+        if any(c.verdict == "unsure" for c in (lc, hc)):
+            if bound:
+                self.found.notes.append(f"the client was the limit at the edge ({bound})")
+            return self._unsure([c for c in (lc, hc) if c.verdict == "unsure"])
+        if bound:
+            return self._end("at_least", low, high, f"the client was the limit at the edge ({bound}): the "
+                             "server may hold more than this")
+        return self._end("capacity", low, high)
 
     def _unsure(self, undecided: list[Confirmed]) -> Found:
         """Ends the search where confirmations stayed unsure: between the highest level met below them and the
