@@ -44,7 +44,7 @@ def test_wordpress_on_its_database_answers_every_request_and_the_database_is_mea
 def test_a_database_out_of_connections_is_the_named_cause_of_the_failures(tmp_path, docker_client):
     before = {c.name for c in cleanup.labelled(docker_client)}
     res = CliRunner().invoke(cli, ["run", "--app", "wordpress", "--server", "nginx", "--page", "/?p=1042",
-                                   "-c", "20", "-t", "2", "--warmup", "0", "--set", "db.max_connections=2",
+                                   "-c", "20", "-t", "4", "--warmup", "0", "--set", "db.max_connections=2",
                                    "--out", str(tmp_path), "--json"])
     assert res.exit_code == 0, res.output
     (t,) = load_results(json.loads(res.stdout)["results_dir"]).trials
