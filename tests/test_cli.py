@@ -213,7 +213,7 @@ def test_servers_tunables_name_the_stacks_that_take_each_key_and_its_bounds():
     assert res.exit_code == 0, res.output
     found = json.loads(res.stdout)["tunables"]
     fpm = stacks.get_stack("nginx").tunables["fpm.max_children"]
-    with_fpm = [s.name for s in stacks.catalog().values() if "fpm.max_children" in s.tunables]
+    with_fpm = [s.name for s in stacks.catalog() if "fpm.max_children" in s.tunables]
     assert found["fpm.max_children"]["stacks"] == with_fpm and "apache-prefork" not in with_fpm
     assert (found["fpm.max_children"]["min"], found["fpm.max_children"]["max"]) == (fpm.min, fpm.max)
     assert found["fpm.pm"]["choices"] == ["static", "dynamic", "ondemand"]
@@ -224,7 +224,7 @@ def test_servers_tunables_name_the_stacks_that_take_each_key_and_its_bounds():
     assert f"{fpm.min:,}..{fpm.max:,}" in row and ", ".join(with_fpm[:2]) in row
     row = next(line for line in res.output.splitlines() if "fpm.pm " in line)
     assert "static | dynamic | ondemand" in row
-    everywhere = [k for k, v in found.items() if len(v["stacks"]) == len(stacks.catalog())]
+    everywhere = [k for k, v in found.items() if len(v["stacks"]) == len(stacks.catalog().names())]
     assert everywhere and all("every stack" in next(x for x in res.output.splitlines() if f"│ {k} " in x)
                               for k in everywhere)
 

@@ -12,20 +12,21 @@ from rich.table import Table
 
 from .app import abort_on_signals, cli, emit_json
 from .display import err, out, warn
-from .options import (DockerFlags, app_option, docker_host_option, docker_options, json_option, server_options,
-                      stacks_option, www_option, config_option)
+from .options import (DockerFlags, SetupFlags, app_option, config_option, docker_host_option, docker_options,
+                      json_option, server_options, stacks_option, www_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, docker_client, with_engine_limits
 
 if TYPE_CHECKING:
-    from ..lab.model import Tunable
-
-if TYPE_CHECKING:
+    from ..lab.containers import Deployment
+    from ..lab.model import App, Stack, Tunable
+    from ..lab.ownconfig import OwnConfig
     from ..lab.stacks import Catalog
 
 
-def engine(flags: dict[str, Any]) -> DockerHost:
-    """The engine a command's flags name; a plain-text one is said in one line before it is used."""
-    host = DockerFlags.pop(flags).host()
+def engine(flags: dict[str, Any] | DockerFlags) -> DockerHost:
+    """The engine a command's flags name (its keyword arguments or its Docker flags); a plain-text one is said
+    in one line before it is used."""
+    host = (flags if isinstance(flags, DockerFlags) else DockerFlags.pop(flags)).host()
     warn(host.warning())
     return host
 
@@ -162,24 +163,51 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
 @config_option
 @docker_options
 @json_option
-def up(server: str, port: int | None, server_cpus: str | None, server_memory: int | None,
-       sets: tuple[str, ...], as_json: bool, stack_dirs: tuple[str, ...], www: str | None, app: str | None,
-       configs: tuple[dict[str, Any], ...], **flags: Any) -> None:
+def up(server: str, port: int | None, as_json: bool, **flags: Any) -> None:
     """Start a stack (with --app, serving that application) and leave it running; print its URL."""
-    from ..lab import apps, cleanup, containers, ownconfig, stacks
-    from ..lab.images import build_images
-    from ..lab.planning import check_port_free, plan_deployment
+    setup = SetupFlags.pop(flags)
+    chosen = _choose(server, setup)
+    host = engine(setup.docker)
+    check_server_limits(host, setup.server_cpus, setup.server_memory)  # this machine's engine: before it is asked
+    if port is not None and not host.remote:
+        from ..lab.planning import check_port_free
+
+        check_port_free(port)
+    dep = _start(chosen, port, setup, host)
+    pages = {p.name: dep.url.rstrip("/") + p.path for p in chosen.app.pages} if chosen.app else {}
+    if as_json:
+        emit_json({"server": chosen.stack.name, "url": dep.url, "containers": dep.container_names,
+                   **({"app": chosen.app.name, "pages": pages} if chosen.app else {}),
+                   "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
+                   "run_id": dep.run_id, **({"unmeasured": dep.unmeasured} if dep.unmeasured else {})})
+    else:
+        _say_up(chosen, dep, pages)
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """What `up` starts, its settings checked: the stack (an app's images over it), the settings in effect
+    (an app's under the user's), the app, and the user's own config files."""
+
+    stack: Stack
+    overrides: dict[str, Any]
+    app: App | None
+    own: list[OwnConfig]
+
+
+def _choose(server: str, setup: SetupFlags) -> _Chosen:
+    """The stack, the app and the settings `up` was given, every problem with them said at once (exit 2)."""
     from ..errors import Problems, UsageError
     from ..experiment.variants import Variant, check_sets, own_config_errors
-    from ..observe.statuspages import leave_out_unanswered
+    from ..lab import apps, ownconfig, stacks
 
-    cat = stacks.catalog(stack_dirs)
+    cat = stacks.catalog(setup.stack_dirs)
     stack = cat.get(server)
-    overrides = cat.parse_overrides(sets, apps.tunables())
-    the_app = apps.get_app(app) if app else None
-    if the_app and www:
+    overrides = cat.parse_overrides(setup.sets, apps.tunables())
+    the_app = apps.get_app(setup.app) if setup.app else None
+    if the_app and setup.www:
         raise UsageError("--www and --app: give one (the app brings its own pages)")
-    own = [ownconfig.from_doc(d) for d in configs]
+    own = [ownconfig.from_doc(d) for d in setup.configs]
     p = Problems()
     p.extend(check_sets([Variant(stack.name, stack.name, {})], overrides, {}, cat,
                         tuple(dict.fromkeys(k.split(".")[0] for k in the_app.tunables)) if the_app else ()))
@@ -189,39 +217,45 @@ def up(server: str, port: int | None, server_cpus: str | None, server_memory: in
         overrides = {**the_app.settings, **overrides}
         stack = apps.on_stack(the_app, stack)
     stacks.effective_settings(stack, overrides)
-    host = engine(flags)
-    check_server_limits(host, server_cpus, server_memory)  # this machine's engine: before it is asked
-    if port is not None and not host.remote:
-        check_port_free(port)
+    return _Chosen(stack, overrides, the_app, own)
+
+
+def _start(chosen: _Chosen, port: int | None, setup: SetupFlags, host: DockerHost) -> Deployment:
+    """The chosen stack started on `host` and left running (no owner process: `down` removes it); the
+    containers of dead runs removed first, the images built when missing."""
+    from ..lab import cleanup, containers
+    from ..lab.images import build_images
+    from ..lab.planning import plan_deployment
+    from ..observe.statuspages import leave_out_unanswered
+
     client = docker_client(host)
     with answering(host):
-        check_server_limits(host, server_cpus, server_memory, client)  # another machine's: its own CPUs and memory
+        check_server_limits(host, setup.server_cpus, setup.server_memory, client)  # another machine's: its own
         reaped = cleanup.reap_orphans(client)
         if reaped:
             err.print(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
-        with err.status(f"starting {stack.name}") as status:
-            images = build_images(client, stack.images, log=lambda m: status.update(m[:120]))
+        with err.status(f"starting {chosen.stack.name}") as status:
+            images = build_images(client, chosen.stack.images, log=lambda m: status.update(m[:120]))
             host = with_engine_limits(client, host, images)
-            plan = plan_deployment(stack, port=port, cpus=server_cpus, memory=server_memory, overrides=overrides,
-                                   host=host, www=Path(www) if www else None, own=own, app=the_app)
+            plan = plan_deployment(chosen.stack, port=port, cpus=setup.server_cpus, memory=setup.server_memory,
+                                   overrides=chosen.overrides, host=host, www=Path(setup.www) if setup.www else None,
+                                   own=chosen.own, app=chosen.app)
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
                 dep = containers.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]),
                                     host=host, owned=False)
             leave_out_unanswered(dep)
-    pages = {p.name: dep.url.rstrip("/") + p.path for p in the_app.pages} if the_app else {}
-    if as_json:
-        emit_json({"server": stack.name, "url": dep.url, "containers": dep.container_names,
-                   **({"app": the_app.name, "pages": pages} if the_app else {}),
-                   "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
-                   "run_id": dep.run_id, **({"unmeasured": dep.unmeasured} if dep.unmeasured else {})})
-    else:
-        click.echo(dep.url)
-        err.print(f"{stack.name} is up ({', '.join(dep.container_names)}); status: "
-                  + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
-        for kind, why in dep.unmeasured.items():
-            err.print(f"no {kind} status page: {why}")
-        for name, url in pages.items():
-            err.print(f"{the_app.name if the_app else ''} page {name}: {url}")
+    return dep
+
+
+def _say_up(chosen: _Chosen, dep: Deployment, pages: dict[str, str]) -> None:
+    """The URL on stdout; the containers, status pages and the app's pages on stderr."""
+    click.echo(dep.url)
+    err.print(f"{chosen.stack.name} is up ({', '.join(dep.container_names)}); status: "
+              + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
+    for kind, why in dep.unmeasured.items():
+        err.print(f"no {kind} status page: {why}")
+    for name, url in pages.items():
+        err.print(f"{chosen.app.name if chosen.app else ''} page {name}: {url}")
 
 
 @cli.command()

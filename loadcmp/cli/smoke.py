@@ -17,7 +17,8 @@ from .run import raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
 if TYPE_CHECKING:
-    from ..verdicts.smoke import Verdict
+    from ..store.reader import Results
+    from ..verdicts.smoke import Check, Verdict
 
 SMOKE_KEYS = {"pages", "checks"}
 """What an experiment file's [smoke] table may hold."""
@@ -46,35 +47,22 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
           baseline: str | None, max_regression: str, junit: str | None, summary: str | None, as_json: bool,
           **flags: Any) -> None:
     """Short runs of every stack with pass/fail checks (exit 3 when one fails)."""
-    from ..verdicts.smoke import compare_baseline, evaluate, parse_checks, parse_percent, write_outputs
     from ..experiment.flags import build_spec
-    from ..experiment.spec import load_experiment
-    from ..lab.stacks import catalog, configs_dir
-    from ..store.reader import load_results
+    from ..lab.stacks import catalog
+    from ..verdicts.smoke import parse_checks, parse_percent, write_outputs
 
     load, setup = LoadFlags.pop(flags), SetupFlags.pop(flags)
     setup.check_out()  # first: a bad path found after the run would lose it and its verdicts
     for flag, file in (("--junit", junit), ("--summary", summary)):
         writable(flag, file, folder=False)
-    path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
-    fields, extra = load_experiment(path)
-    table = extra.get("smoke", {})
-    unknown = set(table) - SMOKE_KEYS
-    if unknown:
-        raise ConfigError(f"{path}: [smoke] has unknown key(s) {', '.join(sorted(unknown))} (known: pages, checks)")
-    app = setup.app or fields.get("app")
-    texts, source = _checks(checks, table.get("checks", []), experiment is not None, app)
+    path, fields, table = _smoke_file(experiment)
+    texts, source = _checks(checks, table.get("checks", []), experiment is not None, setup.app or fields.get("app"))
     if not texts:
         raise UsageError("no checks: give --check EXPR or a [smoke] checks list")
     cat = catalog((*fields.get("stack_dirs", ()), *setup.stack_dirs))  # the file's and --stacks'
     parsed = parse_checks(texts, cat)
     margin = parse_percent(max_regression)
-    base = None
-    if baseline:
-        try:
-            base = load_results(baseline)
-        except StoreError as e:
-            raise UsageError(f"--baseline: {e}") from None
+    base = _baseline(baseline)
     if not servers_ and "servers" not in fields:
         servers_ = tuple(cat.smoke_servers())
     chosen = _pages(pages, table.get("pages", []), experiment is not None, setup.app)
@@ -84,19 +72,60 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     t = time.monotonic()
     run = sweep(spec, table=False)
     elapsed = time.monotonic() - t
-    res = load_results(run.path)
-    verdicts = evaluate(res, parsed)
-    if base is not None:
-        verdicts += compare_baseline(res, base, margin)
+    res, verdicts = _judge(run.path, parsed, base, margin)
     passed = all(o.passed for o in verdicts)
     write_outputs(verdicts, res, passed, elapsed, junit, summary)
     _print(verdicts, passed, elapsed, as_json, run.path)
     raise_for_status(run)
+    _raise_for(res, verdicts)
+
+
+def _smoke_file(experiment: str | None) -> tuple[str, dict[str, Any], dict[str, Any]]:
+    """The experiment file (the user's, else configs/experiments/smoke.toml): its path, its RunSpec fields
+    and its [smoke] table, whose keys are checked."""
+    from ..experiment.spec import load_experiment
+    from ..lab.stacks import configs_dir
+
+    path = experiment or str(configs_dir() / "experiments" / "smoke.toml")
+    fields, extra = load_experiment(path)
+    table = extra.get("smoke", {})
+    unknown = set(table) - SMOKE_KEYS
+    if unknown:
+        raise ConfigError(f"{path}: [smoke] has unknown key(s) {', '.join(sorted(unknown))} (known: pages, checks)")
+    return path, fields, table
+
+
+def _baseline(folder: str | None) -> Results | None:
+    """The stored run --baseline names, read before anything runs (one it cannot read is bad usage)."""
+    from ..store.reader import load_results
+
+    if not folder:
+        return None
+    try:
+        return load_results(folder)
+    except StoreError as e:
+        raise UsageError(f"--baseline: {e}") from None
+
+
+def _judge(path: str, checks: list[Check], base: Results | None, margin: float) -> tuple[Results, list[Verdict]]:
+    """The stored run read back and its verdicts: every check, then rps and p99 against the baseline."""
+    from ..store.reader import load_results
+    from ..verdicts.smoke import compare_baseline, evaluate
+
+    res = load_results(path)
+    verdicts = evaluate(res, checks)
+    if base is not None:
+        verdicts += compare_baseline(res, base, margin)
+    return res, verdicts
+
+
+def _raise_for(res: Results, verdicts: list[Verdict]) -> None:
+    """A server that could not start is a runtime error (exit 1); a check not met is exit 3."""
     not_started = [tr for tr in res.trials if tr["status"] == "server_failed"]
     if not_started:
         raise LabError(f"{len(not_started)} server(s) could not start: {not_started[0].get('reason')}")
-    if not passed:
-        failed = [o for o in verdicts if not o.passed]
+    failed = [o for o in verdicts if not o.passed]
+    if failed:
         raise ThresholdFailed(f"{len(failed)} of {len(verdicts)} smoke check(s) not met")
 
 

@@ -6,6 +6,7 @@ its line beside every other one.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError
@@ -65,55 +66,102 @@ FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings", "stacks"
 def convert(key: str, kind: str, v: Any, cat: Catalog) -> Any:
     """One value of the file as its RunSpec field takes it (`kind`: its type in KEYS); stacks and settings
     are those of `cat`."""
-    def want(cond: bool, what: str) -> None:
-        if not cond:
-            raise ConfigError(f"expected {what}, got {type(v).__name__} {v!r}")
+    if kind not in CONVERT:
+        raise ConfigError(f"unknown type {kind}")  # pragma: no cover
+    return CONVERT[kind](key, v, cat)
 
-    if kind == "str":
-        want(isinstance(v, str), "a string")
-        return v
-    if kind == "int":
-        want(isinstance(v, int) and not isinstance(v, bool), "a whole number")
-        if v < 1:
-            raise ConfigError(f"must be >= 1, got {v}")
-        if v > MAX_COUNT:
-            raise ConfigError(f"must be at most {MAX_COUNT:,}, got {v}")
-        return v
-    if kind == "rate":
-        want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "requests per second, like 1000")
-        return parse_rate(v, key)
-    if kind == "bool":
-        want(isinstance(v, bool), "true or false")
-        return v
-    if kind == "bools":
-        if isinstance(v, bool):
-            return (v,)
-        want(isinstance(v, list) and bool(v) and all(isinstance(x, bool) for x in v), "true, false or a list of them")
-        return tuple(dict.fromkeys(v))
-    if kind == "list[str]":
-        if isinstance(v, str):
-            return (v,)
-        want(isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of names")
-        return tuple(v)
-    if kind == "levels":
-        want(isinstance(v, (int, list)) and not isinstance(v, bool), "a number or a list of numbers")
-        return tuple(parse_levels(v if isinstance(v, int) else [x for x in v]))
-    if kind in ("duration", "positive duration"):
-        want(isinstance(v, (str, int, float)) and not isinstance(v, bool), "a duration like \"30s\"")
-        return parse_duration(v, key, allow_zero=kind == "duration")
-    if kind == "memory cap":
-        want(isinstance(v, (str, int)) and not isinstance(v, bool), "a size like \"512m\"")
-        return parse_memory_cap(v, key, here=False)  # the machine is known in `validate`
-    if kind == "table":
-        want(isinstance(v, dict), "a table")
-        if key == "set":
-            return cat.parse_overrides({k: val for k, val in v.items()}, lab_apps.tunables())
-        return v
-    if kind == "variants":
-        return variants.parse_variant_tables(v, cat)
-    if kind == "configs":
-        want(isinstance(v, list) and all(isinstance(t, dict) for t in v), "[[configs]] tables")
-        return v
-    if kind == "findings":
-        return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
-    raise ConfigError(f"unknown type {kind}")  # pragma: no cover
+
+def _want(cond: bool, what: str, v: Any) -> None:
+    """A value of the wrong type, said with what was expected and what was given."""
+    if not cond:
+        raise ConfigError(f"expected {what}, got {type(v).__name__} {v!r}")
+
+
+def _number(v: Any) -> bool:
+    """A TOML number (a bool is not one, though Python counts it as an int)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def _str(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, str), "a string", v)
+    return v
+
+
+def _int(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, int) and not isinstance(v, bool), "a whole number", v)
+    if v < 1:
+        raise ConfigError(f"must be >= 1, got {v}")
+    if v > MAX_COUNT:
+        raise ConfigError(f"must be at most {MAX_COUNT:,}, got {v}")
+    return v
+
+
+def _rate(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, str) or _number(v), "requests per second, like 1000", v)
+    return parse_rate(v, key)
+
+
+def _bool(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, bool), "true or false", v)
+    return v
+
+
+def _bools(key: str, v: Any, cat: Catalog) -> Any:
+    if isinstance(v, bool):
+        return (v,)
+    _want(isinstance(v, list) and bool(v) and all(isinstance(x, bool) for x in v), "true, false or a list of them", v)
+    return tuple(dict.fromkeys(v))
+
+
+def _names(key: str, v: Any, cat: Catalog) -> Any:
+    if isinstance(v, str):
+        return (v,)
+    _want(isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of names", v)
+    return tuple(v)
+
+
+def _levels(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, (int, list)) and not isinstance(v, bool), "a number or a list of numbers", v)
+    return tuple(parse_levels(v if isinstance(v, int) else [x for x in v]))
+
+
+def _duration(key: str, v: Any, cat: Catalog, *, allow_zero: bool = True) -> Any:
+    _want(isinstance(v, str) or _number(v), "a duration like \"30s\"", v)
+    return parse_duration(v, key, allow_zero=allow_zero)
+
+
+def _positive_duration(key: str, v: Any, cat: Catalog) -> Any:
+    return _duration(key, v, cat, allow_zero=False)
+
+
+def _memory_cap(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, (str, int)) and not isinstance(v, bool), "a size like \"512m\"", v)
+    return parse_memory_cap(v, key, here=False)  # the machine is known in `validate`
+
+
+def _table(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, dict), "a table", v)
+    if key == "set":
+        return cat.parse_overrides({k: val for k, val in v.items()}, lab_apps.tunables())
+    return v
+
+
+def _variants(key: str, v: Any, cat: Catalog) -> Any:
+    return variants.parse_variant_tables(v, cat)
+
+
+def _configs(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, list) and all(isinstance(t, dict) for t in v), "[[configs]] tables", v)
+    return v
+
+
+def _findings(key: str, v: Any, cat: Catalog) -> Any:
+    return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
+
+
+CONVERT: dict[str, Callable[[str, Any, Catalog], Any]] = {
+    "str": _str, "int": _int, "rate": _rate, "bool": _bool, "bools": _bools, "list[str]": _names,
+    "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
+    "table": _table, "variants": _variants, "configs": _configs, "findings": _findings,
+}
+"""Each type of KEYS and the function that checks a value of it and converts it (key, value, catalog)."""

@@ -112,7 +112,7 @@ class Cause:
     setting: str | None = None
     """The tunable it points to (`{workers}`-style names are filled from the roles' vars); None: not a tunable."""
     kinds: tuple[str, ...] = ()
-    """The client failure kinds it makes (load.outcomes); () = it makes none by itself."""
+    """The client failure kinds it makes (`records.FAIL_KINDS`); () = it makes none by itself."""
     peak: str | None = None
     """A status column whose peak at the setting's value is evidence too (all workers busy)."""
     peak_said: str = ""

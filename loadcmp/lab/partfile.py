@@ -185,38 +185,51 @@ class Reader:
             if not isinstance(page, dict):
                 self.p.at(path, text, kind, f"{where}: give path, format and fields")
                 continue
-            spot = kind
-            p, fmt, fields, find = page.get("path"), page.get("format"), page.get("fields"), page.get("find")
-            role, command = page.get("role"), page.get("command")
-            problems = [f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(STATUS_KEYS))})"
-                        for bad in [sorted(set(page) - STATUS_KEYS)] if bad]
-            if find is not None and (why := _one_group(find) if isinstance(find, str) else "not a string"):
-                problems.append(f"find must be a regex whose group 1 is the page's path ({why})")
-            if command is not None or role is not None:
-                if not isinstance(command, str) or not command.strip() or not isinstance(role, str) or p is not None:
-                    problems.append("a status read by a command gives role (whose container runs it) and command, "
-                                    "and no path")
-                p = ""
-            elif not isinstance(p, str) or not p.startswith("/"):
-                problems.append("path must start with /")
-            if fmt not in FORMATS:
-                problems.append(f"format must be one of {', '.join(FORMATS)}")
-            if not isinstance(fields, dict) or not fields or not all(
-                    isinstance(k, str) and IDENT.match(k) and isinstance(v, str) for k, v in fields.items()):
-                problems.append("fields must be a table of column = \"what to read\" (columns: letters, digits, _)")
-            elif fmt == "regex":
-                for col, rx in fields.items():
-                    try:
-                        if re.compile(rx).groups != 1:
-                            problems.append(f"fields.{col}: the regex needs exactly one group (the number)")
-                    except re.error as e:
-                        problems.append(f"fields.{col}: the regex does not compile ({e})")
+            problems = _status_problems(page)
             if problems:
                 for m in problems:
-                    self.p.at(path, text, spot, f"{where}: {m}")
+                    self.p.at(path, text, kind, f"{where}: {m}")
                 continue
-            assert isinstance(p, str) and isinstance(fmt, str) and isinstance(fields, dict)
-            self.status[kind] = StatusPage(kind, p, fmt, tuple(fields.items()), find, role, command)
+            fields, command = page["fields"], page.get("command")
+            p = "" if command is not None or page.get("role") is not None else page["path"]
+            self.status[kind] = StatusPage(kind, p, page["format"], tuple(fields.items()), page.get("find"),
+                                           page.get("role"), command)
+
+
+def _status_problems(page: dict[str, Any]) -> list[str]:
+    """What is wrong with one [status.KIND] table: its keys, where it is read (a path, or a role's command),
+    its format and its fields."""
+    p, fmt, find = page.get("path"), page.get("format"), page.get("find")
+    role, command = page.get("role"), page.get("command")
+    problems = [f"unknown key(s) {', '.join(bad)} (known: {', '.join(sorted(STATUS_KEYS))})"
+                for bad in [sorted(set(page) - STATUS_KEYS)] if bad]
+    if find is not None and (why := _one_group(find) if isinstance(find, str) else "not a string"):
+        problems.append(f"find must be a regex whose group 1 is the page's path ({why})")
+    if command is not None or role is not None:
+        if not isinstance(command, str) or not command.strip() or not isinstance(role, str) or p is not None:
+            problems.append("a status read by a command gives role (whose container runs it) and command, "
+                            "and no path")
+    elif not isinstance(p, str) or not p.startswith("/"):
+        problems.append("path must start with /")
+    if fmt not in FORMATS:
+        problems.append(f"format must be one of {', '.join(FORMATS)}")
+    return problems + _fields_problems(fmt, page.get("fields"))
+
+
+def _fields_problems(fmt: Any, fields: Any) -> list[str]:
+    """What is wrong with a status page's fields (column = what to read; with format regex, one group each)."""
+    if not isinstance(fields, dict) or not fields or not all(
+            isinstance(k, str) and IDENT.match(k) and isinstance(v, str) for k, v in fields.items()):
+        return ["fields must be a table of column = \"what to read\" (columns: letters, digits, _)"]
+    problems = []
+    if fmt == "regex":
+        for col, rx in fields.items():
+            try:
+                if re.compile(rx).groups != 1:
+                    problems.append(f"fields.{col}: the regex needs exactly one group (the number)")
+            except re.error as e:
+                problems.append(f"fields.{col}: the regex does not compile ({e})")
+    return problems
 
 
 def _one_group(rx: str) -> str | None:

@@ -5,7 +5,11 @@
                   once-a-second ticker that samples the load thread itself
     http1.py      FastEngine (uvloop + httptools), with conn.py (Conn, Slot)
                   and rawclient.py (the closed loop without keep-alive)
-    compiled.py   which closed loop runs: the compiled one (_cloop, _ctally) or pure Python
+    compiled.py   which closed loop runs: the compiled one or pure Python
+    _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd, _csys.pxd, _chttp.h, _cnet.h): its own
+                  epoll set, a reader of the running loop
+    _ctally.pyx   what the recorder keeps of each request, counted in C (_ctally.pxd, _ctally.h) and handed
+                  over once a second
     aio.py        AiohttpEngine (TLS, redirects)
     tls.py        https for both engines: one SSL context per load, a handshake before it
     target.py     Target, make_target: the URL and the request bytes

@@ -6,6 +6,7 @@
     pages.py          Report: what the report says, once; as one self-contained HTML page and as Markdown
     story.py          the findings in plain sentences: who served more, where failures begin, what the
                       servers used and why they failed, from their own evidence
+    causes.py         the servers' evidence in words: the one place a trial's cause records become sentences
     role_usage.py     what the roles measured apart from a server (an app's database) used, per level
     compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
     tables.py         Table 1 (per server x level: means and 95 % intervals), `--json`'s rows, the legend
@@ -18,7 +19,7 @@
     axes.py           what every figure shares: style, colours per server, axes, error bars, legends
 
 Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
-plots -> story -> role_usage, compare -> tables; setup -> tables. Outside the package: the store (the
+plots -> story -> role_usage, compare -> tables -> causes; setup -> tables. Outside the package: the store (the
 folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
 errors).
 """
