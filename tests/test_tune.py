@@ -233,12 +233,12 @@ def test_a_study_killed_during_its_comparison_resumes_with_the_kill_recorded_and
     left: dict[str, Path] = {}
     measure = model.__class__.__call__
 
-    def kill_in_comparison(self: Any, sweep: Sweep, p: Planned) -> Any:
+    def kill_in_comparison(self: Any, sweep: Sweep, p: Planned, spec: RunSpec) -> Any:
         doc = sweep.writer.run.get("tune") or {}
         if doc.get("comparing") and "run" not in left:  # the folder as a process killed here would leave it
             left["run"] = tmp_path / "left"
             shutil.copytree(sweep.writer.path, left["run"])
-        return measure(self, sweep, p)
+        return measure(self, sweep, p, spec)
 
     model.__class__ = type("Killed", (model.__class__,), {"__call__": kill_in_comparison})
     assert tune_cli("--param", "fpm.max_children=5..100", "--trials", "3", "--out", str(tmp_path / "r")).exit_code == 0
@@ -349,13 +349,13 @@ def test_a_study_whose_setting_never_took_effect_says_so_and_draws_no_finding(mo
     from loadcmp.sweep import tune
 
     class Dynamic(Model):
-        def __call__(self, sweep: Sweep, p: Planned) -> Any:
+        def __call__(self, sweep: Sweep, p: Planned, spec: RunSpec) -> Any:
             self.capacity[p.server] = 295  # the pool stays at Debian's 5, whatever the setting
-            out = super().__call__(sweep, p)
+            out = super().__call__(sweep, p, spec)
             out.record["server_metrics"]["busy_workers_peak"] = 5.0  # as the status page counted them
             out.record["log_evidence"] = {"fpm.seems_busy": 1}  # php-fpm: no idle worker, spawning more
             sweep.writer.run["servers"][p.label].update(  # as `trial.describe_server` stores a label's set-up
-                busy_limit="fpm.max_children", settings=NGINX.effective(sweep.spec.settings_for(p.label)))
+                busy_limit="fpm.max_children", settings=NGINX.effective(spec.settings_for(p.label)))
             return out
 
     monkeypatch.setattr(tune, "run_trial", Dynamic({}))
