@@ -82,6 +82,8 @@ OUTPUTS = [
     ["seeds", "--out", "/proc/nope"],
     ["seeds", "--docs", "/proc/nope/seeds.md"],
     ["bench", "http://127.0.0.1:9/", "-t", "1", "--out", "/proc/nope"],
+    ["run", "--server", "nginx", "-c", "1", "-t", "1", "--out", f"/tmp/{'a' * 300}/x"],  # a name too long (an OSError)
+    ["smoke", "--server", "nginx", "--junit", f"/tmp/{'a' * 300}/j.xml"],
 ]
 
 

@@ -338,3 +338,31 @@ def test_two_specs_in_one_process_see_only_their_own_stacks(tmp_path: Path) -> N
         st.get_stack("beta")
     res = CliRunner().invoke(cli, ["servers", "--json"])
     assert res.exit_code == 0 and "alpha" not in res.output and "beta" not in res.output
+
+
+def test_smoke_finds_a_stack_of_its_files_folders_by_label(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`smoke FILE --server LABEL=STACK` for a stack in the file's own `stacks` folders: the flag is read
+    against the file's stacks too (nothing starts: the sweep is where the spec is seen)."""
+    import loadcmp.cli.smoke as smoke_cli
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    copy_stack("nginx", tmp_path / "exp" / "stacks" / "file-nginx")
+    f = tmp_path / "exp" / "e.toml"
+    f.write_text('stacks = ["stacks"]\n[smoke]\nchecks = ["rps>1"]\n')
+    seen = {}
+
+    class Seen(Exception):
+        pass
+
+    def sweep(spec, **_):  # type: ignore[no-untyped-def]
+        seen["spec"] = spec
+        raise Seen
+
+    monkeypatch.setattr(smoke_cli, "sweep", sweep)
+    res = CliRunner().invoke(cli, ["smoke", str(f), "--server", "mine=file-nginx", "-c", "1", "-t", "1"])
+    assert isinstance(res.exception, Seen), res.output
+    spec = seen["spec"]
+    assert spec.servers == ("mine",) and spec.stacks == {"mine": "file-nginx"}

@@ -539,3 +539,18 @@ def test_flag_groups_give_runspec_fields_and_the_flags_typed():
     assert setup.given_flags() == ["--page", "--set", "--out", "--docker-host"]
     assert setup.fields_with(("x=nginx",)) == {**setup.given(), "servers": ("x",), "stacks": {"x": "nginx"},
                                                "settings": {"fpm.pm": "static"}, "variant_settings": {}}
+
+
+def test_no_best_and_a_setting_short_of_its_pool_is_no_answer_about_the_setting():
+    """Nothing met the target while some trials never reached their setting: 'no setting tried met' would be a
+    finding about the setting from trials that say nothing of it, so the answer is 'no answer'."""
+    from loadcmp.verdicts.gain import unreached
+
+    short = "fpm.max_children=54 set, 5 workers were busy at most at 40 clients: the pool did not grow"
+    trials = [{"number": -1, "state": "complete"}, {"number": 1, "state": "complete"},
+              {"number": 2, "state": "complete", "unreached": short}, {"number": 3, "state": "pruned"}]
+    doc: Any = {"trials": trials, "best": None, "text": "no setting tried met p99<200ms (the baseline neither)"}
+    assert unreached(doc).startswith("no answer: the setting under study did not take effect in 1 of 3")
+    doc["best"] = 1  # a best that took effect: the answer stands, the short trial named after it
+    doc["text"] = "trial 1 holds more"
+    assert unreached(doc).startswith("trial 1 holds more (the setting under study did not take effect in 1 of 3")

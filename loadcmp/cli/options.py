@@ -314,11 +314,12 @@ class SetupFlags(FlagGroup):
         """--out, first of all: one that cannot be written is exit 2 before anything is read or started."""
         writable("--out", self.out_dir, folder=True)
 
-    def fields_with(self, servers: tuple[str, ...]) -> dict[str, Any]:
-        """The RunSpec fields these flags and the command's --server items give (only those given)."""
+    def fields_with(self, servers: tuple[str, ...], file_dirs: tuple[str, ...] = ()) -> dict[str, Any]:
+        """The RunSpec fields these flags and the command's --server items give (only those given); the
+        stacks they name are looked up among ours, --stacks' and `file_dirs` (an experiment file's, when read)."""
         from ..experiment.flags import server_fields
 
-        return {**self.given(), **server_fields(servers, self.sets, self.stack_dirs)}
+        return {**self.given(), **server_fields(servers, self.sets, (*file_dirs, *self.stack_dirs))}
 
 
 @dataclass(frozen=True)
@@ -362,20 +363,26 @@ def writable(flag: str, path: str | None, *, folder: bool) -> None:
     """An output path, checked before anything is read, loaded or started: one that cannot be written is
     bad usage (exit 2), said in one line, rather than a run lost at its end. Nothing is left behind: a
     folder's nearest existing parent is tried with a folder made and removed at once."""
-    import tempfile
-
     from ..errors import StoreError
     from ..store.writer import check_out_file
 
     if path is None:
         return
-    if not folder:
-        try:
+    try:
+        if not folder:
             check_out_file(path, flag)
-        except StoreError as e:
-            raise UsageError(str(e)) from None
-        return
-    p = Path(path).expanduser()
+        else:
+            _writable_folder(flag, Path(path).expanduser())
+    except StoreError as e:
+        raise UsageError(str(e)) from None
+    except OSError as e:  # a name too long, a parent that may not be looked into
+        raise UsageError(f"{flag} {path}: {e.strerror or e}") from None
+
+
+def _writable_folder(flag: str, p: Path) -> None:
+    """A results folder that can be made: not a file, under a folder where one can be made and removed."""
+    import tempfile
+
     if p.exists() and not p.is_dir():
         raise UsageError(f"{flag} {p} is a file; give a folder")
     base = p

@@ -69,7 +69,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
         for c in ("key", "default", "bounds", "what it does", "with"):
             tt.add_column(c)
         for r in _all_tunables(cat):
-            tt.add_row(*map(escape, (r.tunable.key, str(r.tunable.default), r.bounds(), r.tunable.doc, r.taken_by())))
+            tt.add_row(*map(escape, (r.tunable.key, r.default(), r.bounds(), r.tunable.doc, r.taken_by())))
         out.print(tt)
 
 
@@ -98,11 +98,15 @@ class TunableRow:
             return f">= {t.min:,}" if t.min is not None else f"<= {t.max:,}"
         return f"matches {t.pattern}" if t.pattern else "-"
 
+    def default(self) -> str:
+        """Its default as `--set` takes it (`on` / `off` for a switch, as its bounds say)."""
+        d = self.tunable.default
+        return ("on" if d else "off") if isinstance(d, bool) else str(d)
+
     def taken_by(self) -> str:
-        """Who takes it: `--app NAME` for an app's role, else the stacks by name (`every stack`)."""
-        if self.apps:
-            return ", ".join(f"--app {a}" for a in self.apps)
-        return "every stack" if self.every else ", ".join(self.stacks)
+        """Who takes it: the stacks by name (`every stack`), and `--app NAME` for an app's own role."""
+        stacks = ["every stack" if self.every else ", ".join(self.stacks)] if self.stacks else []
+        return ", ".join(stacks + [f"--app {a}" for a in self.apps])
 
     def doc(self) -> dict[str, Any]:
         t = self.tunable

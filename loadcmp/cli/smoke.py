@@ -66,7 +66,9 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     if not servers_ and "servers" not in fields:
         servers_ = tuple(cat.smoke_servers())
     chosen = _pages(pages, table.get("pages", []), experiment is not None, setup.app)
-    given = {**load.given(), **setup.fields_with(tuple(servers_)), **({"pages": chosen} if chosen is not None else {})}
+    file_dirs = tuple(fields.get("stack_dirs", ()))  # a file's own stacks may be named by --server and --set
+    given = {**load.given(), **setup.fields_with(tuple(servers_), file_dirs),
+             **({"pages": chosen} if chosen is not None else {})}
     spec = build_spec(path, given)
     err.print(f"checks, from {_shown(source or path)}: {', '.join(texts)}", markup=False, highlight=False)
     t = time.monotonic()

@@ -6,10 +6,9 @@ table for the server port (by TCP state, counted by `ss` and awk so that
 hundreds of thousands of TIME_WAIT sockets cost no Python time), and from the
 stacks' status pages (busy/idle workers; parsed in statuspages.py).
 
-Parsing is split from reading: every `parse_*` function is a pure function of
-the text a file or a page holds, tested from fixtures in tests/test_metrics.py.
-A sample that cannot be read or parsed is not fatal: the sampler keeps going and
-reports each distinct problem once, with a count, in `Sampler.warnings`.
+Parsing is split from reading: every `parse_*` function is a pure function of the text a file or a page
+holds, tested from fixtures in tests/test_metrics.py. A sample that cannot be read or parsed is not fatal:
+the sampler keeps going and reports each distinct problem once, with a count, in `Sampler.warnings`.
 """
 
 from __future__ import annotations

@@ -54,6 +54,8 @@ class Estimate:
     least: float | None = None
     most: float | None = None
     skewed: bool = False
+    logs: bool = False
+    """The interval was taken on the log scale (a skewed quantity whose values are all above 0)."""
 
     @classmethod
     def of(cls, values: Any, skewed: bool = False) -> Estimate:
@@ -65,11 +67,11 @@ class Estimate:
         m = sum(w) / len(w)
         centre = math.exp(m) if logs else m
         if len(v) < 2:
-            return cls(centre, None, None, len(v), v[0], v[0], skewed)
+            return cls(centre, None, None, len(v), v[0], v[0], skewed, logs)
         sd = math.sqrt(sum((x - m) ** 2 for x in w) / (len(w) - 1))
         h = t95(len(w) - 1) * sd / math.sqrt(len(w))
         low, high = (math.exp(m - h), math.exp(m + h)) if logs else (max(0.0, m - h) if skewed else m - h, m + h)
-        return cls(centre, low, high, len(v), min(v), max(v), skewed)
+        return cls(centre, low, high, len(v), min(v), max(v), skewed, logs)
 
     @property
     def log_se(self) -> float | None:
@@ -78,7 +80,7 @@ class Estimate:
         if self.low is None or self.high is None or self.mean is None or self.mean <= 0 or self.n < 2:
             return None
         t = t95(self.n - 1)
-        if self.skewed and self.low > 0:
+        if self.logs:
             return math.log(self.high / self.mean) / t
         return (self.high - self.mean) / t / self.mean
 

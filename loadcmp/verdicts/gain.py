@@ -129,8 +129,9 @@ def not_reached(info: ServerInfo | None, studied: set[str], trials: list[TrialRe
 
 def unreached(doc: TuneDoc) -> str:
     """The study's answer with the settings that never took effect (`not_reached`) named: where none of the
-    study's trials took effect, or the best did not, it is no finding about the setting ("no answer: ...");
-    otherwise the answer stands, and the trials that did not are named after it."""
+    study's trials took effect, or it has no best (no trial met the target), or its best did not take effect,
+    it is no finding about the setting ("no answer: ..."); otherwise the answer stands, and the trials that
+    did not are named after it."""
     ran = [t for t in doc["trials"] if t["state"] == "complete"]
     short = [t for t in ran if t.get("unreached")]
     if not short:
@@ -140,7 +141,7 @@ def unreached(doc: TuneDoc) -> str:
             f"({name(first).replace('baseline', 'the baseline')}: {first.get('unreached')})")
     tried = [t for t in ran if t["number"] >= 0]
     best = next((t for t in ran if t["number"] == doc["best"]), None)
-    if all(t.get("unreached") for t in tried) or best is not None and best.get("unreached"):
+    if all(t.get("unreached") for t in tried) or best is None or best.get("unreached"):
         return f"no answer: {said}, so this says nothing of it. As measured: {doc['text']}"
     return f"{doc['text']} ({said}: those trials say nothing of it)"
 
