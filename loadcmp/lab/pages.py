@@ -1,11 +1,13 @@
-"""Asking a server for a page: from here over plain HTTP, or from inside its container through
-the Docker API (a server on another engine's host, whose status pages answer only there).
-Readiness, the primer and the status-page samplers all ask through here."""
+"""Asking a server for a page: from here over HTTP (https, verified against the run's CA, when the server serves
+https), or from inside its container through the Docker API (a server on another engine's host, whose status
+pages answer only there). Readiness, the primer and the status-page samplers all ask through here."""
 
 from __future__ import annotations
 
 import hashlib
 import http.client
+import ssl
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import unquote
@@ -14,9 +16,20 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
 
 
-def http_get(port: int, path: str, timeout: float = 2.0, host: str = "127.0.0.1") -> tuple[int, bytes]:
-    """One plain GET (readiness, primer, status pages), on loopback unless the servers are elsewhere."""
-    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+@cache
+def client_context(cafile: str) -> ssl.SSLContext:
+    """A client's TLS context that trusts only the run's CA (its file), HTTP/1.1 by ALPN; one per CA."""
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.set_alpn_protocols(["http/1.1"])
+    return ctx
+
+
+def http_get(port: int, path: str, timeout: float = 2.0, host: str = "127.0.0.1",
+             cafile: str | None = None) -> tuple[int, bytes]:
+    """One GET (readiness, primer, status pages), on loopback unless the servers are elsewhere; over https,
+    verified against `cafile`, when it is given (an ssl.SSLError is an OSError, as a refused connection is)."""
+    conn = (http.client.HTTPSConnection(host, port, timeout=timeout, context=client_context(cafile)) if cafile else
+            http.client.HTTPConnection(host, port, timeout=timeout))
     try:
         conn.request("GET", path, headers={"Connection": "close"})
         resp = conn.getresponse()
