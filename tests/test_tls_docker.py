@@ -126,3 +126,19 @@ def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any) -> No
         run_id = next((w for w in res.output.split() if w.startswith("loadcmp-")), "").split("-")
         down = ["down", "--run", run_id[1]] if len(run_id) > 1 else ["down"]
         CliRunner().invoke(cli, down)
+
+
+def test_status_pages_answer_over_https_from_inside_the_container(images: Any, docker_client: Any,
+                                                                   tmp_path: Path) -> None:
+    """Another machine's engine: the status pages are read on the container's own loopback, over https too."""
+    from loadcmp.lab.pages import get_inside
+
+    plan = planning.plan_deployment(st.get_stack("apache-event"), tls=RunCA(tmp_path))
+    dep = containers.up(plan, client=docker_client, images=images)
+    try:
+        for page in dep.stack.status:
+            code, body = get_inside(dep.front, dep.port, page.path, tls=True)
+            assert code == 200 and body, page.kind
+        assert get_inside(dep.front, dep.port, "/server-status?auto")[0] == 400  # plain http to the https port
+    finally:
+        dep.stop()

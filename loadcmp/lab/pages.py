@@ -41,12 +41,25 @@ def http_get(port: int, path: str, timeout: float = 2.0, host: str = "127.0.0.1"
 INSIDE_GET = ("timeout {timeout} bash -c 'exec 3<>/dev/tcp/127.0.0.1/{port} && "
               "printf \"GET {path} HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n\" >&3 && cat <&3'")
 """bash's own /dev/tcp, all of it (the connect too) within `timeout` seconds: every image has bash, none curl."""
+INSIDE_GET_TLS = ("timeout {timeout} php -n -r '$c = stream_context_create([\"ssl\" => [\"verify_peer\" => false, "
+                  "\"verify_peer_name\" => false]]); $s = stream_socket_client(\"tls://127.0.0.1:{port}\", $n, $m, "
+                  "{timeout}, STREAM_CLIENT_CONNECT, $c); if (!$s) exit(1); "
+                  "fwrite($s, \"GET {path} HTTP/1.0\\r\\nHost: 127.0.0.1\\r\\n\\r\\n\"); "
+                  "echo stream_get_contents($s);'")
+"""The same over https (--tls): PHP's TLS streams, which every image has (none has openssl's command). The
+certificate is not checked: the server is the container's own, on its own loopback, and the CA is not in it."""
 
 
-def get_inside(container: Container, port: int, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+def inside_get(port: int, path: str, timeout: float, tls: bool = False) -> str:
+    """The shell command of one GET inside a container, over https when the server serves it."""
+    return (INSIDE_GET_TLS if tls else INSIDE_GET).format(port=port, path=path, timeout=timeout)
+
+
+def get_inside(container: Container, port: int, path: str, timeout: float = 2.0,
+               tls: bool = False) -> tuple[int, bytes]:
     """One GET on the container's own loopback, through the Docker API (a server on
-    another engine's host, whose status pages answer only there)."""
-    cmd = INSIDE_GET.format(port=port, path=path, timeout=timeout)
+    another engine's host, whose status pages answer only there); over https with `tls`."""
+    cmd = inside_get(port, path, timeout, tls)
     code, out = container.exec_run(["bash", "-c", cmd], demux=False)
     head, _, body = (out or b"").partition(b"\r\n\r\n")
     first = head.split(b"\r\n", 1)[0].split()
