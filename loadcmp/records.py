@@ -94,6 +94,9 @@ class SpecDoc(TypedDict):
     page: str  #: the path loaded
     schedule: ScheduleKind
     keepalive: list[bool]  #: one entry per variant
+    tls: NotRequired[bool]  #: --tls: the servers served https (a label's own in variant_tls)
+    tls_resume: NotRequired[float]  #: --tls-resume: the share of new connections that resumed a session
+    variant_tls: NotRequired[dict[str, bool]]  #: a label's own `tls` ([variants.LABEL] tls), over `tls`
     timeout: float  #: seconds per request
     engine: str  #: fast (uvloop + httptools) or aiohttp
     workers: int  #: client processes
@@ -261,6 +264,16 @@ class TrialRecord(TypedDict):
     warnings: NotRequired[list[str]]  #: the client's socket errors, sampler errors ...
 
 
+class ServerTls(TypedDict):
+    """What the primer's handshake saw of a label's server under --tls, as OpenSSL and Python's ssl name it."""
+
+    version: str  #: the TLS version negotiated (TLSv1.3)
+    cipher: str  #: the cipher suite negotiated (TLS_AES_256_GCM_SHA384)
+    alpn: str | None  #: the protocol ALPN chose (http/1.1); None: the server chose none
+    chain_ok: bool  #: the server's certificate chain verified against the run's CA
+    key: str  #: the certificate's key type, as its key says (ecdsa-p256, rsa-2048, rsa-4096)
+
+
 class ServerInfo(TypedDict, total=False):
     """A server label's set-up, stored once per run (run.json's `servers`)."""
 
@@ -281,6 +294,7 @@ class ServerInfo(TypedDict, total=False):
     page: str
     app: str  #: the application it served the page from (--app); absent: the demo or the user's pages
     url: str  #: bench: the URL loaded
+    tls: ServerTls  #: --tls: what the primer's handshake saw; absent: plain http
 
 
 class MachineInfo(TypedDict, total=False):

@@ -17,7 +17,7 @@ from loadcmp.sweep.primer import prime
 
 def dep(port: int, www: Path | None = None, log: str = "") -> SimpleNamespace:
     return SimpleNamespace(port=port, stack=SimpleNamespace(name="nginx"), host=SimpleNamespace(address="127.0.0.1"),
-                           plan=SimpleNamespace(www=www, app=None), logs=lambda lines=20: log)
+                           plan=SimpleNamespace(www=www, app=None, cafile=None, tls=None), logs=lambda lines=20: log)
 
 
 PARSE_ERROR = ('[loadcmp-x-nginx-web-8080] 2026/11/25 16:20:01 [error] 31#31: *1 FastCGI sent in stderr: "PHP message: '

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from loadcmp.lab import render as rendering
+from loadcmp.lab.certs import STAND_IN
 from loadcmp.lab import stacks as st
 from loadcmp.errors import ConfigError, UsageError
 
@@ -24,10 +25,10 @@ def test_unknown_server_lists_valid_ones():
     assert "apache-event" in str(e.value) and "nginx" in str(e.value)
 
 
-def render(name, overrides=None, port=8080):
+def render(name, overrides=None, port=8080, https=None):
     stack = st.get_stack(name)
     ports = {r.name: port + i for i, r in enumerate(reversed(stack.roles))}
-    return rendering.render(stack, st.effective_settings(stack, overrides or {}), ports)
+    return rendering.render(stack, st.effective_settings(stack, overrides or {}), ports, https=https)
 
 
 def test_prefork_render_with_override():
@@ -88,11 +89,15 @@ def test_inconsistent_settings_are_refused():
 
 def test_every_tunable_is_documented_and_changes_a_config():
     names = {k.split(".")[0] for k in st.tunables()}
-    assert names == {"apache", "prefork", "worker", "event", "nginx", "fpm", "php", "proxy", "caddy", "lighttpd"}
+    assert names == {"apache", "prefork", "worker", "event", "nginx", "fpm", "php", "proxy", "caddy", "lighttpd", "tls"}
+    others = {"nginx.worker_processes": "2", "tls.ciphers": "ECDHE-ECDSA-AES128-GCM-SHA256", "tls.groups": "X25519"}
     for key, t in st.tunables().items():
         assert t.doc, key
+        if key == "tls.key":
+            continue  # it changes the certificate, not a config (test_tls_stacks.py)
         stack = next(s for s in st.catalog() if key in s.tunables)
-        base = render(stack.name)
+        https = STAND_IN if key.startswith("tls.") else None  # its lines are rendered with --tls only
+        base = render(stack.name, https=https)
         d = t.default
         if isinstance(d, bool):
             candidates = [not d]
@@ -101,10 +106,10 @@ def test_every_tunable_is_documented_and_changes_a_config():
         elif t.choices:
             candidates = [c for c in t.choices if c != d]
         else:
-            candidates = ["2"] if key == "nginx.worker_processes" else ["256M"]
+            candidates = [others.get(key, "256M")]
         for c in candidates:
             try:
-                changed = render(stack.name, {key: t.parse(c)})
+                changed = render(stack.name, {key: t.parse(c)}, https=https)
             except ConfigError:
                 continue
             assert [r.files for r in changed] != [r.files for r in base], key

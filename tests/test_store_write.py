@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import json
 
 import pytest
@@ -100,7 +102,8 @@ def test_the_spec_document_names_every_field_of_the_spec():
 
 def test_deployment_plan_renders_once_for_its_ports():
     stack = st.get_stack("nginx-apache")
-    plan = render.render_plan(stack, {"prefork.MaxRequestWorkers": 200}, {"backend": 9001, "web": 9002}, cpus="1")
+    plan = replace(render.render_plan(stack, {"prefork.MaxRequestWorkers": 200}, {"backend": 9001, "web": 9002}),
+                   cpus="1")
     assert plan.port == 9002 and plan.cpus == "1" and plan.settings["prefork.MaxRequestWorkers"] == 200
     files = plan.config_files()
     assert "MaxRequestWorkers 200" in files["backend/apache2.conf"]

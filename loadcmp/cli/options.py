@@ -1,8 +1,9 @@
 """Options shared by several commands, and the flag groups that carry their values.
 
 `bench`, `run` and `smoke` take the same load options; `run`, `capacity` and `tune` the same
-set-up options; `capacity` and `tune` the same search options. Every option defaults to None
-("not given"), and each group (`LoadFlags`, `SetupFlags`, `SearchFlags`, `DockerFlags`) says
+set-up options (https among them: `TlsFlags`, which `smoke` and `up` take too); `capacity` and
+`tune` the same search options. Every option defaults to None ("not given"), and each group
+(`LoadFlags`, `SetupFlags`, `SearchFlags`, `DockerFlags`, `TlsFlags`) says
 which were given, by RunSpec field name (`given()`, laid over an experiment file by
 `experiment.flags`) and as typed (`given_flags()`, for a message). `writable` checks an output
 path before anything else is done.
@@ -264,11 +265,30 @@ def docker_options(f: F) -> F:
     return docker_host_option(f)
 
 
+@dataclass(frozen=True)
+class TlsFlags(FlagGroup):
+    """https on the stacks (run, smoke, capacity, tune, up): whether, and how many new connections resume."""
+
+    tls: bool | None = flag("--tls")
+    tls_resume: float | None = flag("--tls-resume")
+
+
+def tls_options(f: F) -> F:
+    """--tls and --tls-resume F (run, smoke, capacity, tune, up)."""
+    f = click.option("--tls-resume", type=float, metavar="F",
+                     help="With --tls: the share of new connections that resume a TLS session (0..1; default 0: "
+                          "a full handshake each, as ab).")(f)
+    return click.option("--tls", is_flag=True, default=None,
+                        help="Serve https: the run makes a CA, each server a certificate of it (tls.* settings); "
+                             "the clients verify against it (results/…/tls/ca.pem).")(f)
+
+
 def setup_options(f: F) -> F:
     """The page, the servers' limits and settings, where they run and where results go (run, capacity)."""
     opts = [
         click.option("--page", help="Path requested (default /info.php)."),
         server_options,
+        tls_options,
         stacks_option,
         www_option,
         app_option,
@@ -303,12 +323,13 @@ class SetupFlags(FlagGroup):
     configs: tuple[dict[str, Any], ...] = flag("--config", default=())
     app: str | None = flag("--app")
     docker: DockerFlags = field(default_factory=DockerFlags)
+    https: TlsFlags = field(default_factory=TlsFlags)
 
     @classmethod
     def pop(cls, kwargs: dict[str, Any]) -> SetupFlags:
-        """Take this group's values, the Docker flags' among them, out of a command's keyword arguments."""
-        own = {f.name: kwargs.pop(f.name, f.default) for f in fields(cls) if f.name != "docker"}
-        return cls(**own, docker=DockerFlags.pop(kwargs))
+        """Take this group's values, the Docker and TLS flags' among them, out of a command's keyword arguments."""
+        own = {f.name: kwargs.pop(f.name, f.default) for f in fields(cls) if f.name not in ("docker", "https")}
+        return cls(**own, docker=DockerFlags.pop(kwargs), https=TlsFlags.pop(kwargs))
 
     def check_out(self) -> None:
         """--out, first of all: one that cannot be written is exit 2 before anything is read or started."""

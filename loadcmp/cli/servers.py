@@ -13,10 +13,11 @@ from rich.table import Table
 from .app import abort_on_signals, cli, emit_json
 from .display import err, out, warn
 from .options import (DockerFlags, SetupFlags, app_option, config_option, docker_host_option, docker_options,
-                      json_option, server_options, stacks_option, www_option)
+                      json_option, server_options, stacks_option, tls_options, www_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, docker_client, with_engine_limits
 
 if TYPE_CHECKING:
+    from ..lab.certs import RunCA
     from ..lab.containers import Deployment
     from ..lab.model import App, Stack, Tunable
     from ..lab.ownconfig import OwnConfig
@@ -161,6 +162,7 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
 @click.option("--server", "server", required=True, help="Which stack (see `loadcmp servers`).")
 @click.option("--port", type=click.IntRange(1, 65535), help="Port on 127.0.0.1 (default: a free one).")
 @server_options
+@tls_options
 @stacks_option
 @www_option
 @app_option
@@ -168,7 +170,8 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
 @docker_options
 @json_option
 def up(server: str, port: int | None, as_json: bool, **flags: Any) -> None:
-    """Start a stack (with --app, serving that application) and leave it running; print its URL."""
+    """Start a stack (with --app, serving that application; with --tls, https) and leave it running; print its
+    URL (and with --tls, where the CA that verifies it is)."""
     setup = SetupFlags.pop(flags)
     chosen = _choose(server, setup)
     host = engine(setup.docker)
@@ -181,6 +184,7 @@ def up(server: str, port: int | None, as_json: bool, **flags: Any) -> None:
     pages = {p.name: dep.url.rstrip("/") + p.path for p in chosen.app.pages} if chosen.app else {}
     if as_json:
         emit_json({"server": chosen.stack.name, "url": dep.url, "containers": dep.container_names,
+                   **({"cafile": dep.plan.cafile} if dep.plan.cafile else {}),
                    **({"app": chosen.app.name, "pages": pages} if chosen.app else {}),
                    "status_url": next(iter(dep.status_urls.values()), None), "status_urls": dep.status_urls,
                    "run_id": dep.run_id, **({"unmeasured": dep.unmeasured} if dep.unmeasured else {})})
@@ -216,12 +220,43 @@ def _choose(server: str, setup: SetupFlags) -> _Chosen:
     p.extend(check_sets([Variant(stack.name, stack.name, {})], overrides, {}, cat,
                         tuple(dict.fromkeys(k.split(".")[0] for k in the_app.tunables)) if the_app else ()))
     p.extend(own_config_errors(own, {server: stack.name}, {server: overrides}, cat))
+    p.extend(_tls_errors(stack, overrides, setup))
     p.raise_if_any(summary="{n} settings do not apply")
     if the_app:  # its settings under the user's, its images over the stack's
         overrides = {**the_app.settings, **overrides}
         stack = apps.on_stack(the_app, stack)
     stacks.effective_settings(stack, overrides)
     return _Chosen(stack, overrides, the_app, own)
+
+
+def _tls_errors(stack: Stack, overrides: dict[str, Any], setup: SetupFlags) -> list[str]:
+    """--tls of a stack that cannot serve https, --tls-resume outside 0..1, tls.* settings without --tls."""
+    from ..errors import Problems
+    from ..lab.model import TLS_PART
+    from ..lab.render import no_https
+    from ..load.target import make_target
+
+    p = Problems()
+    tls, resume = bool(setup.https.tls), setup.https.tls_resume or 0.0
+    if tls and not stack.serves_https:
+        p.add(no_https(stack))
+    p.attempt(lambda: make_target("https://127.0.0.1/", resolve=False, tls_resume=resume))
+    if not tls:
+        p.extend(f"setting {k}: {stack.name} runs plain http; add --tls" for k in overrides
+                 if k.split(".", 1)[0] == TLS_PART)
+    return p.messages
+
+
+def _run_ca(chosen: _Chosen, setup: SetupFlags) -> RunCA | None:
+    """--tls: the CA `up` makes for this server, in a folder of its own that outlives the command (the clients
+    the user points at it verify against its tls/ca.pem); None without --tls."""
+    import tempfile
+
+    from ..lab.certs import RunCA
+
+    if not setup.https.tls:
+        return None
+    return RunCA(Path(tempfile.mkdtemp(prefix=f"loadcmp-up-{chosen.stack.name}-")))
 
 
 def _start(chosen: _Chosen, port: int | None, setup: SetupFlags, host: DockerHost) -> Deployment:
@@ -243,7 +278,7 @@ def _start(chosen: _Chosen, port: int | None, setup: SetupFlags, host: DockerHos
             host = with_engine_limits(client, host, images)
             plan = plan_deployment(chosen.stack, port=port, cpus=setup.server_cpus, memory=setup.server_memory,
                                    overrides=chosen.overrides, host=host, www=Path(setup.www) if setup.www else None,
-                                   own=chosen.own, app=chosen.app)
+                                   own=chosen.own, app=chosen.app, tls=_run_ca(chosen, setup))
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
                 dep = containers.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]),
                                     host=host, owned=False)
@@ -254,6 +289,9 @@ def _start(chosen: _Chosen, port: int | None, setup: SetupFlags, host: DockerHos
 def _say_up(chosen: _Chosen, dep: Deployment, pages: dict[str, str]) -> None:
     """The URL on stdout; the containers, status pages and the app's pages on stderr."""
     click.echo(dep.url)
+    if dep.plan.cafile:
+        err.print(f"https, its certificate ({dep.plan.tls.key_type if dep.plan.tls else ''}) issued by the CA in "
+                  f"{dep.plan.cafile} (e.g. curl --cacert {dep.plan.cafile} {dep.url})", markup=False, highlight=False)
     err.print(f"{chosen.stack.name} is up ({', '.join(dep.container_names)}); status: "
               + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
     for kind, why in dep.unmeasured.items():

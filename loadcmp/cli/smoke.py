@@ -12,7 +12,7 @@ from rich.table import Table
 from .app import cli, emit_json
 from .display import err, out
 from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_options, json_option, load_options,
-                      stacks_option, writable, www_option)
+                      stacks_option, tls_options, writable, www_option)
 from .run import raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
@@ -29,6 +29,7 @@ SMOKE_KEYS = {"pages", "checks"}
 @click.option("--server", "servers_", multiple=True,
               help="Stacks to check (default: the file's servers, else every stack marked smoke = true).")
 @load_options
+@tls_options
 @stacks_option
 @www_option
 @app_option

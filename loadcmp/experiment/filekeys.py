@@ -51,6 +51,8 @@ KEYS: dict[str, str] = {
     "client_cpus": "str",
     "server_memory": "memory cap",
     "reuse_server": "bool",
+    "tls": "bool",
+    "tls_resume": "share",
     "set": "table",
     "variants": "variants",
     "findings": "findings",
@@ -104,6 +106,11 @@ def _rate(key: str, v: Any, cat: Catalog) -> Any:
 def _bool(key: str, v: Any, cat: Catalog) -> Any:
     _want(isinstance(v, bool), "true or false", v)
     return v
+
+
+def _share(key: str, v: Any, cat: Catalog) -> Any:
+    _want(_number(v), "a number from 0 to 1", v)
+    return float(v)  # its range is checked with the flag's (`spec.validate`), in the same words
 
 
 def _bools(key: str, v: Any, cat: Catalog) -> Any:
@@ -160,7 +167,7 @@ def _findings(key: str, v: Any, cat: Catalog) -> Any:
 
 
 CONVERT: dict[str, Callable[[str, Any, Catalog], Any]] = {
-    "str": _str, "int": _int, "rate": _rate, "bool": _bool, "bools": _bools, "list[str]": _names,
+    "str": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools, "list[str]": _names,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
     "table": _table, "variants": _variants, "configs": _configs, "findings": _findings,
 }

@@ -14,6 +14,8 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
+from ..lab.model import TLS_PART
+from ..lab.render import no_https
 from ..lab.stacks import Catalog
 from . import apps, variants
 from .filekeys import FIELD_OF, KEYS, convert
@@ -21,6 +23,7 @@ from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
+from ..load.target import make_target
 from ..units import parse_cluster, parse_cpus
 
 
@@ -79,6 +82,12 @@ class RunSpec:
     variant_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Tunables of one label, over `settings`."""
     reuse_server: bool = False
+    tls: bool = False
+    """--tls: every server serves https on its port, its certificate issued by the run's CA (`lab.certs`)."""
+    tls_resume: float = 0.0
+    """--tls-resume: the share of new connections that resume a TLS session (0: a full handshake each, as ab)."""
+    variant_tls: dict[str, bool] = field(default_factory=dict)
+    """A label's own `tls` (`[variants.LABEL] tls = ...`), over `tls`."""
     findings: tuple[dict[str, str], ...] = ()
     """The write-up's claims (`claim`, `check`), judged on the results after the run."""
     name: str = ""
@@ -117,6 +126,10 @@ class RunSpec:
     def own_for(self, label: str) -> list[ownconfig.OwnConfig]:
         """The user's own files one label's roles run."""
         return [c for d in self.configs if (c := ownconfig.from_doc(d)).server == label]
+
+    def tls_for(self, label: str) -> bool:
+        """Whether a label's server serves https."""
+        return self.variant_tls.get(label, self.tls)
 
     def settings_for(self, label: str) -> dict[str, Any]:
         """The overrides one label's server starts with."""
@@ -212,6 +225,7 @@ class _FileReader:
         elif key == "variants":
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
             fields["variant_settings"] = {v.label: dict(v.settings) for v in conv.values() if v.settings}
+            fields["variant_tls"] = {v.label: v.tls for v in conv.values() if v.tls is not None}
         else:
             fields[FIELD_OF.get(key, key)] = conv
 
@@ -268,10 +282,33 @@ def validate(spec: RunSpec) -> RunSpec:
             p.attempt(partial(cat.get(v.stack).effective, overrides), f"{v.label}: ")
     p.extend(variants.own_config_errors([ownconfig.from_doc(d) for d in spec.configs],
                                         {v.label: v.stack for v in servers}, spec.variant_settings, cat))
+    p.extend(_tls_errors(spec, servers, cat))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
     return replace(spec, servers=labels, stacks={v.label: v.stack for v in servers},
-                   variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels})
+                   variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
+                   variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels})
+
+
+def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:
+    """--tls asked of a stack that cannot serve https, a share to resume outside 0..1, and TLS settings or
+    a share to resume where no server runs https."""
+    p = Problems()
+    https = [v for v in servers if spec.tls_for(v.label)]
+    for v in https:
+        if not cat.get(v.stack).serves_https:
+            p.add(f"{v.label}: {no_https(cat.get(v.stack))}" if v.label != v.stack else no_https(cat.get(v.stack)))
+    p.attempt(lambda: make_target("https://127.0.0.1/", resolve=False, tls_resume=spec.tls_resume))
+    if servers and not https:
+        p.extend(f"setting {k}: no server runs https; add --tls (tls = true)" for k in spec.settings
+                 if k.split(".", 1)[0] == TLS_PART)
+        if spec.tls_resume:
+            p.add(f"--tls-resume {spec.tls_resume:g}: no server runs https; add --tls (tls = true)")
+    for label, values in spec.variant_settings.items():
+        if label in {v.label for v in servers} and not spec.tls_for(label):
+            p.extend(f"setting {label}:{k}: {label} does not run https; add --tls (or tls = true in "
+                     f"[variants.{label}])" for k in values if k.split(".", 1)[0] == TLS_PART)
+    return p.messages
 
 
 def _check_numbers(p: Problems, spec: RunSpec) -> None:
@@ -287,7 +324,10 @@ def _check_numbers(p: Problems, spec: RunSpec) -> None:
     if spec.trials < 1:
         p.add("--trials must be >= 1")
     for page in spec.all_pages:
-        if not page.startswith("/"):
+        if page.startswith("https://") and not spec.tls and not any(spec.variant_tls.values()):
+            p.add(f"page {page!r}: a page is a path on the servers (/info.php); https is asked with --tls "
+                  "(tls = true)")
+        elif not page.startswith("/"):
             p.add(f"page {page!r} must start with /")
     if spec.engine not in ("fast", "aiohttp"):
         p.add(f"unknown engine {spec.engine!r}")

@@ -38,6 +38,8 @@ class Variant:
     label: str
     stack: str
     settings: Mapping[str, Any]
+    tls: bool | None = None
+    """`tls` of its table: https or not, over the run's; None: the run's."""
 
 
 def check_label(label: str) -> None:
@@ -113,16 +115,19 @@ def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
             check_label(label)
             if not isinstance(table, dict):
                 raise ConfigError(f"[variants.{label}] must be a table with stack = \"...\"")
-            extra = set(table) - {"stack", "set"}
+            extra = set(table) - {"stack", "set", "tls"}
             if extra:
-                raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} (known: stack, set)")
+                raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} "
+                                  "(known: stack, set, tls)")
+            if not isinstance(table.get("tls", False), bool):
+                raise ConfigError(f"[variants.{label}].tls must be true or false")
             if not isinstance(table.get("stack"), str):
                 raise ConfigError(f"[variants.{label}] needs stack = \"NAME\" (see `loadcmp servers`)")
             stack = cat.get(table["stack"]).name
             sets = table.get("set", {})
             if not isinstance(sets, dict):
                 raise ConfigError(f"[variants.{label}].set must be a table of settings")
-            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()))
+            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"))
         except UsageError as e:
             p.extend(m if m.startswith("[variants.") else f"[variants.{label}]: {m}" for m in e.messages)
     p.raise_if_any(summary="{n} bad variants")

@@ -8,6 +8,7 @@
     apps.py        applications as data (app.toml): read, looked up by name, laid over a stack
     ownconfig.py   the user's own config files (--config): which role's file they replace, its port, its status pages
     render.py      config files rendered from Jinja2 templates; the plan for ports already chosen (no I/O)
+    certs.py       --tls: the run's CA and the server certificates it issues (cryptography)
     planning.py    a deployment decided: ports picked (or checked) here or on another engine's host, then rendered
     dockerapi.py   docker-py at the lab's edge: its errors mapped to loadcmp's in one table
     dockerhost.py  which Docker engine runs the stacks, how it is reached (TLS, ssh) and its client, where the
@@ -19,7 +20,7 @@
     pages.py       one GET to a server: from here, or inside its container through the Docker API
     provenance.py  the machine and the commit a run ran on; the owner process and whether it is gone
 
-Imports go one way: containers -> cleanup, planning -> render, stacks -> stackfile -> partfile -> model -> rules;
-apps -> stackfile; images, dockerhost and provenance -> dockerapi, beside them.
+Imports go one way: containers -> cleanup, planning -> render -> certs, stacks -> stackfile -> partfile -> model
+-> rules; apps -> stackfile; images, dockerhost and provenance -> dockerapi, beside them.
 Importing this package imports nothing: docker-py loads only when a container is needed.
 """

@@ -9,20 +9,23 @@ import tarfile
 from pathlib import Path
 
 
-def config_tar(files: dict[str, str]) -> bytes:
+def config_tar(files: dict[str, str], secret: dict[str, bytes] | None = None) -> bytes:
+    """The rendered configs under loadcmp/, and `secret` files (a server's TLS key and certificate: `certs`) beside
+    them, owned by root and readable by root only (the servers read them before they drop to www-data)."""
+    secret = secret or {}
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w") as tf:
-        dirs = sorted({str(Path("loadcmp", n).parent) for n in files})
+        dirs = sorted({str(Path("loadcmp", n).parent) for n in [*files, *secret]})
         for d in dirs:
             info = tarfile.TarInfo(d)
             info.type = tarfile.DIRTYPE
             info.mode = 0o755
             tf.addfile(info)
-        for name, text in files.items():
-            data = text.encode()
+        items = [(n, t.encode(), 0o644) for n, t in files.items()] + [(n, b, 0o600) for n, b in secret.items()]
+        for name, data, mode in items:
             info = tarfile.TarInfo(f"loadcmp/{name}")
             info.size = len(data)
-            info.mode = 0o644
+            info.mode = mode
             tf.addfile(info, io.BytesIO(data))
     return buf.getvalue()
 

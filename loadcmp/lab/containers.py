@@ -65,12 +65,17 @@ class Deployment:
 
     @property
     def url(self) -> str:
-        return f"http://{self.host.address}:{self.port}/"
+        return f"{self.plan.scheme}://{self.host.address}:{self.port}/"
 
     @property
     def status_urls(self) -> dict[str, str]:
         """Each status page; they answer only on the server's own loopback (`apimetrics` reads them from inside)."""
-        return {k: f"http://127.0.0.1:{self.port}{p.path}" for k, p in self.status_pages.items() if p.command is None}
+        return {k: f"{self.plan.scheme}://127.0.0.1:{self.port}{p.path}" for k, p in self.status_pages.items()
+                if p.command is None}
+
+    def get(self, path: str, timeout: float = 2.0) -> tuple[int, bytes]:
+        """One GET to the front role from here: over https, verified against the run's CA, when it serves https."""
+        return http_get(self.port, path, timeout=timeout, host=self.host.address, cafile=self.plan.cafile)
 
     @property
     def status_pages(self) -> dict[str, stacks.StatusPage]:
@@ -256,9 +261,11 @@ def _create(dep: Deployment, r: render.Rendered, owned: bool) -> Container:
 
 
 def _copy_in(dep: Deployment, c: Container, r: render.Rendered) -> None:
-    """A role's rendered configs into its container's /etc; on another machine's engine, which cannot
-    mount this machine's folder, a copy of the user's pages too."""
-    c.put_archive("/etc", config_tar(r.files))
+    """A role's rendered configs into its container's /etc (the front role's certificate and key beside them,
+    with --tls: copied, not mounted, so that another machine's engine gets them too); on another machine's
+    engine, which cannot mount this machine's folder, a copy of the user's pages too."""
+    tls = dep.plan.tls
+    c.put_archive("/etc", config_tar(r.files, tls.files() if tls and r.role.name == dep.stack.front.name else None))
     if dep.plan.www and dep.host.remote:
         c.put_archive(str(Path(render.USER_WWW).parent), pages_tar(dep.plan.www, Path(render.USER_WWW).name))
 
@@ -291,6 +298,8 @@ def _wait_ready(dep: Deployment, container: Container, port: int, timeout: float
             ready = dep.plan.ready_path
             if dep.host.remote and port != dep.port:  # a back role listens on that host's loopback only
                 status, _ = get_inside(container, port, ready, timeout=1.0)
+            elif port == dep.port:
+                status, _ = dep.get(ready, timeout=1.0)
             else:
                 status, _ = http_get(port, ready, timeout=1.0, host=dep.host.address)
             if status == 200 or (dep.plan.www or dep.plan.own) and status < 500:  # theirs may have no index.html

@@ -161,6 +161,8 @@ class ErrorLogFind:
 
 
 FORMATS = ("regex", "json", "prometheus")
+TLS_PART = "tls"
+"""The part a stack lists to serve https: its `tls.*` settings, rendered by its templates only under `--tls`."""
 
 
 @dataclass(frozen=True)
@@ -236,6 +238,11 @@ class Stack:
     """Where each program's config names its error log (a user's own file: `ownconfig.error_logs`)."""
     order: int = 100
     """Where it is listed (and run, for `all`) among the stacks of its folder: lowest first, then by name."""
+
+    @property
+    def serves_https(self) -> bool:
+        """Whether it can serve https (`--tls`): it lists the part `tls`, whose settings its templates read."""
+        return TLS_PART in self.parts
 
     @property
     def front(self) -> Role:

@@ -23,7 +23,7 @@ CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said
 ERROR_LOG_KEYS = {"program", "files", "find", "root", "default", "always"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-RESERVED = {"stack", "role", "port", "ports", "bind", "nofile", "www", "vars", "app"}
+RESERVED = {"stack", "role", "port", "ports", "bind", "nofile", "www", "vars", "app", "https"}
 """What templates see besides the settings (render.render): no tunable section may take these names."""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import random
 import socket
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -47,10 +48,10 @@ def check_port_free(port: int, whose: str = "pick another or leave --port out") 
 def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None = None, memory: int | None = None,
                     overrides: dict[str, Any] | None = None, host: DockerHost = LOCAL,
                     www: Path | None = None, own: Sequence[OwnConfig] = (),
-                    app: App | None = None) -> render.DeploymentPlan:
+                    app: App | None = None, tls: render.Issuer | None = None) -> render.DeploymentPlan:
     """A stack's deployment decided: free ports picked on 127.0.0.1 (or `port` checked, or the one the user's
     own front config listens on), then its configs rendered for them (`render.render_plan`; serving `app`,
-    when given: `apps.on_stack` gave its images)."""
+    when given: `apps.on_stack` gave its images; https on its front role when `tls`, the run's CA, is given)."""
     theirs = front_port(stack, own)
     if theirs is not None:
         if port is not None and port != theirs[0]:
@@ -65,7 +66,8 @@ def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None =
     for role in stack.roles:
         while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
-    return render.render_plan(stack, overrides or {}, ports, cpus=cpus, memory=memory, bind=host.bind,
-                              nofile=host.nofile, www=www, own=own, app=app)
+    plan = render.render_plan(stack, overrides or {}, ports, bind=host.bind, nofile=host.nofile, www=www, own=own,
+                              app=app, tls=tls)
+    return replace(plan, cpus=cpus, memory=memory)
 
 

@@ -9,15 +9,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
-from ..errors import ConfigError, Problems
+from ..errors import ConfigError, Problems, UsageError
 from . import ownconfig
-from .model import App, Role, Stack, StatusPage, configs_dir
+from .certs import Issued
+from .model import TLS_PART, App, Role, Stack, StatusPage, configs_dir
 
 def nofile_limit() -> int:
     """Open files a server process may have: this machine's hard limit, which a
@@ -92,11 +93,13 @@ USER_WWW = "/srv/site"
 
 
 def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1",
-           nofile: int | None = None, www: str = WWW, app: App | None = None) -> list[Rendered]:
+           nofile: int | None = None, www: str = WWW, app: App | None = None,
+           https: Issued | None = None) -> list[Rendered]:
     """Render every role's config files; `ports` maps role name to its port, `bind` is
     where the front role listens (the others stay on 127.0.0.1), `nofile` the servers'
     open-file limit (None: this machine's), `app` the application served (its root is `www`,
-    its front controller answers what is no file)."""
+    its front controller answers what is no file), `https` the front role's certificate when it serves
+    https (the others talk plain http behind it; templates see None there and on a plain run)."""
     env = environment(stack, app)
     base = {"stack": stack.name, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
             "www": app.www if app else www, "app": app.template_vars() if app else None, **_nested(settings)}
@@ -104,8 +107,9 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: 
     p = Problems()
     for role in stack.roles:
         port = ports[role.name]
+        front = role.name == stack.front.name
         vals = {**base, "role": role.name, "port": port, "vars": dict(role.vars),
-                "bind": bind if role.name == stack.front.name else "127.0.0.1"}
+                "bind": bind if front else "127.0.0.1", "https": https.template_vars() if https and front else None}
         r = Rendered(role, port)
         for dest, tmpl in role.files:
             try:
@@ -161,6 +165,18 @@ class DeploymentPlan:
     """Status page kind -> why it is not read (the user's server has none)."""
     app: App | None = None
     """The application served (`--app`; its images are in `stack`); None: the demo or the user's pages."""
+    tls: Issued | None = None
+    """--tls: the front role's certificate and key (copied in, never stored) and the CA that verifies them;
+    None: plain http."""
+
+    @property
+    def scheme(self) -> str:
+        return "https" if self.tls else "http"
+
+    @property
+    def cafile(self) -> str | None:
+        """The CA file a client verifies the front role against (None: plain http)."""
+        return self.tls.cafile if self.tls else None
 
     @property
     def ready_path(self) -> str:
@@ -176,18 +192,41 @@ class DeploymentPlan:
         return {f"{r.role.name}/{name}": text for r in self.rendered for name, text in r.files.items()}
 
 
-def render_plan(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, cpus: str | None = None,
-                memory: int | None = None, bind: str = "127.0.0.1", nofile: int | None = None,
-                www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = (),
-                app: App | None = None) -> DeploymentPlan:
-    """The plan for ports already chosen (`planning.plan_deployment` chooses them): the settings in effect
-    (checked), then every role's configs rendered for `ports`; the user's own files (`own`) in place of
-    the ones they replace, and the settings those held left out. No I/O."""
+class Issuer(Protocol):
+    """What issues a server certificate of a key type (the run's CA, `certs.RunCA`)."""
+
+    def issue(self, key_type: str) -> Issued: ...
+
+
+def https_of(stack: Stack, settings: dict[str, Any], tls: Issuer | None) -> tuple[dict[str, Any], Issued | None]:
+    """The settings a run stores and the front role's certificate: with --tls, the stack's `tls.*` settings and a
+    certificate of its `tls.key`; without, neither (its templates render no TLS lines, so those settings are
+    not in effect). UsageError: --tls asked of a stack that does not list the part `tls`."""
+    if tls is None:
+        return {k: v for k, v in settings.items() if k.split(".", 1)[0] != TLS_PART}, None
+    if not stack.serves_https:
+        raise UsageError(no_https(stack))
+    return settings, tls.issue(str(settings[f"{TLS_PART}.key"]))
+
+
+def no_https(stack: Stack) -> str:
+    """--tls asked of a stack that cannot serve https, in one line."""
+    return (f"{stack.name} does not serve https: its stack.toml lists no part {TLS_PART!r} "
+            f"(add it to parts and render its settings in the front role's templates; see docs/writing-a-stack.md)")
+
+
+def render_plan(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, bind: str = "127.0.0.1",
+                nofile: int | None = None, www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = (),
+                app: App | None = None, tls: Issuer | None = None) -> DeploymentPlan:
+    """The plan for ports already chosen (`planning.plan_deployment` chooses them, and the limits): the settings
+    in effect (checked), then every role's configs rendered for `ports`; the user's own files (`own`) in place
+    of the ones they replace, and the settings those held left out; with `tls` (the run's CA), https on the
+    front role. No I/O."""
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
-    settings = stack.effective(overrides)
-    rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW, app)
+    settings, issued = https_of(stack, stack.effective(overrides), tls)
+    rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW, app, issued)
     replaced: dict[str, str] = {}
     for o in own:
         r = next(x for x in rendered if x.role.name == ownconfig.role_of(stack, o).name)
@@ -197,5 +236,5 @@ def render_plan(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], 
     gone = owned_sections(stack, own)
     status, unmeasured = ownconfig.status_pages(stack, own) if own else (stack.status, {})
     mine = {k: v for k, v in settings.items() if k.split(".", 1)[0] not in gone}
-    return DeploymentPlan(stack, mine, dict(ports), tuple(rendered), cpus, memory, bind, www, replaced, status,
-                          unmeasured, app)
+    return DeploymentPlan(stack, mine, dict(ports), tuple(rendered), None, None, bind, www, replaced, status,
+                          unmeasured, app, issued)

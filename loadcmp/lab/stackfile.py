@@ -20,6 +20,7 @@ from typing import Any
 
 from ..errors import ConfigError, Problems
 from . import render, rules
+from .certs import STAND_IN
 from .model import Cause, Check, Image, Role, Stack, configs_dir, project_root
 from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 
@@ -305,6 +306,8 @@ def _try_render(p: Problems, stack: Stack) -> None:
     defaults = {k: t.default for k, t in stack.tunables.items()}
     ports = {r.name: 10000 + i for i, r in enumerate(stack.roles)}
     try:
-        render.render(stack, defaults, ports, nofile=1024)
+        render.render(stack, render.https_of(stack, defaults, None)[0], ports, nofile=1024)
+        if stack.serves_https:  # its TLS lines too, as --tls renders them
+            render.render(stack, defaults, ports, nofile=1024, https=STAND_IN)
     except ConfigError as e:
         p.extend(e.messages, f"{stack.home / STACK_FILE if stack.home else Path(stack.name)}: ")

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..lab.containers import Deployment
-from ..lab.pages import INSIDE_GET
+from ..lab.pages import inside_get
 from .metrics import CgroupSample, Sampler, ServerRow, Source, parse_state_counts
 from .statuspages import command_status, parse_page
 
@@ -214,13 +214,14 @@ PAGE_TIMEOUT_S = 1.0
 only when a worker is free); the pages are fetched in the background, so this does not slow the sampler."""
 
 
-def inside_script(port: int, pages: dict[str, str], tag: str, timeout: float = PAGE_TIMEOUT_S) -> str:
+def inside_script(port: int, pages: dict[str, str], tag: str, timeout: float = PAGE_TIMEOUT_S,
+                  tls: bool = False) -> str:
     """A shell loop for the front container, started once per trial with one `docker exec`
     (each exec costs that host tens of ms of CPU, too much once a second): every second
     the status pages are fetched at once in the background, the sockets counted
     meanwhile, then each page printed after a mark line and the block ended by
-    `END`. It stops when /tmp/loadcmp-stop-TAG appears, or after a day."""
-    fetch = [f"({INSIDE_GET.format(port=port, path=path, timeout=timeout)}) >/tmp/loadcmp-page-$$-{kind} 2>/dev/null &"
+    `END`. It stops when /tmp/loadcmp-stop-TAG appears, or after a day. With `tls`, the pages over https."""
+    fetch = [f"({inside_get(port, path, timeout, tls)}) >/tmp/loadcmp-page-$$-{kind} 2>/dev/null &"
              for kind, path in pages.items()]
     show = [f"echo '{MARK} {kind}'; cat /tmp/loadcmp-page-$$-{kind}; rm -f /tmp/loadcmp-page-$$-{kind}"
             for kind in pages]
@@ -259,7 +260,8 @@ class InsideReader:
         """When the latest block came (monotonic)."""
         self.first = threading.Event()
         paths = {k: page.path for k, page in dep.status_pages.items() if page.command is None}
-        _, self.stream = dep.front.exec_run(["bash", "-c", inside_script(dep.port, paths, self.tag)], stream=True)
+        _, self.stream = dep.front.exec_run(["bash", "-c", inside_script(dep.port, paths, self.tag,
+                                                                            tls=dep.plan.tls is not None)], stream=True)
         threading.Thread(target=self._read, name="loadcmp-inside", daemon=True).start()
 
     def _read(self) -> None:

@@ -216,7 +216,7 @@ def status_page(dep: Deployment, kind: str, timeout: float = 0.5) -> dict[str, f
     page = dep.status_pages[kind]
     if page.command is not None:
         return command_status(dep, page)
-    code, body = http_get(dep.port, page.path, timeout=timeout)
+    code, body = http_get(dep.port, page.path, timeout=timeout, cafile=dep.plan.cafile)
     if code != 200:
         raise ValueError(f"{page.path} answered HTTP {code}")
     return parse_page(page, body.decode(errors="replace"))

@@ -111,7 +111,8 @@ def leave_out_unanswered(dep: Deployment) -> None:
     """On a server that runs the user's own config, the pages it lacks (or keeps elsewhere) are left out of
     `dep.status_pages` and named in `dep.unmeasured`; ours always answer."""
     if dep.plan.own:
-        dep.unmeasured.update(unanswered(dep.status_pages.values(), partial(get_inside, dep.front, dep.port)))
+        dep.unmeasured.update(unanswered(dep.status_pages.values(), partial(get_inside, dep.front, dep.port,
+                                                                           tls=dep.plan.tls is not None)))
 
 
 def unmeasured(stack: Stack, missing: dict[str, str]) -> list[str]:

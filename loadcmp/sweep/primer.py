@@ -5,17 +5,25 @@ thing: PrimerError, and the run stops. A server that does not answer at all is
 a lab problem (LabError): the trial is recorded as not started and the sweep
 goes on. A server kept from the previous level (`reuse_server`) may still be
 draining that level's queue, so it gets `patience` seconds first.
+
+With --tls, one handshake first (`handshake`), as the clients make it: the chain must verify against the
+run's CA, the version be the highest `tls.protocols` allows, ALPN choose http/1.1 and the certificate's key
+be the `tls.key` asked for; what it saw is stored with the label (`records.ServerTls`).
 """
 
 from __future__ import annotations
 
 import re
+import socket
+import ssl
 import time
 
-from ..lab.pages import http_get, page_file
+from ..lab.certs import key_type_of
+from ..lab.pages import client_context, http_get, page_file
 from ..lab.render import USER_WWW
 from ..errors import LabError, PrimerError
 from ..lab.containers import Deployment
+from ..records import ServerTls
 
 PHP_ERRORS = ("Fatal error", "Parse error", "Warning</b>:", "Uncaught ")
 
@@ -94,12 +102,57 @@ def _check_static(dep: Deployment, page: str, body: bytes) -> None:
                           f"({len(body):,} bytes, the file has {f.stat().st_size:,}); is the stack's root the pages?")
 
 
+def handshake(dep: Deployment, patience: float = 0.0) -> ServerTls | None:
+    """With --tls, one handshake with the front role, checked (PrimerError, one line, when it is not what was
+    asked); None on plain http. LabError when the server never answers within `patience`."""
+    plan = dep.plan
+    if plan.tls is None or plan.cafile is None:
+        return None
+    name, where = dep.stack.name, f"{dep.host.address}:{dep.port}"
+    deadline, waited = time.monotonic() + patience, time.monotonic()
+    while True:
+        try:
+            version, cipher, alpn, der = _shake(dep.host.address, dep.port, plan.cafile)
+            break
+        except ssl.SSLCertVerificationError as e:
+            raise PrimerError(f"{name}: its certificate on {where} did not verify against the run's CA "
+                              f"({e.verify_message})") from None
+        except ssl.SSLError as e:
+            raise PrimerError(f"{name}: no TLS handshake on {where} ({e.reason or e}): does its front role "
+                              "render the part tls's lines?") from None
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                after = f" after {time.monotonic() - waited:.0f} s of tries" if patience >= 1 else ""
+                raise LabError(f"{name}: no TLS handshake on {where} before the load{after} ({e})") from None
+            time.sleep(1.0)
+    versions = str(plan.settings.get("tls.protocols", "1.2,1.3")).split(",")  # a user's own file (--config): theirs
+    key = key_type_of(der)
+    if version != f"TLSv{max(versions)}" and "tls.protocols" in plan.settings:
+        raise PrimerError(f"{name}: the handshake gave {version}, but tls.protocols={','.join(versions)} "
+                          f"and the client offers TLSv1.3")
+    if alpn != "http/1.1":
+        raise PrimerError(f"{name}: ALPN chose {alpn or 'nothing'}, not http/1.1 (the client offers only http/1.1)")
+    if key != plan.tls.key_type:
+        raise PrimerError(f"{name}: its certificate has a {key} key, not the {plan.tls.key_type} of tls.key")
+    return ServerTls(version=version, cipher=cipher, alpn=alpn, chain_ok=True, key=key)
+
+
+def _shake(host: str, port: int, cafile: str) -> tuple[str, str, str | None, bytes]:
+    """One handshake as the clients make it (the run's CA, ALPN http/1.1): the version, cipher and ALPN it
+    negotiated, and the certificate the server sent (DER)."""
+    with socket.create_connection((host, port), timeout=10) as raw, \
+            client_context(cafile).wrap_socket(raw, server_hostname=host) as s:
+        cipher = s.cipher()
+        return (s.version() or "", cipher[0] if cipher else "", s.selected_alpn_protocol(),
+                s.getpeercert(binary_form=True) or b"")
+
+
 def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:
     """One GET, tried again each second until `deadline`; LabError if the server never answers."""
     waited = time.monotonic()
     while True:
         try:
-            return http_get(dep.port, page, timeout=10, host=dep.host.address)
+            return http_get(dep.port, page, timeout=10, host=dep.host.address, cafile=dep.plan.cafile)
         except OSError as e:
             if time.monotonic() >= deadline:
                 waited_s = time.monotonic() - waited

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from .. import __version__
 from ..lab import cleanup, containers, dockerhost
+from ..lab.certs import RunCA
 from ..lab.images import build_images
 from ..lab.pages import www_digest
 from ..errors import LabError, LoadcmpError, signal_name
@@ -139,7 +140,9 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
         writer.run.update({k: doc[k] for k in ("run_id", "owner", "host", "images", "docker_host")})  # type: ignore
     else:
         writer = RunWriter.create(spec.out, name, doc)
-    return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet, host)
+    # --tls: the run's CA, its certificate beside the results (tls/ca.pem) for the user's own clients
+    ca = RunCA(writer.path) if any(spec.tls_for(label) for label in spec.servers) else None
+    return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet, host, ca=ca)
 
 
 def run_trials(sweep: Sweep, planned: list[Planned]) -> RunStatus:

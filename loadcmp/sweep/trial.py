@@ -1,8 +1,9 @@
 """One trial of a sweep, read top to bottom in `run_trial`:
 
-    plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs)
+    plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs; --tls: its certificate)
     start             the plan -> a running Deployment (or the reused one)
-    describe_server   the label's set-up into run.json, once: configs, versions, images
+    handshake         --tls: one handshake, checked: version, cipher, ALPN, the chain (`loadcmp.sweep.primer`)
+    describe_server   the label's set-up into run.json, once: configs, versions, images, the handshake
     prime             a few requests: the page must be the page expected (`loadcmp.sweep.primer`)
     measure           warm-up, then the measured window, the server sampled at 1 Hz
     collect_evidence  Docker's container state, the server's figures, what the servers logged
@@ -24,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from ..lab import containers, dockerhost, planning, render
+from ..lab.certs import RunCA
 from ..observe import evidence, ownlogs
 from ..observe.apimetrics import ApiSampler
 from ..errors import DockerUnavailable, LabError
@@ -35,8 +37,9 @@ from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
-from .primer import KEPT_PATIENCE_S, prime
-from ..records import ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord, TrialStatus
+from .primer import KEPT_PATIENCE_S, handshake, prime
+from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, ServerTls, TrialRecord,
+                       TrialStatus)
 from ..experiment.spec import RunSpec
 from ..experiment.apps import overrides_for, stack_for
 from ..store.writer import Row, RunWriter
@@ -85,6 +88,8 @@ class Sweep:
     """--reuse-server: the deployment of each label, kept across trials."""
     problems: list[str] = field(default_factory=list)
     """What went wrong, in words, for run.json's `problems`."""
+    ca: RunCA | None = None
+    """--tls: the run's CA (its certificate in the results folder's tls/ca.pem); None: no label serves https."""
 
 
 def note_problem(sweep: Sweep, message: str) -> None:
@@ -134,7 +139,7 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
     kept, ready_s = dep is not None, None
     if dep is None:
         try:
-            dep, ready_s = start(sweep, plan_trial(spec, p, sweep.host))
+            dep, ready_s = start(sweep, plan_trial(spec, p, sweep.host, sweep.ca))
         except DockerUnavailable:
             raise  # the engine is gone: the run ends, not only this trial
         except LabError as e:
@@ -144,8 +149,9 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
     try:
         if sweep.stopper.requested:
             return None
-        describe_server(sweep, p, dep)
         try:
+            seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0)
+            describe_server(sweep, p, dep, seen)
             prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
@@ -162,12 +168,15 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             stop(sweep, dep)
 
 
-def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = planning.LOCAL) -> render.DeploymentPlan:
-    """The server of this trial as a plan: settings, free ports, rendered configs, limits."""
+def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = planning.LOCAL,
+               ca: RunCA | None = None) -> render.DeploymentPlan:
+    """The server of this trial as a plan: settings, free ports, rendered configs, limits; https with a
+    certificate of the run's CA (`ca`) when its label runs with --tls."""
     stack, app = stack_for(spec, p.server, p.page)  # the app's pages on the app, other pages without it
     return planning.plan_deployment(stack, cpus=spec.server_cpus, memory=spec.server_memory,
                                     overrides=overrides_for(spec, p.server, p.page), host=host,
-                                    www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server), app=app)
+                                    www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server), app=app,
+                                    tls=ca if spec.tls_for(p.server) else None)
 
 
 def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]:
@@ -178,8 +187,9 @@ def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]
     return dep, round(now() - t0, 3)
 
 
-def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
-    """Store a label's set-up the first time it runs: configs, versions, images, limits."""
+def describe_server(sweep: Sweep, p: Planned, dep: Deployment, seen: ServerTls | None = None) -> None:
+    """Store a label's set-up the first time it runs: configs, versions, images, limits, what its TLS
+    handshake gave (`seen`)."""
     if sweep.writer.has_server(p.label):
         return
     stack = dep.stack
@@ -191,6 +201,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         info["busy_limit"] = stack.busy_limit
     if dep.plan.app:
         info["app"] = dep.plan.app.name
+    if seen is not None:
+        info["tls"] = seen
     if dep.plan.own:
         info["own_configs"] = dep.plan.own
         info["unmeasured"] = unmeasured(stack, dep.unmeasured) + [g.words() for g in ownlogs.unreadable(dep)]
@@ -201,7 +213,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
 
 def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measurement:
     """Warm-up, then the measured window, with the server sampled at 1 Hz."""
-    target = make_target(f"http://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive, resolve=False)
+    target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive,
+                         resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume)
     schedule = spec.schedule_for(p.level)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)

@@ -1,0 +1,144 @@
+"""https on the real stacks (marked docker): a run of all seven with --tls, every request ok and each label's
+handshake stored; tls.protocols and tls.key as the server negotiates them; session tickets and the session
+cache off and on, seen in a resumption by Python's ssl; `loadcmp up --tls` saying where its CA is."""
+
+from __future__ import annotations
+
+import json
+import socket
+import ssl
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.lab import containers, planning
+from loadcmp.lab import stacks as st
+from loadcmp.lab.certs import CA_FILE, RunCA, key_type_of
+
+pytestmark = pytest.mark.docker
+
+
+def test_https_on_all_seven_stacks(images: Any, tmp_path: Path) -> None:
+    res = CliRunner().invoke(cli, ["run", "--tls", "--server", "all", "-c", "4", "-t", "1", "--warmup", "0",
+                                   "--page", "/index.html", "--keepalive", "--json", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    folder = next(tmp_path.iterdir())
+    assert (folder / CA_FILE).is_file()
+    run = json.loads((folder / "run.json").read_text())
+    assert sorted(run["servers"]) == sorted(st.catalog().names())
+    assert len(doc["results"]) == 7
+    for row in doc["results"]:
+        assert row["ok"] > 0 and row["failed"] == 0, row
+    assert all(t["result"]["url"].startswith("https://127.0.0.1:") for t in run["trials"])
+    for label, info in run["servers"].items():
+        tls = info["tls"]
+        assert tls["version"] == "TLSv1.3" and tls["alpn"] == "http/1.1" and tls["chain_ok"], (label, tls)
+        assert tls["cipher"].startswith("TLS_") and tls["key"] == "ecdsa-p256", (label, tls)
+        assert info["settings"]["tls.protocols"] == "1.2,1.3"
+        assert "server.key" not in json.dumps(info["configs"]).replace("tls/server.key", "")
+
+
+@contextmanager
+def https(name: str, ca: RunCA, images: Any, docker_client: Any, **settings: Any) -> Iterator[int]:
+    """A stack up with --tls and these tls.* settings; its port."""
+    plan = planning.plan_deployment(st.get_stack(name), overrides={f"tls.{k}": v for k, v in settings.items()},
+                                    tls=ca)
+    dep = containers.up(plan, client=docker_client, images=images)
+    try:
+        yield dep.port
+    finally:
+        dep.stop()
+
+
+def shake(port: int, ctx: ssl.SSLContext, session: ssl.SSLSession | None = None
+          ) -> tuple[ssl.SSLSession | None, bool, str, bytes]:
+    """A GET over one TLS connection (read to its end, so that TLS 1.3's tickets arrive): the session, whether it
+    was resumed, the version and the certificate."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as raw, \
+            ctx.wrap_socket(raw, server_hostname="127.0.0.1", session=session) as s:
+        s.sendall(b"GET /index.html HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        while s.recv(65536):
+            pass
+        return s.session, s.session_reused, s.version() or "", s.getpeercert(binary_form=True) or b""
+
+
+def resumes(port: int, ca: RunCA, version: ssl.TLSVersion = ssl.TLSVersion.TLSv1_3) -> bool:
+    ctx = ssl.create_default_context(cafile=ca.cafile)
+    ctx.maximum_version = version
+    session, reused, _, _ = shake(port, ctx)
+    assert not reused
+    return shake(port, ctx, session)[1]
+
+
+@pytest.mark.parametrize("name", ["nginx", "apache-event", "lighttpd"])
+def test_protocols_1_2_negotiates_1_2(name: str, images: Any, docker_client: Any, tmp_path: Path) -> None:
+    ca = RunCA(tmp_path)
+    with https(name, ca, images, docker_client, protocols="1.2") as port:
+        assert shake(port, ssl.create_default_context(cafile=ca.cafile))[2] == "TLSv1.2"
+        strict = ssl.create_default_context(cafile=ca.cafile)
+        strict.minimum_version = ssl.TLSVersion.TLSv1_3
+        with pytest.raises(ssl.SSLError):
+            shake(port, strict)
+
+
+@pytest.mark.parametrize("name", ["nginx", "caddy"])
+def test_an_rsa_key_gives_an_rsa_certificate(name: str, images: Any, docker_client: Any, tmp_path: Path) -> None:
+    ca = RunCA(tmp_path)
+    with https(name, ca, images, docker_client, key="rsa-2048") as port:
+        assert key_type_of(shake(port, ssl.create_default_context(cafile=ca.cafile))[3]) == "rsa-2048"
+
+
+@pytest.mark.parametrize("name", ["nginx", "apache-prefork", "lighttpd"])
+def test_tickets_and_the_session_cache_decide_resumption(name: str, images: Any, docker_client: Any,
+                                                         tmp_path: Path) -> None:
+    ca = RunCA(tmp_path)
+    with https(name, ca, images, docker_client, tickets=True, session_cache=False) as port:
+        assert resumes(port, ca) and resumes(port, ca, ssl.TLSVersion.TLSv1_2)  # stateless tickets
+    with https(name, ca, images, docker_client, tickets=False, session_cache=True) as port:
+        assert resumes(port, ca) and resumes(port, ca, ssl.TLSVersion.TLSv1_2)  # the server's cache
+    with https(name, ca, images, docker_client, tickets=False, session_cache=False) as port:
+        assert not resumes(port, ca) and not resumes(port, ca, ssl.TLSVersion.TLSv1_2)
+
+
+def test_caddy_resumes_by_its_tickets(images: Any, docker_client: Any, tmp_path: Path) -> None:
+    ca = RunCA(tmp_path)
+    with https("caddy", ca, images, docker_client) as port:
+        assert resumes(port, ca)
+
+
+def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any) -> None:
+    res = CliRunner().invoke(cli, ["up", "--tls", "--server", "nginx"])
+    try:
+        assert res.exit_code == 0, res.output
+        url = res.stdout.strip().splitlines()[0]
+        assert url.startswith("https://127.0.0.1:") and url.endswith("/")
+        cafile = res.output.split("issued by the CA in ", 1)[1].split()[0]
+        assert cafile.endswith("/tls/ca.pem") and Path(cafile).is_file()
+        ctx = ssl.create_default_context(cafile=cafile)
+        assert shake(int(url.rsplit(":", 1)[1].strip("/")), ctx)[2] == "TLSv1.3"
+    finally:
+        run_id = next((w for w in res.output.split() if w.startswith("loadcmp-")), "").split("-")
+        down = ["down", "--run", run_id[1]] if len(run_id) > 1 else ["down"]
+        CliRunner().invoke(cli, down)
+
+
+def test_status_pages_answer_over_https_from_inside_the_container(images: Any, docker_client: Any,
+                                                                   tmp_path: Path) -> None:
+    """Another machine's engine: the status pages are read on the container's own loopback, over https too."""
+    from loadcmp.lab.pages import get_inside
+
+    plan = planning.plan_deployment(st.get_stack("apache-event"), tls=RunCA(tmp_path))
+    dep = containers.up(plan, client=docker_client, images=images)
+    try:
+        for page in dep.stack.status:
+            code, body = get_inside(dep.front, dep.port, page.path, tls=True)
+            assert code == 200 and body, page.kind
+        assert get_inside(dep.front, dep.port, "/server-status?auto")[0] == 400  # plain http to the https port
+    finally:
+        dep.stop()
