@@ -123,10 +123,34 @@ class SpecDoc(TypedDict):
     settings: NotRequired[dict[str, Any]]  #: tunables for every server whose stack has their section
     variant_settings: NotRequired[dict[str, dict[str, Any]]]  #: tunables of one label
     reuse_server: NotRequired[bool]
+    tls: NotRequired[bool]  #: --tls: the stacks served https
+    tls_resume: NotRequired[float]  #: --tls-resume: the share of new connections that resume a TLS session
     findings: NotRequired[list[dict[str, str]]]  #: the write-up's claims (`claim`, `check`)
     name: NotRequired[str]
     description: NotRequired[str]
     out: NotRequired[str]  #: the folder the results folder is made in
+
+
+class TlsFacts(TypedDict):
+    """What the TLS handshakes of a measured window negotiated, and how many there were: a result's `tls`
+    (None over plain http). Version, cipher and ALPN as OpenSSL and Python's ssl name them, of the window's
+    handshakes (the most common where they differ)."""
+
+    version: str  #: e.g. TLSv1.3
+    cipher: str  #: e.g. TLS_AES_256_GCM_SHA384
+    alpn: str  #: e.g. http/1.1 ("" when none was agreed)
+    full: int  #: full handshakes in the window
+    resumed: int  #: handshakes that resumed a session (a ticket or the server's session cache)
+
+
+class ServerTls(TypedDict, total=False):
+    """What the primer's own handshake with a label's server saw (run.json's `servers.LABEL.tls`)."""
+
+    version: str
+    cipher: str
+    alpn: str
+    chain_ok: bool  #: the chain verified against the run's CA (tls/ca.pem)
+    key: str  #: the certificate's key type (the tunable `tls.key`): ecdsa-p256, rsa-2048, rsa-4096
 
 
 class LoadSummary(TypedDict):
@@ -171,7 +195,9 @@ class LoadSummary(TypedDict):
     warmup_requests: NotRequired[int]  #: started during the warm-up; not counted, but the server saw them
     users_reached: NotRequired[int]  #: ramp: the users started by the window's close, when fewer than all
     status_codes: NotRequired[dict[str, int]]  #: responses by exact status code, e.g. {"200": 9120, "404": 3}
-    phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), write, wait (first byte), read
+    phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), handshake (TLS), write, wait, read
+    tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None: plain http
+    tls_errors: NotRequired[dict[str, int]]  #: the `tls_error` failures by reason (the alert, or what failed)
     connections_opened: NotRequired[int | None]  #: connections the answered requests opened (keep-alive: few)
     bytes_per_response: NotRequired[float | None]  #: bytes received per response, head included
     lost: NotRequired[list[str]]  #: shares whose worker died or left (the load is partial), in words
@@ -259,6 +285,7 @@ class TrialRecord(TypedDict):
     causes: NotRequired[list[CauseDoc]]  #: the limits the evidence (logs, status pages, OOM kills) shows
     notes: NotRequired[list[str]]  #: older results: those limits as sentences (store.reader.causes_of)
     warnings: NotRequired[list[str]]  #: the client's socket errors, sampler errors ...
+    tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
 
 
 class ServerInfo(TypedDict, total=False):
@@ -281,6 +308,7 @@ class ServerInfo(TypedDict, total=False):
     page: str
     app: str  #: the application it served the page from (--app); absent: the demo or the user's pages
     url: str  #: bench: the URL loaded
+    tls: ServerTls  #: https: what the primer's handshake saw; absent: plain http
 
 
 class MachineInfo(TypedDict, total=False):
