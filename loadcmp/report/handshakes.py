@@ -16,6 +16,10 @@ from ..records import TrialRecord
 from ..store.reader import ClientBound, tls_of
 
 
+SAME = 1.1
+"""Within this factor, the client's CPU per handshake and the server's are said to be about the same."""
+
+
 def _per_trial(total: float, n: int) -> str:
     mean = total / max(1, n)
     return f"{mean:,.0f}" if mean >= 10 or mean.is_integer() else f"{mean:,.1f}"
@@ -49,9 +53,12 @@ def bound_said(bound: ClientBound) -> str | None:
     if cost.client_us is not None and cost.server_us is not None:
         text += (f"; the client spent {cost.client_us:,.0f} µs of CPU per handshake, the server "
                  f"{cost.server_us:,.0f} µs (each side's CPU in the window over its handshakes)")
-        if cost.client_us > cost.server_us:
-            text += (f": a full handshake cost the client {cost.client_us / max(cost.server_us, 1e-9):.1f}× what "
-                     "it cost the server (the client verifies the certificate chain and the server's signature)")
+        times = cost.client_us / max(cost.server_us, 1e-9)
+        if times >= SAME:
+            text += (f": a handshake cost the client {times:.1f}× what it cost the server (on a full one the "
+                     "client verifies the certificate chain and the server's signature)")
+        elif times > 1 / SAME:
+            text += ": about as much on each side"
     elif cost.client_us is not None:
         text += f"; the client spent {cost.client_us:,.0f} µs of CPU per handshake"
     return (text + ". More client cores raise its ceiling (--workers N on cores the server does not use, or "

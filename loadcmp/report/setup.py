@@ -122,6 +122,8 @@ def load_sentence(r: Run) -> str:
         who = (f"{levels} concurrent clients, each sending its next request when the last one ends "
                "(webbench, ab)")
     target = spec.get("url") if r.doc["kind"] == "bench" else f"page {spec['page']}"
+    if spec.get("tls") and r.doc["kind"] != "bench":  # a bench's URL says https itself
+        target = f"{target} over https"
     conn = " and ".join("over kept-alive connections" if k else "on a new connection per request"
                         for k in spec["keepalive"])
     if spec.get("requests"):

@@ -9,7 +9,6 @@ Only a run that used TLS has this section (`Results.tls`): a plain run's report 
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from ..records import ServerTls, TrialRecord
 from ..store.reader import Results, metrics_of, tls_of
