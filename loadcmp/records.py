@@ -123,8 +123,6 @@ class SpecDoc(TypedDict):
     settings: NotRequired[dict[str, Any]]  #: tunables for every server whose stack has their section
     variant_settings: NotRequired[dict[str, dict[str, Any]]]  #: tunables of one label
     reuse_server: NotRequired[bool]
-    tls: NotRequired[bool]  #: --tls: the stacks served https
-    tls_resume: NotRequired[float]  #: --tls-resume: the share of new connections that resume a TLS session
     findings: NotRequired[list[dict[str, str]]]  #: the write-up's claims (`claim`, `check`)
     name: NotRequired[str]
     description: NotRequired[str]

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..records import ServerTls, TrialRecord
-from ..store.reader import Results, metrics_of, tls_of
+from ..store.reader import Results, metrics_of, spec_tls, tls_of
 from .handshakes import errors_said, tls_errors
 from .tables import Estimate, cell_estimate
 
@@ -98,11 +98,11 @@ def tls_lines(data: Results) -> list[str]:
         if said:
             out.append(f"{s}: {said}.")
     for run in data.runs:
-        resume = run.doc["spec"].get("tls_resume")
+        resume = spec_tls(run.doc["spec"])[1]
         if resume is not None:
             where = f" ({run.name})" if len(data.runs) > 1 else ""
-            out.append(f"The client asked to resume a TLS session on {float(resume):.0%} of its new connections "
-                       f"(--tls-resume {float(resume):g}){where}; a server resumes only what its session cache "
+            out.append(f"The client asked to resume a TLS session on {resume:.0%} of its new connections "
+                       f"(--tls-resume {resume:g}){where}; a server resumes only what its session cache "
                        "or tickets allow.")
     for level in data.levels:
         for s in data.servers:

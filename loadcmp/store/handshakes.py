@@ -6,9 +6,11 @@ handshake cost); the report says them in words (`loadcmp.report.handshakes`).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any, cast
 
-from ..records import TlsFacts, TrialRecord
+from ..records import SpecDoc, TlsFacts, TrialRecord
 
 
 def tls_of(trial: TrialRecord) -> TlsFacts | None:
@@ -18,6 +20,14 @@ def tls_of(trial: TrialRecord) -> TlsFacts | None:
         return trial["tls"]
     result = trial.get("result")
     return (result.get("tls") or None) if result else None
+
+
+def spec_tls(spec: SpecDoc) -> tuple[bool, float | None]:
+    """Whether a run asked for https (`tls`), and the share of new connections it asked to resume
+    (`tls_resume`; None: not said). Read as plain keys: run.json's spec of an older run has neither."""
+    doc = cast(Mapping[str, Any], spec)
+    resume = doc.get("tls_resume")
+    return bool(doc.get("tls")), None if resume is None else float(resume)
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from ..errors import StoreError
 from ..load.histogram import Histogram
 from ..records import (CapacityDoc, CapacityServerDoc, CauseDoc, LoadSummary, RunDoc, RunStatus, ServerInfo,
                        ServerMetrics, SpecDoc, TrialRecord, missing_keys)
-from .handshakes import HandshakeCost, handshake_cost, tls_of
+from .handshakes import HandshakeCost, handshake_cost, spec_tls, tls_of
 from .writer import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "abandoned", "failed"]
@@ -183,7 +183,7 @@ class Results:
     @cached_property
     def tls(self) -> bool:
         """Whether these runs used https: a trial's TLS facts, a label's primed handshake or the spec say so."""
-        return (any(tls_of(t) for t in self.trials) or any(r.doc["spec"].get("tls") for r in self.runs)
+        return (any(tls_of(t) for t in self.trials) or any(spec_tls(r.doc["spec"])[0] for r in self.runs)
                 or any("tls" in info for r in self.runs for info in (r.doc.get("servers") or {}).values()))
 
 
