@@ -179,3 +179,56 @@ def test_a_client_bound_plain_cell_keeps_its_notes(tmp_path):
     data = load_results(folder)
     bound = data.client_bound("nginx", 10)
     assert bound is not None and bound.handshakes is None and bound_said(bound) is None
+
+
+# --- the TLS metrics of findings and checks ---------------------------------------------------------------
+
+
+def _three_trials(tmp: Path, rate: dict[str, float], client_bound: tuple[str, ...] = ()) -> Path:
+    """run-tls with three trials per cell: `rate[server]` handshakes per second (±2 % across the trials),
+    a quarter of them resumed, the server at 50 % of its core."""
+    def edit(t: dict[str, Any]) -> None:
+        n = round(rate[t["server"]] * t["result"]["duration_s"] * (0.98, 1.0, 1.02)[t["trial"] - 1])
+        t["tls"] = t["result"]["tls"] = {**TLS, "full": n - n // 4, "resumed": n // 4}
+        t["server_metrics"]["cpu_pct"] = 50.0
+        t["result"]["client_bound"] = t["server"] in client_bound
+
+    return stored_run(tmp / "three", rps={"nginx": [1.0] * 3, "apache-prefork": [1.0] * 3}, edit=edit,
+                      fixture=FIXTURES / "run-tls")
+
+
+def _verdict(folder: Path, check: str) -> str:
+    from loadcmp.verdicts import findings as fd
+    from loadcmp.verdicts import judge as jd
+
+    (out,) = jd.evaluate(load_results(folder), fd.parse_findings([{"claim": "c", "check": check}]))
+    return out.verdict
+
+
+def test_handshake_findings_are_judged_on_their_intervals(tmp_path):
+    folder = _three_trials(tmp_path, {"nginx": 3000.0, "apache-prefork": 1000.0})
+    assert _verdict(folder, "nginx:handshakes > 2000") == "supported"
+    assert _verdict(folder, "nginx:handshakes > 2 * apache-prefork:handshakes") == "supported"
+    assert _verdict(folder, "apache-prefork:handshakes > 1.5 * nginx:handshakes") == "not supported"
+    assert _verdict(folder, "nginx:handshakes_per_core@10 > 5000") == "supported"  # 3,000/s at half a core
+    assert _verdict(folder, "nginx:resumed_share > 20%") == "supported"
+    assert _verdict(folder, "nginx:resumed_share > 30%") == "not supported"
+    assert _verdict(folder, "nginx:handshakes > 3000") == "inconclusive"  # 3,000 ±2 %: the interval straddles it
+
+
+def test_a_client_bound_handshake_rate_is_a_lower_bound(tmp_path):
+    """The server completed at least the handshakes the client got through: a bound above the other side
+    decides; per core (the server's own figure) gets no bound."""
+    folder = _three_trials(tmp_path, {"nginx": 3000.0, "apache-prefork": 1000.0}, client_bound=("nginx",))
+    assert _verdict(folder, "nginx:handshakes > 2 * apache-prefork:handshakes") == "supported"
+    assert _verdict(folder, "apache-prefork:handshakes > nginx:handshakes") == "not supported"
+    assert _verdict(folder, "nginx:handshakes < apache-prefork:handshakes") == "not supported"
+    assert _verdict(folder, "nginx:handshakes_per_core > 1000") == "inconclusive"
+    assert _verdict(folder, "apache-prefork:handshakes > 0.1 * nginx:handshakes") == "inconclusive"
+
+
+def test_a_plain_run_has_no_handshakes_to_judge(tmp_path):
+    assert _verdict(FIXTURES / "run-2x3x2", "nginx:handshakes > 1") == "inconclusive"
+    from loadcmp.verdicts.checks import measure
+
+    assert measure("resumed_share", None, load_results(FIXTURES / "run-2x3x2").trials) is None
