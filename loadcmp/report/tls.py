@@ -13,14 +13,14 @@ from collections import Counter
 from ..records import ServerTls, TrialRecord
 from ..store.reader import Results, metrics_of, spec_tls, tls_of
 from .handshakes import errors_said, tls_errors
-from .tables import Estimate, cell_estimate
+from .tables import CLIENT_BOUND_MARK, Estimate, cell_estimate
 
 HEADER = ["clients", "server", "handshakes/s", "resumed", "handshakes/s per core", "handshake ms", "tls_error"]
 LEGEND = ("handshakes/s: the TLS handshakes the server completed per second of the window, full and resumed, "
           "the mean over the trials (± half the 95 % interval from 3 trials, else their range); resumed: the "
           "share of them that resumed a session; per core: divided by the server CPU the trial used (100 % = "
           "one core); handshake ms: the handshake's own time, the geometric mean of the trials' means; "
-          "tls_error: handshakes that failed, per trial.")
+          "tls_error: handshakes that failed, per trial; ≥ … ‡: client-bound, as in Table 1.")
 
 
 def _rate(t: TrialRecord) -> float | None:
@@ -60,7 +60,10 @@ def tls_rows(data: Results) -> tuple[list[str], list[list[str]]]:
                 continue
             ms = Estimate.of([v for t in cell if (v := _handshake_ms(t)) is not None], skewed=True)
             errors = tls_errors(cell)
-            rows.append([f"{level:,}", s, cell_estimate(data, s, level, _rate).text(), _resumed(cell),
+            rate = cell_estimate(data, s, level, _rate).text()
+            if data.client_bound(s, level) is not None:  # the client's limit: the server completed at least this
+                rate = f"≥ {rate}{CLIENT_BOUND_MARK}"
+            rows.append([f"{level:,}", s, rate, _resumed(cell),
                          cell_estimate(data, s, level, _per_core).text(),
                          "-" if ms.mean is None else f"{ms.mean:,.2f}", f"{errors:,.0f}" if errors else "0"])
     return (HEADER, rows) if rows else ([], [])
