@@ -130,25 +130,13 @@ class SpecDoc(TypedDict):
 
 
 class TlsFacts(TypedDict):
-    """What the TLS handshakes of a measured window negotiated, and how many there were: a result's `tls`
-    (None over plain http). Version, cipher and ALPN as OpenSSL and Python's ssl name them, of the window's
-    handshakes (the most common where they differ)."""
+    """What the handshakes of an https load negotiated (the most common, when they differ), and how many."""
 
-    version: str  #: e.g. TLSv1.3
-    cipher: str  #: e.g. TLS_AES_256_GCM_SHA384
-    alpn: str  #: e.g. http/1.1 ("" when none was agreed)
-    full: int  #: full handshakes in the window
-    resumed: int  #: handshakes that resumed a session (a ticket or the server's session cache)
-
-
-class ServerTls(TypedDict, total=False):
-    """What the primer's own handshake with a label's server saw (run.json's `servers.LABEL.tls`)."""
-
-    version: str
-    cipher: str
-    alpn: str
-    chain_ok: bool  #: the chain verified against the run's CA (tls/ca.pem)
-    key: str  #: the certificate's key type (the tunable `tls.key`): ecdsa-p256, rsa-2048, rsa-4096
+    version: str  #: as OpenSSL and Python's ssl name it: "TLSv1.3"
+    cipher: str  #: "TLS_AES_256_GCM_SHA384"
+    alpn: str  #: "http/1.1"; "" when the server chose none
+    full: int  #: full handshakes of counted requests
+    resumed: int  #: handshakes that resumed a saved session
 
 
 class LoadSummary(TypedDict):
@@ -193,13 +181,13 @@ class LoadSummary(TypedDict):
     warmup_requests: NotRequired[int]  #: started during the warm-up; not counted, but the server saw them
     users_reached: NotRequired[int]  #: ramp: the users started by the window's close, when fewer than all
     status_codes: NotRequired[dict[str, int]]  #: responses by exact status code, e.g. {"200": 9120, "404": 3}
-    phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), handshake (TLS), write, wait, read
-    tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None: plain http
-    tls_errors: NotRequired[dict[str, int]]  #: the `tls_error` failures by reason (the alert, or what failed)
+    phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), write, wait (first byte), read
     connections_opened: NotRequired[int | None]  #: connections the answered requests opened (keep-alive: few)
     bytes_per_response: NotRequired[float | None]  #: bytes received per response, head included
     lost: NotRequired[list[str]]  #: shares whose worker died or left (the load is partial), in words
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
+    tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
+    tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
 
 
 class RoleMetrics(TypedDict, total=False):
@@ -284,6 +272,16 @@ class TrialRecord(TypedDict):
     notes: NotRequired[list[str]]  #: older results: those limits as sentences (store.reader.causes_of)
     warnings: NotRequired[list[str]]  #: the client's socket errors, sampler errors ...
     tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
+
+
+class ServerTls(TypedDict, total=False):
+    """What the primer's own handshake with a label's server saw (run.json's `servers.LABEL.tls`)."""
+
+    version: str
+    cipher: str
+    alpn: str
+    chain_ok: bool  #: the chain verified against the run's CA (tls/ca.pem)
+    key: str  #: the certificate's key type (the tunable `tls.key`): ecdsa-p256, rsa-2048, rsa-4096
 
 
 class ServerInfo(TypedDict, total=False):
