@@ -263,6 +263,7 @@ class TrialRecord(TypedDict):
     page: NotRequired[str]
     ready_s: NotRequired[float | None]  #: seconds from start to ready (None: the server was reused)
     result: NotRequired[LoadSummary]
+    tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
     latency_hist: NotRequired[HistogramDoc]
     service_hist: NotRequired[HistogramDoc]
     server_metrics: NotRequired[ServerMetrics]
@@ -271,17 +272,16 @@ class TrialRecord(TypedDict):
     causes: NotRequired[list[CauseDoc]]  #: the limits the evidence (logs, status pages, OOM kills) shows
     notes: NotRequired[list[str]]  #: older results: those limits as sentences (store.reader.causes_of)
     warnings: NotRequired[list[str]]  #: the client's socket errors, sampler errors ...
-    tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
 
 
-class ServerTls(TypedDict, total=False):
-    """What the primer's own handshake with a label's server saw (run.json's `servers.LABEL.tls`)."""
+class ServerTls(TypedDict):
+    """What the primer's handshake saw of a label's server under --tls, as OpenSSL and Python's ssl name it."""
 
-    version: str
-    cipher: str
-    alpn: str
-    chain_ok: bool  #: the chain verified against the run's CA (tls/ca.pem)
-    key: str  #: the certificate's key type (the tunable `tls.key`): ecdsa-p256, rsa-2048, rsa-4096
+    version: str  #: the TLS version negotiated (TLSv1.3)
+    cipher: str  #: the cipher suite negotiated (TLS_AES_256_GCM_SHA384)
+    alpn: str | None  #: the protocol ALPN chose (http/1.1); None: the server chose none
+    chain_ok: bool  #: the server's certificate chain verified against the run's CA
+    key: str  #: the certificate's key type, as its key says (ecdsa-p256, rsa-2048, rsa-4096)
 
 
 class ServerInfo(TypedDict, total=False):
@@ -304,7 +304,7 @@ class ServerInfo(TypedDict, total=False):
     page: str
     app: str  #: the application it served the page from (--app); absent: the demo or the user's pages
     url: str  #: bench: the URL loaded
-    tls: ServerTls  #: https: what the primer's handshake saw; absent: plain http
+    tls: ServerTls  #: --tls: what the primer's handshake saw; absent: plain http
 
 
 class MachineInfo(TypedDict, total=False):
