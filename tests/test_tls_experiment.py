@@ -1,6 +1,6 @@
 """configs/experiments/tls.toml: it parses and validates with the TLS keys (`tls`, `tls_resume`, a variant's
-`tls.*` settings), runs the seven stacks four ways each (Caddy two: it cannot turn its tickets off), and its findings name TLS metrics judged with
-intervals (3 trials)."""
+`tls.*` settings), runs the seven stacks four ways each (Caddy two: it cannot turn its tickets off), and
+its findings name TLS metrics judged with intervals (3 trials)."""
 
 from __future__ import annotations
 
