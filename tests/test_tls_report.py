@@ -232,3 +232,15 @@ def test_a_plain_run_has_no_handshakes_to_judge(tmp_path):
     from loadcmp.verdicts.checks import measure
 
     assert measure("resumed_share", None, load_results(FIXTURES / "run-2x3x2").trials) is None
+
+
+def test_the_failures_figure_stacks_tls_error_once():
+    from loadcmp.report.plots import _kinds, failures_vs_concurrency
+
+    data = load_results(FIXTURES / "run-tls")
+    kinds = _kinds(data)
+    assert kinds.count("tls_error") == 1 and kinds[-1] == "dropped"
+    import matplotlib.pyplot as plt
+
+    assert failures_vs_concurrency(data) is not None
+    plt.close("all")
