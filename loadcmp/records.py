@@ -132,6 +132,16 @@ class SpecDoc(TypedDict):
     out: NotRequired[str]  #: the folder the results folder is made in
 
 
+class TlsFacts(TypedDict):
+    """What the handshakes of an https load negotiated (the most common, when they differ), and how many."""
+
+    version: str  #: as OpenSSL and Python's ssl name it: "TLSv1.3"
+    cipher: str  #: "TLS_AES_256_GCM_SHA384"
+    alpn: str  #: "http/1.1"; "" when the server chose none
+    full: int  #: full handshakes of counted requests
+    resumed: int  #: handshakes that resumed a saved session
+
+
 class LoadSummary(TypedDict):
     """One measurement's numbers: the `result` of a trial and of `--json`."""
 
@@ -179,6 +189,8 @@ class LoadSummary(TypedDict):
     bytes_per_response: NotRequired[float | None]  #: bytes received per response, head included
     lost: NotRequired[list[str]]  #: shares whose worker died or left (the load is partial), in words
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
+    tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
+    tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
 
 
 class RoleMetrics(TypedDict, total=False):
@@ -254,6 +266,7 @@ class TrialRecord(TypedDict):
     page: NotRequired[str]
     ready_s: NotRequired[float | None]  #: seconds from start to ready (None: the server was reused)
     result: NotRequired[LoadSummary]
+    tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
     latency_hist: NotRequired[HistogramDoc]
     service_hist: NotRequired[HistogramDoc]
     server_metrics: NotRequired[ServerMetrics]

@@ -10,6 +10,10 @@
     role_usage.py     what the roles measured apart from a server (an app's database) used, per level
     compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
     tables.py         Table 1 (per server x level: means and 95 % intervals), `--json`'s rows, the legend
+    tls.py            https: the TLS handshakes table (per second, resumed share, per core, handshake time,
+                      tls_error) and what each label negotiated
+    handshakes.py     a cell's TLS in words and figures: tls_error by reason, a client-bound cell's CPU per
+                      handshake on each side, its facts for `--json`
     setup.py          the set-up section (what ran, where, with which settings) and the warnings
     capacity.py       a capacity search's table and lines, from run.json's `capacity`
     tune.py           a tuning study's table and lines and its history figure, from run.json's `tune`
@@ -19,7 +23,8 @@
     axes.py           what every figure shares: style, colours per server, axes, error bars, legends
 
 Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
-plots -> story -> role_usage, compare -> tables -> causes; setup -> tables. Outside the package: the store (the
+plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; pages -> tls -> tables -> handshakes;
+story -> handshakes. Outside the package: the store (the
 folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
 errors).
 """

@@ -1,8 +1,8 @@
 """The report as a self-contained HTML page and as Markdown, from one `build.Report`.
 
 Both say the same things in the same order: what was run, a capacity search's results, the findings
-(the write-up's claims with their verdicts, then what happened and why), Table 1,
-the comparison, the figures, the notes, and the full set-up.
+(the write-up's claims with their verdicts, then what happened and why), Table 1, the TLS handshakes
+(https only), the comparison, the figures, the notes, and the full set-up.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from ..store.reader import Results
 from .compare import RatioRow
 from .plots import Drawn
 from .tables import long_form
+from .tls import LEGEND as TLS_LEGEND
 
 
 @dataclass
@@ -43,6 +44,8 @@ class Report:
     capacity_lines: tuple[str, ...] = ()  #: the search in words: its target, each server's result and notes
     tune: tuple[list[str], list[list[str]]] = ([], [])  #: a tuning study's trials (header, rows); none: empty
     tune_lines: tuple[str, ...] = ()  #: the study in words: what was tuned, its answer, what mattered, the block
+    tls: tuple[list[str], list[list[str]]] = ([], [])  #: https: the handshakes table (header, rows); plain: empty
+    tls_lines: tuple[str, ...] = ()  #: https: what each label negotiated, the resumption asked for, tls_error
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -129,6 +132,10 @@ def html_page(r: Report) -> str:
     else:
         parts.append(_table_html(r.header, r.rows))
     parts.append(f"<p><small class='legend'>{_e(r.legend)}</small></p>")
+    if r.tls[1]:
+        parts.append("<h2>TLS handshakes</h2>" + _table_html([("", h) for h in r.tls[0]], r.tls[1]))
+        parts.append(f"<p><small class='legend'>{_e(TLS_LEGEND)}</small></p>")
+        parts.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in r.tls_lines) + "</ul>")
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
@@ -177,6 +184,9 @@ def markdown(r: Report) -> str:
     table = (_md_table(*long_form(r.header, r.rows, r.data.servers)) if len(r.data.servers) > 2
              else _md_table([f"{g} {w}".strip() for g, w in r.header], r.rows))
     parts += ["## Summary (Table 1)", "", table, "", f"*{r.legend}*", ""]
+    if r.tls[1]:
+        parts += ["## TLS handshakes", "", _md_table(*r.tls), "", f"*{TLS_LEGEND}*", ""] + [
+            f"- {x}" for x in r.tls_lines] + [""]
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]

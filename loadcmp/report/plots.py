@@ -94,17 +94,24 @@ def _failures(t: TrialRecord) -> dict[str, int]:
     return {} if r is None else r["failures"]
 
 
+def _kinds(data: Results) -> list[str]:
+    """The failure kinds to stack: this loadcmp's, then any other a trial counted (`tls_error` of an https
+    engine), then the client's dropped requests."""
+    found = [k for t in data.trials for k in _failures(t) if k not in FAIL_KINDS and k != "dropped"]
+    return [*FAIL_KINDS, *dict.fromkeys(found), "dropped"]
+
+
 # 2 ------------------------------------------------------------------------------------------
 def failures_vs_concurrency(data: Results) -> Figure | None:
     """Failed requests per server vs concurrency, stacked by kind; None when nothing failed."""
-    if not any(_failures(t).get(k) for t in data.trials for k in [*FAIL_KINDS, "dropped"]):
+    kinds = _kinds(data)
+    if not any(_failures(t).get(k) for t in data.trials for k in kinds):
         return None
     servers = data.servers
     n = len(servers)
     cols = min(n, 3)
     rows = math.ceil(n / cols)
     fig, axes = plt.subplots(rows, cols, figsize=(WIDTH, 3.8 * rows + 0.8), squeeze=False, sharey=True)
-    kinds = [*FAIL_KINDS, "dropped"]
     used: set[str] = set()
     levels = data.levels
     x = np.arange(len(levels))

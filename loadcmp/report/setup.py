@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..records import MachineInfo, ScheduleDoc, ServerInfo
-from ..store.reader import Results, Run, result_of
+from ..store.reader import Results, Run, result_of, spec_tls
 from ..units import format_bytes
 from .tables import notes
 
@@ -122,6 +122,8 @@ def load_sentence(r: Run) -> str:
         who = (f"{levels} concurrent clients, each sending its next request when the last one ends "
                "(webbench, ab)")
     target = spec.get("url") if r.doc["kind"] == "bench" else f"page {spec['page']}"
+    if spec_tls(spec)[0] and r.doc["kind"] != "bench":  # a bench's URL says https itself
+        target = f"{target} over https"
     conn = " and ".join("over kept-alive connections" if k else "on a new connection per request"
                         for k in spec["keepalive"])
     if spec.get("requests"):

@@ -19,6 +19,7 @@ from ..records import TrialRecord
 from ..store.reader import Results, causes_of, cpu_of_its_cpus, metrics_of
 from ..units import format_bytes, ms
 from .causes import by_cause, evidence, head
+from .handshakes import errors_said
 from .role_usage import apart_lines
 from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
@@ -194,7 +195,9 @@ def failures(data: Results) -> list[str]:
         if not measured:
             continue
         if k is not None:
-            what = f", mostly {_kind_text(k.kind)} ({k.kind_count:,.0f} per trial)" if k.kind else ""
+            why = errors_said(data.cell(s, k.level)) if k.kind == "tls_error" else ""  # the handshakes' reasons
+            what = (f", mostly {_kind_text(k.kind)} ({k.kind_count:,.0f} per trial{': ' + why if why else ''})"
+                    if k.kind else "")
             text = f"{s}'s failures begin at {k.level:,} clients: {k.rate:.1%} of its requests failed{what}"
             last = measured[-1]
             if last != k.level:

@@ -20,6 +20,7 @@ from ..store.reader import Results, causes_of, metrics_of
 from ..units import ms
 from .capacity import capacity_json
 from .causes import note
+from .handshakes import bound_said, facts
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -185,7 +186,9 @@ def summary_doc(res: Results) -> dict[str, Any]:
         item["client_bound"] = bound is not None
         if bound is not None:
             item["client_bound_reason"] = bound.reason
-            item["client_advice"] = bound.advice
+            item["client_advice"] = _joined(bound.advice, bound_said(bound))
+        if (tls := facts(res.cell(r.server, int(r.level)))) is not None:
+            item["tls"] = tls
         if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "mem_peak_bytes") if r[f"{k}_low"] is not None
@@ -209,6 +212,14 @@ def _pooled_ms(res: Results, server: str, level: int) -> dict[str, Any] | None:
     pct = {f"p{q}": ms(h.percentile(q), 3) for q in (50, 90, 99)}
     return {**pct, "max": ms(h.max_s, 3), "mean": ms(h.mean, 3),
             "pooled": True}
+
+
+def _joined(text: str | None, more: str | None) -> str | None:
+    """Two sentences as one text (either may be None): a client-bound cell's advice and its handshakes'."""
+    if not more:
+        return text
+    more = more[0].upper() + more[1:] + "."
+    return f"{text} {more}" if text else more
 
 
 def _isnan(v: Any) -> bool:
@@ -359,7 +370,7 @@ def notes(res: Results) -> list[str]:
     out = [WEBBENCH_NOTE] if webbench_differs(aggregate(res)) else []
     bound = [(s, lv, b) for s in res.servers for lv in res.levels if (b := res.client_bound(s, lv))]
     for s, lv, b in bound:
-        out.append(f"‡ {s} at {lv:,} clients was client-bound: {b.reason}.")
+        out.append(_joined(f"‡ {s} at {lv:,} clients was client-bound: {b.reason}.", bound_said(b)) or "")
     if bound:
         s, lv, b = bound[-1]
         out.append("‡ these rates are the client's limit, so each is a lower bound on what its server serves (at "

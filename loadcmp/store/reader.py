@@ -26,6 +26,7 @@ from ..errors import StoreError
 from ..load.histogram import Histogram
 from ..records import (CapacityDoc, CapacityServerDoc, CauseDoc, LoadSummary, RunDoc, RunStatus, ServerInfo,
                        ServerMetrics, SpecDoc, TrialRecord, missing_keys)
+from .handshakes import HandshakeCost, handshake_cost, spec_tls, tls_of
 from .writer import FORMAT, SUMMARY_COLUMNS, summary_row
 
 _WORST: list[str] = ["complete", "running", "interrupted", "abandoned", "failed"]
@@ -179,6 +180,12 @@ class Results:
         """Why the client limited a cell's measurement (the first trial that says so), or None."""
         return client_bound(self.cell(server, level))
 
+    @cached_property
+    def tls(self) -> bool:
+        """Whether these runs used https: a trial's TLS facts, a label's primed handshake or the spec say so."""
+        return (any(tls_of(t) for t in self.trials) or any(spec_tls(r.doc["spec"])[0] for r in self.runs)
+                or any("tls" in info for r in self.runs for info in (r.doc.get("servers") or {}).values()))
+
 
 @dataclass(frozen=True)
 class ClientBound:
@@ -186,6 +193,8 @@ class ClientBound:
 
     reason: str
     advice: str | None
+    handshakes: HandshakeCost | None = None
+    """https with full handshakes: what a handshake cost the client and the server (`handshake_cost`)."""
 
 
 def client_bound(trials: list[TrialRecord]) -> ClientBound | None:
@@ -193,7 +202,9 @@ def client_bound(trials: list[TrialRecord]) -> ClientBound | None:
     for t in trials:
         r = t.get("result")
         if r and r.get("client_bound"):
-            return ClientBound(r.get("client_bound_reason") or "the client was saturated", r.get("client_advice"))
+            cost = handshake_cost([t])
+            return ClientBound(r.get("client_bound_reason") or "the client was saturated", r.get("client_advice"),
+                               cost if cost is not None and cost.full else None)
     return None
 
 

@@ -24,6 +24,7 @@ from typing import Any, cast
 
 import pandas as pd
 
+from .handshakes import tls_of
 from ..errors import StoreError, UsageError
 from ..records import (CapacityDoc, FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunKind, RunStatus,
                        ServerInfo, SpecDoc, TrialRecord, TrialStatus, TuneDoc)
@@ -36,8 +37,9 @@ SUMMARY_COLUMNS = [
     "server", "level", "trial", "status", "ok", "failed", "unfinished", "started", "rps",
     "completions_per_s", "failed_rate", "p50_ms", "p90_ms", "p99_ms", "max_ms", "bytes",
     "duration_s", "cpu_pct", "mem_peak_bytes", "pids_peak", "client_bound", "client_busy_pct", "webbench_susceed",
-    "webbench_failed", "reason",
+    "webbench_failed", "tls_full", "tls_resumed", "tls_error", "reason",
 ]
+"""summary.csv's columns; the `tls_` ones are empty for plain http (and for results stored before https)."""
 
 
 def _atomic_write(path: Path, write: Any) -> None:
@@ -227,6 +229,8 @@ def save_bench(out_dir: Path | str, run: RunDoc, summary: LoadSummary,
                         reason=reason, page=page, result=summary, latency_hist=hists[0])
     if hists[1] is not None:
         trial["service_hist"] = hists[1]
+    if "tls" in summary:
+        trial["tls"] = summary["tls"]
     keys = {"server": label, "level": clients, "trial": 1}
     w.add_trial(trial, [{**keys, **row} for row in timeline], [])
     w.finish("interrupted" if summary["interrupted"] else "complete")
@@ -294,5 +298,16 @@ def summary_row(trial: TrialRecord) -> dict[str, Any]:
         "client_busy_pct": s.get("client_busy_pct"),
         "webbench_susceed": wb.get("susceed"),
         "webbench_failed": wb.get("failed"),
+        **_tls_columns(trial),
         "reason": trial.get("reason"),
     }
+
+
+def _tls_columns(trial: TrialRecord) -> dict[str, Any]:
+    """summary.csv's TLS columns: the full and resumed handshakes and the `tls_error` failures (None: plain)."""
+    tls = tls_of(trial)
+    if tls is None:
+        return {"tls_full": None, "tls_resumed": None, "tls_error": None}
+    result = trial.get("result")
+    failures = result["failures"] if result else {}
+    return {"tls_full": tls["full"], "tls_resumed": tls["resumed"], "tls_error": failures.get("tls_error", 0)}

@@ -294,6 +294,8 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
         latency_hist=m.latency_hist, service_hist=m.service_hist, server_metrics=ev.server,
         container_state=ev.containers,
     )
+    if "tls" in m.summary:  # https: what the handshakes negotiated and how many (None: plain http)
+        record["tls"] = m.summary["tls"]
     if ev.found.log_evidence is not None:
         record["log_evidence"] = ev.found.log_evidence
     if ev.found.causes:

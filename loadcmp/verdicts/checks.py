@@ -32,11 +32,17 @@ METRICS: dict[str, tuple[str, str]] = {
     "cpu": ("", "server CPU % (100 = one core)"),
     "pids_peak": ("", "peak server threads"),
     "capacity": ("level", "the highest level meeting a capacity search's target (findings only)"),
+    "handshakes": ("", "TLS handshakes per second, full and resumed (https)"),
+    "resumed_share": ("ratio", "share of the TLS handshakes that resumed a session (https)"),
+    "handshakes_per_core": ("", "TLS handshakes per second per core of server CPU (https)"),
 }
 """Metric -> (kind, meaning). The kind sets the scale: ratio 0..1, time in ms, bytes, or a plain number."""
-THROUGHPUT = frozenset({"rps"})
-"""Metrics a client-bound measurement bounds from below: the server served at least what the client
-got through. A capacity metric belongs here too; latency, failures and the servers' figures do not."""
+THROUGHPUT = frozenset({"rps", "handshakes"})
+"""Metrics a client-bound measurement bounds from below: the server served (or completed the handshakes
+of) at least what the client got through. A capacity metric belongs here too; latency, failures, the
+resumed share and the servers' figures (per core included) do not."""
+TLS = frozenset({"handshakes", "resumed_share", "handshakes_per_core"})
+"""Metrics of https runs only: a trial over plain http has none of them (no data)."""
 
 
 def check_metric(text: str, metric: str, q: str | None) -> float | None:
@@ -122,6 +128,8 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
     if metric in _COUNTS:
         count = _COUNTS[metric]
         return sum(count(r) for r in res) / len(res)
+    if metric in TLS:
+        return _tls_measure(metric, ran)
     if metric in ("p", "max", "mean"):
         h = pooled_latency(ran)
         if h.count == 0:
@@ -133,3 +141,26 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
     if not vals:
         return None
     return sum(vals) / len(vals) if metric == "cpu" else max(vals)
+
+
+def _tls_measure(metric: str, trials: list[TrialRecord]) -> float | None:
+    """A TLS metric over trials (their TLS facts, `store.handshakes`): the mean handshakes per second (per
+    core of the server CPU each used), or the resumed share of all their handshakes; None over plain http."""
+    from ..store.reader import metrics_of, tls_of
+
+    rates: list[float] = []
+    full = resumed = 0
+    for t in trials:
+        tls, r = tls_of(t), t["result"]
+        if tls is None or not r["duration_s"]:
+            continue
+        full, resumed = full + tls["full"], resumed + tls["resumed"]
+        rate = (tls["full"] + tls["resumed"]) / r["duration_s"]
+        cpu = metrics_of(t).get("cpu_pct")
+        if metric == "handshakes":
+            rates.append(rate)
+        elif cpu:
+            rates.append(rate / (cpu / 100))
+    if metric == "resumed_share":
+        return resumed / (full + resumed) if full + resumed else None
+    return sum(rates) / len(rates) if rates else None
