@@ -212,7 +212,7 @@ class FakeDeployment:
     containers: list[FakeContainer] = field(default_factory=list)
 
     stack: Any = field(default_factory=_nginx)
-    plan: Any = field(default_factory=lambda: SimpleNamespace(rendered=()))
+    plan: Any = field(default_factory=lambda: SimpleNamespace(rendered=(), cafile=None))
 
     @property
     def status_pages(self) -> dict[str, Any]:
