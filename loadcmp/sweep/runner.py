@@ -139,6 +139,9 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
         writer.run.update({k: doc[k] for k in ("run_id", "owner", "host", "images", "docker_host")})  # type: ignore
     else:
         writer = RunWriter.create(spec.out, name, doc)
+    writer.watch = progress.stored
+    if progress.stored is not None:
+        progress.stored(writer, [], [])
     return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet, host)
 
 
