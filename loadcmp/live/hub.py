@@ -93,10 +93,12 @@ class Hub:
             try:
                 sub.queue.put_nowait(text)
             except asyncio.QueueFull:
-                self._drop(sub)
+                self.drop(sub)
 
-    def _drop(self, sub: Subscriber) -> None:
+    def drop(self, sub: Subscriber) -> None:
         """A slow browser: forget it and end its stream (its task is cancelled even mid-write)."""
+        if sub.dropped:
+            return
         self.subscribers.discard(sub)
         sub.dropped = True
         self.dropped += 1
@@ -109,7 +111,7 @@ class Hub:
             try:
                 sub.queue.put_nowait(None)
             except asyncio.QueueFull:
-                self._drop(sub)
+                self.drop(sub)
         self.subscribers.clear()
 
 

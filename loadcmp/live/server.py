@@ -110,7 +110,8 @@ class LiveServer:
         runner = web.AppRunner(self._app(), handle_signals=False, access_log=None, shutdown_timeout=1.0)
         await runner.setup()
         try:
-            site = web.TCPSite(runner, self.host, self.port, reuse_address=False)
+            # SO_REUSEADDR: a page closed a moment ago (TIME_WAIT) does not hold the port; a listener still does
+            site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
             await site.start()
         except OSError as e:
             self._failed = _bind_error(e, self.host, self.port)
@@ -178,7 +179,9 @@ async def stream(request: web.Request, hub: Hub) -> web.StreamResponse:
     try:
         await _write(resp, "".join(f"data: {t}\n\n" for t in past))
         await _follow(resp, sub)
-    except (asyncio.CancelledError, ConnectionError, TimeoutError):
+    except TimeoutError:
+        hub.drop(sub)  # its socket took no bytes for WRITE_TIMEOUT_S
+    except (asyncio.CancelledError, ConnectionError):
         pass  # dropped, gone, or the command ended: the stream is over
     finally:
         hub.leave(sub)

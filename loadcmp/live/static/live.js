@@ -4,7 +4,8 @@
 (function () {
   const EVENTS = document.currentScript.dataset.events;
   const KINDS = ["http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset", "timeout", "protocol_error"];
-  const COLORS = ["#1f77b4", "#d62728", "#ff7f0e", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  // red is kept for failures and the client-bound signal
+  const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   const MiB = 1048576;
   let S;
   const charts = {};
@@ -89,7 +90,7 @@
     box.querySelector(".what").textContent = what;
     if (!charts[id]) {
       const opts = { title, width: Math.min(560, Math.max(320, (window.innerWidth - 80) / 2)), height: 200,
-        scales: { x: { time: false } }, axes: [{ label: "second of the window" }, {}],
+        scales: { x: { time: false } }, axes: [{ label: "second of the window" }, { size: 70 }],
         series: [{ label: "s" }, ...series.map((s, i) => ({ stroke: COLORS[i % COLORS.length], width: 1.5,
           spanGaps: false, ...s }))] };
       charts[id] = new uPlot(opts, data, box.querySelector(".plot"));
@@ -104,7 +105,7 @@
     const x = col(rs, "second");
     const kinds = KINDS.filter((k) => rs.some((r) => r[k] > 0));
     panel("client-charts", "client-rps", "requests/s", "ok and failed responses per second, failures by kind",
-      [{ label: "ok" }, { label: "failed" }, ...kinds.map((k) => ({ label: k }))],
+      [{ label: "ok" }, { label: "failed", stroke: "#d62728" }, ...kinds.map((k) => ({ label: k }))],
       [x, col(rs, "ok"), col(rs, "failed"), ...kinds.map((k) => col(rs, k))]);
     panel("client-charts", "client-latency", "latency (ms)", "p50, p90 and p99 of each second's histogram",
       [{ label: "p50" }, { label: "p90" }, { label: "p99" }], [x, col(rs, "p50_ms"), col(rs, "p90_ms"), col(rs, "p99_ms")]);
@@ -134,6 +135,7 @@
     const rs = rows(t.server);
     const x = col(rs, "second");
     const info = (S.progress && S.progress.servers[t.key.server]) || {};
+    document.getElementById("server-section").hidden = !rs.length;  // bench: no server sampled
     const flat = (v) => x.map(() => v ?? null);
     for (const pre of roles(rs)) {
       const role = pre ? pre.slice(0, -1) : "server";

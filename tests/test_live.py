@@ -1,0 +1,274 @@
+"""The live page (`--live`, `loadcmp serve`) in Debian's Chromium driven by Playwright, and its server's edges:
+a slow browser dropped, a port in use, a token off loopback, Ctrl-C leaving no listening socket."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+CHROMIUM = "/usr/bin/chromium"
+PANELS = {"client-rps": ["ok", "failed"], "client-latency": ["p50_ms", "p90_ms", "p99_ms"],
+          "client-conns": ["inflight"], "client-self": ["client_cpu_pct", "loop_lag_ms"]}
+"""Each client panel's series (after x) and the timeline.parquet column each one draws."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    """Nothing listens on it (a connection the page closed may still be in TIME_WAIT: that holds no port)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class Command:
+    """`python -m loadcmp ...` with its stderr read in a thread (the live URL is on it)."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "loadcmp", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        self.err: list[str] = []
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.err.append(line)
+
+    def url(self, prefix: str = "live: ", timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.err:
+                if prefix in line:
+                    return line.split(prefix, 1)[1].split()[0]
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError("no URL printed: " + "".join(self.err))
+
+    def wait(self, timeout: float = 60) -> int:
+        rc = self.proc.wait(timeout)
+        self._t.join(5)
+        return rc
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    # Not a skip: `make setup` installs both, so their absence is a broken set-up to see, not to hide.
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: run `make setup` (scripts/setup.sh installs it)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def drawn(page: object, panel: str) -> list[list[float | None]]:
+    return page.evaluate(f"() => window.loadcmp.charts[{panel!r}].data.map(a => Array.from(a))")  # type: ignore
+
+
+def assert_drawn_as_stored(data: list[list[float | None]], columns: list[str], stored: pd.DataFrame) -> None:
+    """Every point of a panel is the stored row's figure for its second."""
+    by_second = stored.set_index("second")
+    assert data[0], "nothing drawn"
+    for i, second in enumerate(data[0]):
+        row = by_second.loc[int(second)]
+        for series, col in enumerate(columns, start=1):
+            want = row[col] if col in row.index else None  # an older run has no client CPU column
+            got = data[series][i]
+            if pd.isna(want):
+                assert got is None, (col, second)
+            else:
+                assert got == pytest.approx(float(want), rel=1e-9, abs=1e-9), (col, second, got, want)
+
+
+def test_bench_live_draws_what_timeline_parquet_holds(browser, faulty, tmp_path, artifacts):
+    """A short `bench --live` against the in-process server: the page holds >= 3 points while the load runs,
+    and every point drawn, then and at the end, equals the stored per-second record."""
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "6s", "-k", "--live", str(port),
+                  "--out", str(tmp_path))
+    try:
+        url = cmd.url()
+        assert url == f"http://127.0.0.1:{port}/"
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})  # type: ignore[attr-defined]
+        page.goto(url)
+        page.wait_for_function("() => { const c = window.loadcmp.charts['client-rps']; "
+                               "return c && c.data[0].length >= 3; }", timeout=30_000)
+        during = {p: drawn(page, p) for p in PANELS}
+        assert cmd.proc.poll() is None, "the points must come while the command runs"
+        assert cmd.wait() == 0, "".join(cmd.err)
+        page.wait_for_selector("#end:not([hidden])", timeout=10_000)
+        after = {p: drawn(page, p) for p in PANELS}
+        page.screenshot(path=str(artifacts / "live-bench.png"), full_page=True)
+        assert "complete" in page.inner_text("#end")
+    finally:
+        cmd.stop()
+    (folder,) = tmp_path.iterdir()
+    stored = pd.read_parquet(folder / "timeline.parquet")
+    for panel, columns in PANELS.items():
+        assert_drawn_as_stored(during[panel], columns, stored)  # the live records are the stored ones
+        assert_drawn_as_stored(after[panel], columns, stored)
+        assert len(after[panel][0]) == len(stored), "the last point is the stored last second"
+    assert port_is_free(port), "the page's socket outlived the command"
+
+
+def test_serve_lists_the_stored_runs_and_opens_each(browser, tmp_path, artifacts):
+    results = tmp_path / "results"
+    for name in ("run-2x3x2", "capacity-2x"):
+        shutil.copytree(FIXTURES / name, results / name)
+    port = free_port()
+    cmd = Command("serve", str(results), "--port", str(port))
+    try:
+        url = cmd.url(prefix=": ")
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})  # type: ignore[attr-defined]
+        page.goto(url)
+        names = page.locator("table.runs tbody tr td:first-child").all_inner_texts()
+        assert sorted(names) == ["capacity-2x", "run-2x3x2"]
+        assert "nginx, apache-prefork" in page.inner_text("table.runs")
+        for name in names:
+            page.goto(url)
+            page.click(f"text={name}")
+            page.wait_for_selector("#end:not([hidden])", timeout=30_000)
+            stored = pd.read_parquet(results / name / "timeline.parquet")
+            last = json.loads(page.evaluate("() => JSON.stringify(window.loadcmp.state.current)"))
+            server, level, trial = last.split("|")
+            mine = stored[(stored.server == server) & (stored.level == int(level)) & (stored.trial == int(trial))]
+            for panel, columns in PANELS.items():
+                assert_drawn_as_stored(drawn(page, panel), columns, mine)
+            assert page.locator("#grid td.cell").count() > 0
+            if name == "run-2x3x2":
+                page.screenshot(path=str(artifacts / "serve-run.png"), full_page=True)
+            else:
+                assert page.locator("svg.probes circle").count() > 0, "capacity's probes are drawn"
+        with urllib.request.urlopen(f"{url}runs/run-2x3x2/report/", timeout=120) as r:
+            assert r.status == 200 and b"<html" in r.read(2000).lower()
+        assert not (results / "run-2x3x2" / "report").exists(), "serve only reads the results folder"
+    finally:
+        cmd.proc.send_signal(signal.SIGINT)
+        rc = cmd.wait(30)
+        cmd.stop()
+    assert rc == 0 and "Traceback" not in "".join(cmd.err)
+    assert port_is_free(port)
+
+
+def test_a_slow_browser_is_dropped_and_the_others_keep_up():
+    """A browser that reads nothing is dropped once its queue is full; publishing never waits for it, and a
+    browser that reads gets every event."""
+    from loadcmp.live.hub import QUEUE, Hub
+    from loadcmp.live.server import LiveServer
+
+    hub = Hub()
+    server = LiveServer(hub, free_port()).start()
+    try:
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        got: list[str] = []
+
+        def read() -> None:
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/events", timeout=60) as r:
+                for line in r:
+                    got.append(line.decode())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 10
+        while len(hub.subscribers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(hub.subscribers) == 2
+        pad = "x" * 20_000
+        burst = QUEUE // 4  # far more than a command publishes in a second; the reader catches up in between
+        sent = 0
+        for _ in range(8):
+            for _ in range(burst):  # publish returns at once, whatever the browsers do
+                hub.publish({"type": "pad", "i": sent, "pad": pad})
+                sent += 1
+            deadline = time.monotonic() + 30
+            while sum('"pad"' in g for g in got) < sent and time.monotonic() < deadline:
+                time.sleep(0.02)
+        assert hub.dropped == 1, "the browser that reads nothing is dropped"
+        assert len(hub.subscribers) == 1
+        assert sum('"pad"' in g for g in got) == sent, "the one that reads gets every event"
+        slow.close()
+    finally:
+        server.stop()
+    reader.join(10)
+    assert port_is_free(server.port)
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(faulty):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args in (["bench", faulty.url("/ok"), "-t", "1s"], ["run", "--server", "nginx", "-t", "1s"]):
+            cmd = Command(*args, "--live", str(port))
+            assert cmd.wait() == 2
+            err = "".join(cmd.err)
+            assert err.strip() == f"error: --live: port {port} on 127.0.0.1 is in use (give another: --live PORT)"
+
+
+def test_another_address_needs_the_token_printed(faulty, tmp_path):
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "1", "-t", "3s", "--live", str(port), "--live-host", "0.0.0.0")
+    try:
+        url = cmd.url()
+        assert url.startswith(f"http://0.0.0.0:{port}/?token=") and len(url.split("token=")[1]) >= 20
+        base = f"http://127.0.0.1:{port}/"
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(base + "events", timeout=5)
+        assert e.value.code == 403
+        with urllib.request.urlopen(base + "?" + url.split("?")[1], timeout=5) as r:
+            assert r.status == 200
+        assert cmd.wait() == 0
+    finally:
+        cmd.stop()
+    alone = Command("bench", faulty.url("/ok"), "-t", "1s", "--live-host", "0.0.0.0")
+    assert alone.wait() == 2 and "--live-host goes with --live" in "".join(alone.err)
+
+
+def test_ctrl_c_during_live_exits_130_and_leaves_no_socket(faulty, tmp_path):
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "2", "-t", "60s", "--live", str(port), "--out", str(tmp_path))
+    try:
+        cmd.url()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=30) as r:
+            for line in r:
+                if b'"client"' in line:
+                    break
+            cmd.proc.send_signal(signal.SIGINT)
+            assert cmd.wait(30) == 130
+    finally:
+        cmd.stop()
+    assert port_is_free(port), "a listening socket outlived the command"
