@@ -26,14 +26,15 @@ exact counts and the client's peak memory. A benchmark, not a test: it prints ra
 and asserts nothing.
 
 With --live, each round also runs loadcmp's bench with `--live PORT` and a headless Chromium
-attached to its page (started once the page answers, closed when the bench ends; not pinned:
-a browser on this machine takes its CPU where the system puts it), so that one run gives the
-ratios with and without the page, and the ratio of the two, round by round.
+on its page (one browser, started before the rounds, opens each page as soon as it answers;
+not pinned: a browser on this machine takes its CPU where the system puts it), so that one
+run gives the ratios with and without the page, and the ratio of the two, round by round.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import json
 import os
@@ -145,7 +146,7 @@ def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast",
     env = {**os.environ, "LOADCMP_PURE_PYTHON": "1" if pure else "0"}
     if live:
         port = free_port()
-        with browser_on(port):
+        with BROWSER[0].on(port):
             out, _, b0, b1 = measured(pinned([*cmd, "--live", str(port)]), check=True, env=env)
     else:
         out, _, b0, b1 = measured(pinned(cmd), check=True, env=env)
@@ -159,35 +160,57 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-@contextlib.contextmanager
-def browser_on(port: int) -> Iterator[None]:
-    """A headless Chromium on the live page at `port`, opened as soon as the page answers, closed after."""
-    done = threading.Event()
-    procs: list[subprocess.Popen[bytes]] = []
+class Browser:
+    """One headless Chromium for the whole benchmark, started before the first round (its start-up, seconds of
+    both CPUs, is no page's cost), which opens each live page as soon as it answers and leaves it after.
+    Playwright's async API on a loop in a thread of its own: the rounds' subprocesses block the main thread."""
 
-    def attach() -> None:
-        while not done.is_set():
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                time.sleep(0.02)
-        if not done.is_set():
-            procs.append(subprocess.Popen(
-                [CHROMIUM, "--headless=new", "--no-sandbox", "--disable-gpu", "--no-first-run",
-                 f"--user-data-dir={tempfile.mkdtemp(prefix='loadcmp-live-')}", f"http://127.0.0.1:{port}/"],
-                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self._call(self._start())
 
-    t = threading.Thread(target=attach, daemon=True)
-    t.start()
-    try:
-        yield
-    finally:
-        done.set()
-        t.join()
-        for p in procs:
-            p.kill()
-            p.wait()
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(60)
+
+    async def _start(self) -> None:
+        from playwright.async_api import async_playwright
+
+        self.pw = await async_playwright().start()
+        self.browser = await self.pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        self.page = await self.browser.new_page()
+
+    @contextlib.contextmanager
+    def on(self, port: int) -> Iterator[None]:
+        done = threading.Event()
+
+        def attach() -> None:
+            while not done.is_set():
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                except OSError:
+                    time.sleep(0.02)
+                    continue
+                self._call(self.page.goto(f"http://127.0.0.1:{port}/", wait_until="commit"))
+                return
+
+        t = threading.Thread(target=attach, daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            done.set()
+            t.join()
+            self._call(self.page.goto("about:blank"))
+
+    def close(self) -> None:
+        self._call(self.browser.close())
+        self._call(self.pw.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+BROWSER: list[Browser] = []
+"""--live: the one browser (made in `main`)."""
 
 
 class Compared(NamedTuple):
@@ -282,8 +305,10 @@ def main() -> None:
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
     args = ap.parse_args()
-    if args.live and not Path(CHROMIUM).exists():
-        sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
+    if args.live:
+        if not Path(CHROMIUM).exists():
+            sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
+        BROWSER.append(Browser())
     for tool in ("wrk", "ab", "taskset"):
         if not shutil.which(tool):
             sys.exit(f"bench needs {tool}: run `make setup` (installs wrk and apache2-utils)")
@@ -323,6 +348,8 @@ def main() -> None:
               f"{doc['peak_rss_kib'] / 1024:.0f} MiB")
         for w in doc["warnings"]:
             print(f"  warning: {w}")
+    if BROWSER:
+        BROWSER[0].close()
 
 
 if __name__ == "__main__":
