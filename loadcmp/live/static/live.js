@@ -91,7 +91,7 @@
     if (!charts[id]) {
       const opts = { title, width: Math.min(560, Math.max(320, (window.innerWidth - 80) / 2)), height: 200,
         scales: { x: { time: false } }, axes: [{ label: "second of the window" }, { size: 70 }],
-        series: [{ label: "s" }, ...series.map((s, i) => ({ stroke: COLORS[i % COLORS.length], width: 1.5,
+        legend: { live: false }, series: [{ label: "s" }, ...series.map((s, i) => ({ stroke: COLORS[i % COLORS.length], width: 1.5,
           spanGaps: false, ...s }))] };
       charts[id] = new uPlot(opts, data, box.querySelector(".plot"));
       charts[id]._sig = sig;
