@@ -4,7 +4,6 @@ a slow browser dropped, a port in use, a token off loopback, Ctrl-C leaving no l
 from __future__ import annotations
 
 import json
-import shutil
 import signal
 import socket
 import subprocess
@@ -143,10 +142,13 @@ def test_bench_live_draws_what_timeline_parquet_holds(browser, faulty, tmp_path,
     assert port_is_free(port), "the page's socket outlived the command"
 
 
-def test_serve_lists_the_stored_runs_and_opens_each(browser, tmp_path, artifacts):
-    results = tmp_path / "results"
-    for name in ("run-2x3x2", "capacity-2x"):
-        shutil.copytree(FIXTURES / name, results / name)
+def test_serve_lists_the_stored_runs_and_opens_each(browser, artifacts):
+    """`loadcmp serve tests/fixtures`: every stored run listed, each one's page drawn from its files, a report
+    built on demand; the folder is only read."""
+    results = FIXTURES
+    stored_runs = sorted(p.parent.name for p in results.glob("*/run.json"))
+    assert {"run-2x3x2", "capacity-2x"} <= set(stored_runs)
+    before = sorted(p.relative_to(results) for p in results.rglob("*"))
     port = free_port()
     cmd = Command("serve", str(results), "--port", str(port))
     try:
@@ -154,7 +156,7 @@ def test_serve_lists_the_stored_runs_and_opens_each(browser, tmp_path, artifacts
         page = browser.new_page(viewport={"width": 1280, "height": 1400})  # type: ignore[attr-defined]
         page.goto(url)
         names = page.locator("table.runs tbody tr td:first-child").all_inner_texts()
-        assert sorted(names) == ["capacity-2x", "run-2x3x2"]
+        assert sorted(names) == stored_runs
         assert "nginx, apache-prefork" in page.inner_text("table.runs")
         for name in names:
             page.goto(url)
@@ -162,18 +164,19 @@ def test_serve_lists_the_stored_runs_and_opens_each(browser, tmp_path, artifacts
             page.wait_for_selector("#end:not([hidden])", timeout=30_000)
             stored = pd.read_parquet(results / name / "timeline.parquet")
             last = json.loads(page.evaluate("() => JSON.stringify(window.loadcmp.state.current)"))
-            server, level, trial = last.split("|")
+            server, level, trial = last.rsplit("|", 2)
             mine = stored[(stored.server == server) & (stored.level == int(level)) & (stored.trial == int(trial))]
+            assert len(mine) > 0
             for panel, columns in PANELS.items():
                 assert_drawn_as_stored(drawn(page, panel), columns, mine)
             assert page.locator("#grid td.cell").count() > 0
             if name == "run-2x3x2":
                 page.screenshot(path=str(artifacts / "serve-run.png"), full_page=True)
-            else:
+            if name == "capacity-2x":
                 assert page.locator("svg.probes circle").count() > 0, "capacity's probes are drawn"
         with urllib.request.urlopen(f"{url}runs/run-2x3x2/report/", timeout=120) as r:
             assert r.status == 200 and b"<html" in r.read(2000).lower()
-        assert not (results / "run-2x3x2" / "report").exists(), "serve only reads the results folder"
+        assert sorted(p.relative_to(results) for p in results.rglob("*")) == before, "serve only reads the folder"
     finally:
         cmd.proc.send_signal(signal.SIGINT)
         rc = cmd.wait(30)
@@ -272,3 +275,30 @@ def test_ctrl_c_during_live_exits_130_and_leaves_no_socket(faulty, tmp_path):
     finally:
         cmd.stop()
     assert port_is_free(port), "a listening socket outlived the command"
+
+
+@pytest.mark.docker
+def test_run_live_shows_both_sides_and_ctrl_c_leaves_nothing(tmp_path, images, docker_client):
+    """A real `run --live`: the stream carries the server's samples beside the client's seconds while the
+    trial runs; Ctrl-C then exits 130 with no container of the run and no listening socket left."""
+    port = free_port()
+    cmd = Command("run", "--server", "nginx", "-c", "10", "-t", "30", "--live", str(port), "--out", str(tmp_path))
+    try:
+        cmd.url(timeout=60)
+        kinds: set[str] = set()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=120) as r:
+            for line in r:
+                if line.startswith(b"data: "):
+                    kinds.add(json.loads(line[6:])["type"])
+                if {"client", "server"} <= kinds:
+                    break
+            cmd.proc.send_signal(signal.SIGINT)
+            assert cmd.wait(60) == 130, "".join(cmd.err)
+    finally:
+        cmd.stop()
+    assert {"hello", "trial", "client", "server"} <= kinds
+    (folder,) = tmp_path.iterdir()
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"}) == []
+    assert port_is_free(port)
