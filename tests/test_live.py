@@ -289,7 +289,7 @@ def test_run_live_shows_both_sides_and_ctrl_c_leaves_nothing(tmp_path, images, d
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=120) as r:
             for line in r:
                 if line.startswith(b"data: "):
-                    kinds.add(json.loads(line[6:])["type"])
+                    kinds.add(json.loads(line[6:]).get("type", ""))
                 if {"client", "server"} <= kinds:
                     break
             cmd.proc.send_signal(signal.SIGINT)
@@ -302,3 +302,27 @@ def test_run_live_shows_both_sides_and_ctrl_c_leaves_nothing(tmp_path, images, d
     assert run["status"] == "interrupted"
     assert docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"}) == []
     assert port_is_free(port)
+
+
+def test_with_two_workers_the_live_seconds_are_the_merged_stored_ones(faulty, tmp_path):
+    """--workers 2: each second on the page is the two shares' seconds merged as the stored result merges them."""
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "5s", "-k", "--workers", "2", "--live", str(port),
+                  "--out", str(tmp_path))
+    rows = []
+    try:
+        cmd.url()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=60) as r:
+            for line in r:
+                if line.startswith(b"data: ") and (ev := json.loads(line[6:])).get("type") == "client":
+                    rows.append(ev["row"])
+        assert cmd.wait() == 0, "".join(cmd.err)
+    finally:
+        cmd.stop()
+    (folder,) = tmp_path.iterdir()
+    stored = pd.read_parquet(folder / "timeline.parquet").set_index("second")
+    assert len(rows) >= 3
+    for row in rows:
+        want = stored.loc[row["second"]]
+        for col in ("ok", "failed", "inflight", "p50_ms", "p90_ms", "p99_ms", "client_cpu_pct"):
+            assert row[col] == pytest.approx(float(want[col])), (col, row["second"])
