@@ -326,3 +326,34 @@ def test_with_two_workers_the_live_seconds_are_the_merged_stored_ones(faulty, tm
         want = stored.loc[row["second"]]
         for col in ("ok", "failed", "inflight", "p50_ms", "p90_ms", "p99_ms", "client_cpu_pct"):
             assert row[col] == pytest.approx(float(want[col])), (col, row["second"])
+
+
+def test_a_capacity_search_feeds_its_probes_and_causes_as_they_are_stored(tmp_path):
+    """The feed on the model server's search (tests/helpers/fakeprobe.py): after each stored probe the page
+    gets the trial's record with its causes in words, and the search's path with each probe met or missed."""
+    from helpers.fakeprobe import Model, fake_sweep
+
+    from loadcmp.experiment.capacity import CapacitySpec
+    from loadcmp.experiment.spec import RunSpec
+    from loadcmp.live.feed import Feed
+    from loadcmp.live.hub import Hub
+    from loadcmp.sweep.capacity import search_all
+    from loadcmp.verdicts.slo import parse_slo
+
+    hub = Hub()  # no server: the events stay in its history, in order
+    feed = Feed(hub, "capacity", "capacity test")
+    cap = CapacitySpec(parse_slo("p99<500ms, failed_rate<1%"), max=2000, max_reason="test")
+    sweep = fake_sweep(cap.probe_spec(RunSpec(servers=("nginx",), duration=5.0), cap.start), tmp_path)
+    sweep.writer.watch = feed.stored
+    model = Model({"nginx": 300})
+    sweep.writer.finish(search_all(sweep, cap, run=model), sweep.problems)
+    events = [json.loads(e) for e in hub.history]
+    stored = [e for e in events if e["type"] == "stored"]
+    assert len(stored) == len(model.runs) and all(len(e["timeline"]) == 5 for e in stored)
+    over = [e for e in stored if e["key"]["level"] > 300]
+    assert over and all("all php-fpm workers were busy" in e["causes"][0] for e in over)
+    probes = [e["capacity"]["servers"]["nginx"]["path"] for e in events
+              if e["type"] == "progress" and "nginx" in e.get("capacity", {}).get("servers", {})]
+    assert len(probes[-1]) > len(probes[0]), "the path grows as the probes are stored"
+    assert {True, False} <= {p["met"] for p in probes[-1]}
+    assert events[-1]["type"] == "end" and events[-1]["status"] == "complete"
