@@ -57,7 +57,9 @@ def stored_runs(root: Path) -> list[StoredRun]:
         spec, machine = doc.get("spec") or {}, doc.get("machine") or {}
         out.append(StoredRun(
             name=rj.parent.relative_to(root).as_posix(), path=rj.parent, date=str(doc.get("started", "")),
-            stacks=list(spec.get("servers") or []), levels=list(spec.get("levels") or []),
+            stacks=list(spec.get("servers") or []),
+            levels=sorted({t["level"] for t in doc.get("trials") or [] if "level" in t})
+            or list(spec.get("levels") or []),
             status=str(Run(rj.parent, cast(RunDoc, doc), doc.get("name", "")).status),
             machine=f"{machine.get('hostname', '?')}, {machine.get('cores', '?')} cores",
             kind=str(doc.get("kind", "run"))))

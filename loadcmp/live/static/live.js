@@ -90,7 +90,7 @@
     box.querySelector(".what").textContent = what;
     if (!charts[id]) {
       const opts = { title, width: Math.min(560, Math.max(320, (window.innerWidth - 80) / 2)), height: 200,
-        scales: { x: { time: false } }, axes: [{ label: "second of the window" }, { size: 70 }],
+        scales: { x: { time: false } }, axes: [{ label: "second of the window", incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600] }, { size: 70 }],
         legend: { live: false }, series: [{ label: "s" }, ...series.map((s, i) => ({ stroke: COLORS[i % COLORS.length], width: 1.5,
           spanGaps: false, ...s }))] };
       charts[id] = new uPlot(opts, data, box.querySelector(".plot"));
@@ -196,7 +196,7 @@
         const bad = done.find((c) => c.status !== "ok");
         const now = S.running && S.running.startsWith(`${s}|${l}|`);
         h += `<td class="cell ${now ? "now" : ""} st-${bad ? bad.status : done.length ? "ok" : ""}">` +
-          `${done.length}${p.kind === "run" ? "/" + p.trials : ""}</td>`;
+          `${p.kind === "run" ? done.length + "/" + p.trials : done.length || ""}</td>`;
       }
       h += "</tr>";
     }
@@ -214,7 +214,7 @@
       const xOf = (l) => 10 + 480 * (Math.log(Math.max(l, 1)) - lo) / (hi - lo);
       const dots = s.path.map((q, i) => `<circle class="${q.met === true ? "met" : q.met === false ? "missed" : "unsure"}" ` +
         `cx="${xOf(q.level).toFixed(1)}" cy="${12 + (i % 3) * 8}" r="5"><title>${esc(q.stage)} ${q.level}: ${esc(q.text)}</title></circle>`);
-      h += `<div>${esc(label)}: ${esc(s.text)}</div><svg class="probes" width="500" height="40">` +
+      h += `<div>${esc(s.text.startsWith(label) ? s.text : label + ": " + s.text)}</div><svg class="probes" width="500" height="40">` +
         `<line x1="10" x2="490" y1="36" y2="36" stroke="#999"/>${dots.join("")}</svg>` +
         `<div class="what">probes on the load axis (${esc(c.unit)}, log scale): green met, red missed, grey unsure</div>`;
     }
