@@ -33,7 +33,12 @@
 
   function onEvent(ev) {
     switch (ev.type) {
-      case "hello": S.hello = ev; document.getElementById("title").textContent = ev.title; break;
+      case "hello": {  // a new run (seeds runs several on one page): its trials only
+        if (S.hello) Object.assign(S, { trials: new Map(), current: null, progress: null, ended: null, causes: [],
+                                        alerts: [], running: null });
+        S.hello = ev; document.getElementById("title").textContent = ev.title;
+        break;
+      }
       case "trial": {
         trialOf(ev.key); S.running = keyOf(ev.key);
         if (document.getElementById("follow").checked || S.current === null) S.current = S.running;
