@@ -17,9 +17,11 @@ opened a month later are drawn by the same page from the same records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import functools
+import logging
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 from ..load.driver import Live
 from ..load.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
@@ -30,6 +32,24 @@ from ..store.reader import causes_of
 from ..store.writer import Row, RunWriter
 from ..units import cpu_list
 from .hub import Event, Hub
+
+
+log = logging.getLogger("loadcmp.live")
+F = TypeVar("F", bound=Callable[..., None])
+
+
+def never_raises(f: F) -> F:
+    """A hook of the page: whatever goes wrong in it is logged (--debug) and the command goes on; the page
+    must never stop or slow a measurement."""
+
+    @functools.wraps(f)
+    def quiet(*args: Any) -> None:
+        try:
+            f(*args)
+        except Exception:  # a bug of the page is not the measurement's: logged, not raised
+            log.debug("the live page's %s failed", f.__name__, exc_info=True)
+
+    return quiet  # type: ignore[return-value]
 
 
 class Trial(Protocol):
@@ -119,24 +139,30 @@ class Feed:
         self.path: Path | None = None
         hub.publish(hello(command, title))
 
+    @never_raises
     def trial_start(self, p: Trial, i: int, n: int, seconds: float) -> None:
         self.begin(p.label, p.level, p.trial, i, n)
 
+    @never_raises
     def begin(self, server: str, level: int, trial: int, i: int | None = None, n: int | None = None) -> None:
         self.keys = {"server": server, "level": level, "trial": trial}
         self.hub.publish(trial_started(server, level, trial, i, n))
 
+    @never_raises
     def live(self, lv: Live) -> None:
         for j, s in lv.closed:
             self.hub.publish({"type": "client", "row": {**self.keys, **second_row(j, s)}})
 
+    @never_raises
     def sample(self, row: Row) -> None:
         self.hub.publish({"type": "server", "row": dict(row)})
 
+    @never_raises
     def done(self, status: str) -> None:
         """The end of a command that stored nothing (bench without --out)."""
         self.hub.publish({"type": "end", "status": status, "path": None, "report": None, "problems": []})
 
+    @never_raises
     def stored(self, writer: RunWriter, timeline: list[Row], server: list[Row]) -> None:
         """The writer's watch: a new trial's record and rows, the progress, and the end."""
         self.path = writer.path
