@@ -357,3 +357,59 @@ def test_a_capacity_search_feeds_its_probes_and_causes_as_they_are_stored(tmp_pa
     assert len(probes[-1]) > len(probes[0]), "the path grows as the probes are stored"
     assert {True, False} <= {p["met"] for p in probes[-1]}
     assert events[-1]["type"] == "end" and events[-1]["status"] == "complete"
+
+
+def test_capacity_live_on_the_model_server_streams_its_search(monkeypatch, tmp_path):
+    """`loadcmp capacity --live` as it is, on the model server: the page's stream carries each stored probe
+    and the search's path, then the end; the command exits 0 and leaves no socket."""
+    from click.testing import CliRunner
+    from helpers.fakeprobe import Model
+
+    from loadcmp.cli import cli
+    from loadcmp.experiment.spec import RunSpec
+    from loadcmp.store.writer import RunWriter, new_run_doc
+    from loadcmp.sweep import capacity, runner
+    from loadcmp.sweep.trial import Sweep
+
+    def open_sweep(spec: RunSpec, progress, stopper, images, fleet, kind: str) -> Sweep:  # type: ignore[no-untyped-def]
+        doc = new_run_doc("capacity", spec.name or "cap", spec.to_dict(), {"cores": 2}, "test")
+        writer = RunWriter.create(spec.out, spec.name or "cap", doc)
+        writer.watch = progress.stored  # as runner.open_sweep does
+        return Sweep(spec, None, {}, "run-test", writer, stopper, progress)
+
+    model = Model({"nginx": 300})
+
+    def slow_trial(sweep, p, spec):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)  # a probe takes a moment, so that the page is open before the search ends
+        return model(sweep, p, spec)
+
+    monkeypatch.setattr(capacity, "open_sweep", open_sweep)
+    monkeypatch.setattr(capacity, "run_trial", slow_trial)
+    monkeypatch.setattr(runner, "clean_up", lambda sweep: None)
+    port = free_port()
+    events: list[dict[str, object]] = []
+
+    def read() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=20) as r:
+                    for line in r:
+                        if line.startswith(b"data: "):
+                            events.append(json.loads(line[6:]))
+                return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.01)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--slo", "p99<500ms, failed_rate<1%",
+                                   "--out", str(tmp_path), "--live", str(port)])
+    reader.join(20)
+    assert res.exit_code == 0, res.output
+    assert f"live: http://127.0.0.1:{port}/" in res.output
+    kinds = [e["type"] for e in events if "type" in e]  # the stream closes with an empty `end` event
+    assert kinds[0] == "hello" and kinds.count("stored") == len(model.runs) and kinds[-1] == "end"
+    last = [e for e in events if e.get("type") == "progress"][-1]
+    assert last["capacity"]["servers"]["nginx"]["kind"] in ("capacity", "at_least")  # type: ignore[index]
+    assert port_is_free(port)
