@@ -254,6 +254,10 @@ def test_another_address_needs_the_token_printed(faulty, tmp_path):
         assert e.value.code == 403
         with urllib.request.urlopen(base + "?" + url.split("?")[1], timeout=5) as r:
             assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as e:  # read-only: nothing but GET
+            urllib.request.urlopen(urllib.request.Request(base + "?" + url.split("?")[1], data=b"x", method="POST"),
+                                   timeout=5)
+        assert e.value.code == 405
         assert cmd.wait() == 0
     finally:
         cmd.stop()
