@@ -417,3 +417,33 @@ def test_capacity_live_on_the_model_server_streams_its_search(monkeypatch, tmp_p
     last = [e for e in events if e.get("type") == "progress"][-1]
     assert last["capacity"]["servers"]["nginx"]["kind"] in ("capacity", "at_least")  # type: ignore[index]
     assert port_is_free(port)
+
+
+def test_a_studys_trials_and_scores_are_drawn_as_run_json_says_them(browser):
+    """tune's progress on the page: every trial with its settings, state and score, the best starred, the
+    baseline named."""
+    from loadcmp.live.feed import ended, hello, progress
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer
+
+    trials = [{"number": -1, "label": "nginx-base", "params": {"fpm.max_children": 5}, "state": "complete",
+               "value": 87, "met": None, "client_bound": False, "seconds": 30.0, "text": "capacity 87 clients"},
+              {"number": 0, "label": "nginx-t0", "params": {"fpm.max_children": 40}, "state": "complete",
+               "value": 412, "met": None, "client_bound": True, "seconds": 30.0, "text": "at least 412 clients"},
+              {"number": 1, "label": "", "params": {"fpm.max_children": 900}, "state": "pruned", "value": None,
+               "met": None, "client_bound": False, "seconds": 0.0, "text": "refused by the stack's checks"}]
+    run = {"kind": "tune", "name": "tune-test", "status": "complete", "spec": {"servers": ["nginx"]}, "trials": [],
+           "tune": {"server": "nginx", "unit": "clients", "text": "fpm.max_children 40 holds 4.7x", "best": 0,
+                    "trials": trials}}
+    hub = Hub()
+    for ev in (hello("tune", "tune test"), progress(run, "/r"), ended(run, "/r", None)):  # type: ignore[arg-type]
+        hub.publish(ev)
+    with LiveServer(hub, free_port()) as server:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(server.url)
+        page.wait_for_selector("#end:not([hidden])", timeout=10_000)
+        rows = page.locator("#tune table tr").all_inner_texts()
+        page.close()
+    assert len(rows) == 1 + len(trials)
+    assert rows[1].startswith("baseline") and "87" in rows[1]
+    assert "★" in rows[2] and "412 (at least)" in rows[2] and "900" in rows[3] and "pruned" in rows[3]
