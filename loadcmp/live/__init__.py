@@ -10,8 +10,9 @@ stored run (`loadcmp serve`).
                 LICENSE (static/vendor/uplot-1.6.32/): no build step, no CDN
 
 Inside, imports go one way: replay -> feed, server, hub; feed -> hub; server -> hub. The package imports
-store, report and load (below it), never sweep: the sweep's hooks (`sweep.trial.SweepHooks.sample`, `stored`) and the writer's
-watch (`store.writer.Watch`) are plain callables, and `loadcmp.cli.live` hands them the feed's methods.
+store, report and load (below it), never sweep: the sweep's hooks (`sweep.trial.SweepHooks.sample`,
+`stored`) and the writer's watch (`store.writer.Watch`) are plain callables, and `loadcmp.cli.live`
+hands them the feed's methods.
 """
 
 DEFAULT_PORT = 5665
