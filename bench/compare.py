@@ -24,21 +24,30 @@ say which side was the limit: when the server's CPU is full, the ratio measures 
 server under each client, not the clients. Last, a 15000-client closed loop for 20 s:
 exact counts and the client's peak memory. A benchmark, not a test: it prints ratios
 and asserts nothing.
+
+With --live, each round also runs loadcmp's bench with `--live PORT` and a headless Chromium
+on its page (one browser, started before the rounds, opens each page as soon as it answers;
+not pinned: a browser on this machine takes its CPU where the system puts it), so that one
+run gives the ratios with and without the page, and the ratio of the two, round by round.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import contextlib
 import json
 import os
 import resource
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -49,6 +58,7 @@ from loadcmp.lab import containers as lab, planning  # noqa: E402
 from loadcmp.lab import stacks as st  # noqa: E402
 
 PY = sys.executable
+CHROMIUM = "/usr/bin/chromium"
 WRK_LUA = """
 done = function(summary, latency, requests)
   local secs = summary.duration / 1e6
@@ -128,14 +138,79 @@ def run_ab(url: str, c: int, t: int) -> Run:
     return Run(done / secs, 1e6 * cpu / max(1, done), b0, b1)
 
 
-def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast", pure: bool = False) -> tuple[Run, str]:
-    """One `loadcmp bench`, and which loop ran (`engine_path`)."""
+def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast", pure: bool = False,
+                live: bool = False) -> tuple[Run, str]:
+    """One `loadcmp bench`, and which loop ran (`engine_path`); `live`: with its page watched by a browser."""
     cmd = [PY, "-m", "loadcmp", "bench", url, "-c", str(c), "-t", str(t), "--warmup", "0", "--json",
            "--client-cpus", "0", "--engine", engine] + (["-k"] if keepalive else [])
     env = {**os.environ, "LOADCMP_PURE_PYTHON": "1" if pure else "0"}
-    out, _, b0, b1 = measured(pinned(cmd), check=True, env=env)
+    if live:
+        port = free_port()
+        with BROWSER[0].on(port):
+            out, _, b0, b1 = measured(pinned([*cmd, "--live", str(port)]), check=True, env=env)
+    else:
+        out, _, b0, b1 = measured(pinned(cmd), check=True, env=env)
     doc = json.loads(out)
     return Run(doc["completions_per_s"], doc.get("client_cpu_us") or float("nan"), b0, b1), doc.get("engine_path", "?")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class Browser:
+    """One headless Chromium for the whole benchmark, started before the first round (its start-up, seconds of
+    both CPUs, is no page's cost), which opens each live page as soon as it answers and leaves it after.
+    Playwright's async API on a loop in a thread of its own: the rounds' subprocesses block the main thread."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        threading.Thread(target=self.loop.run_forever, daemon=True).start()
+        self._call(self._start())
+
+    def _call(self, coro: Any) -> Any:
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(60)
+
+    async def _start(self) -> None:
+        from playwright.async_api import async_playwright
+
+        self.pw = await async_playwright().start()
+        self.browser = await self.pw.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        self.page = await self.browser.new_page()
+
+    @contextlib.contextmanager
+    def on(self, port: int) -> Iterator[None]:
+        done = threading.Event()
+
+        def attach() -> None:
+            while not done.is_set():
+                try:
+                    socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
+                except OSError:
+                    time.sleep(0.02)
+                    continue
+                self._call(self.page.goto(f"http://127.0.0.1:{port}/", wait_until="commit"))
+                return
+
+        t = threading.Thread(target=attach, daemon=True)
+        t.start()
+        try:
+            yield
+        finally:
+            done.set()
+            t.join()
+            self._call(self.page.goto("about:blank"))
+
+    def close(self) -> None:
+        self._call(self.browser.close())
+        self._call(self.pw.stop())
+        self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+BROWSER: list[Browser] = []
+"""--live: the one browser (made in `main`)."""
 
 
 class Compared(NamedTuple):
@@ -144,17 +219,20 @@ class Compared(NamedTuple):
     ref: list[Run]
     fast: list[Run]
     pure: list[Run]
+    live: list[Run]
 
     @staticmethod
     def ratios(ours: list[Run], ref: list[Run]) -> list[float]:
         return [o.rps / r.rps for o, r in zip(ours, ref, strict=True)]
 
 
-def compare(rounds: int, ref: Callable[[], Run], fast: Callable[[], Run], pure: Callable[[], Run] | None) -> Compared:
+def compare(rounds: int, ref: Callable[[], Run], fast: Callable[[], Run], pure: Callable[[], Run] | None,
+            live: Callable[[], Run] | None = None) -> Compared:
     """`rounds` rounds of the reference and loadcmp, in the order A B, then B A."""
-    got = Compared([], [], [])
+    got = Compared([], [], [], [])
     for i in range(rounds):
-        order = [(got.ref, ref), (got.fast, fast)] + ([(got.pure, pure)] if pure is not None else [])
+        order = [(got.ref, ref), (got.fast, fast)] + ([(got.pure, pure)] if pure is not None else []) + \
+            ([(got.live, live)] if live is not None else [])
         for runs, run in order if i % 2 == 0 else order[::-1]:
             runs.append(run())
     return got
@@ -172,27 +250,33 @@ class Row(NamedTuple):
     aiohttp: float
     pure: float | None
     path: str
+    live: float | None = None
+    """With --live and a browser: loadcmp's ratio to the reference."""
+    with_without: list[float] | None = None
+    """With --live: each round's rate with the page over the one without."""
 
 
-def one_level(url: str, c: int, keepalive: bool, t: int, rounds: int, lua: str) -> Row:
+def one_level(url: str, c: int, keepalive: bool, t: int, rounds: int, lua: str, live: bool = False) -> Row:
     """The rounds at one level and mode, printed as they end."""
     paths: set[str] = set()
 
-    def ours(pure: bool = False) -> Run:
-        run, path = run_loadcmp(url, c, t, keepalive, pure=pure)
+    def ours(pure: bool = False, watched: bool = False) -> Run:
+        run, path = run_loadcmp(url, c, t, keepalive, pure=pure, live=watched)
         if not pure:
             paths.add(path)
         return run
 
     ref_name = "wrk" if keepalive else "ab"
     got = compare(rounds, (lambda: run_wrk(url, c, t, lua)) if keepalive else (lambda: run_ab(url, c, t)), ours,
-                  None if keepalive else (lambda: ours(pure=True)))
+                  None if keepalive else (lambda: ours(pure=True)), (lambda: ours(watched=True)) if live else None)
     aio = run_loadcmp(url, c, t, keepalive, "aiohttp")[0].rps
     fast_r = Compared.ratios(got.fast, got.ref)
     pure_r = Compared.ratios(got.pure, got.ref) if got.pure else []
     r = median([x.rps for x in got.ref])
+    live_r = Compared.ratios(got.live, got.ref) if got.live else []
     row = Row(c, "keep-alive" if keepalive else "new conn", ref_name, median(fast_r), aio / r,
-              median(pure_r) if pure_r else None, "/".join(sorted(paths)))
+              median(pure_r) if pure_r else None, "/".join(sorted(paths)), median(live_r) if live_r else None,
+              Compared.ratios(got.live, got.fast) if got.live else None)
     py = f"   python loop {median([x.rps for x in got.pure]):8.0f} ({median(pure_r):.2f}x)" if pure_r else ""
     fast_rps = median([x.rps for x in got.fast])
     print(f"c={c:<5} {row.mode:<10} {ref_name:>3} {r:9.0f} req/s   loadcmp fast {fast_rps:9.0f} "
@@ -204,6 +288,10 @@ def one_level(url: str, c: int, keepalive: bool, t: int, rounds: int, lua: str) 
           f"{median([x.server_busy for x in got.ref]):.0f} %, "
           f"with loadcmp {median([x.client_busy for x in got.fast]):.0f} / "
           f"{median([x.server_busy for x in got.fast]):.0f} %", flush=True)
+    if row.with_without:
+        print(f"        with --live and a browser: {median([x.rps for x in got.live]):.0f} req/s ({row.live:.2f}x); "
+              f"with / without, round by round: {' '.join(f'{x:.3f}' for x in row.with_without)} "
+              f"(median {median(row.with_without):.3f})", flush=True)
     return row
 
 
@@ -214,7 +302,13 @@ def main() -> None:
     ap.add_argument("--levels", default="50,1000")
     ap.add_argument("--page", default="/plaintext", help="what to load (default /plaintext)")
     ap.add_argument("--big", type=int, default=15000)
+    ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
+                    "its page, in the same rounds")
     args = ap.parse_args()
+    if args.live:
+        if not Path(CHROMIUM).exists():
+            sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
+        BROWSER.append(Browser())
     for tool in ("wrk", "ab", "taskset"):
         if not shutil.which(tool):
             sys.exit(f"bench needs {tool}: run `make setup` (installs wrk and apache2-utils)")
@@ -229,13 +323,15 @@ def main() -> None:
         url = f"http://127.0.0.1:{dep.port}{args.page}"
         print(f"server: nginx stack (one worker) on CPU 1 at {url}; clients on CPU 0; {args.time} s per run, "
               f"{args.rounds} rounds (A B, then B A)\n")
-        rows = [one_level(url, c, keepalive, args.time, args.rounds, lua)
+        rows = [one_level(url, c, keepalive, args.time, args.rounds, lua, args.live)
                 for c in levels for keepalive in (True, False)]
         print("\nratios (loadcmp / reference, the median of the rounds'):")
         for row in rows:
             py = "" if row.pure is None else f"  python loop {row.pure:.2f}x"
+            live = "" if row.live is None else \
+                f"  with --live {row.live:.2f}x (with / without {median(row.with_without or []):.3f})"
             print(f"  c={row.c:<5} {row.mode:<10} vs {row.ref}: fast {row.ratio:.2f}x ({row.path}){py}  "
-                  f"aiohttp {row.aiohttp:.2f}x")
+                  f"aiohttp {row.aiohttp:.2f}x{live}")
         big = args.big
         argv = [PY, "-m", "loadcmp", "bench", url, "-c", str(big), "-t", "20", "--json", "--client-cpus", "0"]
         keys = ("started", "ok", "failed", "failures", "unfinished", "rps", "peak_rss_kib", "warnings")
@@ -252,6 +348,8 @@ def main() -> None:
               f"{doc['peak_rss_kib'] / 1024:.0f} MiB")
         for w in doc["warnings"]:
             print(f"  warning: {w}")
+    if BROWSER:
+        BROWSER[0].close()
 
 
 if __name__ == "__main__":

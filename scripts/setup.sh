@@ -73,7 +73,8 @@ if ! "$VENV/bin/python" -c 'import loadcmp.load._cloop' 2>/dev/null; then
     log "note: the compiled fast path did not build; loadcmp runs its pure-Python loop (\`$VENV/bin/pip install -v -e .\` says why)"
 fi
 
-# --- tools the benchmarks and the report and https tests use ---------------
+# --- tools the benchmarks and the report, live-page and https tests use -------
+# (the live page's tests drive this chromium through Playwright, installed by pip above: no browser is downloaded)
 for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium openssl:openssl; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")

@@ -82,6 +82,9 @@ def test_the_wheel_runs_a_stack_outside_the_checkout(tmp_path: Path, docker_clie
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = [f for f in PROJECT_DATA if f"loadcmp/_data/{f}" not in names]
     assert not missing, f"the wheel lacks {missing}"
+    page = [f"loadcmp/live/static/{f}" for f in ("index.html", "live.js", "live.css", *(
+        f"vendor/uplot-1.6.32/{v}" for v in ("uPlot.iife.min.js", "uPlot.min.css", "LICENSE")))]
+    assert not [f for f in page if f not in names], "the wheel lacks the live page or uPlot (and its licence)"
 
     venv = tmp_path / "venv"
     _run([sys.executable, "-m", "venv", venv], cwd=tmp_path)

@@ -224,7 +224,8 @@ def test_seeds_run_each_file_as_run_would_and_write_the_reports_summary_and_page
 
     seen: list[RunSpec] = []
 
-    def stored_sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True) -> SweepOutcome:
+    def stored_sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, live: object = None,
+                     command: str = "run") -> SweepOutcome:
         seen.append(spec)
         folder = Path(spec.out) / spec.name
         shutil.copytree(PPHC, folder)

@@ -13,11 +13,13 @@
     smoke.py    smoke
     seeds.py    seeds (the five write-ups within a budget)
     report.py   report
+    live.py     --live [PORT] on the commands that load (the page's server around the command, its feed laid
+                over the sweep's hooks), and serve (stored runs in the browser)
 """
 
 from __future__ import annotations
 
-from . import bench, capacity, report, run, seeds, servers, smoke, tune  # noqa: F401  (registers the commands)
+from . import bench, capacity, live, report, run, seeds, servers, smoke, tune  # noqa: F401  (registers the commands)
 from .app import cli
 
 

@@ -16,9 +16,11 @@ from ..errors import Interrupted, LoadError, UsageError
 from ..records import LoadSummary, SpecDoc
 from .app import cli, emit_json, stop_on_signals
 from .display import LiveLine, err, print_result
+from .live import LiveFlags, live_options, tee, watching
 from .options import LoadFlags, json_option, load_options, writable
 
 if TYPE_CHECKING:
+    from ..live.feed import Feed
     from ..load.driver import LoadSpec
     from ..load.workers import Stopper
     from ..load.recorder import Result
@@ -61,6 +63,7 @@ class BenchPlan:
               help="https: do not verify the server's certificate (self-signed test servers).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Store the result in a results folder here.")
 @json_option
+@live_options
 def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool, insecure: bool,
           out_dir: str | None, as_json: bool, **flags: Any) -> None:
     """Load any URL and print what happened (no containers involved).
@@ -71,6 +74,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     """
     from ..load.target import make_target
 
+    live = LiveFlags.pop(flags)
     given = LoadFlags.pop(flags).given()
     v = {**BENCH_DEFAULTS, **given}
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
@@ -81,9 +85,13 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     from ..load.workers import Stopper
 
     stopper = Stopper()
-    result, doc = _load(plan, stopper)
-    if out_dir:
-        err.print(f"stored in {_store(out_dir, plan, result, doc)}")
+    with watching(live) as watch:
+        feed = watch.feed("bench", f"bench {url}") if watch is not None else None
+        result, doc = _load(plan, stopper, feed)
+        if out_dir:
+            err.print(f"stored in {_store(out_dir, plan, result, doc, feed)}")
+        elif feed is not None:
+            feed.done("interrupted" if doc["interrupted"] else "complete")
     if as_json:
         from ..load.summary import timeline_rows
 
@@ -117,7 +125,7 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
                      time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
-def _load(plan: BenchPlan, stopper: Stopper) -> tuple[Result, LoadSummary]:
+def _load(plan: BenchPlan, stopper: Stopper, feed: Feed | None = None) -> tuple[Result, LoadSummary]:
     """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it."""
     from ..load import tls
     from ..load.cluster import open_fleet
@@ -131,7 +139,10 @@ def _load(plan: BenchPlan, stopper: Stopper) -> tuple[Result, LoadSummary]:
     with open_fleet(plan.cluster, err.print) as fleet:
         if fleet is not None:
             fleet.check_reach(target.host)
-        with stop_on_signals(stopper), LiveLine(f"{plan.url} ") as live:
+        if feed is not None:
+            feed.begin(f"{plan.target.host}:{plan.target.port}", plan.clients, 1)
+        with stop_on_signals(stopper), LiveLine(f"{plan.url} ") as line:
+            live = line if feed is None else tee(line, feed)
             result = run_load(spec, workers=plan.workers, cpus=plan.client_cpus, live=live, stopper=stopper,
                               fleet=fleet)
         cluster = fleet.describe() if fleet is not None else None
@@ -150,7 +161,7 @@ def _load(plan: BenchPlan, stopper: Stopper) -> tuple[Result, LoadSummary]:
     return result, doc
 
 
-def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary) -> str:
+def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, feed: Feed | None = None) -> str:
     """A one-trial results folder with a run's layout, so `report` reads a bench as it reads a run."""
     from urllib.parse import urlsplit
 
@@ -171,7 +182,7 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary) -> s
     if commit := git_commit():
         run["git_commit"] = commit
     path = save_bench(out_dir, run, doc, (result.latency().to_dict(), result.service().to_dict()),
-                      timeline_rows(result))
+                      timeline_rows(result), watch=feed.stored if feed is not None else None)
     return str(path)
 
 

@@ -11,6 +11,7 @@ from rich.markup import escape
 from .app import cli, emit_json
 from .display import err, out, print_rows
 from .options import LoadFlags, SearchFlags, SetupFlags, load_options_but, search_options, setup_options
+from .live import LiveFlags, Watch, live_options, watching
 from .run import SweepDisplay, raise_for_status, sweep
 from .types import COUNT
 
@@ -60,6 +61,7 @@ REFUSED = {
 @click.option("--max-confirm", type=COUNT, help="Trials an unsure confirmation may grow to (default 3 x --confirm).")
 @load_options_but(*REFUSED)
 @setup_options
+@live_options
 def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Find each set-up's capacity: the most load it holds while meeting a target.
 
@@ -70,16 +72,18 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, *
     from ..experiment.flags import search_spec
 
     load, setup, target = LoadFlags.pop(flags), SetupFlags.pop(flags), SearchFlags.pop(flags)
+    live = LiveFlags.pop(flags)
     setup.check_out()
     load.refuse(REFUSED)
     own = {**target.table(), "max_confirm": flags.pop("max_confirm", None)}  # capacity's own; tune has none
     base, cap, _ = search_spec(experiment, {**load.given(), **setup.fields_with(servers_)}, own)
     spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
-    outcome = search(spec, cap, as_json)
+    with watching(live) as watch:
+        outcome = search(spec, cap, as_json, watch)
     raise_for_status(outcome)
 
 
-def search(spec: RunSpec, cap: CapacitySpec, as_json: bool) -> SweepOutcome:
+def search(spec: RunSpec, cap: CapacitySpec, as_json: bool, live: Watch | None = None) -> SweepOutcome:
     """The search with the sweep's display and Ctrl-C handler, then its summary (JSON, or the capacity table)."""
     from ..report.tables import summary_doc
     from ..store.reader import load_results
@@ -92,7 +96,7 @@ def search(spec: RunSpec, cap: CapacitySpec, as_json: bool) -> SweepOutcome:
     err.print(f"target: {escape(str(cap.target))}; from {cap.start:,} up to {cap.max:,} {cap.unit} "
               f"({escape(cap.max_reason)}), {cap.probe_time:g} s probes, {cap.resolution:.0%} resolution, "
               f"{cap.confirm} confirmation trials (up to {cap.most_trials} while unsure)", highlight=False)
-    outcome = sweep(spec, table=False, drive=drive, display=CapacityDisplay(cap.unit))
+    outcome = sweep(spec, table=False, drive=drive, display=CapacityDisplay(cap.unit), live=live, command="capacity")
     res = load_results(outcome.path)
     if as_json:
         emit_json(summary_doc(res))

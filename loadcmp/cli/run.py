@@ -13,6 +13,7 @@ from rich.table import Table
 
 from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out, p99_text, status_text, warn
+from .live import LiveFlags, Watch, live_options, watching, with_feed
 from .types import COUNT
 from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
 from ..errors import Interrupted, LoadcmpError
@@ -151,9 +152,9 @@ Drive = Callable[[RunSpec, "SweepHooks", "Stopper", "Fleet | None"], "SweepOutco
 
 
 def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Drive | None = None,
-          display: SweepDisplay | None = None) -> SweepOutcome:
-    """Run a sweep with a progress display and the command's Ctrl-C handler,
-    then print its summary (JSON, or Table 1) and where it is stored."""
+          display: SweepDisplay | None = None, live: Watch | None = None, command: str = "run") -> SweepOutcome:
+    """Run a sweep with a progress display and the command's Ctrl-C handler (and, with --live, the page
+    fed by the same hooks), then print its summary (JSON, or Table 1) and where it is stored."""
     from ..load.workers import Stopper
     from ..report.tables import summary_doc
     from ..store.reader import load_results
@@ -168,7 +169,10 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Dr
             (display or SweepDisplay()) as disp:
         if fleet is not None:
             fleet.check_reach(host.address)
-        outcome = (drive or _run_sweep)(spec, disp.hooks(), stopper, fleet)
+        hooks = disp.hooks()
+        if live is not None:
+            hooks = with_feed(hooks, live.feed(command, f"{command} {spec.name or ' '.join(spec.servers)}"))
+        outcome = (drive or _run_sweep)(spec, hooks, stopper, fleet)
     if spec.findings:
         judge_findings(outcome.path, spec)
     if as_json:
@@ -214,6 +218,7 @@ def raise_for_status(outcome: SweepOutcome) -> None:
 @load_options
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
 @setup_options
+@live_options
 def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, as_json: bool, **flags: Any) -> None:
     """Start servers, load them at each level, measure both sides, store it all.
 
@@ -221,7 +226,9 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, a
     """
     from ..experiment.flags import build_spec
 
-    load, setup = LoadFlags.pop(flags), SetupFlags.pop(flags)
+    load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
     setup.check_out()
     given = {**load.given(), **setup.fields_with(servers_), **({"trials": trials} if trials else {})}
-    raise_for_status(sweep(build_spec(experiment, given), as_json=as_json))
+    spec = build_spec(experiment, given)
+    with watching(live) as watch:
+        raise_for_status(sweep(spec, as_json=as_json, live=watch))

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from .app import cli
 from .display import err
+from .live import LiveFlags, Watch, live_options, watching
 from .options import writable
 from ..errors import LoadcmpError, UsageError
 from ..experiment.spec import RunSpec
@@ -28,7 +29,8 @@ if TYPE_CHECKING:
               help="The page made from the summary.")
 @click.option("--format", "fmt", default="html,md,png", show_default=True, help="The reports' formats.")
 @click.option("--dry-run", is_flag=True, help="Say what would run and what is cut, then stop.")
-def seeds(budget: str, out_dir: str, page: str, fmt: str, dry_run: bool) -> None:
+@live_options
+def seeds(budget: str, out_dir: str, page: str, fmt: str, dry_run: bool, **flags: Any) -> None:
     """Run the five write-ups' experiment files as `loadcmp run FILE` would, cut to fit --budget;
     write a report of each, a summary of their claims (JSON and Markdown) and --docs from it."""
     from ..report.build import parse_formats
@@ -38,6 +40,7 @@ def seeds(budget: str, out_dir: str, page: str, fmt: str, dry_run: bool) -> None
     if not dry_run:  # first: a bad path found after the runs would lose their summary and the page
         writable("--docs", page, folder=False)
         writable("--out", out_dir, folder=True)
+    live = LiveFlags.pop(flags)
     seconds = parse_duration(budget, "--budget", allow_zero=False)
     formats = parse_formats(fmt)
     cuts = fit(seed_files(out_dir), seconds)
@@ -48,9 +51,10 @@ def seeds(budget: str, out_dir: str, page: str, fmt: str, dry_run: bool) -> None
     click.echo(f"the five: about {total / 60:.1f} min within a budget of {seconds / 60:.1f} min", err=True)
     if dry_run:
         return
-    build_all(cuts)
-    started = time.monotonic()
-    runs = [run_seed(c, out_dir, formats) for c in cuts]
+    with watching(live) as watch:  # first: a port in use is said before anything is built
+        build_all(cuts)
+        started = time.monotonic()
+        runs = [run_seed(c, out_dir, formats, watch) for c in cuts]
     summarize_seeds(runs, f"loadcmp seeds --budget {budget}", seconds, time.monotonic() - started, out_dir, page)
     failed = [f"{r.name}: {r.problem}" for r in runs if r.problem]
     if failed:
@@ -86,7 +90,7 @@ def seed_files(out_dir: str) -> list[tuple[str, Path, RunSpec]]:
     return out
 
 
-def run_seed(cut: Cut, out_dir: str, formats: set[str]) -> SeedRun:
+def run_seed(cut: Cut, out_dir: str, formats: set[str], live: Watch | None = None) -> SeedRun:
     """One write-up through `loadcmp run FILE -c ... -t ...`'s own path (the sweep, its findings
     judged and stored), then its report; a run that fails is written down and the next one goes on."""
     from ..experiment.flags import build_spec
@@ -96,7 +100,7 @@ def run_seed(cut: Cut, out_dir: str, formats: set[str]) -> SeedRun:
 
     err.print(f"[bold]{cut.name}[/bold]" + (f" (cut: {'; '.join(cut.cuts)})" if cut.cuts else ""), highlight=False)
     spec = build_spec(str(cut.path), {**cut.overrides, "out": out_dir})
-    outcome = sweep(spec, table=False)
+    outcome = sweep(spec, table=False, live=live, command="seeds")
     if outcome.status == "interrupted":
         raise_for_status(outcome)
     problem = ("; ".join(outcome.problems) or "the run failed") if outcome.status == "failed" else None

@@ -13,6 +13,7 @@ from .app import cli, emit_json
 from .display import err, out
 from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_options, json_option, load_options,
                       stacks_option, tls_options, writable, www_option)
+from .live import LiveFlags, live_options, watching
 from .run import raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
 
@@ -44,6 +45,7 @@ SMOKE_KEYS = {"pages", "checks"}
 @click.option("--summary", type=click.Path(dir_okay=False), help="Append a Markdown summary here (CI step summary).")
 @click.option("--out", "out_dir", help="Where the results folder goes (default results/).")
 @json_option
+@live_options
 def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, ...], checks: tuple[str, ...],
           baseline: str | None, max_regression: str, junit: str | None, summary: str | None, as_json: bool,
           **flags: Any) -> None:
@@ -52,7 +54,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     from ..lab.stacks import catalog
     from ..verdicts.smoke import parse_checks, parse_percent, write_outputs
 
-    load, setup = LoadFlags.pop(flags), SetupFlags.pop(flags)
+    load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
     setup.check_out()  # first: a bad path found after the run would lose it and its verdicts
     for flag, file in (("--junit", junit), ("--summary", summary)):
         writable(flag, file, folder=False)
@@ -73,7 +75,8 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     spec = build_spec(path, given)
     err.print(f"checks, from {_shown(source or path)}: {', '.join(texts)}", markup=False, highlight=False)
     t = time.monotonic()
-    run = sweep(spec, table=False)
+    with watching(live) as watch:
+        run = sweep(spec, table=False, live=watch, command="smoke")
     elapsed = time.monotonic() - t
     res, verdicts = _judge(run.path, parsed, base, margin)
     passed = all(o.passed for o in verdicts)

@@ -16,6 +16,7 @@ from .capacity import CapacityDisplay
 from .display import err, out, print_rows
 from .options import (FlagGroup, LoadFlags, SearchFlags, SetupFlags, flag, load_options_but, search_options,
                       setup_options)
+from .live import LiveFlags, Watch, live_options, watching
 from .run import raise_for_status, sweep
 from .types import COUNT, POSITIVE_DURATION
 from ..errors import StoreError, UsageError
@@ -64,6 +65,7 @@ class StudyFlags(FlagGroup):
                 confirm="Trials of the best and of the baseline in the comparison (default 3).")
 @load_options_but(*REFUSED)
 @setup_options
+@live_options
 def tune(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Search a stack's settings for the most capacity under a target (Optuna's TPE).
 
@@ -74,6 +76,7 @@ def tune(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **fla
     with --confirm trials each. Prints the best as a ready [variants.tuned] table.
     """
     load, setup, target, st = LoadFlags.pop(flags), SetupFlags.pop(flags), SearchFlags.pop(flags), StudyFlags.pop(flags)
+    live = LiveFlags.pop(flags)
     if st.resume is not None:
         besides = [*(["EXPERIMENT"] if experiment else []), *(["--server"] if servers_ else []),
                    *(f for g in (load, setup, target, st) for f in g.given_flags())]
@@ -81,7 +84,8 @@ def tune(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **fla
     else:
         setup.check_out()
         base, cap, spec = _new(experiment, servers_, load, setup, target, st)
-    outcome = study(base, cap, spec, as_json, st.resume)
+    with watching(live) as watch:
+        outcome = study(base, cap, spec, as_json, st.resume, watch)
     raise_for_status(outcome)
 
 
@@ -140,7 +144,8 @@ def _resumed(st: StudyFlags, besides: list[str]) -> tuple[RunSpec, CapacitySpec,
     return resumed(run, st.study_trials, st.budget, path)
 
 
-def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: str | None) -> SweepOutcome:
+def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: str | None,
+          live: Watch | None = None) -> SweepOutcome:
     """The study with the sweep's display and Ctrl-C handler, then its summary (JSON, or the table)."""
     from ..report.tables import summary_doc
     from ..store.reader import load_results
@@ -160,7 +165,7 @@ def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: 
               f"{'; '.join(escape(p.describe()) for p in t.params)}; {budget}", highlight=False)
     probe = spec if t.clients is None else replace(spec, levels=(t.clients,))
     outcome = sweep(replace(probe, duration=cap.probe_time), table=False, drive=drive,
-                    display=CapacityDisplay(cap.unit))
+                    display=CapacityDisplay(cap.unit), live=live, command="tune")
     res = load_results(outcome.path)
     if as_json:
         from ..report.tune import tune_json

@@ -21,7 +21,7 @@ from typing import Any, Generic, TypeVar
 
 from ..errors import LoadError
 from .outcomes import OK
-from .recorder import Began, Recorder, Result
+from .recorder import Began, Recorder, Result, Second
 from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse, thread_times
 from .schedules import Closed, Ramp, Rate, Schedule
 from .target import Target
@@ -69,6 +69,9 @@ class Live:
     """This second's worst event-loop lag."""
     requests: int | None = None
     """-n: the requests to send in all (the live line shows ok + failed of them)."""
+    closed: tuple[tuple[int, Second], ...] = ()
+    """The window's seconds closed since the last Live, by index: the same objects the Result keeps, which
+    `summary.second_row` turns into timeline.parquet's rows (the live page's per-second records)."""
 
     def client_text(self) -> tuple[str, bool]:
         """'client busy 97%' and whether that says the client is the bottleneck."""
@@ -354,7 +357,7 @@ class Engine(Generic[S]):
         nxt = t0 - math.floor(self.spec.warmup) + TICK_AFTER_S
         if nxt < self.t_load0:
             nxt += 1.0
-        prev_ok = 0
+        prev_ok = shown = 0
         while True:
             await asyncio.sleep(max(0.0, nxt - now()))
             t = now()
@@ -371,8 +374,10 @@ class Engine(Generic[S]):
                     fails += sum(s.counts) - s.counts[OK]
                 last = rec.second_at(t - 1.0).counts[OK] if measuring else 0
                 rps = float(last if measuring else ok - prev_ok)
+                closed = tuple((j, rec.seconds[j]) for j in range(shown, min(rec.folded_upto, len(rec.seconds))))
+                shown = max(shown, rec.folded_upto)
                 self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, rps, measuring, self.spec.worker_index,
-                               c.cpu_pct + c.wait_pct, c.lag_ms, self.budget))
+                               c.cpu_pct + c.wait_pct, c.lag_ms, self.budget, closed))
                 prev_ok = ok
             nxt += 1.0
             while nxt < now():  # a loop that lagged past several ticks samples once, over the whole gap

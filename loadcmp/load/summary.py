@@ -9,7 +9,7 @@ from ..records import LatencyMs, LoadSummary, WebbenchCount
 from ..units import ms
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
-from .recorder import PHASES, Histogram, Result
+from .recorder import PHASES, Histogram, Result, Second
 from .schedules import Ramp, Schedule
 
 
@@ -39,25 +39,28 @@ def latency_doc(h: Histogram) -> LatencyMs:
 
 def timeline_rows(result: Result) -> list[dict[str, Any]]:
     """One row per measured second: counts by kind, bytes, latency percentiles."""
-    rows = []
-    for i, s in enumerate(result.seconds):
-        h = s.lat_h
-        row: dict[str, Any] = {"second": i, "started": s.started, "dropped": s.dropped}
-        for k, name in enumerate(KINDS):
-            row[name] = s.counts[k]
-        row["failed"] = sum(s.counts) - s.counts[OK] + s.dropped
-        row["completed"] = sum(s.counts)
-        row["bytes"] = s.bytes
-        row["inflight"] = s.inflight
-        row["p50_ms"] = _ms(h.percentile(50))
-        row["p90_ms"] = _ms(h.percentile(90))
-        row["p99_ms"] = _ms(h.percentile(99))
-        row["max_ms"] = _ms(h.max_s) if h.count else None
-        row["client_cpu_pct"] = None if s.client_cpu is None else round(s.client_cpu, 1)
-        row["client_wait_pct"] = None if s.client_wait is None else round(s.client_wait, 1)
-        row["loop_lag_ms"] = None if s.loop_lag_ms is None else round(s.loop_lag_ms, 2)
-        rows.append(row)
-    return rows
+    return [second_row(i, s) for i, s in enumerate(result.seconds)]
+
+
+def second_row(i: int, s: Second) -> dict[str, Any]:
+    """Second `i` of the window as timeline.parquet keeps it; the live page takes the same row
+    (`driver.Live.closed`) as each second closes."""
+    h = s.lat_h
+    row: dict[str, Any] = {"second": i, "started": s.started, "dropped": s.dropped}
+    for k, name in enumerate(KINDS):
+        row[name] = s.counts[k]
+    row["failed"] = sum(s.counts) - s.counts[OK] + s.dropped
+    row["completed"] = sum(s.counts)
+    row["bytes"] = s.bytes
+    row["inflight"] = s.inflight
+    row["p50_ms"] = _ms(h.percentile(50))
+    row["p90_ms"] = _ms(h.percentile(90))
+    row["p99_ms"] = _ms(h.percentile(99))
+    row["max_ms"] = _ms(h.max_s) if h.count else None
+    row["client_cpu_pct"] = None if s.client_cpu is None else round(s.client_cpu, 1)
+    row["client_wait_pct"] = None if s.client_wait is None else round(s.client_wait, 1)
+    row["loop_lag_ms"] = None if s.loop_lag_ms is None else round(s.loop_lag_ms, 2)
+    return row
 
 
 def note_ramp_cut(doc: LoadSummary, schedule: Schedule, warmup: float) -> None:

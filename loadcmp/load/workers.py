@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import gc
 import logging
 import multiprocessing as mp
@@ -37,7 +38,7 @@ from .aio import AiohttpEngine
 from .driver import Engine, Live, LiveFn, LoadSpec, now
 from .http1 import FastEngine
 from .limits import check_nofile, conntrack_drops, conntrack_note, raise_nofile
-from .recorder import Recorder, Result
+from .recorder import Recorder, Result, Second
 from .schedules import Schedule
 
 log = logging.getLogger("loadcmp")
@@ -338,4 +339,12 @@ def sum_live(vals: list[Live]) -> Live:
     return Live(max(v.elapsed for v in vals), sum(v.ok for v in vals), sum(v.failed for v in vals),
                 sum(v.inflight for v in vals), sum(v.rps for v in vals), vals[0].measuring,
                 client_cpu=max(cpus) if cpus else None, lag_ms=max(lags) if lags else None,
-                requests=sum(shares) if shares else None)
+                requests=sum(shares) if shares else None, closed=_merged_seconds(vals))
+
+
+def _merged_seconds(vals: list[Live]) -> tuple[tuple[int, Second], ...]:
+    """The seconds every share has closed in its latest Live, merged as `Result.merge` merges them (a second
+    one share closed in an earlier Live is left to the stored rows at the trial's end)."""
+    held = [dict(v.closed) for v in vals]
+    common = sorted(set(held[0]).intersection(*held[1:]))
+    return tuple((j, functools.reduce(Second.merge, [h[j] for h in held])) for j in common)

@@ -239,6 +239,8 @@ class Sampler:
     seconds: int | None = None
     """How many seconds the window has; no sample is taken past it."""
     rows: list[ServerRow] = field(default_factory=list)
+    on_row: Callable[[ServerRow], None] | None = None
+    """Told of each row as it is kept (the live page), from the sampler's thread."""
     warnings: list[str] = field(default_factory=list)
     """After stop(): one line per distinct problem met while sampling, with how often."""
     _problems: dict[str, int] = field(default_factory=dict)
@@ -361,6 +363,8 @@ class Sampler:
             status.update(self._try(f"{kind} status page", partial(self.status_page, kind), NO_FIGURES))
         row.update(with_busy_workers(status, self.dep.stack.busy_workers))
         self.rows.append(row)
+        if self.on_row is not None:
+            self.on_row(row)
         return cur, t
 
 

@@ -18,6 +18,7 @@ import os
 import re
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -85,6 +86,9 @@ def slug(text: str) -> str:
 
 Row = dict[str, Any]
 """One row of timeline.parquet or server.parquet (labels plus that second's figures)."""
+Watch = Callable[["RunWriter", list[Row], list[Row]], None]
+"""What a writer tells of each change: itself (its path and run.json as written), and the rows of a trial just
+added (none for other changes)."""
 
 
 @dataclass
@@ -98,6 +102,8 @@ class RunWriter:
     run: RunDoc
     timeline: list[Row] = field(default_factory=list)
     server: list[Row] = field(default_factory=list)
+    watch: Watch | None = None
+    """Told of each change once it is on disk (the live page: `loadcmp.live.feed`), in the writer's thread."""
 
     @classmethod
     def create(cls, root: Path | str, name: str, doc: RunDoc) -> RunWriter:
@@ -140,7 +146,7 @@ class RunWriter:
         self.run["trials"].append(trial)
         self.timeline.extend(timeline)
         self.server.extend(server)
-        self.flush()
+        self.flush(timeline, server)
 
     def set_capacity(self, doc: CapacityDoc) -> None:
         """Store a capacity search as it stands (after every probe) and rewrite the folder."""
@@ -164,7 +170,7 @@ class RunWriter:
         except (OSError, ValueError) as e:
             raise StoreError(f"cannot read the results in {path}: {getattr(e, 'strerror', None) or e}") from None
         run["status"] = "running"
-        w = cls(path, run, *tables)
+        w = cls(path, run, tables[0], tables[1])
         w.flush()
         return w
 
@@ -175,7 +181,13 @@ class RunWriter:
         self.run["problems"] = list(problems or [])
         self.flush()
 
-    def flush(self) -> None:
+    def flush(self, timeline: list[Row] | None = None, server: list[Row] | None = None) -> None:
+        """Rewrite the folder; then tell `watch` (with a trial's rows when one was added)."""
+        self._write()
+        if self.watch is not None:
+            self.watch(self, timeline or [], server or [])
+
+    def _write(self) -> None:
         try:
             write_json(self.path / "run.json", self.run)
             _write_parquet(self.path / "timeline.parquet", self.timeline)
@@ -211,7 +223,8 @@ def new_run_doc(kind: RunKind, name: str, spec: SpecDoc, machine: MachineInfo,
 
 
 def save_bench(out_dir: Path | str, run: RunDoc, summary: LoadSummary,
-               hists: tuple[HistogramDoc, HistogramDoc | None], timeline: list[Row]) -> Path:
+               hists: tuple[HistogramDoc, HistogramDoc | None], timeline: list[Row],
+               watch: Watch | None = None) -> Path:
     """A bench result as a one-trial results folder with a run's layout.
 
     `run["spec"]` names the one server (host:port), level, page and URL, so the report
@@ -221,6 +234,7 @@ def save_bench(out_dir: Path | str, run: RunDoc, summary: LoadSummary,
     if "cluster" in summary:
         run["cluster"] = summary["cluster"]
     w = RunWriter.create(out_dir, f"bench-{label.split(':')[0]}", run)
+    w.watch = watch
     w.add_server(label, ServerInfo(url=spec.get("url", ""), keepalive=keepalive, page=page))
     lost = summary.get("lost", [])
     status: TrialStatus = "interrupted" if summary["interrupted"] else "partial" if lost else "ok"

@@ -142,6 +142,9 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
         writer = RunWriter.create(spec.out, name, doc)
     # --tls: the run's CA, its certificate beside the results (tls/ca.pem) for the user's own clients
     ca = RunCA(writer.path) if any(spec.tls_for(label) for label in spec.servers) else None
+    writer.watch = progress.stored
+    if progress.stored is not None:
+        progress.stored(writer, [], [])
     return Sweep(spec, client, images, run_id, writer, stopper, progress, fleet, host, ca=ca)
 
 

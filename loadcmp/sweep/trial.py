@@ -42,7 +42,7 @@ from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, Se
                        TrialStatus)
 from ..experiment.spec import RunSpec
 from ..experiment.apps import overrides_for, stack_for
-from ..store.writer import Row, RunWriter
+from ..store.writer import Row, RunWriter, Watch
 from ..units import cpu_list
 
 
@@ -67,6 +67,10 @@ class SweepHooks:
     live: Callable[[Live], None] = lambda lv: None
     trial_end: Callable[[Planned, TrialRecord], None] = lambda p, rec: None
     say: Callable[[str], None] = lambda m: None
+    sample: Callable[[Row], None] | None = None
+    """Each server row as the sampler keeps it (the live page), from the sampler's thread."""
+    stored: Watch | None = None
+    """The results folder's writer after each change (`RunWriter.watch`: the live page)."""
 
 
 @dataclass
@@ -220,7 +224,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
-    sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration))
+    sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration),
+                                                           on_row=sweep.progress.sample)
     try:
         sampler.start()
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler

@@ -1,0 +1,275 @@
+// loadcmp's live page: the command's events (server-sent) drawn with uPlot. Read-only: it only listens.
+// The same page replays a stored run (`loadcmp serve`): the events then come from the run's files.
+"use strict";
+(function () {
+  const EVENTS = document.currentScript.dataset.events;
+  const KINDS = ["http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset", "timeout", "protocol_error"];
+  // red is kept for failures and the client-bound signal
+  const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
+  const MiB = 1048576;
+  let S;
+  const charts = {};
+  window.loadcmp = { charts, get state() { return S; } };
+
+  function reset() {
+    S = { hello: null, trials: new Map(), current: null, progress: null, ended: null, causes: [], alerts: [],
+          running: null };
+    for (const k of Object.keys(charts)) { charts[k].destroy(); delete charts[k]; }
+    document.getElementById("client-charts").innerHTML = "";
+    document.getElementById("server-charts").innerHTML = "";
+  }
+
+  const keyOf = (k) => `${k.server}|${k.level}|${k.trial}`;
+  const nameOf = (k) => `${k.server} ${unit()}=${k.level} #${k.trial}`;
+  const unit = () => (S.progress && S.progress.capacity && S.progress.capacity.unit === "requests/s") ? "r" : "c";
+  const esc = (t) => String(t ?? "").replace(/[&<>"']/g, (c) => ({ "&": "&amp;", "<": "&lt;", ">": "&gt;",
+    '"': "&quot;", "'": "&#39;" }[c]));
+
+  function trialOf(key) {
+    const k = keyOf(key);
+    if (!S.trials.has(k)) S.trials.set(k, { key, client: new Map(), server: new Map(), stored: null });
+    return S.trials.get(k);
+  }
+
+  function onEvent(ev) {
+    switch (ev.type) {
+      case "hello": {  // a new run (seeds runs several on one page): its trials only
+        if (S.hello) Object.assign(S, { trials: new Map(), current: null, progress: null, ended: null, causes: [],
+                                        alerts: [], running: null });
+        S.hello = ev; document.getElementById("title").textContent = ev.title;
+        break;
+      }
+      case "trial": {
+        trialOf(ev.key); S.running = keyOf(ev.key);
+        if (document.getElementById("follow").checked || S.current === null) S.current = S.running;
+        break;
+      }
+      case "client": trialOf(ev.row).client.set(ev.row.second, ev.row); break;
+      case "server": {
+        const t = trialOf(ev.row);
+        const before = t.server.get(ev.row.second - 1);
+        if (ev.row.oom_kills > 0 && !(before && before.oom_kills >= ev.row.oom_kills)) {
+          S.alerts.push(`${nameOf(ev.row)}: ${ev.row.oom_kills} server process(es) OOM-killed by second ${ev.row.second}`);
+        }
+        t.server.set(ev.row.second, ev.row);
+        break;
+      }
+      case "stored": stored(ev); break;
+      case "progress": S.progress = ev; break;
+      case "end": S.ended = ev; S.running = null; break;
+    }
+    schedule();
+  }
+
+  function stored(ev) {
+    const t = trialOf(ev.key);
+    t.stored = ev;
+    // the stored rows are the records themselves: they replace what was drawn live of this trial
+    if (ev.timeline.length) t.client = new Map(ev.timeline.map((r) => [r.second, r]));
+    if (ev.server.length) t.server = new Map(ev.server.map((r) => [r.second, r]));
+    for (const c of ev.causes) S.causes.push(`${nameOf(ev.key)}: ${c}`);
+    if (["oom", "server_died"].includes(ev.status)) S.alerts.push(`${nameOf(ev.key)}: ${ev.reason}`);
+  }
+
+  let pending = false;
+  function schedule() {
+    if (pending) return;
+    pending = true;
+    setTimeout(() => { pending = false; draw(); }, 200);
+  }
+
+  function rows(map) { return [...map.values()].sort((a, b) => a.second - b.second); }
+  function col(rs, f) { return rs.map((r) => { const v = typeof f === "function" ? f(r) : r[f]; return v ?? null; }); }
+
+  function panel(where, id, title, what, series, data) {
+    const el = document.getElementById(where);
+    let box = document.getElementById("p-" + id);
+    const sig = series.map((s) => s.label).join("|");
+    if (charts[id] && charts[id]._sig !== sig) { charts[id].destroy(); delete charts[id]; box.querySelector(".plot").innerHTML = ""; }
+    if (!box) {
+      box = document.createElement("div");
+      box.className = "panel"; box.id = "p-" + id;
+      box.innerHTML = `<div class="what"></div><div class="plot"></div>`;
+      el.appendChild(box);
+    }
+    box.querySelector(".what").textContent = what;
+    if (!charts[id]) {
+      const opts = { title, width: Math.min(560, Math.max(320, (window.innerWidth - 80) / 2)), height: 200,
+        scales: { x: { time: false } }, axes: [{ label: "second of the window", incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600] }, { size: 70 }],
+        legend: { live: false }, series: [{ label: "s" }, ...series.map((s, i) => ({ stroke: COLORS[i % COLORS.length], width: 1.5,
+          spanGaps: false, ...s }))] };
+      charts[id] = new uPlot(opts, data, box.querySelector(".plot"));
+      charts[id]._sig = sig;
+    } else {
+      charts[id].setData(data);
+    }
+  }
+
+  function drawClient(t) {
+    const rs = rows(t.client);
+    const x = col(rs, "second");
+    const kinds = KINDS.filter((k) => rs.some((r) => r[k] > 0));
+    panel("client-charts", "client-rps", "requests/s", "ok and failed responses per second, failures by kind",
+      [{ label: "ok" }, { label: "failed", stroke: "#d62728" }, ...kinds.map((k) => ({ label: k }))],
+      [x, col(rs, "ok"), col(rs, "failed"), ...kinds.map((k) => col(rs, k))]);
+    panel("client-charts", "client-latency", "latency (ms)", "p50, p90 and p99 of each second's histogram",
+      [{ label: "p50" }, { label: "p90" }, { label: "p99" }], [x, col(rs, "p50_ms"), col(rs, "p90_ms"), col(rs, "p99_ms")]);
+    panel("client-charts", "client-conns", "in flight", "requests in flight when the second closed (connections open)",
+      [{ label: "in flight" }], [x, col(rs, "inflight")]);
+    const b = (S.hello && S.hello.bound) || { cpu_pct: 90, lag_ms: 50 };
+    const hot = (r) => (r.client_cpu_pct ?? 0) + (r.client_wait_pct ?? 0) >= b.cpu_pct || (r.loop_lag_ms ?? 0) >= b.lag_ms;
+    panel("client-charts", "client-self", "the client itself",
+      `its load thread's CPU % and event-loop lag; red: client-bound (CPU ≥ ${b.cpu_pct} % or lag ≥ ${b.lag_ms} ms)`,
+      [{ label: "client CPU %" }, { label: "loop lag ms" },
+       { label: "client-bound", stroke: "#e00000", width: 0, points: { show: true, size: 8, fill: "#e00000" } }],
+      [x, col(rs, "client_cpu_pct"), col(rs, "loop_lag_ms"),
+       col(rs, (r) => hot(r) ? (r.client_cpu_pct ?? 0) : null)]);
+    return rs.some(hot);
+  }
+
+  function roles(rs) {
+    const found = new Set([""]);
+    for (const r of rs) for (const k of Object.keys(r)) {
+      const m = /^([a-z0-9]+_)cpu_pct$/.exec(k);
+      if (m && r[k] !== null) found.add(m[1]);
+    }
+    return [...found];
+  }
+
+  function drawServer(t) {
+    const rs = rows(t.server);
+    const x = col(rs, "second");
+    const info = (S.progress && S.progress.servers[t.key.server]) || {};
+    document.getElementById("server-section").hidden = !rs.length;  // bench: no server sampled
+    const flat = (v) => x.map(() => v ?? null);
+    for (const pre of roles(rs)) {
+      const role = pre ? pre.slice(0, -1) : "server";
+      const id = "srv-" + role;
+      if (!document.getElementById(id)) {
+        const h = document.createElement("div");
+        h.innerHTML = `<h3>${esc(role)}</h3><div class="charts" id="${id}"></div>`;
+        document.getElementById("server-charts").appendChild(h);
+      }
+      const cores = pre ? null : info.cores;
+      panel(id, id + "-cpu", `${role}: CPU %`, `CPU % (100 = one core)` + (cores ? ` against its ${cores} core(s)` : ""),
+        [{ label: "CPU %" }, { label: "cores × 100", dash: [4, 4] }], [x, col(rs, pre + "cpu_pct"), flat(cores ? cores * 100 : null)]);
+      const cap = pre ? null : info.memory_bytes;
+      panel(id, id + "-mem", `${role}: memory (MiB)`, "memory in use" + (cap ? " against its cap" : ""),
+        [{ label: "memory" }, { label: "rss" }, { label: "cap", dash: [4, 4] }],
+        [x, col(rs, (r) => r[pre + "mem_bytes"] == null ? null : r[pre + "mem_bytes"] / MiB),
+         col(rs, (r) => r[pre + "mem_rss_bytes"] == null ? null : r[pre + "mem_rss_bytes"] / MiB), flat(cap ? cap / MiB : null)]);
+      panel(id, id + "-procs", `${role}: processes`, "processes and threads in its containers",
+        [{ label: "processes" }, { label: "threads" }], [x, col(rs, pre + "procs"), col(rs, pre + "threads")]);
+      if (pre) continue;
+      const states = Object.keys(rs[0] || {}).filter((k) => k.startsWith("tcp_") && k !== "tcp_total" &&
+        rs.some((r) => r[k] > 0));
+      panel(id, id + "-tcp", "server: TCP states", "its port's sockets by TCP state",
+        states.map((k) => ({ label: k.slice(4) })), [x, ...states.map((k) => col(rs, k))]);
+      const limit = info.busy_limit_value;
+      if (rs.some((r) => r.busy_workers != null)) {
+        panel(id, id + "-busy", "server: busy workers", "busy workers from its status page" +
+          (info.busy_limit ? ` against ${info.busy_limit}` : ""),
+          [{ label: "busy workers" }, { label: info.busy_limit || "limit", dash: [4, 4] }],
+          [x, col(rs, "busy_workers"), flat(typeof limit === "number" ? limit : null)]);
+      }
+    }
+  }
+
+  function drawTrials() {
+    const el = document.getElementById("trials");
+    el.innerHTML = "";
+    for (const [k, t] of S.trials) {
+      const b = document.createElement("button");
+      const st = t.stored ? t.stored.status : (k === S.running ? "running" : "");
+      b.className = (k === S.current ? "sel " : "") + "st-" + st;
+      b.textContent = nameOf(t.key) + (st && st !== "ok" ? ` (${st})` : "");
+      b.onclick = () => { S.current = k; document.getElementById("follow").checked = false; draw(); };
+      el.appendChild(b);
+    }
+  }
+
+  function drawProgress() {
+    const p = S.progress;
+    if (!p) return;
+    const labels = [...new Set([...p.labels, ...p.cells.map((c) => c.server), ...[...S.trials.values()].map((t) => t.key.server)])];
+    const levels = [...new Set([...p.levels, ...p.cells.map((c) => c.level)])].sort((a, b) => a - b);
+    let h = `<table><tr><th>${p.kind}</th>${levels.map((l) => `<th>${unit()}=${l}</th>`).join("")}</tr>`;
+    for (const s of labels) {
+      h += `<tr><th>${esc(s)}</th>`;
+      for (const l of levels) {
+        const done = p.cells.filter((c) => c.server === s && c.level === l);
+        const bad = done.find((c) => c.status !== "ok");
+        const now = S.running && S.running.startsWith(`${s}|${l}|`);
+        h += `<td class="cell ${now ? "now" : ""} st-${bad ? bad.status : done.length ? "ok" : ""}">` +
+          `${p.kind === "run" ? done.length + "/" + p.trials : done.length || ""}</td>`;
+      }
+      h += "</tr>";
+    }
+    document.getElementById("grid").innerHTML = h + "</table>" +
+      `<div>${esc(p.name)}: ${esc(p.status)} — ${esc(p.path)}</div>`;
+    document.getElementById("capacity").innerHTML = p.capacity ? capacity(p.capacity) : "";
+    document.getElementById("tune").innerHTML = p.tune ? tune(p.tune) : "";
+  }
+
+  function capacity(c) {
+    let h = `<h3>capacity: ${esc(c.target)}</h3>`;
+    for (const [label, s] of Object.entries(c.servers)) {
+      const lv = s.path.map((q) => q.level);
+      const lo = Math.log(Math.max(1, Math.min(...lv, 1))), hi = Math.log(Math.max(2, ...lv) * 1.2);
+      const xOf = (l) => 10 + 480 * (Math.log(Math.max(l, 1)) - lo) / (hi - lo);
+      const dots = s.path.map((q, i) => `<circle class="${q.met === true ? "met" : q.met === false ? "missed" : "unsure"}" ` +
+        `cx="${xOf(q.level).toFixed(1)}" cy="${12 + (i % 3) * 8}" r="5"><title>${esc(q.stage)} ${q.level}: ${esc(q.text)}</title></circle>`);
+      h += `<div>${esc(s.text.startsWith(label) ? s.text : label + ": " + s.text)}</div><svg class="probes" width="500" height="40">` +
+        `<line x1="10" x2="490" y1="36" y2="36" stroke="#999"/>${dots.join("")}</svg>` +
+        `<div class="what">probes on the load axis (${esc(c.unit)}, log scale): green met, red missed, grey unsure</div>`;
+    }
+    return h;
+  }
+
+  function tune(t) {
+    const rows = t.trials.map((r) => `<tr class="${r.number === t.best ? "best" : ""}"><td>${r.number < 0 ? "baseline" : r.number}` +
+      `${r.number === t.best ? " ★" : ""}</td><td>${esc(JSON.stringify(r.params))}</td><td>${esc(r.state)}</td>` +
+      `<td>${r.value ?? "–"}${r.client_bound ? " (at least)" : ""}</td><td>${esc(r.text)}</td></tr>`).join("");
+    return `<h3>tune ${esc(t.server)} (score: ${esc(t.unit)})</h3><table><tr><th>trial</th><th>settings</th>` +
+      `<th>state</th><th>score</th><th></th></tr>${rows}</table><div>${esc(t.text)}</div>`;
+  }
+
+  function draw() {
+    drawTrials();
+    drawProgress();
+    const t = S.current && S.trials.get(S.current);
+    document.getElementById("trial-name").textContent = t ? nameOf(t.key) : "";
+    if (t) {
+      const hot = drawClient(t);
+      drawServer(t);
+      const st = t.stored;
+      document.getElementById("trial-status").innerHTML = (st ? `<span class="st-${st.status}">${esc(st.status)}</span> ` +
+        `${st.rps != null ? Math.round(st.rps).toLocaleString() + " req/s" : ""} ${esc(st.reason || "")}` : "running") +
+        ((hot || (st && st.client_bound)) ? ` <span class="bound">client-bound${st && st.client_bound_reason ? ": " + esc(st.client_bound_reason) : ""}</span>` : "");
+    }
+    document.getElementById("alerts").innerHTML = S.alerts.map((a) => `<div class="alert">${esc(a)}</div>`).join("");
+    document.getElementById("causes").innerHTML = S.causes.length ? S.causes.map((c) => `<li>${esc(c)}</li>`).join("") :
+      `<li class="none">none found yet</li>`;
+    const end = document.getElementById("end");
+    if (S.ended) {
+      end.hidden = false;
+      end.className = S.ended.status === "complete" ? "" : "bad";
+      end.innerHTML = `finished: <b>${esc(S.ended.status)}</b>` +
+        (S.ended.path ? `; results in <code>${esc(S.ended.path)}</code>` : "") +
+        (S.ended.report ? ` — <a id="report-link" href="${esc(S.ended.report)}">the report</a>` : "") +
+        (S.ended.problems.length ? `<br>${S.ended.problems.map(esc).join("<br>")}` : "");
+    }
+  }
+
+  function connect() {
+    const src = new EventSource(EVENTS);
+    const state = document.getElementById("state");
+    src.onopen = () => { reset(); state.textContent = "live"; state.className = "state live"; };
+    src.onmessage = (m) => onEvent(JSON.parse(m.data));
+    src.addEventListener("end", () => { src.close(); state.textContent = "ended"; state.className = "state"; draw(); });
+    src.onerror = () => { state.textContent = "reconnecting"; state.className = "state"; };
+  }
+
+  reset();
+  connect();
+})();

@@ -1,0 +1,449 @@
+"""The live page (`--live`, `loadcmp serve`) in Debian's Chromium driven by Playwright, and its server's edges:
+a slow browser dropped, a port in use, a token off loopback, Ctrl-C leaving no listening socket."""
+
+from __future__ import annotations
+
+import json
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+CHROMIUM = "/usr/bin/chromium"
+PANELS = {"client-rps": ["ok", "failed"], "client-latency": ["p50_ms", "p90_ms", "p99_ms"],
+          "client-conns": ["inflight"], "client-self": ["client_cpu_pct", "loop_lag_ms"]}
+"""Each client panel's series (after x) and the timeline.parquet column each one draws."""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def port_is_free(port: int) -> bool:
+    """Nothing listens on it (a connection the page closed may still be in TIME_WAIT: that holds no port)."""
+    with socket.socket() as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+        return True
+
+
+class Command:
+    """`python -m loadcmp ...` with its stderr read in a thread (the live URL is on it)."""
+
+    def __init__(self, *args: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-m", "loadcmp", *args], stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True, cwd=ROOT)
+        self.err: list[str] = []
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.err.append(line)
+
+    def url(self, prefix: str = "live: ", timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for line in self.err:
+                if prefix in line:
+                    return line.split(prefix, 1)[1].split()[0]
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError("no URL printed: " + "".join(self.err))
+
+    def wait(self, timeout: float = 60) -> int:
+        rc = self.proc.wait(timeout)
+        self._t.join(5)
+        return rc
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[object]:
+    # Not a skip: `make setup` installs both, so their absence is a broken set-up to see, not to hide.
+    from playwright.sync_api import sync_playwright
+
+    assert Path(CHROMIUM).exists(), "Debian's chromium is missing: run `make setup` (scripts/setup.sh installs it)"
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox", "--disable-gpu"])
+        yield b
+        b.close()
+
+
+def drawn(page: object, panel: str) -> list[list[float | None]]:
+    return page.evaluate(f"() => window.loadcmp.charts[{panel!r}].data.map(a => Array.from(a))")  # type: ignore
+
+
+def assert_drawn_as_stored(data: list[list[float | None]], columns: list[str], stored: pd.DataFrame) -> None:
+    """Every point of a panel is the stored row's figure for its second."""
+    by_second = stored.set_index("second")
+    assert data[0], "nothing drawn"
+    for i, second in enumerate(data[0]):
+        row = by_second.loc[int(second)]
+        for series, col in enumerate(columns, start=1):
+            want = row[col] if col in row.index else None  # an older run has no client CPU column
+            got = data[series][i]
+            if pd.isna(want):
+                assert got is None, (col, second)
+            else:
+                assert got == pytest.approx(float(want), rel=1e-9, abs=1e-9), (col, second, got, want)
+
+
+def test_bench_live_draws_what_timeline_parquet_holds(browser, faulty, tmp_path, artifacts):
+    """A short `bench --live` against the in-process server: the page holds >= 3 points while the load runs,
+    and every point drawn, then and at the end, equals the stored per-second record."""
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "6s", "-k", "--live", str(port),
+                  "--out", str(tmp_path))
+    try:
+        url = cmd.url()
+        assert url == f"http://127.0.0.1:{port}/"
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})  # type: ignore[attr-defined]
+        page.goto(url)
+        page.wait_for_function("() => { const c = window.loadcmp.charts['client-rps']; "
+                               "return c && c.data[0].length >= 3; }", timeout=30_000)
+        during = {p: drawn(page, p) for p in PANELS}
+        assert cmd.proc.poll() is None, "the points must come while the command runs"
+        assert cmd.wait() == 0, "".join(cmd.err)
+        page.wait_for_selector("#end:not([hidden])", timeout=10_000)
+        after = {p: drawn(page, p) for p in PANELS}
+        page.screenshot(path=str(artifacts / "live-bench.png"), full_page=True)
+        assert "complete" in page.inner_text("#end")
+    finally:
+        cmd.stop()
+    (folder,) = tmp_path.iterdir()
+    stored = pd.read_parquet(folder / "timeline.parquet")
+    for panel, columns in PANELS.items():
+        assert_drawn_as_stored(during[panel], columns, stored)  # the live records are the stored ones
+        assert_drawn_as_stored(after[panel], columns, stored)
+        assert len(after[panel][0]) == len(stored), "the last point is the stored last second"
+    assert port_is_free(port), "the page's socket outlived the command"
+
+
+def test_serve_lists_the_stored_runs_and_opens_each(browser, artifacts):
+    """`loadcmp serve tests/fixtures`: every stored run listed, each one's page drawn from its files, a report
+    built on demand; the folder is only read."""
+    results = FIXTURES
+    stored_runs = sorted(p.parent.name for p in results.glob("*/run.json"))
+    assert {"run-2x3x2", "capacity-2x"} <= set(stored_runs)
+    before = sorted(p.relative_to(results) for p in results.rglob("*"))
+    port = free_port()
+    cmd = Command("serve", str(results), "--port", str(port))
+    try:
+        url = cmd.url(prefix=": ")
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})  # type: ignore[attr-defined]
+        page.goto(url)
+        names = page.locator("table.runs tbody tr td:first-child").all_inner_texts()
+        assert sorted(names) == stored_runs
+        assert "nginx, apache-prefork" in page.inner_text("table.runs")
+        for name in names:
+            page.goto(url)
+            page.click(f"text={name}")
+            page.wait_for_selector("#end:not([hidden])", timeout=30_000)
+            stored = pd.read_parquet(results / name / "timeline.parquet")
+            last = json.loads(page.evaluate("() => JSON.stringify(window.loadcmp.state.current)"))
+            server, level, trial = last.rsplit("|", 2)
+            mine = stored[(stored.server == server) & (stored.level == int(level)) & (stored.trial == int(trial))]
+            assert len(mine) > 0
+            for panel, columns in PANELS.items():
+                assert_drawn_as_stored(drawn(page, panel), columns, mine)
+            assert page.locator("#grid td.cell").count() > 0
+            if name == "run-2x3x2":
+                page.screenshot(path=str(artifacts / "serve-run.png"), full_page=True)
+            if name == "capacity-2x":
+                assert page.locator("svg.probes circle").count() > 0, "capacity's probes are drawn"
+        with urllib.request.urlopen(f"{url}runs/run-2x3x2/report/", timeout=120) as r:
+            assert r.status == 200 and b"<html" in r.read(2000).lower()
+        assert sorted(p.relative_to(results) for p in results.rglob("*")) == before, "serve only reads the folder"
+    finally:
+        cmd.proc.send_signal(signal.SIGINT)
+        rc = cmd.wait(30)
+        cmd.stop()
+    assert rc == 0 and "Traceback" not in "".join(cmd.err)
+    assert port_is_free(port)
+
+
+def test_a_slow_browser_is_dropped_and_the_others_keep_up():
+    """A browser that reads nothing is dropped once its queue is full; publishing never waits for it, and a
+    browser that reads gets every event."""
+    from loadcmp.live.hub import QUEUE, Hub
+    from loadcmp.live.server import LiveServer
+
+    hub = Hub()
+    server = LiveServer(hub, free_port()).start()
+    try:
+        slow = socket.create_connection(("127.0.0.1", server.port))
+        slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        slow.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        got: list[str] = []
+
+        def read() -> None:
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/events", timeout=60) as r:
+                for line in r:
+                    got.append(line.decode())
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        deadline = time.monotonic() + 10
+        while len(hub.subscribers) < 2 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert len(hub.subscribers) == 2
+        pad = "x" * 20_000
+        burst = QUEUE // 4  # far more than a command publishes in a second; the reader catches up in between
+        sent = 0
+        for _ in range(8):
+            for _ in range(burst):  # publish returns at once, whatever the browsers do
+                hub.publish({"type": "pad", "i": sent, "pad": pad})
+                sent += 1
+            deadline = time.monotonic() + 30
+            while sum('"pad"' in g for g in got) < sent and time.monotonic() < deadline:
+                time.sleep(0.02)
+        assert hub.dropped == 1, "the browser that reads nothing is dropped"
+        assert len(hub.subscribers) == 1
+        assert sum('"pad"' in g for g in got) == sent, "the one that reads gets every event"
+        slow.close()
+    finally:
+        server.stop()
+    reader.join(10)
+    assert port_is_free(server.port)
+
+
+def test_a_port_in_use_is_one_line_and_exit_2(faulty):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for args in (["bench", faulty.url("/ok"), "-t", "1s"], ["run", "--server", "nginx", "-t", "1s"]):
+            cmd = Command(*args, "--live", str(port))
+            assert cmd.wait() == 2
+            err = "".join(cmd.err)
+            assert err.strip() == f"error: --live: port {port} on 127.0.0.1 is in use (give another: --live PORT)"
+
+
+def test_another_address_needs_the_token_printed(faulty, tmp_path):
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "1", "-t", "3s", "--live", str(port), "--live-host", "0.0.0.0")
+    try:
+        url = cmd.url()
+        assert url.startswith(f"http://0.0.0.0:{port}/?token=") and len(url.split("token=")[1]) >= 20
+        base = f"http://127.0.0.1:{port}/"
+        with pytest.raises(urllib.error.HTTPError) as e:
+            urllib.request.urlopen(base + "events", timeout=5)
+        assert e.value.code == 403
+        with urllib.request.urlopen(base + "?" + url.split("?")[1], timeout=5) as r:
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError) as e:  # read-only: nothing but GET
+            urllib.request.urlopen(urllib.request.Request(base + "?" + url.split("?")[1], data=b"x", method="POST"),
+                                   timeout=5)
+        assert e.value.code == 405
+        assert cmd.wait() == 0
+    finally:
+        cmd.stop()
+    alone = Command("bench", faulty.url("/ok"), "-t", "1s", "--live-host", "0.0.0.0")
+    assert alone.wait() == 2 and "--live-host goes with --live" in "".join(alone.err)
+
+
+def test_ctrl_c_during_live_exits_130_and_leaves_no_socket(faulty, tmp_path):
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "2", "-t", "60s", "--live", str(port), "--out", str(tmp_path))
+    try:
+        cmd.url()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=30) as r:
+            for line in r:
+                if b'"client"' in line:
+                    break
+            cmd.proc.send_signal(signal.SIGINT)
+            assert cmd.wait(30) == 130
+    finally:
+        cmd.stop()
+    assert port_is_free(port), "a listening socket outlived the command"
+
+
+@pytest.mark.docker
+def test_run_live_shows_both_sides_and_ctrl_c_leaves_nothing(tmp_path, images, docker_client):
+    """A real `run --live`: the stream carries the server's samples beside the client's seconds while the
+    trial runs; Ctrl-C then exits 130 with no container of the run and no listening socket left."""
+    port = free_port()
+    cmd = Command("run", "--server", "nginx", "-c", "10", "-t", "30", "--live", str(port), "--out", str(tmp_path))
+    try:
+        cmd.url(timeout=60)
+        kinds: set[str] = set()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=120) as r:
+            for line in r:
+                if line.startswith(b"data: "):
+                    kinds.add(json.loads(line[6:]).get("type", ""))
+                if {"client", "server"} <= kinds:
+                    break
+            cmd.proc.send_signal(signal.SIGINT)
+            assert cmd.wait(60) == 130, "".join(cmd.err)
+    finally:
+        cmd.stop()
+    assert {"hello", "trial", "client", "server"} <= kinds
+    (folder,) = tmp_path.iterdir()
+    run = json.loads((folder / "run.json").read_text())
+    assert run["status"] == "interrupted"
+    assert docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"}) == []
+    assert port_is_free(port)
+
+
+def test_with_two_workers_the_live_seconds_are_the_merged_stored_ones(faulty, tmp_path):
+    """--workers 2: each second on the page is the two shares' seconds merged as the stored result merges them."""
+    port = free_port()
+    cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "5s", "-k", "--workers", "2", "--live", str(port),
+                  "--out", str(tmp_path))
+    rows = []
+    try:
+        cmd.url()
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=60) as r:
+            for line in r:
+                if line.startswith(b"data: ") and (ev := json.loads(line[6:])).get("type") == "client":
+                    rows.append(ev["row"])
+        assert cmd.wait() == 0, "".join(cmd.err)
+    finally:
+        cmd.stop()
+    (folder,) = tmp_path.iterdir()
+    stored = pd.read_parquet(folder / "timeline.parquet").set_index("second")
+    assert len(rows) >= 3
+    for row in rows:
+        want = stored.loc[row["second"]]
+        for col in ("ok", "failed", "inflight", "p50_ms", "p90_ms", "p99_ms", "client_cpu_pct"):
+            assert row[col] == pytest.approx(float(want[col])), (col, row["second"])
+
+
+def test_a_capacity_search_feeds_its_probes_and_causes_as_they_are_stored(tmp_path):
+    """The feed on the model server's search (tests/helpers/fakeprobe.py): after each stored probe the page
+    gets the trial's record with its causes in words, and the search's path with each probe met or missed."""
+    from helpers.fakeprobe import Model, fake_sweep
+
+    from loadcmp.experiment.capacity import CapacitySpec
+    from loadcmp.experiment.spec import RunSpec
+    from loadcmp.live.feed import Feed
+    from loadcmp.live.hub import Hub
+    from loadcmp.sweep.capacity import search_all
+    from loadcmp.verdicts.slo import parse_slo
+
+    hub = Hub()  # no server: the events stay in its history, in order
+    feed = Feed(hub, "capacity", "capacity test")
+    cap = CapacitySpec(parse_slo("p99<500ms, failed_rate<1%"), max=2000, max_reason="test")
+    sweep = fake_sweep(cap.probe_spec(RunSpec(servers=("nginx",), duration=5.0), cap.start), tmp_path)
+    sweep.writer.watch = feed.stored
+    model = Model({"nginx": 300})
+    sweep.writer.finish(search_all(sweep, cap, run=model), sweep.problems)
+    events = [json.loads(e) for e in hub.history]
+    stored = [e for e in events if e["type"] == "stored"]
+    assert len(stored) == len(model.runs) and all(len(e["timeline"]) == 5 for e in stored)
+    over = [e for e in stored if e["key"]["level"] > 300]
+    assert over and all("all php-fpm workers were busy" in e["causes"][0] for e in over)
+    probes = [e["capacity"]["servers"]["nginx"]["path"] for e in events
+              if e["type"] == "progress" and "nginx" in e.get("capacity", {}).get("servers", {})]
+    assert len(probes[-1]) > len(probes[0]), "the path grows as the probes are stored"
+    assert {True, False} <= {p["met"] for p in probes[-1]}
+    assert events[-1]["type"] == "end" and events[-1]["status"] == "complete"
+
+
+def test_capacity_live_on_the_model_server_streams_its_search(monkeypatch, tmp_path):
+    """`loadcmp capacity --live` as it is, on the model server: the page's stream carries each stored probe
+    and the search's path, then the end; the command exits 0 and leaves no socket."""
+    from click.testing import CliRunner
+    from helpers.fakeprobe import Model
+
+    from loadcmp.cli import cli
+    from loadcmp.experiment.spec import RunSpec
+    from loadcmp.store.writer import RunWriter, new_run_doc
+    from loadcmp.sweep import capacity, runner
+    from loadcmp.sweep.trial import Sweep
+
+    def open_sweep(spec: RunSpec, progress, stopper, images, fleet, kind: str) -> Sweep:  # type: ignore[no-untyped-def]
+        doc = new_run_doc("capacity", spec.name or "cap", spec.to_dict(), {"cores": 2}, "test")
+        writer = RunWriter.create(spec.out, spec.name or "cap", doc)
+        writer.watch = progress.stored  # as runner.open_sweep does
+        return Sweep(spec, None, {}, "run-test", writer, stopper, progress)
+
+    model = Model({"nginx": 300})
+
+    def slow_trial(sweep, p, spec):  # type: ignore[no-untyped-def]
+        time.sleep(0.05)  # a probe takes a moment, so that the page is open before the search ends
+        return model(sweep, p, spec)
+
+    monkeypatch.setattr(capacity, "open_sweep", open_sweep)
+    monkeypatch.setattr(capacity, "run_trial", slow_trial)
+    monkeypatch.setattr(runner, "clean_up", lambda sweep: None)
+    port = free_port()
+    events: list[dict[str, object]] = []
+
+    def read() -> None:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/events", timeout=20) as r:
+                    for line in r:
+                        if line.startswith(b"data: "):
+                            events.append(json.loads(line[6:]))
+                return
+            except (urllib.error.URLError, ConnectionError):
+                time.sleep(0.01)
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--slo", "p99<500ms, failed_rate<1%",
+                                   "--out", str(tmp_path), "--live", str(port)])
+    reader.join(20)
+    assert res.exit_code == 0, res.output
+    assert f"live: http://127.0.0.1:{port}/" in res.output
+    kinds = [e["type"] for e in events if "type" in e]  # the stream closes with an empty `end` event
+    assert kinds[0] == "hello" and kinds.count("stored") == len(model.runs) and kinds[-1] == "end"
+    last = [e for e in events if e.get("type") == "progress"][-1]
+    assert last["capacity"]["servers"]["nginx"]["kind"] in ("capacity", "at_least")  # type: ignore[index]
+    assert port_is_free(port)
+
+
+def test_a_studys_trials_and_scores_are_drawn_as_run_json_says_them(browser):
+    """tune's progress on the page: every trial with its settings, state and score, the best starred, the
+    baseline named."""
+    from loadcmp.live.feed import ended, hello, progress
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer
+
+    trials = [{"number": -1, "label": "nginx-base", "params": {"fpm.max_children": 5}, "state": "complete",
+               "value": 87, "met": None, "client_bound": False, "seconds": 30.0, "text": "capacity 87 clients"},
+              {"number": 0, "label": "nginx-t0", "params": {"fpm.max_children": 40}, "state": "complete",
+               "value": 412, "met": None, "client_bound": True, "seconds": 30.0, "text": "at least 412 clients"},
+              {"number": 1, "label": "", "params": {"fpm.max_children": 900}, "state": "pruned", "value": None,
+               "met": None, "client_bound": False, "seconds": 0.0, "text": "refused by the stack's checks"}]
+    run = {"kind": "tune", "name": "tune-test", "status": "complete", "spec": {"servers": ["nginx"]}, "trials": [],
+           "tune": {"server": "nginx", "unit": "clients", "text": "fpm.max_children 40 holds 4.7x", "best": 0,
+                    "trials": trials}}
+    hub = Hub()
+    for ev in (hello("tune", "tune test"), progress(run, "/r"), ended(run, "/r", None)):  # type: ignore[arg-type]
+        hub.publish(ev)
+    with LiveServer(hub, free_port()) as server:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(server.url)
+        page.wait_for_selector("#end:not([hidden])", timeout=10_000)
+        rows = page.locator("#tune table tr").all_inner_texts()
+        page.close()
+    assert len(rows) == 1 + len(trials)
+    assert rows[1].startswith("baseline") and "87" in rows[1]
+    assert "★" in rows[2] and "412 (at least)" in rows[2] and "900" in rows[3] and "pruned" in rows[3]
