@@ -20,7 +20,7 @@ RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
 """How a run ended (`running` while it is being written; `abandoned`, as read back: left `running`
 by a process that is gone, killed outright)."""
 OUTCOME_KINDS: tuple[str, ...] = ("ok", "http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset",
-                                  "timeout", "protocol_error")
+                                  "timeout", "protocol_error", "tls_error")
 """Every way a started request can end (besides `unfinished`), in storage order: `load.outcomes` numbers
 them, `LoadSummary.failures` counts all but `ok`, and a stack's log causes name the failures they make."""
 FAIL_KINDS: tuple[str, ...] = OUTCOME_KINDS[1:]
@@ -129,6 +129,16 @@ class SpecDoc(TypedDict):
     out: NotRequired[str]  #: the folder the results folder is made in
 
 
+class TlsFacts(TypedDict):
+    """What the handshakes of an https load negotiated (the most common, when they differ), and how many."""
+
+    version: str  #: as OpenSSL and Python's ssl name it: "TLSv1.3"
+    cipher: str  #: "TLS_AES_256_GCM_SHA384"
+    alpn: str  #: "http/1.1"; "" when the server chose none
+    full: int  #: full handshakes of counted requests
+    resumed: int  #: handshakes that resumed a saved session
+
+
 class LoadSummary(TypedDict):
     """One measurement's numbers: the `result` of a trial and of `--json`."""
 
@@ -176,6 +186,8 @@ class LoadSummary(TypedDict):
     bytes_per_response: NotRequired[float | None]  #: bytes received per response, head included
     lost: NotRequired[list[str]]  #: shares whose worker died or left (the load is partial), in words
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
+    tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
+    tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
 
 
 class RoleMetrics(TypedDict, total=False):

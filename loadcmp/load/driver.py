@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..errors import LoadError
-from .outcomes import OK
-from .recorder import Began, Recorder, Result
+from .outcomes import OK, TLS_ERROR
+from .recorder import Began, Recorder, Result, TlsTally
 from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse, thread_times
 from .schedules import Closed, Ramp, Rate, Schedule
 from .target import Target
@@ -164,7 +164,11 @@ class Engine(Generic[S]):
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
                 client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool:
         """Record a request that ended now (if it counted), naming the client's
-        own error if there was one; True when the client should back off."""
+        own error if there was one (of a tls_error: its reason); True when the client should back off."""
+        if kind == TLS_ERROR:
+            if counted and self.rec is not None and client_error is not None:
+                self.rec.tls_error(client_error)
+            client_error = None
         if counted:
             rec = self.rec
             assert rec is not None
@@ -181,6 +185,7 @@ class Engine(Generic[S]):
         self.t_load0 = t_load0
         t0 = t_load0 + spec.warmup
         self.rec = Recorder(t0, spec.duration, self.budget)
+        self.rec.tls = TlsTally() if spec.target.scheme == "https" else None
         gc.freeze()  # what exists now (modules, the plan) is not walked by each collection during the load
         try:
             return await self._run(t0, stop or asyncio.Event())

@@ -29,6 +29,10 @@ class Target:
     keepalive: bool = False
     insecure: bool = False
     """https: do not verify the server's certificate (a test server's self-signed one)."""
+    cafile: str | None = None
+    """https: verify against this CA file, not the system's."""
+    tls_resume: float = 0.0
+    """The share of new connections that resume a TLS session."""
 
     def encode(self) -> bytes:
         """The request as sent by the fast engine, every time the same bytes."""
@@ -58,6 +62,8 @@ def make_target(
     keepalive: bool = False,
     resolve: bool = True,
     insecure: bool = False,
+    cafile: str | None = None,
+    tls_resume: float = 0.0,
 ) -> Target:
     """Validate a URL and options into a Target; one-line UsageErrors."""
     parts = urlsplit(url)
@@ -92,4 +98,9 @@ def make_target(
     data = body.encode() if isinstance(body, str) else (body or b"")
     if insecure and parts.scheme != "https":
         raise UsageError(f"--insecure is for https URLs; {url} is plain http")
-    return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure)
+    if cafile and parts.scheme != "https":
+        raise UsageError(f"--cacert is for https URLs; {url} is plain http")
+    if not 0.0 <= tls_resume <= 1.0:
+        raise UsageError(f"--tls-resume must be between 0 and 1, not {tls_resume:g}")
+    return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure, cafile,
+                  tls_resume)

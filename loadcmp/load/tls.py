@@ -1,6 +1,7 @@
 """https for both engines: one SSL context per load, and a handshake before it.
 
-Certificates are verified by default (the system's CAs, or `SSL_CERT_FILE`);
+Certificates are verified by default (the system's CAs, or `SSL_CERT_FILE`, or the
+target's `cafile`: `--cacert`);
 `--insecure` skips the check for a test server with a self-signed certificate,
 as curl -k and hey's default do. A certificate that does not verify, or a
 server that does not speak TLS at all, is found by one handshake before any
@@ -20,7 +21,10 @@ def context(target: Target) -> ssl.SSLContext | None:
     """The client context for `target` (None for plain http). HTTP/1.1 only (ALPN)."""
     if target.scheme != "https":
         return None
-    ctx = ssl.create_default_context()
+    try:
+        ctx = ssl.create_default_context(cafile=target.cafile)
+    except (OSError, ssl.SSLError) as e:
+        raise UsageError(f"cannot read CA certificates from {target.cafile}: {getattr(e, 'strerror', None) or e}") from None
     if target.insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
