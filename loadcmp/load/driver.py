@@ -165,16 +165,15 @@ class Engine(Generic[S]):
                 client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool:
         """Record a request that ended now (if it counted), naming the client's
         own error if there was one (of a tls_error: its reason); True when the client should back off."""
-        if kind == TLS_ERROR:
-            if counted and self.rec is not None and client_error is not None:
-                self.rec.tls_error(client_error)
-            client_error = None
+        reason, client_error = (client_error, None) if kind == TLS_ERROR else (None, client_error)
         if counted:
             rec = self.rec
             assert rec is not None
             if client_error is not None:
                 rec.client_error(client_error)
             t = now()
+            if reason is not None and t < rec.end:  # as `done` counts the failure
+                rec.tls_error(reason)
             rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t))
         return client_error is not None
 
