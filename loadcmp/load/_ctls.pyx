@@ -46,7 +46,7 @@ cdef extern from "_ctls.h" nogil:
     enum: TLS_DONE, TLS_WANT_READ, TLS_WANT_WRITE, TLS_CLOSED, TLS_SYSCALL, TLS_FAILED
     const char *tls_open(tls_t *, const char *, const char *, int, int, int)
     void tls_close(tls_t *)
-    SSL *tls_new(tls_t *, int, const char *, int)
+    SSL *tls_new(tls_t *, SSL *, int, const char *, int)
     int tls_result(SSL *, int, int *)
     void tls_reason(char *, size_t)
     void tls_count(tls_t *, SSL *)
@@ -78,11 +78,20 @@ cdef inline int kind_of_status(int status) noexcept:
     return HTTP_5XX_ if status >= 500 else (HTTP_4XX_ if status >= 400 else OK_)
 
 
+cdef void free_all(SSL **pool, int n) noexcept:
+    if pool:
+        for i in range(n):
+            if pool[i]:
+                SSL_free(pool[i])
+        free(pool)
+
+
 cdef class TLSLoop(CLoop):
     """Every client of one engine's closed loop over https."""
 
     cdef tls_t tls
     cdef SSL **ssl  # each client's connection's TLS, NULL while it has none
+    cdef SSL **spare  # the TLS of each client's last connection that ended well, to use again
     cdef bytes sni  # the server's name (None for an IP address: no SNI)
     cdef double resume
     cdef long long offers  # new connections made while a session was saved
@@ -91,7 +100,8 @@ cdef class TLSLoop(CLoop):
         CLoop.__init__(self, engine, clients, loop)
         target = engine.target
         self.ssl = <SSL **>calloc(clients, sizeof(SSL *))
-        if not self.ssl:
+        self.spare = <SSL **>calloc(clients, sizeof(SSL *))
+        if not (self.ssl and self.spare):
             raise MemoryError()
         self.resume = target.tls_resume
         try:
@@ -107,11 +117,8 @@ cdef class TLSLoop(CLoop):
             raise OSError(f"TLS: {why.decode()}")
 
     def __dealloc__(self):
-        if self.ssl:
-            for i in range(self.n):
-                if self.ssl[i]:
-                    SSL_free(self.ssl[i])
-            free(self.ssl)
+        free_all(self.ssl, self.n)
+        free_all(self.spare, self.n)
         tls_close(&self.tls)
 
     def flush(self):
@@ -132,7 +139,8 @@ cdef class TLSLoop(CLoop):
     cdef bint _send(self, Client *c, bint early) except *:
         """The handshake first on a new connection (False, early only: the socket is not up yet), then
         the request."""
-        cdef SSL *s = self.ssl[c - self.clients]
+        cdef int i = c - self.clients
+        cdef SSL *s = self.ssl[i]
         cdef bint offer = False
         cdef long long k
         if s == NULL:
@@ -140,10 +148,12 @@ cdef class TLSLoop(CLoop):
                 k = self.offers
                 self.offers += 1
                 offer = floor((k + 1) * self.resume) > floor(k * self.resume)
-            s = tls_new(&self.tls, c.fd, <const char *>self.sni if self.sni is not None else NULL, offer)
+            s = tls_new(&self.tls, self.spare[i], c.fd, <const char *>self.sni if self.sni is not None else NULL,
+                        offer)
+            self.spare[i] = NULL
             if s == NULL:
                 raise MemoryError()
-            self.ssl[c - self.clients] = s
+            self.ssl[i] = s
             c.t_up = now()  # the TCP handshake is done by now on loopback; else _writable sets it again
         if not SSL_is_init_finished(s):
             return self._shake(c, s, early)
@@ -253,11 +263,14 @@ cdef class TLSLoop(CLoop):
         self._next(c, later)
 
     cdef void _close(self, Client *c) except *:
-        cdef SSL *s = self.ssl[c - self.clients]
+        cdef int i = c - self.clients
+        cdef SSL *s = self.ssl[i]
         if s != NULL:
+            self.ssl[i] = NULL
             if SSL_is_init_finished(s) and not SSL_get_quiet_shutdown(s):
                 SSL_shutdown(s)  # close_notify, one write; the answer is not waited for
                 ERR_clear_error()
-            SSL_free(s)
-            self.ssl[c - self.clients] = NULL
+                self.spare[i] = s  # ended well: the next connection clears it and uses it again
+            else:
+                SSL_free(s)
         CLoop._close(self, c)
