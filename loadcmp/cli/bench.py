@@ -66,8 +66,8 @@ class BenchPlan:
                    "each time, as ab; 1: whenever the server allows).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Store the result in a results folder here.")
 @json_option
-def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool, insecure: bool,
-          cacert: str | None, tls_resume: float, out_dir: str | None, as_json: bool, **flags: Any) -> None:
+def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool,
+          out_dir: str | None, as_json: bool, **flags: Any) -> None:
     """Load any URL and print what happened (no containers involved).
 
     Defaults: -c 50 -t 30s, a new connection per request, no warm-up. With
@@ -76,6 +76,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     """
     from ..load.target import make_target
 
+    insecure, cacert, tls_resume = flags.pop("insecure"), flags.pop("cacert"), flags.pop("tls_resume")
     given = LoadFlags.pop(flags).given()
     v = {**BENCH_DEFAULTS, **given}
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]

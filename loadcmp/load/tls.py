@@ -24,7 +24,8 @@ def context(target: Target) -> ssl.SSLContext | None:
     try:
         ctx = ssl.create_default_context(cafile=target.cafile)
     except (OSError, ssl.SSLError) as e:
-        raise UsageError(f"cannot read CA certificates from {target.cafile}: {getattr(e, 'strerror', None) or e}") from None
+        why = getattr(e, "strerror", None) or e
+        raise UsageError(f"cannot read CA certificates from {target.cafile}: {why}") from None
     if target.insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
