@@ -160,6 +160,16 @@ class Engine(Generic[S]):
         """May a request that has its ticket go out at `t` (after its connect)?"""
         return self.running and t < self.t_end
 
+    def _handshake_seen(self, transport: Any) -> None:
+        """What a counted request's new connection's handshake negotiated, and whether it resumed (the
+        pure-Python paths; the compiled loop counts it in C)."""
+        obj = transport.get_extra_info("ssl_object") if transport is not None else None
+        if obj is not None and self.rec is not None:
+            reused = bool(obj.session_reused)
+            cipher = obj.cipher()
+            seen = (obj.version() or "", cipher[0] if cipher else "", obj.selected_alpn_protocol() or "")
+            self.rec.add_tls(int(not reused), int(reused), {seen: 1})
+
     # --- one request's end ---------------------------------------------------------
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
                 client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool:

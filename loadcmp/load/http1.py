@@ -151,17 +151,8 @@ class FastEngine(Engine[Slot]):
         if self._taken_back(slot, got, t_intended, counted):
             return None
         if counted and self.ssl is not None:
-            self._handshake_seen(got)
+            self._handshake_seen(got.transport)
         return got
-
-    def _handshake_seen(self, conn: Conn) -> None:
-        """What a counted request's handshake negotiated, and whether it resumed (the compiled loop counts it in C)."""
-        obj = conn.transport.get_extra_info("ssl_object")
-        if obj is not None and self.rec is not None:
-            reused = bool(obj.session_reused)
-            cipher = obj.cipher()
-            seen = (obj.version() or "", cipher[0] if cipher else "", obj.selected_alpn_protocol() or "")
-            self.rec.add_tls(int(not reused), int(reused), {seen: 1})
 
     def _taken_back(self, slot: Slot, conn: Conn, t_intended: float, counted: bool) -> bool:
         """Connected after the window closed: the request is never sent, and counts as not started."""
