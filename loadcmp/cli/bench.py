@@ -82,8 +82,9 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
                          insecure=insecure, cafile=cacert, tls_resume=tls_resume)
-    if tls_resume and target.scheme != "https":
-        raise UsageError(f"--tls-resume is for https URLs; {url} is plain http")
+    for flag, given_ in (("--tls-resume", tls_resume), ("--cacert", cacert)):
+        if given_ and target.scheme != "https":
+            raise UsageError(f"{flag} is for https URLs; {url} is plain http")
     plan = _plan(url, target, v, timed="duration" in given)
     writable("--out", out_dir, folder=True)  # before the load: a bad --out found after it would lose what was measured
     from ..load.workers import Stopper

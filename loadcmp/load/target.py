@@ -98,8 +98,6 @@ def make_target(
     data = body.encode() if isinstance(body, str) else (body or b"")
     if insecure and parts.scheme != "https":
         raise UsageError(f"--insecure is for https URLs; {url} is plain http")
-    if cafile and parts.scheme != "https":
-        raise UsageError(f"--cacert is for https URLs; {url} is plain http")
     if not 0.0 <= tls_resume <= 1.0:
         raise UsageError(f"--tls-resume must be between 0 and 1, not {tls_resume:g}")
     return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure, cafile,
