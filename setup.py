@@ -1,10 +1,11 @@
-"""Builds the compiled modules: the fast engine's closed loop (loadcmp/load/_cloop.pyx)
-and what it records of each request (_ctally.pyx); everything else about the package is
-in pyproject.toml.
+"""Builds the compiled modules: the fast engine's closed loop (loadcmp/load/_cloop.pyx),
+what it records of each request (_ctally.pyx), and its https (_ctls.pyx, OpenSSL from C);
+everything else about the package is in pyproject.toml.
 
 The modules are optional: without a C compiler, the Python headers, Cython or Linux's
 epoll, the install goes on without it (one line says so) and loadcmp runs the
-pure-Python loop (loadcmp/load/rawclient.py) instead.
+pure-Python loop (loadcmp/load/rawclient.py) instead. Without OpenSSL's headers
+(Debian's libssl-dev) only _ctls is left out (one line says so): https runs the pure-Python loop.
 
 It also puts what loadcmp reads from the project root (configs/ and the Dockerfiles, kept at
 the top of the repository) into the wheel, as loadcmp/_data; MANIFEST.in puts them in the sdist.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+import sysconfig
 from pathlib import Path
 
 from setuptools import Extension, setup
@@ -88,7 +90,23 @@ def extensions() -> list[Extension]:
                   depends=[here + f for f in ("_chttp.h", "_cnet.h", "_csys.pxd", "_cloop.pxd")] + tally,
                   extra_compile_args=["-O2"]),
     ]
+    if openssl_headers():
+        exts.append(Extension("loadcmp.load._ctls", [here + "_ctls.pyx"], include_dirs=[here],
+                              depends=[here + f for f in ("_ctls.h", "_cloop.pxd", "_csys.pxd", "_chttp.h")] + tally,
+                              libraries=["ssl", "crypto"], extra_compile_args=["-O2"]))
+    else:
+        print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
+              file=sys.stderr)
     return list(cythonize(exts, build_dir="build/cython", quiet=True))
+
+
+def openssl_headers() -> bool:
+    """Are OpenSSL's development headers where the compiler looks (or under $OPENSSL_DIR/include)?"""
+    import os
+
+    dirs = [os.environ.get("OPENSSL_DIR", "") + "/include", sysconfig.get_config_var("INCLUDEDIR") or "",
+            "/usr/include", "/usr/local/include"]
+    return any(Path(d, "openssl", "ssl.h").is_file() for d in dirs if d)
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithData})

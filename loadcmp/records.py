@@ -20,7 +20,7 @@ RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
 """How a run ended (`running` while it is being written; `abandoned`, as read back: left `running`
 by a process that is gone, killed outright)."""
 OUTCOME_KINDS: tuple[str, ...] = ("ok", "http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset",
-                                  "timeout", "protocol_error")
+                                  "timeout", "protocol_error", "tls_error")
 """Every way a started request can end (besides `unfinished`), in storage order: `load.outcomes` numbers
 them, `LoadSummary.failures` counts all but `ok`, and a stack's log causes name the failures they make."""
 FAIL_KINDS: tuple[str, ...] = OUTCOME_KINDS[1:]

@@ -52,6 +52,9 @@ fi
 if ! "$VENV/bin/python" -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))'; then
     build_deps+=(python3-dev)
 fi
+if ! printf '#include <openssl/ssl.h>\n' | cc -E -x c - >/dev/null 2>&1; then
+    build_deps+=(libssl-dev)  # https in the compiled loop (_ctls.pyx); without it https runs the pure-Python loop
+fi
 if [ ${#build_deps[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         apt_install "${build_deps[@]}"

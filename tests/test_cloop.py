@@ -17,7 +17,7 @@ from loadcmp.cli import cli
 from loadcmp.load.compiled import CLOOP_INTERFACE, PURE_ENV, cloop_module, engine_path
 from loadcmp.load.histogram import MAX_BUCKET, Histogram
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.outcomes import OK
+from loadcmp.load.outcomes import KINDS, OK
 from loadcmp.load.recorder import PHASES, Recorder
 from loadcmp.load.schedules import Closed
 from loadcmp.load.summary import check_invariant, result_doc
@@ -144,7 +144,10 @@ def test_which_loop_runs(monkeypatch):
     monkeypatch.setenv(PURE_ENV, "0")
     built = cloop_module() is not None
     assert engine_path("fast") == ("compiled" if built else "python")  # with or without keep-alive
-    assert engine_path("fast", closed=False) == engine_path("fast", https=True) == engine_path("aiohttp") == "python"
+    assert engine_path("fast", closed=False) == engine_path("fast", https=False, closed=False) == "python"
+    assert engine_path("aiohttp") == engine_path("aiohttp", https=True) == "python"
+    tls_built = cloop_module(https=True) is not None
+    assert engine_path("fast", https=True) == ("compiled" if tls_built else "python")  # OpenSSL's headers were there
 
 
 def test_a_build_of_older_sources_runs_the_python_loop(monkeypatch):
@@ -189,17 +192,18 @@ def ctally():
 def _requests(n: int, t0: float, seed: int = 7) -> list[tuple]:
     """Random requests around a 3 s window from t0: warm-up ones, ends after the window,
     every kind and status, reused connections (no connect phase): (kind, status, t_intended,
-    t_sent, t_end, nbytes, (connect, write, wait, read)), by their start."""
+    t_sent, t_end, nbytes, (connect, handshake, write, wait, read)), by their start (http: a handshake of 0
+    with each connect)."""
     rng = np.random.default_rng(seed)
     out = []
     for t in np.sort(t0 + rng.uniform(-0.5, 3.0, n)).tolist():
-        kind = int(rng.integers(0, 8))
+        kind = int(rng.integers(0, len(KINDS)))
         sent = t if rng.random() < 0.5 else t + 0.001
         write, wait, read = rng.uniform(0, 0.01, 3).tolist()
         connect = float("nan") if rng.random() < 0.3 else float(rng.uniform(0, 0.001))
         status = int(rng.choice([200, 204, 404, 503])) if kind <= 2 else 0
         out.append((kind, status, t, sent, sent + write + wait + read, int(rng.integers(0, 5000)),
-                    (connect, write, wait, read)))
+                    (connect, connect * 0.0, write, wait, read)))
     return out
 
 
@@ -211,7 +215,7 @@ def test_counted_in_c_as_the_recorder_counts(ctally):
     one, c = Recorder(t0, 3.0), Recorder(t0, 3.0)
     counted = [one.start(r[2]) for r in reqs]
     ends = sorted((r for r, n in zip(reqs, counted, strict=True) if n), key=lambda r: r[4])
-    for kind, status, t, sent, end, nbytes, (connect, write, wait, _) in ends:
+    for kind, status, t, sent, end, nbytes, (connect, _, write, wait, _) in ends:
         one.done(kind, t, sent, end, nbytes, status, (sent - connect, sent, sent + write, sent + write + wait, end))
     ticks = [(t0 - 0.5 + 0.3 * k, None) for k in range(13)]  # the driver's settle() mid-second, warm-up too
     timed = sorted([(r[2], r[2]) for r in reqs] + [(r[4], r) for r in ends] + ticks, key=lambda e: e[0])
@@ -239,7 +243,7 @@ def test_c_takes_the_requests_tickets(ctally):
     rec = Recorder(10.0, 5.0, requests=3)
     spent = []
     rec.on_spent = lambda: spent.append(True)
-    ends = [(OK, 200, t, t, t + 0.1, 10, (0.0, 0.0, 0.05, 0.05)) for t in (10.1, 10.2, 10.3)]
+    ends = [(OK, 200, t, t, t + 0.1, 10, (0.0, 0.0, 0.0, 0.05, 0.05)) for t in (10.1, 10.2, 10.3)]
     assert ctally(rec, [9.5, 10.1, 10.2, 10.3, 10.4, *ends]) == [0, 1, 1, 1, -1]
     assert spent == [True] and rec.started == 3 and rec.inflight == 0 and rec.warmup_started == 1
     assert rec.close().stopped_by == "requests"
@@ -249,7 +253,7 @@ def test_edge_values_fall_in_the_same_buckets_in_c_and_python(ctally):
     """Below 1 us, and longer than the last bucket (6.6 hours): C's dense count and numpy agree."""
     durations = [0.0, 1e-7, 1e-6, 0.5, 3e4]
     c = Recorder(0.0, 1e5)
-    ends = [(OK, 200, 1.0, 1.0, 1.0 + d, 1, (0.0, 0.0, 0.0, 0.0)) for d in durations]
+    ends = [(OK, 200, 1.0, 1.0, 1.0 + d, 1, (0.0, 0.0, 0.0, 0.0, 0.0)) for d in durations]
     ctally(c, [1.0] * len(durations) + ends)
     got, want = c.close().latency(), Histogram.of(durations)
     assert got.idx.tolist() == want.idx.tolist() and got.cnt.tolist() == want.cnt.tolist()

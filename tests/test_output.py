@@ -151,7 +151,7 @@ def test_run_json_rows_carry_started_codes_phases_and_warm_up_over_their_trials(
                                                                                      abs=0.05)
     assert totals["status_codes"]["404"] == loads[2]["status_codes"]["404"] > 0
     assert sum(totals["status_codes"].values()) == sum(sum(d["status_codes"].values()) for d in loads)
-    assert set(row["phases_ms"]) == {"connect", "write", "wait", "read"}
+    assert set(row["phases_ms"]) == {"connect", "handshake", "write", "wait", "read"}
     waits = [(sum(d["status_codes"].values()), d["phases_ms"]["wait"]["mean"]) for d in loads]
     assert row["phases_ms"]["wait"]["mean"] == pytest.approx(sum(n * m for n, m in waits) / sum(n for n, _ in waits),
                                                              rel=1e-3)

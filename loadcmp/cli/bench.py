@@ -61,10 +61,15 @@ class BenchPlan:
 @click.option("--http10", is_flag=True, help="Send HTTP/1.0 requests (webbench -1).")
 @click.option("--insecure", is_flag=True,
               help="https: do not verify the server's certificate (self-signed test servers).")
+@click.option("--cacert", type=click.Path(exists=True, dir_okay=False), metavar="FILE",
+              help="https: verify the server's certificate against this CA file, not the system's.")
+@click.option("--tls-resume", type=float, default=0.0, show_default=True, metavar="FRACTION",
+              help="https: the share of new connections that resume a saved TLS session (0: a full handshake "
+                   "each time, as ab; 1: whenever the server allows).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Store the result in a results folder here.")
 @json_option
 @live_options
-def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool, insecure: bool,
+def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, http10: bool,
           out_dir: str | None, as_json: bool, **flags: Any) -> None:
     """Load any URL and print what happened (no containers involved).
 
@@ -75,11 +80,15 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     from ..load.target import make_target
 
     live = LiveFlags.pop(flags)
+    insecure, cacert, tls_resume = flags.pop("insecure"), flags.pop("cacert"), flags.pop("tls_resume")
     given = LoadFlags.pop(flags).given()
     v = {**BENCH_DEFAULTS, **given}
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
-                         insecure=insecure)
+                         insecure=insecure, cafile=cacert, tls_resume=tls_resume)
+    for flag, given_ in (("--tls-resume", tls_resume), ("--cacert", cacert)):
+        if given_ and target.scheme != "https":
+            raise UsageError(f"{flag} is for https URLs; {url} is plain http")
     plan = _plan(url, target, v, timed="duration" in given)
     writable("--out", out_dir, folder=True)  # before the load: a bad --out found after it would lose what was measured
     from ..load.workers import Stopper
@@ -147,16 +156,20 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Feed | None = None) -> tuple[
                               fleet=fleet)
         cluster = fleet.describe() if fleet is not None else None
         used = len(cluster["workers"]) if cluster is not None else plan.workers
+    path = engine_path(spec.engine, sched.kind == "closed", target.scheme == "https")
     doc = result_doc(result, {
         "url": plan.url, "engine": spec.engine, "workers": used,
         "schedule": {**sched.describe(), "keepalive": target.keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
-        "engine_path": engine_path(spec.engine, sched.kind == "closed", target.scheme == "https"),
+        "engine_path": path,
         **({"tls_verify": not target.insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
         **({"lost": result.lost} if result.lost else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
+    if target.tls_resume and path == "python":
+        doc["warnings"].append("the pure-Python loop offers no saved TLS session (asyncio cannot): every handshake "
+                               "was full whatever --tls-resume says")
     add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), target.keepalive))
     return result, doc
 

@@ -116,6 +116,9 @@ def _counts_table(doc: LoadSummary) -> Table:
     for k, v in doc["failures"].items():
         if v:
             t.add_row(f"  {k}", f"{v:,}")
+        if k == "tls_error":
+            for why, n in (doc.get("tls_errors") or {}).items():
+                t.add_row(f"    {why}", f"{n:,}")
     t.add_row("unfinished", f"{doc['unfinished']:,}")
     t.add_row("requests/s (ok)", f"{doc['rps']:,.1f}")
     t.add_row("completions/s", f"{doc['completions_per_s']:,.1f}")
@@ -128,6 +131,9 @@ def _counts_table(doc: LoadSummary) -> Table:
     opened = doc.get("connections_opened")
     if opened and sched.get("keepalive"):
         t.add_row("connections opened", f"{opened:,} ({sum(codes.values()) / opened:,.1f} requests each)")
+    if tls := doc.get("tls"):
+        t.add_row("tls", " ".join(x for x in (tls["version"], tls["cipher"], tls["alpn"]) if x) or "no handshake")
+        t.add_row("handshakes", f"{tls['full']:,} full, {tls['resumed']:,} resumed")
     if (client := _client_text(doc)) is not None:
         t.add_row("client", client)
     wb = doc["webbench"]
@@ -163,7 +169,8 @@ def _latency_table(doc: LoadSummary) -> Table:
 
 
 def _phases_table(doc: LoadSummary) -> Table | None:
-    """Where a response's time went (connect, write, wait, read); None when no phase was measured."""
+    """Where a response's time went (connect, handshake over https, write, wait, read); None when no phase
+    was measured."""
     phases = doc.get("phases_ms")
     if not phases or all(p["p50"] is None for p in phases.values()):
         return None
@@ -173,7 +180,7 @@ def _phases_table(doc: LoadSummary) -> Table | None:
     for k in ("mean", "p50", "p90", "p99", "max"):
         ph.add_column(k, justify="right")
     for name, p in phases.items():
-        if p["p50"] is not None:
+        if p["p50"] is not None and (name != "handshake" or doc.get("tls")):  # http: 0 each time
             ph.add_row(name, _fmt_ms(p["mean"]), _fmt_ms(p["p50"]), _fmt_ms(p["p90"]), _fmt_ms(p["p99"]),
                        _fmt_ms(p["max"]))
     return ph

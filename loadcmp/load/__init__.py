@@ -10,6 +10,8 @@
                   epoll set, a reader of the running loop
     _ctally.pyx   what the recorder keeps of each request, counted in C (_ctally.pxd, _ctally.h) and handed
                   over once a second
+    _ctls.pyx     https in the compiled loop: TLSLoop, a CLoop over OpenSSL from C (_ctls.h); built where
+                  OpenSSL's headers are
     aio.py        AiohttpEngine (TLS, redirects)
     tls.py        https for both engines: one SSL context per load, a handshake before it
     target.py     Target, make_target: the URL and the request bytes

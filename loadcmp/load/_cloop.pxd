@@ -1,7 +1,12 @@
-# The compiled closed loop's class (_cloop.pyx): its state and its C methods.
+# The compiled closed loop's class (_cloop.pyx): its state and its C methods; _ctls.pyx's TLSLoop
+# subclasses it (its cdef methods are virtual: plain http runs no TLS branch).
 
 from ._csys cimport *
 from ._ctally cimport CTally
+
+cdef enum:
+    IDLE, CONNECTING, HANDSHAKING, WAITING, DRAINING, BACKOFF  # conn.py's phases (and TLS's), a pause before a retry
+    BUFSIZE = 262144
 
 
 cdef class CLoop:
@@ -28,6 +33,8 @@ cdef class CLoop:
     cdef bint _send(self, Client *c, bint early) except *
     cdef void _writable(self, Client *c) except *
     cdef void _readable(self, Client *c) except *
+    cdef void _handshake(self, Client *c) except *
+    cdef void _close(self, Client *c) except *
     cdef void _failed(self, Client *c, int err, double later) except *
     cdef void _end(self, Client *c, int kind, double t, int status, double t_done=*) except *
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *

@@ -24,8 +24,6 @@ from .outcomes import (CONNECT_REFUSED, CONNECT_TIMEOUT, HTTP_4XX, HTTP_5XX, OK,
                        kind_of_error)
 
 cdef enum:
-    IDLE, CONNECTING, WAITING, DRAINING, BACKOFF  # conn.py's phases, and a pause before a retry
-    BUFSIZE = 262144
     MAXEVENTS = 128  # per call of the loop: ~100 us of kernel each, so the loop lags ~13 ms at most
 
 cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, REFUSED_ = CONNECT_REFUSED
@@ -34,9 +32,10 @@ cdef double TICK_S = 0.05  # deadlines checked this often
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
 cdef int ONE = 1
 
-INTERFACE = 2
+INTERFACE = 3
 """What `compiled.CLOOP_INTERFACE` must be: CLoop(engine, clients, loop), counting in C
-(`_ctally`). A build of older sources still imports; this tells it apart."""
+(`_ctally`), five phases (`handshake`: `_ctls.TLSLoop`). A build of older sources still imports;
+this tells it apart."""
 
 
 cdef inline double now() noexcept nogil:
@@ -131,6 +130,8 @@ cdef class CLoop:
                     self._writable(c)
                 elif c.phase == WAITING or c.phase == DRAINING:
                     self._readable(c)
+                elif c.phase == HANDSHAKING:
+                    self._handshake(c)
         except BaseException as e:
             self._crash(e)
 
@@ -150,7 +151,7 @@ cdef class CLoop:
                     if c.phase == CONNECTING:
                         c.t_sent = c.t_intended
                         self._end(c, CTIMEOUT_, t, 0)
-                    elif c.phase == WAITING:
+                    elif c.phase <= WAITING:  # a handshake that stalls is timed out as a request
                         self._end(c, TIMEOUT_, t, 0)
                     else:
                         self._next(c, 0.0)
@@ -194,7 +195,7 @@ cdef class CLoop:
         self.stopped = True
         for i in range(self.n):
             c = &self.clients[i]
-            if c.phase == CONNECTING and c.fd >= 0:
+            if CONNECTING <= c.phase <= HANDSHAKING and c.fd >= 0:
                 self.rec.unsent(c.t_intended, <bint>c.counted)
                 c.counted = 0
         self.loop.remove_reader(self.epfd)
@@ -204,8 +205,7 @@ cdef class CLoop:
         for i in range(self.n):
             c = &self.clients[i]
             if c.fd >= 0:
-                close(c.fd)
-                c.fd = -1
+                self._close(c)
             c.phase = IDLE
         close(self.epfd)
         self.epfd = -1
@@ -224,7 +224,7 @@ cdef class CLoop:
         self.counted_inflight += got
         c.t_intended = c.t_sent = c.t_connect = t
         c.deadline = t + self.timeout
-        c.t_up = c.t_written = c.t_first = NAN
+        c.t_up = c.t_hs = c.t_written = c.t_first = NAN
         c.nbytes = 0
         resp_reset(&c.resp, self.is_head)
         return True
@@ -308,6 +308,9 @@ cdef class CLoop:
         if not self._send(c, False):
             self._failed(c, EAGAIN, 0.0)
 
+    cdef void _handshake(self, Client *c) except *:
+        """A TLS handshake's next step (TLSLoop); plain http has none."""
+
     cdef void _readable(self, Client *c) except *:
         cdef ssize_t got
         cdef double t
@@ -376,15 +379,16 @@ cdef class CLoop:
 
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *:
         """A counted request ended at `t` (`t_done`: its response complete)."""
-        cdef double phases[4]
+        cdef double phases[5]
         if not c.counted:
             return
         c.counted = 0
         self.counted_inflight -= 1
         phases[0] = c.t_up - c.t_connect  # NaN propagates: a phase that did not happen
-        phases[1] = c.t_written - c.t_sent
-        phases[2] = c.t_first - c.t_written
-        phases[3] = t_done - c.t_first
+        phases[1] = c.t_hs - c.t_up if not isnan(c.t_hs) else (NAN if isnan(c.t_connect) else 0.0)  # http: 0
+        phases[2] = c.t_written - c.t_sent
+        phases[3] = c.t_first - c.t_written
+        phases[4] = t_done - c.t_first
         self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases)
         if self.counted_inflight == 0 and self.tally.spent():  # -n: the load ends once the last is recorded
             self.tally.flush()
@@ -392,8 +396,7 @@ cdef class CLoop:
     cdef void _next(self, Client *c, double later) except *:
         """Close, then the client's next request: now, or after a pause."""
         if c.fd >= 0:
-            close(c.fd)  # leaves the epoll set by itself
-            c.fd = -1
+            self._close(c)
             c.gen += 1
         c.phase = IDLE
         if self.stopped:
@@ -407,3 +410,7 @@ cdef class CLoop:
         self.nretry += 1
         if self.retry_handle is None:
             self.retry_handle = self.loop.call_later(later, self._retry)
+
+    cdef void _close(self, Client *c) except *:
+        close(c.fd)  # leaves the epoll set by itself
+        c.fd = -1

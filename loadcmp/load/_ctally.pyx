@@ -99,10 +99,10 @@ cdef class CTally:
 
 def tally(rec, events):
     """Count `events` in their order as the loop does, into `rec`: a start at a time (a float),
-    an end (kind, status, t_intended, t_sent, t_end, nbytes, (connect, write, wait, read)),
+    an end (kind, status, t_intended, t_sent, t_end, nbytes, (connect, handshake, write, wait, read)),
     or None, a hand-over (the driver's `settle`). What each start was answered. For the tests."""
     cdef CTally tl = CTally(rec)
-    cdef double ph[4]
+    cdef double ph[T_PHASES]
     got = []
     for ev in events:
         if ev is None:
@@ -111,7 +111,7 @@ def tally(rec, events):
             got.append(tl.start(ev))
         else:
             kind, status, t_intended, t_sent, t_end, nbytes, phases = ev
-            for k in range(4):
+            for k in range(T_PHASES):
                 ph[k] = phases[k]
             tl.end(kind, status, t_intended, t_sent, t_end, nbytes, ph)
     tl.flush()

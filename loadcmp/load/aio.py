@@ -70,6 +70,8 @@ class AiohttpEngine(Engine[None]):
                     allow_redirects=True, trace_request_ctx=trace,
                 ) as resp:
                     t_first = now()  # aiohttp hands over the response once its head is read
+                    if counted and "t_connect" in trace and self.rec is not None and self.rec.tls is not None:
+                        self.rec.add_tls(1, 0, {})  # aiohttp hides its TLS objects and resumes no session
                     status = resp.status
                     body = await resp.read()
                     nbytes = len(body) + sum(len(k) + len(v) + 4 for k, v in resp.raw_headers) + 17

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from ..errors import LoadError
-from .outcomes import OK
-from .recorder import Began, Recorder, Result, Second
+from .outcomes import OK, TLS_ERROR
+from .recorder import Began, Recorder, Result, Second, TlsTally
 from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse, thread_times
 from .schedules import Closed, Ramp, Rate, Schedule
 from .target import Target
@@ -163,17 +163,30 @@ class Engine(Generic[S]):
         """May a request that has its ticket go out at `t` (after its connect)?"""
         return self.running and t < self.t_end
 
+    def _handshake_seen(self, transport: Any) -> None:
+        """What a counted request's new connection's handshake negotiated, and whether it resumed (the
+        pure-Python paths; the compiled loop counts it in C)."""
+        obj = transport.get_extra_info("ssl_object") if transport is not None else None
+        if obj is not None and self.rec is not None:
+            reused = bool(obj.session_reused)
+            cipher = obj.cipher()
+            seen = (obj.version() or "", cipher[0] if cipher else "", obj.selected_alpn_protocol() or "")
+            self.rec.add_tls(int(not reused), int(reused), {seen: 1})
+
     # --- one request's end ---------------------------------------------------------
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
                 client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool:
         """Record a request that ended now (if it counted), naming the client's
-        own error if there was one; True when the client should back off."""
+        own error if there was one (of a tls_error: its reason); True when the client should back off."""
+        reason, client_error = (client_error, None) if kind == TLS_ERROR else (None, client_error)
         if counted:
             rec = self.rec
             assert rec is not None
             if client_error is not None:
                 rec.client_error(client_error)
             t = now()
+            if reason is not None and t < rec.end:  # as `done` counts the failure
+                rec.tls_error(reason)
             rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t))
         return client_error is not None
 
@@ -184,6 +197,7 @@ class Engine(Generic[S]):
         self.t_load0 = t_load0
         t0 = t_load0 + spec.warmup
         self.rec = Recorder(t0, spec.duration, self.budget)
+        self.rec.tls = TlsTally() if spec.target.scheme == "https" else None
         gc.freeze()  # what exists now (modules, the plan) is not walked by each collection during the load
         try:
             return await self._run(t0, stop or asyncio.Event())

@@ -3,10 +3,11 @@
 Requests are encoded once; responses are parsed by httptools (Content-Length,
 chunked, read-to-close). Three paths, one per kind of client:
 
-* closed loop over http, with or without keep-alive: the compiled loop (`compiled.py`,
-  `_cloop.pyx`), no transports, no Python per request;
-* where it is not built, and over https (TLS needs transports): with keep-alive (and over
-  https, also without it) the next request is written straight from the protocol callback
+* closed loop, with or without keep-alive: the compiled loop (`compiled.py`, `_cloop.pyx`;
+  over https `_ctls.pyx`, OpenSSL from C), no transports, no Python per request;
+* where it is not built (over https: built without OpenSSL's headers), TLS runs over uvloop's
+  transports: with keep-alive (and over https, also without it) the next request is written
+  straight from the protocol callback
   (`_answered_then_send_next`), with no coroutine switch in between; without keep-alive
   `rawclient.RawClient`, one socket driven from the loop's reader and writer callbacks;
 * everything else (ramp, rate): one small coroutine per request (`request`).
@@ -92,7 +93,7 @@ class FastEngine(Engine[Slot]):
             self.cloop.flush()
 
     def start_closed(self, schedule: Closed) -> None:
-        cloop = None if self.ssl is not None else make_cloop(self, schedule.connections, asyncio.get_running_loop())
+        cloop = make_cloop(self, schedule.connections, asyncio.get_running_loop())
         if cloop is not None:
             self.cloop = cloop
             cloop.start()
@@ -149,6 +150,8 @@ class FastEngine(Engine[Slot]):
             return None
         if self._taken_back(slot, got, t_intended, counted):
             return None
+        if counted and self.ssl is not None:
+            self._handshake_seen(got.transport)
         return got
 
     def _taken_back(self, slot: Slot, conn: Conn, t_intended: float, counted: bool) -> bool:

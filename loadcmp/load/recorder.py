@@ -21,17 +21,18 @@ import numpy as np
 
 from .histogram import Histogram
 from .outcomes import HTTP_5XX
-from .result import PHASES, Result, Second, StoppedBy
+from .result import PHASES, Result, Second, StoppedBy, TlsTally
 from .saturation import ClientSample
 
-__all__ = ["PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy", "Tally"]
+__all__ = ["PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy", "Tally", "TlsTally"]
 """Histogram, Result and Second are re-exported: readers of results import them from here."""
 
 
 Marks = tuple[float, float, float, float, float]
 """When a response's phases began and ended: the connect (NaN on a reused connection), the send, the end
 of the write, the first byte of the answer, the answer's end. Kept as they are, one C call a response;
-the durations are taken once a second (`_fold_phases`)."""
+the durations are taken once a second (`_fold_phases`). The pure-Python loop's connect holds its TLS
+handshake (asyncio does both in one call): its handshake phase is 0 over http, not timed over https."""
 Began = tuple[float, float, float, float]
 """The first four `Marks`, as an engine knows them before the end is read (`Engine._record` adds it)."""
 STATUS_SLOTS = 1000
@@ -98,6 +99,8 @@ class Recorder:
         self.pm = array("d")
         """Phase `Marks`, five per response, from `done`; folded into `phase_h` once a second."""
         self.phase_h = [Histogram() for _ in PHASES]
+        self.tls: TlsTally | None = None
+        """https: the handshakes and TLS failures (the engine sets it before the load)."""
 
     def second_at(self, t: float) -> Second:
         """The window's second holding `t` (the first or last for times outside it)."""
@@ -229,8 +232,10 @@ class Recorder:
 
     def _fold_phases(self) -> None:
         if len(self.pm):
-            v = np.diff(np.frombuffer(self.pm, dtype=np.float64).reshape(-1, len(PHASES) + 1), axis=1)
+            v = np.diff(np.frombuffer(self.pm, dtype=np.float64).reshape(-1, 5), axis=1)
             self.pm = array("d")
+            shake = v[:, 0] * (np.nan if self.tls is not None else 0.0)  # NaN with the connect's, else 0 or untimed
+            v = np.column_stack([v[:, 0], shake, v[:, 1:]])
             for j in range(len(PHASES)):
                 col = v[:, j]
                 self.phase_h[j] = self.phase_h[j].merge(Histogram.of(np.maximum(col[~np.isnan(col)], 0.0)))
@@ -242,6 +247,16 @@ class Recorder:
 
     def client_error(self, name: str) -> None:
         self.client_errors[name] = self.client_errors.get(name, 0) + 1
+
+    def tls_error(self, reason: str) -> None:
+        """A counted request ended as tls_error: why (its outcome is recorded by `done`/`add_tally`)."""
+        if self.tls is not None and not self.closed:
+            self.tls.error(reason)
+
+    def add_tls(self, full: int, resumed: int, seen: dict[tuple[str, str, str], int]) -> None:
+        """Handshakes of counted requests, done inside the window (the compiled loop hands them over in sums)."""
+        if self.tls is not None and not self.closed:
+            self.tls.add(full, resumed, seen)
 
     def tick(self, now: float, client: ClientSample | None = None) -> None:
         """Once a second: fold finished seconds, sample in-flight and the client's load.
@@ -294,6 +309,7 @@ class Recorder:
             warmup_requests=self.warmup_started,
             status_codes=dict(self.status_codes),
             phases=dict(zip(PHASES, self.phase_h, strict=True)),
+            tls=self.tls,
         )
         return self.result
 

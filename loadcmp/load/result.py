@@ -17,9 +17,47 @@ from .saturation import ClientUse
 StoppedBy = Literal["time", "requests"]
 """What ended a load: its time (the window closed, or a stop) or its -n requests, all answered."""
 
-PHASES = ("connect", "write", "wait", "read")
-"""A response's phases, as hey prints them: opening the connection (new ones only), writing the request,
-waiting for the first byte of the answer, reading the rest of it."""
+PHASES = ("connect", "handshake", "write", "wait", "read")
+"""A response's phases, as hey prints them: opening the connection (new ones only), its TLS handshake (0 over
+plain http; the pure-Python loop times it within connect), writing the request, waiting for the first byte of
+the answer, reading the rest of it."""
+
+
+@dataclass
+class TlsTally:
+    """What the handshakes of one https load did: counted in C by the compiled loop (`_ctls.pyx`) or per
+    connection by the pure-Python one; merged across workers by adding."""
+
+    full: int = 0
+    """Handshakes of counted requests that ran in full."""
+    resumed: int = 0
+    """Handshakes that resumed a saved session (`--tls-resume`)."""
+    seen: dict[tuple[str, str, str], int] = field(default_factory=dict)
+    """(version, cipher, ALPN) as OpenSSL names them -> how many handshakes negotiated it."""
+    errors: dict[str, int] = field(default_factory=dict)
+    """tls_error's reasons ("certificate verify failed", "alert handshake failure", ...) -> count."""
+
+    def add(self, full: int, resumed: int, seen: dict[tuple[str, str, str], int]) -> None:
+        self.full += full
+        self.resumed += resumed
+        for k, n in seen.items():
+            self.seen[k] = self.seen.get(k, 0) + n
+
+    def error(self, reason: str) -> None:
+        self.errors[reason] = self.errors.get(reason, 0) + 1
+
+    @classmethod
+    def merge(cls, parts: list[TlsTally | None]) -> TlsTally | None:
+        """None when no part ran over https."""
+        got = [p for p in parts if p is not None]
+        if not got:
+            return None
+        out = cls()
+        for p in got:
+            out.add(p.full, p.resumed, p.seen)
+            for k, n in p.errors.items():
+                out.errors[k] = out.errors.get(k, 0) + n
+        return out
 
 
 @dataclass
@@ -113,6 +151,8 @@ class Result:
     """Each of `PHASES`' durations over the responses (connect: those that opened a connection)."""
     lost: list[str] = field(default_factory=list)
     """Shares of the load whose worker died or left: what is missing, in words (the load is partial)."""
+    tls: TlsTally | None = None
+    """https: the handshakes and TLS failures; None over plain http."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -152,6 +192,7 @@ class Result:
             _add_counts([p.status_codes for p in parts]),
             {ph: _merged([p.phases.get(ph, Histogram()) for p in parts]) for ph in PHASES},
             [w for p in parts for w in p.lost],
+            TlsTally.merge([p.tls for p in parts]),
         )
 
     def counts(self) -> dict[str, int]:

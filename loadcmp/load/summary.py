@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..records import LatencyMs, LoadSummary, WebbenchCount
+from ..records import LatencyMs, LoadSummary, TlsFacts, WebbenchCount
 from ..units import ms
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
-from .recorder import PHASES, Histogram, Result, Second
+from .recorder import PHASES, Histogram, Result, Second, TlsTally
 from .schedules import Ramp, Schedule
 
 
@@ -157,6 +157,17 @@ def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> No
     doc["phases_ms"] = {name: latency_doc(result.phases.get(name, Histogram())) for name in PHASES}
     doc["connections_opened"] = result.phases["connect"].count if "connect" in result.phases else None
     doc["bytes_per_response"] = round(doc["bytes"] / responses, 1) if responses else None
+    doc["tls"] = tls_doc(result.tls)
+    if result.tls is not None:
+        doc["tls_errors"] = dict(sorted(result.tls.errors.items(), key=lambda kv: -kv[1]))
+
+
+def tls_doc(t: TlsTally | None) -> TlsFacts | None:
+    """The handshakes' facts: the most common (version, cipher, ALPN), and the full and resumed counts."""
+    if t is None:
+        return None
+    version, cipher, alpn = max(t.seen.items(), key=lambda kv: kv[1])[0] if t.seen else ("", "", "")
+    return TlsFacts(version=version, cipher=cipher, alpn=alpn, full=t.full, resumed=t.resumed)
 
 
 def check_invariant(doc: LoadSummary) -> bool:
@@ -202,7 +213,7 @@ def _mean_count(total: int, n: int) -> float | int:
 
 def _phase_count(doc: LoadSummary, phase: str) -> int:
     """How many requests a trial's phase measured: connections opened (`connect`), else its responses."""
-    if phase == "connect":
+    if phase in ("connect", "handshake"):
         return int(doc.get("connections_opened") or 0)
     codes = doc.get("status_codes")
     return sum(codes.values()) if codes else doc["ok"]

@@ -1,7 +1,7 @@
 """https for both engines: one SSL context per load, and a handshake before it.
 
-Certificates are verified by default (the system's CAs, or `SSL_CERT_FILE`; a run's own CA when the target
-names its file, `Target.cafile`);
+Certificates are verified by default (the system's CAs, or `SSL_CERT_FILE`, or the
+target's `cafile`: `--cacert`, or a run's own CA under `--tls`);
 `--insecure` skips the check for a test server with a self-signed certificate,
 as curl -k and hey's default do. A certificate that does not verify, or a
 server that does not speak TLS at all, is found by one handshake before any
@@ -21,7 +21,11 @@ def context(target: Target) -> ssl.SSLContext | None:
     """The client context for `target` (None for plain http). HTTP/1.1 only (ALPN)."""
     if target.scheme != "https":
         return None
-    ctx = ssl.create_default_context(cafile=target.cafile)
+    try:
+        ctx = ssl.create_default_context(cafile=target.cafile)
+    except (OSError, ssl.SSLError) as e:
+        why = getattr(e, "strerror", None) or e
+        raise UsageError(f"cannot read CA certificates from {target.cafile}: {why}") from None
     if target.insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
