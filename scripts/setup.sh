@@ -74,7 +74,8 @@ if ! "$VENV/bin/python" -c 'import loadcmp.load._cloop' 2>/dev/null; then
 fi
 
 # --- tools the benchmarks and the report and https tests use ---------------
-for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium openssl:openssl; do
+# (h2load, of nghttp2-client: the https rows of bench/compare.py run `h2load --h1`)
+for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils h2load:nghttp2-client chromium:chromium openssl:openssl; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
