@@ -40,7 +40,9 @@ class Target:
             lines.append(f"Host: {self.host}" + (f":{self.port}" if self.port != default else ""))
         if "user-agent" not in names:
             lines.append("User-Agent: loadcmp")
-        if "connection" not in names:
+        # HTTP/1.1 keeps the connection unless told otherwise: a `Connection: keep-alive` there
+        # is a header the server parses on every request for nothing (wrk sends none)
+        if "connection" not in names and not (self.keepalive and not self.http10):
             lines.append("Connection: " + ("keep-alive" if self.keepalive else "close"))
         if self.body and "content-length" not in names:
             lines.append(f"Content-Length: {len(self.body)}")
