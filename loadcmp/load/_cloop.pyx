@@ -32,7 +32,6 @@ cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, REFUSED_ = CONNEC
 cdef int CTIMEOUT_ = CONNECT_TIMEOUT, RESET_ = RESET, TIMEOUT_ = TIMEOUT, PROTO_ = PROTOCOL_ERROR
 cdef double TICK_S = 0.05  # deadlines checked this often
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
-cdef double DRAIN_S = 0.002  # the loop's timers and other readers wait at most this (and a round) for _drain
 cdef int ONE = 1
 
 INTERFACE = 2
@@ -118,27 +117,20 @@ cdef class CLoop:
             self._start(&self.clients[i])
 
     def _drain(self):
-        """What is ready, in rounds until nothing is (or DRAIN_S has passed): a return to
-        the loop between rounds cost its epoll_pwait and this call again, for ~2 answers a
-        round at 50 keep-alive clients."""
         cdef int j, got
         cdef uint64_t d
         cdef Client *c
-        cdef double until = now() + DRAIN_S
         try:
-            while True:
-                got = epoll_wait(self.epfd, self.events, MAXEVENTS, 0)
-                for j in range(got):
-                    d = self.events[j].data.u64
-                    c = &self.clients[<uint32_t>d]
-                    if c.fd < 0 or c.gen != <uint32_t>(d >> 32):
-                        continue
-                    if c.phase == CONNECTING:
-                        self._writable(c)
-                    elif c.phase == WAITING or c.phase == DRAINING:
-                        self._readable(c)
-                if got <= 0 or self.stopped or now() >= until:
-                    break
+            got = epoll_wait(self.epfd, self.events, MAXEVENTS, 0)
+            for j in range(got):
+                d = self.events[j].data.u64
+                c = &self.clients[<uint32_t>d]
+                if c.fd < 0 or c.gen != <uint32_t>(d >> 32):
+                    continue
+                if c.phase == CONNECTING:
+                    self._writable(c)
+                elif c.phase == WAITING or c.phase == DRAINING:
+                    self._readable(c)
         except BaseException as e:
             self._crash(e)
 
