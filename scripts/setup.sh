@@ -77,8 +77,9 @@ if ! "$VENV/bin/python" -c 'import loadcmp.load._cloop' 2>/dev/null; then
 fi
 
 # --- tools the benchmarks and the report, live-page and https tests use -------
-# (the live page's tests drive this chromium through Playwright, installed by pip above: no browser is downloaded)
-for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium openssl:openssl; do
+# (the live page's tests drive this chromium through Playwright, installed by pip above: no browser is downloaded;
+# h2load, of nghttp2-client: the https rows of bench/compare.py run `h2load --h1`)
+for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils h2load:nghttp2-client chromium:chromium openssl:openssl; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

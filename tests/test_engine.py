@@ -51,6 +51,15 @@ def test_ok_counts_and_invariant(faulty, engine, keepalive):
     assert doc["rps"] == pytest.approx(doc["ok"] / doc["duration_s"], abs=1e-3)  # rps is stored to 3 decimals
 
 
+def test_the_request_carries_only_the_headers_http_needs():
+    def sent(**kw: bool) -> bytes:
+        return make_target("http://127.0.0.1:8080/p", resolve=False, **kw).encode()
+
+    assert sent(keepalive=True) == b"GET /p HTTP/1.1\r\nHost: 127.0.0.1:8080\r\n\r\n"  # what wrk sends
+    assert b"\r\nConnection: keep-alive\r\n" in sent(keepalive=True, http10=True)
+    assert b"\r\nConnection: close\r\n" in sent() and b"\r\nConnection: close\r\n" in sent(http10=True)
+
+
 @pytest.mark.parametrize("engine", ENGINES)
 def test_chunked_and_read_to_close(faulty, engine):
     only(load(faulty.url("/chunked"), engine=engine), "ok")
