@@ -122,14 +122,22 @@ def with_feed(hooks: SweepHooks, feed: Feed) -> SweepHooks:
                    stored=feed.stored)
 
 
+@dataclass(frozen=True)
+class Tee:
+    """A live line's callback that also feeds the page (in the load's thread: it only hands events over);
+    it asks the engine for the window's closed seconds (`load.driver.wants_seconds`)."""
+
+    line: LiveFn
+    feed: Feed
+    wants_seconds: bool = True
+
+    def __call__(self, lv: Live) -> None:
+        self.line(lv)
+        self.feed.live(lv)
+
+
 def tee(live: LiveFn, feed: Feed) -> LiveFn:
-    """A live line's callback that also feeds the page (in the load's thread: it only hands events over)."""
-
-    def both(lv: Live) -> None:
-        live(lv)
-        feed.live(lv)
-
-    return both
+    return Tee(live, feed)
 
 
 @cli.command()
