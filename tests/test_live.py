@@ -131,6 +131,8 @@ def test_bench_live_draws_what_timeline_parquet_holds(browser, faulty, tmp_path,
         after = {p: drawn(page, p) for p in PANELS}
         page.screenshot(path=str(artifacts / "live-bench.png"), full_page=True)
         assert "complete" in page.inner_text("#end")
+        assert page.locator("#report-link").count() == 0, "no link to a server that ends with the command"
+        assert page.inner_text("#serve-cmd") == f"loadcmp serve {tmp_path}"
     finally:
         cmd.stop()
     (folder,) = tmp_path.iterdir()
@@ -558,12 +560,16 @@ def test_two_reports_at_once_are_each_their_own_run(tmp_path):
         reports = Reports()
         try:
             got = await asyncio.gather(reports.response(a), reports.response(b), reports.response(a))
-            return [Path(r._path) for r in got]  # type: ignore[attr-defined]
+            same = await reports.response(a)
+            doc = a / "run.json"
+            doc.write_text(doc.read_text() + " ")  # the run went on: run.json written again
+            return [Path(r._path) for r in [*got, same, await reports.response(a)]]  # type: ignore[attr-defined]
         finally:
             reports.cleanup()
 
-    pa, pb, pa2 = asyncio.run(both())
-    assert pa == pa2 and pa != pb
+    pa, pb, pa2, again, after = asyncio.run(both())
+    assert pa == pa2 == again and pa != pb, "one build per run, each its own folder"
+    assert after != pa, "a run.json written since is a report built again"
 
 
 @pytest.mark.parametrize("command", ["bench", "run", "capacity"])
@@ -576,7 +582,8 @@ def test_live_before_a_url_or_file_is_the_default_port(command, monkeypatch):
     from loadcmp.live import DEFAULT_PORT
 
     cmd = cli.commands[command]
-    assert optional_values(cmd, ["--live", "http://x/", "-t", "1"]) == [f"--live={DEFAULT_PORT}", "http://x/", "-t", "1"]
+    assert optional_values(cmd, ["--live", "http://x/", "-t", "1"]) == [f"--live={DEFAULT_PORT}", "http://x/", "-t",
+                                                                         "1"]
     assert optional_values(cmd, ["--live", "8080", "exp.toml"]) == ["--live", "8080", "exp.toml"]
     res = CliRunner().invoke(cli, [command, "--live", "no-such-file.toml", "--live-host", "nowhere.invalid"])
     assert "not a valid integer" not in res.output

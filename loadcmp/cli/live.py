@@ -71,7 +71,8 @@ class LivePage:
         return self.feeds[-1]
 
     def routes(self, app: web.Application) -> None:
-        """/report/: the report of the run under way's results folder (built on demand)."""
+        """/report/: the report of the run under way's results folder, built on demand, again once run.json
+        has changed (a report of a run still running is of the moment it was asked)."""
         from aiohttp import web
 
         from ..live.replay import Reports
@@ -84,7 +85,11 @@ class LivePage:
                 raise web.HTTPNotFound(text="nothing is stored yet\n")
             return await reports.response(path)
 
+        async def cleanup(app: web.Application) -> None:
+            reports.cleanup()
+
         app.router.add_get("/report/", report)
+        app.on_cleanup.append(cleanup)
 
 
 @contextlib.contextmanager

@@ -132,7 +132,7 @@ class Reports:
         try:
             return web.FileResponse(await asyncio.shield(self.builds[key]))
         except LoadcmpError as e:
-            del self.builds[key]  # the next request tries again
+            self.builds.pop(key, None)  # the next request tries again
             raise web.HTTPNotFound(text=f"no report: {e}\n") from None
 
     async def _build(self, path: Path) -> Path:
