@@ -567,7 +567,11 @@ def test_two_reports_at_once_are_each_their_own_run(tmp_path):
         finally:
             reports.cleanup()
 
-    pa, pb, pa2, again, after = asyncio.run(both())
+    got: list[list[Path]] = []
+    t = threading.Thread(target=lambda: got.append(asyncio.run(both())))  # Playwright's loop holds this thread
+    t.start()
+    t.join(300)
+    pa, pb, pa2, again, after = got[0]
     assert pa == pa2 == again and pa != pb, "one build per run, each its own folder"
     assert after != pa, "a run.json written since is a report built again"
 
