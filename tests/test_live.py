@@ -565,7 +565,7 @@ def test_two_reports_at_once_are_each_their_own_run(tmp_path):
             doc.write_text(doc.read_text() + " ")  # the run went on: run.json written again
             return [Path(r._path) for r in [*got, same, await reports.response(a)]]  # type: ignore[attr-defined]
         finally:
-            reports.cleanup()
+            await reports.close()
 
     got: list[list[Path]] = []
     t = threading.Thread(target=lambda: got.append(asyncio.run(both())))  # Playwright's loop holds this thread

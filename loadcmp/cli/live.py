@@ -86,7 +86,7 @@ class LivePage:
             return await reports.response(path)
 
         async def cleanup(app: web.Application) -> None:
-            reports.cleanup()
+            await reports.close()
 
         app.router.add_get("/report/", report)
         app.on_cleanup.append(cleanup)

@@ -151,9 +151,11 @@ class Reports:
             raise LoadcmpError(lines[-1] if lines else f"loadcmp report exited {proc.returncode}")
         return out / "report.html"
 
-    def cleanup(self) -> None:
+    async def close(self) -> None:
+        """Builds under way stopped (their processes killed and waited for), the folders gone."""
         for fut in self.builds.values():
             fut.cancel()
+        await asyncio.gather(*self.builds.values(), return_exceptions=True)
         shutil.rmtree(self.root, ignore_errors=True)
 
 
@@ -234,7 +236,7 @@ def serve_routes(root: Path, token: str | None, port: int) -> Any:
         app.on_cleanup.append(cleanup)
 
     async def cleanup(app: web.Application) -> None:
-        reports.cleanup()
+        await reports.close()
 
     return add
 
