@@ -615,3 +615,26 @@ def test_the_seconds_are_built_only_for_a_live_page(faulty):
     t.start()
     t.join(60)
     assert sum(plain) == 0 and sum(watched) >= 2
+
+
+def test_the_page_draws_every_kind_and_role_the_server_names(browser):
+    """The failure kinds come from the command (`tls_error` among them) and a role's name may hold `-` or `.`."""
+    from loadcmp.live.feed import hello, trial_started
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer
+
+    key = {"server": "s", "level": 1, "trial": 1}
+    hub = Hub()
+    hub.publish(hello("run", "kinds"))
+    hub.publish(trial_started("s", 1, 1))
+    for s in range(1, 4):
+        hub.publish({"type": "client", "row": {**key, "second": s, "ok": 5, "failed": 2, "tls_error": 2}})
+        hub.publish({"type": "server", "row": {**key, "second": s, "cpu_pct": 50.0, "my-db.1_cpu_pct": 20.0}})
+    with LiveServer(hub, free_port()) as server:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(server.url)
+        page.wait_for_function("() => window.loadcmp.charts['client-rps'] && "
+                               "window.loadcmp.charts['srv-my-db.1-cpu']", timeout=10_000)
+        labels = page.evaluate("() => window.loadcmp.charts['client-rps'].series.map(s => s.label)")
+        page.close()
+    assert "tls_error" in labels
