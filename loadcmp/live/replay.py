@@ -116,7 +116,8 @@ class Reports:
     build (one future); the build is `loadcmp report` in a process of its own, so matplotlib never runs
     beside a load in the command's process."""
 
-    root: Path = field(default_factory=lambda: Path(tempfile.mkdtemp(prefix="loadcmp-reports-")))
+    root: Path | None = None
+    """A temporary folder made at the first build, gone at `close`."""
     builds: dict[tuple[Path, int], asyncio.Future[Path]] = field(default_factory=dict)
 
     async def response(self, path: Path) -> web.StreamResponse:
@@ -136,6 +137,8 @@ class Reports:
             raise web.HTTPNotFound(text=f"no report: {e}\n") from None
 
     async def _build(self, path: Path) -> Path:
+        if self.root is None:
+            self.root = Path(tempfile.mkdtemp(prefix="loadcmp-reports-"))
         out = Path(tempfile.mkdtemp(dir=self.root))
         proc = await asyncio.create_subprocess_exec(
             sys.executable, "-m", "loadcmp", "report", str(path), "--out", str(out), "--format", "html",
@@ -156,7 +159,8 @@ class Reports:
         for fut in self.builds.values():
             fut.cancel()
         await asyncio.gather(*self.builds.values(), return_exceptions=True)
-        shutil.rmtree(self.root, ignore_errors=True)
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
 class Listing:
