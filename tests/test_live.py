@@ -514,7 +514,7 @@ def _broken_and_good(tmp_path: Path) -> Path:
     return root
 
 
-def test_serve_a_broken_run_is_404_in_one_line_and_names_are_encoded(tmp_path):
+def test_serve_a_broken_run_is_404_in_one_line_and_names_are_encoded(browser, tmp_path):
     port = free_port()
     root = _broken_and_good(tmp_path)
     cmd = Command("serve", str(root), "--port", str(port))
@@ -522,9 +522,14 @@ def test_serve_a_broken_run_is_404_in_one_line_and_names_are_encoded(tmp_path):
         url = cmd.url(prefix=": ")
         code, body = _get(url + "runs/broken/events")
         assert code == 404 and body.decode().count("\n") == 1
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(url + "runs/broken/")
+        page.wait_for_function("() => document.getElementById('state').textContent.includes('cannot be drawn')",
+                               timeout=10_000)
+        page.close()
         _get(url + "runs/broken/events")
-        page = _get(url)[1].decode()
-        assert "href='runs/a%20run%231/'" in page
+        listing = _get(url)[1].decode()
+        assert "href='runs/a%20run%231/'" in listing
         assert _get(url + "runs/a%20run%231/events")[0] == 200
     finally:
         cmd.proc.send_signal(signal.SIGINT)

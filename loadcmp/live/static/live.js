@@ -275,7 +275,13 @@
     src.onopen = () => { reset(); state.textContent = "live"; state.className = "state live"; };
     src.onmessage = (m) => onEvent(JSON.parse(m.data));
     src.addEventListener("end", () => { src.close(); state.textContent = "ended"; state.className = "state"; draw(); });
-    src.onerror = () => { state.textContent = "reconnecting"; state.className = "state"; };
+    src.onerror = () => {
+      state.textContent = "reconnecting"; state.className = "state";
+      if (S.hello) return;  // a stream that never began: a stored run that cannot be drawn says why in one line
+      fetch(EVENTS).then((r) => r.ok ? null : r.text()).then((t) => {
+        if (t) { src.close(); state.textContent = t.trim(); state.className = "state bad"; }
+      }).catch(() => {});
+    };
   }
 
   reset();
