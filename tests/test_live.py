@@ -131,6 +131,8 @@ def test_bench_live_draws_what_timeline_parquet_holds(browser, faulty, tmp_path,
         after = {p: drawn(page, p) for p in PANELS}
         page.screenshot(path=str(artifacts / "live-bench.png"), full_page=True)
         assert "complete" in page.inner_text("#end")
+        assert page.locator("#report-link").count() == 0, "no link to a server that ends with the command"
+        assert page.inner_text("#serve-cmd") == f"loadcmp serve {tmp_path}"
     finally:
         cmd.stop()
     (folder,) = tmp_path.iterdir()
@@ -196,7 +198,7 @@ def test_a_slow_browser_is_dropped_and_the_others_keep_up():
     try:
         slow = socket.create_connection(("127.0.0.1", server.port))
         slow.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
-        slow.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+        slow.sendall(f"GET /events HTTP/1.1\r\nHost: 127.0.0.1:{server.port}\r\n\r\n".encode())
         got: list[str] = []
 
         def read() -> None:
@@ -247,7 +249,9 @@ def test_another_address_needs_the_token_printed(faulty, tmp_path):
     cmd = Command("bench", faulty.url("/ok"), "-c", "1", "-t", "3s", "--live", str(port), "--live-host", "0.0.0.0")
     try:
         url = cmd.url()
-        assert url.startswith(f"http://0.0.0.0:{port}/?token=") and len(url.split("token=")[1]) >= 20
+        assert not url.startswith("http://0.0.0.0") and url.endswith(tuple(f":{port}/?token={t}" for t in
+                                                                           [url.split("token=")[1]]))
+        assert len(url.split("token=")[1]) >= 20
         base = f"http://127.0.0.1:{port}/"
         with pytest.raises(urllib.error.HTTPError) as e:
             urllib.request.urlopen(base + "events", timeout=5)
@@ -447,3 +451,195 @@ def test_a_studys_trials_and_scores_are_drawn_as_run_json_says_them(browser):
     assert len(rows) == 1 + len(trials)
     assert rows[1].startswith("baseline") and "87" in rows[1]
     assert "★" in rows[2] and "412 (at least)" in rows[2] and "900" in rows[3] and "pruned" in rows[3]
+
+
+def _get(url: str, host: str | None = None) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, headers={"Host": host} if host else {})
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read()
+
+
+def test_loopback_without_a_token_refuses_a_rebound_host():
+    """DNS rebinding: a page on loopback answers its own Host names alone; the cookie names its port."""
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer, cookie_name
+
+    with LiveServer(Hub(), free_port()) as server:
+        base = f"http://127.0.0.1:{server.port}/"
+        assert _get(base + "events", f"evil.example:{server.port}")[0] == 403
+        assert _get(base, f"127.0.0.1:{server.port}")[0] == 200
+        assert _get(base, f"localhost:{server.port}")[0] == 200
+    assert cookie_name(server.port) != cookie_name(server.port + 1)
+
+
+def test_late_browser_gets_the_structure_after_trimming(monkeypatch):
+    """Past the history's bound the per-second rows go, never hello nor a trial."""
+    from loadcmp.live import hub as hubmod
+
+    monkeypatch.setattr(hubmod, "HISTORY", 50)
+    h = hubmod.Hub()
+    h.publish({"type": "hello", "title": "t"})
+    for i in range(10):
+        h.publish({"type": "trial", "key": {"server": "a", "level": i, "trial": 1}})
+        for s in range(20):
+            h.publish({"type": "client", "row": {"second": s}})
+    kinds = [json.loads(t)["type"] for t in h.history]
+    assert kinds[0] == "hello" and kinds.count("trial") == 10 and len(kinds) <= 51
+
+
+def test_server_that_never_binds_is_an_error(monkeypatch):
+    from loadcmp.errors import LoadcmpError
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer
+
+    server = LiveServer(Hub(), free_port())
+    monkeypatch.setattr(server._ready, "wait", lambda t=None: False)
+    with pytest.raises(LoadcmpError):
+        server.start()
+    server.stop()
+
+
+def _broken_and_good(tmp_path: Path) -> Path:
+    import shutil
+
+    root = tmp_path / "results"
+    shutil.copytree(FIXTURES / "run-2x3x2", root / "a run#1")
+    shutil.copytree(FIXTURES / "run-2x3x2", root / "broken")
+    doc = json.loads((root / "broken" / "run.json").read_text())
+    del doc["trials"][0]["level"]
+    (root / "broken" / "run.json").write_text(json.dumps(doc))
+    return root
+
+
+def test_serve_a_broken_run_is_404_in_one_line_and_names_are_encoded(browser, tmp_path):
+    port = free_port()
+    root = _broken_and_good(tmp_path)
+    cmd = Command("serve", str(root), "--port", str(port))
+    try:
+        url = cmd.url(prefix=": ")
+        code, body = _get(url + "runs/broken/events")
+        assert code == 404 and body.decode().count("\n") == 1
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(url + "runs/broken/")
+        page.wait_for_function("() => document.getElementById('state').textContent.includes('cannot be drawn')",
+                               timeout=10_000)
+        page.close()
+        _get(url + "runs/broken/events")
+        listing = _get(url)[1].decode()
+        assert "href='runs/a%20run%231/'" in listing
+        assert _get(url + "runs/a%20run%231/events")[0] == 200
+    finally:
+        cmd.proc.send_signal(signal.SIGINT)
+        rc = cmd.wait(30)
+        cmd.stop()
+    err = "".join(cmd.err)
+    assert rc == 0 and "Traceback" not in err and err.count("broken: cannot be drawn") == 1, err
+
+
+def test_stored_runs_sort_by_the_moment_across_offsets(tmp_path):
+    from loadcmp.live.replay import stored_runs
+
+    for name, started in (("east", "2026-01-01T10:00:00+09:00"), ("west", "2026-01-01T02:00:00-05:00")):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "run.json").write_text(json.dumps({"spec": {}, "started": started, "status": "complete"}))
+    assert [r.name for r in stored_runs(tmp_path)] == ["west", "east"]  # 07:00Z after 01:00Z
+
+
+def test_two_reports_at_once_are_each_their_own_run(tmp_path):
+    """Two runs' reports asked at the same moment: each URL serves its own run's report."""
+    import asyncio
+
+    from loadcmp.live.replay import Reports
+
+    a, b = tmp_path / "a", tmp_path / "b"
+    for p, name in ((a, "run-2x3x2"), (b, "capacity-2x")):
+        import shutil
+
+        shutil.copytree(FIXTURES / name, p)
+        shutil.rmtree(p / "report", ignore_errors=True)
+
+    async def both() -> list[Path]:
+        reports = Reports()
+        try:
+            got = await asyncio.gather(reports.response(a), reports.response(b), reports.response(a))
+            same = await reports.response(a)
+            doc = a / "run.json"
+            doc.write_text(doc.read_text() + " ")  # the run went on: run.json written again
+            return [Path(r._path) for r in [*got, same, await reports.response(a)]]  # type: ignore[attr-defined]
+        finally:
+            await reports.close()
+
+    got: list[list[Path]] = []
+    t = threading.Thread(target=lambda: got.append(asyncio.run(both())))  # Playwright's loop holds this thread
+    t.start()
+    t.join(300)
+    pa, pb, pa2, again, after = got[0]
+    assert pa == pa2 == again and pa != pb, "one build per run, each its own folder"
+    assert after != pa, "a run.json written since is a report built again"
+
+
+@pytest.mark.parametrize("command", ["bench", "run", "capacity"])
+def test_live_before_a_url_or_file_is_the_default_port(command, monkeypatch):
+    """`--live` followed by a word that is not a number leaves the word to the command."""
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+    from loadcmp.cli.app import optional_values
+    from loadcmp.live import DEFAULT_PORT
+
+    cmd = cli.commands[command]
+    assert optional_values(cmd, ["--live", "http://x/", "-t", "1"]) == [f"--live={DEFAULT_PORT}", "http://x/", "-t",
+                                                                         "1"]
+    assert optional_values(cmd, ["--live", "8080", "exp.toml"]) == ["--live", "8080", "exp.toml"]
+    res = CliRunner().invoke(cli, [command, "--live", "no-such-file.toml", "--live-host", "nowhere.invalid"])
+    assert "not a valid integer" not in res.output
+
+
+def test_the_seconds_are_built_only_for_a_live_page(faulty):
+    """Without a page the engine hands no closed seconds to the live line; with one (`tee`), it does."""
+    from loadcmp.cli.live import tee
+    from loadcmp.live.feed import Feed
+    from loadcmp.live.hub import Hub
+    from loadcmp.load.driver import LoadSpec
+    from loadcmp.load.schedules import Closed
+    from loadcmp.load.target import make_target
+    from loadcmp.load.workers import run_load
+
+    spec = LoadSpec(make_target(faulty.url("/ok")), Closed(2), duration=3.0)
+    plain: list[int] = []
+    watched: list[int] = []
+
+    def both() -> None:  # a thread of its own, as a command's main thread has no loop running
+        run_load(spec, live=lambda lv: plain.append(len(lv.closed)))
+        run_load(spec, live=tee(lambda lv: watched.append(len(lv.closed)), Feed(Hub(), "bench", "t")))
+
+    t = threading.Thread(target=both)
+    t.start()
+    t.join(60)
+    assert sum(plain) == 0 and sum(watched) >= 2
+
+
+def test_the_page_draws_every_kind_and_role_the_server_names(browser):
+    """The failure kinds come from the command (`tls_error` among them) and a role's name may hold `-` or `.`."""
+    from loadcmp.live.feed import hello, trial_started
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer
+
+    key = {"server": "s", "level": 1, "trial": 1}
+    hub = Hub()
+    hub.publish(hello("run", "kinds"))
+    hub.publish(trial_started("s", 1, 1))
+    for s in range(1, 4):
+        hub.publish({"type": "client", "row": {**key, "second": s, "ok": 5, "failed": 2, "tls_error": 2}})
+        hub.publish({"type": "server", "row": {**key, "second": s, "cpu_pct": 50.0, "my-db.1_cpu_pct": 20.0}})
+    with LiveServer(hub, free_port()) as server:
+        page = browser.new_page()  # type: ignore[attr-defined]
+        page.goto(server.url)
+        page.wait_for_function("() => window.loadcmp.charts['client-rps'] && "
+                               "window.loadcmp.charts['srv-my-db.1-cpu']", timeout=10_000)
+        labels = page.evaluate("() => window.loadcmp.charts['client-rps'].series.map(s => s.label)")
+        page.close()
+    assert "tls_error" in labels

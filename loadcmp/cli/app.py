@@ -70,6 +70,10 @@ def exit_code_of(e: BaseException) -> int:
 class LoadcmpGroup(click.Group):
     """A click group whose every failure is one line and a documented exit code."""
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name, cmd, rest = super().resolve_command(ctx, args)
+        return name, cmd, optional_values(cmd, rest) if cmd is not None else rest
+
     def main(self, args: Sequence[str] | None = None, prog_name: str | None = None,
              complete_var: str | None = None, standalone_mode: bool = True, **extra: Any) -> Any:
         if not standalone_mode:
@@ -79,6 +83,18 @@ class LoadcmpGroup(click.Group):
         except (LoadcmpError, click.ClickException, click.Abort, KeyboardInterrupt) as e:
             sys.exit(exit_code_of(e))
         sys.exit(rv if isinstance(rv, int) else 0)
+
+
+def optional_values(cmd: click.Command, args: list[str]) -> list[str]:
+    """An option whose value may be left out (`--live [PORT]`) takes the next word only when it is a number:
+    `--live http://...` and `--live exp.toml` leave the URL or the file to the command's argument."""
+    names = {n for p in cmd.params if isinstance(p, click.Option) and p._flag_needs_value for n in p.opts}
+    out = list(args)
+    for i, a in enumerate(out[:-1]):
+        if a in names and not out[i + 1].startswith("-") and not out[i + 1].isdigit():
+            opt = next(p for p in cmd.params if isinstance(p, click.Option) and a in p.opts)
+            out[i] = f"{a}={opt.flag_value}"
+    return out
 
 
 @click.group(cls=LoadcmpGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -11,7 +11,7 @@ from rich.markup import escape
 from .app import cli, emit_json
 from .display import err, out, print_rows
 from .options import LoadFlags, SearchFlags, SetupFlags, load_options_but, search_options, setup_options
-from .live import LiveFlags, Watch, live_options, watching
+from .live import LiveFlags, LivePage, live_options, watching
 from .run import SweepDisplay, raise_for_status, sweep
 from .types import COUNT
 
@@ -83,7 +83,7 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, *
     raise_for_status(outcome)
 
 
-def search(spec: RunSpec, cap: CapacitySpec, as_json: bool, live: Watch | None = None) -> SweepOutcome:
+def search(spec: RunSpec, cap: CapacitySpec, as_json: bool, live: LivePage | None = None) -> SweepOutcome:
     """The search with the sweep's display and Ctrl-C handler, then its summary (JSON, or the capacity table)."""
     from ..report.tables import summary_doc
     from ..store.reader import load_results

@@ -41,7 +41,7 @@ def live_options(f: F) -> F:
     return click.option("--live", "live_port", type=PORT, is_flag=False, flag_value=DEFAULT_PORT, default=None,
                         metavar="[PORT]",
                         help=f"Watch it in a browser: a live page on 127.0.0.1:PORT (default {DEFAULT_PORT}); "
-                             "give a port as --live=PORT before an experiment file.")(f)
+                             "the word after --live is its port only when it is a number.")(f)
 
 
 @dataclass(frozen=True)
@@ -58,7 +58,7 @@ class LiveFlags:
 
 
 @dataclass
-class Watch:
+class LivePage:
     """A command's live page: its hub, and the feed of the run under way (seeds: one after another)."""
 
     hub: Hub
@@ -71,7 +71,8 @@ class Watch:
         return self.feeds[-1]
 
     def routes(self, app: web.Application) -> None:
-        """/report/: the report of the run under way's results folder (built on demand)."""
+        """/report/: the report of the run under way's results folder, built on demand, again once run.json
+        has changed (a report of a run still running is of the moment it was asked)."""
         from aiohttp import web
 
         from ..live.replay import Reports
@@ -84,11 +85,15 @@ class Watch:
                 raise web.HTTPNotFound(text="nothing is stored yet\n")
             return await reports.response(path)
 
+        async def cleanup(app: web.Application) -> None:
+            await reports.close()
+
         app.router.add_get("/report/", report)
+        app.on_cleanup.append(cleanup)
 
 
 @contextlib.contextmanager
-def watching(flags: LiveFlags) -> Iterator[Watch | None]:
+def watching(flags: LiveFlags) -> Iterator[LivePage | None]:
     """The live page for as long as the command runs (None without --live)."""
     if flags.port is None:
         yield None
@@ -96,10 +101,13 @@ def watching(flags: LiveFlags) -> Iterator[Watch | None]:
     from ..live.hub import Hub
     from ..live.server import LiveServer
 
-    watch = Watch(Hub())
+    watch = LivePage(Hub())
     server = LiveServer(watch.hub, flags.port, flags.host or "127.0.0.1", routes=watch.routes).start()
     try:
-        err.print(f"live: {server.url}", highlight=False, soft_wrap=True)
+        urls = server.urls()
+        err.print(f"live: {urls[0]}", highlight=False, soft_wrap=True)
+        for url in urls[1:]:
+            err.print(f"  or: {url}", highlight=False, soft_wrap=True)
         if server.token is not None:
             err.print("  (the token in this URL is the page's key: whoever has it can watch; the page is read-only)",
                       highlight=False)
@@ -119,14 +127,22 @@ def with_feed(hooks: SweepHooks, feed: Feed) -> SweepHooks:
                    stored=feed.stored)
 
 
+@dataclass(frozen=True)
+class Tee:
+    """A live line's callback that also feeds the page (in the load's thread: it only hands events over);
+    it asks the engine for the window's closed seconds (`load.driver.wants_seconds`)."""
+
+    line: LiveFn
+    feed: Feed
+    wants_seconds: bool = True
+
+    def __call__(self, lv: Live) -> None:
+        self.line(lv)
+        self.feed.live(lv)
+
+
 def tee(live: LiveFn, feed: Feed) -> LiveFn:
-    """A live line's callback that also feeds the page (in the load's thread: it only hands events over)."""
-
-    def both(lv: Live) -> None:
-        live(lv)
-        feed.live(lv)
-
-    return both
+    return Tee(live, feed)
 
 
 @cli.command()
@@ -146,12 +162,15 @@ def serve(results: str, port: int, host: str) -> None:
     if not root.is_dir():
         raise UsageError(f"{results}: no such folder (give the folder the runs were stored in)")
     server = LiveServer(None, port, host)
-    server.routes = serve_routes(root, server.token)
+    server.routes = serve_routes(root, server.token, port)
     server.start()
     done = threading.Event()
     old = signal.signal(signal.SIGTERM, lambda s, f: done.set())
     try:
-        err.print(f"serving {root}: {server.url}  (Ctrl-C ends it)", highlight=False, soft_wrap=True)
+        urls = server.urls()
+        err.print(f"serving {root}: {urls[0]}  (Ctrl-C ends it)", highlight=False, soft_wrap=True)
+        for url in urls[1:]:
+            err.print(f"  or: {url}", highlight=False, soft_wrap=True)
         while not done.wait(0.5):
             pass
     except KeyboardInterrupt:

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from .app import cli, emit_json, stop_on_signals
 from .display import edges_note, err, out, p99_text, status_text, warn
-from .live import LiveFlags, Watch, live_options, watching, with_feed
+from .live import LiveFlags, LivePage, live_options, watching, with_feed
 from .types import COUNT
 from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
 from ..errors import Interrupted, LoadcmpError
@@ -152,7 +152,7 @@ Drive = Callable[[RunSpec, "SweepHooks", "Stopper", "Fleet | None"], "SweepOutco
 
 
 def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Drive | None = None,
-          display: SweepDisplay | None = None, live: Watch | None = None, command: str = "run") -> SweepOutcome:
+          display: SweepDisplay | None = None, live: LivePage | None = None, command: str = "run") -> SweepOutcome:
     """Run a sweep with a progress display and the command's Ctrl-C handler (and, with --live, the page
     fed by the same hooks), then print its summary (JSON, or Table 1) and where it is stored."""
     from ..load.workers import Stopper

@@ -10,7 +10,7 @@ import click
 
 from .app import cli
 from .display import err
-from .live import LiveFlags, Watch, live_options, watching
+from .live import LiveFlags, LivePage, live_options, watching
 from .options import writable
 from ..errors import LoadcmpError, UsageError
 from ..experiment.spec import RunSpec
@@ -90,7 +90,7 @@ def seed_files(out_dir: str) -> list[tuple[str, Path, RunSpec]]:
     return out
 
 
-def run_seed(cut: Cut, out_dir: str, formats: set[str], live: Watch | None = None) -> SeedRun:
+def run_seed(cut: Cut, out_dir: str, formats: set[str], live: LivePage | None = None) -> SeedRun:
     """One write-up through `loadcmp run FILE -c ... -t ...`'s own path (the sweep, its findings
     judged and stored), then its report; a run that fails is written down and the next one goes on."""
     from ..experiment.flags import build_spec

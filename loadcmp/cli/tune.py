@@ -16,7 +16,7 @@ from .capacity import CapacityDisplay
 from .display import err, out, print_rows
 from .options import (FlagGroup, LoadFlags, SearchFlags, SetupFlags, flag, load_options_but, search_options,
                       setup_options)
-from .live import LiveFlags, Watch, live_options, watching
+from .live import LiveFlags, LivePage, live_options, watching
 from .run import raise_for_status, sweep
 from .types import COUNT, POSITIVE_DURATION
 from ..errors import StoreError, UsageError
@@ -145,7 +145,7 @@ def _resumed(st: StudyFlags, besides: list[str]) -> tuple[RunSpec, CapacitySpec,
 
 
 def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: str | None,
-          live: Watch | None = None) -> SweepOutcome:
+          live: LivePage | None = None) -> SweepOutcome:
     """The study with the sweep's display and Ctrl-C handler, then its summary (JSON, or the table)."""
     from ..report.tables import summary_doc
     from ..store.reader import load_results

@@ -19,11 +19,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..load.driver import Live
+from ..load.outcomes import KINDS
 from ..load.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
 from ..load.summary import second_row
 from ..records import RunDoc, TrialRecord
@@ -66,7 +68,7 @@ class Trial(Protocol):
 def hello(command: str, title: str) -> Event:
     """The first event: what the page shows and the client-bound thresholds it marks in red."""
     return {"type": "hello", "command": command, "title": title,
-            "bound": {"cpu_pct": CPU_BOUND_PCT, "lag_ms": LAG_BOUND_MS}}
+            "bound": {"cpu_pct": CPU_BOUND_PCT, "lag_ms": LAG_BOUND_MS}, "kinds": list(KINDS)}
 
 
 def trial_started(server: str, level: int, trial: int, i: int | None = None, n: int | None = None) -> Event:
@@ -83,6 +85,7 @@ def stored(rec: TrialRecord, timeline: list[Row], server: list[Row]) -> Event:
             "failed": r.get("failed"), "client_bound": bool(r.get("client_bound")),
             "client_bound_reason": r.get("client_bound_reason"), "causes": causes,
             "oom_kills": (rec.get("server_metrics") or {}).get("oom_kills", 0),
+            "roles": list(((rec.get("server_metrics") or {}).get("apart") or {})),
             "timeline": timeline, "server": server}
 
 
@@ -121,7 +124,14 @@ def _limits(info: Mapping[str, Any], cores: int | None) -> dict[str, Any]:
 
 
 def ended(run: RunDoc, path: Path | str, report: str | None) -> Event:
-    return {"type": "end", "status": run.get("status"), "path": str(path), "report": report,
+    """The run's end. `report` is a link only where a server outlives the page (`loadcmp serve`); a live
+    command's page instead names what lasts: the folder, its report.html when written, and the command that
+    opens it all later."""
+    folder = Path(path)
+    own = folder / "report" / "report.html"
+    return {"type": "end", "status": run.get("status"), "path": str(folder), "report": report,
+            "report_file": str(own) if own.is_file() else None,
+            "serve": f"loadcmp serve {shlex.quote(str(folder.parent))}",
             "problems": list(run.get("problems") or [])}
 
 
@@ -131,7 +141,7 @@ class Feed:
     Each method is called in the thread of what it reports (the load's, the sampler's, the main one),
     does a few dictionary operations and hands the event over: nothing here waits."""
 
-    def __init__(self, hub: Hub, command: str, title: str, report: str | None = "report/") -> None:
+    def __init__(self, hub: Hub, command: str, title: str, report: str | None = None) -> None:
         self.hub = hub
         self.keys: dict[str, Any] = {}
         self.seen = 0

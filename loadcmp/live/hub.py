@@ -19,7 +19,10 @@ from typing import Any
 QUEUE = 2000
 """Events a browser may be behind before it is dropped (a second of a sweep is a few events)."""
 HISTORY = 400_000
-"""Events kept for browsers that come late (a 13-level sweep is about 10 000); past it, the oldest rows go."""
+"""Events kept for browsers that come late (a 13-level sweep is about 10 000); past it, the oldest per-second
+rows go (`ROWS`): the structural events (hello, trial, stored, progress, end) are always kept."""
+ROWS = ('"type": "client"', '"type": "server"')
+"""How a per-second event's text begins (`encode` puts `type` first): the only ones trimmed."""
 
 Event = dict[str, Any]
 
@@ -84,7 +87,7 @@ class Hub:
     def _keep(self, text: str) -> None:
         self.history.append(text)
         if len(self.history) > HISTORY:
-            del self.history[: len(self.history) // 10]
+            self.history = trim(self.history)
 
     def _fan_out(self, text: str) -> None:
         with self._lock:
@@ -115,8 +118,25 @@ class Hub:
         self.subscribers.clear()
 
 
+def trim(history: list[str]) -> list[str]:
+    """The oldest tenth of the per-second rows dropped; a late browser still gets every run, trial and stored
+    record (a stored trial's rows come again inside its `stored` event)."""
+    rows = sum(1 for t in history if t.startswith(ROWS, 1))
+    drop = max(rows // 10, 1) if rows else 0
+    out = []
+    for t in history:
+        if drop and t.startswith(ROWS, 1):
+            drop -= 1
+            continue
+        out.append(t)
+    if len(out) > HISTORY:  # structural events alone past the bound: the oldest go, the first hello stays
+        out = out[:1] + out[len(out) - HISTORY + 1:]
+    return out
+
+
 def encode(event: Event) -> str:
-    """An event as the one line of JSON a stream carries."""
+    """An event as the one line of JSON a stream carries, its `type` first."""
+    event = {"type": event["type"], **event} if "type" in event else event
     return json.dumps(_clean(event), default=_plain)
 
 

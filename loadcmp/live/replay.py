@@ -12,7 +12,12 @@ from __future__ import annotations
 import asyncio
 import html
 import json
+import logging
+import shutil
+import sys
 import tempfile
+import urllib.parse
+from datetime import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -25,9 +30,10 @@ from ..store.reader import Run, load_results
 from ..store.writer import Row
 from .feed import ended, hello, progress, stored, trial_started
 from .hub import Event, encode
-from .server import COOKIE, page_response
+from .server import cookie_name, page_response
 
 KEYS = ("server", "level", "trial")
+log = logging.getLogger("loadcmp.live")
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,16 @@ def stored_runs(root: Path) -> list[StoredRun]:
             status=str(Run(rj.parent, cast(RunDoc, doc), doc.get("name", "")).status),
             machine=f"{machine.get('hostname', '?')}, {machine.get('cores', '?')} cores",
             kind=str(doc.get("kind", "run"))))
-    return sorted(out, key=lambda r: r.date, reverse=True)
+    return sorted(out, key=lambda r: _when(r.date), reverse=True)
+
+
+def _when(stamp: str) -> float:
+    """run.json's `started` (local time with its offset) as a moment: strings of two offsets do not sort."""
+    try:
+        d = datetime.fromisoformat(stamp)
+    except ValueError:
+        return float("-inf")
+    return (d if d.tzinfo else d.astimezone()).timestamp()
 
 
 def events(path: Path) -> list[Event]:
@@ -94,60 +109,128 @@ def _plain(v: Any) -> Any:
 
 @dataclass
 class Reports:
-    """Each run's report: its own report.html, or one built once into a temporary folder."""
+    """Each run's report: its own report.html, or one built into a folder of its own (`mkdtemp`).
 
-    built: dict[Path, Path] = field(default_factory=dict)
-    tmp: tempfile.TemporaryDirectory[str] = field(default_factory=tempfile.TemporaryDirectory)
+    A build is keyed on the run's folder and run.json's mtime: a run still being written gets a new
+    report once run.json changes, never one built mid-run for good. Two requests for one key share one
+    build (one future); the build is `loadcmp report` in a process of its own, so matplotlib never runs
+    beside a load in the command's process."""
+
+    root: Path | None = None
+    """A temporary folder made at the first build, gone at `close`."""
+    builds: dict[tuple[Path, int], asyncio.Future[Path]] = field(default_factory=dict)
 
     async def response(self, path: Path) -> web.StreamResponse:
         own = path / "report" / "report.html"
         if own.is_file():
             return web.FileResponse(own)
-        if path not in self.built:
-            out = Path(self.tmp.name) / str(len(self.built))
-            try:
-                await asyncio.get_running_loop().run_in_executor(None, _build, path, out)
-            except LoadcmpError as e:
-                raise web.HTTPNotFound(text=f"no report: {e}\n") from None
-            self.built[path] = out / "report.html"
-        return web.FileResponse(self.built[path])
+        try:
+            key = (path, (path / "run.json").stat().st_mtime_ns)
+        except OSError:
+            raise web.HTTPNotFound(text=f"no run.json in {path}\n") from None
+        if key not in self.builds:
+            self.builds[key] = asyncio.ensure_future(self._build(path))
+        try:
+            return web.FileResponse(await asyncio.shield(self.builds[key]))
+        except LoadcmpError as e:
+            self.builds.pop(key, None)  # the next request tries again
+            raise web.HTTPNotFound(text=f"no report: {e}\n") from None
+
+    async def _build(self, path: Path) -> Path:
+        if self.root is None:
+            self.root = Path(tempfile.mkdtemp(prefix="loadcmp-reports-"))
+        out = Path(tempfile.mkdtemp(dir=self.root))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "loadcmp", "report", str(path), "--out", str(out), "--format", "html",
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.PIPE)
+        try:
+            _, errs = await proc.communicate()
+        except asyncio.CancelledError:  # the server is stopping: the build goes with it
+            proc.kill()
+            await proc.wait()
+            raise
+        if proc.returncode != 0 or not (out / "report.html").is_file():
+            lines = errs.decode(errors="replace").strip().splitlines()
+            raise LoadcmpError(lines[-1] if lines else f"loadcmp report exited {proc.returncode}")
+        return out / "report.html"
+
+    async def close(self) -> None:
+        """Builds under way stopped (their processes killed and waited for), the folders gone."""
+        for fut in self.builds.values():
+            fut.cancel()
+        await asyncio.gather(*self.builds.values(), return_exceptions=True)
+        if self.root is not None:
+            shutil.rmtree(self.root, ignore_errors=True)
 
 
-def _build(path: Path, out: Path) -> None:
-    from ..report.build import build
+class Listing:
+    """`stored_runs` for each request, read again only when a run.json under the folder changed (in the
+    executor, off the server's loop)."""
 
-    build([path], out, {"html"})
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.stamp: tuple[tuple[str, int], ...] | None = None
+        self.runs: list[StoredRun] = []
+
+    def _read(self) -> list[StoredRun]:
+        stamp = tuple(sorted((str(p), _mtime(p)) for p in _run_files(self.root)))
+        if stamp != self.stamp:
+            self.runs, self.stamp = stored_runs(self.root), stamp
+        return self.runs
+
+    async def get(self) -> list[StoredRun]:
+        return await asyncio.get_running_loop().run_in_executor(None, self._read)
 
 
-def serve_routes(root: Path, token: str | None) -> Any:
+def _run_files(root: Path) -> list[Path]:
+    return [*root.glob("*/run.json"), *root.glob("*/*/run.json")]
+
+
+def _mtime(p: Path) -> int:
+    try:
+        return p.stat().st_mtime_ns
+    except OSError:
+        return -1
+
+
+def serve_routes(root: Path, token: str | None, port: int) -> Any:
     """The routes of `loadcmp serve` over `root`."""
     reports = Reports()
+    listing = Listing(root)
+    told: set[str] = set()
 
-    def find(request: web.Request) -> StoredRun:
+    async def find(request: web.Request) -> StoredRun:
         name = request.match_info["name"]
-        run = next((r for r in stored_runs(root) if r.name == name), None)
+        run = next((r for r in await listing.get() if r.name == name), None)
         if run is None:
             raise web.HTTPNotFound(text=f"no stored run {name!r} under {root}\n")
         return run
 
     async def index(request: web.Request) -> web.StreamResponse:
-        resp = web.Response(text=runs_page(root, stored_runs(root)), content_type="text/html")
+        resp = web.Response(text=runs_page(root, await listing.get()), content_type="text/html")
         if token is not None:
-            resp.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+            resp.set_cookie(cookie_name(port), token, httponly=True, samesite="Strict")
         return resp
 
     async def page(request: web.Request) -> web.StreamResponse:
-        find(request)
-        return page_response(request, token)
+        await find(request)
+        return page_response(request, token, port)
 
     async def replay(request: web.Request) -> web.StreamResponse:
-        run = find(request)
-        evs = await asyncio.get_running_loop().run_in_executor(None, events, run.path)
+        run = await find(request)
+        try:
+            evs = await asyncio.get_running_loop().run_in_executor(None, events, run.path)
+        except (LoadcmpError, KeyError, ValueError, TypeError, OSError) as e:
+            line = f"{run.name}: cannot be drawn: {type(e).__name__}: {e}"
+            if line not in told:  # once, without a traceback: the folder is the user's, not a bug here
+                told.add(line)
+                log.warning("%s", line)
+            raise web.HTTPNotFound(text=line + "\n") from None
         body = "".join(f"data: {encode(e)}\n\n" for e in evs) + "event: end\ndata: {}\n\n"
         return web.Response(text=body, content_type="text/event-stream", headers={"Cache-Control": "no-store"})
 
     async def report(request: web.Request) -> web.StreamResponse:
-        return await reports.response(find(request).path)
+        return await reports.response((await find(request)).path)
 
     def add(app: web.Application) -> None:
         app.router.add_get("/", index)
@@ -157,7 +240,7 @@ def serve_routes(root: Path, token: str | None) -> Any:
         app.on_cleanup.append(cleanup)
 
     async def cleanup(app: web.Application) -> None:
-        reports.tmp.cleanup()
+        await reports.close()
 
     return add
 
@@ -165,11 +248,15 @@ def serve_routes(root: Path, token: str | None) -> Any:
 def runs_page(root: Path, runs: list[StoredRun]) -> str:
     """The list of stored runs, as a plain HTML table."""
     e = html.escape
+
+    def q(name: str) -> str:
+        return e(urllib.parse.quote(name))
+
     rows = "".join(
-        f"<tr><td><a href='runs/{e(r.name)}/'>{e(r.name)}</a></td><td>{e(r.date)}</td><td>{e(r.kind)}</td>"
+        f"<tr><td><a href='runs/{q(r.name)}/'>{e(r.name)}</a></td><td>{e(r.date)}</td><td>{e(r.kind)}</td>"
         f"<td>{e(', '.join(r.stacks))}</td><td>{e(', '.join(map(str, r.levels)))}</td>"
         f"<td class='st-{e(r.status)}'>{e(r.status)}</td><td>{e(r.machine)}</td>"
-        f"<td><a href='runs/{e(r.name)}/report/'>report</a></td></tr>" for r in runs)
+        f"<td><a href='runs/{q(r.name)}/report/'>report</a></td></tr>" for r in runs)
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>loadcmp: stored runs</title>
 <link rel="stylesheet" href="/static/live.css"></head><body>
 <h1>loadcmp: stored runs in {e(str(root))}</h1>

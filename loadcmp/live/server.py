@@ -19,6 +19,7 @@ import errno
 import hmac
 import ipaddress
 import secrets
+import socket
 import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -27,7 +28,7 @@ from typing import Any
 
 from aiohttp import web
 
-from ..errors import UsageError
+from ..errors import LoadcmpError, UsageError
 from . import DEFAULT_PORT
 from .hub import Hub, Subscriber
 
@@ -35,8 +36,27 @@ STATIC = Path(__file__).parent / "static"
 WRITE_TIMEOUT_S = 5.0
 """A browser whose socket takes no bytes for this long is dropped."""
 COOKIE = "loadcmp_live"
+"""The token cookie's name stem; the port is added (`cookie_name`): two pages on one host keep their own."""
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+
+def cookie_name(port: int) -> str:
+    return f"{COOKIE}_{port}"
+
+
+def loopback_hosts(port: int) -> frozenset[str]:
+    """The Host headers a page on loopback without a token answers: a name that resolves to 127.0.0.1 by DNS
+    rebinding carries its own name, and is refused."""
+    return frozenset(f"{h}:{port}" for h in ("127.0.0.1", "localhost", "[::1]"))
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return True
 
 
 def is_loopback(host: str) -> bool:
@@ -71,11 +91,26 @@ class LiveServer:
         host = f"[{self.host}]" if ":" in self.host else self.host
         return f"http://{host}:{self.port}/" + (f"?token={self.token}" if self.token else "")
 
+    def urls(self) -> list[str]:
+        """Where to open it: `url`, or for an address that means every one (0.0.0.0, ::) this machine's
+        name and addresses, each with the token (no browser opens 0.0.0.0)."""
+        if not (_is_ip(self.host) and ipaddress.ip_address(self.host).is_unspecified):
+            return [self.url]
+        q = f"?token={self.token}" if self.token else ""
+        hosts = [socket.gethostname()]
+        with contextlib.suppress(OSError):
+            hosts += sorted({str(a[4][0]) for a in socket.getaddrinfo(hosts[0], None, type=socket.SOCK_STREAM)
+                             if not ipaddress.ip_address(str(a[4][0]).split("%")[0]).is_loopback})
+        hosts.append("127.0.0.1")
+        return [f"http://{f'[{h}]' if ':' in h else h}:{self.port}/{q}" for h in dict.fromkeys(hosts)]
+
     def start(self) -> LiveServer:
         """Bind and serve in a thread of its own; a port in use or an address not here is a UsageError."""
         self._thread = threading.Thread(target=self._main, name="loadcmp-live", daemon=True)
         self._thread.start()
-        self._ready.wait(15)
+        if not self._ready.wait(15):
+            self.stop()
+            raise LoadcmpError(f"--live: the page's server on {self.host}:{self.port} did not start in 15 s")
         if self._failed is not None:
             self._thread.join(5)
             raise self._failed
@@ -136,7 +171,7 @@ class LiveServer:
             token = self.token
 
             async def page(request: web.Request) -> web.StreamResponse:
-                return page_response(request, token)
+                return page_response(request, token, self.port)
 
             async def events(request: web.Request) -> web.StreamResponse:
                 return await stream(request, hub)
@@ -153,18 +188,21 @@ class LiveServer:
         if request.method not in ("GET", "HEAD"):
             raise web.HTTPMethodNotAllowed(request.method, ["GET"])
         if self.token is not None:
-            given = request.query.get("token") or request.cookies.get(COOKIE) or ""
+            given = request.query.get("token") or request.cookies.get(cookie_name(self.port)) or ""
             if not hmac.compare_digest(given.encode(), self.token.encode()):
                 raise web.HTTPForbidden(text="this page needs the token printed with its URL\n")
+        elif request.host not in loopback_hosts(self.port):
+            raise web.HTTPForbidden(text="open the page as http://127.0.0.1:PORT/ (or localhost)\n")
         return await handler(request)
 
 
-def page_response(request: web.Request, token: str | None, events: str = "events") -> web.StreamResponse:
+def page_response(request: web.Request, token: str | None, port: int,
+                  events: str = "events") -> web.StreamResponse:
     """The page (the same file, live or replayed); `events` is where its stream is, relative to it."""
     html = (STATIC / "index.html").read_text().replace("__EVENTS__", events)
     resp = web.Response(text=html, content_type="text/html", headers={"Cache-Control": "no-store"})
     if token is not None:
-        resp.set_cookie(COOKIE, token, httponly=True, samesite="Strict")
+        resp.set_cookie(cookie_name(port), token, httponly=True, samesite="Strict")
     return resp
 
 

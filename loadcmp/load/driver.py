@@ -50,6 +50,9 @@ class LoadSpec:
     spread_sources: bool = False
     """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
     worker_index: int = 0
+    live_seconds: bool = False
+    """Hand each closed second to the live callback (`Live.closed`): only when a live page watches
+    (`wants_seconds`), so nobody builds and pickles them every second for nothing."""
 
 
 @dataclass
@@ -85,6 +88,12 @@ class Live:
 
 
 LiveFn = Callable[[Live], None]
+
+
+def wants_seconds(live: LiveFn | None) -> bool:
+    """A live callback that draws the window's seconds says so (`cli.live.tee` does); the terminal's line
+    does not need them."""
+    return bool(getattr(live, "wants_seconds", False))
 
 S = TypeVar("S")
 """What a client keeps between its requests (the fast engine: its slot)."""
@@ -388,8 +397,10 @@ class Engine(Generic[S]):
                     fails += sum(s.counts) - s.counts[OK]
                 last = rec.second_at(t - 1.0).counts[OK] if measuring else 0
                 rps = float(last if measuring else ok - prev_ok)
-                closed = tuple((j, rec.seconds[j]) for j in range(shown, min(rec.folded_upto, len(rec.seconds))))
-                shown = max(shown, rec.folded_upto)
+                closed: tuple[tuple[int, Second], ...] = ()
+                if self.spec.live_seconds:
+                    closed = tuple((j, rec.seconds[j]) for j in range(shown, min(rec.folded_upto, len(rec.seconds))))
+                    shown = max(shown, rec.folded_upto)
                 self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, rps, measuring, self.spec.worker_index,
                                c.cpu_pct + c.wait_pct, c.lag_ms, self.budget, closed))
                 prev_ok = ok

@@ -35,7 +35,7 @@ import uvloop
 from ..errors import LoadcmpError, LoadError, UsageError
 from ..units import cpu_list
 from .aio import AiohttpEngine
-from .driver import Engine, Live, LiveFn, LoadSpec, now
+from .driver import Engine, Live, LiveFn, LoadSpec, now, wants_seconds
 from .http1 import FastEngine
 from .limits import check_nofile, conntrack_drops, conntrack_note, raise_nofile
 from .recorder import Recorder, Result, Second
@@ -152,6 +152,8 @@ def run_load(
     if workers < 1:
         raise UsageError("--workers must be >= 1")
     conns = spec.schedule.connections
+    if wants_seconds(live):
+        spec = replace(spec, live_seconds=True)
     if conns > SPREAD_ABOVE and not spec.spread_sources:
         spec = replace(spec, spread_sources=True)
     n = min(fleet.size if fleet is not None else workers, conns)

@@ -3,7 +3,9 @@
 "use strict";
 (function () {
   const EVENTS = document.currentScript.dataset.events;
-  const KINDS = ["http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset", "timeout", "protocol_error"];
+  // the failure kinds come with `hello` (load.outcomes.KINDS); these only for a stream without them
+  const failKinds = () => ((S.hello && S.hello.kinds) || ["ok", "http_4xx", "http_5xx", "connect_refused",
+    "connect_timeout", "reset", "timeout", "protocol_error", "tls_error"]).filter((k) => k !== "ok");
   // red is kept for failures and the client-bound signal
   const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   const MiB = 1048576;
@@ -108,7 +110,7 @@
   function drawClient(t) {
     const rs = rows(t.client);
     const x = col(rs, "second");
-    const kinds = KINDS.filter((k) => rs.some((r) => r[k] > 0));
+    const kinds = failKinds().filter((k) => rs.some((r) => r[k] > 0));
     panel("client-charts", "client-rps", "requests/s", "ok and failed responses per second, failures by kind",
       [{ label: "ok" }, { label: "failed", stroke: "#d62728" }, ...kinds.map((k) => ({ label: k }))],
       [x, col(rs, "ok"), col(rs, "failed"), ...kinds.map((k) => col(rs, k))]);
@@ -127,10 +129,13 @@
     return rs.some(hot);
   }
 
-  function roles(rs) {
+  // the roles measured apart (an app's database): named by the stored record (server_metrics.apart), and
+  // before it is stored, every column `<role>_cpu_pct` whatever characters the role's name holds
+  function roles(t, rs) {
     const found = new Set([""]);
-    for (const r of rs) for (const k of Object.keys(r)) {
-      const m = /^([a-z0-9]+_)cpu_pct$/.exec(k);
+    if (t.stored && t.stored.roles) for (const r of t.stored.roles) found.add(r + "_");
+    else for (const r of rs) for (const k of Object.keys(r)) {
+      const m = /^(.+_)cpu_pct$/.exec(k);
       if (m && r[k] !== null) found.add(m[1]);
     }
     return [...found];
@@ -142,7 +147,7 @@
     const info = (S.progress && S.progress.servers[t.key.server]) || {};
     document.getElementById("server-section").hidden = !rs.length;  // bench: no server sampled
     const flat = (v) => x.map(() => v ?? null);
-    for (const pre of roles(rs)) {
+    for (const pre of roles(t, rs)) {
       const role = pre ? pre.slice(0, -1) : "server";
       const id = "srv-" + role;
       if (!document.getElementById(id)) {
@@ -257,6 +262,9 @@
       end.innerHTML = `finished: <b>${esc(S.ended.status)}</b>` +
         (S.ended.path ? `; results in <code>${esc(S.ended.path)}</code>` : "") +
         (S.ended.report ? ` — <a id="report-link" href="${esc(S.ended.report)}">the report</a>` : "") +
+        (S.ended.report_file ? `; its report: <code>${esc(S.ended.report_file)}</code>` : "") +
+        (!S.ended.report && S.ended.serve ? `<br>this page ends with the command; to open this run and its report ` +
+          `later: <code id="serve-cmd">${esc(S.ended.serve)}</code>` : "") +
         (S.ended.problems.length ? `<br>${S.ended.problems.map(esc).join("<br>")}` : "");
     }
   }
@@ -267,7 +275,13 @@
     src.onopen = () => { reset(); state.textContent = "live"; state.className = "state live"; };
     src.onmessage = (m) => onEvent(JSON.parse(m.data));
     src.addEventListener("end", () => { src.close(); state.textContent = "ended"; state.className = "state"; draw(); });
-    src.onerror = () => { state.textContent = "reconnecting"; state.className = "state"; };
+    src.onerror = () => {
+      state.textContent = "reconnecting"; state.className = "state";
+      if (S.hello) return;  // a stream that never began: a stored run that cannot be drawn says why in one line
+      fetch(EVENTS).then((r) => r.ok ? null : r.text()).then((t) => {
+        if (t) { src.close(); state.textContent = t.trim(); state.className = "state bad"; }
+      }).catch(() => {});
+    };
   }
 
   reset();
