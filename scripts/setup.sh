@@ -78,7 +78,7 @@ fi
 
 # --- tools the benchmarks and the report, live-page and https tests use -------
 # (the live page's tests drive this chromium through Playwright, installed by pip above: no browser is downloaded)
-for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium openssl:openssl; do
+for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils chromium:chromium openssl:openssl h2load:nghttp2-client; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done
