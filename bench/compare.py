@@ -1,6 +1,7 @@
 """The load engine measured against wrk and ab on the same pinned server, in one run.
 
     .venv/bin/python bench/compare.py [--time 5] [--rounds 5] [--levels 50,1000] [--page /plaintext]
+                                      [--rows http,https] [--live]
 
 Starts the `nginx` stack pinned to CPU 1, with one worker for its one CPU (the stack's
 `auto` counts the machine's CPUs, and two workers on one CPU take turns) and
@@ -29,6 +30,10 @@ With --live, each round also runs loadcmp's bench with `--live PORT` and a headl
 on its page (one browser, started before the rounds, opens each page as soon as it answers;
 not pinned: a browser on this machine takes its CPU where the system puts it), so that one
 run gives the ratios with and without the page, and the ratio of the two, round by round.
+
+Then the https rows (`tls_rows`): the same stack started again, pinned the same way, serving https, with wrk
+(keep-alive), ab (a new connection per request) and `h2load --h1` against loadcmp. `--rows https` runs only
+those; `--rows http` only the plain ones.
 """
 
 from __future__ import annotations
