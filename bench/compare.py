@@ -1,6 +1,7 @@
 """The load engine measured against wrk and ab on the same pinned server, in one run.
 
     .venv/bin/python bench/compare.py [--time 5] [--rounds 5] [--levels 50,1000] [--page /plaintext]
+                                      [--rows http,https] [--live]
 
 Starts the `nginx` stack pinned to CPU 1, with one worker for its one CPU (the stack's
 `auto` counts the machine's CPUs, and two workers on one CPU take turns) and
@@ -29,6 +30,10 @@ With --live, each round also runs loadcmp's bench with `--live PORT` and a headl
 on its page (one browser, started before the rounds, opens each page as soon as it answers;
 not pinned: a browser on this machine takes its CPU where the system puts it), so that one
 run gives the ratios with and without the page, and the ratio of the two, round by round.
+
+Then the https rows (`tls_rows`): the same stack started again, pinned the same way, serving https, with wrk
+(keep-alive), ab (a new connection per request) and `h2load --h1` against loadcmp. `--rows https` runs only
+those; `--rows http` only the plain ones.
 """
 
 from __future__ import annotations
@@ -304,22 +309,42 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=15000)
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
+    ap.add_argument("--rows", default="http,https", help="which rows: http (and the big closed loop), https, "
+                    "or both (default http,https)")
     args = ap.parse_args()
+    rows_asked = set(args.rows.split(","))
+    if not rows_asked or rows_asked - {"http", "https"}:
+        sys.exit(f"--rows {args.rows}: give http, https or http,https")
     if args.live:
         if not Path(CHROMIUM).exists():
             sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
         BROWSER.append(Browser())
-    for tool in ("wrk", "ab", "taskset"):
+    for tool in ("wrk", "ab", "taskset") + (("h2load",) if "https" in rows_asked else ()):
         if not shutil.which(tool):
-            sys.exit(f"bench needs {tool}: run `make setup` (installs wrk and apache2-utils)")
+            sys.exit(f"bench needs {tool}: run `make setup` (installs wrk, apache2-utils and nghttp2-client)")
     levels = [int(x) for x in args.levels.split(",")]
     stack = st.get_stack("nginx")
     overrides = st.parse_overrides(["nginx.worker_processes=1", "nginx.worker_connections=20000",
                                     "nginx.keepalive_requests=100000000"])
-    plan = planning.plan_deployment(stack, cpus="1", overrides=overrides)
-    with tempfile.TemporaryDirectory() as tmp, lab.up(plan) as dep:
+    with tempfile.TemporaryDirectory() as tmp:
         lua = str(Path(tmp) / "report.lua")
         Path(lua).write_text(WRK_LUA)
+        if "http" in rows_asked:
+            plain_rows(stack, overrides, levels, args, lua)
+        if "https" in rows_asked:
+            import tls_rows
+
+            tls_rows.print_tls_ratios(tls_rows.https_rows(stack, overrides, Path(tmp), levels, args.time,
+                                                          args.rounds, args.page, lua))
+    if BROWSER:
+        BROWSER[0].close()
+
+
+def plain_rows(stack: st.Stack, overrides: dict[str, Any], levels: list[int], args: argparse.Namespace,
+               lua: str) -> None:
+    """The plain-http rows and the big closed loop, on their own deployment."""
+    plan = planning.plan_deployment(stack, cpus="1", overrides=overrides)
+    with lab.up(plan) as dep:
         url = f"http://127.0.0.1:{dep.port}{args.page}"
         print(f"server: nginx stack (one worker) on CPU 1 at {url}; clients on CPU 0; {args.time} s per run, "
               f"{args.rounds} rounds (A B, then B A)\n")
@@ -332,25 +357,26 @@ def main() -> None:
                 f"  with --live {row.live:.2f}x (with / without {median(row.with_without or []):.3f})"
             print(f"  c={row.c:<5} {row.mode:<10} vs {row.ref}: fast {row.ratio:.2f}x ({row.path}){py}  "
                   f"aiohttp {row.aiohttp:.2f}x{live}")
-        big = args.big
-        argv = [PY, "-m", "loadcmp", "bench", url, "-c", str(big), "-t", "20", "--json", "--client-cpus", "0"]
-        keys = ("started", "ok", "failed", "failures", "unfinished", "rps", "peak_rss_kib", "warnings")
-        code = ("import resource,subprocess,sys,json;"
-                f"p=subprocess.run({argv!r},"
-                "capture_output=True,text=True);d=json.loads(p.stdout);"
-                "d['peak_rss_kib']=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss;"
-                f"print(json.dumps({{k:d[k] for k in {keys!r}}}))")
-        doc = json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout)
-        exact = doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"]
-        print(f"\nc={big} closed loop, 20 s, new connection per request: started {doc['started']:,}, ok {doc['ok']:,}, "
-              f"failed {doc['failed']:,} {({k: v for k, v in doc['failures'].items() if v})}, unfinished "
-              f"{doc['unfinished']:,}; counts exact: {exact}; {doc['rps']:,.0f} req/s; client peak memory "
-              f"{doc['peak_rss_kib'] / 1024:.0f} MiB")
-        for w in doc["warnings"]:
-            print(f"  warning: {w}")
-    if BROWSER:
-        BROWSER[0].close()
+        big_loop(url, args.big)
 
+
+def big_loop(url: str, big: int) -> None:
+    """A `big`-client closed loop for 20 s: exact counts and the client's peak memory."""
+    argv = [PY, "-m", "loadcmp", "bench", url, "-c", str(big), "-t", "20", "--json", "--client-cpus", "0"]
+    keys = ("started", "ok", "failed", "failures", "unfinished", "rps", "peak_rss_kib", "warnings")
+    code = ("import resource,subprocess,sys,json;"
+            f"p=subprocess.run({argv!r},"
+            "capture_output=True,text=True);d=json.loads(p.stdout);"
+            "d['peak_rss_kib']=resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss;"
+            f"print(json.dumps({{k:d[k] for k in {keys!r}}}))")
+    doc = json.loads(subprocess.run([PY, "-c", code], capture_output=True, text=True, check=True).stdout)
+    exact = doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"]
+    print(f"\nc={big} closed loop, 20 s, new connection per request: started {doc['started']:,}, ok {doc['ok']:,}, "
+          f"failed {doc['failed']:,} {({k: v for k, v in doc['failures'].items() if v})}, unfinished "
+          f"{doc['unfinished']:,}; counts exact: {exact}; {doc['rps']:,.0f} req/s; client peak memory "
+          f"{doc['peak_rss_kib'] / 1024:.0f} MiB")
+    for w in doc["warnings"]:
+        print(f"  warning: {w}")
 
 if __name__ == "__main__":
     main()
