@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.errors import ConfigError, PrimerError, UsageError
-from loadcmp.lab import render
+from loadcmp.lab import planning, render
 from loadcmp.lab import stacks as st
 from loadcmp.lab.certs import CA_FILE, KEY_TYPES, RunCA, key_type_of
 from loadcmp.lab.model import configs_dir
@@ -51,6 +51,25 @@ def test_each_key_type_is_issued_for_loopback_and_verifies_against_the_ca(ca: Ru
             with socket.create_connection(("127.0.0.1", port)) as raw, \
                     ctx.wrap_socket(raw, server_hostname=name) as s:
                 assert key_type_of(s.getpeercert(binary_form=True) or b"") == key_type
+
+
+def test_another_engines_address_and_name_are_in_the_certificate(ca: RunCA) -> None:
+    """--docker-host: the clients connect to the engine's address, so the certificate names it (and the name in
+    its URL); a plan on this machine's engine keeps loopback only."""
+    from cryptography import x509
+
+    from loadcmp.lab.dockerhost import DockerHost
+
+    def sans(p: render.DeploymentPlan) -> set[str]:
+        assert p.tls is not None
+        cert = x509.load_pem_x509_certificate(p.tls.cert_pem)
+        alt = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        return {str(v) for v in alt.get_values_for_type(x509.IPAddress)} | set(alt.get_values_for_type(x509.DNSName))
+
+    remote = DockerHost(url="tcp://lab-box.example:2376", address="10.1.2.3", remote=True)
+    far = planning.plan_deployment(st.get_stack("nginx"), host=remote, tls=ca)
+    assert sans(far) == {"127.0.0.1", "localhost", "10.1.2.3", "lab-box.example"}
+    assert sans(planning.plan_deployment(st.get_stack("nginx"), tls=ca)) == {"127.0.0.1", "localhost"}
 
 
 def test_a_key_type_loadcmp_cannot_make_is_refused(ca: RunCA) -> None:

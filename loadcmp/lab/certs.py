@@ -104,19 +104,31 @@ class RunCA:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
         self.cafile = str(path.resolve())
-        self._issued: dict[str, Issued] = {}
+        self._issued: dict[tuple[str, tuple[str, ...]], Issued] = {}
 
-    def issue(self, key_type: str) -> Issued:
-        """The server certificate for 127.0.0.1 and localhost with a key of `key_type` (made once per type)."""
-        if key_type not in self._issued:
-            self._issued[key_type] = self._make(key_type)
-        return self._issued[key_type]
+    def issue(self, key_type: str, hosts: tuple[str, ...] = ()) -> Issued:
+        """The server certificate for 127.0.0.1 and localhost, and for `hosts` (another engine's address and
+        name, where the clients connect), with a key of `key_type` (made once per type and hosts)."""
+        if (key_type, hosts) not in self._issued:
+            self._issued[(key_type, hosts)] = self._make(key_type, hosts)
+        return self._issued[(key_type, hosts)]
 
-    def _make(self, key_type: str) -> Issued:
+    def for_hosts(self, *hosts: str) -> HostIssuer:
+        """This CA issuing for these hosts too (`planning.plan_deployment` on another machine's engine)."""
+        return HostIssuer(self, tuple(dict.fromkeys(h for h in hosts if h)))
+
+    def _make(self, key_type: str, hosts: tuple[str, ...] = ()) -> Issued:
         key = new_key(key_type)
         now = datetime.datetime.now(datetime.timezone.utc)
         names: list[x509.GeneralName] = [x509.DNSName(n) for n in NAMES]
         names += [x509.IPAddress(ipaddress.ip_address(a)) for a in ADDRESSES]
+        for h in hosts:
+            if h in NAMES or h in ADDRESSES:
+                continue
+            try:
+                names.append(x509.IPAddress(ipaddress.ip_address(h)))
+            except ValueError:
+                names.append(x509.DNSName(h))
         cert = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAMES[0])]))
@@ -132,3 +144,15 @@ class RunCA:
         key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption())
         return Issued(key_type, cert.public_bytes(serialization.Encoding.PEM), key_pem, self.cafile)
+
+
+@dataclass(frozen=True)
+class HostIssuer:
+    """The run's CA issuing for a host beside loopback: the clients of another machine's engine connect to
+    its address, so the certificate names it (else every handshake fails to verify)."""
+
+    ca: RunCA
+    hosts: tuple[str, ...]
+
+    def issue(self, key_type: str) -> Issued:
+        return self.ca.issue(key_type, self.hosts)
