@@ -259,6 +259,12 @@ def test_a_key_type_nobody_or_this_stack_does_not_take(tmp_path: Path) -> None:
                      "tls.key=rsa-4096", "-t", "1"], "ecdsa-only: tls.key: expected one of ecdsa-p256, got 'rsa-4096'")
 
 
+def test_a_stack_offering_a_key_type_loadcmp_cannot_issue_is_refused_when_read(tmp_path: Path) -> None:
+    dsa = user_stack(tmp_path, "dsa-too", tls=True, keys=["ecdsa-p256", "dsa-1024"])
+    with pytest.raises(ConfigError, match="tls.key: loadcmp cannot issue 'dsa-1024' certificates"):
+        st.catalog([str(dsa)]).get("dsa-too")
+
+
 def test_tls_settings_and_https_pages_without_tls(tmp_path: Path) -> None:
     one_line_exit_2(["run", "--set", "tls.key=rsa-2048", "--server", "nginx", "-t", "1"],
                     "setting tls.key: no server runs https; add --tls")
