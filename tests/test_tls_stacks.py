@@ -289,3 +289,17 @@ def test_experiment_files_and_variants_take_tls(tmp_path: Path) -> None:
     exp.write_text('[variants.plain]\nstack = "nginx"\nset = { "tls.key" = "rsa-2048" }\n')
     one_line_exit_2(["run", str(exp)], "setting plain:tls.key: plain does not run https; add --tls")
 
+
+
+def test_a_resumed_run_keeps_the_stored_ca_beside_its_new_one(tmp_path: Path) -> None:
+    first = RunCA(tmp_path)
+    before = (tmp_path / CA_FILE).read_bytes()
+    again = RunCA(tmp_path, keep=True)
+    bundle = (tmp_path / CA_FILE).read_bytes()
+    assert bundle.startswith(before) and bundle.count(b"BEGIN CERTIFICATE") == 2
+    for ca in (first, again):  # both CAs' certificates verify against the kept file
+        with tls_server(ca.issue("ecdsa-p256"), ca) as port:
+            ctx = ssl.create_default_context(cafile=str(tmp_path / CA_FILE))
+            with socket.create_connection(("127.0.0.1", port)) as raw, \
+                    ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                assert s.version()

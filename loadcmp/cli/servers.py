@@ -281,7 +281,8 @@ def _say_up(chosen: _Chosen, dep: Deployment, pages: dict[str, str]) -> None:
     click.echo(dep.url)
     if dep.plan.cafile:
         err.print(f"https, its certificate ({dep.plan.tls.key_type if dep.plan.tls else ''}) issued by the CA in "
-                  f"{dep.plan.cafile} (e.g. curl --cacert {dep.plan.cafile} {dep.url})", markup=False, highlight=False)
+                  f"{dep.plan.cafile} (e.g. curl --cacert {dep.plan.cafile} {dep.url}); `loadcmp down` leaves "
+                  f"that folder: remove it when done", markup=False, highlight=False)
     err.print(f"{chosen.stack.name} is up ({', '.join(dep.container_names)}); status: "
               + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
     for kind, why in dep.unmeasured.items():

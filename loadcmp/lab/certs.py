@@ -83,8 +83,10 @@ def key_type_of(der: bytes) -> str:
 class RunCA:
     """The run's certificate authority: made once, it issues one server certificate per key type."""
 
-    def __init__(self, folder: Path) -> None:
-        """Make the CA and write its certificate to `folder`/tls/ca.pem (the results folder)."""
+    def __init__(self, folder: Path, keep: bool = False) -> None:
+        """Make the CA and write its certificate to `folder`/tls/ca.pem (the results folder); `keep` (a resumed
+        run): a ca.pem already there is kept and this CA added to it, so the file verifies the earlier trials'
+        certificates and the new ones (the CA's key is never stored, so a resumed run cannot reuse the CA)."""
         self._key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "loadcmp"),
                           x509.NameAttribute(NameOID.COMMON_NAME, "loadcmp run CA")])
@@ -102,7 +104,8 @@ class RunCA:
         )
         path = folder / CA_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
+        kept = path.read_bytes() if keep and path.is_file() else b""
+        path.write_bytes(kept + self.cert.public_bytes(serialization.Encoding.PEM))
         self.cafile = str(path.resolve())
         self._issued: dict[tuple[str, tuple[str, ...]], Issued] = {}
 
