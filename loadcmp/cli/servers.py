@@ -231,7 +231,7 @@ def _choose(server: str, setup: SetupFlags) -> _Chosen:
 
 def _tls_errors(stack: Stack, overrides: dict[str, Any], setup: SetupFlags) -> list[str]:
     """--tls of a stack that cannot serve https, --tls-resume outside 0..1, tls.* settings without --tls."""
-    from ..lab.render import TlsAsked, tls_problems
+    from ..experiment.variants import TlsAsked, tls_problems
 
     return tls_problems([TlsAsked(stack.name, stack, bool(setup.tls.tls))], setup.tls.tls_resume or 0.0,
                         tuple(overrides))

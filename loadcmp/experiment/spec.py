@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
-from ..lab.render import TlsAsked, tls_problems
 from ..lab.stacks import Catalog
 from . import apps, variants
 from .filekeys import FIELD_OF, KEYS, convert
@@ -290,9 +289,9 @@ def validate(spec: RunSpec) -> RunSpec:
 
 def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:
     """The https problems of these labels (`render.tls_problems`): each label's own --tls and settings."""
-    asked = [TlsAsked(v.label, cat.get(v.stack), spec.tls_for(v.label),
+    asked = [variants.TlsAsked(v.label, cat.get(v.stack), spec.tls_for(v.label),
                       tuple(spec.variant_settings.get(v.label, {}))) for v in servers]
-    return tls_problems(asked, spec.tls_resume, tuple(spec.settings))
+    return variants.tls_problems(asked, spec.tls_resume, tuple(spec.settings))
 
 
 def _check_numbers(p: Problems, spec: RunSpec) -> None:

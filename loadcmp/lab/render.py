@@ -19,7 +19,6 @@ from ..errors import ConfigError, Problems, UsageError
 from . import ownconfig
 from .certs import Issued
 from .model import TLS_PART, App, Role, Stack, StatusPage, configs_dir
-from ..load.target import resume_share_error
 
 def nofile_limit() -> int:
     """Open files a server process may have: this machine's hard limit, which a
@@ -208,39 +207,6 @@ def https_of(stack: Stack, settings: dict[str, Any], tls: Issuer | None) -> tupl
     if not stack.serves_https:
         raise UsageError(no_https(stack))
     return settings, tls.issue(str(settings[f"{TLS_PART}.key"]))
-
-
-@dataclass(frozen=True)
-class TlsAsked:
-    """What a command asks of one server label about https: whether it runs it, and its own `tls.*` settings."""
-
-    label: str
-    stack: Stack
-    https: bool
-    own_settings: tuple[str, ...] = ()
-    """The `tls.*` settings given to this label alone (a variant's); said as `label:key`."""
-
-
-def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[str] = ()) -> list[str]:
-    """Every https problem of a run or `up`, in one wording: --tls of a stack that cannot serve https, a share
-    to resume outside 0..1, and `tls.*` settings (`settings`: given to every label) or a share to resume where
-    no server runs https."""
-    p = Problems()
-    for s in servers:
-        if s.https and not s.stack.serves_https:
-            p.add(no_https(s.stack) if s.label == s.stack.name else f"{s.label}: {no_https(s.stack)}")
-    if (wrong := resume_share_error(resume)) is not None:
-        p.add(wrong)
-    if servers and not any(s.https for s in servers):
-        p.extend(f"setting {k}: no server runs https; add --tls (tls = true)" for k in settings
-                 if k.split(".", 1)[0] == TLS_PART)
-        if resume:
-            p.add(f"--tls-resume {resume:g}: no server runs https; add --tls (tls = true)")
-    for s in servers:
-        if not s.https:
-            p.extend(f"setting {s.label}:{k}: {s.label} does not run https; add --tls (or tls = true in "
-                     f"[variants.{s.label}])" for k in s.own_settings if k.split(".", 1)[0] == TLS_PART)
-    return p.messages
 
 
 def no_https(stack: Stack) -> str:
