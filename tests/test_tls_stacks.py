@@ -303,3 +303,26 @@ def test_a_resumed_run_keeps_the_stored_ca_beside_its_new_one(tmp_path: Path) ->
             with socket.create_connection(("127.0.0.1", port)) as raw, \
                     ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
                 assert s.version()
+
+
+def test_readiness_stops_at_once_on_a_certificate_that_does_not_verify() -> None:
+    """A certificate the clients refuse (another engine's address not in it, another CA) is no slow start:
+    readiness says so in one line at once, not "no answer" at the timeout."""
+    from loadcmp.errors import ServerStartError
+    from loadcmp.lab.containers import _wait_ready
+
+    asked: list[str] = []
+
+    def refuse(path: str, timeout: float) -> tuple[int, bytes]:
+        asked.append(path)
+        err = ssl.SSLCertVerificationError("certificate verify failed")
+        err.verify_message = "IP address mismatch, certificate is not valid for '10.1.2.3'"
+        raise err
+
+    plan = SimpleNamespace(ready_path="/", www=None, own={})
+    dep = SimpleNamespace(stack=SimpleNamespace(name="nginx"), plan=plan, port=8443, get=refuse,
+                          host=SimpleNamespace(address="10.1.2.3", remote=False, name="tcp://lab-box:2376"))
+    box = SimpleNamespace(status="running", reload=lambda: None)
+    with pytest.raises(ServerStartError, match="certificate on 10.1.2.3:8443 did not verify .*IP address mismatch"):
+        _wait_ready(dep, box, 8443, timeout=30.0)  # type: ignore[arg-type]
+    assert asked == ["/"]  # asked once, not again until the timeout
