@@ -18,7 +18,7 @@ from loadcmp.cli import cli
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SNAPSHOTS = FIXTURES / "reports"
-RUNS = ["capacity-2x", "pphc-2022", "run-2x2x3", "run-2x3x2", "run-tls"]
+RUNS = ["capacity-2x", "pphc-2022", "run-2x2x3", "run-2x3x2", "run-tls", "run-tls-primed"]
 
 
 @pytest.mark.parametrize("name", RUNS)

@@ -17,7 +17,7 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.errors import ConfigError, PrimerError, UsageError
-from loadcmp.lab import render
+from loadcmp.lab import planning, render
 from loadcmp.lab import stacks as st
 from loadcmp.lab.certs import CA_FILE, KEY_TYPES, RunCA, key_type_of
 from loadcmp.lab.model import configs_dir
@@ -51,6 +51,25 @@ def test_each_key_type_is_issued_for_loopback_and_verifies_against_the_ca(ca: Ru
             with socket.create_connection(("127.0.0.1", port)) as raw, \
                     ctx.wrap_socket(raw, server_hostname=name) as s:
                 assert key_type_of(s.getpeercert(binary_form=True) or b"") == key_type
+
+
+def test_another_engines_address_and_name_are_in_the_certificate(ca: RunCA) -> None:
+    """--docker-host: the clients connect to the engine's address, so the certificate names it (and the name in
+    its URL); a plan on this machine's engine keeps loopback only."""
+    from cryptography import x509
+
+    from loadcmp.lab.dockerhost import DockerHost
+
+    def sans(p: render.DeploymentPlan) -> set[str]:
+        assert p.tls is not None
+        cert = x509.load_pem_x509_certificate(p.tls.cert_pem)
+        alt = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+        return {str(v) for v in alt.get_values_for_type(x509.IPAddress)} | set(alt.get_values_for_type(x509.DNSName))
+
+    remote = DockerHost(url="tcp://lab-box.example:2376", address="10.1.2.3", remote=True)
+    far = planning.plan_deployment(st.get_stack("nginx"), host=remote, tls=ca)
+    assert sans(far) == {"127.0.0.1", "localhost", "10.1.2.3", "lab-box.example"}
+    assert sans(planning.plan_deployment(st.get_stack("nginx"), tls=ca)) == {"127.0.0.1", "localhost"}
 
 
 def test_a_key_type_loadcmp_cannot_make_is_refused(ca: RunCA) -> None:
@@ -240,6 +259,12 @@ def test_a_key_type_nobody_or_this_stack_does_not_take(tmp_path: Path) -> None:
                      "tls.key=rsa-4096", "-t", "1"], "ecdsa-only: tls.key: expected one of ecdsa-p256, got 'rsa-4096'")
 
 
+def test_a_stack_offering_a_key_type_loadcmp_cannot_issue_is_refused_when_read(tmp_path: Path) -> None:
+    dsa = user_stack(tmp_path, "dsa-too", tls=True, keys=["ecdsa-p256", "dsa-1024"])
+    with pytest.raises(ConfigError, match="tls.key: loadcmp cannot issue 'dsa-1024' certificates"):
+        st.catalog([str(dsa)]).get("dsa-too")
+
+
 def test_tls_settings_and_https_pages_without_tls(tmp_path: Path) -> None:
     one_line_exit_2(["run", "--set", "tls.key=rsa-2048", "--server", "nginx", "-t", "1"],
                     "setting tls.key: no server runs https; add --tls")
@@ -264,3 +289,40 @@ def test_experiment_files_and_variants_take_tls(tmp_path: Path) -> None:
     exp.write_text('[variants.plain]\nstack = "nginx"\nset = { "tls.key" = "rsa-2048" }\n')
     one_line_exit_2(["run", str(exp)], "setting plain:tls.key: plain does not run https; add --tls")
 
+
+
+def test_a_resumed_run_keeps_the_stored_ca_beside_its_new_one(tmp_path: Path) -> None:
+    first = RunCA(tmp_path)
+    before = (tmp_path / CA_FILE).read_bytes()
+    again = RunCA(tmp_path, keep=True)
+    bundle = (tmp_path / CA_FILE).read_bytes()
+    assert bundle.startswith(before) and bundle.count(b"BEGIN CERTIFICATE") == 2
+    for ca in (first, again):  # both CAs' certificates verify against the kept file
+        with tls_server(ca.issue("ecdsa-p256"), ca) as port:
+            ctx = ssl.create_default_context(cafile=str(tmp_path / CA_FILE))
+            with socket.create_connection(("127.0.0.1", port)) as raw, \
+                    ctx.wrap_socket(raw, server_hostname="127.0.0.1") as s:
+                assert s.version()
+
+
+def test_readiness_stops_at_once_on_a_certificate_that_does_not_verify() -> None:
+    """A certificate the clients refuse (another engine's address not in it, another CA) is no slow start:
+    readiness says so in one line at once, not "no answer" at the timeout."""
+    from loadcmp.errors import ServerStartError
+    from loadcmp.lab.containers import _wait_ready
+
+    asked: list[str] = []
+
+    def refuse(path: str, timeout: float) -> tuple[int, bytes]:
+        asked.append(path)
+        err = ssl.SSLCertVerificationError("certificate verify failed")
+        err.verify_message = "IP address mismatch, certificate is not valid for '10.1.2.3'"
+        raise err
+
+    plan = SimpleNamespace(ready_path="/", www=None, own={})
+    dep = SimpleNamespace(stack=SimpleNamespace(name="nginx"), plan=plan, port=8443, get=refuse,
+                          host=SimpleNamespace(address="10.1.2.3", remote=False, name="tcp://lab-box:2376"))
+    box = SimpleNamespace(status="running", reload=lambda: None)
+    with pytest.raises(ServerStartError, match="certificate on 10.1.2.3:8443 did not verify .*IP address mismatch"):
+        _wait_ready(dep, box, 8443, timeout=30.0)  # type: ignore[arg-type]
+    assert asked == ["/"]  # asked once, not again until the timeout

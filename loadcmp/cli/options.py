@@ -323,13 +323,13 @@ class SetupFlags(FlagGroup):
     configs: tuple[dict[str, Any], ...] = flag("--config", default=())
     app: str | None = flag("--app")
     docker: DockerFlags = field(default_factory=DockerFlags)
-    https: TlsFlags = field(default_factory=TlsFlags)
+    tls: TlsFlags = field(default_factory=TlsFlags)
 
     @classmethod
     def pop(cls, kwargs: dict[str, Any]) -> SetupFlags:
         """Take this group's values, the Docker and TLS flags' among them, out of a command's keyword arguments."""
-        own = {f.name: kwargs.pop(f.name, f.default) for f in fields(cls) if f.name not in ("docker", "https")}
-        return cls(**own, docker=DockerFlags.pop(kwargs), https=TlsFlags.pop(kwargs))
+        own = {f.name: kwargs.pop(f.name, f.default) for f in fields(cls) if f.name not in ("docker", "tls")}
+        return cls(**own, docker=DockerFlags.pop(kwargs), tls=TlsFlags.pop(kwargs))
 
     def check_out(self) -> None:
         """--out, first of all: one that cannot be written is exit 2 before anything is read or started."""

@@ -231,20 +231,10 @@ def _choose(server: str, setup: SetupFlags) -> _Chosen:
 
 def _tls_errors(stack: Stack, overrides: dict[str, Any], setup: SetupFlags) -> list[str]:
     """--tls of a stack that cannot serve https, --tls-resume outside 0..1, tls.* settings without --tls."""
-    from ..errors import Problems
-    from ..lab.model import TLS_PART
-    from ..lab.render import no_https
-    from ..load.target import make_target
+    from ..experiment.variants import TlsAsked, tls_problems
 
-    p = Problems()
-    tls, resume = bool(setup.https.tls), setup.https.tls_resume or 0.0
-    if tls and not stack.serves_https:
-        p.add(no_https(stack))
-    p.attempt(lambda: make_target("https://127.0.0.1/", resolve=False, tls_resume=resume))
-    if not tls:
-        p.extend(f"setting {k}: {stack.name} runs plain http; add --tls" for k in overrides
-                 if k.split(".", 1)[0] == TLS_PART)
-    return p.messages
+    return tls_problems([TlsAsked(stack.name, stack, bool(setup.tls.tls))], setup.tls.tls_resume or 0.0,
+                        tuple(overrides))
 
 
 def _run_ca(chosen: _Chosen, setup: SetupFlags) -> RunCA | None:
@@ -254,7 +244,7 @@ def _run_ca(chosen: _Chosen, setup: SetupFlags) -> RunCA | None:
 
     from ..lab.certs import RunCA
 
-    if not setup.https.tls:
+    if not setup.tls.tls:
         return None
     return RunCA(Path(tempfile.mkdtemp(prefix=f"loadcmp-up-{chosen.stack.name}-")))
 
@@ -291,7 +281,8 @@ def _say_up(chosen: _Chosen, dep: Deployment, pages: dict[str, str]) -> None:
     click.echo(dep.url)
     if dep.plan.cafile:
         err.print(f"https, its certificate ({dep.plan.tls.key_type if dep.plan.tls else ''}) issued by the CA in "
-                  f"{dep.plan.cafile} (e.g. curl --cacert {dep.plan.cafile} {dep.url})", markup=False, highlight=False)
+                  f"{dep.plan.cafile} (e.g. curl --cacert {dep.plan.cafile} {dep.url}); `loadcmp down` leaves "
+                  f"that folder: remove it when done", markup=False, highlight=False)
     err.print(f"{chosen.stack.name} is up ({', '.join(dep.container_names)}); status: "
               + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
     for kind, why in dep.unmeasured.items():

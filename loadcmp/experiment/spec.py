@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
-from ..lab.model import TLS_PART
-from ..lab.render import no_https
 from ..lab.stacks import Catalog
 from . import apps, variants
 from .filekeys import FIELD_OF, KEYS, convert
@@ -23,7 +21,6 @@ from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
-from ..load.target import make_target
 from ..units import parse_cluster, parse_cpus
 
 
@@ -291,24 +288,10 @@ def validate(spec: RunSpec) -> RunSpec:
 
 
 def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:
-    """--tls asked of a stack that cannot serve https, a share to resume outside 0..1, and TLS settings or
-    a share to resume where no server runs https."""
-    p = Problems()
-    https = [v for v in servers if spec.tls_for(v.label)]
-    for v in https:
-        if not cat.get(v.stack).serves_https:
-            p.add(f"{v.label}: {no_https(cat.get(v.stack))}" if v.label != v.stack else no_https(cat.get(v.stack)))
-    p.attempt(lambda: make_target("https://127.0.0.1/", resolve=False, tls_resume=spec.tls_resume))
-    if servers and not https:
-        p.extend(f"setting {k}: no server runs https; add --tls (tls = true)" for k in spec.settings
-                 if k.split(".", 1)[0] == TLS_PART)
-        if spec.tls_resume:
-            p.add(f"--tls-resume {spec.tls_resume:g}: no server runs https; add --tls (tls = true)")
-    for label, values in spec.variant_settings.items():
-        if label in {v.label for v in servers} and not spec.tls_for(label):
-            p.extend(f"setting {label}:{k}: {label} does not run https; add --tls (or tls = true in "
-                     f"[variants.{label}])" for k in values if k.split(".", 1)[0] == TLS_PART)
-    return p.messages
+    """The https problems of these labels (`render.tls_problems`): each label's own --tls and settings."""
+    asked = [variants.TlsAsked(v.label, cat.get(v.stack), spec.tls_for(v.label),
+                      tuple(spec.variant_settings.get(v.label, {}))) for v in servers]
+    return variants.tls_problems(asked, spec.tls_resume, tuple(spec.settings))
 
 
 def _check_numbers(p: Problems, spec: RunSpec) -> None:

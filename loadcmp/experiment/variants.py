@@ -9,6 +9,9 @@ A run names its servers by label. A label is either a stack's own name
     stack = "nginx"
     set = { "nginx.worker_connections" = 20000 }
 
+Each label runs https or not (`--tls`, `[variants.LABEL] tls`): `tls_problems` checks it for run specs and
+`up` in one wording.
+
 `--set KEY=VALUE` applies to every chosen server whose stack has KEY's section;
 `--set LABEL:KEY=VALUE` to that label only. A setting that no chosen server can
 take is refused before anything starts: silently ignoring it would run an
@@ -18,13 +21,16 @@ experiment other than the one asked for.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
 from ..lab import apps, ownconfig, render
+from ..lab.model import TLS_PART, Stack
+from ..lab.render import no_https
 from ..lab.stacks import Catalog
+from ..load.target import resume_share_error
 from ..errors import ConfigError, Problems, UsageError
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -195,3 +201,36 @@ def own_config_errors(configs: list[ownconfig.OwnConfig], chosen: Mapping[str, s
                          "there" for k in label_settings.get(label, {}) if k.split(".")[0] in gone]
         errors += problems
     return errors
+
+
+@dataclass(frozen=True)
+class TlsAsked:
+    """What a command asks of one server label about https: whether it runs it, and its own `tls.*` settings."""
+
+    label: str
+    stack: Stack
+    https: bool
+    own_settings: tuple[str, ...] = ()
+    """The `tls.*` settings given to this label alone (a variant's); said as `label:key`."""
+
+
+def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[str] = ()) -> list[str]:
+    """Every https problem of a run or `up`, in one wording: --tls of a stack that cannot serve https, a share
+    to resume outside 0..1, and `tls.*` settings (`settings`: given to every label) or a share to resume where
+    no server runs https."""
+    p = Problems()
+    for s in servers:
+        if s.https and not s.stack.serves_https:
+            p.add(no_https(s.stack) if s.label == s.stack.name else f"{s.label}: {no_https(s.stack)}")
+    if (wrong := resume_share_error(resume)) is not None:
+        p.add(wrong)
+    if servers and not any(s.https for s in servers):
+        p.extend(f"setting {k}: no server runs https; add --tls (tls = true)" for k in settings
+                 if k.split(".", 1)[0] == TLS_PART)
+        if resume:
+            p.add(f"--tls-resume {resume:g}: no server runs https; add --tls (tls = true)")
+    for s in servers:
+        if not s.https:
+            p.extend(f"setting {s.label}:{k}: {s.label} does not run https; add --tls (or tls = true in "
+                     f"[variants.{s.label}])" for k in s.own_settings if k.split(".", 1)[0] == TLS_PART)
+    return p.messages

@@ -83,8 +83,10 @@ def key_type_of(der: bytes) -> str:
 class RunCA:
     """The run's certificate authority: made once, it issues one server certificate per key type."""
 
-    def __init__(self, folder: Path) -> None:
-        """Make the CA and write its certificate to `folder`/tls/ca.pem (the results folder)."""
+    def __init__(self, folder: Path, keep: bool = False) -> None:
+        """Make the CA and write its certificate to `folder`/tls/ca.pem (the results folder); `keep` (a resumed
+        run): a ca.pem already there is kept and this CA added to it, so the file verifies the earlier trials'
+        certificates and the new ones (the CA's key is never stored, so a resumed run cannot reuse the CA)."""
         self._key = ec.generate_private_key(ec.SECP256R1())
         name = x509.Name([x509.NameAttribute(NameOID.ORGANIZATION_NAME, "loadcmp"),
                           x509.NameAttribute(NameOID.COMMON_NAME, "loadcmp run CA")])
@@ -102,21 +104,34 @@ class RunCA:
         )
         path = folder / CA_FILE
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(self.cert.public_bytes(serialization.Encoding.PEM))
+        kept = path.read_bytes() if keep and path.is_file() else b""
+        path.write_bytes(kept + self.cert.public_bytes(serialization.Encoding.PEM))
         self.cafile = str(path.resolve())
-        self._issued: dict[str, Issued] = {}
+        self._issued: dict[tuple[str, tuple[str, ...]], Issued] = {}
 
-    def issue(self, key_type: str) -> Issued:
-        """The server certificate for 127.0.0.1 and localhost with a key of `key_type` (made once per type)."""
-        if key_type not in self._issued:
-            self._issued[key_type] = self._make(key_type)
-        return self._issued[key_type]
+    def issue(self, key_type: str, hosts: tuple[str, ...] = ()) -> Issued:
+        """The server certificate for 127.0.0.1 and localhost, and for `hosts` (another engine's address and
+        name, where the clients connect), with a key of `key_type` (made once per type and hosts)."""
+        if (key_type, hosts) not in self._issued:
+            self._issued[(key_type, hosts)] = self._make(key_type, hosts)
+        return self._issued[(key_type, hosts)]
 
-    def _make(self, key_type: str) -> Issued:
+    def for_hosts(self, *hosts: str) -> HostIssuer:
+        """This CA issuing for these hosts too (`planning.plan_deployment` on another machine's engine)."""
+        return HostIssuer(self, tuple(dict.fromkeys(h for h in hosts if h)))
+
+    def _make(self, key_type: str, hosts: tuple[str, ...] = ()) -> Issued:
         key = new_key(key_type)
         now = datetime.datetime.now(datetime.timezone.utc)
         names: list[x509.GeneralName] = [x509.DNSName(n) for n in NAMES]
         names += [x509.IPAddress(ipaddress.ip_address(a)) for a in ADDRESSES]
+        for h in hosts:
+            if h in NAMES or h in ADDRESSES:
+                continue
+            try:
+                names.append(x509.IPAddress(ipaddress.ip_address(h)))
+            except ValueError:
+                names.append(x509.DNSName(h))
         cert = (
             x509.CertificateBuilder()
             .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, NAMES[0])]))
@@ -132,3 +147,15 @@ class RunCA:
         key_pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
                                     serialization.NoEncryption())
         return Issued(key_type, cert.public_bytes(serialization.Encoding.PEM), key_pem, self.cafile)
+
+
+@dataclass(frozen=True)
+class HostIssuer:
+    """The run's CA issuing for a host beside loopback: the clients of another machine's engine connect to
+    its address, so the certificate names it (else every handshake fails to verify)."""
+
+    ca: RunCA
+    hosts: tuple[str, ...]
+
+    def issue(self, key_type: str) -> Issued:
+        return self.ca.issue(key_type, self.hosts)

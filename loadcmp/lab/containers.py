@@ -10,6 +10,7 @@ leftovers when it ends, and `loadcmp down` removes any by label (`cleanup`).
 from __future__ import annotations
 
 import math
+import ssl
 import time
 import uuid
 from collections.abc import Iterator
@@ -305,6 +306,9 @@ def _wait_ready(dep: Deployment, container: Container, port: int, timeout: float
             if status == 200 or (dep.plan.www or dep.plan.own) and status < 500:  # theirs may have no index.html
                 return
             last = f"HTTP {status}"
+        except ssl.SSLCertVerificationError as e:  # answered, with a certificate the clients refuse: no retry helps
+            raise ServerStartError(f"{dep.stack.name}: the certificate on {dep.host.address}:{port} did not verify "
+                                   f"against the run's CA ({e.verify_message})") from None
         except OSError as e:
             last = type(e).__name__
         time.sleep(0.1)

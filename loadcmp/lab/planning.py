@@ -8,9 +8,11 @@ import socket
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
+from urllib.parse import urlsplit
 from typing import Any
 
 from . import render
+from .certs import ADDRESSES, RunCA
 from .dockerhost import DockerHost
 from .model import App, Stack
 from .ownconfig import OwnConfig, front_port
@@ -66,6 +68,8 @@ def plan_deployment(stack: Stack, *, port: int | None = None, cpus: str | None =
     for role in stack.roles:
         while role.name not in ports or list(ports.values()).count(ports[role.name]) > 1:  # (random) ports differ
             ports[role.name] = free_port(host)
+    if isinstance(tls, RunCA) and host.address not in ADDRESSES:  # the clients connect to the engine's address
+        tls = tls.for_hosts(host.address, urlsplit(host.url or "").hostname or "")
     plan = render.render_plan(stack, overrides or {}, ports, bind=host.bind, nofile=host.nofile, www=www, own=own,
                               app=app, tls=tls)
     return replace(plan, cpus=cpus, memory=memory)

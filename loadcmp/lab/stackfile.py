@@ -20,8 +20,8 @@ from typing import Any
 
 from ..errors import ConfigError, Problems
 from . import render, rules
-from .certs import STAND_IN
-from .model import Cause, Check, Image, Role, Stack, configs_dir, project_root
+from .certs import KEY_TYPES, STAND_IN
+from .model import TLS_PART, Cause, Check, Image, Role, Stack, configs_dir, project_root
 from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
@@ -152,6 +152,7 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
     _check_causes(p, path, text, stack, causes, every_role=len(roles) == len(roles_raw))
     _check_busy(p, path, text, stack, doc, unread)
+    _check_key_types(p, path, stack)
     stack = replace(stack, checks=tuple(checks), causes=tuple(causes),
                     roles=tuple(_with_versions(r, reader.versions) for r in roles))
     if not p:
@@ -299,6 +300,17 @@ def _check(p: Problems, path: Path, text: str, c: dict[str, Any], stack: Stack) 
               f"stack {stack.name} (are its parts listed?)")
         return None
     return Check(rule, tree, says)
+
+
+def _check_key_types(p: Problems, path: Path, stack: Stack) -> None:
+    """`tls.key` may offer only key types loadcmp can issue (`certs.KEY_TYPES`): found now, not after the
+    images are built."""
+    tunable = stack.tunables.get(f"{TLS_PART}.key")
+    if tunable is None or tunable.choices is None:
+        return
+    if beyond := [c for c in tunable.choices if c not in KEY_TYPES]:
+        p.at(path, None, None, f"{TLS_PART}.key: loadcmp cannot issue {', '.join(map(repr, beyond))} certificates "
+                               f"(it makes {', '.join(KEY_TYPES)})")
 
 
 def _try_render(p: Problems, stack: Stack) -> None:

@@ -100,7 +100,12 @@ def make_target(
     data = body.encode() if isinstance(body, str) else (body or b"")
     if insecure and parts.scheme != "https":
         raise UsageError(f"--insecure is for https URLs; {url} is plain http")
-    if not 0.0 <= tls_resume <= 1.0:
-        raise UsageError(f"--tls-resume must be between 0 and 1, not {tls_resume:g}")
+    if (wrong := resume_share_error(tls_resume)) is not None:
+        raise UsageError(wrong)
     return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure, cafile,
                   tls_resume)
+
+
+def resume_share_error(share: float) -> str | None:
+    """--tls-resume outside 0..1, in one line; None: a share."""
+    return None if 0.0 <= share <= 1.0 else f"--tls-resume must be between 0 and 1, not {share:g}"

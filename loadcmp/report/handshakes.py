@@ -14,6 +14,7 @@ from typing import Any
 
 from ..records import TrialRecord
 from ..store.reader import ClientBound, tls_of
+from ..store.handshakes import handshake_rate
 
 
 SAME = 1.1
@@ -35,7 +36,7 @@ def errors_said(trials: list[TrialRecord]) -> str:
     return ", ".join(f"{_per_trial(n, len(trials))} {why}" for why, n in reasons.most_common() if n)
 
 
-def tls_errors(trials: list[TrialRecord]) -> float:
+def tls_errors_per_trial(trials: list[TrialRecord]) -> float:
     """The mean `tls_error` failures per trial of a cell."""
     counts = [(r["failures"].get("tls_error", 0)) for t in trials if (r := t.get("result"))]
     return sum(counts) / len(counts) if counts else 0.0
@@ -83,7 +84,7 @@ def facts(trials: list[TrialRecord]) -> dict[str, Any] | None:
     def common(key: str) -> str:
         return Counter(str(tls.get(key, "")) for tls, _ in got).most_common(1)[0][0]
 
-    rate = sum((tls["full"] + tls["resumed"]) / r["duration_s"] for tls, r in got if r["duration_s"]) / n
+    rate = sum(handshake_rate(t) or 0.0 for t in trials if tls_of(t) is not None and t.get("result")) / n
     return {"version": common("version"), "cipher": common("cipher"), "alpn": common("alpn"),
             "full": round(full / n, 1), "resumed": round(resumed / n, 1), "handshakes_per_s": round(rate, 1),
             "resumed_share": round(resumed / (full + resumed), 4) if full + resumed else None,

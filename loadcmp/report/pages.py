@@ -132,9 +132,11 @@ def html_page(r: Report) -> str:
     else:
         parts.append(_table_html(r.header, r.rows))
     parts.append(f"<p><small class='legend'>{_e(r.legend)}</small></p>")
-    if r.tls[1]:
-        parts.append("<h2>TLS handshakes</h2>" + _table_html([("", h) for h in r.tls[0]], r.tls[1]))
-        parts.append(f"<p><small class='legend'>{_e(TLS_LEGEND)}</small></p>")
+    if r.tls[1] or r.tls_lines:  # the primer's facts whenever the run used TLS; the table when it has rows
+        parts.append("<h2>TLS handshakes</h2>")
+        if r.tls[1]:
+            parts.append(_table_html([("", h) for h in r.tls[0]], r.tls[1]))
+            parts.append(f"<p><small class='legend'>{_e(TLS_LEGEND)}</small></p>")
         parts.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in r.tls_lines) + "</ul>")
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
@@ -184,9 +186,11 @@ def markdown(r: Report) -> str:
     table = (_md_table(*long_form(r.header, r.rows, r.data.servers)) if len(r.data.servers) > 2
              else _md_table([f"{g} {w}".strip() for g, w in r.header], r.rows))
     parts += ["## Summary (Table 1)", "", table, "", f"*{r.legend}*", ""]
-    if r.tls[1]:
-        parts += ["## TLS handshakes", "", _md_table(*r.tls), "", f"*{TLS_LEGEND}*", ""] + [
-            f"- {x}" for x in r.tls_lines] + [""]
+    if r.tls[1] or r.tls_lines:  # the primer's facts whenever the run used TLS; the table when it has rows
+        parts += ["## TLS handshakes", ""]
+        if r.tls[1]:
+            parts += [_md_table(*r.tls), "", f"*{TLS_LEGEND}*", ""]
+        parts += [f"- {x}" for x in r.tls_lines] + [""]
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]

@@ -12,7 +12,8 @@ from collections import Counter
 
 from ..records import ServerTls, TrialRecord
 from ..store.reader import Results, metrics_of, spec_tls, tls_of
-from .handshakes import errors_said, tls_errors
+from ..store.handshakes import handshake_rate
+from .handshakes import errors_said, tls_errors_per_trial
 from .tables import CLIENT_BOUND_MARK, Estimate, cell_estimate
 
 HEADER = ["clients", "server", "handshakes/s", "resumed", "handshakes/s per core", "handshake ms", "tls_error"]
@@ -24,11 +25,8 @@ LEGEND = ("handshakes/s: the TLS handshakes the server completed per second of t
 
 
 def _rate(t: TrialRecord) -> float | None:
-    """A trial's handshakes per second of its window."""
-    tls, r = tls_of(t), t.get("result")
-    if tls is None or not r or not r["duration_s"]:
-        return None
-    return (tls["full"] + tls["resumed"]) / r["duration_s"]
+    """A trial's handshakes per second of its window (`store.handshakes.handshake_rate`)."""
+    return handshake_rate(t)
 
 
 def _per_core(t: TrialRecord) -> float | None:
@@ -59,7 +57,7 @@ def tls_rows(data: Results) -> tuple[list[str], list[list[str]]]:
             if not any(tls_of(t) for t in cell):
                 continue
             ms = Estimate.of([v for t in cell if (v := _handshake_ms(t)) is not None], skewed=True)
-            errors = tls_errors(cell)
+            errors = tls_errors_per_trial(cell)
             rate = cell_estimate(data, s, level, _rate).text()
             if data.client_bound(s, level) is not None:  # the client's limit: the server completed at least this
                 rate = f"≥ {rate}{CLIENT_BOUND_MARK}"
@@ -110,7 +108,7 @@ def tls_lines(data: Results) -> list[str]:
     for level in data.levels:
         for s in data.servers:
             cell = data.cell(s, level)
-            if errors := tls_errors(cell):
+            if errors := tls_errors_per_trial(cell):
                 why = errors_said(cell)
                 out.append(f"{s} at {level:,} clients: {errors:,.0f} tls_error per trial"
                            + (f" ({why})" if why else "") + ".")

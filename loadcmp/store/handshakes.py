@@ -13,6 +13,15 @@ from typing import Any, cast
 from ..records import SpecDoc, TlsFacts, TrialRecord
 
 
+def handshake_rate(trial: TrialRecord) -> float | None:
+    """A trial's TLS handshakes (full and resumed) per second of its window; None over plain http or with no
+    window."""
+    tls, r = tls_of(trial), trial.get("result")
+    if tls is None or not r or not r["duration_s"]:
+        return None
+    return (tls["full"] + tls["resumed"]) / r["duration_s"]
+
+
 def tls_of(trial: TrialRecord) -> TlsFacts | None:
     """A trial's TLS facts: its own `tls`, else its result's (as a bench stores it); None over plain http and
     for results stored before https was measured."""

@@ -28,7 +28,7 @@ import pandas as pd
 from .handshakes import tls_of
 from ..errors import StoreError, UsageError
 from ..records import (CapacityDoc, FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunKind, RunStatus,
-                       ServerInfo, SpecDoc, TrialRecord, TrialStatus, TuneDoc)
+                       ServerInfo, ServerTls, SpecDoc, TrialRecord, TrialStatus, TuneDoc)
 
 FORMAT = 1
 """Bumped when the folder's layout changes; older folders are refused clearly."""
@@ -139,6 +139,15 @@ class RunWriter:
         if label in self.run["servers"]:
             return
         self.run["servers"][label] = info
+        self.flush()
+
+    def add_server_tls(self, label: str, seen: ServerTls) -> None:
+        """Add what a stored label's TLS handshake gave, once: its set-up is stored before the handshake, so
+        a label whose handshake fails keeps its configs, versions and images."""
+        info = self.run["servers"].get(label)
+        if info is None or "tls" in info:
+            return
+        info["tls"] = seen
         self.flush()
 
     def add_trial(self, trial: TrialRecord, timeline: list[Row], server: list[Row]) -> None:

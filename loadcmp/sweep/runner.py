@@ -141,7 +141,7 @@ def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: di
     else:
         writer = RunWriter.create(spec.out, name, doc)
     # --tls: the run's CA, its certificate beside the results (tls/ca.pem) for the user's own clients
-    ca = RunCA(writer.path) if any(spec.tls_for(label) for label in spec.servers) else None
+    ca = RunCA(writer.path, keep=reopen is not None) if any(spec.tls_for(label) for label in spec.servers) else None
     writer.watch = progress.stored
     if progress.stored is not None:
         progress.stored(writer, [], [])

@@ -2,8 +2,9 @@
 
     plan_trial        spec + stack -> a DeploymentPlan (settings, ports, rendered configs; --tls: its certificate)
     start             the plan -> a running Deployment (or the reused one)
-    handshake         --tls: one handshake, checked: version, cipher, ALPN, the chain (`loadcmp.sweep.primer`)
-    describe_server   the label's set-up into run.json, once: configs, versions, images, the handshake
+    describe_server   the label's set-up into run.json, once: configs, versions, images
+    handshake         --tls: one handshake, checked: version, cipher, ALPN, the chain (`loadcmp.sweep.primer`),
+                      its facts added to the label's set-up
     prime             a few requests: the page must be the page expected (`loadcmp.sweep.primer`)
     measure           warm-up, then the measured window, the server sampled at 1 Hz
     collect_evidence  Docker's container state, the server's figures, what the servers logged
@@ -38,7 +39,7 @@ from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, prime
-from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, ServerTls, TrialRecord,
+from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord,
                        TrialStatus)
 from ..experiment.spec import RunSpec
 from ..experiment.apps import overrides_for, stack_for
@@ -154,8 +155,10 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
         if sweep.stopper.requested:
             return None
         try:
+            describe_server(sweep, p, dep)
             seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0)
-            describe_server(sweep, p, dep, seen)
+            if seen is not None:
+                sweep.writer.add_server_tls(p.label, seen)
             prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
@@ -191,9 +194,9 @@ def start(sweep: Sweep, plan: render.DeploymentPlan) -> tuple[Deployment, float]
     return dep, round(now() - t0, 3)
 
 
-def describe_server(sweep: Sweep, p: Planned, dep: Deployment, seen: ServerTls | None = None) -> None:
-    """Store a label's set-up the first time it runs: configs, versions, images, limits, what its TLS
-    handshake gave (`seen`)."""
+def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
+    """Store a label's set-up the first time it runs: configs, versions, images, limits (what its TLS
+    handshake gave is added after it, `RunWriter.add_server_tls`)."""
     if sweep.writer.has_server(p.label):
         return
     stack = dep.stack
@@ -205,8 +208,6 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment, seen: ServerTls |
         info["busy_limit"] = stack.busy_limit
     if dep.plan.app:
         info["app"] = dep.plan.app.name
-    if seen is not None:
-        info["tls"] = seen
     if dep.plan.own:
         info["own_configs"] = dep.plan.own
         info["unmeasured"] = unmeasured(stack, dep.unmeasured) + [g.words() for g in ownlogs.unreadable(dep)]

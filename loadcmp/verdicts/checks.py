@@ -146,16 +146,16 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
 def _tls_measure(metric: str, trials: list[TrialRecord]) -> float | None:
     """A TLS metric over trials (their TLS facts, `store.handshakes`): the mean handshakes per second (per
     core of the server CPU each used), or the resumed share of all their handshakes; None over plain http."""
+    from ..store.handshakes import handshake_rate
     from ..store.reader import metrics_of, tls_of
 
     rates: list[float] = []
     full = resumed = 0
     for t in trials:
-        tls, r = tls_of(t), t["result"]
-        if tls is None or not r["duration_s"]:
+        tls, rate = tls_of(t), handshake_rate(t)
+        if tls is None or rate is None:
             continue
         full, resumed = full + tls["full"], resumed + tls["resumed"]
-        rate = (tls["full"] + tls["resumed"]) / r["duration_s"]
         cpu = metrics_of(t).get("cpu_pct")
         if metric == "handshakes":
             rates.append(rate)

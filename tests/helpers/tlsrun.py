@@ -2,7 +2,7 @@
 trials, with the TLS facts an https run stores laid over them, so the report's https section has a
 snapshot before an https run is checked in.
 
-    python -m tests.helpers.tlsrun      # writes tests/fixtures/run-tls (again)
+    python -m tests.helpers.tlsrun      # writes tests/fixtures/run-tls and run-tls-primed (again)
 
 What is laid over: the spec's `tls` and `tls_resume` (0.5); each label's primed handshake (run.json's
 `servers.LABEL.tls`); each trial's `tls` (a handshake per request, as without keep-alive, about half of them
@@ -10,6 +10,9 @@ resumed), a `handshake` phase, https URLs; apache-prefork's trials at 200 client
 `tls_error` (with reasons, ok + failed + unfinished == started kept), and nginx's at 200 clients are
 client-bound with the client's CPU per request an https load of new connections costs. The per-second
 tables stay the plain run's.
+
+tests/fixtures/run-tls-primed has the spec's `tls` and each label's primed handshake only (https URLs, no
+trial's TLS facts): the report prints the primer's facts without an empty table.
 """
 
 from __future__ import annotations
@@ -65,19 +68,23 @@ def _with_tls(t: dict[str, Any]) -> None:
     r["url"] = r["url"].replace("http://", "https://")
 
 
-def make(src: Path = FIXTURES / "run-2x3x2", dst: Path = FIXTURES / "run-tls") -> Path:
-    """`dst` made from `src` (replaced if there)."""
+def make(src: Path = FIXTURES / "run-2x3x2", dst: Path = FIXTURES / "run-tls", primed_only: bool = False) -> Path:
+    """`dst` made from `src` (replaced if there); `primed_only`: the labels' primed handshakes, no trial's
+    TLS facts."""
     if dst.exists():
         shutil.rmtree(dst)
     shutil.copytree(src, dst)
     run = json.loads((dst / "run.json").read_text())
-    run["name"] = run["spec"]["name"] = "fixture-tls"
-    run["description"] = "run-2x3x2 with an https run's TLS facts laid over it (tests/helpers/tlsrun.py)"
-    run["spec"].update(tls=True, tls_resume=0.5)
+    run["name"] = run["spec"]["name"] = "fixture-tls-primed" if primed_only else "fixture-tls"
+    run["description"] = ("run-2x3x2 with an https run's primed handshakes only" if primed_only else
+                          "run-2x3x2 with an https run's TLS facts laid over it") + " (tests/helpers/tlsrun.py)"
+    run["spec"].update(tls=True, tls_resume=None if primed_only else 0.5)
     for label, info in run["servers"].items():
         info["tls"] = PRIMED[label]
     for t in run["trials"]:
-        if t.get("result"):
+        if t.get("result") and primed_only:
+            t["result"]["url"] = t["result"]["url"].replace("http://", "https://")
+        elif t.get("result"):
             _with_tls(t)
     (dst / "run.json").write_text(json.dumps(run, indent=2) + "\n")
     rows = [summary_row(t) for t in run["trials"]]
@@ -89,3 +96,4 @@ def make(src: Path = FIXTURES / "run-2x3x2", dst: Path = FIXTURES / "run-tls") -
 
 if __name__ == "__main__":
     print(make())
+    print(make(dst=FIXTURES / "run-tls-primed", primed_only=True))
