@@ -6,6 +6,7 @@ loadcmp's own loop: --tls-resume 0 and 1 in the handshake counts, every request 
 from __future__ import annotations
 
 import json
+import re
 import socket
 import ssl
 from collections.abc import Iterator
@@ -119,7 +120,7 @@ def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any) -> No
         assert res.exit_code == 0, res.output
         url = res.stdout.strip().splitlines()[0]
         assert url.startswith("https://127.0.0.1:") and url.endswith("/")
-        cafile = res.output.split("issued by the CA in ", 1)[1].split()[0]
+        cafile = re.search(r"issued by the CA in\s+(\S+)", res.output).group(1)  # rich may wrap the line
         assert cafile.endswith("/tls/ca.pem") and Path(cafile).is_file()
         ctx = ssl.create_default_context(cafile=cafile)
         assert shake(int(url.rsplit(":", 1)[1].strip("/")), ctx)[2] == "TLSv1.3"
@@ -158,21 +159,30 @@ def _run_resume(tmp_path: Path, resume: str, clients: str) -> dict[str, Any]:
     return trial["result"]
 
 
+def _shaken(result: dict[str, Any]) -> int:
+    """The least number of handshakes the window must have counted: every started request but those left
+    unfinished at its end (one of those may still have been shaking hands)."""
+    return int(result["started"] - result["unfinished"])
+
+
 def test_tls_resume_0_and_1_give_the_handshakes_asked_for(images: Any, tmp_path: Path) -> None:
     """A new connection per request: each started request is one handshake in the window. --tls-resume 0 makes
     every one full; --tls-resume 1 at one client resumes every one (the warm-up's first handshake saved the
-    session). With several clients the engine offers its latest ticket to every new connection, yet nginx
-    answers some of them with a full handshake (about 7% at 5 to 20 clients here): there the test asks for
-    the sum and for most to resume, not an exact count."""
+    session). A handshake is counted when it completes in the window, so a request started in the window's
+    last moment whose handshake had not finished (unfinished) is started but not counted. With several
+    clients the engine offers its latest ticket to every new connection, yet nginx answers some of them with
+    a full handshake (about 7% at 5 to 20 clients here): there the test asks for the sum and for most to
+    resume, not an exact count."""
     full = _run_resume(tmp_path, "0", "4")
     r = full["tls"]
-    assert r["resumed"] == 0 and r["full"] == full["started"] > 0, (r, full["started"])
+    assert r["resumed"] == 0 and 0 < _shaken(full) <= r["full"] <= full["started"], (r, full["started"])
     one = _run_resume(tmp_path, "1", "1")
     r = one["tls"]
-    assert r["full"] == 0 and r["resumed"] == one["started"] > 0, (r, one["started"])
+    assert r["full"] == 0 and 0 < _shaken(one) <= r["resumed"] <= one["started"], (r, one["started"])
     many = _run_resume(tmp_path, "1", "4")
     r = many["tls"]
-    assert r["full"] + r["resumed"] == many["started"] and r["resumed"] > 2 * r["full"], (r, many["started"])
+    assert _shaken(many) <= r["full"] + r["resumed"] <= many["started"], (r, many["started"])
+    assert r["resumed"] > 2 * r["full"], r
 
 
 def test_every_request_over_tls_is_accounted_for(images: Any, docker_client: Any, tmp_path: Path) -> None:
