@@ -29,7 +29,8 @@ def test_wordpress_on_its_database_answers_every_request_and_the_database_is_mea
         assert t["result"]["status_codes"] == {"200": t["result"]["ok"]}, t
         db = t["server_metrics"]["apart"]["db"]
         assert db["cpu_pct"] and db["mem_peak_bytes"] > 20 * 2**20, db  # MariaDB's own container
-        assert 2 <= db["peaks"]["db_connections_peak"] <= 5 + 1, db  # 5 clients, and the status's own
+        # 5 clients (5 PHP workers), the status's own, and a finished request's that MariaDB has not yet seen closed
+        assert 2 <= db["peaks"]["db_connections_peak"] <= 5 + 2, db
         assert t["server_metrics"]["limits"] == {"db_connections_peak": ["db.max_connections", 151]}
     sv = stored.server
     for col in ("db_cpu_pct", "db_mem_bytes", "db_connections", "db_slow_queries", "db_aborted_connects"):

@@ -114,18 +114,21 @@ def test_caddy_resumes_by_its_tickets(images: Any, docker_client: Any, tmp_path:
         assert resumes(port, ca)
 
 
-def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any) -> None:
+def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any, capsys: Any) -> None:
     res = CliRunner().invoke(cli, ["up", "--tls", "--server", "nginx"])
+    said = res.output + capsys.readouterr().err  # the console may hold the stderr of an earlier test's runner
     try:
         assert res.exit_code == 0, res.output
         url = res.stdout.strip().splitlines()[0]
         assert url.startswith("https://127.0.0.1:") and url.endswith("/")
-        cafile = re.search(r"issued by the CA in\s+(\S+)", res.output).group(1)  # rich may wrap the line
+        found = re.search(r"issued by the CA in\s+(\S+)", said)  # rich may wrap the line
+        assert found, said
+        cafile = found.group(1)
         assert cafile.endswith("/tls/ca.pem") and Path(cafile).is_file()
         ctx = ssl.create_default_context(cafile=cafile)
         assert shake(int(url.rsplit(":", 1)[1].strip("/")), ctx)[2] == "TLSv1.3"
     finally:
-        run_id = next((w for w in res.output.split() if w.startswith("loadcmp-")), "").split("-")
+        run_id = next((w for w in said.split() if w.startswith("loadcmp-")), "").split("-")
         down = ["down", "--run", run_id[1]] if len(run_id) > 1 else ["down"]
         CliRunner().invoke(cli, down)
 
@@ -201,4 +204,4 @@ def test_every_request_over_tls_is_accounted_for(images: Any, docker_client: Any
         doc = json.loads(res.stdout)
         assert doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"] > 0, doc
         assert doc["failed"] == 0 and doc["failures"]["tls_error"] == 0 and doc["tls_errors"] == {}, doc
-        assert doc["tls"]["full"] + doc["tls"]["resumed"] == doc["started"], doc["tls"]
+        assert _shaken(doc) <= doc["tls"]["full"] + doc["tls"]["resumed"] <= doc["started"], doc
