@@ -171,8 +171,8 @@ def test_a_load_worker_does_not_carry_pandas():
 # The layering ARCHITECTURE.md draws ("The packages and how they import"), as the test reads it.
 KERNEL = ("records", "studies", "units", "errors")
 """The shared kernel at the top of loadcmp/, in its own order: each imports only those after it."""
-LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment",), ("verdicts", "observe"),
-                                 ("report",), ("store",), ("lab",), ("load",)]
+LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("catalog", "experiment"),
+                                 ("verdicts", "observe"), ("report",), ("store",), ("lab",), ("load",)]
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
 from a neighbour on its own level (writeups, live and sweep; verdicts and observe)."""
 ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.limits",)}
