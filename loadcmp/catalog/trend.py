@@ -12,6 +12,7 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ..errors import UsageError
@@ -44,7 +45,7 @@ def _scale(metric: str) -> tuple[float, str]:
     return (MiB, "MiB") if u == "bytes" else (1.0, u)
 
 
-def _panel(ax: object, metric: str, s: Series, colour: str) -> None:
+def _panel(ax: Axes, metric: str, s: Series, colour: str) -> None:
     scale, unit = _scale(metric)
     xs = list(range(len(s.points)))
     ys = [p.value.mean / scale if p.value.mean is not None else float("nan") for p in s.points]
@@ -52,24 +53,24 @@ def _panel(ax: object, metric: str, s: Series, colour: str) -> None:
           for y, p in zip(ys, s.points, strict=True)]
     hi = [max(0.0, p.value.high / scale - y) if p.value.high is not None and p.value.mean is not None else 0.0
           for y, p in zip(ys, s.points, strict=True)]
-    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="-o", color=colour, ms=4, capsize=3, lw=1.2)  # type: ignore[attr-defined]
+    ax.errorbar(xs, ys, yerr=[lo, hi], fmt="-o", color=colour, ms=4, capsize=3, lw=1.2)
     for cp in s.change_points:
         c = CHANGE_COLOURS[cp.direction]
         x = cp.index - 0.5
-        ax.axvline(x, color=c, ls="--", lw=1.2)  # type: ignore[attr-defined]
-        ax.hlines([cp.before / scale], -0.5, x, colors=c, lw=0.8, alpha=0.6)  # type: ignore[attr-defined]
-        ax.hlines([cp.after / scale], x, len(xs) - 0.5, colors=c, lw=0.8, alpha=0.6)  # type: ignore[attr-defined]
+        ax.axvline(x, color=c, ls="--", lw=1.2)
+        ax.hlines([cp.before / scale], -0.5, x, colors=c, lw=0.8, alpha=0.6)
+        ax.hlines([cp.after / scale], x, len(xs) - 0.5, colors=c, lw=0.8, alpha=0.6)
         text = f"{cp.change * 100:+.1f} % ({cp.direction}): {differences_text(cp.differences, most=2)}"
-        ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -10),  # type: ignore[attr-defined]
+        ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -10),
                     textcoords="offset points", fontsize=8, color=c, va="top")
     names = [p.run.name or p.run.path.name for p in s.points]
     step = max(1, len(names) // 20)
-    ax.set_xticks(xs[::step])  # type: ignore[attr-defined]
-    ax.set_xticklabels([_cut(n, 24) for n in names[::step]], rotation=30, ha="right", fontsize=7)  # type: ignore[attr-defined]
-    ax.set_xlim(-0.5, max(0.5, len(xs) - 0.5))  # type: ignore[attr-defined]
-    ax.set_ylim(bottom=0)  # type: ignore[attr-defined]
-    ax.set_ylabel(f"{NAMES[metric]} ({unit})")  # type: ignore[attr-defined]
-    ax.set_title(f"{s.cell.text()}: {NAMES[metric]} over {len(xs)} runs, oldest first", fontsize=10, loc="left")  # type: ignore[attr-defined]
+    ax.set_xticks(xs[::step])
+    ax.set_xticklabels([_cut(n, 24) for n in names[::step]], rotation=30, ha="right", fontsize=7)
+    ax.set_xlim(-0.5, max(0.5, len(xs) - 0.5))
+    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"{NAMES[metric]} ({unit})")
+    ax.set_title(f"{s.cell.text()}: {NAMES[metric]} over {len(xs)} runs, oldest first", fontsize=10, loc="left")
 
 
 def _cut(text: str, most: int = 90) -> str:
