@@ -63,7 +63,7 @@ def _panel(ax: Axes, metric: str, s: Series, colour: str) -> None:
         text = f"{cp.change * 100:+.1f} % ({cp.direction}): {differences_text(cp.differences, most=2)}"
         ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -10),
                     textcoords="offset points", fontsize=8, color=c, va="top")
-    names = [p.run.name or p.run.path.name for p in s.points]
+    names = [p.run.path.name for p in s.points]
     step = max(1, len(names) // 20)
     ax.set_xticks(xs[::step])
     ax.set_xticklabels([_cut(n, 24) for n in names[::step]], rotation=30, ha="right", fontsize=7)

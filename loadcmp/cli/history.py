@@ -65,7 +65,7 @@ def show_history(h: History) -> None:
             from ..catalog.words import change_text, differences_text
 
             colour = "red" if cp.direction == "worse" else "green"
-            out.print(f"  [{colour}]change point[/{colour}] at {escape(cp.run.name or str(cp.run.path))}: "
+            out.print(f"  [{colour}]change point[/{colour}] at {escape(cp.run.path.name)}: "
                       f"{escape(change_text(h.query.metric, cp))}, p = {cp.pvalue:.3g}; set-up: "
                       f"{escape(differences_text(cp.differences, most=5))}", soft_wrap=True)
         if not s.change_points:
@@ -100,7 +100,7 @@ def series_table(metric: str, s: Series) -> Table:
             mark = f"[{colour}]▶[/{colour}]"
             change = (f"[{colour}]{number(metric, cp.before)} → {number(metric, cp.after)} "
                       f"({cp.change * 100:+.1f} %)[/{colour}]")
-        t.add_row(mark, escape(p.run.started), escape(p.run.name or p.run.path.name), plus_minus(metric, p.value),
+        t.add_row(mark, escape(p.run.started), escape(p.run.path.name), plus_minus(metric, p.value),
                   str(p.value.n), change)
     return t
 

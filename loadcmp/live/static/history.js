@@ -34,7 +34,8 @@
     const plot = el("div", "", "plot");
     box.appendChild(plot);
     const xs = s.points.map((_, i) => i);
-    const names = s.points.map((p) => p.run.name || p.run.path);
+    const base = (path) => path.split("/").pop();
+    const names = s.points.map((p) => base(p.run.path));
     const data = [xs, s.points.map((p) => scale(metric, p.value.mean)), s.points.map((p) => scale(metric, p.value.low)),
       s.points.map((p) => scale(metric, p.value.high))];
     const opts = {
@@ -49,7 +50,7 @@
     const list = el("ul", "", "change-points");
     for (const cp of s.change_points) {
       const d = cp.differences.length ? cp.differences.map(diffText).join("; ") : "no set-up difference";
-      list.appendChild(el("li", `change point at ${cp.run.name || cp.run.path}: ${fmt(scale(metric, cp.before))} → ` +
+      list.appendChild(el("li", `change point at ${base(cp.run.path)}: ${fmt(scale(metric, cp.before))} → ` +
         `${fmt(scale(metric, cp.after))} ${unit} (${(cp.change * 100).toFixed(1)} %, ${cp.direction}); set-up: ${d}`,
         `cp-${cp.direction}`));
     }
