@@ -70,7 +70,8 @@ class Catalog:
         args = [v for v in match.values() if v is not None]
         if exclude is not None:
             where.append("t.folder <> ?")
-            args.append(Path(exclude).name if Path(exclude).parent == self.root else "")
+            inside = Path(exclude).resolve().parent == self.root.resolve()
+            args.append(Path(exclude).resolve().name if inside else "")
         sql = (f"SELECT t.folder, label, stack, level, page, protocol, trial, {metric} FROM trials t "
                f"JOIN runs r USING (folder) WHERE r.state IN {MEASURED} {''.join(' AND ' + w for w in where)} "
                "ORDER BY r.sort_key, t.folder, label, level, page, protocol, trial")

@@ -141,6 +141,7 @@ class ChangePoint:
     pvalue: float
     direction: Literal["better", "worse"]
     differences: list[Difference]  #: set-up at this run against the run before it
+    metric: str = ""  #: the metric that changed (one of METRICS)
 
 
 @dataclass(frozen=True)

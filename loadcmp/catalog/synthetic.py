@@ -88,9 +88,7 @@ def run_doc(i: int, plan: Plan, stepped: bool, step: float, rng: random.Random) 
     value = plan.after if stepped else plan.before
     factor = {m: 1.0 for m in ("rps", "p99", "cpu_per_request", "mem_peak")}
     if stepped:
-        factor[plan.metric] = 1 + step
-        if plan.metric == "rps":
-            factor["p99"] = 1 / (1 + step)  # a closed loop: fewer req/s, longer waits
+        factor[plan.metric] = 1 + step  # a step in req/s moves the latency too: a closed loop's wait is level / req/s
     trials = [_trial(label, level, k, plan, factor, rng)
               for k in range(1, plan.trials + 1) for level in plan.levels for label in plan.labels]
     spec = {"servers": list(plan.labels), "stacks": {x: x for x in plan.labels}, "levels": list(plan.levels),
