@@ -32,11 +32,12 @@ def history_verdicts(root: Path, run: Path, metrics: Sequence[str] = ("rps", "p9
     if have < MIN_HISTORY:
         return [], [f"--history {root}: {have} stored run(s) with this one, too little history to find a change "
                     f"point (it needs {MIN_HISTORY}); not judged"]
+    found = regressions(root, run, metrics=tuple(metrics))
     out: list[Verdict] = []
     for metric in metrics:
-        found = regressions(root, run, metrics=(metric,))
-        out += [regression_verdict(metric, cp) for cp in found]
-        if not found:
+        mine = [cp for cp in found if cp.metric == metric]
+        out += [regression_verdict(metric, cp) for cp in mine]
+        if not mine:
             out.append(Verdict("history", f"{metric}: no change point for the worse", None, "-", True,
                                f"{NAMES[metric]}: this run is no change point for the worse against {have - 1} "
                                "stored runs", "history"))

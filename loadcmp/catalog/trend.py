@@ -61,15 +61,16 @@ def _panel(ax: Axes, metric: str, s: Series, colour: str) -> None:
         ax.hlines([cp.before / scale], -0.5, x, colors=c, lw=0.8, alpha=0.6)
         ax.hlines([cp.after / scale], x, len(xs) - 0.5, colors=c, lw=0.8, alpha=0.6)
         text = f"{cp.change * 100:+.1f} % ({cp.direction}): {differences_text(cp.differences, most=2)}"
-        ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(3, -10),
-                    textcoords="offset points", fontsize=8, color=c, va="top")
+        right = x > len(xs) / 2  # the words on the side with room
+        ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if right else 3, -10),
+                    textcoords="offset points", fontsize=8, color=c, va="top", ha="right" if right else "left")
     names = [p.run.path.name for p in s.points]
     step = max(1, len(names) // 20)
     ax.set_xticks(xs[::step])
     ax.set_xticklabels([_cut(n, 24) for n in names[::step]], rotation=30, ha="right", fontsize=7)
     ax.set_xlim(-0.5, max(0.5, len(xs) - 0.5))
     ax.set_ylim(bottom=0)
-    ax.set_ylabel(f"{NAMES[metric]} ({unit})")
+    ax.set_ylabel(NAMES[metric] if unit == NAMES[metric] else f"{NAMES[metric]} ({unit})")
     ax.set_title(f"{s.cell.text()}: {NAMES[metric]} over {len(xs)} runs, oldest first", fontsize=10, loc="left")
 
 
