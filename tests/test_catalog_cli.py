@@ -180,3 +180,83 @@ def test_serve_compares_and_follows_synthetic_runs(tmp_path):
     assert s1 == 200 and json.loads(cmp)["rows"][0]["deltas"][0]["verdict"] == "worse"
     assert s2 == 200 and json.loads(hist)["series"][0]["change_points"][0]["index"] == 4
     assert s3 == 200 and "fpm.max_children 8 → 4" in page
+
+
+def test_smoke_history_through_the_command_exits_3_and_names_the_change(tmp_path, monkeypatch):
+    """`smoke --history` as CI runs it, its sweep replaced by a synthetic run stored beside the history: a run
+    30 % slower than the 7 before it fails (exit 3) and the JUnit XML and the summary say why."""
+    import random
+    import types
+
+    import loadcmp.cli.smoke as smoke_cli
+    from loadcmp.catalog.synthetic import run_doc, write_run
+
+    root = tmp_path / "results"
+    make_runs(root, 7)
+
+    def stored_run(spec, **kw):
+        folder = write_run(root / "run-00007", run_doc(7, Plan(), True, -0.3, random.Random(7)))
+        return types.SimpleNamespace(path=str(folder), status="complete", signum=None, problems=[])
+
+    monkeypatch.setattr(smoke_cli, "sweep", stored_run)
+    junit, summary = tmp_path / "junit.xml", tmp_path / "summary.md"
+    code, out, err = loadcmp("smoke", "--server", "nginx", "--check", "failed_rate<1%", "--out", root,
+                             "--history", root, "--junit", junit, "--summary", summary)
+    assert code == 3, (out, err)
+    assert "rps history (change point)" in out and "FAIL" in out
+    failures = ET.parse(junit).findall(".//failure")
+    assert any("req/s changed for the worse" in (f.get("message") or "") and "fpm.max_children 8 → 4"
+               in (f.get("message") or "") for f in failures)
+    assert "**rps history (change point)**" in summary.read_text()
+
+
+def test_smoke_history_with_too_little_history_says_so_and_passes(tmp_path, monkeypatch):
+    import types
+
+    import loadcmp.cli.smoke as smoke_cli
+
+    root = tmp_path / "results"
+    (run,) = make_runs(root, 1)
+    monkeypatch.setattr(smoke_cli, "sweep", lambda spec, **kw: types.SimpleNamespace(
+        path=str(run), status="complete", signum=None, problems=[]))
+    code, out, err = loadcmp("smoke", "--server", "nginx", "--check", "failed_rate<1%", "--out", root,
+                             "--history", root)
+    assert code == 0, (out, err)
+    assert "too little history" in err and err.count("too little history") == 1
+
+
+def test_the_history_page_draws_the_series_and_marks_the_change_in_chromium(tmp_path):
+    """`serve`'s history page in Debian's Chromium (as tests/test_live.py drives it): one uPlot chart whose points
+    are /api/history's, the change point listed with the setting, the folders without a point named."""
+    import socket
+
+    from playwright.sync_api import sync_playwright
+
+    from loadcmp.catalog.history import history
+    from loadcmp.catalog.model import HistoryQuery
+    from loadcmp.live.replay import serve_routes
+    from loadcmp.live.server import LiveServer
+
+    root = tmp_path / "r"
+    make_runs(root, 8, step_at=4, step=-0.3, abandoned=1)
+    want = [p.value.mean for p in history(root, HistoryQuery("rps")).series[0].points]
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    problems: list[str] = []
+    with LiveServer(None, port, routes=serve_routes(root, None, port)) as server, sync_playwright() as p:
+        b = p.chromium.launch(executable_path="/usr/bin/chromium", args=["--no-sandbox", "--disable-gpu"])
+        try:
+            page = b.new_page()
+            page.on("pageerror", lambda e: problems.append(str(e)))
+            page.goto(server.url + "history?metric=rps")
+            page.wait_for_selector(".plot canvas", timeout=30_000)
+            drawn = page.evaluate("() => window.loadcmpHistory.map(u => Array.from(u.data[1]))")
+            listed = page.inner_text(".change-points")
+            unread = page.inner_text("#unread")
+        finally:
+            b.close()
+    assert not problems, problems
+    assert drawn == [pytest.approx(want)]
+    assert "change point at run-00004" in listed and "fpm.max_children 8 → 4" in listed and "worse" in listed
+    assert "abandoned-000: abandoned" in unread

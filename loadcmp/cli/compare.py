@@ -69,7 +69,7 @@ def show_differences(diffs: list[Difference], full_diff: bool) -> None:
     cut = False
     for d in diffs:
         out.print(f"  {d.kind:8} {escape(difference_text(d))}", soft_wrap=True)
-        lines = d.diff.splitlines()
+        lines = [x for x in d.diff.splitlines() if not x.startswith(("--- a/", "+++ b/"))]  # the file is named above
         shown = lines if full_diff else lines[:DIFF_LINES]
         for line in shown:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"

@@ -46,7 +46,7 @@
         { label: "95 % low", stroke: "#1f77b480", dash: [4, 4] }, { label: "95 % high", stroke: "#1f77b480", dash: [4, 4] }],
       hooks: { draw: [changeLines(s.change_points)] },
     };
-    new uPlot(opts, data, plot);
+    window.loadcmpHistory.push(new uPlot(opts, data, plot));
     const list = el("ul", "", "change-points");
     for (const cp of s.change_points) {
       const d = cp.differences.length ? cp.differences.map(diffText).join("; ") : "no set-up difference";
@@ -57,6 +57,8 @@
     if (!s.change_points.length) list.appendChild(el("li", "no change point"));
     box.appendChild(list);
   }
+
+  window.loadcmpHistory = [];  // the charts drawn, for whoever checks them
 
   async function main() {
     const status = document.getElementById("status");
