@@ -1,7 +1,18 @@
 """The catalog of stored runs: compare two runs, follow a metric over all of them.
 
-The results folders stay the truth; the catalog reads their run.json and parquet in
-place (DuckDB) and keeps only an index that can be rebuilt at any time.
+The results folders stay the truth; the catalog reads their run.json in place (DuckDB) and
+keeps only an index that can be deleted and rebuilt at any time. Its statistics are the
+findings' (`report.tables.Estimate`, `report.compare.ratio`); its change points Apache Otava's.
+Nothing here renders: the CLI, the `serve` pages and `smoke --history` show these answers.
 
-    model.py    the typed answers (RunEntry, Comparison, History, ChangePoint ...)
+    model.py      the typed answers (RunEntry, Comparison, History, ChangePoint ...)
+    folder.py     one results folder: its state (the store's), its entry, its trials' figures
+    setup.py      what differs between two runs' set-ups (settings, configs, versions, machine ...)
+    index.py      the catalog over a results root: every folder listed, the DuckDB index in the cache
+    compare.py    two runs cell by cell: ratios, intervals, verdicts
+    history.py    a metric over every stored run, its change points; the regressions at one run
+    synthetic.py  made-up results folders (a known step, broken and abandoned ones) for tests and bench
+
+Inside the package: model <- folder <- setup, index <- compare, history; synthetic writes through
+the store alone. Importing it loads nothing heavy (DuckDB, pandas, scipy and Otava load where used).
 """
