@@ -111,3 +111,10 @@ def test_a_run_inside_the_root_counts_once_as_the_newest(tmp_path: Path):
     # an old step is no regression of the newest run
     old_step = make_runs(tmp_path / "old", 13, step_at=5, step=-0.3, seed=1)
     assert regressions(tmp_path / "old", old_step[12]) == []
+
+
+def test_a_long_history_keeps_its_one_step_and_no_noise(tmp_path: Path):
+    root = tmp_path / "r"
+    paths = make_runs(root, 150, step_at=100, step=-0.3, seed=7, plan=Plan(noise=0.03))
+    (series,) = history(root, HistoryQuery("rps")).series
+    assert [cp.run.path for cp in series.change_points] == [paths[100]]
