@@ -4,9 +4,9 @@ A metric's ratio B/A and its 95 % interval are the findings' (`report.compare.ra
 delta method on the log scale over each side's `report.tables.Estimate`). The verdict names a
 difference only when that interval excludes 1, its direction by whether the metric is better
 higher (`model.METRICS`); fewer than `report.tables.MIN_TRIALS` trials on a side is "too few
-trials", a side with no value "not measured". Where A's mean is 0 (no failures) no ratio
-exists: the two sides then differ only when their 95 % intervals do not overlap, a stricter
-test than the ratio's.
+trials", a side with no value "not measured". Where a side's mean is 0 (no failures) the
+ratio has no interval: the two sides then differ only when their 95 % intervals do not
+overlap, a stricter test than the ratio's.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def verdict(metric: str, a: Any, b: Any, low: float | None, high: float | None) 
     higher_better = METRICS[metric][1]
     if low is None or high is None:
         ia, ib = a.interval, b.interval
-        if a.mean != 0 or ia is None or ib is None or (ib[0] <= ia[1] and ia[0] <= ib[1]):
+        if ia is None or ib is None or (ib[0] <= ia[1] and ia[0] <= ib[1]):
             return "no difference"
         up = ib[0] > ia[1]
     elif low > 1 or high < 1:
