@@ -260,3 +260,13 @@ def test_the_history_page_draws_the_series_and_marks_the_change_in_chromium(tmp_
     assert drawn == [pytest.approx(want)]
     assert "change point at run-00004" in listed and "fpm.max_children 8 → 4" in listed and "worse" in listed
     assert "abandoned-000: abandoned" in unread
+
+
+def test_compare_pairs_a_tuned_label_with_the_defaults(tmp_path):
+    (a,) = make_runs(tmp_path / "defaults", 1)
+    (b,) = make_runs(tmp_path / "tuned", 1, plan=Plan(labels=("tuned",), before=40))
+    one_line_exit_2(["compare", a, b], "share no cell")
+    code, out, _ = loadcmp("compare", a, b, "--pair", "nginx=tuned")
+    assert code == 0, out
+    assert "nginx: fpm.max_children 8 → 40" in out and "│ nginx@10 /index.php (http) *" in out
+    one_line_exit_2(["compare", a, b, "--pair", "nginx"], "LABEL_A=LABEL_B")

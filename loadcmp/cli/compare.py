@@ -12,6 +12,7 @@ from rich.table import Table
 from .app import cli
 from .display import out
 from .options import json_option
+from ..errors import UsageError
 
 if TYPE_CHECKING:
     from ..catalog.model import Comparison, Difference, RunEntry
@@ -26,17 +27,29 @@ VERDICT_STYLE = {"better": "green", "worse": "red", "no difference": "", "too fe
 @click.argument("a", type=click.Path(path_type=Path))
 @click.argument("b", type=click.Path(path_type=Path))
 @click.option("--diff", "full_diff", is_flag=True, help="Show the rendered configs' diffs whole.")
+@click.option("--pair", metavar="LABEL_A=LABEL_B",
+              help="Compare A's label LABEL_A with B's LABEL_B as one server (a tuned variant against the defaults).")
 @json_option
-def compare(a: Path, b: Path, full_diff: bool, as_json: bool) -> None:
+def compare(a: Path, b: Path, full_diff: bool, pair: str | None, as_json: bool) -> None:
     """Compare two stored runs: the set-up differences first, then each shared cell with its verdict."""
     from ..catalog.compare import compare as compare_runs
     from ..catalog.tojson import dumps
 
-    c = compare_runs(a, b)
+    c = compare_runs(a, b, pair=pair_of(pair))
     if as_json:
         click.echo(dumps(c))
         return
     show_comparison(c, full_diff)
+
+
+def pair_of(text: str | None) -> tuple[str, str] | None:
+    """--pair nginx=tuned -> ("nginx", "tuned")."""
+    if text is None:
+        return None
+    a, eq, b = text.partition("=")
+    if not eq or not a.strip() or not b.strip():
+        raise UsageError(f"--pair {text!r}: write it as LABEL_A=LABEL_B, e.g. --pair nginx=tuned")
+    return a.strip(), b.strip()
 
 
 def show_comparison(c: Comparison, full_diff: bool = False) -> None:
