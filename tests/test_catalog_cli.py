@@ -120,6 +120,7 @@ def test_history_bad_input_is_one_line_and_exit_2(tmp_path):
     make_runs(tmp_path / "r", 2)
     one_line_exit_2(["history", tmp_path / "r", "--metric", "speed"], "speed")
     one_line_exit_2(["history", tmp_path / "r", "--label", "caddy"], "caddy")
+    one_line_exit_2(["history", tmp_path / "nowhere"], "nowhere")
 
 
 def test_smoke_history_fails_a_change_for_the_worse_at_this_run(tmp_path):

@@ -59,11 +59,11 @@ def history(results: Path, metric: str, label: str | None, stack: str | None, le
 def show_history(h: History) -> None:
     """Each series as a table, oldest first, its change points under the run they start at; then the folders
     that gave no point."""
+    from ..catalog.words import change_text, differences_text
+
     for s in h.series:
         out.print(series_table(h.query.metric, s))
         for cp in s.change_points:
-            from ..catalog.words import change_text, differences_text
-
             colour = "red" if cp.direction == "worse" else "green"
             out.print(f"  [{colour}]change point[/{colour}] at {escape(cp.run.path.name)}: "
                       f"{escape(change_text(h.query.metric, cp))}, p = {cp.pvalue:.3g}; set-up: "
