@@ -101,7 +101,10 @@ def query_of(args: Any) -> HistoryQuery:
 
 
 def choose_runs(names: list[str], chosen: tuple[str, str]) -> str:
-    """The form that chooses run A and run B from the list."""
+    """The form that chooses run A and run B from the list (at first: the newest but one against the newest)."""
+    if not any(chosen) and len(names) >= 2:
+        chosen = (names[1], names[0])
+
     def options(pick: str) -> str:
         return "".join(f"<option{' selected' if n == pick else ''}>{e(n)}</option>" for n in names)
 
