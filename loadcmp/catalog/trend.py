@@ -54,15 +54,14 @@ def _panel(ax: Axes, metric: str, s: Series, colour: str) -> None:
     hi = [max(0.0, p.value.high / scale - y) if p.value.high is not None and p.value.mean is not None else 0.0
           for y, p in zip(ys, s.points, strict=True)]
     ax.errorbar(xs, ys, yerr=[lo, hi], fmt="-o", color=colour, ms=4, capsize=3, lw=1.2)
-    for cp in s.change_points:
+    _segments(ax, s, scale, len(xs), colour)
+    for k, cp in enumerate(s.change_points):
         c = CHANGE_COLOURS[cp.direction]
         x = cp.index - 0.5
         ax.axvline(x, color=c, ls="--", lw=1.2)
-        ax.hlines([cp.before / scale], -0.5, x, colors=c, lw=0.8, alpha=0.6)
-        ax.hlines([cp.after / scale], x, len(xs) - 0.5, colors=c, lw=0.8, alpha=0.6)
         text = f"{cp.change * 100:+.1f} % ({cp.direction}): {differences_text(cp.differences, most=2)}"
-        right = x > len(xs) / 2  # the words on the side with room
-        ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if right else 3, -10),
+        right = x > len(xs) / 2  # the words on the side with room, each change point a line lower
+        ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if right else 3, -10 - 11 * k),
                     textcoords="offset points", fontsize=8, color=c, va="top", ha="right" if right else "left")
     names = [p.run.path.name for p in s.points]
     step = max(1, len(names) // 20)
@@ -72,6 +71,17 @@ def _panel(ax: Axes, metric: str, s: Series, colour: str) -> None:
     ax.set_ylim(bottom=0)
     ax.set_ylabel(NAMES[metric] if unit == NAMES[metric] else f"{NAMES[metric]} ({unit})")
     ax.set_title(f"{s.cell.text()}: {NAMES[metric]} over {len(xs)} runs, oldest first", fontsize=10, loc="left")
+
+
+def _segments(ax: Axes, s: Series, scale: float, n: int, colour: str) -> None:
+    """Each segment's mean between change points, as a thin line over its runs."""
+    cps = s.change_points
+    if not cps:
+        return
+    edges = [-0.5, *(cp.index - 0.5 for cp in cps), n - 0.5]
+    means = [cps[0].before, *(cp.after for cp in cps)]
+    for x0, x1, m in zip(edges, edges[1:], means, strict=False):  # edges: one more than means
+        ax.hlines([m / scale], x0, x1, colors=colour, lw=0.8, alpha=0.5, ls=":")
 
 
 def _cut(text: str, most: int = 90) -> str:
