@@ -155,3 +155,23 @@ def test_an_index_held_by_another_process_is_built_in_memory(tmp_path: Path, cac
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_damaged_index_is_made_anew(tmp_path: Path):
+    root = tmp_path / "results"
+    make_runs(root, 2)
+    with open_catalog(root) as cat:
+        expected = cat.rows("rps")
+    cache_file(root).write_bytes(b"not a database")
+    with open_catalog(root) as cat:
+        assert cat.where == str(cache_file(root)) and cat.rows("rps") == expected
+
+
+def test_a_cache_folder_that_cannot_be_made_keeps_the_index_in_memory(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "results"
+    make_runs(root, 2)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    with open_catalog(root) as cat:
+        assert cat.where == ":memory:" and len(cat.rows("rps")) == 6

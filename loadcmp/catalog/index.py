@@ -113,24 +113,37 @@ def _stamp(folder: Path) -> tuple[int, int] | None:
 
 
 def _connect(where: Path | None, rebuild: bool) -> tuple[Any, str]:
-    """The index's connection, its tables made (dropped first on `rebuild` or another SCHEMA); in memory when
-    the file is another process's or cannot be made."""
+    """The index's connection and where it is, its tables made (dropped first on `rebuild` or another SCHEMA);
+    in memory when there is no file to keep it in."""
     import duckdb
 
-    con = None
-    if where is not None:
+    con = _on_file(where, rebuild) if where is not None else None
+    if con is not None:
+        return con, str(where)
+    con = duckdb.connect(":memory:")
+    _tables(con)
+    return con, ":memory:"
+
+
+def _on_file(where: Path, rebuild: bool) -> Any:
+    """The index in `where` (a damaged file made anew); None when the file is another process's or cannot be
+    written."""
+    import duckdb
+
+    for attempt in range(2):
+        con = None
         try:
-            if rebuild:
+            if rebuild or attempt:
                 where.unlink(missing_ok=True)
             con = duckdb.connect(str(where))
             _tables(con)
-        except (duckdb.Error, OSError):
-            con = None
-    name = str(where) if con is not None else ":memory:"
-    if con is None:
-        con = duckdb.connect(":memory:")
-        _tables(con)
-    return con, name
+            return con
+        except (duckdb.Error, OSError) as e:
+            if con is not None:
+                con.close()
+            if isinstance(e, OSError) or "lock" in str(e).lower():
+                return None  # another process's index, or a cache folder that cannot be written
+    return None
 
 
 def _tables(con: Any) -> None:
@@ -224,7 +237,11 @@ def open_catalog(root: Path, rebuild: bool = False, cache: Path | None = None) -
         raise UsageError(f"{root} is not a folder of results folders (no such directory)")
     folders = _folders(root)
     memory = os.environ.get("LOADCMP_CATALOG_CACHE") == "memory"
-    con, where = _connect(None if memory else (cache or cache_file(root)), rebuild)
+    try:
+        file = None if memory else (cache or cache_file(root))
+    except OSError:  # no cache folder can be made: the index lives in memory
+        file = None
+    con, where = _connect(file, rebuild)
     stamps = {f: _stamp(f) for f in folders}
     keys = {(f.name if f != root else "."): f for f in folders}
     known = dict((r[0], (r[1], r[2])) for r in con.execute("SELECT folder, mtime_ns, size FROM runs").fetchall())
