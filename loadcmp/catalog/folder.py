@@ -193,6 +193,13 @@ def estimates(rows: Iterable[Mapping[str, Any]], metric: str) -> dict[CellKey, A
     return {cell: Estimate.of(v, skewed=metric in SKEWED) for cell, v in values.items()}
 
 
+def values(rows: list[Row]) -> dict[CellKey, tuple[str, dict[str, Value]]]:
+    """Each cell of one run's rows: its stack and every metric's Value."""
+    per_metric = {m: estimates(rows, m) for m in METRICS}
+    stacks = {cell_of(row): row["stack"] for row in rows}
+    return {cell: (stacks[cell], {m: value_of(per_metric[m][cell]) for m in METRICS}) for cell in stacks}
+
+
 def value_of(e: Any) -> Value:
     """An Estimate as the catalog says it: the mean and its 95 % interval (from 3 trials on, else None)."""
     interval = e.interval
