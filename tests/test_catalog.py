@@ -56,6 +56,7 @@ def test_runs_come_oldest_first_whatever_their_names(tmp_path: Path):
     paths[0].rename(root / "zzz-oldest")
     with open_catalog(root) as cat:
         assert [r.path.name for r in cat.runs] == ["zzz-oldest", "run-00001", "run-00002"]
+        assert cat.run(root / "zzz-oldest") == cat.runs[0] and cat.run(tmp_path / "zzz-oldest") is None
 
 
 def test_a_stored_fixture_is_read_with_its_cells(tmp_path: Path):

@@ -47,7 +47,7 @@ def test_no_step_is_no_difference(tmp_path: Path):
 
 
 def test_two_trials_a_side_are_too_few(tmp_path: Path):
-    paths = make_runs(tmp_path / "r", 2, step_at=1, step=-0.3, plan=Plan(trials=2))
+    paths = make_runs(tmp_path / "r", 2, step_at=1, step=-0.3, trials=2)
     v = verdicts(paths[0], paths[1])
     assert v["rps"] == "too few trials"
     (row,) = compare(paths[0], paths[1]).rows

@@ -31,7 +31,8 @@ from .model import METRICS, CellKey, RunEntry, Value
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog"]
 
 SCHEMA = "2"
-"""The index's own format: an index of another is dropped and rebuilt."""
+"""The index's own format: an index of another is dropped and rebuilt. Raised whenever what a cell keeps, or
+how its Values are made, changes (an unchanged folder is never read again)."""
 
 RUNS = {"folder": "VARCHAR", "mtime_ns": "BIGINT", "size": "BIGINT", "state": "VARCHAR", "name": "VARCHAR",
         "run_id": "VARCHAR", "kind": "VARCHAR", "started": "VARCHAR", "sort_key": "DOUBLE", "reason": "VARCHAR",
