@@ -65,8 +65,8 @@ class Catalog:
 
     def run(self, path: Path) -> RunEntry | None:
         """The entry of a folder of this root (None: not one of its folders)."""
-        name = Path(path).name
-        return next((r for r in self.runs if r.path.name == name and r.path.parent == self.root), None)
+        path = Path(path).resolve()
+        return next((r for r in self.runs if r.path.resolve() == path), None)
 
     def values(self, metric: str, exclude: Path | None = None, **match: Any) -> list[tuple[Path, CellKey, Value]]:
         """Each cell's Value of `metric` in the complete and interrupted runs, oldest run first: where each key of
