@@ -56,6 +56,7 @@ def test_runs_come_oldest_first_whatever_their_names(tmp_path: Path):
     paths[0].rename(root / "zzz-oldest")
     with open_catalog(root) as cat:
         assert [r.path.name for r in cat.runs] == ["zzz-oldest", "run-00001", "run-00002"]
+        assert cat.run(root / "zzz-oldest") == cat.runs[0] and cat.run(tmp_path / "zzz-oldest") is None
 
 
 def test_a_stored_fixture_is_read_with_its_cells(tmp_path: Path):
@@ -65,10 +66,10 @@ def test_a_stored_fixture_is_read_with_its_cells(tmp_path: Path):
     shutil.copytree(FIXTURES / "run-tls", root / "run-tls")
     with open_catalog(root) as cat:
         assert {r.state for r in cat.runs} <= {"complete", "interrupted"}
-        rows = cat.rows("rps")
-    protocols = {(Path(r["path"]).name, r["protocol"]) for r in rows}
+        found = cat.values("rps")
+    protocols = {(path.name, cell.protocol) for path, cell, _ in found}
     assert ("run-2x3x2", "http") in protocols and ("run-tls", "https") in protocols
-    assert all(r["rps"] > 0 for r in rows)
+    assert all(v.mean is not None and v.mean > 0 and v.n >= 1 for _, _, v in found)
 
 
 def test_the_index_is_kept_outside_the_results_and_can_be_deleted(tmp_path: Path, cache: Path):
@@ -76,21 +77,21 @@ def test_the_index_is_kept_outside_the_results_and_can_be_deleted(tmp_path: Path
     make_runs(root, 4)
     before = sorted(p.name for p in root.rglob("*"))
     with open_catalog(root) as cat:
-        first = cat.rows("rps")
+        first = cat.values("rps")
         assert cat.where == str(cache_file(root)) and Path(cat.where).is_relative_to(cache)
     assert sorted(p.name for p in root.rglob("*")) == before  # nothing written into the results
     cache_file(root).unlink()
     with open_catalog(root) as cat:
-        assert cat.rows("rps") == first
+        assert cat.values("rps") == first
     with open_catalog(root, rebuild=True) as cat:
-        assert cat.rows("rps") == first
+        assert cat.values("rps") == first
 
 
 def test_a_changed_folder_is_read_again_and_an_unchanged_one_is_not(tmp_path: Path):
     root = tmp_path / "results"
     paths = make_runs(root, 3)
     with open_catalog(root) as cat:
-        assert len(cat.rows("rps")) == 9
+        assert [v.n for _, _, v in cat.values("rps")] == [3, 3, 3]
     doc = json.loads((paths[1] / "run.json").read_text())
     doc["trials"] = doc["trials"][:1]
     (paths[1] / "run.json").write_text(json.dumps(doc))
@@ -99,7 +100,7 @@ def test_a_changed_folder_is_read_again_and_an_unchanged_one_is_not(tmp_path: Pa
     os.utime(paths[2] / "run.json", ns=(stamp.st_atime_ns, stamp.st_mtime_ns))  # ... and time: not re-read
     shutil.rmtree(paths[0])
     with open_catalog(root) as cat:
-        assert len(cat.rows("rps")) == 1 + 3
+        assert [v.n for _, _, v in cat.values("rps")] == [1, 3]
         assert [r.path.name for r in cat.runs] == ["run-00001", "run-00002"]
 
 
@@ -143,7 +144,7 @@ def test_an_index_held_by_another_process_is_built_in_memory(tmp_path: Path, cac
     root = tmp_path / "results"
     make_runs(root, 2)
     with open_catalog(root) as cat:
-        expected = cat.rows("rps")
+        expected = cat.values("rps")
     holder = subprocess.Popen(
         [sys.executable, "-c", "import sys, time; from pathlib import Path; from loadcmp.catalog.index import "
          "open_catalog; c = open_catalog(Path(sys.argv[1])); print('open', flush=True); time.sleep(60)", str(root)],
@@ -151,7 +152,27 @@ def test_an_index_held_by_another_process_is_built_in_memory(tmp_path: Path, cac
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "open"
         with open_catalog(root) as cat:
-            assert cat.where == ":memory:" and cat.rows("rps") == expected
+            assert cat.where == ":memory:" and cat.values("rps") == expected
     finally:
         holder.kill()
         holder.wait()
+
+
+def test_a_damaged_index_is_made_anew(tmp_path: Path):
+    root = tmp_path / "results"
+    make_runs(root, 2)
+    with open_catalog(root) as cat:
+        expected = cat.values("rps")
+    cache_file(root).write_bytes(b"not a database")
+    with open_catalog(root) as cat:
+        assert cat.where == str(cache_file(root)) and cat.values("rps") == expected
+
+
+def test_a_cache_folder_that_cannot_be_made_keeps_the_index_in_memory(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch):
+    root = tmp_path / "results"
+    make_runs(root, 2)
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
+    with open_catalog(root) as cat:
+        assert cat.where == ":memory:" and [v.n for _, _, v in cat.values("rps")] == [3, 3]

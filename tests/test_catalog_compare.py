@@ -47,7 +47,7 @@ def test_no_step_is_no_difference(tmp_path: Path):
 
 
 def test_two_trials_a_side_are_too_few(tmp_path: Path):
-    paths = make_runs(tmp_path / "r", 2, step_at=1, step=-0.3, plan=Plan(trials=2))
+    paths = make_runs(tmp_path / "r", 2, step_at=1, step=-0.3, trials=2)
     v = verdicts(paths[0], paths[1])
     assert v["rps"] == "too few trials"
     (row,) = compare(paths[0], paths[1]).rows
@@ -138,3 +138,18 @@ def test_a_stored_fixture_against_itself(tmp_path: Path):
     c = compare(tmp_path / "a", tmp_path / "a")
     assert c.differences == [] and c.rows
     assert {d.verdict for r in c.rows for d in r.deltas} <= {"no difference", "not measured", "too few trials"}
+
+
+@pytest.mark.parametrize(("bound", "step", "expected"), [
+    ("B", 0.3, "better"), ("B", -0.3, "client-bound"), ("B", 0.0, "client-bound"),
+    ("A", -0.3, "worse"), ("A", 0.3, "client-bound"), ("A and B", 0.3, "client-bound")])
+def test_a_client_bound_side_is_judged_one_sided(tmp_path: Path, bound: str, step: float, expected: str):
+    paths = make_runs(tmp_path / "r", 2, step_at=1, step=step)
+    for side, path in (("A", paths[0]), ("B", paths[1])):
+        if side in bound:
+            doc = json.loads((path / "run.json").read_text())
+            doc["trials"][0]["result"].update(client_bound=True, client_bound_reason="the client's CPU was full")
+            (path / "run.json").write_text(json.dumps(doc))
+    (row,) = compare(paths[0], paths[1]).rows
+    assert row.client_bound == bound
+    assert verdicts(paths[0], paths[1])["rps"] == expected

@@ -4,7 +4,8 @@ A metric's ratio B/A and its 95 % interval are the findings' (`report.compare.ra
 delta method on the log scale over each side's `report.tables.Estimate`). The verdict names a
 difference only when that interval excludes 1, its direction by whether the metric is better
 higher (`model.METRICS`); fewer than `report.tables.MIN_TRIALS` trials on a side is "too few
-trials", a side with no value "not measured". Where a side's mean is 0 (no failures) the
+trials", a side with no value "not measured". A side whose client limited its req/s is judged
+one-sided, as the findings are (`one_sided`). Where a side's mean is 0 (no failures) the
 ratio has no interval: the two sides then differ only when their 95 % intervals do not
 overlap, a stricter test than the ratio's.
 """
@@ -15,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .folder import estimates, load, trial_rows, value_of
+from .folder import cell_key, estimates, load, measured, trial_rows, value_of
 from .model import METRICS, CellKey, CompareRow, Comparison, Difference, MetricDelta, Verdict
 from .setup import differences_of
 
@@ -41,13 +42,37 @@ def verdict(metric: str, a: Any, b: Any, low: float | None, high: float | None) 
     return "better" if up == higher_better else "worse"
 
 
-def delta(metric: str, a: Any, b: Any) -> MetricDelta:
-    """One metric of a shared cell: each side's value, the ratio B/A with its interval, the verdict."""
+def one_sided(v: Verdict, bound: str) -> Verdict:
+    """req/s's verdict where a side's client limited it (`bound`: "A", "B" or "A and B"): that side's rate is a
+    lower bound, so only a bound B above A ("better") or a B below a bound A ("worse") is shown."""
+    if not bound or v not in ("better", "worse", "no difference"):
+        return v
+    return v if (bound, v) in (("B", "better"), ("A", "worse")) else "client-bound"
+
+
+def delta(metric: str, a: Any, b: Any, bound: str = "") -> MetricDelta:
+    """One metric of a shared cell: each side's value, the ratio B/A with its interval, the verdict (req/s
+    judged one-sided where `bound` names a client-bound side)."""
     from ..report.compare import ratio
 
     r = ratio(b, a)
+    v = verdict(metric, a, b, r.low, r.high)
     return MetricDelta(metric, value_of(a), value_of(b), r.value, r.low, r.high,
-                       verdict(metric, a, b, r.low, r.high))
+                       one_sided(v, bound) if metric == "rps" else v)
+
+
+def _bound(doc: dict[str, Any]) -> set[CellKey]:
+    """The cells where the client limited a trial (`store.reader.client_bound`)."""
+    from ..store.reader import client_bound
+
+    cells: dict[CellKey, list[Any]] = {}
+    for t in measured(doc):
+        cells.setdefault(cell_key(t, doc), []).append(t)
+    return {cell for cell, trials in cells.items() if client_bound(trials) is not None}
+
+
+def _sides(cell: CellKey, bound_a: set[CellKey], bound_b: set[CellKey]) -> str:
+    return " and ".join(side for side, bound in (("A", bound_a), ("B", bound_b)) if cell in bound)
 
 
 def _estimates(path: Path, doc: dict[str, Any]) -> dict[CellKey, dict[str, Any]]:
@@ -95,8 +120,14 @@ def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison
     if pair is not None:
         diffs = [d for d in diffs if d.key != "server" or d.scope not in pair]
         diffs = diffs + _paired(pair, doc_a, doc_b)
-    rows = [CompareRow(cell, [delta(m, cells_a[cell][m], cells_b[cell][m]) for m in METRICS],
-                       _differs(cell, diffs)) for cell in shared]
+    bound_a, bound_b = _bound(doc_a), _bound(doc_b)
+    if pair is not None:
+        bound_b = {CellKey(pair[0], c.level, c.page, c.protocol) if c.label == pair[1] else c for c in bound_b}
+    rows = []
+    for cell in shared:
+        bound = _sides(cell, bound_a, bound_b)
+        rows.append(CompareRow(cell, [delta(m, cells_a[cell][m], cells_b[cell][m], bound) for m in METRICS],
+                               _differs(cell, diffs), bound))
     return Comparison(ea, eb, diffs, rows, only_a=sorted(set(cells_a) - set(shared)),
                       only_b=sorted(set(cells_b) - set(shared)))
 

@@ -154,18 +154,27 @@ def figures(t: TrialRecord) -> dict[str, float | None]:
 
 
 def trial_rows(path: Path, doc: Mapping[str, Any]) -> list[Row]:
-    """Every measured trial of a run (a `result`, as `store.reader.Results.cell` counts them), as rows."""
-    spec, servers = doc.get("spec") or {}, doc.get("servers") or {}
+    """Every measured trial of a run, as rows."""
     rows = []
-    for t in doc.get("trials") or []:
-        if not t.get("result"):
-            continue
-        label = str(t["server"])
-        page = t.get("page") or (servers.get(label) or {}).get("page") or spec.get("page") or ""
-        rows.append({"path": str(path), "label": label, "stack": str(t.get("stack") or ""),
-                     "level": int(t["level"]), "page": str(page), "protocol": protocol_of(t, doc),
+    for t in measured(doc):
+        cell = cell_key(t, doc)
+        rows.append({"path": str(path), "label": cell.label, "stack": str(t.get("stack") or ""),
+                     "level": cell.level, "page": cell.page, "protocol": cell.protocol,
                      "trial": int(t.get("trial") or 0), **figures(t)})
     return rows
+
+
+def measured(doc: Mapping[str, Any]) -> list[TrialRecord]:
+    """A run's trials that measured (a `result`, as `store.reader.Results.cell` counts them)."""
+    return [t for t in doc.get("trials") or [] if t.get("result")]
+
+
+def cell_key(t: TrialRecord, doc: Mapping[str, Any]) -> CellKey:
+    """A trial's cell: its label, level, page (its own, else its label's, else the spec's) and protocol."""
+    label = str(t["server"])
+    page = t.get("page") or ((doc.get("servers") or {}).get(label) or {}).get("page") or \
+        (doc.get("spec") or {}).get("page") or ""
+    return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc))
 
 
 def cell_of(row: Mapping[str, Any]) -> CellKey:
@@ -182,6 +191,13 @@ def estimates(rows: Iterable[Mapping[str, Any]], metric: str) -> dict[CellKey, A
         if (v := row.get(metric)) is not None:
             values[cell_of(row)].append(v)
     return {cell: Estimate.of(v, skewed=metric in SKEWED) for cell, v in values.items()}
+
+
+def values(rows: list[Row]) -> dict[CellKey, tuple[str, dict[str, Value]]]:
+    """Each cell of one run's rows: its stack and every metric's Value."""
+    per_metric = {m: estimates(rows, m) for m in METRICS}
+    stacks = {cell_of(row): row["stack"] for row in rows}
+    return {cell: (stacks[cell], {m: value_of(per_metric[m][cell]) for m in METRICS}) for cell in stacks}
 
 
 def value_of(e: Any) -> Value:

@@ -24,9 +24,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import LoadcmpError, UsageError
-from .folder import Row, cell_of, check_metric, estimates, load, value_of
+from .folder import check_metric, estimates, load, read_doc, trial_rows, value_of
 from .index import Catalog, open_catalog
-from .model import METRICS, CellKey, ChangePoint, Difference, History, HistoryQuery, Point, RunEntry, Series
+from .model import METRICS, CellKey, ChangePoint, Difference, History, HistoryQuery, Point, RunEntry, Series, Value
 from .setup import differences_of
 
 MAX_PVALUE = 0.001
@@ -50,15 +50,11 @@ def _otava() -> Callable[..., Any]:
     return compute_change_points
 
 
-def _points(rows: list[Row], runs: dict[str, RunEntry], metric: str) -> dict[CellKey, list[Point]]:
-    """Each cell's points, in the rows' order (oldest run first): a run's Value over its trials there."""
-    by_cell: dict[CellKey, dict[str, list[Row]]] = {}
-    for row in rows:
-        by_cell.setdefault(cell_of(row), {}).setdefault(row["path"], []).append(row)
+def _points(found: list[tuple[Path, CellKey, Value]], runs: dict[Path, RunEntry]) -> dict[CellKey, list[Point]]:
+    """Each cell's points, in the order found (oldest run first)."""
     out: dict[CellKey, list[Point]] = {}
-    for cell, per_run in by_cell.items():
-        out[cell] = [Point(runs[path], cell, value_of(estimates(trials, metric)[cell]))
-                     for path, trials in per_run.items()]
+    for path, cell, value in found:
+        out.setdefault(cell, []).append(Point(runs[path], cell, value))
     return out
 
 
@@ -74,10 +70,7 @@ class _Docs:
 
     def _doc(self, path: Path) -> dict[str, Any] | None:
         if path not in self.read:
-            try:
-                self.read[path] = load(path)[1]
-            except UsageError:  # gone since it was indexed: its differences are not known
-                self.read[path] = None
+            self.read[path] = read_doc(path)[0]  # None: broken or gone since it was indexed: no differences known
         return self.read[path]
 
 
@@ -109,23 +102,24 @@ def history(root: Path, q: HistoryQuery, rebuild: bool = False) -> History:
     change points. A UsageError for an unknown metric and when no run matches."""
     check_metric(q.metric)
     with open_catalog(Path(root), rebuild) as cat:
-        rows = cat.rows(q.metric, **_filters(q))
+        found = cat.values(q.metric, **_filters(q))
         runs = cat.runs
-    if not rows:
+    if not found:
         said = ", ".join(f"{k} {v}" for k, v in _filters(q).items() if v is not None) or "any cell"
         measured = sum(r.state in ("complete", "interrupted") for r in runs)
         raise UsageError(f"no stored run under {root} matches {said} ({len(runs)} folders, {measured} of them "
                          "complete or interrupted)")
     docs = _Docs()
-    points = _points(rows, {str(r.path): r for r in runs}, q.metric)
+    points = _points(found, {r.path: r for r in runs})
     series = [Series(cell, pts, change_points(cell, pts, q.metric, docs)) for cell, pts in sorted(points.items())]
     return History(q, series, runs)
 
 
 def _series_with(cat: Catalog, cell: CellKey, metric: str, run: Path, last: Point) -> list[Point]:
     """The cell's points of the root's runs other than `run`, then `last`."""
-    rows = cat.rows(metric, exclude=run, label=cell.label, level=cell.level, page=cell.page, protocol=cell.protocol)
-    return [*_points(rows, {str(r.path): r for r in cat.runs}, metric).get(cell, []), last]
+    found = cat.values(metric, exclude=run, label=cell.label, level=cell.level, page=cell.page,
+                       protocol=cell.protocol)
+    return [*_points(found, {r.path: r for r in cat.runs}).get(cell, []), last]
 
 
 def regressions(root: Path, run: Path, metrics: tuple[str, ...] = ("rps", "p99")) -> list[ChangePoint]:
@@ -134,8 +128,6 @@ def regressions(root: Path, run: Path, metrics: tuple[str, ...] = ("rps", "p99")
     for m in metrics:
         check_metric(m)
     me, doc = load(Path(run))
-    from .folder import trial_rows
-
     rows = trial_rows(me.path, doc)
     docs = _Docs()
     out: list[ChangePoint] = []

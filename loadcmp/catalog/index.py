@@ -2,7 +2,8 @@
 
 The results folders stay the truth. DuckDB reads each folder's run.json in place
 (`read_blob`; run.json holds every trial's figures, so the per-second parquet is not
-needed for a cell's values) and keeps what the catalog answers from in an index: one
+needed for a cell's values) and keeps what the catalog answers from in an index (each
+run's folder, state and cells with their Values, `CELLS`): one
 DuckDB file per results root under the user's cache folder
 (`$XDG_CACHE_HOME/loadcmp/catalog-<hash of the root's path>.duckdb`, `lab.images.cache_dir`),
 never inside the root. The index may be deleted at any time; it is rebuilt on the next
@@ -24,19 +25,23 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .folder import Row, entry, entry_of, read_doc, started_of, state_of, trial_rows
-from .model import METRICS, RunEntry
+from .folder import check_metric, entry, entry_of, read_doc, started_of, state_of, trial_rows, values
+from .model import METRICS, CellKey, RunEntry, Value
 
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog"]
 
-SCHEMA = "1"
-"""The index's own format: an index of another is dropped and rebuilt."""
+SCHEMA = "2"
+"""The index's own format: an index of another is dropped and rebuilt. Raised whenever what a cell keeps, or
+how its Values are made, changes (an unchanged folder is never read again)."""
 
 RUNS = {"folder": "VARCHAR", "mtime_ns": "BIGINT", "size": "BIGINT", "state": "VARCHAR", "name": "VARCHAR",
         "run_id": "VARCHAR", "kind": "VARCHAR", "started": "VARCHAR", "sort_key": "DOUBLE", "reason": "VARCHAR",
         "status": "VARCHAR", "owner": "VARCHAR", "host": "VARCHAR", "hostname": "VARCHAR"}
-TRIALS = {"folder": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR", "level": "INTEGER", "page": "VARCHAR",
-          "protocol": "VARCHAR", "trial": "INTEGER", **{m: "DOUBLE" for m in METRICS}}
+CELLS = {"folder": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR", "level": "INTEGER", "page": "VARCHAR",
+         "protocol": "VARCHAR", **{f"{m}_{k}": "DOUBLE" for m in METRICS for k in ("mean", "low", "high")},
+         **{f"{m}_n": "INTEGER" for m in METRICS}}
+"""A run's cell: each metric's Value over its measured trials, made when the run is indexed (`folder.values`:
+the report's Estimate), so that a warm query needs neither the trials nor pandas."""
 MEASURED = ("complete", "interrupted")
 """The states whose trials give points: a running or abandoned run's figures are not final."""
 
@@ -60,28 +65,26 @@ class Catalog:
 
     def run(self, path: Path) -> RunEntry | None:
         """The entry of a folder of this root (None: not one of its folders)."""
-        name = Path(path).name
-        return next((r for r in self.runs if r.path.name == name and r.path.parent == self.root), None)
+        path = Path(path).resolve()
+        return next((r for r in self.runs if r.path.resolve() == path), None)
 
-    def rows(self, metric: str, exclude: Path | None = None, **match: Any) -> list[Row]:
-        """The measured trials of complete and interrupted runs, oldest run first, with `metric`'s value:
-        where each key of `match` (label, stack, level, page, protocol) equals its value, when not None."""
+    def values(self, metric: str, exclude: Path | None = None, **match: Any) -> list[tuple[Path, CellKey, Value]]:
+        """Each cell's Value of `metric` in the complete and interrupted runs, oldest run first: where each key of
+        `match` (label, stack, level, page, protocol) equals its value, when not None; `exclude`: a folder left
+        out."""
+        check_metric(metric)  # a column's name: only one of METRICS
         where = [f"{k} = ?" for k, v in match.items() if v is not None]
         args = [v for v in match.values() if v is not None]
         if exclude is not None:
-            where.append("t.folder <> ?")
             inside = Path(exclude).resolve().parent == self.root.resolve()
+            where.append("c.folder <> ?")
             args.append(Path(exclude).resolve().name if inside else "")
-        sql = (f"SELECT t.folder, label, stack, level, page, protocol, trial, {metric} FROM trials t "
-               f"JOIN runs r USING (folder) WHERE r.state IN {MEASURED} {''.join(' AND ' + w for w in where)} "
-               "ORDER BY r.sort_key, t.folder, label, level, page, protocol, trial")
-        cols = ("folder", "label", "stack", "level", "page", "protocol", "trial", metric)
-        out = []
-        for rec in self.con.execute(sql, args).fetchall():
-            row = dict(zip(cols, rec, strict=True))
-            row["path"] = str(self.root / row.pop("folder"))
-            out.append(row)
-        return out
+        sql = (f"SELECT c.folder, label, level, page, protocol, {metric}_mean, {metric}_low, {metric}_high, "
+               f"{metric}_n FROM cells c JOIN runs r USING (folder) WHERE r.state IN {MEASURED} "
+               f"{''.join(' AND ' + w for w in where)} ORDER BY r.sort_key, c.folder, label, level, page, protocol")
+        return [(self.root if folder == "." else self.root / folder, CellKey(label, level, page, protocol),
+                 Value(mean, low, high, n))
+                for folder, label, level, page, protocol, mean, low, high, n in self.con.execute(sql, args).fetchall()]
 
     def close(self) -> None:
         self.con.close()
@@ -113,24 +116,37 @@ def _stamp(folder: Path) -> tuple[int, int] | None:
 
 
 def _connect(where: Path | None, rebuild: bool) -> tuple[Any, str]:
-    """The index's connection, its tables made (dropped first on `rebuild` or another SCHEMA); in memory when
-    the file is another process's or cannot be made."""
+    """The index's connection and where it is, its tables made (dropped first on `rebuild` or another SCHEMA);
+    in memory when there is no file to keep it in."""
     import duckdb
 
-    con = None
-    if where is not None:
+    con = _on_file(where, rebuild) if where is not None else None
+    if con is not None:
+        return con, str(where)
+    con = duckdb.connect(":memory:")
+    _tables(con)
+    return con, ":memory:"
+
+
+def _on_file(where: Path, rebuild: bool) -> Any:
+    """The index in `where` (a damaged file made anew); None when the file is another process's or cannot be
+    written."""
+    import duckdb
+
+    for attempt in range(2):
+        con = None
         try:
-            if rebuild:
+            if rebuild or attempt:
                 where.unlink(missing_ok=True)
             con = duckdb.connect(str(where))
             _tables(con)
-        except (duckdb.Error, OSError):
-            con = None
-    name = str(where) if con is not None else ":memory:"
-    if con is None:
-        con = duckdb.connect(":memory:")
-        _tables(con)
-    return con, name
+            return con
+        except (duckdb.Error, OSError) as e:
+            if con is not None:
+                con.close()
+            if isinstance(e, OSError) or "lock" in str(e).lower():
+                return None  # another process's index, or a cache folder that cannot be written
+    return None
 
 
 def _tables(con: Any) -> None:
@@ -139,8 +155,9 @@ def _tables(con: Any) -> None:
     if found is None or found[0] != SCHEMA:
         con.execute("DROP TABLE IF EXISTS runs")
         con.execute("DROP TABLE IF EXISTS trials")
+        con.execute("DROP TABLE IF EXISTS cells")
         con.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", [SCHEMA])
-    for name, cols in (("runs", RUNS), ("trials", TRIALS)):
+    for name, cols in (("runs", RUNS), ("cells", CELLS)):
         con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(f'{c} {t}' for c, t in cols.items())})")
 
 
@@ -169,7 +186,7 @@ def _index(con: Any, root: Path, fresh: list[Path], stamps: dict[Path, tuple[int
     readable = [f for f in fresh if stamps[f] is not None]
     texts = _read_in_place(con, readable) if readable else {}
     runs: list[dict[str, Any]] = []
-    trials: list[Row] = []
+    cells: list[dict[str, Any]] = []
     for f in fresh:
         text = texts.get(f)
         doc, reason = read_doc(f, text) if text is not None else read_doc(f)
@@ -179,10 +196,11 @@ def _index(con: Any, root: Path, fresh: list[Path], stamps: dict[Path, tuple[int
         runs.append({"folder": key, "mtime_ns": stamp[0], "size": stamp[1], "state": e.state, "name": e.name,
                      "run_id": e.run_id, "kind": e.kind, "started": e.started, "sort_key": started_of(f, doc)[1],
                      "reason": e.reason, **_owner(doc)})
-        for row in trial_rows(f, doc) if doc is not None else []:
-            row.pop("path")
-            trials.append({"folder": key, **row})
-    for name, cols, recs in (("runs", RUNS, runs), ("trials", TRIALS, trials)):
+        for cell, (stack, vals) in values(trial_rows(f, doc) if doc is not None else []).items():
+            cells.append({"folder": key, "label": cell.label, "stack": stack, "level": cell.level, "page": cell.page,
+                          "protocol": cell.protocol, **{f"{m}_{k}": getattr(v, k) for m, v in vals.items()
+                                                        for k in ("mean", "low", "high", "n")}})
+    for name, cols, recs in (("runs", RUNS, runs), ("cells", CELLS, cells)):
         if recs:
             arrow = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64()}
             new_rows = pa.Table.from_pylist(recs, schema=pa.schema([(c, arrow[t]) for c, t in cols.items()]))
@@ -224,13 +242,17 @@ def open_catalog(root: Path, rebuild: bool = False, cache: Path | None = None) -
         raise UsageError(f"{root} is not a folder of results folders (no such directory)")
     folders = _folders(root)
     memory = os.environ.get("LOADCMP_CATALOG_CACHE") == "memory"
-    con, where = _connect(None if memory else (cache or cache_file(root)), rebuild)
+    try:
+        file = None if memory else (cache or cache_file(root))
+    except OSError:  # no cache folder can be made: the index lives in memory
+        file = None
+    con, where = _connect(file, rebuild)
     stamps = {f: _stamp(f) for f in folders}
     keys = {(f.name if f != root else "."): f for f in folders}
     known = dict((r[0], (r[1], r[2])) for r in con.execute("SELECT folder, mtime_ns, size FROM runs").fetchall())
     stale = [k for k, st in known.items() if k not in keys or stamps[keys[k]] is None or stamps[keys[k]] != st]
     if stale:
-        for table in ("runs", "trials"):
+        for table in ("runs", "cells"):
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, folder)", [stale])
     fresh = [f for k, f in keys.items() if k not in known or k in stale]
     if fresh:

@@ -16,7 +16,9 @@ RunState = Literal["complete", "interrupted", "running", "abandoned", "broken"]
 running: its owner is still alive; abandoned: its owner died before it ended;
 broken: no readable run.json (`reason` says why)."""
 
-Verdict = Literal["better", "worse", "no difference", "too few trials", "not measured"]
+Verdict = Literal["better", "worse", "no difference", "too few trials", "not measured", "client-bound"]
+"""client-bound: req/s where the client limited a side, in the direction its lower bound cannot show (as the
+findings judge it, one-sided: `report.compare.at_least`)."""
 
 
 @dataclass(frozen=True)
@@ -93,6 +95,7 @@ class CompareRow:
     cell: CellKey
     deltas: list[MetricDelta]
     setup_differs: bool  #: a difference scoped to this cell's label (or to the run) exists
+    client_bound: str = ""  #: "A", "B" or "A and B": the side whose client limited its req/s ("" neither)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -116,11 +116,13 @@ def write_run(folder: Path, doc: dict[str, Any]) -> Path:
 
 
 def make_runs(root: Path, n: int, *, step_at: int | None = None, step: float = 0.0, seed: int = 0,
-              plan: Plan | None = None, broken: int = 0, abandoned: int = 0, running: int = 0) -> list[Path]:
+              plan: Plan | None = None, broken: int = 0, abandoned: int = 0, running: int = 0,
+              **fields: Any) -> list[Path]:
     """`n` complete runs under `root` (oldest first, named so), a step at run `step_at` (0-based), and the
     extra folders asked for after them: broken (no run.json; not JSON; another format, in turn), abandoned
-    (a `running` run whose process is gone) and running (owned by this process). Returns the runs' folders."""
-    plan = plan or Plan()
+    (a `running` run whose process is gone) and running (owned by this process). `fields` are `Plan`'s, laid
+    over `plan` (labels=("nginx", "apache"), levels=(10, 50), trials=2 ...). Returns the runs' folders."""
+    plan = replace(plan or Plan(), **fields)
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     paths = [write_run(root / f"run-{i:05d}", run_doc(i, plan, step_at is not None and i >= step_at, step, rng))
