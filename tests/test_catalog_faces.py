@@ -15,6 +15,7 @@ from loadcmp.catalog.model import METRICS, History, HistoryQuery, Value
 
 
 def test_words_say_values_verdicts_and_changes():
+    assert set(words.NAMES) == set(METRICS)  # every metric has its heading
     assert words.plus_minus("rps", Value(1234.0, 1200.0, 1268.0, 3)) == "1,234 req/s ± 34"
     assert words.plus_minus("p99", Value(None, None, None, 0)) == "not measured"
     assert words.number("mem_peak", 200 * 1048576) == "200.0 MiB"
