@@ -176,3 +176,13 @@ def test_a_cache_folder_that_cannot_be_made_keeps_the_index_in_memory(tmp_path: 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
     with open_catalog(root) as cat:
         assert cat.where == ":memory:" and [v.n for _, _, v in cat.values("rps")] == [3, 3]
+
+
+def test_a_root_that_is_itself_a_results_folder_is_its_one_run(tmp_path: Path):
+    (path,) = make_runs(tmp_path / "results", 1)
+    with open_catalog(path) as cat:
+        assert [(r.path, r.state) for r in cat.runs] == [(path, "complete")]
+        assert [(p, c.label, v.n) for p, c, v in cat.values("p99", label="nginx")] == [(path, "nginx", 3)]
+        assert cat.values("p99", label="apache") == []
+        with pytest.raises(TypeError, match="no filter colour"):
+            cat.values("rps", colour="blue")

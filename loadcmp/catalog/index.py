@@ -42,6 +42,8 @@ CELLS = {"folder": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR", "level": "
          **{f"{m}_n": "INTEGER" for m in METRICS}}
 """A run's cell: each metric's Value over its measured trials, made when the run is indexed (`folder.values`:
 the report's Estimate), so that a warm query needs neither the trials nor pandas."""
+FILTERS = ("label", "stack", "level", "page", "protocol")
+"""What `Catalog.values` selects cells by (the columns of `CELLS` a history's filters name)."""
 MEASURED = ("complete", "interrupted")
 """The states whose trials give points: a running or abandoned run's figures are not final."""
 
@@ -56,7 +58,7 @@ def cache_file(root: Path) -> Path:
 
 @dataclass
 class Catalog:
-    """The folders of a results root, oldest first, and the index their trials are queried from."""
+    """The folders of a results root, oldest first, and the index their cells' Values are queried from."""
 
     root: Path
     runs: list[RunEntry]
@@ -73,6 +75,8 @@ class Catalog:
         `match` (label, stack, level, page, protocol) equals its value, when not None; `exclude`: a folder left
         out."""
         check_metric(metric)  # a column's name: only one of METRICS
+        if unknown := set(match) - set(FILTERS):
+            raise TypeError(f"no filter {', '.join(sorted(unknown))}; the filters are {', '.join(FILTERS)}")
         where = [f"{k} = ?" for k, v in match.items() if v is not None]
         args = [v for v in match.values() if v is not None]
         if exclude is not None:
