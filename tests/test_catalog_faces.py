@@ -106,3 +106,20 @@ def test_a_change_point_for_the_worse_is_a_failed_check_in_junit_and_the_summary
     message = failure.get("message") or ""
     assert "req/s" in message and "1,000 req/s → 700 req/s (-30.0 %, worse)" in message
     assert "fpm.max_children 40 → 8" in message
+
+
+def test_a_client_bound_side_is_named_and_not_judged(capsys):
+    from dataclasses import replace
+
+    from loadcmp.cli.compare import show_comparison
+
+    c = comparison()
+    bound = replace(c.rows[0].deltas[0], verdict="client-bound")
+    row = replace(c.rows[0], deltas=[bound, c.rows[0].deltas[1]], client_bound="B")
+    show_comparison(replace(c, rows=[row, c.rows[1]]))
+    text = capsys.readouterr().out
+    rps = next(line for line in text.splitlines() if line.startswith("│ nginx@50") and "req/s" in line)
+    assert "(client-bound: B)" in rps and "client-bound: no verdict" in rps and "worse" not in rps
+    p99 = next(line for line in text.splitlines() if line.startswith("│ nginx@50") and " ms" in line)
+    assert "client-bound" not in p99
+    assert "judged one-sided" in text

@@ -6,7 +6,7 @@ all say them, and say them the same way.
 
 from __future__ import annotations
 
-from .model import METRICS, ChangePoint, Difference, MetricDelta, Value
+from .model import METRICS, ChangePoint, CompareRow, Difference, MetricDelta, Value
 
 NAMES = {"rps": "req/s", "p50": "p50", "p99": "p99", "failed_rate": "failed rate",
          "cpu_per_request": "CPU/request", "mem_peak": "memory peak"}
@@ -68,7 +68,17 @@ def verdict_text(d: MetricDelta) -> str:
     """The verdict as the user reads it; with too few trials, how many there are (no guess)."""
     if d.verdict == "too few trials":
         return f"too few trials: n={d.a.n} vs {d.b.n}"
+    if d.verdict == "client-bound":
+        return "client-bound: no verdict"
     return d.verdict
+
+
+def cell_text(row: CompareRow, metric: str) -> str:
+    """A row's cell, marked `*` where its set-up differs and, in req/s, with the side the client limited."""
+    text = row.cell.text() + (" *" if row.setup_differs else "")
+    if metric == "rps" and row.client_bound:
+        text += f" (client-bound: {row.client_bound})"
+    return text
 
 
 def change_text(metric: str, cp: ChangePoint) -> str:

@@ -20,7 +20,8 @@ if TYPE_CHECKING:
 DIFF_LINES = 8
 """A rendered config's diff is cut to this many lines unless --diff is given."""
 VERDICT_STYLE = {"better": "green", "worse": "red", "no difference": "", "too few trials": "yellow",
-                 "not measured": "dim"}
+                 "not measured": "dim",
+                 "client-bound": "yellow"}
 
 
 @cli.command()
@@ -61,6 +62,9 @@ def show_comparison(c: Comparison, full_diff: bool = False) -> None:
         out.print(table)
     if any(r.setup_differs for r in c.rows):
         out.print("* the set-up of this cell differs between the runs (above)")
+    if any(r.client_bound for r in c.rows):
+        out.print("client-bound: the client limited that side's req/s, a lower bound: judged one-sided, as the "
+                  "findings are (docs/client-bound.md)", soft_wrap=True)
     for side, cells in (("A", c.only_a), ("B", c.only_b)):
         if cells:
             out.print(f"only in {side}: " + ", ".join(escape(k.text()) for k in cells), soft_wrap=True)
@@ -97,7 +101,7 @@ def show_differences(diffs: list[Difference], full_diff: bool) -> None:
 def metric_tables(c: Comparison) -> list[Table]:
     """One table per metric: each shared cell's A, B, B against A with its interval, and the verdict."""
     from ..catalog.model import METRICS
-    from ..catalog.words import NAMES, delta_text, plus_minus, verdict_text
+    from ..catalog.words import NAMES, cell_text, delta_text, plus_minus, verdict_text
 
     tables = []
     for metric in METRICS:
@@ -112,7 +116,7 @@ def metric_tables(c: Comparison) -> list[Table]:
         for r, d in rows:
             style = VERDICT_STYLE.get(d.verdict, "")
             verdict = f"[{style}]{escape(verdict_text(d))}[/{style}]" if style else escape(verdict_text(d))
-            t.add_row(escape(r.cell.text()) + (" *" if r.setup_differs else ""), plus_minus(metric, d.a),
+            t.add_row(escape(cell_text(r, metric)), plus_minus(metric, d.a),
                       plus_minus(metric, d.b), delta_text(d), verdict)
         tables.append(t)
     return tables

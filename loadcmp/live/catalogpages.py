@@ -19,7 +19,7 @@ from aiohttp import web
 
 from ..catalog.model import METRICS, Comparison, HistoryQuery
 from ..catalog.tojson import plain
-from ..catalog.words import NAMES, delta_text, difference_text, plus_minus, verdict_text
+from ..catalog.words import NAMES, cell_text, delta_text, difference_text, plus_minus, verdict_text
 from ..errors import UsageError
 
 Names = Callable[[], Awaitable[list[str]]]
@@ -131,7 +131,7 @@ def comparison_html(c: Comparison | None) -> str:
         if not rows:
             continue
         body = "".join(
-            f"<tr><td>{e(r.cell.text())}{' *' if r.setup_differs else ''}</td><td>{e(plus_minus(metric, d.a))}</td>"
+            f"<tr><td>{e(cell_text(r, metric))}</td><td>{e(plus_minus(metric, d.a))}</td>"
             f"<td>{e(plus_minus(metric, d.b))}</td><td>{e(delta_text(d))}</td>"
             f"<td class='verdict v-{e(d.verdict.replace(' ', '-'))}'>{e(verdict_text(d))}</td></tr>"
             for r, d in rows)
@@ -139,6 +139,8 @@ def comparison_html(c: Comparison | None) -> str:
                      f"<th>B against A</th><th>verdict</th></tr></thead><tbody>{body}</tbody></table>")
     if any(r.setup_differs for r in c.rows):
         parts.append("<p>* the set-up of this cell differs between the runs</p>")
+    if any(r.client_bound for r in c.rows):
+        parts.append("<p>client-bound: the client limited that side's req/s, a lower bound: judged one-sided</p>")
     for side, cells in (("A", c.only_a), ("B", c.only_b)):
         if cells:
             parts.append(f"<p>only in {side}: {e(', '.join(k.text() for k in cells))}</p>")
