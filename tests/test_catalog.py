@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -186,3 +187,18 @@ def test_a_root_that_is_itself_a_results_folder_is_its_one_run(tmp_path: Path):
         assert cat.values("p99", label="apache") == []
         with pytest.raises(TypeError, match="no filter colour"):
             cat.values("rps", colour="blue")
+
+
+def test_catalogs_opened_in_threads_at_once_agree(tmp_path: Path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    root = tmp_path / "results"
+    make_runs(root, 20)
+
+    def answer(_: int) -> list[Any]:
+        with open_catalog(root) as cat:
+            return cat.values("rps")
+
+    with ThreadPoolExecutor(4) as pool:
+        answers = list(pool.map(answer, range(8)))
+    assert all(a == answers[0] for a in answers) and len(answers[0]) == 20

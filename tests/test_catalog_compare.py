@@ -153,3 +153,26 @@ def test_a_client_bound_side_is_judged_one_sided(tmp_path: Path, bound: str, ste
     (row,) = compare(paths[0], paths[1]).rows
     assert row.client_bound == bound
     assert verdicts(paths[0], paths[1])["rps"] == expected
+
+
+def test_a_cells_values_are_the_reports_own(tmp_path: Path):
+    """The same trials give the same means and intervals as the report's Table 1 (`report.tables.aggregate`)."""
+    from loadcmp.catalog.index import open_catalog
+    from loadcmp.report.tables import aggregate
+    from loadcmp.store.reader import load_results
+
+    shutil.copytree(FIXTURES / "run-2x2x3", tmp_path / "r" / "run-2x2x3")
+    agg = aggregate(load_results(tmp_path / "r" / "run-2x2x3")).set_index(["server", "level"])
+    same = {"rps": ("rps", 1), "p50": ("p50_ms", 1), "p99": ("p99_ms", 1), "mem_peak": ("mem_peak_bytes", 1),
+            "failed_rate": ("failed_rate", 100)}
+    checked = 0
+    with open_catalog(tmp_path / "r") as cat:
+        for metric, (column, scale) in same.items():
+            for _, cell, v in cat.values(metric):
+                row = agg.loc[(cell.label, cell.level)]
+                assert v.n == row["measured"] == 3
+                assert v.mean == pytest.approx(row[column] * scale)
+                assert v.low == pytest.approx(row[f"{column}_low"] * scale)
+                assert v.high == pytest.approx(row[f"{column}_high"] * scale)
+                checked += 1
+    assert checked == 5 * len(agg)

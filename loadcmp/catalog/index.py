@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -251,14 +252,37 @@ def open_catalog(root: Path, rebuild: bool = False, cache: Path | None = None) -
     except OSError:  # no cache folder can be made: the index lives in memory
         file = None
     con, where = _connect(file, rebuild)
+    try:
+        with _UPDATING:
+            _update(con, root, folders)
+            return Catalog(root, _entries(con, root), con, where)
+    except BaseException:
+        con.close()
+        raise
+
+
+_UPDATING = threading.Lock()
+"""One update of an index at a time in this process (`serve` answers in threads); other processes take turns by
+DuckDB's lock on the file."""
+
+
+def _update(con: Any, root: Path, folders: list[Path]) -> None:
+    """The index made to hold `folders` as they are now, in one transaction (a crash leaves the index as it was):
+    folders gone or changed dropped, new and changed ones read."""
     stamps = {f: _stamp(f) for f in folders}
     keys = {(f.name if f != root else "."): f for f in folders}
     known = dict((r[0], (r[1], r[2])) for r in con.execute("SELECT folder, mtime_ns, size FROM runs").fetchall())
     stale = [k for k, st in known.items() if k not in keys or stamps[keys[k]] is None or stamps[keys[k]] != st]
-    if stale:
+    fresh = [f for k, f in keys.items() if k not in known or k in stale]
+    if not stale and not fresh:
+        return
+    con.begin()
+    try:
         for table in ("runs", "cells"):
             con.execute(f"DELETE FROM {table} WHERE list_contains(?, folder)", [stale])
-    fresh = [f for k, f in keys.items() if k not in known or k in stale]
-    if fresh:
-        _index(con, root, fresh, stamps)
-    return Catalog(root, _entries(con, root), con, where)
+        if fresh:
+            _index(con, root, fresh, stamps)
+    except BaseException:
+        con.rollback()
+        raise
+    con.commit()
