@@ -1,0 +1,59 @@
+"""`smoke --history DIR`: this run held to the stored history, each change point for the worse a failed check.
+
+No threshold is set by hand: a regression is a change point (history.regressions) at this run. The verdicts
+are smoke's own (`verdicts.smoke.Verdict`, kind "history"), so the JUnit XML and the step summary carry them
+as they carry the other checks, with the metric, the change and the set-up differences in the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ..verdicts.smoke import Verdict
+from .model import ChangePoint
+from .words import NAMES, change_text, differences_text, number
+
+MIN_HISTORY = 5
+"""Stored runs (this one included) below which no change point can be told from noise: said, not failed."""
+USABLE = ("complete", "interrupted")
+
+
+def history_verdicts(root: Path, run: Path, metrics: Sequence[str] = ("rps", "p99")
+                     ) -> tuple[list[Verdict], list[str]]:
+    """The verdicts of this run (`run`) against the history under `root`, and what is said instead of judging
+    (too little history). One failed verdict per change point for the worse; one passed per metric without."""
+    from .history import regressions
+    from .index import open_catalog
+
+    runs = [r for r in open_catalog(root).runs if r.state in USABLE] if root.is_dir() else []
+    inside = any(_same(r.path, run) for r in runs)
+    have = len(runs) + (0 if inside else 1)
+    if have < MIN_HISTORY:
+        return [], [f"--history {root}: {have} stored run(s) with this one, too little history to find a change "
+                    f"point (it needs {MIN_HISTORY}); not judged"]
+    found = regressions(root, run, metrics=tuple(metrics))
+    out: list[Verdict] = []
+    for metric in metrics:
+        mine = [cp for cp in found if cp.metric == metric]
+        out += [regression_verdict(metric, cp) for cp in mine]
+        if not mine:
+            out.append(Verdict("history", f"{metric}: no change point for the worse", None, "-", True,
+                               f"{NAMES[metric]}: this run is no change point for the worse against {have - 1} "
+                               "stored runs", "history"))
+    return out, []
+
+
+def regression_verdict(metric: str, cp: ChangePoint) -> Verdict:
+    """A change point for the worse as a failed check: the metric, the change, the set-up differences named."""
+    shown = f"{number(metric, cp.before)} → {number(metric, cp.after)} ({cp.change * 100:+.1f} %)"
+    message = (f"{cp.cell.text()}: {NAMES[metric]} changed for the worse at this run: {change_text(metric, cp)}, "
+               f"p = {cp.pvalue:.3g}; set-up differences: {differences_text(cp.differences, most=5)}")
+    return Verdict(cp.cell.label, f"{metric} history (change point)", cp.after, shown, False, message, "history")
+
+
+def _same(a: Path, b: Path) -> bool:
+    try:
+        return a.resolve() == b.resolve()
+    except OSError:
+        return a == b
