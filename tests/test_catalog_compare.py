@@ -176,3 +176,18 @@ def test_a_cells_values_are_the_reports_own(tmp_path: Path):
                 assert v.high == pytest.approx(row[f"{column}_high"] * scale)
                 checked += 1
     assert checked == 5 * len(agg)
+
+
+def test_the_ports_each_run_picked_are_no_difference():
+    """Each run picks free ports and writes them into its configs: a front's beside the loopback address (or
+    alone, as lighttpd's server.port, known from the trials' URL) and a back-end's. Only a real change shows."""
+    from loadcmp.catalog.setup import differences_of
+
+    def doc(front: int, back: int, workers: int) -> dict:
+        conf = f"listen 127.0.0.1:{front};\nproxy_pass http://127.0.0.1:{back};\nworkers {workers};\n"
+        return {"servers": {"web": {"configs": {"web/nginx.conf": conf, "web/lighttpd.conf": f"server.port = {front}\n"}}},
+                "trials": [{"server": "web", "result": {"url": f"http://127.0.0.1:{front}/"}}]}
+
+    assert differences_of(doc(40659, 41001, 2), doc(35123, 39999, 2)) == []
+    (d,) = differences_of(doc(40659, 41001, 2), doc(35123, 39999, 4))
+    assert d.kind == "config" and d.key == "web/nginx.conf" and "-workers 2;" in d.diff and "+workers 4;" in d.diff

@@ -134,6 +134,8 @@ def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison
 
 def _paired(pair: tuple[str, str], doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[Difference]:
     """The differences of A's label against B's label of another name, said under A's label."""
-    one = {"servers": {pair[0]: (doc_a.get("servers") or {}).get(pair[0]) or {}}}
-    other = {"servers": {pair[0]: (doc_b.get("servers") or {}).get(pair[1]) or {}}}
-    return differences_of(one, other)
+    def side(doc: dict[str, Any], label: str) -> dict[str, Any]:
+        trials = [{**t, "server": pair[0]} for t in doc.get("trials") or [] if t.get("server") == label]
+        return {"servers": {pair[0]: (doc.get("servers") or {}).get(label) or {}}, "trials": trials}
+
+    return differences_of(side(doc_a, pair[0]), side(doc_b, pair[1]))

@@ -10,6 +10,8 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+import re
+import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,9 @@ SPEC_KEYS = ("duration", "warmup", "schedule", "keepalive", "tls", "tls_resume",
              "requests", "ramp_up", "pace", "rate", "max_inflight", "server_cpus", "client_cpus", "server_memory",
              "docker_host", "cluster", "reuse_server")
 """The spec keys that change what is measured (the levels, labels and pages are the cells themselves)."""
+
+PORT_AT = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\]):(\d{2,5})\b")
+"""A port written beside the loopback address in a rendered config (a back-end's, a front's)."""
 
 LABEL_KEYS = ("stack", "cpus", "memory_bytes", "keepalive")
 """A label's own set-up keys in run.json's `servers` that change what it measures (its settings apart)."""
@@ -54,12 +59,32 @@ def _pairs(kind: Any, scope: str, a: Mapping[str, Any], b: Mapping[str, Any],
     return out
 
 
-def _configs(scope: str, a: Mapping[str, str], b: Mapping[str, str]) -> list[Difference]:
-    """The rendered configs that differ, each with a unified diff (A's file, then B's)."""
+def ports_of(doc: Mapping[str, Any], label: str) -> set[str]:
+    """The ports a run picked for `label`: its front's (the trials' URL) and every port its rendered configs
+    write beside a loopback address. Each run picks free ones, so they say nothing of its set-up."""
+    ports = {str(urllib.parse.urlsplit(str(t.get("result", {}).get("url") or "")).port or "")
+             for t in doc.get("trials") or [] if t.get("server") == label}
+    configs = ((doc.get("servers") or {}).get(label) or {}).get("configs") or {}
+    for text in configs.values():
+        ports.update(PORT_AT.findall(str(text)))
+    return ports - {""}
+
+
+def _masked(text: str | None, ports: set[str]) -> str | None:
+    """A rendered config with its run's own ports written as PORT."""
+    if text is None or not ports:
+        return text
+    return re.sub(r"\b(?:" + "|".join(sorted(map(re.escape, ports))) + r")\b", "PORT", text)
+
+
+def _configs(scope: str, a: Mapping[str, str], b: Mapping[str, str],
+             ports: tuple[set[str], set[str]] = (set(), set())) -> list[Difference]:
+    """The rendered configs that differ once each run's own ports are masked (`ports_of`), each with a
+    unified diff (A's file, then B's)."""
     out = []
     for path in sorted({*a, *b}):
         before, after = a.get(path), b.get(path)
-        if before == after:
+        if _masked(before, ports[0]) == _masked(after, ports[1]):
             continue
         diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
                                             (after or "").splitlines(keepends=True),
@@ -69,7 +94,8 @@ def _configs(scope: str, a: Mapping[str, str], b: Mapping[str, str]) -> list[Dif
     return out
 
 
-def _label(label: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None) -> list[Difference]:
+def _label(label: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
+           ports: tuple[set[str], set[str]] = (set(), set())) -> list[Difference]:
     """One label's differences: present on one side only, or its settings, configs, versions, pages."""
     if a is None or b is None:
         side = a if a is not None else b or {}
@@ -77,7 +103,7 @@ def _label(label: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None)
         return [Difference("setting", label, "server", None if a is None else said, None if b is None else said)]
     out = _pairs("setting", label, a, b, LABEL_KEYS)
     out += _pairs("setting", label, a.get("settings") or {}, b.get("settings") or {})
-    out += _configs(label, a.get("configs") or {}, b.get("configs") or {})
+    out += _configs(label, a.get("configs") or {}, b.get("configs") or {}, ports)
     out += _pairs("version", label, a.get("versions") or {}, b.get("versions") or {})
     out += _pairs("page", label, a, b, ("app", "page"))
     return out
@@ -100,7 +126,7 @@ def differences_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Differenc
     out += _pairs("spec", "", a.get("spec") or {}, b.get("spec") or {}, SPEC_KEYS)
     servers_a, servers_b = a.get("servers") or {}, b.get("servers") or {}
     for label in [*servers_a, *(s for s in servers_b if s not in servers_a)]:
-        out += _label(label, servers_a.get(label), servers_b.get(label))
+        out += _label(label, servers_a.get(label), servers_b.get(label), (ports_of(a, label), ports_of(b, label)))
     return out
 
 
