@@ -202,3 +202,20 @@ def test_catalogs_opened_in_threads_at_once_agree(tmp_path: Path):
     with ThreadPoolExecutor(4) as pool:
         answers = list(pool.map(answer, range(8)))
     assert all(a == answers[0] for a in answers) and len(answers[0]) == 20
+
+
+def test_a_trial_that_cannot_be_read_makes_its_folder_broken_not_the_catalog_fail(tmp_path: Path):
+    root = tmp_path / "results"
+    paths = make_runs(root, 3)
+    doc = json.loads((paths[1] / "run.json").read_text())
+    doc["trials"][0]["level"] = "ten"  # a hand-edited or damaged run.json
+    (paths[1] / "run.json").write_text(json.dumps(doc))
+    with open_catalog(root) as cat:
+        states = {r.path.name: (r.state, r.reason or "") for r in cat.runs}
+        assert len(cat.values("rps")) == 2
+    assert states["run-00001"][0] == "broken" and "trial that cannot be read" in states["run-00001"][1]
+    assert entry(paths[1]).state == "broken"
+    from loadcmp.catalog.compare import compare
+
+    with pytest.raises(UsageError, match="trial that cannot be read"):
+        compare(paths[1], paths[0])

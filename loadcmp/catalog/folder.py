@@ -113,6 +113,8 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     if not path.is_dir():
         raise UsageError(f"{path} is not a results folder (no such directory)")
     doc, reason = read_doc(path)
+    if doc is not None and (why := rows_of(path, doc)[1]) is not None:
+        doc, reason = None, why
     if doc is None and (reason == "no run.json" or not broken_ok):
         raise UsageError(f"{path} is not a results folder ({reason})")
     return entry_of(path, doc, reason), doc or {}
@@ -162,6 +164,15 @@ def trial_rows(path: Path, doc: Mapping[str, Any]) -> list[Row]:
                      "level": cell.level, "page": cell.page, "protocol": cell.protocol,
                      "trial": int(t.get("trial") or 0), **figures(t)})
     return rows
+
+
+def rows_of(path: Path, doc: Mapping[str, Any]) -> tuple[list[Row], str | None]:
+    """A run's trial rows and None, or none and why its run.json is broken: one trial that cannot be read (a
+    damaged or hand-edited file) makes its own folder broken, never the whole catalog fail."""
+    try:
+        return trial_rows(path, doc), None
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        return [], f"run.json has a trial that cannot be read ({type(e).__name__}: {e})"
 
 
 def measured(doc: Mapping[str, Any]) -> list[TrialRecord]:

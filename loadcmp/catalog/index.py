@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .folder import check_metric, entry, entry_of, read_doc, started_of, state_of, trial_rows, values
+from .folder import check_metric, entry, entry_of, read_doc, rows_of, started_of, state_of, values
 from .model import METRICS, CellKey, RunEntry, Value
 
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog"]
@@ -195,13 +195,16 @@ def _index(con: Any, root: Path, fresh: list[Path], stamps: dict[Path, tuple[int
     for f in fresh:
         text = texts.get(f)
         doc, reason = read_doc(f, text) if text is not None else read_doc(f)
+        rows, why = rows_of(f, doc) if doc is not None else ([], None)
+        if why is not None:
+            doc, reason = None, why
         e = entry_of(f, doc, reason)
         stamp = stamps[f] or (0, 0)
         key = f.name if f != root else "."
         runs.append({"folder": key, "mtime_ns": stamp[0], "size": stamp[1], "state": e.state, "name": e.name,
                      "run_id": e.run_id, "kind": e.kind, "started": e.started, "sort_key": started_of(f, doc)[1],
                      "reason": e.reason, **_owner(doc)})
-        for cell, (stack, vals) in values(trial_rows(f, doc) if doc is not None else []).items():
+        for cell, (stack, vals) in values(rows).items():
             cells.append({"folder": key, "label": cell.label, "stack": stack, "level": cell.level, "page": cell.page,
                           "protocol": cell.protocol, **{f"{m}_{k}": getattr(v, k) for m, v in vals.items()
                                                         for k in ("mean", "low", "high", "n")}})
