@@ -271,3 +271,20 @@ def test_compare_pairs_a_tuned_label_with_the_defaults(tmp_path):
     assert code == 0, out
     assert "nginx: fpm.max_children 8 → 40" in out and "│ nginx@10 /index.php (http) *" in out
     one_line_exit_2(["compare", a, b, "--pair", "nginx"], "LABEL_A=LABEL_B")
+
+
+def test_history_on_a_warm_index_loads_no_pandas(tmp_path: Path):
+    """What a user waits for in a new process: no `--figure` given must not load the store's writer (pandas)."""
+    import os
+    import subprocess
+    import sys
+
+    root = tmp_path / "results"
+    make_runs(root, 3)
+    code = ("import sys; from loadcmp.cli import cli; cli.main(['history', sys.argv[1]], standalone_mode=False); "
+            "print('pandas' in sys.modules)")
+    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
+    for _ in range(2):  # the first builds the index (it judges each run through the store's reader)
+        out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, capture_output=True, text=True,
+                             check=True).stdout
+    assert out.strip().splitlines()[-1] == "False"
