@@ -118,3 +118,17 @@ def test_a_long_history_keeps_its_one_step_and_no_noise(tmp_path: Path):
     paths = make_runs(root, 150, step_at=100, step=-0.3, seed=7, plan=Plan(noise=0.03))
     (series,) = history(root, HistoryQuery("rps")).series
     assert [cp.run.path for cp in series.change_points] == [paths[100]]
+
+
+def test_a_change_from_zero_is_said_from_0_not_plus_0_percent():
+    """Failures appearing where there were none: Otava's relative change is 0 there (a division by 0 avoided)."""
+    from loadcmp.catalog.history import change_points
+    from loadcmp.catalog.model import CellKey, Point, RunEntry, Value
+    from loadcmp.catalog.words import change_text
+
+    cell = CellKey("nginx", 10, "/", "http")
+    rates = [0.0] * 5 + [5.0, 5.1, 4.9, 5.0, 5.2]
+    points = [Point(RunEntry(Path(f"r{i}"), "complete"), cell, Value(v, v, v, 3)) for i, v in enumerate(rates)]
+    (cp,) = change_points(cell, points, "failed_rate")
+    assert (cp.index, cp.before, cp.direction, cp.change) == (5, 0.0, "worse", None)
+    assert "from 0, worse" in change_text("failed_rate", cp)

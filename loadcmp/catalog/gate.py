@@ -12,7 +12,7 @@ from pathlib import Path
 
 from ..verdicts.smoke import Verdict
 from .model import ChangePoint
-from .words import NAMES, change_text, differences_text, number
+from .words import NAMES, change_percent, change_text, differences_text, number
 
 MIN_HISTORY = 5
 """Stored runs (this one included) below which no change point can be told from noise: said, not failed."""
@@ -46,7 +46,7 @@ def history_verdicts(root: Path, run: Path, metrics: Sequence[str] = ("rps", "p9
 
 def regression_verdict(metric: str, cp: ChangePoint) -> Verdict:
     """A change point for the worse as a failed check: the metric, the change, the set-up differences named."""
-    shown = f"{number(metric, cp.before)} → {number(metric, cp.after)} ({cp.change * 100:+.1f} %)"
+    shown = f"{number(metric, cp.before)} → {number(metric, cp.after)} ({change_percent(cp)})"
     message = (f"{cp.cell.text()}: {NAMES[metric]} changed for the worse at this run: {change_text(metric, cp)}, "
                f"p = {cp.pvalue:.3g}; set-up differences: {differences_text(cp.differences, most=5)}")
     return Verdict(cp.cell.label, f"{metric} history (change point)", cp.after, shown, False, message, "history")

@@ -89,7 +89,8 @@ def change_points(cell: CellKey, points: list[Point], metric: str, docs: _Docs |
         at, before_at = known[cp.index][0], known[cp.index - 1][0]
         before, after = float(cp.stats.mean_1), float(cp.stats.mean_2)
         direction: Literal["better", "worse"] = "better" if (after > before) == METRICS[metric][1] else "worse"
-        out.append(ChangePoint(cell, at, points[at].run, before, after, float(cp.stats.forward_rel_change()),
+        change = None if before == 0 else after / before - 1  # Otava's forward_rel_change says 0 there
+        out.append(ChangePoint(cell, at, points[at].run, before, after, change,
                                float(cp.stats.pvalue), direction,
                                docs.differences(points[before_at].run.path, points[at].run.path), metric))
     return out

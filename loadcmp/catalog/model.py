@@ -140,7 +140,7 @@ class ChangePoint:
     run: RunEntry
     before: float  #: mean of the segment before
     after: float  #: mean of the segment after
-    change: float  #: (after - before) / before
+    change: float | None  #: (after - before) / before; None where before is 0 (a failed rate from none)
     pvalue: float
     direction: Literal["better", "worse"]
     differences: list[Difference]  #: set-up at this run against the run before it

@@ -18,7 +18,7 @@ from matplotlib.figure import Figure
 from ..errors import UsageError
 from ..report.axes import PALETTE, WIDTH, MiB
 from .model import METRICS, History, Series
-from .words import NAMES, differences_text
+from .words import NAMES, change_percent, differences_text
 
 MOST_PANELS = 8
 """More series than this are drawn as the first ones, and the figure says how many it left out."""
@@ -59,7 +59,7 @@ def _panel(ax: Axes, metric: str, s: Series, colour: str) -> None:
         c = CHANGE_COLOURS[cp.direction]
         x = cp.index - 0.5
         ax.axvline(x, color=c, ls="--", lw=1.2)
-        text = f"{cp.change * 100:+.1f} % ({cp.direction}): {differences_text(cp.differences, most=2)}"
+        text = f"{change_percent(cp)} ({cp.direction}): {differences_text(cp.differences, most=2)}"
         right = x > len(xs) / 2  # the words on the side with room, each change point a line lower
         ax.annotate(_cut(text), (x, 1.0), xycoords=("data", "axes fraction"), xytext=(-3 if right else 3, -10 - 11 * k),
                     textcoords="offset points", fontsize=8, color=c, va="top", ha="right" if right else "left")

@@ -81,9 +81,14 @@ def cell_text(row: CompareRow, metric: str) -> str:
     return text
 
 
+def change_percent(cp: ChangePoint) -> str:
+    """A change point's change: `-20.8 %`, or `from 0` where the segment before it was 0 (no ratio)."""
+    return "from 0" if cp.change is None else f"{cp.change * 100:+.1f} %"
+
+
 def change_text(metric: str, cp: ChangePoint) -> str:
     """`1,200 req/s → 950 req/s (-20.8 %, worse)`."""
-    return f"{number(metric, cp.before)} → {number(metric, cp.after)} ({cp.change * 100:+.1f} %, {cp.direction})"
+    return f"{number(metric, cp.before)} → {number(metric, cp.after)} ({change_percent(cp)}, {cp.direction})"
 
 
 def difference_text(d: Difference) -> str:

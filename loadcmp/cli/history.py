@@ -85,7 +85,7 @@ def show_history(h: History) -> None:
 
 def series_table(metric: str, s: Series) -> Table:
     """One row per run: when, which, the value with its interval, the trials; a change point marked at its run."""
-    from ..catalog.words import NAMES, number, plus_minus
+    from ..catalog.words import NAMES, change_percent, number, plus_minus
 
     t = Table(title=f"{escape(s.cell.text())}: {NAMES[metric]}, oldest first", title_justify="left")
     for col, just in (("", "left"), ("time", "left"), ("run", "left"), (NAMES[metric], "right"), ("n", "right"),
@@ -99,7 +99,7 @@ def series_table(metric: str, s: Series) -> Table:
             colour = "red" if cp.direction == "worse" else "green"
             mark = f"[{colour}]▶[/{colour}]"
             change = (f"[{colour}]{number(metric, cp.before)} → {number(metric, cp.after)} "
-                      f"({cp.change * 100:+.1f} %)[/{colour}]")
+                      f"({change_percent(cp)})[/{colour}]")
         t.add_row(mark, escape(p.run.started), escape(p.run.path.name), plus_minus(metric, p.value),
                   str(p.value.n), change)
     return t

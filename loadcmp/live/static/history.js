@@ -51,7 +51,7 @@
     for (const cp of s.change_points) {
       const d = cp.differences.length ? cp.differences.map(diffText).join("; ") : "no set-up difference";
       list.appendChild(el("li", `change point at ${base(cp.run.path)}: ${fmt(scale(metric, cp.before))} → ` +
-        `${fmt(scale(metric, cp.after))} ${unit} (${(cp.change * 100).toFixed(1)} %, ${cp.direction}); set-up: ${d}`,
+        `${fmt(scale(metric, cp.after))} ${unit} (${cp.change == null ? "from 0" : (cp.change * 100).toFixed(1) + " %"}, ${cp.direction}); set-up: ${d}`,
         `cp-${cp.direction}`));
     }
     if (!s.change_points.length) list.appendChild(el("li", "no change point"));
