@@ -185,7 +185,8 @@ def test_the_ports_each_run_picked_are_no_difference():
 
     def doc(front: int, back: int, workers: int) -> dict:
         conf = f"listen 127.0.0.1:{front};\nproxy_pass http://127.0.0.1:{back};\nworkers {workers};\n"
-        return {"servers": {"web": {"configs": {"web/nginx.conf": conf, "web/lighttpd.conf": f"server.port = {front}\n"}}},
+        configs = {"web/nginx.conf": conf, "web/lighttpd.conf": f"server.port = {front}\n"}
+        return {"servers": {"web": {"configs": configs}},
                 "trials": [{"server": "web", "result": {"url": f"http://127.0.0.1:{front}/"}}]}
 
     assert differences_of(doc(40659, 41001, 2), doc(35123, 39999, 2)) == []
