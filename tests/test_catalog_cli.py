@@ -288,3 +288,13 @@ def test_history_on_a_warm_index_loads_no_pandas(tmp_path: Path):
         out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, capture_output=True, text=True,
                              check=True).stdout
     assert out.strip().splitlines()[-1] == "False"
+
+
+def test_smoke_history_judges_no_cell_that_no_stored_run_shares(tmp_path: Path):
+    """Six stored runs of nginx are no history for a run of apache: said, not passed as 'no change point'."""
+    from loadcmp.catalog.gate import history_verdicts
+
+    make_runs(tmp_path / "r", 6)
+    (other,) = make_runs(tmp_path / "new", 1, labels=("apache",))
+    verdicts, said = history_verdicts(tmp_path / "r", other)
+    assert verdicts == [] and len(said) == 1 and "1 stored run(s) with this one in apache@10" in said[0]

@@ -16,7 +16,6 @@ from .words import NAMES, change_percent, change_text, differences_text, number
 
 MIN_HISTORY = 5
 """Stored runs (this one included) below which no change point can be told from noise: said, not failed."""
-USABLE = ("complete", "interrupted")
 
 
 def history_verdicts(root: Path, run: Path, metrics: Sequence[str] = ("rps", "p99")
@@ -24,14 +23,13 @@ def history_verdicts(root: Path, run: Path, metrics: Sequence[str] = ("rps", "p9
     """The verdicts of this run (`run`) against the history under `root`, and what is said instead of judging
     (too little history). One failed verdict per change point for the worse; one passed per metric without."""
     from .history import regressions
-    from .index import open_catalog
 
-    runs = [r for r in open_catalog(root).runs if r.state in USABLE] if root.is_dir() else []
-    inside = any(_same(r.path, run) for r in runs)
-    have = len(runs) + (0 if inside else 1)
+    stored, cell = _fewest(root, run) if root.is_dir() else (0, "")
+    have = stored + 1
     if have < MIN_HISTORY:
-        return [], [f"--history {root}: {have} stored run(s) with this one, too little history to find a change "
-                    f"point (it needs {MIN_HISTORY}); not judged"]
+        where = f" in {cell}" if cell else ""
+        return [], [f"--history {root}: {have} stored run(s) with this one{where}, too little history to find a "
+                    f"change point (it needs {MIN_HISTORY}); not judged"]
     found = regressions(root, run, metrics=tuple(metrics))
     out: list[Verdict] = []
     for metric in metrics:
@@ -52,8 +50,15 @@ def regression_verdict(metric: str, cp: ChangePoint) -> Verdict:
     return Verdict(cp.cell.label, f"{metric} history (change point)", cp.after, shown, False, message, "history")
 
 
-def _same(a: Path, b: Path) -> bool:
-    try:
-        return a.resolve() == b.resolve()
-    except OSError:
-        return a == b
+def _fewest(root: Path, run: Path) -> tuple[int, str]:
+    """The fewest stored runs (other than `run`) that measured one of `run`'s cells, and that cell: a cell no
+    stored run shares has no history to be judged against, whatever else the root holds."""
+    from .folder import cell_key, load, measured
+    from .index import open_catalog
+
+    doc = load(run)[1]
+    cells = sorted({cell_key(t, doc) for t in measured(doc)})
+    with open_catalog(root) as cat:
+        counts = [(len(cat.values("rps", exclude=run, label=c.label, level=c.level, page=c.page,
+                                  protocol=c.protocol)), c.text()) for c in cells]
+    return min(counts) if counts else (0, "")
