@@ -139,6 +139,9 @@ def test_entry_of_a_folder_that_is_not_a_results_folder(tmp_path: Path):
 def test_a_root_that_is_not_a_folder(tmp_path: Path):
     with pytest.raises(UsageError, match="not a folder of results folders"):
         open_catalog(tmp_path / "nowhere")
+    (tmp_path / "results.txt").write_text("")
+    with pytest.raises(UsageError, match=r"results.txt is not a folder of results folders \(a file\)"):
+        open_catalog(tmp_path / "results.txt")
 
 
 def test_an_index_held_by_another_process_is_built_in_memory(tmp_path: Path, cache: Path):

@@ -247,7 +247,8 @@ def open_catalog(root: Path, rebuild: bool = False, cache: Path | None = None) -
     file (default `cache_file(root)`; `LOADCMP_CATALOG_CACHE=memory` keeps it in memory)."""
     root = Path(root)
     if not root.is_dir():
-        raise UsageError(f"{root} is not a folder of results folders (no such directory)")
+        why = "a file" if root.exists() else "no such directory"
+        raise UsageError(f"{root} is not a folder of results folders ({why})")
     folders = _folders(root)
     memory = os.environ.get("LOADCMP_CATALOG_CACHE") == "memory"
     try:
