@@ -271,6 +271,8 @@ def test_compare_pairs_a_tuned_label_with_the_defaults(tmp_path):
     assert code == 0, out
     assert "nginx: fpm.max_children 8 → 40" in out and "│ nginx@10 /index.php (http) *" in out
     one_line_exit_2(["compare", a, b, "--pair", "nginx"], "LABEL_A=LABEL_B")
+    one_line_exit_2(["compare", a, b, "--pair", "nginx=tunde"], "run B has no label 'tunde' (its labels: tuned)")
+    one_line_exit_2(["compare", a, a, "--pair", "nginx=tuned"], "run B has no label 'tuned'")  # not a silent no-op
 
 
 def test_history_on_a_warm_index_loads_no_pandas(tmp_path: Path):

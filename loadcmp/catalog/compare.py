@@ -111,6 +111,10 @@ def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison
     eb, doc_b = _loaded(Path(b))
     cells_a, cells_b = _estimates(ea.path, doc_a), _estimates(eb.path, doc_b)
     if pair is not None:
+        for side, label, cells in (("A", pair[0], cells_a), ("B", pair[1], cells_b)):
+            if label not in {c.label for c in cells}:
+                known = ", ".join(sorted({c.label for c in cells})) or "none"
+                raise UsageError(f"--pair: run {side} has no label {label!r} (its labels: {known})")
         cells_b = {(CellKey(pair[0], c.level, c.page, c.protocol) if c.label == pair[1] else c): v
                    for c, v in cells_b.items()}
     shared = sorted(set(cells_a) & set(cells_b))
