@@ -222,3 +222,21 @@ def test_a_trial_that_cannot_be_read_makes_its_folder_broken_not_the_catalog_fai
 
     with pytest.raises(UsageError, match="trial that cannot be read"):
         compare(paths[1], paths[0])
+
+
+def test_a_write_ups_runs_are_read_one_level_further_and_its_summary_is_no_run(tmp_path: Path):
+    """As `serve` lists them: the runs of a folder that holds runs, an empty folder broken, and a folder of
+    other files (the summary `seeds` writes beside its runs) no run at all."""
+    root = tmp_path / "r"
+    make_runs(root, 2)
+    make_runs(root / "writeup", 2, seed=1)
+    summary = root / "seeds-20261125-120000"
+    summary.mkdir()
+    (summary / "summary.md").write_text("# the write-ups\n")
+    (root / "died").mkdir()
+    with open_catalog(root) as cat:
+        listed = {e.path.relative_to(root).as_posix(): e.state for e in cat.runs}
+        found = {p.relative_to(root).as_posix() for p, _, _ in cat.values("rps")}
+    assert listed == {"run-00000": "complete", "run-00001": "complete", "writeup/run-00000": "complete",
+                      "writeup/run-00001": "complete", "died": "broken"}
+    assert found == {"run-00000", "run-00001", "writeup/run-00000", "writeup/run-00001"}

@@ -275,21 +275,23 @@ def test_compare_pairs_a_tuned_label_with_the_defaults(tmp_path):
     one_line_exit_2(["compare", a, a, "--pair", "nginx=tuned"], "run B has no label 'tuned'")  # not a silent no-op
 
 
-def test_history_on_a_warm_index_loads_no_pandas(tmp_path: Path):
-    """What a user waits for in a new process: no `--figure` given must not load the store's writer (pandas)."""
+def test_history_on_a_warm_index_loads_no_pandas_nor_scipy(tmp_path: Path):
+    """What a user waits for in a new process: no `--figure` given must not load the store's writer (pandas),
+    and a series already tested keeps its change points in the index (no Otava, no scipy)."""
     import os
     import subprocess
     import sys
 
     root = tmp_path / "results"
-    make_runs(root, 3)
+    make_runs(root, 6, step_at=3, step=-0.5)
     code = ("import sys; from loadcmp.cli import cli; cli.main(['history', sys.argv[1]], standalone_mode=False); "
-            "print('pandas' in sys.modules)")
+            "print('pandas' in sys.modules, 'scipy' in sys.modules)")
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path / "cache")}
     for _ in range(2):  # the first builds the index (it judges each run through the store's reader)
         out = subprocess.run([sys.executable, "-c", code, str(root)], env=env, capture_output=True, text=True,
                              check=True).stdout
-    assert out.strip().splitlines()[-1] == "False"
+    assert "change point at run-00003" in out  # found the first time, kept, and said again
+    assert out.strip().splitlines()[-1] == "False False"
 
 
 def test_smoke_history_judges_no_cell_that_no_stored_run_shares(tmp_path: Path):

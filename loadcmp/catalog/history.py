@@ -20,6 +20,9 @@ none in those 40, and still finds a 30 % step in them.
 
 from __future__ import annotations
 
+import hashlib
+import importlib.metadata
+import json
 import math
 from collections.abc import Callable
 from pathlib import Path
@@ -76,22 +79,41 @@ class _Docs:
         return self.read[path]
 
 
-def change_points(cell: CellKey, points: list[Point], metric: str, docs: _Docs | None = None) -> list[ChangePoint]:
+Memo = Callable[[str, Callable[[], Any]], Any]
+"""Keeps a computed JSON value by key (`Catalog.remembered`)."""
+
+
+def _splits(values: list[float], memo: Memo | None) -> list[list[float]]:
+    """Otava's change points of `values`, each [index, mean before, mean after, p-value]; kept by `memo` under a
+    hash of the values, the test and Otava's version, so an unchanged series is never tested again."""
+    def compute() -> list[list[float]]:
+        found, _ = _otava()(values, window_len=WINDOW, max_pvalue=max_pvalue(len(values)), min_magnitude=0.0)
+        return [[int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2), float(cp.stats.pvalue)]
+                for cp in found]
+
+    if memo is None:
+        return compute()
+    try:
+        otava = importlib.metadata.version("apache-otava")
+    except importlib.metadata.PackageNotFoundError:
+        otava = "?"
+    said = json.dumps([otava, WINDOW, max_pvalue(len(values)), values])
+    return list(memo(hashlib.sha256(said.encode()).hexdigest(), compute))
+
+
+def change_points(cell: CellKey, points: list[Point], metric: str, docs: _Docs | None = None,
+                  memo: Memo | None = None) -> list[ChangePoint]:
     """Where a series changed (Otava, `MAX_PVALUE`), each with the set-up differences at that run."""
     known = [(i, p.value.mean) for i, p in enumerate(points) if p.value.mean is not None]
     if len(known) < 2:
         return []
-    found, _ = _otava()([v for _, v in known], window_len=WINDOW, max_pvalue=max_pvalue(len(known)),
-                        min_magnitude=0.0)
     docs = docs or _Docs()
     out = []
-    for cp in found:
-        at, before_at = known[cp.index][0], known[cp.index - 1][0]
-        before, after = float(cp.stats.mean_1), float(cp.stats.mean_2)
+    for index, before, after, pvalue in _splits([v for _, v in known], memo):
+        at, before_at = known[int(index)][0], known[int(index) - 1][0]
         direction: Literal["better", "worse"] = "better" if (after > before) == METRICS[metric][1] else "worse"
         change = None if before == 0 else after / before - 1  # Otava's forward_rel_change says 0 there
-        out.append(ChangePoint(cell, at, points[at].run, before, after, change,
-                               float(cp.stats.pvalue), direction,
+        out.append(ChangePoint(cell, at, points[at].run, before, after, change, pvalue, direction,
                                docs.differences(points[before_at].run.path, points[at].run.path), metric))
     return out
 
@@ -107,14 +129,15 @@ def history(root: Path, q: HistoryQuery, rebuild: bool = False) -> History:
     with open_catalog(Path(root), rebuild) as cat:
         found = cat.values(q.metric, **_filters(q))
         runs = cat.runs
-    if not found:
-        said = ", ".join(f"{k} {v}" for k, v in _filters(q).items() if v is not None) or "any cell"
-        measured = sum(r.state in ("complete", "interrupted") for r in runs)
-        raise UsageError(f"no stored run under {root} matches {said} ({len(runs)} folders, {measured} of them "
-                         "complete or interrupted)")
-    docs = _Docs()
-    points = _points(found, {r.path: r for r in runs})
-    series = [Series(cell, pts, change_points(cell, pts, q.metric, docs)) for cell, pts in sorted(points.items())]
+        if not found:
+            said = ", ".join(f"{k} {v}" for k, v in _filters(q).items() if v is not None) or "any cell"
+            measured = sum(r.state in ("complete", "interrupted") for r in runs)
+            raise UsageError(f"no stored run under {root} matches {said} ({len(runs)} folders, {measured} of "
+                             "them complete or interrupted)")
+        docs = _Docs()
+        points = _points(found, {r.path: r for r in runs})
+        series = [Series(cell, pts, change_points(cell, pts, q.metric, docs, cat.remembered))
+                  for cell, pts in sorted(points.items())]
     return History(q, series, runs)
 
 
@@ -140,6 +163,6 @@ def regressions(root: Path, run: Path, metrics: tuple[str, ...] = ("rps", "p99")
                 if est.mean is None:
                     continue
                 points = _series_with(cat, cell, metric, me.path, Point(me, cell, value_of(est)))
-                out += [c for c in change_points(cell, points, metric, docs)
+                out += [c for c in change_points(cell, points, metric, docs, cat.remembered)
                         if c.index == len(points) - 1 and c.direction == "worse"]
     return out

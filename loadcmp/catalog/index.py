@@ -19,8 +19,10 @@ interrupted, running, abandoned, or broken with the reason (`folder.entry_of`).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +33,7 @@ from .model import METRICS, CellKey, RunEntry, Value
 
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog"]
 
-SCHEMA = "2"
+SCHEMA = "3"
 """The index's own format: an index of another is dropped and rebuilt. Raised whenever what a cell keeps, or
 how its Values are made, changes (an unchanged folder is never read again)."""
 
@@ -43,6 +45,9 @@ CELLS = {"folder": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR", "level": "
          **{f"{m}_n": "INTEGER" for m in METRICS}}
 """A run's cell: each metric's Value over its measured trials, made when the run is indexed (`folder.values`:
 the report's Estimate), so that a warm query needs neither the trials nor pandas."""
+SPLITS = {"key": "VARCHAR PRIMARY KEY", "found": "VARCHAR"}
+"""Where a series of values splits (`Catalog.remembered`), by a hash of the values and the test: a warm history
+imports neither Otava nor scipy (most of a fresh process's time)."""
 FILTERS = ("label", "stack", "level", "page", "protocol")
 """What `Catalog.values` selects cells by (the columns of `CELLS` a history's filters name)."""
 MEASURED = ("complete", "interrupted")
@@ -81,9 +86,8 @@ class Catalog:
         where = [f"{k} = ?" for k, v in match.items() if v is not None]
         args = [v for v in match.values() if v is not None]
         if exclude is not None:
-            inside = Path(exclude).resolve().parent == self.root.resolve()
             where.append("c.folder <> ?")
-            args.append(Path(exclude).resolve().name if inside else "")
+            args.append(_key(self.root.resolve(), Path(exclude).resolve()))
         sql = (f"SELECT c.folder, label, level, page, protocol, {metric}_mean, {metric}_low, {metric}_high, "
                f"{metric}_n FROM cells c JOIN runs r USING (folder) WHERE r.state IN {MEASURED} "
                f"{''.join(' AND ' + w for w in where)} ORDER BY r.sort_key, c.folder, label, level, page, protocol")
@@ -94,6 +98,18 @@ class Catalog:
     def close(self) -> None:
         self.con.close()
 
+    def remembered(self, key: str, compute: Callable[[], Any]) -> Any:
+        """`compute()`'s JSON value, kept in the index under `key` (a hash of all it depends on) and computed
+        only the first time."""
+        with _UPDATING:
+            row = self.con.execute("SELECT found FROM splits WHERE key = ?", [key]).fetchone()
+        if row is not None:
+            return json.loads(row[0])
+        value = compute()
+        with _UPDATING:
+            self.con.execute("INSERT OR REPLACE INTO splits VALUES (?, ?)", [key, json.dumps(value)])
+        return value
+
     def __enter__(self) -> Catalog:
         return self
 
@@ -101,14 +117,43 @@ class Catalog:
         self.close()
 
 
+STORE_FILES = ("run.json", "timeline.parquet", "server.parquet", "summary.csv")
+"""The files a results folder holds: one of them makes a folder a run (broken when run.json is missing)."""
+
+
+def _key(root: Path, folder: Path) -> str:
+    """A folder's key in the index: its path under the root ("." for the root itself; "": not under it)."""
+    try:
+        return folder.relative_to(root).as_posix()
+    except ValueError:
+        return ""
+
+
+def _children(folder: Path) -> list[Path]:
+    try:
+        return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+    except OSError as e:
+        raise UsageError(f"{folder} cannot be listed: {e.strerror}") from None
+
+
 def _folders(root: Path) -> list[Path]:
-    """Every folder the root holds (a root that is itself a results folder: that one alone)."""
+    """The results folders under the root, as `serve` lists them: each folder that holds a store file, the runs
+    one level further (a write-up's), and each empty folder (a run that died before it wrote anything: broken).
+    A folder of other files and no run (a write-up's summary) is no run. A root that is itself a results folder:
+    that one alone."""
     if (root / "run.json").is_file():
         return [root]
-    try:
-        return sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith("."))
-    except OSError as e:
-        raise UsageError(f"{root} cannot be listed: {e.strerror}") from None
+    out = []
+    for folder in _children(root):
+        if any((folder / f).exists() for f in STORE_FILES):
+            out.append(folder)
+            continue
+        inner = [p for p in _children(folder) if (p / "run.json").is_file()]
+        if inner:
+            out += inner
+        elif not any(folder.iterdir()):
+            out.append(folder)
+    return out
 
 
 def _stamp(folder: Path) -> tuple[int, int] | None:
@@ -161,8 +206,9 @@ def _tables(con: Any) -> None:
         con.execute("DROP TABLE IF EXISTS runs")
         con.execute("DROP TABLE IF EXISTS trials")
         con.execute("DROP TABLE IF EXISTS cells")
+        con.execute("DROP TABLE IF EXISTS splits")
         con.execute("INSERT OR REPLACE INTO meta VALUES ('schema', ?)", [SCHEMA])
-    for name, cols in (("runs", RUNS), ("cells", CELLS)):
+    for name, cols in (("runs", RUNS), ("cells", CELLS), ("splits", SPLITS)):
         con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(f'{c} {t}' for c, t in cols.items())})")
 
 
@@ -200,7 +246,7 @@ def _index(con: Any, root: Path, fresh: list[Path], stamps: dict[Path, tuple[int
             doc, reason = None, why
         e = entry_of(f, doc, reason)
         stamp = stamps[f] or (0, 0)
-        key = f.name if f != root else "."
+        key = _key(root, f)
         runs.append({"folder": key, "mtime_ns": stamp[0], "size": stamp[1], "state": e.state, "name": e.name,
                      "run_id": e.run_id, "kind": e.kind, "started": e.started, "sort_key": started_of(f, doc)[1],
                      "reason": e.reason, **_owner(doc)})
@@ -274,7 +320,7 @@ def _update(con: Any, root: Path, folders: list[Path]) -> None:
     """The index made to hold `folders` as they are now, in one transaction (a crash leaves the index as it was):
     folders gone or changed dropped, new and changed ones read."""
     stamps = {f: _stamp(f) for f in folders}
-    keys = {(f.name if f != root else "."): f for f in folders}
+    keys = {_key(root, f): f for f in folders}
     known = dict((r[0], (r[1], r[2])) for r in con.execute("SELECT folder, mtime_ns, size FROM runs").fetchall())
     stale = [k for k, st in known.items() if k not in keys or stamps[keys[k]] is None or stamps[keys[k]] != st]
     fresh = [f for k, f in keys.items() if k not in known or k in stale]
