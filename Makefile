@@ -27,6 +27,7 @@ demo: images
 
 bench: images
 	$(PY) bench/compare.py
+	$(PY) bench/catalog_speed.py
 
 # The five write-ups within BUDGET (levels and windows cut in proportion): a report of each,
 # a summary in results/seeds-<time>/ and docs/seeds.md made from it.

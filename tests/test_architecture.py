@@ -101,7 +101,8 @@ def test_no_module_is_too_long():
 
 MAX_TOP_LEVEL = 8
 """Modules at the top of loadcmp/: the shared kernel (errors, units, records, studies) and the entry points."""
-HEAVY = ("pandas", "docker", "matplotlib", "numpy", "uvloop", "httptools", "aiohttp", "distributed")
+HEAVY = ("pandas", "docker", "matplotlib", "numpy", "uvloop", "httptools", "aiohttp", "distributed", "duckdb", "scipy",
+         "otava")
 
 
 def _packages() -> list[str]:
@@ -171,10 +172,11 @@ def test_a_load_worker_does_not_carry_pandas():
 # The layering ARCHITECTURE.md draws ("The packages and how they import"), as the test reads it.
 KERNEL = ("records", "studies", "units", "errors")
 """The shared kernel at the top of loadcmp/, in its own order: each imports only those after it."""
-LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment",), ("verdicts", "observe"),
+LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment", "catalog"),
+                                 ("verdicts", "observe"),
                                  ("report",), ("store",), ("lab",), ("load",)]
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
-from a neighbour on its own level (writeups, live and sweep; verdicts and observe)."""
+from a neighbour on its own level (writeups, live and sweep; experiment and catalog; verdicts and observe)."""
 ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.limits",)}
 """Of a package below it, these reach only the modules named (lab: load.limits, the one reader of the open-file
 limit); the other packages below stay whole."""

@@ -13,13 +13,16 @@
     smoke.py    smoke
     seeds.py    seeds (the five write-ups within a budget)
     report.py   report
+    compare.py  compare A B (two stored runs: what differs, then each shared cell with its verdict)
+    history.py  history [RESULTS_DIR] (a metric over the stored runs, its change points, the trend figure)
     live.py     --live [PORT] on the commands that load (the page's server around the command, its feed laid
                 over the sweep's hooks), and serve (stored runs in the browser)
 """
 
 from __future__ import annotations
 
-from . import bench, capacity, live, report, run, seeds, servers, smoke, tune  # noqa: F401  (registers the commands)
+from . import (bench, capacity, compare, history, live, report, run, seeds, servers, smoke,  # noqa: F401
+               tune)  # (registers the commands)
 from .app import cli
 
 

@@ -384,11 +384,11 @@ def writable(flag: str, path: str | None, *, folder: bool) -> None:
     """An output path, checked before anything is read, loaded or started: one that cannot be written is
     bad usage (exit 2), said in one line, rather than a run lost at its end. Nothing is left behind: a
     folder's nearest existing parent is tried with a folder made and removed at once."""
+    if path is None:
+        return  # first: the store's writer loads pandas, a second in a command that writes nothing
     from ..errors import StoreError
     from ..store.writer import check_out_file
 
-    if path is None:
-        return
     try:
         if not folder:
             check_out_file(path, flag)

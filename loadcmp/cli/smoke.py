@@ -41,6 +41,8 @@ SMOKE_KEYS = {"pages", "checks"}
               help="A threshold like rps>200, p(99)<500ms, failed_rate<1%, nginx:mem_peak<256MiB (repeatable).")
 @click.option("--baseline", type=click.Path(), help="A stored results folder to compare rps and p99 against.")
 @click.option("--max-regression", default="20%", show_default=True, help="Allowed regression against --baseline.")
+@click.option("--history", "history_dir", type=click.Path(file_okay=False),
+              help="A results folder of earlier runs: fail when this run is a change point for the worse.")
 @click.option("--junit", type=click.Path(dir_okay=False), help="Write JUnit XML here.")
 @click.option("--summary", type=click.Path(dir_okay=False), help="Append a Markdown summary here (CI step summary).")
 @click.option("--out", "out_dir", help="Where the results folder goes (default results/).")
@@ -54,6 +56,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     from ..lab.stacks import catalog
     from ..verdicts.smoke import parse_checks, parse_percent, write_outputs
 
+    history_dir: str | None = flags.pop("history_dir")
     load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
     setup.check_out()  # first: a bad path found after the run would lose it and its verdicts
     for flag, file in (("--junit", junit), ("--summary", summary)):
@@ -79,8 +82,9 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
         run = sweep(spec, table=False, live=watch, command="smoke")
     elapsed = time.monotonic() - t
     res, verdicts = _judge(run.path, parsed, base, margin)
+    said = _history(history_dir, run.path, verdicts)
     passed = all(o.passed for o in verdicts)
-    write_outputs(verdicts, res, passed, elapsed, junit, summary)
+    write_outputs(verdicts, res, passed, elapsed, junit, summary, said)
     _print(verdicts, passed, elapsed, as_json, run.path)
     raise_for_status(run)
     _raise_for(res, verdicts)
@@ -123,6 +127,22 @@ def _judge(path: str, checks: list[Check], base: Results | None, margin: float) 
     if base is not None:
         verdicts += compare_baseline(res, base, margin)
     return res, verdicts
+
+
+def _history(folder: str | None, path: str, verdicts: list[Verdict]) -> list[str]:
+    """--history: this run against the stored ones, each change point for the worse a failed check (added to
+    `verdicts`); what is said instead (too little history) returned and shown on stderr."""
+    from pathlib import Path
+
+    from ..catalog.gate import history_verdicts
+
+    if not folder:
+        return []
+    found, said = history_verdicts(Path(folder), Path(path))
+    verdicts += found
+    for line in said:
+        err.print(line, markup=False, highlight=False)
+    return said
 
 
 def _raise_for(res: Results, verdicts: list[Verdict]) -> None:

@@ -28,6 +28,7 @@ from ..errors import LoadcmpError
 from ..records import RunDoc
 from ..store.reader import Run, load_results
 from ..store.writer import Row
+from .catalogpages import catalog_routes
 from .feed import ended, hello, progress, stored, trial_started
 from .hub import Event, encode
 from .server import cookie_name, page_response
@@ -232,7 +233,11 @@ def serve_routes(root: Path, token: str | None, port: int) -> Any:
     async def report(request: web.Request) -> web.StreamResponse:
         return await reports.response((await find(request)).path)
 
+    async def names() -> list[str]:
+        return [r.name for r in await listing.get()]
+
     def add(app: web.Application) -> None:
+        catalog_routes(root, names)(app)
         app.router.add_get("/", index)
         app.router.add_get(r"/runs/{name:.+?}/events", replay)
         app.router.add_get(r"/runs/{name:.+?}/report/", report)
@@ -260,6 +265,7 @@ def runs_page(root: Path, runs: list[StoredRun]) -> str:
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>loadcmp: stored runs</title>
 <link rel="stylesheet" href="/static/live.css"></head><body>
 <h1>loadcmp: stored runs in {e(str(root))}</h1>
+<p class="nav"><a href="/compare">compare two runs</a> · <a href="/history">history of a metric</a></p>
 <table class="runs"><thead><tr><th>run</th><th>date</th><th>kind</th><th>stacks</th><th>levels</th><th>status</th>
 <th>machine</th><th></th></tr></thead><tbody>{rows or "<tr><td colspan=8>no stored runs</td></tr>"}</tbody></table>
 </body></html>"""

@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 import time
 import xml.etree.ElementTree as ET
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -222,7 +222,8 @@ def junit_xml(verdicts: list[Verdict], elapsed: float, results_dir: str) -> byte
         case = ET.SubElement(suite, "testcase", classname=f"loadcmp.smoke.{server}", name=f"{o.server}: {o.check}",
                              time="0")
         if not o.passed:
-            f = ET.SubElement(case, "failure", message=o.message, type="threshold")
+            f = ET.SubElement(case, "failure", message=o.message,
+                              type="change point" if o.kind == "history" else "threshold")
             f.text = o.message
         else:
             so = ET.SubElement(case, "system-out")
@@ -233,7 +234,10 @@ def junit_xml(verdicts: list[Verdict], elapsed: float, results_dir: str) -> byte
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
-def summary_md(verdicts: list[Verdict], res: Results, passed: bool, elapsed: float) -> str:
+def summary_md(verdicts: list[Verdict], res: Results, passed: bool, elapsed: float,
+               said: Sequence[str] = ()) -> str:
+    """The step summary: the checks, what a failed history check found (the change, the set-up differences),
+    what was said instead of judging, and Table 1."""
     header, rows = table1(res)
     lines = [f"## loadcmp smoke: {'passed' if passed else 'FAILED'}", "",
              f"{len(verdicts)} checks, {sum(not o.passed for o in verdicts)} failed, {elapsed:.0f} s; "
@@ -243,6 +247,9 @@ def summary_md(verdicts: list[Verdict], res: Results, passed: bool, elapsed: flo
         verdict = "pass" if o.passed else "**fail**"
         bound = " (client-bound)" if o.client_bound_reason else ""
         lines.append(f"| {o.server} | `{o.check}` | {o.shown} | {verdict}{bound} |")
+    found = [f"- **{o.check}**: {o.message}" for o in verdicts if o.kind == "history" and not o.passed]
+    found += [f"- {line}" for line in said]
+    lines += [""] + found if found else []
     lines += ["", "| " + " | ".join(f"{g} {w}".strip() for g, w in header) + " |",
               "|" + "|".join("---:" for _ in header) + "|"]
     lines += ["| " + " | ".join(r) + " |" for r in rows]
@@ -251,7 +258,7 @@ def summary_md(verdicts: list[Verdict], res: Results, passed: bool, elapsed: flo
 
 
 def write_outputs(verdicts: list[Verdict], res: Results, passed: bool, elapsed: float, junit: str | None,
-                  summary: str | None) -> None:
+                  summary: str | None, said: Sequence[str] = ()) -> None:
     if junit:
         data = junit_xml(verdicts, elapsed, str(res.path))
         p = Path(junit)
@@ -261,4 +268,4 @@ def write_outputs(verdicts: list[Verdict], res: Results, passed: bool, elapsed: 
         p = Path(summary)
         p.parent.mkdir(parents=True, exist_ok=True)
         with p.open("a") as f:
-            f.write(summary_md(verdicts, res, passed, elapsed))
+            f.write(summary_md(verdicts, res, passed, elapsed, said))

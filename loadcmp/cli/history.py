@@ -1,0 +1,111 @@
+"""`loadcmp history [RESULTS_DIR]`: one metric over every stored run, its change points, and the folders that
+gave no point (with their state: none is skipped without a word)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import click
+from rich.markup import escape
+from rich.table import Table
+
+from .app import cli
+from .display import out
+from .options import json_option, writable
+
+if TYPE_CHECKING:
+    from ..catalog.model import History, RunEntry, Series
+
+METRIC_CHOICES = ("rps", "p50", "p99", "failed_rate", "cpu_per_request", "mem_peak")
+"""model.METRICS's keys (tests/test_catalog_faces.py keeps them equal): click needs them before the catalog
+is imported, so that `--help` answers at once."""
+
+
+@cli.command()
+@click.argument("results", default="results", type=click.Path(path_type=Path))
+@click.option("--metric", default="rps", show_default=True, type=click.Choice(METRIC_CHOICES),
+              help="The metric to follow.")
+@click.option("--label", help="Only this server label.")
+@click.option("--stack", help="Only labels that ran this stack.")
+@click.option("--level", type=int, help="Only this level (clients or rate).")
+@click.option("--page", help="Only this page, e.g. /index.html.")
+@click.option("--protocol", help="Only this protocol (http, https).")
+@click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), help="Write the trend figure (PNG) here.")
+@click.option("--rebuild", is_flag=True, help="Rebuild the index of RESULTS_DIR from the folders first.")
+@json_option
+def history(results: Path, metric: str, label: str | None, stack: str | None, level: int | None, page: str | None,
+            protocol: str | None, figure: Path | None, rebuild: bool, as_json: bool) -> None:
+    """A metric over every stored run in RESULTS_DIR, oldest first, with the runs where it changed."""
+    from ..catalog.history import history as history_of
+    from ..catalog.model import HistoryQuery
+    from ..catalog.tojson import dumps
+
+    writable("--figure", str(figure) if figure else None, folder=False)
+    q = HistoryQuery(metric=metric, label=label, stack=stack, level=level, page=page, protocol=protocol)
+    h = history_of(results, q, rebuild=rebuild)
+    if figure is not None:
+        from ..catalog.trend import write_trend
+
+        write_trend(h, figure)
+    if as_json:
+        click.echo(dumps(h))
+        return
+    show_history(h)
+    if figure is not None:
+        out.print(f"figure: {escape(str(figure))}")
+
+
+def show_history(h: History) -> None:
+    """Each series as a table, oldest first, its change points under the run they start at; then the folders
+    that gave no point."""
+    from ..catalog.words import change_text, differences_text
+
+    for s in h.series:
+        out.print(series_table(h.query.metric, s))
+        for cp in s.change_points:
+            colour = "red" if cp.direction == "worse" else "green"
+            out.print(f"  [{colour}]change point[/{colour}] at {escape(cp.run.path.name)}: "
+                      f"{escape(change_text(h.query.metric, cp))}, p = {cp.pvalue:.3g}; set-up: "
+                      f"{escape(differences_text(cp.differences, most=5))}", soft_wrap=True)
+        if not s.change_points:
+            out.print("  no change point")
+    if not h.series:
+        out.print("no series matches")
+    pointless = without_point(h)
+    unread = [r for r in pointless if r.state in ("broken", "abandoned", "running")]
+    if unread:
+        out.print(f"\n[bold]Folders that gave no point ({len(unread)}):[/bold]")
+        for r in unread:
+            why = f": {r.reason}" if r.reason else ""
+            out.print(f"  {escape(str(r.path))}  {r.state}{escape(why)}", soft_wrap=True)
+    if len(pointless) > len(unread):
+        out.print(f"{len(pointless) - len(unread)} other stored run(s) have no cell these filters match")
+
+
+def series_table(metric: str, s: Series) -> Table:
+    """One row per run: when, which, the value with its interval, the trials; a change point marked at its run."""
+    from ..catalog.words import NAMES, change_percent, number, plus_minus
+
+    t = Table(title=f"{escape(s.cell.text())}: {NAMES[metric]}, oldest first", title_justify="left")
+    for col, just in (("", "left"), ("time", "left"), ("run", "left"), (NAMES[metric], "right"), ("n", "right"),
+                      ("change", "left")):
+        t.add_column(col, justify=just)  # type: ignore[arg-type]
+    starts = {cp.index: cp for cp in s.change_points}
+    for i, p in enumerate(s.points):
+        cp = starts.get(i)
+        mark = change = ""
+        if cp is not None:
+            colour = "red" if cp.direction == "worse" else "green"
+            mark = f"[{colour}]▶[/{colour}]"
+            change = (f"[{colour}]{number(metric, cp.before)} → {number(metric, cp.after)} "
+                      f"({change_percent(cp)})[/{colour}]")
+        t.add_row(mark, escape(p.run.started), escape(p.run.path.name), plus_minus(metric, p.value),
+                  str(p.value.n), change)
+    return t
+
+
+def without_point(h: History) -> list[RunEntry]:
+    """The folders found that no series has a point of (broken, abandoned, running, or not matching)."""
+    used = {p.run.path for s in h.series for p in s.points}
+    return [r for r in h.runs if r.path not in used]
