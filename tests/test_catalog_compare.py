@@ -192,3 +192,30 @@ def test_the_ports_each_run_picked_are_no_difference():
     assert differences_of(doc(40659, 41001, 2), doc(35123, 39999, 2)) == []
     (d,) = differences_of(doc(40659, 41001, 2), doc(35123, 39999, 4))
     assert d.kind == "config" and d.key == "web/nginx.conf" and "-workers 2;" in d.diff and "+workers 4;" in d.diff
+
+
+def test_a_run_whose_labels_kept_no_page_has_the_specs_page_and_no_page_difference(tmp_path: Path):
+    """Runs written before labels kept their page: the spec's page is the label's, in the cells as in the
+    differences, so no page change is named where none was."""
+    from loadcmp.catalog.setup import differences_of
+
+    def doc(label_page: str | None, spec_page: str) -> dict:
+        server = {"page": label_page} if label_page else {}
+        return {"spec": {"page": spec_page}, "servers": {"nginx": server}}
+
+    assert differences_of(doc("/info.php", "/info.php"), doc(None, "/info.php")) == []
+    (d,) = differences_of(doc("/info.php", "/info.php"), doc(None, "/index.html"))
+    assert (d.kind, d.scope, d.key, d.before, d.after) == ("page", "nginx", "page", "/info.php", "/index.html")
+
+
+def test_a_file_is_said_to_be_one(tmp_path: Path):
+    (a,) = make_runs(tmp_path / "r", 1)
+    with pytest.raises(UsageError, match=r"not a results folder \(a file\)"):
+        compare(a / "run.json", a)
+
+
+def test_two_runs_of_one_label_each_are_told_about_pair(tmp_path: Path):
+    (a,) = make_runs(tmp_path / "a", 1)
+    (b,) = make_runs(tmp_path / "b", 1, labels=("tuned",))
+    with pytest.raises(UsageError, match="--pair nginx=tuned"):
+        compare(a, b)

@@ -95,8 +95,12 @@ def _no_shared_cell(a: Path, b: Path, cells_a: list[CellKey], cells_b: list[Cell
             return "no measured trial"
         return ", ".join(c.text() for c in cells[:3]) + (f" and {len(cells) - 3} more" if len(cells) > 3 else "")
 
+    labels_a, labels_b = sorted({c.label for c in cells_a}), sorted({c.label for c in cells_b})
+    hint = ""
+    if len(labels_a) == len(labels_b) == 1 and labels_a != labels_b:
+        hint = f" (to compare the two labels as one: --pair {labels_a[0]}={labels_b[0]})"
     return UsageError(f"{a} and {b} share no cell (label x level x page x protocol): "
-                      f"A has {some(cells_a)}; B has {some(cells_b)}")
+                      f"A has {some(cells_a)}; B has {some(cells_b)}{hint}")
 
 
 def _differs(cell: CellKey, diffs: list[Difference]) -> bool:

@@ -111,7 +111,7 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     `broken_ok`, for one whose run.json is broken)."""
     path = Path(path)
     if not path.is_dir():
-        raise UsageError(f"{path} is not a results folder (no such directory)")
+        raise UsageError(f"{path} is not a results folder ({'a file' if path.exists() else 'no such directory'})")
     doc, reason = read_doc(path)
     if doc is not None and (why := rows_of(path, doc)[1]) is not None:
         doc, reason = None, why
@@ -180,11 +180,16 @@ def measured(doc: Mapping[str, Any]) -> list[TrialRecord]:
     return [t for t in doc.get("trials") or [] if t.get("result")]
 
 
+def label_page(doc: Mapping[str, Any], label: str) -> str | None:
+    """The page a label served: its own (`servers[label].page`), else the spec's (a run written before labels
+    kept their page); None: neither says."""
+    return ((doc.get("servers") or {}).get(label) or {}).get("page") or (doc.get("spec") or {}).get("page")
+
+
 def cell_key(t: TrialRecord, doc: Mapping[str, Any]) -> CellKey:
-    """A trial's cell: its label, level, page (its own, else its label's, else the spec's) and protocol."""
+    """A trial's cell: its label, level, page (its own, else its label's: `label_page`) and protocol."""
     label = str(t["server"])
-    page = t.get("page") or ((doc.get("servers") or {}).get(label) or {}).get("page") or \
-        (doc.get("spec") or {}).get("page") or ""
+    page = t.get("page") or label_page(doc, label) or ""
     return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc))
 
 

@@ -24,7 +24,10 @@ def history_verdicts(root: Path, run: Path, metrics: Sequence[str] = ("rps", "p9
     (too little history). One failed verdict per change point for the worse; one passed per metric without."""
     from .history import regressions
 
-    stored, cell = _fewest(root, run) if root.is_dir() else (0, "")
+    if not root.is_dir():  # a first CI job has no history yet; a mistyped path says so every time
+        return [], [f"--history {root}: no such folder yet, so no history to judge against (the run is stored "
+                    "there only when --out names it too); not judged"]
+    stored, cell = _fewest(root, run)
     have = stored + 1
     if have < MIN_HISTORY:
         where = f" in {cell}" if cell else ""

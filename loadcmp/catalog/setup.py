@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from .folder import load
+from .folder import label_page, load
 from .model import Difference
 
 MACHINE_KEYS = ("cpu_model", "cores", "kernel")
@@ -95,7 +95,8 @@ def _configs(scope: str, a: Mapping[str, str], b: Mapping[str, str],
 
 
 def _label(label: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
-           ports: tuple[set[str], set[str]] = (set(), set())) -> list[Difference]:
+           ports: tuple[set[str], set[str]] = (set(), set()),
+           pages: tuple[Any, Any] = (None, None)) -> list[Difference]:
     """One label's differences: present on one side only, or its settings, configs, versions, pages."""
     if a is None or b is None:
         side = a if a is not None else b or {}
@@ -105,7 +106,8 @@ def _label(label: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
     out += _pairs("setting", label, a.get("settings") or {}, b.get("settings") or {})
     out += _configs(label, a.get("configs") or {}, b.get("configs") or {}, ports)
     out += _pairs("version", label, a.get("versions") or {}, b.get("versions") or {})
-    out += _pairs("page", label, a, b, ("app", "page"))
+    out += _pairs("page", label, a, b, ("app",))
+    out += _pairs("page", label, {"page": pages[0]}, {"page": pages[1]})  # a label's page, else the spec's
     return out
 
 
@@ -126,7 +128,8 @@ def differences_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Differenc
     out += _pairs("spec", "", a.get("spec") or {}, b.get("spec") or {}, SPEC_KEYS)
     servers_a, servers_b = a.get("servers") or {}, b.get("servers") or {}
     for label in [*servers_a, *(s for s in servers_b if s not in servers_a)]:
-        out += _label(label, servers_a.get(label), servers_b.get(label), (ports_of(a, label), ports_of(b, label)))
+        out += _label(label, servers_a.get(label), servers_b.get(label), (ports_of(a, label), ports_of(b, label)),
+                      (label_page(a, label), label_page(b, label)))
     return out
 
 

@@ -93,7 +93,8 @@ def show_differences(diffs: list[Difference], full_diff: bool) -> None:
             out.print(f"           [{style}]{escape(line)}[/{style}]", soft_wrap=True)
         if len(shown) < len(lines):
             cut = True
-            out.print(f"           … {len(lines) - len(shown)} more lines")
+            more = len(lines) - len(shown)
+            out.print(f"           … {more} more line{'s' if more != 1 else ''}")
     if cut:
         out.print("  (--diff shows the configs' diffs whole)")
 
