@@ -114,9 +114,9 @@ def test_caddy_resumes_by_its_tickets(images: Any, docker_client: Any, tmp_path:
         assert resumes(port, ca)
 
 
-def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any, capsys: Any) -> None:
+def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any, capfd: Any) -> None:
     res = CliRunner().invoke(cli, ["up", "--tls", "--server", "nginx"])
-    said = res.output + capsys.readouterr().err  # the console may hold the stderr of an earlier test's runner
+    said = res.output + capfd.readouterr().err  # after other tests, the console may write to the process's stderr
     try:
         assert res.exit_code == 0, res.output
         url = res.stdout.strip().splitlines()[0]
