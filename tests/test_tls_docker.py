@@ -6,9 +6,12 @@ loadcmp's own loop: --tls-resume 0 and 1 in the handshake counts, every request 
 from __future__ import annotations
 
 import json
+import os
 import re
 import socket
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -114,21 +117,22 @@ def test_caddy_resumes_by_its_tickets(images: Any, docker_client: Any, tmp_path:
         assert resumes(port, ca)
 
 
-def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any, capfd: Any) -> None:
-    res = CliRunner().invoke(cli, ["up", "--tls", "--server", "nginx"])
-    said = res.output + capfd.readouterr().err  # after other tests, the console may write to the process's stderr
+def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any) -> None:
+    """As a user runs it, in a process of its own: the URL on stdout, the CA's file named on stderr."""
+    res = subprocess.run([sys.executable, "-m", "loadcmp", "up", "--tls", "--server", "nginx"], capture_output=True,
+                         text=True, timeout=300, env={**os.environ, "COLUMNS": "80"})
     try:
-        assert res.exit_code == 0, res.output
+        assert res.returncode == 0, res.stderr
         url = res.stdout.strip().splitlines()[0]
         assert url.startswith("https://127.0.0.1:") and url.endswith("/")
-        found = re.search(r"issued by the CA in\s+(\S+)", said)  # rich may wrap the line
-        assert found, said
+        found = re.search(r"issued by the CA in\s+(\S+)", res.stderr)  # rich may wrap the line
+        assert found, res.stderr
         cafile = found.group(1)
         assert cafile.endswith("/tls/ca.pem") and Path(cafile).is_file()
         ctx = ssl.create_default_context(cafile=cafile)
         assert shake(int(url.rsplit(":", 1)[1].strip("/")), ctx)[2] == "TLSv1.3"
     finally:
-        run_id = next((w for w in said.split() if w.startswith("loadcmp-")), "").split("-")
+        run_id = next((w for w in res.stderr.split() if w.startswith("(loadcmp-")), "").split("-")
         down = ["down", "--run", run_id[1]] if len(run_id) > 1 else ["down"]
         CliRunner().invoke(cli, down)
 
