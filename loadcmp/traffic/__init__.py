@@ -1,0 +1,7 @@
+"""Traffic as a site gets it: weighted page mixes, access-log replay and user journeys.
+
+Each source turns what a user gives (a `--mix`, an access log, a journey file) into what the load
+engines send: the pages, and the order and times they are due in. It sits above the load (it hands the
+engines plain, prepared data and may build on their base) and below the lab (an app's shipped journeys are
+read with it).
+"""
