@@ -33,6 +33,12 @@ class Target:
     """https: verify against this CA file, not the system's."""
     tls_resume: float = 0.0
     """The share of new connections that resume a TLS session."""
+    proto: str = "h1"
+    """The protocol asked for (`PROTOS`): h1 (HTTP/1.x), h2 (over TLS, by ALPN), h2c (cleartext, by prior
+    knowledge) or h3 (QUIC); the engine stops with one line when the server negotiates another."""
+    streams: int = 1
+    """Requests in flight per connection (h2load's -m): h2, h2c and h3 only, bounded by the server's
+    SETTINGS_MAX_CONCURRENT_STREAMS; -c stays the number of connections."""
 
     def encode(self) -> bytes:
         """The request as sent by the fast engine, every time the same bytes: what the user
@@ -66,6 +72,8 @@ def make_target(
     insecure: bool = False,
     cafile: str | None = None,
     tls_resume: float = 0.0,
+    proto: str = "h1",
+    streams: int = 1,
 ) -> Target:
     """Validate a URL and options into a Target; one-line UsageErrors."""
     parts = urlsplit(url)
@@ -102,10 +110,32 @@ def make_target(
         raise UsageError(f"--insecure is for https URLs; {url} is plain http")
     if (wrong := resume_share_error(tls_resume)) is not None:
         raise UsageError(wrong)
+    if (wrong := proto_error(proto, streams, parts.scheme, url)) is not None:
+        raise UsageError(wrong)
     return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure, cafile,
-                  tls_resume)
+                  tls_resume, proto, streams)
 
 
 def resume_share_error(share: float) -> str | None:
     """--tls-resume outside 0..1, in one line; None: a share."""
     return None if 0.0 <= share <= 1.0 else f"--tls-resume must be between 0 and 1, not {share:g}"
+
+
+PROTOS = ("h1", "h2", "h2c", "h3")
+"""The protocols a load speaks: HTTP/1.x, HTTP/2 over TLS, HTTP/2 in cleartext (prior knowledge), HTTP/3."""
+
+
+def proto_error(proto: str, streams: int, scheme: str, url: str) -> str | None:
+    """What is wrong with --proto and -m for this URL, in one line; None: nothing."""
+    if streams < 1:
+        return "-m/--streams must be at least 1"
+    if proto not in PROTOS:
+        return f"unknown protocol {proto!r}: use one of {', '.join(PROTOS)}"
+    if proto in ("h2", "h3") and scheme != "https":
+        return f"--proto {proto} needs an https:// URL; {url} is plain http (h2c is HTTP/2 over plain http)"
+    if proto == "h2c" and scheme != "http":
+        return f"--proto h2c is HTTP/2 over plain http; {url} is https (use --proto h2)"
+    if proto == "h1" and streams > 1:
+        return ("-m/--streams is for --proto h2, h2c or h3: HTTP/1.1 has one request in flight per connection "
+                "(pipelining is not offered)")
+    return None
