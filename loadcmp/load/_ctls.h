@@ -68,10 +68,11 @@ static int tls_new_session(SSL *ssl, SSL_SESSION *sess) {
     return 1; /* ours now */
 }
 
-/* The context of one load (ALPN offers "h2" when `h2`, else "http/1.1"); NULL, or what went wrong in words. */
+/* The context of one load (ALPN offers "h2" first when `h2`, and "http/1.1", so that a server without h2 says
+ * what it speaks instead of nothing; else "http/1.1" alone); NULL, or what went wrong in words. */
 static const char *tls_open(tls_t *t, const char *cafile, const char *host, int is_ip, int verify, int resume,
                             int h2) {
-    static const unsigned char h1_alpn[] = "\x08http/1.1", h2_alpn[] = "\x02h2";
+    static const unsigned char h1_alpn[] = "\x08http/1.1", h2_alpn[] = "\x02h2\x08http/1.1";
     const unsigned char *alpn = h2 ? h2_alpn : h1_alpn;
     unsigned int alpn_len = h2 ? sizeof(h2_alpn) - 1 : sizeof(h1_alpn) - 1;
     memset(t, 0, sizeof(*t));

@@ -80,6 +80,8 @@ class H2Proto(asyncio.Protocol):
                                            "HTTP/2 there (loadcmp does not fall back to another protocol)"))
             t.abort()
             return
+        if sslobj is not None and self.first.counted:
+            o.engine._handshake_seen(t)
         self.h2.initiate_connection()
         self.h2.update_settings({h2.settings.SettingCodes.ENABLE_PUSH: 0,
                                  h2.settings.SettingCodes.INITIAL_WINDOW_SIZE: (1 << 30) - 1})

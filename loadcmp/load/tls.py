@@ -18,7 +18,8 @@ from .target import Target
 
 
 def context(target: Target) -> ssl.SSLContext | None:
-    """The client context for `target` (None for plain http). ALPN offers only the protocol asked for."""
+    """The client context for `target` (None for plain http). ALPN offers http/1.1, and h2 first for an h2 load
+    (whose server must then choose h2: `probe`, and the h2 engines, stop the load when it does not)."""
     if target.scheme != "https":
         return None
     try:
@@ -29,7 +30,7 @@ def context(target: Target) -> ssl.SSLContext | None:
     if target.insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    ctx.set_alpn_protocols(["h2"] if target.proto == "h2" else ["http/1.1"])
+    ctx.set_alpn_protocols(["h2", "http/1.1"] if target.proto == "h2" else ["http/1.1"])  # h2: the server says which
     return ctx
 
 
