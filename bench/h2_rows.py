@@ -74,15 +74,17 @@ def one_h2_level(url: str, proto: str, c: int, m: int, t: int, rounds: int, cafi
     got = alternate(rounds, runners)
     ref: list[Run] = got["h2load"]
     ours: list[Ours] = got["ours"]
-    row = H2Row(proto, c, m, median([r.rps for r in ref]), [o.run.rps / r.rps for o, r in zip(ours, ref, strict=True)],
+    row = H2Row(proto, c, m, median([r.rps for r in ref]),
+                [o.run.rps / r.rps for o, r in zip(ours, ref, strict=True)],
                 median([r.cpu_us for r in ref]), median([o.run.cpu_us for o in ours]),
                 median([o.process_us for o in ours]))
     rs = row.ratios
-    print(f"{proto:<3} c={c:<5} m={m:<3} h2load {row.ref_rps:9.0f} req/s   loadcmp {median([o.run.rps for o in ours]):9.0f}"
-          f" ({median(rs):.2f}x, {min(rs):.2f}-{max(rs):.2f}, rounds {' '.join(f'{x:.2f}' for x in rs)}); "
-          f"negotiated {', '.join(sorted({o.proto for o in ours}))}, GOAWAYs {sum(o.goaways for o in ours)}", flush=True)
-    print(f"        client CPU per request: h2load {row.ref_cpu:.1f} us (whole process), loadcmp {row.thread_cpu:.1f} us "
-          f"(its load thread, in the window) / {row.process_cpu:.1f} us (whole process); CPU busy, client / server: "
+    print(f"{proto:<3} c={c:<5} m={m:<3} h2load {row.ref_rps:9.0f} req/s   loadcmp "
+          f"{median([o.run.rps for o in ours]):9.0f} ({median(rs):.2f}x, {min(rs):.2f}-{max(rs):.2f}, rounds "
+          f"{' '.join(f'{x:.2f}' for x in rs)}); negotiated {', '.join(sorted({o.proto for o in ours}))}, "
+          f"GOAWAYs {sum(o.goaways for o in ours)}", flush=True)
+    print(f"        client CPU per request: h2load {row.ref_cpu:.1f} us (whole process), loadcmp {row.thread_cpu:.1f} "
+          f"us (its load thread, in the window) / {row.process_cpu:.1f} us (whole process); CPU busy, client / server: "
           f"with h2load {median([x.client_busy for x in ref]):.0f} / {median([x.server_busy for x in ref]):.0f} %, "
           f"with loadcmp {median([o.run.client_busy for o in ours]):.0f} / "
           f"{median([o.run.server_busy for o in ours]):.0f} %", flush=True)
