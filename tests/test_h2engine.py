@@ -53,7 +53,7 @@ def _context(ca: trustme.CA, alpn: list[str]) -> ssl.SSLContext:
     return ctx
 
 
-HOWS = ("ok", "refuse", "every:5", "low", "cut", "h1")
+HOWS = ("ok", "refuse", "every:5", "low", "cut", "stall", "h1")
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +68,9 @@ def servers(ca: trustme.CA) -> Iterator[dict[tuple[str, str], H2Server]]:
         s.stop()
 
 
-def load(server: H2Server, proto: str, cafile: str, streams: int = 4, clients: int = 2) -> Result:
+def load(server: H2Server, proto: str, cafile: str, streams: int = 4, clients: int = 2, timeout: float = 3.0) -> Result:
     target = make_target(server.url("/"), proto=proto, streams=streams, cafile=cafile if proto == "h2" else None)
-    return run_load(LoadSpec(target, Closed(clients), 1.0, timeout=3.0))
+    return run_load(LoadSpec(target, Closed(clients), 1.0, timeout=timeout))
 
 
 def _accounted(r: Result) -> tuple[dict, dict, StreamTally]:
@@ -125,6 +125,15 @@ def test_a_connection_closed_mid_stream_cuts_its_streams(servers, cafile, h2_pat
     assert set(failures) == {"reset"} and st.goaways == 0 and st.max_per_connection == 2, (failures, st)
     # 2 answered per connection, then 2 to 4 cut: those in flight, and those sent in place of the 2 answered
     assert doc["ok"] - 4 <= failures["reset"] <= 2 * doc["ok"] + 2 * 4, (doc["ok"], failures)
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_stream_never_answered_times_out_and_is_cancelled(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "stall")], proto, cafile, timeout=0.2))
+    assert set(failures) == {"timeout"} and st.connections == 2 and st.resets == {}, (failures, st)
+    # each connection's streams stall one in three: the others go on around them (-m 4), the stalled ones end
+    # as timeouts (0.2 s) and their slots take new streams once the cancel went out
+    assert doc["ok"] > 2 * failures["timeout"] > 0, (doc["ok"], failures)
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
