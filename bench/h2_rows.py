@@ -91,8 +91,8 @@ def one_h2_level(url: str, proto: str, c: int, m: int, t: int, rounds: int, cafi
     return row
 
 
-LISTEN = re.compile(r"^(\s*listen\s+)(\S+):(\d+)( ssl)?(?! http2)([^;]*);$", re.M)
-"""A rendered front config's listen line (nginx's syntax)."""
+LISTEN = re.compile(r"^(\s*listen\s+)(\S+):(\d+)(?![^;\n]*\bhttp2\b)( ssl)?([^;\n]*);$", re.M)
+"""A rendered front config's listen line (nginx's syntax) that does not speak http2 yet."""
 
 
 def speaking_h2(plan: DeploymentPlan, h2c_port: int | None) -> DeploymentPlan:
