@@ -10,7 +10,8 @@ chunked, read-to-close). Three paths, one per kind of client:
   straight from the protocol callback
   (`_answered_then_send_next`), with no coroutine switch in between; without keep-alive
   `rawclient.RawClient`, one socket driven from the loop's reader and writer callbacks;
-* everything else (ramp, rate): one small coroutine per request (`request`).
+* everything else (ramp, rate): one small coroutine per request (`request`);
+* h2 and h2c (closed loop only): the compiled h2 engine (`_ch2.pyx`), or the `h2` package (`h2py`).
 
 Deadlines are not timers: one sweeper expires every slot ten times a second.
 """
@@ -22,10 +23,11 @@ import contextlib
 import socket
 from typing import Any
 
-from .compiled import make_cloop
+from .compiled import make_cloop, make_h2loop
 from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
+from ..errors import UsageError
 from . import tls
 from .rawclient import RawClient
 from .schedules import Closed
@@ -40,6 +42,8 @@ class FastEngine(Engine[Slot]):
     name = "fast"
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        if spec.target.proto not in ("h1", "h2", "h2c"):  # never another protocol than the one asked for
+            raise UsageError(f"--proto {spec.target.proto}: the fast engine speaks h1, h2 and h2c")
         super().__init__(spec, live)
         self.ssl = tls.context(spec.target)
         """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""
@@ -93,6 +97,10 @@ class FastEngine(Engine[Slot]):
             self.cloop.flush()
 
     def start_closed(self, schedule: Closed) -> None:
+        if self.target.proto in ("h2", "h2c"):  # -c connections, -m streams each: `_ch2`, or the `h2` package
+            self.cloop = make_h2loop(self, schedule.connections, asyncio.get_running_loop())
+            self.cloop.start()
+            return
         cloop = make_cloop(self, schedule.connections, asyncio.get_running_loop())
         if cloop is not None:
             self.cloop = cloop
