@@ -162,6 +162,8 @@ class ErrorLogFind:
 
 FORMATS = ("regex", "json", "prometheus")
 TLS_PART = "tls"
+PROTOCOLS = ("h1", "h2", "h2c", "h3")
+"""What a stack may say it speaks (`Stack.protocols`): HTTP/1.x, HTTP/2 over TLS, cleartext HTTP/2, HTTP/3."""
 """The part a stack lists to serve https: its `tls.*` settings, rendered by its templates only under `--tls`."""
 
 
@@ -238,6 +240,8 @@ class Stack:
     """Where each program's config names its error log (a user's own file: `ownconfig.error_logs`)."""
     order: int = 100
     """Where it is listed (and run, for `all`) among the stacks of its folder: lowest first, then by name."""
+    protocols: tuple[str, ...] = ("h1",)
+    """The protocols it speaks (`protocols` in stack.toml, of `PROTOCOLS`): h2 and h3 over https (`--tls`)."""
 
     @property
     def serves_https(self) -> bool:

@@ -21,12 +21,12 @@ from typing import Any
 from ..errors import ConfigError, Problems
 from . import render, rules
 from .certs import KEY_TYPES, STAND_IN
-from .model import TLS_PART, Cause, Check, Image, Role, Stack, configs_dir, project_root
+from .model import PROTOCOLS, TLS_PART, Cause, Check, Image, Role, Stack, configs_dir, project_root
 from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
-              "status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
+              "status", "tunables", "checks", "causes", "versions", "listen", "error_log", "protocols"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 SUMMARY = "{n} problems in stack files"
@@ -147,6 +147,7 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         listen=tuple(reader.listen), error_logs=tuple(reader.error_logs),
         busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
         busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
+        protocols=_protocols(p, path, text, doc),
     )
     checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
@@ -263,6 +264,15 @@ def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) 
         p.at(path, text, key, f"{key} must be a list of strings")
         return []
     return list(v)
+
+
+def _protocols(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> tuple[str, ...]:
+    """`protocols`: what the stack speaks, of `PROTOCOLS` (h1 when not said)."""
+    got = _strings(p, path, text, doc, "protocols") if "protocols" in doc else ["h1"]
+    bad = [x for x in got if x not in PROTOCOLS]
+    if bad:
+        p.at(path, text, "protocols", f"protocols: unknown {', '.join(map(repr, bad))} (known: {', '.join(PROTOCOLS)})")
+    return tuple(x for x in got if x in PROTOCOLS) or ("h1",)
 
 
 def _order(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> int:

@@ -16,6 +16,7 @@ in one line, never measured over another protocol.
 from __future__ import annotations
 
 import asyncio
+import logging
 import math
 import socket
 import ssl
@@ -234,6 +235,7 @@ def udp_address(infos: list[Any]) -> tuple[str, int]:
 def quic_config(target: Target) -> QuicConfiguration:
     """The client's QUIC configuration: QUIC v1, ALPN h3, the certificate checked against the target's CA (or
     the system's; none with --insecure). qh3 completes no handshake without `server_name`."""
+    logging.getLogger("quic").setLevel(logging.ERROR)  # qh3 warns of every close by the server: an outcome here
     cfg = QuicConfiguration(is_client=True, alpn_protocols=[ALPN], server_name=target.host,
                             supported_versions=[QUIC_V1])
     if target.insecure:
