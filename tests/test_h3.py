@@ -151,3 +151,19 @@ def test_a_certificate_that_does_not_verify_over_quic_is_said(h3, tmp_path):
     assert "did not verify over QUIC" in str(e.value) and "\n" not in str(e.value)
     insecure = make_target(h3.url("/ok"), proto="h3", streams=2, insecure=True)
     assert altsvc.probe(insecure, 2.0).startswith("QUIC v1, h3")
+
+
+def test_a_stack_that_does_not_speak_h3_is_refused_naming_those_that_do():
+    from loadcmp.experiment.variants import TlsAsked, proto_problems
+    from loadcmp.lab.stacks import catalog
+
+    cat = catalog()
+    speakers = [n for n in cat.names() if "h3" in cat.get(n).protocols]
+    assert "caddy" in speakers and "nginx" not in speakers  # from their stack.toml
+    asked = [TlsAsked("nginx", cat.get("nginx"), True), TlsAsked("caddy", cat.get("caddy"), True)]
+    assert proto_problems(asked, ["h3"], cat) == [f"--proto h3: nginx does not speak h3; the stacks that do: "
+                                                   f"{', '.join(speakers)}"]
+    assert proto_problems(asked[1:], ["h3", "h1"], cat) == []
+    plain = [TlsAsked("caddy", cat.get("caddy"), False)]
+    assert proto_problems(plain, ["h3"], cat) == ["--proto h3 runs over https: add --tls (or tls = true in "
+                                                  "[variants.LABEL]) for caddy"]

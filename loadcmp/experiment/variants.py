@@ -10,7 +10,8 @@ A run names its servers by label. A label is either a stack's own name
     set = { "nginx.worker_connections" = 20000 }
 
 Each label runs https or not (`--tls`, `[variants.LABEL] tls`): `tls_problems` checks it for run specs and
-`up` in one wording.
+`up` in one wording; `proto_problems` checks the protocols asked (`--proto`) against what each label's stack
+says it speaks.
 
 `--set KEY=VALUE` applies to every chosen server whose stack has KEY's section;
 `--set LABEL:KEY=VALUE` to that label only. A setting that no chosen server can
@@ -233,4 +234,25 @@ def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[
         if not s.https:
             p.extend(f"setting {s.label}:{k}: {s.label} does not run https; add --tls (or tls = true in "
                      f"[variants.{s.label}])" for k in s.own_settings if k.split(".", 1)[0] == TLS_PART)
+    return p.messages
+
+
+NEEDS_HTTPS = ("h2", "h3")
+"""Protocols a stack speaks only over https (`--tls`): h2 by ALPN, h3 over QUIC beside it."""
+
+
+def proto_problems(servers: Sequence[TlsAsked], protos: Sequence[str], cat: Catalog) -> list[str]:
+    """Each protocol asked (`--proto`) that a chosen stack does not speak, in one line per protocol naming the
+    stacks that do (their stack.toml's `protocols`, no server named here); h2 and h3 where a label runs no https."""
+    p = Problems()
+    for proto in dict.fromkeys(protos):
+        mute = [s.label for s in servers if proto not in s.stack.protocols]
+        if mute:
+            speakers = [n for n in cat.names() if proto in cat.get(n).protocols]
+            who = f"the stacks that do: {', '.join(speakers)}" if speakers else "no stack here does"
+            p.add(f"--proto {proto}: {', '.join(mute)} {'does' if len(mute) == 1 else 'do'} not speak {proto}; {who}")
+        plain = [s.label for s in servers if proto in NEEDS_HTTPS and not s.https and proto in s.stack.protocols]
+        if plain:
+            p.add(f"--proto {proto} runs over https: add --tls (or tls = true in [variants.LABEL]) for "
+                  f"{', '.join(plain)}")
     return p.messages
