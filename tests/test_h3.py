@@ -167,3 +167,29 @@ def test_a_stack_that_does_not_speak_h3_is_refused_naming_those_that_do():
     plain = [TlsAsked("caddy", cat.get("caddy"), False)]
     assert proto_problems(plain, ["h3"], cat) == ["--proto h3 runs over https: add --tls (or tls = true in "
                                                   "[variants.LABEL]) for caddy"]
+
+
+def _dep(port: int, cafile: str | None) -> object:
+    from types import SimpleNamespace
+
+    return SimpleNamespace(port=port, stack=SimpleNamespace(name="caddy"), host=SimpleNamespace(address="127.0.0.1"),
+                           plan=SimpleNamespace(cafile=cafile))
+
+
+def test_the_primer_finds_h3_as_the_load_will(h3, cafile, ca, tmp_path):
+    from loadcmp.errors import PrimerError
+    from loadcmp.sweep.primer import quic
+
+    assert quic(_dep(h3.port, cafile), "/ok", 3.0).startswith("QUIC v1, h3")  # type: ignore[arg-type]
+    elsewhere = H3Server(ca, tmp_path, alt_svc='h3=":1"').start()
+    try:
+        with pytest.raises(PrimerError, match=r"^caddy: it advertises HTTP/3 on UDP port 1, not on its https port"):
+            quic(_dep(elsewhere.port, cafile), "/ok", 3.0)  # type: ignore[arg-type]
+    finally:
+        elsewhere.stop()
+    none = H3Server(ca, tmp_path, alt_svc="").start()
+    try:
+        with pytest.raises(PrimerError, match=r"^caddy: 127\.0\.0\.1:\d+ does not advertise HTTP/3"):
+            quic(_dep(none.port, cafile), "/ok", 3.0)  # type: ignore[arg-type]
+    finally:
+        none.stop()

@@ -8,7 +8,8 @@ draining that level's queue, so it gets `patience` seconds first.
 
 With --tls, one handshake first (`handshake`), as the clients make it: the chain must verify against the
 run's CA, the version be the highest `tls.protocols` allows, ALPN choose http/1.1 and the certificate's key
-be the `tls.key` asked for; what it saw is stored with the label (`records.ServerTls`).
+be the `tls.key` asked for; what it saw is stored with the label (`records.ServerTls`). With --proto h3,
+`quic`: the server's Alt-Svc must advertise h3 on its port, and one QUIC handshake must negotiate v1 and h3.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import time
 from ..lab.certs import key_type_of
 from ..lab.pages import client_context, http_get, page_file
 from ..lab.render import USER_WWW
-from ..errors import LabError, PrimerError
+from ..errors import LabError, PrimerError, UsageError
 from ..lab.containers import Deployment
 from ..records import ServerTls
 
@@ -159,3 +160,25 @@ def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:
                 after = f" after {waited_s:.0f} s of tries" if waited_s >= 1 else ""
                 raise LabError(f"{dep.stack.name}: GET {page} got no answer before the load{after} ({e})") from None
             time.sleep(1.0)
+
+
+def quic(dep: Deployment, page: str, timeout: float = 10.0) -> str:
+    """--proto h3, before the load: the server's https answer must advertise h3 (Alt-Svc) on the port the load
+    uses, and one QUIC handshake there must negotiate QUIC v1 and ALPN h3; what it negotiated, else a
+    PrimerError in one line."""
+    from ..load import altsvc
+    from ..load.target import make_target
+
+    name = dep.stack.name
+    if dep.plan.cafile is None:
+        raise PrimerError(f"{name}: --proto h3 runs over https: add --tls")
+    target = make_target(f"https://{dep.host.address}:{dep.port}{page}", cafile=dep.plan.cafile, proto="h3",
+                         resolve=False)
+    try:
+        found = altsvc.discover(target, timeout)
+        if found.port != dep.port:
+            raise PrimerError(f"{name}: it advertises HTTP/3 on UDP port {found.port}, not on its https port "
+                              f"{dep.port}, where the load goes")
+        return altsvc.probe(found, timeout)
+    except UsageError as e:
+        raise PrimerError(f"{name}: {e}") from None
