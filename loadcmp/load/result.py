@@ -83,6 +83,9 @@ class StreamTally:
     """The server's SETTINGS_MAX_CONCURRENT_STREAMS as last seen (0: it sent none, no limit)."""
     max_per_connection: int = 0
     """The most requests one connection served (to its GOAWAY or to the end of the load)."""
+    pure_python: bool = False
+    """The pure-Python `h2` package ran the streams (`h2py`), not the compiled engine: client-bound wherever it
+    runs (`saturation.PURE_H2`)."""
 
     def add(self, o: StreamTally) -> None:
         self.protocol = self.protocol or o.protocol
@@ -95,6 +98,7 @@ class StreamTally:
             self.resets[k] = self.resets.get(k, 0) + n
         self.max_concurrent = max(self.max_concurrent, o.max_concurrent)
         self.max_per_connection = max(self.max_per_connection, o.max_per_connection)
+        self.pure_python = self.pure_python or o.pure_python
 
     def reset(self, code: str) -> None:
         self.resets[code] = self.resets.get(code, 0) + 1

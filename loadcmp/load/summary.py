@@ -139,6 +139,8 @@ def _add_client(doc: LoadSummary, result: Result) -> None:
     """Whether the client was the bottleneck (`saturation`), its own figures, and how the load ran and ended."""
     uses = result.client_use
     reason = saturation.bound_reason(uses)
+    if result.streams is not None and result.streams.pure_python:
+        reason = saturation.PURE_H2 + ("; " + reason if reason else "")
     doc["client_bound"] = reason is not None
     doc["client_bound_reason"] = reason
     doc["client_busy_pct"] = _round(saturation.peak_busy(uses), 1)

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from ..errors import UsageError
+
+
+class MoreOptions(TypedDict, total=False):
+    """make_target's last keywords (kept apart so that its signature stays short)."""
+
+    tls_resume: float  #: the share of new connections that resume a TLS session (default 0)
+    proto: str  #: h1 (default), h2, h2c or h3
+    streams: int  #: requests in flight per connection (h2load's -m; default 1)
 
 
 @dataclass(frozen=True)
@@ -59,6 +68,22 @@ class Target:
         lines += [f"{k}: {v}" for k, v in self.headers]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + self.body
 
+    def h2_headers(self) -> list[tuple[bytes, bytes]]:
+        """The request's HTTP/2 header fields, sent by both h2 engines: the pseudo-headers, then the user's with
+        lower-case names (a Host header becomes :authority; Connection and the other hop-by-hop fields, which
+        HTTP/2 forbids, are left out)."""
+        default = 443 if self.scheme == "https" else 80
+        authority = self.host + (f":{self.port}" if self.port != default else "")
+        out = [(b":method", self.method.encode()), (b":path", self.path.encode()),
+               (b":scheme", self.scheme.encode()), (b":authority", authority.encode())]
+        for k, v in self.headers:
+            name = k.lower()
+            if name == "host":
+                out[3] = (b":authority", v.encode("latin-1"))
+            elif name not in HOP_BY_HOP:
+                out.append((name.encode("latin-1"), v.encode("latin-1")))
+        return out
+
 
 def make_target(
     url: str,
@@ -71,11 +96,10 @@ def make_target(
     resolve: bool = True,
     insecure: bool = False,
     cafile: str | None = None,
-    tls_resume: float = 0.0,
-    proto: str = "h1",
-    streams: int = 1,
+    **more: Unpack[MoreOptions],
 ) -> Target:
     """Validate a URL and options into a Target; one-line UsageErrors."""
+    tls_resume, proto, streams = more.get("tls_resume", 0.0), more.get("proto", "h1"), more.get("streams", 1)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"bad URL {url!r}: give an http:// or https:// URL with a host")
@@ -120,6 +144,9 @@ def resume_share_error(share: float) -> str | None:
     """--tls-resume outside 0..1, in one line; None: a share."""
     return None if 0.0 <= share <= 1.0 else f"--tls-resume must be between 0 and 1, not {share:g}"
 
+
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
+"""Header fields HTTP/2 forbids (RFC 9113 8.2.2): never sent by the h2 engines."""
 
 PROTOS = ("h1", "h2", "h2c", "h3")
 """The protocols a load speaks: HTTP/1.x, HTTP/2 over TLS, HTTP/2 in cleartext (prior knowledge), HTTP/3."""
