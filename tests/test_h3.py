@@ -193,3 +193,35 @@ def test_the_primer_finds_h3_as_the_load_will(h3, cafile, ca, tmp_path):
             quic(_dep(none.port, cafile), "/ok", 3.0)  # type: ignore[arg-type]
     finally:
         none.stop()
+
+
+def test_bench_proto_h3_finds_the_server_and_accounts_every_stream(h3, cafile):
+    import json
+
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    r = CliRunner().invoke(cli, ["bench", "--proto", "h3", "-m", "4", "-c", "2", "-t", "1", "--cacert", cafile,
+                                 "--json", h3.url("/ok")])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["proto"] == "h3" and doc["ok"] > 0 and doc["failed"] == 0 and check_invariant(doc)
+    assert doc["streams"]["protocol"] == "h3" and doc["engine_path"] == "python"
+    assert doc["client_bound"] in (True, False) and "client_busy_pct" in doc
+    assert f"HTTP/3 on UDP port {h3.port} (Alt-Svc): QUIC v1, h3" in r.stderr
+
+
+def test_bench_proto_h3_on_a_server_without_it_is_one_line_and_exit_2(ca, cafile, tmp_path):
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    s = H3Server(ca, tmp_path, quic=False, alt_svc="").start()
+    try:
+        r = CliRunner().invoke(cli, ["bench", "--proto", "h3", "-t", "1", "--cacert", cafile, s.url("/ok")])
+    finally:
+        s.stop()
+    assert r.exit_code == 2
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and "does not advertise HTTP/3" in lines[0], r.output
