@@ -66,6 +66,20 @@ class _H3(QuicConnectionProtocol):
         self.h3.send_data(sid, BODY, end_stream=True)
 
 
+def _free_port() -> int:
+    """A port free on 127.0.0.1 for both TCP and UDP (the https side and the QUIC side share its number)."""
+    for _ in range(50):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as t, \
+                socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as u:
+            t.bind(("127.0.0.1", 0))
+            try:
+                u.bind(("127.0.0.1", t.getsockname()[1]))
+            except OSError:
+                continue
+            return int(t.getsockname()[1])
+    raise OSError("no port free for both TCP and UDP")
+
+
 class H3Server:
     """Started with `start()`, stopped with `stop()`; `port` serves UDP (QUIC) and TCP (https) alike."""
 
@@ -101,9 +115,7 @@ class H3Server:
         self._thread.join(5)
 
     async def _serve(self) -> None:
-        with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:  # a port free for UDP, then TCP on it
-            s.bind(("127.0.0.1", 0))
-            self.port = s.getsockname()[1]
+        self.port = _free_port()
         self._quic = None
         if self.quic:
             cfg = QuicConfiguration(is_client=False, alpn_protocols=[self.alpn], max_datagram_frame_size=65536)
