@@ -9,6 +9,10 @@ draining that level's queue, so it gets `patience` seconds first.
 With --tls, one handshake first (`handshake`), as the clients make it: the chain must verify against the
 run's CA, the version be the highest `tls.protocols` allows, ALPN choose http/1.1 and the certificate's key
 be the `tls.key` asked for; what it saw is stored with the label (`records.ServerTls`).
+
+With --proto h2 or h2c, the protocol is checked before the load (`negotiate`): ALPN must choose h2, or the
+server must answer an h2c preface (prior knowledge) with its SETTINGS. Anything else stops that trial with
+one line naming what was negotiated (`WrongProtocol`), so that no run measures HTTP/1.1 as HTTP/2.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import time
 from ..lab.certs import key_type_of
 from ..lab.pages import client_context, http_get, page_file
 from ..lab.render import USER_WWW
-from ..errors import LabError, PrimerError
+from ..errors import LabError, PrimerError, WrongProtocol
 from ..lab.containers import Deployment
 from ..records import ServerTls
 
@@ -145,6 +149,70 @@ def _shake(host: str, port: int, cafile: str) -> tuple[str, str, str | None, byt
         cipher = s.cipher()
         return (s.version() or "", cipher[0] if cipher else "", s.selected_alpn_protocol(),
                 s.getpeercert(binary_form=True) or b"")
+
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+"""The client's connection preface and an empty SETTINGS frame (RFC 9113 3.4): h2c by prior knowledge."""
+SETTINGS = 0x4
+
+
+def negotiate(dep: Deployment, proto: str) -> str | None:
+    """The protocol the server speaks for the one asked: `h2` (ALPN over TLS) or `h2c` (its SETTINGS to a
+    prior-knowledge preface); WrongProtocol, one line with what it spoke instead and the log line that says why,
+    when it is another. None where nothing is checked here (h1: the handshake's ALPN; h3: its own engine)."""
+    try:
+        return _negotiate(dep, proto)
+    except WrongProtocol:
+        raise
+    except OSError as e:
+        raise LabError(f"{dep.stack.name}: no answer to the {proto} check on {dep.host.address}:{dep.port} "
+                       f"({e})") from None
+
+
+def _negotiate(dep: Deployment, proto: str) -> str | None:
+    address, port, cafile = dep.host.address, dep.port, dep.plan.cafile
+    if proto == "h2" and cafile is not None:
+        ctx = client_context(cafile)
+        ctx.set_alpn_protocols(["h2", "http/1.1"])
+        with socket.create_connection((address, port), timeout=10) as raw, \
+                ctx.wrap_socket(raw, server_hostname=address) as s:
+            got = s.selected_alpn_protocol() or "nothing"
+        if got != "h2":
+            raise WrongProtocol(f"{dep.stack.name}: asked for h2, ALPN chose {got}{_said(dep, 'http2')}", got)
+        return got
+    if proto == "h2c":
+        with socket.create_connection((address, port), timeout=10) as s:
+            s.sendall(H2_PREFACE)
+            head = _read(s, 9)
+            if head.startswith(b"HTTP/"):  # the status line, to quote
+                head += _read(s, 120)
+        if len(head) == 9 and head[3] == SETTINGS and not int.from_bytes(head[5:9], "big") & 0x7FFFFFFF:
+            return "h2c"
+        got = "http/1.1" if head.startswith(b"HTTP/") else "nothing it could read as HTTP/2"
+        shown = head.split(b"\r\n", 1)[0].decode("latin-1") if head.startswith(b"HTTP/") else ""
+        raise WrongProtocol(f"{dep.stack.name}: asked for h2c (prior knowledge), it answered {got}"
+                            f"{f' ({shown})' if shown else ''}{_said(dep, 'h2c')}", got)
+    return None
+
+
+def _read(s: socket.socket, n: int) -> bytes:
+    """Up to `n` bytes, until the server closes (or a status line has come)."""
+    out = b""
+    while len(out) < n and b"\r\n" not in out:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def _said(dep: Deployment, word: str) -> str:
+    """The server's last log line that names the protocol (its reason, e.g. a module inactive), quoted; or ""."""
+    lines = [ln.strip() for ln in dep.logs(200).splitlines() if word.lower() in ln.lower()]
+    if not lines:
+        return ""
+    last = lines[-1] if len(lines[-1]) <= 240 else lines[-1][:239].rsplit(" ", 1)[0] + " …"
+    return f"; its log says: {last}"
 
 
 def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:

@@ -29,7 +29,7 @@ from ..lab import containers, dockerhost, planning, render
 from ..lab.certs import RunCA
 from ..observe import evidence, ownlogs
 from ..observe.apimetrics import ApiSampler
-from ..errors import DockerUnavailable, LabError
+from ..errors import DockerUnavailable, LabError, WrongProtocol
 from ..lab.containers import Deployment
 from ..load.driver import Live, LoadSpec, now
 from ..load.saturation import Machine, add_advice
@@ -38,7 +38,7 @@ from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
-from .primer import KEPT_PATIENCE_S, handshake, prime
+from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime
 from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord,
                        TrialStatus)
 from ..experiment.spec import RunSpec
@@ -58,6 +58,8 @@ class Planned:
     keepalive: bool
     label: str
     page: str
+    proto: str = "h1"
+    """The protocol loaded (`--proto`): h1, h2, h2c or h3."""
 
 
 @dataclass
@@ -160,6 +162,11 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
             prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
+            sweep.writer.add_server_proto(p.label, p.proto, negotiate(dep, p.proto) or p.proto)
+        except WrongProtocol as e:  # it speaks another protocol: this trial would measure the wrong one
+            sweep.writer.add_server_proto(p.label, p.proto, e.negotiated)
+            sweep.reused.pop(p.label, None)
+            return TrialOutcome(not_started(spec, p, str(e), "wrong_protocol"), [], [])
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
                 stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
@@ -312,10 +319,11 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
     return record
 
 
-def not_started(spec: RunSpec, p: Planned, reason: str) -> TrialRecord:
-    """The record of a trial whose server did not start or answer (the sweep goes on)."""
+def not_started(spec: RunSpec, p: Planned, reason: str, status: TrialStatus = "server_failed") -> TrialRecord:
+    """The record of a trial whose server did not start or answer, or spoke another protocol than the one asked
+    (`wrong_protocol`); the sweep goes on."""
     return TrialRecord(server=p.label, level=p.level, trial=p.trial, stack=spec.stack_of(p.server),
-                       keepalive=p.keepalive, status="server_failed", reason=reason, page=p.page)
+                       keepalive=p.keepalive, status=status, reason=reason, page=p.page)
 
 
 def stop(sweep: Sweep, dep: Deployment) -> None:
