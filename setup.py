@@ -1,11 +1,13 @@
 """Builds the compiled modules: the fast engine's closed loop (loadcmp/load/_cloop.pyx),
-what it records of each request (_ctally.pyx), and its https (_ctls.pyx, OpenSSL from C);
+what it records of each request (_ctally.pyx), its https (_ctls.pyx, OpenSSL from C), and the h2
+engine (_ch2conn.pyx and _ch2.pyx, libnghttp2 from C);
 everything else about the package is in pyproject.toml.
 
 The modules are optional: without a C compiler, the Python headers, Cython or Linux's
 epoll, the install goes on without it (one line says so) and loadcmp runs the
 pure-Python loop (loadcmp/load/rawclient.py) instead. Without OpenSSL's headers
 (Debian's libssl-dev) only _ctls is left out (one line says so): https runs the pure-Python loop.
+Without nghttp2's (libnghttp2-dev), or OpenSSL's, the h2 engine is left out: h2 runs the `h2` package.
 
 It also puts what loadcmp reads from the project root (configs/ and the Dockerfiles, kept at
 the top of the repository) into the wheel, as loadcmp/_data; MANIFEST.in puts them in the sdist.
@@ -97,6 +99,14 @@ def extensions() -> list[Extension]:
     else:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)
+    if openssl_headers() and headers_of("nghttp2/nghttp2.h"):
+        h2 = [here + f for f in ("_ch2.h", "_ch2conn.pxd", "_ctls.h", "_csys.pxd")] + tally
+        for name in ("_ch2conn", "_ch2"):
+            exts.append(Extension(f"loadcmp.load.{name}", [here + name + ".pyx"], include_dirs=[here], depends=h2,
+                                  libraries=["nghttp2", "ssl", "crypto"], extra_compile_args=["-O2"]))
+    else:
+        print("loadcmp: nghttp2's headers (libnghttp2-dev) were not found: h2 runs the pure-Python `h2` package",
+              file=sys.stderr)
     return list(cythonize(exts, build_dir="build/cython", quiet=True))
 
 
@@ -104,9 +114,13 @@ def openssl_headers() -> bool:
     """Are OpenSSL's development headers where the compiler looks (or under $OPENSSL_DIR/include)?"""
     import os
 
-    dirs = [os.environ.get("OPENSSL_DIR", "") + "/include", sysconfig.get_config_var("INCLUDEDIR") or "",
-            "/usr/include", "/usr/local/include"]
-    return any(Path(d, "openssl", "ssl.h").is_file() for d in dirs if d)
+    return headers_of("openssl/ssl.h", os.environ.get("OPENSSL_DIR", "") + "/include")
+
+
+def headers_of(header: str, *more: str) -> bool:
+    """Is `header` in an include folder the compiler looks in (or in `more`)?"""
+    dirs = [*more, sysconfig.get_config_var("INCLUDEDIR") or "", "/usr/include", "/usr/local/include"]
+    return any(Path(d, header).is_file() for d in dirs if d)
 
 
 setup(ext_modules=extensions(), cmdclass={"build_ext": OptionalBuildExt, "build_py": BuildPyWithData})

@@ -78,6 +78,13 @@ class LoadError(LoadcmpError):
     """The load client cannot do what was asked (limits, engine failure)."""
 
 
+class WrongProtocol(LoadError):
+    """The server negotiated another protocol than the one asked for (h2 answered in HTTP/1.1): the load stops,
+    nothing of it is measured as the protocol asked for."""
+
+    exit_code = 2
+
+
 class PrimerError(LoadcmpError):
     """The primer requests did not get the page that was expected."""
 

@@ -20,7 +20,7 @@ RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
 """How a run ended (`running` while it is being written; `abandoned`, as read back: left `running`
 by a process that is gone, killed outright)."""
 OUTCOME_KINDS: tuple[str, ...] = ("ok", "http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset",
-                                  "timeout", "protocol_error", "tls_error")
+                                  "timeout", "protocol_error", "tls_error", "stream_reset", "goaway")
 """Every way a started request can end (besides `unfinished`), in storage order: `load.outcomes` numbers
 them, `LoadSummary.failures` counts all but `ok`, and a stack's log causes name the failures they make."""
 FAIL_KINDS: tuple[str, ...] = OUTCOME_KINDS[1:]
@@ -145,6 +145,21 @@ class TlsFacts(TypedDict):
     resumed: int  #: handshakes that resumed a saved session
 
 
+class StreamFacts(TypedDict):
+    """What the streams of an h2, h2c or h3 load did (`load.result.StreamTally`), beside their outcomes."""
+
+    protocol: str  #: negotiated: "h2", "h2c", "h3"
+    connections: int  #: connections opened (a new one after each GOAWAY)
+    streams: int  #: streams started (the warm-up's included)
+    streams_per_connection: float  #: streams / connections
+    goaways: int  #: GOAWAY frames received
+    goaway_unprocessed: int  #: streams above a GOAWAY's last-stream-id, never processed (outcome goaway)
+    retried: int  #: of those, sent again on a new connection (each a new started stream)
+    resets: dict[str, int]  #: RST_STREAM by error-code name, e.g. {"REFUSED_STREAM": 3} (outcome stream_reset)
+    max_concurrent: int  #: the server's SETTINGS_MAX_CONCURRENT_STREAMS as last seen; 0: none sent
+    max_per_connection: int  #: the most requests one connection served
+
+
 class LoadSummary(TypedDict):
     """One measurement's numbers: the `result` of a trial and of `--json`."""
 
@@ -194,6 +209,7 @@ class LoadSummary(TypedDict):
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
     tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
     tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
+    streams: NotRequired[StreamFacts | None]  #: h2, h2c, h3: streams, GOAWAYs, RST_STREAMs; None for h1
 
 
 class RoleMetrics(TypedDict, total=False):

@@ -55,6 +55,9 @@ fi
 if ! printf '#include <openssl/ssl.h>\n' | cc -E -x c - >/dev/null 2>&1; then
     build_deps+=(libssl-dev)  # https in the compiled loop (_ctls.pyx); without it https runs the pure-Python loop
 fi
+if ! printf '#include <nghttp2/nghttp2.h>\n' | cc -E -x c - >/dev/null 2>&1; then
+    build_deps+=(libnghttp2-dev)  # h2 and h2c in the compiled loop (_ch2.pyx); without it h2 runs the `h2` package
+fi
 if [ ${#build_deps[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
         apt_install "${build_deps[@]}"
@@ -84,7 +87,7 @@ fi
 
 # --- tools the benchmarks and the report, live-page and https tests use -------
 # (the live page's tests drive this chromium through Playwright, installed by pip above: no browser is downloaded;
-# h2load, of nghttp2-client: the https rows of bench/compare.py run `h2load --h1`)
+# h2load, of nghttp2-client: the https rows of bench/compare.py run `h2load --h1`, its h2 rows plain h2load)
 for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils h2load:nghttp2-client chromium:chromium openssl:openssl; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")

@@ -66,6 +66,11 @@ class BenchPlan:
 @click.option("--tls-resume", type=float, default=0.0, show_default=True, metavar="FRACTION",
               help="https: the share of new connections that resume a saved TLS session (0: a full handshake "
                    "each time, as ab; 1: whenever the server allows).")
+@click.option("--proto", default="h1", show_default=True, metavar="h1|h2|h2c|h3",
+              help="The protocol: HTTP/1.1, HTTP/2 over TLS (ALPN), HTTP/2 in cleartext (prior knowledge), HTTP/3. "
+                   "The load stops with one line when the server negotiates another.")
+@click.option("-m", "--streams", type=int, default=1, show_default=True, metavar="N",
+              help="h2, h2c, h3: requests in flight per connection, as h2load's -m (-c stays the connections).")
 @click.option("--out", "out_dir", type=click.Path(file_okay=False), help="Store the result in a results folder here.")
 @json_option
 @live_options
@@ -81,11 +86,12 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
 
     live = LiveFlags.pop(flags)
     insecure, cacert, tls_resume = flags.pop("insecure"), flags.pop("cacert"), flags.pop("tls_resume")
+    proto, streams = flags.pop("proto"), flags.pop("streams")
     given = LoadFlags.pop(flags).given()
     v = {**BENCH_DEFAULTS, **given}
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
-                         insecure=insecure, cafile=cacert, tls_resume=tls_resume)
+                         insecure=insecure, cafile=cacert, tls_resume=tls_resume, proto=proto, streams=streams)
     for flag, given_ in (("--tls-resume", tls_resume), ("--cacert", cacert)):
         if given_ and target.scheme != "https":
             raise UsageError(f"{flag} is for https URLs; {url} is plain http")
@@ -156,12 +162,12 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Feed | None = None) -> tuple[
                               fleet=fleet)
         cluster = fleet.describe() if fleet is not None else None
         used = len(cluster["workers"]) if cluster is not None else plan.workers
-    path = engine_path(spec.engine, sched.kind == "closed", target.scheme == "https")
+    path = engine_path(spec.engine, sched.kind == "closed", target.scheme == "https", target.proto)
     doc = result_doc(result, {
         "url": plan.url, "engine": spec.engine, "workers": used,
         "schedule": {**sched.describe(), "keepalive": target.keepalive},
         "timeout_s": spec.timeout, "warmup_s": spec.warmup, "clients": sched.connections,
-        "engine_path": path,
+        "engine_path": path, "proto": target.proto, "streams_asked": target.streams,
         **({"tls_verify": not target.insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
         **({"lost": result.lost} if result.lost else {}),

@@ -15,7 +15,7 @@ from rich.live import Live as RichLive
 from rich.table import Table
 from rich.text import Text
 
-from ..records import LatencyMs, LoadSummary, ScheduleDoc, TrialRecord
+from ..records import LatencyMs, LoadSummary, ScheduleDoc, StreamFacts, TrialRecord
 from ..units import format_bytes, ms
 
 if TYPE_CHECKING:  # the engine (numpy, uvloop) is imported when a load starts
@@ -134,6 +134,8 @@ def _counts_table(doc: LoadSummary) -> Table:
     if tls := doc.get("tls"):
         t.add_row("tls", " ".join(x for x in (tls["version"], tls["cipher"], tls["alpn"]) if x) or "no handshake")
         t.add_row("handshakes", f"{tls['full']:,} full, {tls['resumed']:,} resumed")
+    if st := doc.get("streams"):
+        t.add_row("streams", streams_text(st))
     if (client := _client_text(doc)) is not None:
         t.add_row("client", client)
     wb = doc["webbench"]
@@ -264,3 +266,16 @@ def print_rows(title: str, header: list[str], rows: list[list[str]], left: tuple
     for row in rows:
         t.add_row(*map(escape, row))
     out.print(t)
+
+
+def streams_text(st: StreamFacts) -> str:
+    """An h2/h3 load's streams in one line: the protocol, streams per connection, GOAWAYs and RST_STREAMs."""
+    most = f"server's max {st['max_concurrent']:,}" if st["max_concurrent"] else "no server max"
+    text = (f"{st['protocol']}: {st['streams']:,} on {st['connections']:,} connections "
+            f"({st['streams_per_connection']:,.1f} each, at most {st['max_per_connection']:,} answered on one; {most})"
+            f"; {st['goaways']:,} GOAWAY")
+    if st["goaway_unprocessed"]:
+        text += (f" ({st['goaway_unprocessed']:,} streams left unprocessed, {st['retried']:,} sent again on a new "
+                 "connection)")
+    resets = ", ".join(f"{code} ×{n:,}" for code, n in st["resets"].items())
+    return text + f"; RST_STREAM: {resets or 'none'}"

@@ -12,6 +12,10 @@
                   over once a second
     _ctls.pyx     https in the compiled loop: TLSLoop, a CLoop over OpenSSL from C (_ctls.h); built where
                   OpenSSL's headers are
+    _ch2.pyx      the compiled h2 engine: H2Loop, -c connections x -m streams over libnghttp2 (h2 over TLS
+                  with ALPN, h2c by prior knowledge); its connections in _ch2conn.pyx (_ch2conn.pxd, _ch2.h);
+                  built where nghttp2's and OpenSSL's headers are
+    h2py.py       the h2 fallback: the `h2` package over asyncio, flagged client-bound wherever it runs
     aio.py        AiohttpEngine (TLS, redirects)
     tls.py        https for both engines: one SSL context per load, a handshake before it
     target.py     Target, make_target: the URL and the request bytes

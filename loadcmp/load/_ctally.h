@@ -16,7 +16,7 @@
 #include <string.h>
 
 #define T_BUCKETS 2400 /* 1 us .. 1.01^2400 us (6.6 hours); a longer value counts in the last bucket */
-#define T_KINDS 9      /* outcomes.KINDS */
+#define T_KINDS 11     /* outcomes.KINDS */
 #define T_HTTP_5XX 2   /* kinds 0..T_HTTP_5XX (ok, http_4xx, http_5xx) had a complete response */
 #define T_STATUS 1000  /* recorder.STATUS_SLOTS */
 #define T_PHASES 5     /* result.PHASES: connect, handshake, write, wait, read */

@@ -28,7 +28,7 @@ enum { TLS_DONE = 1, TLS_WANT_READ = 2, TLS_WANT_WRITE = 3, TLS_CLOSED = 0, TLS_
 
 typedef struct {
     const char *version, *cipher; /* OpenSSL's static names */
-    int alpn;                     /* 1: "http/1.1" was chosen, 0: none */
+    int alpn;                     /* 1: "http/1.1" was chosen, 2: "h2", 0: none */
     long long n;
 } tls_fact_t;
 
@@ -68,9 +68,13 @@ static int tls_new_session(SSL *ssl, SSL_SESSION *sess) {
     return 1; /* ours now */
 }
 
-/* The context of one load; NULL, or what went wrong in words. */
-static const char *tls_open(tls_t *t, const char *cafile, const char *host, int is_ip, int verify, int resume) {
-    static const unsigned char alpn[] = "\x08http/1.1";
+/* The context of one load (ALPN offers "h2" first when `h2`, and "http/1.1", so that a server without h2 says
+ * what it speaks instead of nothing; else "http/1.1" alone); NULL, or what went wrong in words. */
+static const char *tls_open(tls_t *t, const char *cafile, const char *host, int is_ip, int verify, int resume,
+                            int h2) {
+    static const unsigned char h1_alpn[] = "\x08http/1.1", h2_alpn[] = "\x02h2\x08http/1.1";
+    const unsigned char *alpn = h2 ? h2_alpn : h1_alpn;
+    unsigned int alpn_len = h2 ? sizeof(h2_alpn) - 1 : sizeof(h1_alpn) - 1;
     memset(t, 0, sizeof(*t));
     t->ctx = SSL_CTX_new(TLS_client_method());
     if (t->ctx == NULL)
@@ -79,7 +83,7 @@ static const char *tls_open(tls_t *t, const char *cafile, const char *host, int 
     SSL_CTX_set_min_proto_version(t->ctx, TLS1_2_VERSION); /* as Python's default context */
     SSL_CTX_set_options(t->ctx, SSL_OP_IGNORE_UNEXPECTED_EOF); /* a close without close_notify is an EOF */
     SSL_CTX_set_read_ahead(t->ctx, 1);                         /* one recv for several records */
-    if (SSL_CTX_set_alpn_protos(t->ctx, alpn, sizeof(alpn) - 1) != 0)
+    if (SSL_CTX_set_alpn_protos(t->ctx, alpn, alpn_len) != 0)
         return "cannot offer ALPN";
     if (verify) {
         if ((cafile ? SSL_CTX_load_verify_locations(t->ctx, cafile, NULL)
@@ -192,7 +196,7 @@ static void tls_count(tls_t *t, SSL *s) {
     const char *cipher = c ? SSL_CIPHER_get_name(c) : "";
     int i;
     SSL_get0_alpn_selected(s, &proto, &len);
-    int alpn = len == 8 && memcmp(proto, "http/1.1", 8) == 0;
+    int alpn = len == 8 && memcmp(proto, "http/1.1", 8) == 0 ? 1 : (len == 2 && memcmp(proto, "h2", 2) == 0 ? 2 : 0);
     if (SSL_session_reused(s))
         t->resumed++;
     else

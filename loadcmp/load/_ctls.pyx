@@ -44,7 +44,7 @@ cdef extern from "_ctls.h" nogil:
         tls_fact_t facts[8]
         int nfacts
     enum: TLS_DONE, TLS_WANT_READ, TLS_WANT_WRITE, TLS_CLOSED, TLS_SYSCALL, TLS_FAILED
-    const char *tls_open(tls_t *, const char *, const char *, int, int, int)
+    const char *tls_open(tls_t *, const char *, const char *, int, int, int, int)
     void tls_close(tls_t *)
     SSL *tls_new(tls_t *, SSL *, int, const char *, int)
     int tls_result(SSL *, int, int *)
@@ -64,6 +64,9 @@ cdef extern from "_ctls.h" nogil:
 cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
 cdef int TLS_ERROR_ = TLS_ERROR
 cdef double RETRY_S = 0.001
+
+ALPN_NAMES = ("", "http/1.1", "h2")
+"""What `tls_fact_t.alpn` numbers: none, HTTP/1.1, HTTP/2."""
 
 INTERFACE = 3
 """As `_cloop.INTERFACE`: what `compiled.CLOOP_INTERFACE` must be."""
@@ -112,7 +115,7 @@ cdef class TLSLoop(CLoop):
         self.sni = None if is_ip else target.host.encode("idna")
         cdef bytes host = target.host.encode("idna")
         cdef bytes ca = target.cafile.encode() if target.cafile else b""
-        why = tls_open(&self.tls, <const char *>ca if ca else NULL, host, is_ip, not target.insecure, self.resume > 0)
+        why = tls_open(&self.tls, <const char *>ca if ca else NULL, host, is_ip, not target.insecure, self.resume > 0, 0)
         if why != NULL:
             raise OSError(f"TLS: {why.decode()}")
 
@@ -129,7 +132,7 @@ cdef class TLSLoop(CLoop):
             return
         seen = {}
         for i in range(t.nfacts):
-            key = (t.facts[i].version.decode(), t.facts[i].cipher.decode(), "http/1.1" if t.facts[i].alpn else "")
+            key = (t.facts[i].version.decode(), t.facts[i].cipher.decode(), ALPN_NAMES[t.facts[i].alpn])
             seen[key] = seen.get(key, 0) + t.facts[i].n
         full, resumed = t.full, t.resumed
         t.full = t.resumed = t.nfacts = 0

@@ -6,6 +6,7 @@ without keep-alive: a new connection per request is otherwise ~60 us of Python p
 request, which holds a client core to 0.65x ab, and keep-alive ~6-8 us, which holds it
 below wrk once the client's core is the limit. Over https the compiled loop is `_ctls.pyx`
 (a subclass of it calling OpenSSL from C), built only where OpenSSL's headers were found.
+h2 and h2c run `_ch2.pyx` (with `_ch2conn.pyx`, libnghttp2 from C), or else the `h2` package (`h2py`).
 The pure-Python paths are the fallback, kept and tested (`rawclient.RawClient`, and
 `http1`'s keep-alive callback path, TLS over uvloop's transports): when the modules did
 not build or import, and when LOADCMP_PURE_PYTHON=1 asks for them.
@@ -40,10 +41,37 @@ def cloop_module(https: bool = False) -> ModuleType | None:
     return mod if getattr(mod, "INTERFACE", None) == CLOOP_INTERFACE else None
 
 
-def engine_path(engine: str, closed: bool = True, https: bool = False) -> EnginePath:
+H2_INTERFACE = 1
+"""The `_ch2` this code drives (its `INTERFACE`), as CLOOP_INTERFACE."""
+
+
+def h2_module() -> ModuleType | None:
+    """The compiled h2 engine (`_ch2.pyx`, over libnghttp2), or None (not built, or not wanted)."""
+    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+        return None
+    try:
+        mod = importlib.import_module("loadcmp.load._ch2")
+    except ImportError:
+        return None
+    return mod if getattr(mod, "INTERFACE", None) == H2_INTERFACE else None
+
+
+def engine_path(engine: str, closed: bool = True, https: bool = False, proto: str = "h1") -> EnginePath:
     """The path that sends a load's requests: only the fast engine's closed loop has a
-    compiled one (ramp and rate start each request from a coroutine)."""
+    compiled one (ramp and rate start each request from a coroutine); h2 and h2c: `_ch2`."""
+    if proto in ("h2", "h2c"):
+        return "compiled" if engine == "fast" and h2_module() is not None else "python"
     return "compiled" if engine == "fast" and closed and cloop_module(https) is not None else "python"
+
+
+def make_h2loop(engine: Any, connections: int, loop: Any) -> Any:
+    """The h2 engine for `engine`'s connections: compiled, or the pure-Python `h2` package's (`h2py`)."""
+    mod = h2_module()
+    if mod is not None:
+        return mod.H2Loop(engine, connections, loop)
+    from .h2py import H2Clients
+
+    return H2Clients(engine, connections)
 
 
 def make_cloop(engine: Any, clients: int, loop: Any) -> Any | None:

@@ -19,7 +19,7 @@ from collections.abc import Callable, Coroutine
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ..errors import LoadError
+from ..errors import LoadcmpError, LoadError
 from .outcomes import OK, TLS_ERROR
 from .recorder import Began, Recorder, Result, Second, TlsTally
 from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse, thread_times
@@ -245,9 +245,9 @@ class Engine(Generic[S]):
             await asyncio.wait(list(self.tasks), timeout=2.0)
         await self.close()
         result.start_s, result.teardown_s = round(start_s, 3), round(now() - t_stop, 3)
-        if self._failure is not None:
-            f = self._failure
-            raise LoadError(f"a load client failed, a bug in loadcmp: {type(f).__name__}: {f}") from f
+        if (f := self._failure) is not None:
+            raise (f if isinstance(f, LoadcmpError)  # a load stopped on purpose (the wrong protocol) says why itself
+                   else LoadError(f"a load client failed, a bug in loadcmp: {type(f).__name__}: {f}")) from f
         result.client_use = [ClientUse.of(spec.worker_index, result.seconds, self.cpu_s)]
         if result.client_errors:
             errs = ", ".join(f"{k} x{v}" for k, v in result.client_errors.items())

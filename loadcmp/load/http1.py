@@ -10,7 +10,8 @@ chunked, read-to-close). Three paths, one per kind of client:
   straight from the protocol callback
   (`_answered_then_send_next`), with no coroutine switch in between; without keep-alive
   `rawclient.RawClient`, one socket driven from the loop's reader and writer callbacks;
-* everything else (ramp, rate): one small coroutine per request (`request`).
+* everything else (ramp, rate): one small coroutine per request (`request`);
+* h2 and h2c (closed loop only): the compiled h2 engine (`_ch2.pyx`), or the `h2` package (`h2py`).
 
 Deadlines are not timers: one sweeper expires every slot ten times a second.
 """
@@ -22,7 +23,7 @@ import contextlib
 import socket
 from typing import Any
 
-from .compiled import make_cloop
+from .compiled import make_cloop, make_h2loop
 from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
@@ -93,6 +94,10 @@ class FastEngine(Engine[Slot]):
             self.cloop.flush()
 
     def start_closed(self, schedule: Closed) -> None:
+        if self.target.proto in ("h2", "h2c"):  # -c connections, -m streams each: `_ch2`, or the `h2` package
+            self.cloop = make_h2loop(self, schedule.connections, asyncio.get_running_loop())
+            self.cloop.start()
+            return
         cloop = make_cloop(self, schedule.connections, asyncio.get_running_loop())
         if cloop is not None:
             self.cloop = cloop

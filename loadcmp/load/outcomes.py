@@ -18,7 +18,8 @@ from ..records import OUTCOME_KINDS
 KINDS: tuple[str, ...] = OUTCOME_KINDS
 """Every way a started request can end (besides `unfinished`), in storage order: the names are a stored
 contract, so they live in the kernel (`records`), where a stack's causes can name them too."""
-OK, HTTP_4XX, HTTP_5XX, CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT, PROTOCOL_ERROR, TLS_ERROR = range(len(KINDS))
+(OK, HTTP_4XX, HTTP_5XX, CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT, PROTOCOL_ERROR, TLS_ERROR, STREAM_RESET,
+ GOAWAY) = range(len(KINDS))
 RESPONSE_KINDS = (OK, HTTP_4XX, HTTP_5XX)
 """Kinds with a complete response, hence a latency (all kinds <= HTTP_5XX)."""
 

@@ -21,10 +21,11 @@ import numpy as np
 
 from .histogram import Histogram
 from .outcomes import HTTP_5XX
-from .result import PHASES, Result, Second, StoppedBy, TlsTally
+from .result import PHASES, Result, Second, StoppedBy, StreamTally, TlsTally
 from .saturation import ClientSample
 
-__all__ = ["PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy", "Tally", "TlsTally"]
+__all__ = ["PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy", "StreamTally", "Tally",
+           "TlsTally"]
 """Histogram, Result and Second are re-exported: readers of results import them from here."""
 
 
@@ -101,6 +102,8 @@ class Recorder:
         self.phase_h = [Histogram() for _ in PHASES]
         self.tls: TlsTally | None = None
         """https: the handshakes and TLS failures (the engine sets it before the load)."""
+        self.streams: StreamTally | None = None
+        """h2, h2c, h3: the streams' tally (the engine sets it before the load and fills it)."""
 
     def second_at(self, t: float) -> Second:
         """The window's second holding `t` (the first or last for times outside it)."""
@@ -310,6 +313,7 @@ class Recorder:
             status_codes=dict(self.status_codes),
             phases=dict(zip(PHASES, self.phase_h, strict=True)),
             tls=self.tls,
+            streams=self.streams,
         )
         return self.result
 

@@ -61,6 +61,61 @@ class TlsTally:
 
 
 @dataclass
+class StreamTally:
+    """What the streams of one h2, h2c or h3 load did, beside their outcomes: counted in C by the compiled h2
+    engine (`_ch2.pyx`) or per event by the Python ones (`h2py`, `h3`); merged across workers by adding."""
+
+    protocol: str = ""
+    """The protocol negotiated: "h2" (ALPN over TLS), "h2c" (prior knowledge) or "h3"."""
+    connections: int = 0
+    """Connections opened (a new one after each GOAWAY)."""
+    streams: int = 0
+    """Streams started, counted or not (the warm-up's too)."""
+    goaways: int = 0
+    """GOAWAY frames received."""
+    goaway_unprocessed: int = 0
+    """Streams above a GOAWAY's last-stream-id: the server never processed them (outcome `goaway`)."""
+    retried: int = 0
+    """Of those, how many the client sent again on a new connection (each a new started stream)."""
+    resets: dict[str, int] = field(default_factory=dict)
+    """RST_STREAM frames received, by error-code name ("REFUSED_STREAM", "CANCEL", ...; outcome `stream_reset`)."""
+    max_concurrent: int = 0
+    """The server's SETTINGS_MAX_CONCURRENT_STREAMS as last seen (0: it sent none, no limit)."""
+    max_per_connection: int = 0
+    """The most requests one connection served (to its GOAWAY or to the end of the load)."""
+    pure_python: bool = False
+    """The pure-Python `h2` package ran the streams (`h2py`), not the compiled engine: client-bound wherever it
+    runs (`saturation.PURE_H2`)."""
+
+    def add(self, o: StreamTally) -> None:
+        self.protocol = self.protocol or o.protocol
+        self.connections += o.connections
+        self.streams += o.streams
+        self.goaways += o.goaways
+        self.goaway_unprocessed += o.goaway_unprocessed
+        self.retried += o.retried
+        for k, n in o.resets.items():
+            self.resets[k] = self.resets.get(k, 0) + n
+        self.max_concurrent = max(self.max_concurrent, o.max_concurrent)
+        self.max_per_connection = max(self.max_per_connection, o.max_per_connection)
+        self.pure_python = self.pure_python or o.pure_python
+
+    def reset(self, code: str) -> None:
+        self.resets[code] = self.resets.get(code, 0) + 1
+
+    @classmethod
+    def merge(cls, parts: list[StreamTally | None]) -> StreamTally | None:
+        """None when no part ran streams (an h1 load)."""
+        got = [p for p in parts if p is not None]
+        if not got:
+            return None
+        out = cls()
+        for p in got:
+            out.add(p)
+        return out
+
+
+@dataclass
 class Second:
     """One second of the measured window (by completion time)."""
 
@@ -153,6 +208,8 @@ class Result:
     """Shares of the load whose worker died or left: what is missing, in words (the load is partial)."""
     tls: TlsTally | None = None
     """https: the handshakes and TLS failures; None over plain http."""
+    streams: StreamTally | None = None
+    """h2, h2c, h3: the connections, streams, GOAWAYs and RST_STREAMs; None for h1."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -193,6 +250,7 @@ class Result:
             {ph: _merged([p.phases.get(ph, Histogram()) for p in parts]) for ph in PHASES},
             [w for p in parts for w in p.lost],
             TlsTally.merge([p.tls for p in parts]),
+            StreamTally.merge([p.streams for p in parts]),
         )
 
     def counts(self) -> dict[str, int]:

@@ -100,6 +100,11 @@ def _median(values: list[float]) -> float | None:
     return v[n // 2] if n % 2 else (v[n // 2 - 1] + v[n // 2]) / 2
 
 
+PURE_H2 = ("the pure-Python h2 fallback (the `h2` package) sent the streams: client-bound wherever it runs "
+           "(build the compiled engine: libnghttp2-dev, then make setup)")
+"""Why an h2 load the compiled engine did not run is client-bound whatever its figures say."""
+
+
 def bound_reason(uses: list[ClientUse]) -> str | None:
     """Why the client limited the measurement, or None when nothing says it did."""
     reasons = []

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..records import LatencyMs, LoadSummary, TlsFacts, WebbenchCount
+from ..records import LatencyMs, LoadSummary, StreamFacts, TlsFacts, WebbenchCount
 from ..units import ms
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
 from .recorder import PHASES, Histogram, Result, Second, TlsTally
+from .result import StreamTally
 from .schedules import Ramp, Schedule
 
 
@@ -138,6 +139,8 @@ def _add_client(doc: LoadSummary, result: Result) -> None:
     """Whether the client was the bottleneck (`saturation`), its own figures, and how the load ran and ended."""
     uses = result.client_use
     reason = saturation.bound_reason(uses)
+    if result.streams is not None and result.streams.pure_python:
+        reason = saturation.PURE_H2 + ("; " + reason if reason else "")
     doc["client_bound"] = reason is not None
     doc["client_bound_reason"] = reason
     doc["client_busy_pct"] = _round(saturation.peak_busy(uses), 1)
@@ -160,6 +163,8 @@ def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> No
     doc["tls"] = tls_doc(result.tls)
     if result.tls is not None:
         doc["tls_errors"] = dict(sorted(result.tls.errors.items(), key=lambda kv: -kv[1]))
+    if result.streams is not None:
+        doc["streams"] = streams_doc(result.streams)
 
 
 def tls_doc(t: TlsTally | None) -> TlsFacts | None:
@@ -168,6 +173,15 @@ def tls_doc(t: TlsTally | None) -> TlsFacts | None:
         return None
     version, cipher, alpn = max(t.seen.items(), key=lambda kv: kv[1])[0] if t.seen else ("", "", "")
     return TlsFacts(version=version, cipher=cipher, alpn=alpn, full=t.full, resumed=t.resumed)
+
+
+def streams_doc(t: StreamTally) -> StreamFacts:
+    """The streams' facts as the store keeps them: counts, and streams per connection."""
+    return StreamFacts(protocol=t.protocol, connections=t.connections, streams=t.streams,
+                       streams_per_connection=round(t.streams / t.connections, 1) if t.connections else 0.0,
+                       goaways=t.goaways, goaway_unprocessed=t.goaway_unprocessed, retried=t.retried,
+                       resets=dict(sorted(t.resets.items(), key=lambda kv: -kv[1])),
+                       max_concurrent=t.max_concurrent, max_per_connection=t.max_per_connection)
 
 
 def check_invariant(doc: LoadSummary) -> bool:

@@ -8,9 +8,18 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
+from typing import TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from ..errors import UsageError
+
+
+class MoreOptions(TypedDict, total=False):
+    """make_target's last keywords (kept apart so that its signature stays short)."""
+
+    tls_resume: float  #: the share of new connections that resume a TLS session (default 0)
+    proto: str  #: h1 (default), h2, h2c or h3
+    streams: int  #: requests in flight per connection (h2load's -m; default 1)
 
 
 @dataclass(frozen=True)
@@ -33,6 +42,12 @@ class Target:
     """https: verify against this CA file, not the system's."""
     tls_resume: float = 0.0
     """The share of new connections that resume a TLS session."""
+    proto: str = "h1"
+    """The protocol asked for (`PROTOS`): h1 (HTTP/1.x), h2 (over TLS, by ALPN), h2c (cleartext, by prior
+    knowledge) or h3 (QUIC); the engine stops with one line when the server negotiates another."""
+    streams: int = 1
+    """Requests in flight per connection (h2load's -m): h2, h2c and h3 only, bounded by the server's
+    SETTINGS_MAX_CONCURRENT_STREAMS; -c stays the number of connections."""
 
     def encode(self) -> bytes:
         """The request as sent by the fast engine, every time the same bytes: what the user
@@ -53,6 +68,22 @@ class Target:
         lines += [f"{k}: {v}" for k, v in self.headers]
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1") + self.body
 
+    def h2_headers(self) -> list[tuple[bytes, bytes]]:
+        """The request's HTTP/2 header fields, sent by both h2 engines: the pseudo-headers, then the user's with
+        lower-case names (a Host header becomes :authority; Connection and the other hop-by-hop fields, which
+        HTTP/2 forbids, are left out)."""
+        default = 443 if self.scheme == "https" else 80
+        authority = self.host + (f":{self.port}" if self.port != default else "")
+        out = [(b":method", self.method.encode()), (b":path", self.path.encode()),
+               (b":scheme", self.scheme.encode()), (b":authority", authority.encode())]
+        for k, v in self.headers:
+            name = k.lower()
+            if name == "host":
+                out[3] = (b":authority", v.encode("latin-1"))
+            elif name not in HOP_BY_HOP:
+                out.append((name.encode("latin-1"), v.encode("latin-1")))
+        return out
+
 
 def make_target(
     url: str,
@@ -65,9 +96,10 @@ def make_target(
     resolve: bool = True,
     insecure: bool = False,
     cafile: str | None = None,
-    tls_resume: float = 0.0,
+    **more: Unpack[MoreOptions],
 ) -> Target:
     """Validate a URL and options into a Target; one-line UsageErrors."""
+    tls_resume, proto, streams = more.get("tls_resume", 0.0), more.get("proto", "h1"), more.get("streams", 1)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"bad URL {url!r}: give an http:// or https:// URL with a host")
@@ -102,10 +134,35 @@ def make_target(
         raise UsageError(f"--insecure is for https URLs; {url} is plain http")
     if (wrong := resume_share_error(tls_resume)) is not None:
         raise UsageError(wrong)
+    if (wrong := proto_error(proto, streams, parts.scheme, url)) is not None:
+        raise UsageError(wrong)
     return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure, cafile,
-                  tls_resume)
+                  tls_resume, proto, streams)
 
 
 def resume_share_error(share: float) -> str | None:
     """--tls-resume outside 0..1, in one line; None: a share."""
     return None if 0.0 <= share <= 1.0 else f"--tls-resume must be between 0 and 1, not {share:g}"
+
+
+HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
+"""Header fields HTTP/2 forbids (RFC 9113 8.2.2): never sent by the h2 engines."""
+
+PROTOS = ("h1", "h2", "h2c", "h3")
+"""The protocols a load speaks: HTTP/1.x, HTTP/2 over TLS, HTTP/2 in cleartext (prior knowledge), HTTP/3."""
+
+
+def proto_error(proto: str, streams: int, scheme: str, url: str) -> str | None:
+    """What is wrong with --proto and -m for this URL, in one line; None: nothing."""
+    if streams < 1:
+        return "-m/--streams must be at least 1"
+    if proto not in PROTOS:
+        return f"unknown protocol {proto!r}: use one of {', '.join(PROTOS)}"
+    if proto in ("h2", "h3") and scheme != "https":
+        return f"--proto {proto} needs an https:// URL; {url} is plain http (h2c is HTTP/2 over plain http)"
+    if proto == "h2c" and scheme != "http":
+        return f"--proto h2c is HTTP/2 over plain http; {url} is https (use --proto h2)"
+    if proto == "h1" and streams > 1:
+        return ("-m/--streams is for --proto h2, h2c or h3: HTTP/1.1 has one request in flight per connection "
+                "(pipelining is not offered)")
+    return None

@@ -13,12 +13,13 @@ from __future__ import annotations
 import socket
 import ssl
 
-from ..errors import UsageError
+from ..errors import UsageError, WrongProtocol
 from .target import Target
 
 
 def context(target: Target) -> ssl.SSLContext | None:
-    """The client context for `target` (None for plain http). HTTP/1.1 only (ALPN)."""
+    """The client context for `target` (None for plain http). ALPN offers http/1.1, and h2 first for an h2 load
+    (whose server must then choose h2: `probe`, and the h2 engines, stop the load when it does not)."""
     if target.scheme != "https":
         return None
     try:
@@ -29,7 +30,7 @@ def context(target: Target) -> ssl.SSLContext | None:
     if target.insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    ctx.set_alpn_protocols(["http/1.1"])
+    ctx.set_alpn_protocols(["h2", "http/1.1"] if target.proto == "h2" else ["http/1.1"])  # h2: the server says which
     return ctx
 
 
@@ -45,8 +46,8 @@ def probe(target: Target, timeout: float) -> None:
     except OSError:
         return  # refused, unreachable, no answer: the load counts it for every request
     try:
-        with ctx.wrap_socket(raw, server_hostname=target.host):
-            return
+        with ctx.wrap_socket(raw, server_hostname=target.host) as conn:
+            alpn = conn.selected_alpn_protocol()
     except ssl.SSLCertVerificationError as e:
         raise UsageError(f"the certificate of {target.host}:{target.port} did not verify ({e.verify_message}); "
                          "pass --insecure to skip the check for a test server") from None
@@ -60,3 +61,6 @@ def probe(target: Target, timeout: float) -> None:
         return
     finally:
         raw.close()
+    if target.proto == "h2" and alpn != "h2":
+        raise WrongProtocol(f"{target.url} negotiated {alpn or 'no protocol'} by ALPN, not h2: the server does not "
+                            "speak HTTP/2 there (loadcmp does not fall back to another protocol)")

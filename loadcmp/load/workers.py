@@ -65,6 +65,9 @@ ENGINES: dict[str, type[Engine[Any]]] = {"fast": FastEngine, "aiohttp": AiohttpE
 def make_engine(spec: LoadSpec, live: LiveFn | None = None) -> Engine[Any]:
     if spec.engine not in ENGINES:
         raise UsageError(f"unknown engine {spec.engine!r}: use {' or '.join(ENGINES)}")
+    if spec.target.proto in ("h2", "h2c") and (spec.engine != "fast" or spec.schedule.kind != "closed"):
+        raise UsageError(f"--proto {spec.target.proto} runs the fast engine's closed loop (-c connections, -m streams "
+                         "each): not a ramp, a rate, nor --engine aiohttp")
     return ENGINES[spec.engine](spec, live)
 
 

@@ -1,0 +1,211 @@
+/* libnghttp2 for the compiled h2 engine (_ch2.pyx): a connection's session, its streams' slots, and
+ * nghttp2's callbacks, which only mark what happened to a stream; the loop records it (_ctally.h).
+ *
+ * A connection keeps up to `m` streams in flight (h2load's -m), each in a slot. The callbacks note a
+ * stream's status and bytes, and when it ends, how: its answer complete (H2_END_DONE), reset by the
+ * server (RST_STREAM, H2_END_RST with its code), left unprocessed by a GOAWAY whose last-stream-id is
+ * below it (H2_END_GOAWAY: nghttp2 closes those itself, or never sends their HEADERS), or cut
+ * (H2_END_ERROR). An ended slot's index goes on the connection's `ended` list, which the loop empties
+ * after each read: no Python runs in a callback.
+ */
+#ifndef LOADCMP_CH2_H
+#define LOADCMP_CH2_H
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nghttp2/nghttp2.h>
+
+#include "_ctls.h"
+
+enum { S_FREE = 0, S_ACTIVE = 1, S_CANCELLED = 2 }; /* a slot's state; cancelled: timed out, its close awaited */
+enum { H2_END_DONE = 1, H2_END_RST = 2, H2_END_GOAWAY = 3, H2_END_ERROR = 4, H2_END_IGNORE = 5 };
+#define H2_CODES 14 /* RST_STREAM codes counted apart (NO_ERROR .. HTTP_1_1_REQUIRED); others in the last */
+
+typedef struct {
+    long long connections, streams, goaways, unprocessed, retried, owed;
+    long long resets[H2_CODES];
+    long long max_concurrent, max_served;
+} h2stats_t;
+
+typedef struct {
+    int32_t id;
+    int state, counted, status, end;
+    uint32_t code;
+    double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline;
+    int64_t nbytes;
+    size_t body_off;
+} h2s_t;
+
+typedef struct {
+    int fd, phase, registered, m, inflight, nended, goaway, first_read, fresh;
+    uint32_t gen;
+    int32_t last_id;
+    long long served;
+    double t_read, deadline; /* t_read: when the bytes being handed to nghttp2 were read */
+    SSL *ssl;
+    nghttp2_session *sess;
+    h2s_t *slots;
+    int *ended;
+    unsigned char *out; /* bytes nghttp2 gave that the socket has not taken yet */
+    size_t out_len, out_cap;
+    h2stats_t *stats;
+    const char *body;
+    size_t body_len;
+} h2c_t;
+
+static h2s_t *h2_slot(h2c_t *c, int32_t id) {
+    h2s_t *s = (h2s_t *)nghttp2_session_get_stream_user_data(c->sess, id);
+    if (s == NULL)
+        for (int i = 0; i < c->m; i++)
+            if (c->slots[i].state != S_FREE && c->slots[i].id == id)
+                return &c->slots[i];
+    return s;
+}
+
+static void h2_ended(h2c_t *c, h2s_t *s, int end) {
+    if (s->end)
+        return;
+    s->end = s->state == S_CANCELLED ? H2_END_IGNORE : end;
+    c->ended[c->nended++] = (int)(s - c->slots);
+}
+
+static int h2_on_header(nghttp2_session *ss, const nghttp2_frame *f, const uint8_t *name, size_t namelen,
+                        const uint8_t *value, size_t valuelen, uint8_t flags, void *ud) {
+    (void)ss, (void)flags;
+    h2s_t *s;
+    if (f->hd.type != NGHTTP2_HEADERS || namelen != 7 || memcmp(name, ":status", 7) != 0)
+        return 0;
+    if ((s = h2_slot((h2c_t *)ud, f->hd.stream_id)) != NULL && valuelen == 3)
+        s->status = (value[0] - '0') * 100 + (value[1] - '0') * 10 + (value[2] - '0');
+    return 0;
+}
+
+static int h2_on_begin_frame(nghttp2_session *ss, const nghttp2_frame_hd *hd, void *ud) {
+    (void)ss;
+    h2s_t *s;
+    if ((hd->type == NGHTTP2_HEADERS || hd->type == NGHTTP2_DATA) && (s = h2_slot((h2c_t *)ud, hd->stream_id))) {
+        s->nbytes += (int64_t)hd->length + 9;
+        if (s->t_first != s->t_first) /* NaN: the answer's first byte */
+            s->t_first = ((h2c_t *)ud)->t_read;
+    }
+    return 0;
+}
+
+static int h2_on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *ud) {
+    (void)ss;
+    h2c_t *c = (h2c_t *)ud;
+    h2s_t *s;
+    size_t i;
+    if (f->hd.type == NGHTTP2_GOAWAY) {
+        c->stats->goaways++;
+        c->goaway = 1, c->last_id = f->goaway.last_stream_id;
+    } else if (f->hd.type == NGHTTP2_RST_STREAM && (s = h2_slot(c, f->hd.stream_id)) != NULL) {
+        s->code = f->rst_stream.error_code; /* counted by its code when its end is recorded */
+        h2_ended(c, s, H2_END_RST);
+    } else if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+        for (i = 0; i < f->settings.niv; i++)
+            if (f->settings.iv[i].settings_id == NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+                c->stats->max_concurrent = f->settings.iv[i].value;
+    }
+    return 0;
+}
+
+static int h2_on_stream_close(nghttp2_session *ss, int32_t id, uint32_t code, void *ud) {
+    (void)ss;
+    h2c_t *c = (h2c_t *)ud;
+    h2s_t *s = h2_slot(c, id);
+    if (s == NULL)
+        return 0;
+    if (c->goaway && id > c->last_id && !s->status)
+        h2_ended(c, s, H2_END_GOAWAY);
+    else
+        h2_ended(c, s, code == NGHTTP2_NO_ERROR && s->status ? H2_END_DONE : H2_END_ERROR);
+    s->id = -1; /* the stream is gone: its slot is free once recorded */
+    return 0;
+}
+
+/* A request's HEADERS that never went out: after a GOAWAY, the stream is unprocessed. */
+static int h2_on_not_send(nghttp2_session *ss, const nghttp2_frame *f, int err, void *ud) {
+    (void)ss, (void)err;
+    h2c_t *c = (h2c_t *)ud;
+    h2s_t *s;
+    if (f->hd.type == NGHTTP2_HEADERS && (s = h2_slot(c, f->hd.stream_id)) != NULL) {
+        h2_ended(c, s, c->goaway ? H2_END_GOAWAY : H2_END_ERROR);
+        s->id = -1;
+    }
+    return 0;
+}
+
+static ssize_t h2_body(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
+                       nghttp2_data_source *src, void *ud) {
+    (void)ss, (void)src;
+    h2c_t *c = (h2c_t *)ud;
+    h2s_t *s = h2_slot(c, id);
+    size_t off = s ? s->body_off : c->body_len, n = c->body_len - off < len ? c->body_len - off : len;
+    memcpy(buf, c->body + off, n);
+    if (s)
+        s->body_off += n;
+    if (off + n >= c->body_len)
+        *flags |= NGHTTP2_DATA_FLAG_EOF;
+    return (ssize_t)n;
+}
+
+static nghttp2_session_callbacks *h2_callbacks(void) {
+    nghttp2_session_callbacks *cb;
+    if (nghttp2_session_callbacks_new(&cb) != 0)
+        return NULL;
+    nghttp2_session_callbacks_set_on_header_callback(cb, h2_on_header);
+    nghttp2_session_callbacks_set_on_begin_frame_callback(cb, h2_on_begin_frame);
+    nghttp2_session_callbacks_set_on_frame_recv_callback(cb, h2_on_frame_recv);
+    nghttp2_session_callbacks_set_on_stream_close_callback(cb, h2_on_stream_close);
+    nghttp2_session_callbacks_set_on_frame_not_send_callback(cb, h2_on_not_send);
+    return cb;
+}
+
+/* A client session on connection `c`, its SETTINGS queued: no push, h2load's large windows (2^30 - 1). */
+static int h2_session(h2c_t *c, nghttp2_session_callbacks *cb) {
+    nghttp2_settings_entry iv[2] = {{NGHTTP2_SETTINGS_ENABLE_PUSH, 0},
+                                    {NGHTTP2_SETTINGS_INITIAL_WINDOW_SIZE, (1U << 30) - 1}};
+    if (nghttp2_session_client_new(&c->sess, cb, c) != 0)
+        return -1;
+    if (nghttp2_submit_settings(c->sess, NGHTTP2_FLAG_NONE, iv, 2) != 0 ||
+        nghttp2_session_set_local_window_size(c->sess, NGHTTP2_FLAG_NONE, 0, (1 << 30) - 1) != 0)
+        return -1;
+    return 0;
+}
+
+/* Submit one request on slot `s`; its stream id, or a negative nghttp2 error. */
+static int32_t h2_submit(h2c_t *c, h2s_t *s, const nghttp2_nv *nva, size_t nvlen) {
+    nghttp2_data_provider dp;
+    dp.source.ptr = NULL;
+    dp.read_callback = h2_body;
+    s->body_off = 0;
+    return nghttp2_submit_request(c->sess, NULL, nva, nvlen, c->body_len ? &dp : NULL, s);
+}
+
+/* Keep `n` more bytes to send (the socket took only part); -1: out of memory. */
+static int h2_keep(h2c_t *c, const unsigned char *data, size_t n) {
+    if (c->out_len + n > c->out_cap) {
+        size_t cap = (c->out_len + n) * 2;
+        unsigned char *p = (unsigned char *)realloc(c->out, cap);
+        if (p == NULL)
+            return -1;
+        c->out = p, c->out_cap = cap;
+    }
+    memcpy(c->out + c->out_len, data, n);
+    c->out_len += n;
+    return 0;
+}
+
+/* "h2" was what ALPN chose; else what it chose goes in `out` ("" for none). */
+static int h2_alpn_ok(SSL *s, char *out, size_t size) {
+    const unsigned char *p;
+    unsigned int n = 0;
+    SSL_get0_alpn_selected(s, &p, &n);
+    snprintf(out, size, "%.*s", (int)n, n ? (const char *)p : "");
+    return n == 2 && memcmp(p, "h2", 2) == 0;
+}
+
+#endif

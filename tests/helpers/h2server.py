@@ -1,0 +1,128 @@
+"""An in-process HTTP/2 server built on the `h2` package, over TLS (ALPN h2) or in cleartext (h2c), whose
+`how` misbehaves on purpose, for the h2 engines' accounting tests:
+
+ok          answers every stream 200
+refuse      RST_STREAM(REFUSED_STREAM) on every third stream, answers the rest
+every:N     answers N streams on a connection, then a GOAWAY naming the N-th and a close (nginx's
+            keepalive_requests): streams sent past it are unprocessed
+low         waits for 4 streams, answers the first, then a GOAWAY naming the first and a close
+cut         answers the first 2 streams of a connection, then closes it under the streams in flight
+h1          speaks HTTP/1.1 only (TLS: ALPN http/1.1; cleartext: an HTTP/1.1 400 to the preface)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import threading
+
+import h2.config
+import h2.connection
+import h2.errors
+import h2.events
+
+BODY = b"hello over h2\n"
+
+
+class H2Server:
+    def __init__(self, how: str, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.how, self.ssl = how, ssl_context
+        self.loop = asyncio.new_event_loop()
+        self.port = 0
+        self.answered = 0
+        self._ready = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> H2Server:
+        self._thread.start()
+        self._ready.wait(5)
+        return self
+
+    def url(self, path: str = "/") -> str:
+        return f"{'https' if self.ssl else 'http'}://127.0.0.1:{self.port}{path}"
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self.loop)
+        factory = (lambda: H1Only()) if self.how == "h1" else (lambda: H2Conn(self))
+        server = self.loop.run_until_complete(
+            self.loop.create_server(factory, "127.0.0.1", 0, backlog=1024, ssl=self.ssl))
+        self.port = server.sockets[0].getsockname()[1]
+        self._ready.set()
+        self.loop.run_forever()
+        server.close()
+        self.loop.close()
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(5)
+
+
+class H1Only(asyncio.Protocol):
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport
+
+    def data_received(self, data: bytes) -> None:
+        assert isinstance(self.transport, asyncio.Transport)
+        self.transport.write(b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+        self.transport.close()
+
+
+class H2Conn(asyncio.Protocol):
+    def __init__(self, server: H2Server) -> None:
+        self.server = server
+        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
+        self.served = 0
+        self.waiting: list[int] = []
+        self.done = False
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self.transport = transport
+        self.h2.initiate_connection()
+        transport.write(self.h2.data_to_send())
+
+    def data_received(self, data: bytes) -> None:
+        if self.done:
+            return
+        try:
+            events = self.h2.receive_data(data)
+        except Exception:  # noqa: BLE001 - a test server: a broken peer just loses its connection
+            self.transport.close()
+            return
+        for ev in events:
+            if isinstance(ev, h2.events.RequestReceived):
+                self._request(ev.stream_id)
+            if self.done:
+                break
+        if not self.transport.is_closing():
+            self.transport.write(self.h2.data_to_send())
+            if self.done:
+                self.transport.close()
+
+    def _answer(self, sid: int) -> None:
+        self.h2.send_headers(sid, [(b":status", b"200"), (b"content-length", str(len(BODY)).encode())])
+        self.h2.send_data(sid, BODY, end_stream=True)
+        self.served += 1
+        self.server.answered += 1
+
+    def _request(self, sid: int) -> None:
+        how = self.server.how
+        if how == "refuse" and (sid // 2) % 3 == 2:
+            self.h2.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+        elif how.startswith("every:"):
+            self._answer(sid)
+            if self.served == int(how.split(":")[1]):
+                self.h2.close_connection(last_stream_id=sid)
+                self.done = True
+        elif how == "low":
+            self.waiting.append(sid)
+            if len(self.waiting) == 4:
+                self._answer(self.waiting[0])
+                self.h2.close_connection(last_stream_id=self.waiting[0])
+                self.done = True
+        elif how == "cut" and self.served == 2:
+            self.transport.write(self.h2.data_to_send())
+            self.transport.abort()
+            self.done = True
+        else:
+            self._answer(sid)

@@ -1,0 +1,170 @@
+"""HTTP/2 in both h2 engines (the compiled one over libnghttp2, `_ch2.pyx`, and the `h2` package's fallback,
+`h2py`): -c connections x -m streams, over TLS (ALPN h2) and h2c, every stream accounted for against
+misbehaving in-process h2 servers (RST_STREAM(REFUSED_STREAM), GOAWAY every N requests, a GOAWAY with a low
+last-stream-id while streams are in flight, a close mid-stream), and the wrong protocol refused in one line."""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Iterator
+
+import pytest
+import trustme
+from click.testing import CliRunner
+from helpers.h2server import H2Server
+
+from loadcmp.cli import cli
+from loadcmp.errors import UsageError, WrongProtocol
+from loadcmp.load.compiled import PURE_ENV, engine_path, h2_module
+from loadcmp.load.driver import LoadSpec
+from loadcmp.load.result import Result, StreamTally
+from loadcmp.load.schedules import Closed
+from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.target import make_target
+from loadcmp.load.workers import run_load
+
+
+@pytest.fixture(params=["compiled", "python"])
+def h2_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each test on both h2 engines: the compiled one and the `h2` package (LOADCMP_PURE_PYTHON=1)."""
+    monkeypatch.setenv(PURE_ENV, "1" if request.param == "python" else "0")
+    if request.param == "compiled" and h2_module() is None:
+        pytest.skip("the compiled h2 engine is not built here (loadcmp/load/_ch2.pyx)")
+    return str(request.param)
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA(key_type=trustme.KeyType.ECDSA)
+
+
+@pytest.fixture(scope="module")
+def cafile(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
+    path = tmp_path_factory.mktemp("ca") / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return str(path)
+
+
+def _context(ca: trustme.CA, alpn: list[str]) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)
+    ctx.set_alpn_protocols(alpn)
+    return ctx
+
+
+HOWS = ("ok", "refuse", "every:5", "low", "cut", "h1")
+
+
+@pytest.fixture(scope="module")
+def servers(ca: trustme.CA) -> Iterator[dict[tuple[str, str], H2Server]]:
+    """Each misbehaviour, over TLS ("h2") and in cleartext ("h2c")."""
+    out = {}
+    for how in HOWS:
+        out[("h2c", how)] = H2Server(how).start()
+        out[("h2", how)] = H2Server(how, _context(ca, ["http/1.1"] if how == "h1" else ["h2"])).start()
+    yield out
+    for s in out.values():
+        s.stop()
+
+
+def load(server: H2Server, proto: str, cafile: str, streams: int = 4, clients: int = 2) -> Result:
+    target = make_target(server.url("/"), proto=proto, streams=streams, cafile=cafile if proto == "h2" else None)
+    return run_load(LoadSpec(target, Closed(clients), 1.0, timeout=3.0))
+
+
+def _accounted(r: Result) -> tuple[dict, dict, StreamTally]:
+    doc = result_doc(r)
+    assert check_invariant(doc) and doc["started"] > 20, doc
+    assert r.streams is not None and doc["streams"] is not None
+    failures = {k: n for k, n in doc["failures"].items() if n}
+    return doc, failures, r.streams
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_streams_in_flight_on_each_connection(servers, cafile, h2_path, proto):
+    r = load(servers[(proto, "ok")], proto, cafile)
+    doc, failures, st = _accounted(r)
+    assert failures == {} and doc["ok"] > 20, failures
+    assert st.protocol == proto and st.connections == 2 and st.goaways == 0 and st.resets == {}, st
+    assert st.max_concurrent == 100 and st.max_per_connection >= doc["ok"] // 2, st  # the h2 package's default
+    assert st.pure_python == (h2_path == "python") and doc["client_bound"] == (h2_path == "python") or \
+        h2_path == "compiled", doc["client_bound_reason"]
+    assert doc["unfinished"] <= 2 * 4  # what was in flight at the close: -c x -m at most
+    if proto == "h2":
+        assert doc["tls"] is not None and doc["tls"]["alpn"] == "h2" and doc["tls"]["full"] == 2, doc["tls"]
+    assert engine_path("fast", True, proto == "h2", proto) == h2_path
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_refused_streams_are_stream_resets_by_code(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "refuse")], proto, cafile))
+    assert set(failures) == {"stream_reset"} and st.resets == {"REFUSED_STREAM": failures["stream_reset"]}, st
+    assert doc["ok"] > failures["stream_reset"] > doc["ok"] // 3, doc  # every third stream refused
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_goaway_every_n_requests_opens_a_new_connection(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "every:5")], proto, cafile))
+    assert set(failures) <= {"goaway"} and st.max_per_connection == 5, (failures, st)
+    assert st.connections > doc["ok"] // 5 and st.goaways >= st.connections - 2, st  # all but the last two went away
+    assert st.goaway_unprocessed == failures.get("goaway", 0), st
+    assert st.retried <= st.goaway_unprocessed + 2 * 4 and st.retried > 0, st  # sent again on the new connections
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_low_last_stream_id_leaves_the_streams_above_unprocessed(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "low")], proto, cafile))
+    assert set(failures) == {"goaway"} and st.goaway_unprocessed == failures["goaway"], (failures, st)
+    assert st.max_per_connection == 1 and abs(failures["goaway"] - 3 * doc["ok"]) <= 3 * 2, (doc["ok"], failures)
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_connection_closed_mid_stream_cuts_its_streams(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "cut")], proto, cafile))
+    assert set(failures) == {"reset"} and st.goaways == 0 and st.max_per_connection == 2, (failures, st)
+    # 2 answered per connection, then 2 to 4 cut: those in flight, and those sent in place of the 2 answered
+    assert doc["ok"] - 4 <= failures["reset"] <= 2 * doc["ok"] + 2 * 4, (doc["ok"], failures)
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_server_that_speaks_only_http11_stops_the_load(servers, cafile, h2_path, proto):
+    with pytest.raises(WrongProtocol, match="HTTP/1.x|http/1.1 by ALPN"):
+        load(servers[(proto, "h1")], proto, cafile)
+
+
+def test_bench_shows_the_streams_and_refuses_bad_input_in_one_line(servers, cafile):
+    url = servers[("h2c", "refuse")].url("/")
+    res = CliRunner().invoke(cli, ["bench", url, "--proto", "h2c", "-m", "4", "-c", "2", "-t", "0.5", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["proto"] == "h2c" and doc["streams"]["resets"]["REFUSED_STREAM"] == doc["failures"]["stream_reset"]
+    text = CliRunner().invoke(cli, ["bench", url, "--proto", "h2c", "-m", "4", "-c", "2", "-t", "0.5"])
+    assert text.exit_code == 0 and "RST_STREAM: REFUSED_STREAM" in text.output and "GOAWAY" in text.output
+    h1 = servers[("h2", "h1")].url("/")
+    for args, said in ((["-m", "0"], "-m/--streams must be at least 1"),
+                       (["--proto", "h2"], "needs an https:// URL"),
+                       (["--proto", "h5"], "unknown protocol"),
+                       (["-m", "4"], "HTTP/1.1 has one request in flight"),
+                       ([h1, "--proto", "h2", "--cacert", cafile], "negotiated http/1.1 by ALPN, not h2")):
+        got = CliRunner().invoke(cli, ["bench", *(args if args[0] == h1 else [url, *args]), "-t", "0.3"])
+        assert got.exit_code == 2 and said in got.output and "Traceback" not in got.output, got.output
+
+
+def test_make_target_refuses_what_does_not_fit_the_protocol():
+    for kw, said in (({"proto": "h2c", "url": "https://127.0.0.1/"}, "h2c is HTTP/2 over plain http"),
+                     ({"proto": "h3", "url": "http://127.0.0.1/"}, "--proto h3 needs an https:// URL")):
+        with pytest.raises(UsageError, match=said):
+            make_target(kw["url"], proto=kw["proto"], resolve=False)
+    t = make_target("https://127.0.0.1:8443/p?q", proto="h2", streams=10, resolve=False,
+                    headers=["Host: example.test", "Connection: close", "X-A: b"])
+    assert t.h2_headers() == [(b":method", b"GET"), (b":path", b"/p?q"), (b":scheme", b"https"),
+                              (b":authority", b"example.test"), (b"x-a", b"b")]
+
+
+def test_stream_tallies_merge_by_adding():
+    a = StreamTally("h2", 2, 10, 1, 3, 2, {"REFUSED_STREAM": 1}, 100, 7)
+    b = StreamTally("h2", 1, 5, 0, 0, 0, {"REFUSED_STREAM": 2, "CANCEL": 1}, 128, 9)
+    m = StreamTally.merge([a, None, b])
+    assert m == StreamTally("h2", 3, 15, 1, 3, 2, {"REFUSED_STREAM": 3, "CANCEL": 1}, 128, 9)
+    assert StreamTally.merge([None]) is None
