@@ -89,14 +89,6 @@ class PrimerError(LoadcmpError):
     """The primer requests did not get the page that was expected."""
 
 
-class WrongProtocol(PrimerError):
-    """The server negotiated another protocol than the one asked (--proto): that trial is not measured."""
-
-    def __init__(self, message: str, negotiated: str) -> None:
-        super().__init__(message)
-        self.negotiated = negotiated
-
-
 class StoreError(LoadcmpError):
     """A results folder cannot be read or written."""
 

@@ -329,6 +329,7 @@ class ServerInfo(TypedDict, total=False):
     tls: ServerTls  #: --tls: what the primer's handshake saw; absent: plain http
     proto: str  #: the protocol asked (--proto: h1, h2, h2c, h3); absent: h1
     negotiated: str  #: what the primer saw the server speak for it (h2 by ALPN, h2c by its SETTINGS, http/1.1)
+    goaway_after: str  #: the tunable after whose count of requests the server sends GOAWAY (the stack's)
 
 
 class MachineInfo(TypedDict, total=False):

@@ -63,6 +63,18 @@ def proto_problems(labels: Mapping[str, str], protos_of: Mapping[str, tuple[str,
     return p.messages
 
 
+def engine_problems(protos: Iterable[str], engine: str, schedule: str) -> list[str]:
+    """h2 and h2c run in the fast engine's closed loop only (`load.workers.make_engine`): said before anything
+    starts."""
+    multiplexed = [x for x in dict.fromkeys(protos) if x in ("h2", "h2c")]
+    wrong = ([f"--schedule {schedule}"] if schedule != "closed" else []) + ([f"--engine {engine}"]
+                                                                          if engine != "fast" else [])
+    if multiplexed and wrong:
+        return [f"--proto {multiplexed[0]} runs the fast engine's closed loop (-c connections, -m streams each), "
+                f"not {' nor '.join(wrong)}"]
+    return []
+
+
 def _speakers(proto: str, stacks: Iterable[Any]) -> str:
     """The stacks that speak a protocol, in words."""
     names = [s.name for s in stacks if proto in s.protocols]

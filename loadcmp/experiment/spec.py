@@ -304,6 +304,8 @@ def validate(spec: RunSpec) -> RunSpec:
     p.extend(protocols.proto_problems({v.label: v.stack for v in servers}, {v.label: spec.protos_for(v.label)
                                       for v in servers}, {v.label: spec.tls_for(v.label) for v in servers},
                                       spec.streams, cat))
+    p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
+                                       spec.schedule))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
     return replace(spec, servers=labels, stacks={v.label: v.stack for v in servers},

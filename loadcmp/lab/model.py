@@ -244,7 +244,10 @@ class Stack:
     order: int = 100
     """Where it is listed (and run, for `all`) among the stacks of its folder: lowest first, then by name."""
     protocols: tuple[str, ...] = ("h1",)
-    """What its front role speaks (`PROTOCOLS`); h2 and h3 with --tls only."""
+    """What its front role's config offers (`PROTOCOLS`; the primer checks what it negotiates); h2 and h3 with
+    --tls only."""
+    goaway_after: str | None = None
+    """The tunable after whose count of requests on one connection the server sends GOAWAY (its keep-alive limit)."""
 
     @property
     def serves_https(self) -> bool:

@@ -26,7 +26,8 @@ from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
-              "status", "tunables", "checks", "causes", "versions", "listen", "error_log", "protocols"}
+              "status", "tunables", "checks", "causes", "versions", "listen", "error_log", "protocols",
+              "goaway_after"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 SUMMARY = "{n} problems in stack files"
@@ -148,7 +149,10 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
         busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
         protocols=_protocols(p, path, text, doc, parts),
+        goaway_after=str(doc["goaway_after"]) if isinstance(doc.get("goaway_after"), str) else None,
     )
+    if stack.goaway_after is not None and stack.goaway_after not in stack.tunables:
+        p.at(path, text, "goaway_after", f"goaway_after {stack.goaway_after!r} is not a tunable of stack {stack.name}")
     checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
     _check_causes(p, path, text, stack, causes, every_role=len(roles) == len(roles_raw))

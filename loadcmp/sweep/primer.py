@@ -12,7 +12,7 @@ be the `tls.key` asked for; what it saw is stored with the label (`records.Serve
 
 With --proto h2 or h2c, the protocol is checked before the load (`negotiate`): ALPN must choose h2, or the
 server must answer an h2c preface (prior knowledge) with its SETTINGS. Anything else stops that trial with
-one line naming what was negotiated (`WrongProtocol`), so that no run measures HTTP/1.1 as HTTP/2.
+one line naming what was negotiated (`wrong_protocol`), so that no run measures HTTP/1.1 as HTTP/2.
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import time
 from ..lab.certs import key_type_of
 from ..lab.pages import client_context, http_get, page_file
 from ..lab.render import USER_WWW
-from ..errors import LabError, PrimerError, WrongProtocol
+from ..errors import LabError, PrimerError
 from ..lab.containers import Deployment
 from ..records import ServerTls
 
@@ -157,13 +157,11 @@ SETTINGS = 0x4
 
 
 def negotiate(dep: Deployment, proto: str) -> str | None:
-    """The protocol the server speaks for the one asked: `h2` (ALPN over TLS) or `h2c` (its SETTINGS to a
-    prior-knowledge preface); WrongProtocol, one line with what it spoke instead and the log line that says why,
-    when it is another. None where nothing is checked here (h1: the handshake's ALPN; h3: its own engine)."""
+    """The protocol the server speaks for the one asked: `h2` (ALPN over TLS), `h2c` (its SETTINGS to a
+    prior-knowledge preface), or what it spoke instead (`http/1.1`, `nothing`: `wrong_protocol` says it). None
+    where nothing is checked here (h1: the handshake's ALPN; h3: its own engine). LabError: no answer."""
     try:
         return _negotiate(dep, proto)
-    except WrongProtocol:
-        raise
     except OSError as e:
         raise LabError(f"{dep.stack.name}: no answer to the {proto} check on {dep.host.address}:{dep.port} "
                        f"({e})") from None
@@ -176,29 +174,28 @@ def _negotiate(dep: Deployment, proto: str) -> str | None:
         ctx.set_alpn_protocols(["h2", "http/1.1"])
         with socket.create_connection((address, port), timeout=10) as raw, \
                 ctx.wrap_socket(raw, server_hostname=address) as s:
-            got = s.selected_alpn_protocol() or "nothing"
-        if got != "h2":
-            raise WrongProtocol(f"{dep.stack.name}: asked for h2, ALPN chose {got}{_said(dep, 'http2')}", got)
-        return got
+            return s.selected_alpn_protocol() or "nothing"
     if proto == "h2c":
         with socket.create_connection((address, port), timeout=10) as s:
             s.sendall(H2_PREFACE)
             head = _read(s, 9)
-            if head.startswith(b"HTTP/"):  # the status line, to quote
-                head += _read(s, 120)
         if len(head) == 9 and head[3] == SETTINGS and not int.from_bytes(head[5:9], "big") & 0x7FFFFFFF:
             return "h2c"
-        got = "http/1.1" if head.startswith(b"HTTP/") else "nothing it could read as HTTP/2"
-        shown = head.split(b"\r\n", 1)[0].decode("latin-1") if head.startswith(b"HTTP/") else ""
-        raise WrongProtocol(f"{dep.stack.name}: asked for h2c (prior knowledge), it answered {got}"
-                            f"{f' ({shown})' if shown else ''}{_said(dep, 'h2c')}", got)
+        return "http/1.1" if head.startswith(b"HTTP/") else "nothing"
     return None
 
 
+def wrong_protocol(dep: Deployment, asked: str, negotiated: str) -> str:
+    """A trial stopped for its protocol, in one line: what was asked, what the server spoke, and the last line of
+    its log that names the protocol (its reason: a module inactive), quoted."""
+    how = "ALPN chose" if asked == "h2" else "to an h2c preface (prior knowledge) it answered"
+    return f"{dep.stack.name}: asked for {asked}, {how} {negotiated}{_said(dep, 'http2')}"
+
+
 def _read(s: socket.socket, n: int) -> bytes:
-    """Up to `n` bytes, until the server closes (or a status line has come)."""
+    """Up to `n` bytes, until the server closes."""
     out = b""
-    while len(out) < n and b"\r\n" not in out:
+    while len(out) < n:
         chunk = s.recv(n - len(out))
         if not chunk:
             break

@@ -29,7 +29,7 @@ from ..lab import containers, dockerhost, planning, render
 from ..lab.certs import RunCA
 from ..observe import evidence, ownlogs
 from ..observe.apimetrics import ApiSampler
-from ..errors import DockerUnavailable, LabError, WrongProtocol
+from ..errors import DockerUnavailable, LabError
 from ..lab.containers import Deployment
 from ..load.driver import Live, LoadSpec, now
 from ..load.saturation import Machine, add_advice
@@ -38,7 +38,7 @@ from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
-from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime
+from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
 from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord,
                        TrialStatus)
 from ..experiment.spec import RunSpec
@@ -162,11 +162,11 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
             prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
-            sweep.writer.add_server_proto(p.label, p.proto, negotiate(dep, p.proto) or p.proto)
-        except WrongProtocol as e:  # it speaks another protocol: this trial would measure the wrong one
-            sweep.writer.add_server_proto(p.label, p.proto, e.negotiated)
-            sweep.reused.pop(p.label, None)
-            return TrialOutcome(not_started(spec, p, str(e), "wrong_protocol"), [], [])
+            spoke = negotiate(dep, p.proto) or p.proto
+            sweep.writer.add_server_proto(p.label, p.proto, spoke)
+            if spoke != p.proto:  # it speaks another protocol: this trial would measure the wrong one
+                sweep.reused.pop(p.label, None)
+                return TrialOutcome(not_started(spec, p, wrong_protocol(dep, p.proto, spoke), "wrong_protocol"), [], [])
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
                 stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
@@ -213,6 +213,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
     if stack.busy_limit:
         info["busy_limit"] = stack.busy_limit
+    if stack.goaway_after and p.proto != "h1":
+        info["goaway_after"] = stack.goaway_after
     if dep.plan.app:
         info["app"] = dep.plan.app.name
     if dep.plan.own:
@@ -226,7 +228,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
 def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measurement:
     """Warm-up, then the measured window, with the server sampled at 1 Hz."""
     target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive,
-                         resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume)
+                         resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume, proto=p.proto,
+                         streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
