@@ -68,7 +68,8 @@ def test_a_template_beside_the_stack_wins_over_the_shared_one(tmp_path: Path) ->
 def test_a_stack_file_with_three_mistakes_lists_all_three_with_lines(tmp_path: Path) -> None:
     bad = copy_stack("apache-prefork", tmp_path / "bad")
     text = (bad / "stack.toml").read_text()
-    text = text.replace('parts = ["apache", "prefork", "php", "tls", "h2"]', 'parts = ["apache", "prefrok", "php", "tls", "h2"]')
+    text = text.replace('parts = ["apache", "prefork", "php", "tls", "h2"]',
+                        'parts = ["apache", "prefrok", "php", "tls", "h2"]')
     text = text.replace('command = ["apache-modphp"]', 'command = "apache-modphp"')
     text += '\n[tunables.prefork.Extra]\ndoc = "no default"\n'
     (bad / "stack.toml").write_text(text)
