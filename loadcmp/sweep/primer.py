@@ -106,17 +106,19 @@ def _check_static(dep: Deployment, page: str, body: bytes) -> None:
                           f"({len(body):,} bytes, the file has {f.stat().st_size:,}); is the stack's root the pages?")
 
 
-def handshake(dep: Deployment, patience: float = 0.0) -> ServerTls | None:
-    """With --tls, one handshake with the front role, checked (PrimerError, one line, when it is not what was
-    asked); None on plain http. LabError when the server never answers within `patience`."""
+def handshake(dep: Deployment, patience: float = 0.0, proto: str = "h1") -> ServerTls | None:
+    """With --tls, one handshake with the front role as the label's clients make it (an h2 label's offer h2 first
+    by ALPN), checked (PrimerError, one line, when it is not what was asked); None on plain http. LabError when
+    the server never answers within `patience`. Whether an h2 label got h2 is `negotiate`'s to say."""
     plan = dep.plan
     if plan.tls is None or plan.cafile is None:
         return None
     name, where = dep.stack.name, f"{dep.host.address}:{dep.port}"
+    offer = ("h2", "http/1.1") if proto == "h2" else ("http/1.1",)
     deadline, waited = time.monotonic() + patience, time.monotonic()
     while True:
         try:
-            version, cipher, alpn, der = _shake(dep.host.address, dep.port, plan.cafile)
+            version, cipher, alpn, der = _shake(dep.host.address, dep.port, plan.cafile, offer)
             break
         except ssl.SSLCertVerificationError as e:
             raise PrimerError(f"{name}: its certificate on {where} did not verify against the run's CA "
@@ -134,18 +136,20 @@ def handshake(dep: Deployment, patience: float = 0.0) -> ServerTls | None:
     if version != f"TLSv{max(versions)}" and "tls.protocols" in plan.settings:
         raise PrimerError(f"{name}: the handshake gave {version}, but tls.protocols={','.join(versions)} "
                           f"and the client offers TLSv1.3")
-    if alpn != "http/1.1":
-        raise PrimerError(f"{name}: ALPN chose {alpn or 'nothing'}, not http/1.1 (the client offers only http/1.1)")
+    if alpn not in offer:
+        raise PrimerError(f"{name}: ALPN chose {alpn or 'nothing'}, not {' or '.join(offer)} (the client offers "
+                          f"only {', '.join(offer)})")
     if key != plan.tls.key_type:
         raise PrimerError(f"{name}: its certificate has a {key} key, not the {plan.tls.key_type} of tls.key")
     return ServerTls(version=version, cipher=cipher, alpn=alpn, chain_ok=True, key=key)
 
 
-def _shake(host: str, port: int, cafile: str) -> tuple[str, str, str | None, bytes]:
-    """One handshake as the clients make it (the run's CA, ALPN http/1.1): the version, cipher and ALPN it
+def _shake(host: str, port: int, cafile: str, offer: tuple[str, ...] = ("http/1.1",)
+           ) -> tuple[str, str, str | None, bytes]:
+    """One handshake as the clients make it (the run's CA, ALPN `offer`): the version, cipher and ALPN it
     negotiated, and the certificate the server sent (DER)."""
     with socket.create_connection((host, port), timeout=10) as raw, \
-            client_context(cafile).wrap_socket(raw, server_hostname=host) as s:
+            _context(cafile, offer).wrap_socket(raw, server_hostname=host) as s:
         cipher = s.cipher()
         return (s.version() or "", cipher[0] if cipher else "", s.selected_alpn_protocol(),
                 s.getpeercert(binary_form=True) or b"")
@@ -170,10 +174,8 @@ def negotiate(dep: Deployment, proto: str) -> str | None:
 def _negotiate(dep: Deployment, proto: str) -> str | None:
     address, port, cafile = dep.host.address, dep.port, dep.plan.cafile
     if proto == "h2" and cafile is not None:
-        ctx = client_context(cafile)
-        ctx.set_alpn_protocols(["h2", "http/1.1"])
         with socket.create_connection((address, port), timeout=10) as raw, \
-                ctx.wrap_socket(raw, server_hostname=address) as s:
+                _context(cafile, ("h2", "http/1.1")).wrap_socket(raw, server_hostname=address) as s:
             return s.selected_alpn_protocol() or "nothing"
     if proto == "h2c":
         with socket.create_connection((address, port), timeout=10) as s:
@@ -210,6 +212,16 @@ def _said(dep: Deployment, word: str) -> str:
         return ""
     last = lines[-1] if len(lines[-1]) <= 240 else lines[-1][:239].rsplit(" ", 1)[0] + " …"
     return f"; its log says: {last}"
+
+
+def _context(cafile: str, offer: tuple[str, ...]) -> ssl.SSLContext:
+    """The clients' context for this ALPN offer: the shared HTTP/1.1 one (`pages.client_context`, never changed:
+    readiness and the status pages use it), else one of its own."""
+    if offer == ("http/1.1",):
+        return client_context(cafile)
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.set_alpn_protocols(list(offer))
+    return ctx
 
 
 def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:

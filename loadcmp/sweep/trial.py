@@ -158,7 +158,7 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             return None
         try:
             describe_server(sweep, p, dep)
-            seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0)
+            seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0, proto=p.proto)
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
             prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
