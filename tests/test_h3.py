@@ -154,19 +154,19 @@ def test_a_certificate_that_does_not_verify_over_quic_is_said(h3, tmp_path):
 
 
 def test_a_stack_that_does_not_speak_h3_is_refused_naming_those_that_do():
-    from loadcmp.experiment.variants import TlsAsked, proto_problems
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
     from loadcmp.lab.stacks import catalog
 
     cat = catalog()
     speakers = [n for n in cat.names() if "h3" in cat.get(n).protocols]
     assert "caddy" in speakers and "nginx" not in speakers  # from their stack.toml
-    asked = [TlsAsked("nginx", cat.get("nginx"), True), TlsAsked("caddy", cat.get("caddy"), True)]
-    assert proto_problems(asked, ["h3"], cat) == [f"--proto h3: nginx does not speak h3; the stacks that do: "
-                                                   f"{', '.join(speakers)}"]
-    assert proto_problems(asked[1:], ["h3", "h1"], cat) == []
-    plain = [TlsAsked("caddy", cat.get("caddy"), False)]
-    assert proto_problems(plain, ["h3"], cat) == ["--proto h3 runs over https: add --tls (or tls = true in "
-                                                  "[variants.LABEL]) for caddy"]
+    r = CliRunner().invoke(cli, ["run", "--tls", "--proto", "h3", "--server", "nginx", "-c", "1", "-t", "1"])
+    assert r.exit_code == 2
+    lines = [x for x in r.output.splitlines() if x.strip()]
+    assert len(lines) == 1 and f"the stacks that do: {', '.join(speakers)}" in lines[0], r.output
+    assert "--proto h3: nginx does not speak h3" in lines[0]
 
 
 def _dep(port: int, cafile: str | None) -> object:

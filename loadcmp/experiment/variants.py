@@ -10,8 +10,7 @@ A run names its servers by label. A label is either a stack's own name
     set = { "nginx.worker_connections" = 20000 }
 
 Each label runs https or not (`--tls`, `[variants.LABEL] tls`): `tls_problems` checks it for run specs and
-`up` in one wording; `proto_problems` checks the protocols asked (`--proto`) against what each label's stack
-says it speaks.
+`up` in one wording.
 
 `--set KEY=VALUE` applies to every chosen server whose stack has KEY's section;
 `--set LABEL:KEY=VALUE` to that label only. A setting that no chosen server can
@@ -33,6 +32,7 @@ from ..lab.render import no_https
 from ..lab.stacks import Catalog
 from ..load.target import resume_share_error
 from ..errors import ConfigError, Problems, UsageError
+from .protos import parse_protos
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 """Labels appear in file names, tables and check expressions (`label:rps>100`)."""
@@ -47,6 +47,8 @@ class Variant:
     settings: Mapping[str, Any]
     tls: bool | None = None
     """`tls` of its table: https or not, over the run's; None: the run's."""
+    protos: tuple[str, ...] = ()
+    """`proto` of its table: the protocols it runs, over the run's; empty: the run's."""
 
 
 def check_label(label: str) -> None:
@@ -122,10 +124,10 @@ def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
             check_label(label)
             if not isinstance(table, dict):
                 raise ConfigError(f"[variants.{label}] must be a table with stack = \"...\"")
-            extra = set(table) - {"stack", "set", "tls"}
+            extra = set(table) - {"stack", "set", "tls", "proto"}
             if extra:
                 raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} "
-                                  "(known: stack, set, tls)")
+                                  "(known: stack, set, tls, proto)")
             if not isinstance(table.get("tls", False), bool):
                 raise ConfigError(f"[variants.{label}].tls must be true or false")
             if not isinstance(table.get("stack"), str):
@@ -134,7 +136,8 @@ def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
             sets = table.get("set", {})
             if not isinstance(sets, dict):
                 raise ConfigError(f"[variants.{label}].set must be a table of settings")
-            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"))
+            protos = parse_protos(table["proto"]) if "proto" in table else ()
+            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"), protos)
         except UsageError as e:
             p.extend(m if m.startswith("[variants.") else f"[variants.{label}]: {m}" for m in e.messages)
     p.raise_if_any(summary="{n} bad variants")
@@ -236,23 +239,3 @@ def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[
                      f"[variants.{s.label}])" for k in s.own_settings if k.split(".", 1)[0] == TLS_PART)
     return p.messages
 
-
-NEEDS_HTTPS = ("h2", "h3")
-"""Protocols a stack speaks only over https (`--tls`): h2 by ALPN, h3 over QUIC beside it."""
-
-
-def proto_problems(servers: Sequence[TlsAsked], protos: Sequence[str], cat: Catalog) -> list[str]:
-    """Each protocol asked (`--proto`) that a chosen stack does not speak, in one line per protocol naming the
-    stacks that do (their stack.toml's `protocols`, no server named here); h2 and h3 where a label runs no https."""
-    p = Problems()
-    for proto in dict.fromkeys(protos):
-        mute = [s.label for s in servers if proto not in s.stack.protocols]
-        if mute:
-            speakers = [n for n in cat.names() if proto in cat.get(n).protocols]
-            who = f"the stacks that do: {', '.join(speakers)}" if speakers else "no stack here does"
-            p.add(f"--proto {proto}: {', '.join(mute)} {'does' if len(mute) == 1 else 'do'} not speak {proto}; {who}")
-        plain = [s.label for s in servers if proto in NEEDS_HTTPS and not s.https and proto in s.stack.protocols]
-        if plain:
-            p.add(f"--proto {proto} runs over https: add --tls (or tls = true in [variants.LABEL]) for "
-                  f"{', '.join(plain)}")
-    return p.messages
