@@ -61,3 +61,16 @@ def test_a_stack_that_serves_https_without_h3_is_refused_in_one_line(images, doc
     assert res.exit_code == 2
     lines = [x for x in res.output.splitlines() if x.strip()]
     assert len(lines) == 1 and "does not advertise HTTP/3" in lines[0], res.output
+
+
+def test_a_run_over_h3_on_caddy(images, tmp_path: Path):
+    res = CliRunner().invoke(cli, ["run", "--tls", "--proto", "h3", "--server", "caddy", "-c", "2", "-m", "5", "-t",
+                                   "2", "--warmup", "0", "--page", "/index.html", "--json", "--out", str(tmp_path)])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["results"]
+    assert len(rows) == 1 and rows[0]["ok"] > 0 and rows[0]["failed"] == 0, rows
+    run = json.loads((next(tmp_path.iterdir()) / "run.json").read_text())
+    server = run["servers"]["caddy"]
+    assert server["proto"] == "h3" and server["negotiated"] == "h3"
+    result = run["trials"][0]["result"]
+    assert result["streams"]["protocol"] == "h3" and result["tls"]["alpn"] == "h3"
