@@ -225,3 +225,13 @@ def test_bench_proto_h3_on_a_server_without_it_is_one_line_and_exit_2(ca, cafile
     assert r.exit_code == 2
     lines = [x for x in r.output.splitlines() if x.strip()]
     assert len(lines) == 1 and "does not advertise HTTP/3" in lines[0], r.output
+
+
+def test_h3_refuses_another_engine_in_one_line():
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    r = CliRunner().invoke(cli, ["run", "--tls", "--proto", "h3", "--server", "caddy", "--engine", "aiohttp",
+                                 "-c", "1", "-t", "1"])
+    assert r.exit_code == 2 and "--proto h3 runs its own QUIC engine (every schedule), not --engine aiohttp" in r.output

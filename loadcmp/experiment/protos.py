@@ -64,14 +64,17 @@ def proto_problems(labels: Mapping[str, str], protos_of: Mapping[str, tuple[str,
 
 
 def engine_problems(protos: Iterable[str], engine: str, schedule: str) -> list[str]:
-    """h2 and h2c run in the fast engine's closed loop only (`load.workers.make_engine`): said before anything
-    starts."""
-    multiplexed = [x for x in dict.fromkeys(protos) if x in ("h2", "h2c")]
+    """h2 and h2c run in the fast engine's closed loop only, h3 in its own engine (`load.workers.make_engine`):
+    said before anything starts."""
+    asked = list(dict.fromkeys(protos))
+    multiplexed = [x for x in asked if x in ("h2", "h2c")]
     wrong = ([f"--schedule {schedule}"] if schedule != "closed" else []) + ([f"--engine {engine}"]
                                                                           if engine != "fast" else [])
     if multiplexed and wrong:
         return [f"--proto {multiplexed[0]} runs the fast engine's closed loop (-c connections, -m streams each), "
                 f"not {' nor '.join(wrong)}"]
+    if "h3" in asked and engine != "fast":
+        return [f"--proto h3 runs its own QUIC engine (every schedule), not --engine {engine}"]
     return []
 
 

@@ -64,6 +64,8 @@ ENGINES: dict[str, type[Engine[Any]]] = {"fast": FastEngine, "aiohttp": AiohttpE
 
 def make_engine(spec: LoadSpec, live: LiveFn | None = None) -> Engine[Any]:
     if spec.target.proto == "h3":  # one engine speaks QUIC; qh3 is imported only for it
+        if spec.engine != "fast":
+            raise UsageError(f"--proto h3 runs its own QUIC engine (every schedule), not --engine {spec.engine}")
         from .h3 import H3Engine
 
         return H3Engine(spec, live)
