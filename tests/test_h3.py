@@ -235,3 +235,15 @@ def test_h3_refuses_another_engine_in_one_line():
     r = CliRunner().invoke(cli, ["run", "--tls", "--proto", "h3", "--server", "caddy", "--engine", "aiohttp",
                                  "-c", "1", "-t", "1"])
     assert r.exit_code == 2 and "--proto h3 runs its own QUIC engine (every schedule), not --engine aiohttp" in r.output
+
+
+def test_the_report_titles_the_streams_section_by_its_protocols():
+    from loadcmp.report.streams import titled
+
+    def row(proto: str) -> list[str]:
+        return ["1", "caddy", proto, *[""] * 7]
+
+    assert titled([row("h2")])[0] == "HTTP/2 streams" and "RESET_STREAM" not in titled([row("h2")])[1]
+    title, legend = titled([row("h3")])
+    assert title == "HTTP/3 streams" and "RESET_STREAM" in legend and "initial_max_streams_bidi" in legend
+    assert titled([row("h2"), row("h3")])[0] == "HTTP/2 and HTTP/3 streams"

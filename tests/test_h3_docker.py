@@ -74,3 +74,8 @@ def test_a_run_over_h3_on_caddy(images, tmp_path: Path):
     assert server["proto"] == "h3" and server["negotiated"] == "h3"
     result = run["trials"][0]["result"]
     assert result["streams"]["protocol"] == "h3" and result["tls"]["alpn"] == "h3"
+    folder = next(tmp_path.iterdir())
+    rep = CliRunner().invoke(cli, ["report", str(folder), "--format", "md"])
+    assert rep.exit_code == 0, rep.output
+    md = (folder / "report.md").read_text()
+    assert "## HTTP/3 streams" in md and "| caddy | h3 |" in md

@@ -17,7 +17,7 @@ from ..store.reader import Results
 from .compare import RatioRow
 from .plots import Drawn
 from .tables import long_form
-from .streams import LEGEND as STREAMS_LEGEND
+from .streams import titled
 from .tls import LEGEND as TLS_LEGEND
 
 
@@ -160,7 +160,8 @@ def html_page(r: Report) -> str:
     parts.append(f"<p><small class='legend'>{_e(r.legend)}</small></p>")
     # the primer's facts whenever the run used TLS (or h2); the table when it has rows
     parts += _section_html("TLS handshakes", r.tls, TLS_LEGEND, r.tls_lines)
-    parts += _section_html("HTTP/2 streams", r.streams, STREAMS_LEGEND, r.stream_lines)
+    title, legend = titled(r.streams[1])
+    parts += _section_html(title, r.streams, legend, r.stream_lines)
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
@@ -210,7 +211,8 @@ def markdown(r: Report) -> str:
              else _md_table([f"{g} {w}".strip() for g, w in r.header], r.rows))
     parts += ["## Summary (Table 1)", "", table, "", f"*{r.legend}*", ""]
     parts += _section_md("TLS handshakes", r.tls, TLS_LEGEND, r.tls_lines)
-    parts += _section_md("HTTP/2 streams", r.streams, STREAMS_LEGEND, r.stream_lines)
+    title, legend = titled(r.streams[1])
+    parts += _section_md(title, r.streams, legend, r.stream_lines)
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]

@@ -1,8 +1,9 @@
-"""The report's HTTP/2 section: per label and level, how the streams went (`LoadSummary.streams`, the engine's
-tally): streams per connection, connections, GOAWAYs and the streams above their last-stream-id, RST_STREAMs by
-code, the server's SETTINGS_MAX_CONCURRENT_STREAMS and the most requests one connection served; then in words
-what each label asked for and negotiated (the primer's check, `ServerInfo.negotiated`), a trial stopped for its
-protocol with its reason, and a GOAWAY every N requests named with the tunable that sets N.
+"""The report's HTTP/2 section (HTTP/3's too, titled by the protocols it holds: `titled`): per label and level,
+how the streams went (`LoadSummary.streams`, the engine's tally): streams per connection, connections, GOAWAYs
+and the streams above their last-stream-id, RST_STREAMs by code, the server's SETTINGS_MAX_CONCURRENT_STREAMS
+and the most requests one connection served; then in words what each label asked for and negotiated (the
+primer's check, `ServerInfo.negotiated`), a trial stopped for its protocol with its reason, and a GOAWAY every
+N requests named with the tunable that sets N.
 
 Only a run that asked for a protocol other than HTTP/1.1 has this section: an h1 run's report is as it was.
 """
@@ -21,6 +22,18 @@ LEGEND = ("streams/connection: the streams started per connection opened (-m str
           "never processed) and RST_STREAM (by error code): per trial, the mean over the trials; max concurrent: "
           "the server's SETTINGS_MAX_CONCURRENT_STREAMS (0: none sent); most on one connection: the most requests "
           "one connection served.")
+
+
+H3_LEGEND = (" Over h3: RST_STREAM is QUIC's RESET_STREAM (by its HTTP/3 error code), GOAWAY the HTTP/3 frame (the "
+             "streams at or above its stream id unprocessed), max concurrent the server's initial_max_streams_bidi.")
+
+
+def titled(rows: list[list[str]]) -> tuple[str, str]:
+    """The section's title and legend for the protocols its rows ran: HTTP/2, HTTP/3 or both."""
+    protos = {r[2] for r in rows}
+    h3, h2 = "h3" in protos, bool(protos - {"h3"})
+    title = "HTTP/2 and HTTP/3 streams" if h3 and h2 else "HTTP/3 streams" if h3 else "HTTP/2 streams"
+    return title, LEGEND + (H3_LEGEND if h3 else "")
 
 
 def facts_of(t: TrialRecord) -> StreamFacts | None:
