@@ -77,5 +77,5 @@ def test_a_run_over_h3_on_caddy(images, tmp_path: Path):
     folder = next(tmp_path.iterdir())
     rep = CliRunner().invoke(cli, ["report", str(folder), "--format", "md"])
     assert rep.exit_code == 0, rep.output
-    md = (folder / "report.md").read_text()
+    md = (folder / "report" / "report.md").read_text()
     assert "## HTTP/3 streams" in md and "| caddy | h3 |" in md
