@@ -14,7 +14,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 
-TrialStatus = Literal["ok", "server_failed", "server_died", "oom", "interrupted", "failed", "partial"]
+TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
 RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
 """How a run ended (`running` while it is being written; `abandoned`, as read back: left `running`
@@ -97,6 +97,9 @@ class SpecDoc(TypedDict):
     tls: NotRequired[bool]  #: --tls: the servers served https (a label's own in variant_tls)
     tls_resume: NotRequired[float]  #: --tls-resume: the share of new connections that resumed a session
     variant_tls: NotRequired[dict[str, bool]]  #: a label's own `tls` ([variants.LABEL] tls), over `tls`
+    protos: NotRequired[list[str]]  #: --proto: the protocols each label ran (several: labels like nginx[h2])
+    variant_protos: NotRequired[dict[str, list[str]]]  #: a label's own protocols ([variants.LABEL] proto)
+    streams: NotRequired[int]  #: -m/--streams: requests in flight per connection on h2, h2c and h3
     timeout: float  #: seconds per request
     engine: str  #: fast (uvloop + httptools) or aiohttp
     workers: int  #: client processes
@@ -324,6 +327,9 @@ class ServerInfo(TypedDict, total=False):
     app: str  #: the application it served the page from (--app); absent: the demo or the user's pages
     url: str  #: bench: the URL loaded
     tls: ServerTls  #: --tls: what the primer's handshake saw; absent: plain http
+    proto: str  #: the protocol asked (--proto: h1, h2, h2c, h3); absent: h1
+    negotiated: str  #: what the primer saw the server speak for it (h2 by ALPN, h2c by its SETTINGS, http/1.1)
+    goaway_after: str  #: the tunable after whose count of requests the server sends GOAWAY (the stack's)
 
 
 class MachineInfo(TypedDict, total=False):

@@ -122,7 +122,15 @@ if ! docker_ok; then
     ulimit -Hn 1048576 2>/dev/null || true
     ulimit -n "$(ulimit -Hn)"
     nofile=$(ulimit -n)
-    nohup setsid dockerd --default-ulimit "nofile=$nofile:$nofile" >/var/log/loadcmp-dockerd.log 2>&1 </dev/null &
+    # With no descriptor of ours beyond 0-2: one it inherited (a `flock FILE make setup`'s lock) would stay held
+    # for as long as dockerd and containerd run, and every later flock on that file would wait for ever.
+    (
+        for fd in /proc/self/fd/*; do
+            n=${fd##*/}
+            [ "$n" -gt 2 ] 2>/dev/null && eval "exec $n>&-"
+        done
+        exec nohup setsid dockerd --default-ulimit "nofile=$nofile:$nofile" >/var/log/loadcmp-dockerd.log 2>&1 </dev/null
+    ) &
     for _ in $(seq 1 60); do
         docker_ok && break
         sleep 1

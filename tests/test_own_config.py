@@ -104,7 +104,7 @@ def test_a_plan_runs_the_users_file_and_leaves_its_settings_out(tmp_path: Path) 
     assert plan.own == {"web/nginx.conf": str(conf)}
     assert not any(k.startswith("nginx.") for k in plan.settings) and plan.settings["fpm.max_children"] == 9
     assert render.owned_sections(st.get_stack("nginx-apache"), [ownconfig.OwnConfig("p", "web", str(conf))]) == {
-        "nginx", "proxy", "tls"}
+        "nginx", "proxy", "tls", "h2"}  # h2: its HTTP/2 lines are in nginx.conf
     fpm = write(tmp_path, "php-fpm.conf", "[www]\n")
     same_name = ownconfig.OwnConfig("prod", "web", str(fpm))
     assert ownconfig.target(nginx.front, same_name) == "php-fpm.conf"

@@ -68,7 +68,8 @@ def test_a_template_beside_the_stack_wins_over_the_shared_one(tmp_path: Path) ->
 def test_a_stack_file_with_three_mistakes_lists_all_three_with_lines(tmp_path: Path) -> None:
     bad = copy_stack("apache-prefork", tmp_path / "bad")
     text = (bad / "stack.toml").read_text()
-    text = text.replace('parts = ["apache", "prefork", "php", "tls"]', 'parts = ["apache", "prefrok", "php", "tls"]')
+    text = text.replace('parts = ["apache", "prefork", "php", "tls", "h2"]',
+                        'parts = ["apache", "prefrok", "php", "tls", "h2"]')
     text = text.replace('command = ["apache-modphp"]', 'command = "apache-modphp"')
     text += '\n[tunables.prefork.Extra]\ndoc = "no default"\n'
     (bad / "stack.toml").write_text(text)
@@ -79,7 +80,7 @@ def test_a_stack_file_with_three_mistakes_lists_all_three_with_lines(tmp_path: P
     lines = text.splitlines()
     where = {m.split(": ", 1)[0].rsplit(":", 1)[1]: m for m in errors}
     assert all(m.startswith(f"{bad.resolve() / 'stack.toml'}:") for m in errors)
-    assert "no part 'prefrok'" in where[str(lines.index('parts = ["apache", "prefrok", "php", "tls"]') + 1)]
+    assert "no part 'prefrok'" in where[str(lines.index('parts = ["apache", "prefrok", "php", "tls", "h2"]') + 1)]
     assert "command must be a non-empty list" in "".join(errors)
     assert "tunable prefork.Extra: it has no default" in "".join(errors)
     with pytest.raises(UsageError):  # and the catalog did not take it
@@ -138,7 +139,7 @@ def test_servers_lists_the_users_stacks_with_where_they_came_from(tmp_path: Path
     doc = {s["name"]: s for s in json.loads(res.output)["servers"]}
     assert doc["event-big"]["from"] == str((tmp_path / "lab").resolve())
     assert doc["nginx"]["from"] == "built-in"
-    assert doc["event-big"]["tunable_sections"] == ["apache", "event", "fpm", "php", "tls"]
+    assert doc["event-big"]["tunable_sections"] == ["apache", "event", "fpm", "php", "tls", "h2"]
 
 
 def test_env_and_experiment_files_add_stacks_too(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

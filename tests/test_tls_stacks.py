@@ -215,7 +215,8 @@ def user_stack(tmp_path: Path, name: str = "mine", tls: bool = False, keys: list
     shutil.copytree(OURS / "nginx", folder)
     text = (folder / "stack.toml").read_text()
     if not tls:
-        text = text.replace('parts = ["nginx", "fpm", "php", "tls"]', 'parts = ["nginx", "fpm", "php"]')
+        text = text.replace('parts = ["nginx", "fpm", "php", "tls", "h2"]', 'parts = ["nginx", "fpm", "php", "h2"]')
+        text = text.replace('protocols = ["h1", "h2"]', 'protocols = ["h1"]')  # h2 runs over TLS only
     if keys is not None:
         text += f'\n[tunables.tls.key]\ndefault = "{keys[0]}"\nchoices = {keys!r}\ndoc = "fewer"\n'.replace("'", '"')
     (folder / "stack.toml").write_text(text)

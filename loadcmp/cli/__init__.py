@@ -4,6 +4,8 @@
     types.py    click ParamTypes over loadcmp.units (durations, sizes, levels, CPU sets, rates)
     options.py  the options commands share, and their flag groups (LoadFlags, SetupFlags, SearchFlags,
                 DockerFlags: what was given, by RunSpec field and as typed); output paths checked first
+    flaggroup.py  FlagGroup, the base of every flag group, and `flag`, a field of one
+    protocols.py  how the clients talk to the servers: --tls, --tls-resume (TlsFlags), --proto, -m (ProtoFlags)
     display.py  live line, result tables (stderr for progress, stdout for results)
     servers.py  servers, apps, build, up, down
     bench.py    bench URL

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -150,7 +150,14 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Feed | None = None) -> tuple[
     from ..load.workers import run_load
 
     spec, sched, target = plan.load, plan.schedule, plan.target
-    tls.probe(target, spec.timeout)
+    if target.proto == "h3":  # found as browsers find it: Alt-Svc over TCP, then one QUIC handshake
+        from ..load import altsvc
+
+        target = altsvc.discover(target, spec.timeout)
+        err.print(f"HTTP/3 on UDP port {target.port} (Alt-Svc): {altsvc.probe(target, spec.timeout)}")
+        spec = replace(spec, target=target)
+    else:
+        tls.probe(target, spec.timeout)
     with open_fleet(plan.cluster, err.print) as fleet:
         if fleet is not None:
             fleet.check_reach(target.host)

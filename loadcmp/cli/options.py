@@ -3,7 +3,7 @@
 `bench`, `run` and `smoke` take the same load options; `run`, `capacity` and `tune` the same
 set-up options (https among them: `TlsFlags`, which `smoke` and `up` take too); `capacity` and
 `tune` the same search options. Every option defaults to None ("not given"), and each group
-(`LoadFlags`, `SetupFlags`, `SearchFlags`, `DockerFlags`, `TlsFlags`) says
+(`LoadFlags`, `SetupFlags`, `SearchFlags`, `DockerFlags`; `TlsFlags` and `ProtoFlags` in `protocols`) says
 which were given, by RunSpec field name (`given()`, laid over an experiment file by
 `experiment.flags`) and as typed (`given_flags()`, for a message). `writable` checks an output
 path before anything else is done.
@@ -12,58 +12,21 @@ path before anything else is done.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import Field, dataclass, field, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from ..errors import UsageError
+from .flaggroup import FlagGroup, flag
+from .protocols import ProtoFlags, TlsFlags, proto_options, tls_options
 from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE, SERVER_CPUS
 
 if TYPE_CHECKING:
     from ..lab.dockerhost import DockerHost
 
 F = TypeVar("F", bound=Callable[..., Any])
-G = TypeVar("G", bound="FlagGroup")
-
-
-@dataclass(frozen=True)
-class FlagGroup:
-    """A group of a command's flags as the user gave them: None (or an empty tuple) is "not given".
-
-    Each field's metadata names its flag as typed (`flag`) and, where it differs from the field's
-    name, the RunSpec field it sets (`spec`; "" for a flag that sets none by itself)."""
-
-    @classmethod
-    def pop(cls: type[G], kwargs: dict[str, Any]) -> G:
-        """Take this group's values out of a command's keyword arguments (a flag the command lacks: not given)."""
-        return cls(**{f.name: kwargs.pop(f.name, f.default) for f in fields(cls)})
-
-    def _given(self) -> list[tuple[Field[Any], Any]]:
-        return [(f, v) for f in fields(self) if (v := getattr(self, f.name)) is not None and v != ()]
-
-    def given(self) -> dict[str, Any]:
-        """The flags the user gave, by RunSpec field name."""
-        out: dict[str, Any] = {}
-        for f, v in self._given():
-            if isinstance(v, FlagGroup):
-                out.update(v.given())
-            elif (name := f.metadata.get("spec", f.name)) != "":
-                out[name] = v
-        return out
-
-    def given_flags(self) -> list[str]:
-        """The flags the user gave, as typed (`--server-cpus`): what a message names."""
-        out: list[str] = []
-        for f, v in self._given():
-            out += v.given_flags() if isinstance(v, FlagGroup) else [f.metadata.get("flag", f.name)]
-        return out
-
-
-def flag(typed: str, spec: str | None = None, default: Any = None) -> Any:
-    """A field of a FlagGroup: its flag as typed, and the RunSpec field it sets when not the field's own name."""
-    return field(default=default, metadata={"flag": typed} if spec is None else {"flag": typed, "spec": spec})
 
 
 @dataclass(frozen=True)
@@ -265,30 +228,13 @@ def docker_options(f: F) -> F:
     return docker_host_option(f)
 
 
-@dataclass(frozen=True)
-class TlsFlags(FlagGroup):
-    """https on the stacks (run, smoke, capacity, tune, up): whether, and how many new connections resume."""
-
-    tls: bool | None = flag("--tls")
-    tls_resume: float | None = flag("--tls-resume")
-
-
-def tls_options(f: F) -> F:
-    """--tls and --tls-resume F (run, smoke, capacity, tune, up)."""
-    f = click.option("--tls-resume", type=float, metavar="F",
-                     help="With --tls: the share of new connections that resume a TLS session (0..1; default 0: "
-                          "a full handshake each, as ab).")(f)
-    return click.option("--tls", is_flag=True, default=None,
-                        help="Serve https: the run makes a CA, each server a certificate of it (tls.* settings); "
-                             "the clients verify against it (results/…/tls/ca.pem).")(f)
-
-
 def setup_options(f: F) -> F:
     """The page, the servers' limits and settings, where they run and where results go (run, capacity)."""
     opts = [
         click.option("--page", help="Path requested (default /info.php)."),
         server_options,
         tls_options,
+        proto_options,
         stacks_option,
         www_option,
         app_option,
@@ -324,12 +270,14 @@ class SetupFlags(FlagGroup):
     app: str | None = flag("--app")
     docker: DockerFlags = field(default_factory=DockerFlags)
     tls: TlsFlags = field(default_factory=TlsFlags)
+    proto: ProtoFlags = field(default_factory=ProtoFlags)
 
     @classmethod
     def pop(cls, kwargs: dict[str, Any]) -> SetupFlags:
-        """Take this group's values, the Docker and TLS flags' among them, out of a command's keyword arguments."""
-        own = {f.name: kwargs.pop(f.name, f.default) for f in fields(cls) if f.name not in ("docker", "tls")}
-        return cls(**own, docker=DockerFlags.pop(kwargs), tls=TlsFlags.pop(kwargs))
+        """Take this group's values, the Docker, TLS and protocol flags' among them, out of a command's keyword
+        arguments."""
+        own = {f.name: kwargs.pop(f.name, f.default) for f in fields(cls) if f.name not in ("docker", "tls", "proto")}
+        return cls(**own, docker=DockerFlags.pop(kwargs), tls=TlsFlags.pop(kwargs), proto=ProtoFlags.pop(kwargs))
 
     def check_out(self) -> None:
         """--out, first of all: one that cannot be written is exit 2 before anything is read or started."""

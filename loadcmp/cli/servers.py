@@ -48,7 +48,7 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
                  "containers": [r.name for r in s.roles], "tunable_sections": list(s.sections),
                  "roles": {r.name: [f for f, _ in r.files] for r in s.roles},
                  "parts": list(s.parts), "from": s.origin, "folder": str(s.home), "smoke": s.smoke,
-                 "status_pages": {p.kind: p.path for p in s.status}}
+                 "status_pages": {p.kind: p.path for p in s.status}, "protocols": list(s.protocols)}
                 for s in cat
             ],
             "aliases": cat.aliases(),
@@ -58,11 +58,11 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
         emit_json(doc)
         return
     t = Table(title="server set-ups", title_justify="left")
-    for c in ("name", "description", "PHP (Server API)", "roles (--config)", "tunables", "from"):
+    for c in ("name", "description", "PHP (Server API)", "roles (--config)", "tunables", "--proto", "from"):
         t.add_column(c)
     for s in cat:
         roles = ", ".join(f"{r.name}: {', '.join(Path(f).name for f, _ in r.files)}" for r in s.roles)
-        t.add_row(s.name, s.description, s.php_api, roles, ", ".join(s.sections), s.origin)
+        t.add_row(s.name, s.description, s.php_api, roles, ", ".join(s.sections), ",".join(s.protocols), s.origin)
     out.print(t)
     out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in cat.aliases().items()))
     if tunables:

@@ -12,10 +12,10 @@ from rich.table import Table
 from .app import cli, emit_json
 from .display import err, out
 from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_options, json_option, load_options,
-                      stacks_option, tls_options, writable, www_option)
+                      proto_options, stacks_option, tls_options, writable, www_option)
 from .live import LiveFlags, live_options, watching
 from .run import raise_for_status, sweep
-from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError
+from ..errors import ConfigError, LabError, PrimerError, StoreError, ThresholdFailed, UsageError
 
 if TYPE_CHECKING:
     from ..store.reader import Results
@@ -31,6 +31,7 @@ SMOKE_KEYS = {"pages", "checks"}
               help="Stacks to check (default: the file's servers, else every stack marked smoke = true).")
 @load_options
 @tls_options
+@proto_options
 @stacks_option
 @www_option
 @app_option
@@ -147,6 +148,9 @@ def _history(folder: str | None, path: str, verdicts: list[Verdict]) -> list[str
 
 def _raise_for(res: Results, verdicts: list[Verdict]) -> None:
     """A server that could not start is a runtime error (exit 1); a check not met is exit 3."""
+    wrong = [tr for tr in res.trials if tr["status"] == "wrong_protocol"]
+    if wrong:
+        raise PrimerError(str(wrong[0].get("reason")))
     not_started = [tr for tr in res.trials if tr["status"] == "server_failed"]
     if not_started:
         raise LabError(f"{len(not_started)} server(s) could not start: {not_started[0].get('reason')}")

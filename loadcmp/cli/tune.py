@@ -111,7 +111,7 @@ def _new(experiment: str | None, servers_: tuple[str, ...], load: LoadFlags, set
     given = {**replace(load, levels=None).given(), **setup.fields_with(servers_)}
     base, cap, extra = search_spec(experiment, given, target.table())
     if len(base.servers) != 1 or len(base.variants()) != 1:
-        raise UsageError(f"tune takes one server, one page and one keep-alive setting (given: "
+        raise UsageError(f"tune takes one server, one page, one protocol and one keep-alive setting (given: "
                          f"{', '.join(base.label(*v) for v in base.variants())}); tune them one at a time")
     label = base.servers[0]
     t = tune_spec(label, base.catalog().get(base.stack_of(label)), extra.get("tune", {}),

@@ -14,7 +14,7 @@ from ..lab import apps as lab_apps
 from ..lab.stacks import Catalog
 from ..units import MAX_COUNT, parse_duration, parse_levels, parse_memory_cap, parse_rate
 from ..verdicts.findings import parse_findings
-from . import variants
+from . import protos, variants
 
 KEYS: dict[str, str] = {
     "name": "str",
@@ -53,6 +53,8 @@ KEYS: dict[str, str] = {
     "reuse_server": "bool",
     "tls": "bool",
     "tls_resume": "share",
+    "proto": "protos",
+    "streams": "int",
     "set": "table",
     "variants": "variants",
     "findings": "findings",
@@ -62,7 +64,7 @@ KEYS: dict[str, str] = {
 }
 """The keys an experiment file may have, and their types."""
 
-FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings", "stacks": "stack_dirs"}
+FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings", "stacks": "stack_dirs", "proto": "protos"}
 
 
 def convert(key: str, kind: str, v: Any, cat: Catalog) -> Any:
@@ -120,6 +122,11 @@ def _bools(key: str, v: Any, cat: Catalog) -> Any:
     return tuple(dict.fromkeys(v))
 
 
+def _protos(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, (str, list)), "a protocol or a list of them, like [\"h1\", \"h2\"]", v)
+    return protos.parse_protos(v)
+
+
 def _names(key: str, v: Any, cat: Catalog) -> Any:
     if isinstance(v, str):
         return (v,)
@@ -168,6 +175,7 @@ def _findings(key: str, v: Any, cat: Catalog) -> Any:
 
 CONVERT: dict[str, Callable[[str, Any, Catalog], Any]] = {
     "str": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools, "list[str]": _names,
+    "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
     "table": _table, "variants": _variants, "configs": _configs, "findings": _findings,
 }

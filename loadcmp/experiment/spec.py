@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
-from . import apps, variants
+from . import apps, protos as protocols, variants
 from .filekeys import FIELD_OF, KEYS, convert
 from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
@@ -85,6 +85,12 @@ class RunSpec:
     """--tls-resume: the share of new connections that resume a TLS session (0: a full handshake each, as ab)."""
     variant_tls: dict[str, bool] = field(default_factory=dict)
     """A label's own `tls` (`[variants.LABEL] tls = ...`), over `tls`."""
+    protos: tuple[str, ...] = ("h1",)
+    """--proto: the protocols each label runs (`experiment.protos`); several: labels like `nginx[h2]`."""
+    variant_protos: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    """A label's own protocols (`[variants.LABEL] proto = ...`), over `protos`."""
+    streams: int = 1
+    """-m/--streams: requests in flight per connection on h2, h2c and h3 (h1: one)."""
     findings: tuple[dict[str, str], ...] = ()
     """The write-up's claims (`claim`, `check`), judged on the results after the run."""
     name: str = ""
@@ -128,6 +134,14 @@ class RunSpec:
         """Whether a label's server serves https."""
         return self.variant_tls.get(label, self.tls)
 
+    def protos_for(self, label: str) -> tuple[str, ...]:
+        """The protocols a label runs."""
+        return self.variant_protos.get(label, self.protos)
+
+    def streams_for(self, proto: str) -> int:
+        """Requests in flight per connection on a protocol (HTTP/1.1: one)."""
+        return 1 if proto == "h1" else self.streams
+
     def settings_for(self, label: str) -> dict[str, Any]:
         """The overrides one label's server starts with."""
         return {**self.settings, **self.variant_settings.get(label, {})}
@@ -136,12 +150,18 @@ class RunSpec:
     def all_pages(self) -> tuple[str, ...]:
         return self.pages or (self.page,)
 
-    def variants(self) -> list[tuple[str, bool, str]]:
-        """(server, keepalive, page); labels only name what varies."""
-        return [(s, ka, pg) for s in self.servers for ka in self.keepalive for pg in self.all_pages]
+    def variants(self) -> list[tuple[str, bool, str, str]]:
+        """(server, keepalive, page, protocol); labels only name what varies."""
+        return [(s, ka, pg, pr) for s in self.servers for pr in self.protos_for(s) for ka in self.keepalive
+                for pg in self.all_pages]
 
-    def label(self, server: str, keepalive: bool, page: str | None = None) -> str:
-        out = server
+    @property
+    def several_protos(self) -> bool:
+        """Whether the run loads more than one protocol (its labels then carry theirs: `nginx[h2]`)."""
+        return len({pr for s in self.servers for pr in self.protos_for(s)}) > 1
+
+    def label(self, server: str, keepalive: bool, page: str | None = None, proto: str = "h1") -> str:
+        out = protocols.label_with(server, proto, self.several_protos)
         if len(self.keepalive) > 1:
             out += f"/{'keepalive' if keepalive else 'close'}"
         if len(self.all_pages) > 1 and page:
@@ -223,6 +243,7 @@ class _FileReader:
             fields["stacks"] = {v.label: v.stack for v in conv.values()}
             fields["variant_settings"] = {v.label: dict(v.settings) for v in conv.values() if v.settings}
             fields["variant_tls"] = {v.label: v.tls for v in conv.values() if v.tls is not None}
+            fields["variant_protos"] = {v.label: v.protos for v in conv.values() if v.protos}
         else:
             fields[FIELD_OF.get(key, key)] = conv
 
@@ -280,11 +301,17 @@ def validate(spec: RunSpec) -> RunSpec:
     p.extend(variants.own_config_errors([ownconfig.from_doc(d) for d in spec.configs],
                                         {v.label: v.stack for v in servers}, spec.variant_settings, cat))
     p.extend(_tls_errors(spec, servers, cat))
+    p.extend(protocols.proto_problems({v.label: v.stack for v in servers}, {v.label: spec.protos_for(v.label)
+                                      for v in servers}, {v.label: spec.tls_for(v.label) for v in servers},
+                                      spec.streams, cat))
+    p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
+                                       spec.schedule))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
     return replace(spec, servers=labels, stacks={v.label: v.stack for v in servers},
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
-                   variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels})
+                   variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels},
+                   variant_protos={k: v for k, v in spec.variant_protos.items() if k in labels})
 
 
 def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:

@@ -32,6 +32,7 @@ from ..lab.render import no_https
 from ..lab.stacks import Catalog
 from ..load.target import resume_share_error
 from ..errors import ConfigError, Problems, UsageError
+from .protos import parse_protos
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 """Labels appear in file names, tables and check expressions (`label:rps>100`)."""
@@ -46,6 +47,8 @@ class Variant:
     settings: Mapping[str, Any]
     tls: bool | None = None
     """`tls` of its table: https or not, over the run's; None: the run's."""
+    protos: tuple[str, ...] = ()
+    """`proto` of its table: the protocols it runs, over the run's; empty: the run's."""
 
 
 def check_label(label: str) -> None:
@@ -121,10 +124,10 @@ def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
             check_label(label)
             if not isinstance(table, dict):
                 raise ConfigError(f"[variants.{label}] must be a table with stack = \"...\"")
-            extra = set(table) - {"stack", "set", "tls"}
+            extra = set(table) - {"stack", "set", "tls", "proto"}
             if extra:
                 raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} "
-                                  "(known: stack, set, tls)")
+                                  "(known: stack, set, tls, proto)")
             if not isinstance(table.get("tls", False), bool):
                 raise ConfigError(f"[variants.{label}].tls must be true or false")
             if not isinstance(table.get("stack"), str):
@@ -133,7 +136,8 @@ def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
             sets = table.get("set", {})
             if not isinstance(sets, dict):
                 raise ConfigError(f"[variants.{label}].set must be a table of settings")
-            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"))
+            protos = parse_protos(table["proto"]) if "proto" in table else ()
+            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"), protos)
         except UsageError as e:
             p.extend(m if m.startswith("[variants.") else f"[variants.{label}]: {m}" for m in e.messages)
     p.raise_if_any(summary="{n} bad variants")
@@ -234,3 +238,4 @@ def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[
             p.extend(f"setting {s.label}:{k}: {s.label} does not run https; add --tls (or tls = true in "
                      f"[variants.{s.label}])" for k in s.own_settings if k.split(".", 1)[0] == TLS_PART)
     return p.messages
+

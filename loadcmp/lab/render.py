@@ -108,7 +108,7 @@ def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: 
     for role in stack.roles:
         port = ports[role.name]
         front = role.name == stack.front.name
-        vals = {**base, "role": role.name, "port": port, "vars": dict(role.vars),
+        vals = {**base, "role": role.name, "front": front, "port": port, "vars": dict(role.vars),
                 "bind": bind if front else "127.0.0.1", "https": https.template_vars() if https and front else None}
         r = Rendered(role, port)
         for dest, tmpl in role.files:

@@ -21,12 +21,13 @@ from typing import Any
 from ..errors import ConfigError, Problems
 from . import render, rules
 from .certs import KEY_TYPES, STAND_IN
-from .model import TLS_PART, Cause, Check, Image, Role, Stack, configs_dir, project_root
+from .model import OVER_TLS, PROTOCOLS, TLS_PART, Cause, Check, Image, Role, Stack, configs_dir, project_root
 from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
-              "status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
+              "status", "tunables", "checks", "causes", "versions", "listen", "error_log", "protocols",
+              "goaway_after"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 SUMMARY = "{n} problems in stack files"
@@ -147,7 +148,11 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         listen=tuple(reader.listen), error_logs=tuple(reader.error_logs),
         busy_workers=tuple(_strings(p, path, text, doc, "busy_workers")),
         busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
+        protocols=_protocols(p, path, text, doc, parts),
+        goaway_after=str(doc["goaway_after"]) if isinstance(doc.get("goaway_after"), str) else None,
     )
+    if stack.goaway_after is not None and stack.goaway_after not in stack.tunables:
+        p.at(path, text, "goaway_after", f"goaway_after {stack.goaway_after!r} is not a tunable of stack {stack.name}")
     checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
     _check_causes(p, path, text, stack, causes, every_role=len(roles) == len(roles_raw))
@@ -263,6 +268,22 @@ def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) 
         p.at(path, text, key, f"{key} must be a list of strings")
         return []
     return list(v)
+
+
+def _protocols(p: Problems, path: Path, text: str, doc: dict[str, Any], parts: list[str]) -> tuple[str, ...]:
+    """What the stack speaks: known protocols, h1 among them, those over TLS only where it lists the part tls."""
+    if "protocols" not in doc:
+        return ("h1",)
+    said = _strings(p, path, text, doc, "protocols")
+    bad = [x for x in said if x not in PROTOCOLS]
+    if bad:
+        p.at(path, text, "protocols", f"unknown protocol(s) {', '.join(bad)} (known: {', '.join(PROTOCOLS)})")
+    elif said and "h1" not in said:
+        p.at(path, text, "protocols", "protocols must include h1 (readiness, the primer and status pages speak it)")
+    tls_only = [x for x in said if x in OVER_TLS]
+    if tls_only and TLS_PART not in parts:
+        p.at(path, text, "protocols", f"{', '.join(tls_only)} run over TLS only: list the part {TLS_PART!r} too")
+    return tuple(dict.fromkeys(said)) or ("h1",)
 
 
 def _order(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> int:

@@ -17,6 +17,8 @@
                   built where nghttp2's and OpenSSL's headers are
     h2py.py       the h2 fallback: the `h2` package over asyncio, flagged client-bound wherever it runs
     aio.py        AiohttpEngine (TLS, redirects)
+    h3.py         H3Engine: HTTP/3 over QUIC (qh3), -c connections of -m streams, every stream's end counted
+    altsvc.py     before an h3 load: the server's Alt-Svc read over TCP, one QUIC handshake checked (v1, h3)
     tls.py        https for both engines: one SSL context per load, a handshake before it
     target.py     Target, make_target: the URL and the request bytes
     schedules.py  Closed, Ramp, Rate: when requests are due
@@ -29,7 +31,7 @@
     saturation.py is the client the bottleneck? thresholds, judgement, advice
     cluster.py    a load's shares on a Dask cluster's workers (--cluster), merged as --workers merges
 
-Imports go one way: cluster -> workers -> engines -> driver -> schedules, target, recorder
+Imports go one way: cluster -> workers -> engines (altsvc -> h3) -> driver -> schedules, target, recorder
 -> result -> histogram, outcomes, saturation -> records (no pandas in a load process). Nothing here installs
 a signal handler in the caller's process: the command owns SIGINT (worker processes, ours, ignore it).
 """

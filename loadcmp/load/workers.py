@@ -63,6 +63,12 @@ ENGINES: dict[str, type[Engine[Any]]] = {"fast": FastEngine, "aiohttp": AiohttpE
 
 
 def make_engine(spec: LoadSpec, live: LiveFn | None = None) -> Engine[Any]:
+    if spec.target.proto == "h3":  # one engine speaks QUIC; qh3 is imported only for it
+        if spec.engine != "fast":
+            raise UsageError(f"--proto h3 runs its own QUIC engine (every schedule), not --engine {spec.engine}")
+        from .h3 import H3Engine
+
+        return H3Engine(spec, live)
     if spec.engine not in ENGINES:
         raise UsageError(f"unknown engine {spec.engine!r}: use {' or '.join(ENGINES)}")
     if spec.target.proto in ("h2", "h2c") and (spec.engine != "fast" or spec.schedule.kind != "closed"):

@@ -17,6 +17,7 @@ from ..store.reader import Results
 from .compare import RatioRow
 from .plots import Drawn
 from .tables import long_form
+from .streams import titled
 from .tls import LEGEND as TLS_LEGEND
 
 
@@ -46,6 +47,8 @@ class Report:
     tune_lines: tuple[str, ...] = ()  #: the study in words: what was tuned, its answer, what mattered, the block
     tls: tuple[list[str], list[list[str]]] = ([], [])  #: https: the handshakes table (header, rows); plain: empty
     tls_lines: tuple[str, ...] = ()  #: https: what each label negotiated, the resumption asked for, tls_error
+    streams: tuple[list[str], list[list[str]]] = ([], [])  #: h2/h2c: the streams table (header, rows); h1: empty
+    stream_lines: tuple[str, ...] = ()  #: h2/h2c: what each label negotiated, trials stopped for it, GOAWAY every N
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -103,6 +106,29 @@ def _lead(r: Report) -> str:
     return next((v for k, v in r.setup if k == "load"), "")
 
 
+def _section_html(title: str, table: tuple[list[str], list[list[str]]], legend: str, lines: tuple[str, ...]
+                  ) -> list[str]:
+    """A section of a table, its legend and lines in words; nothing when it has neither rows nor lines."""
+    if not table[1] and not lines:
+        return []
+    parts = [f"<h2>{_e(title)}</h2>"]
+    if table[1]:
+        parts += [_table_html([("", h) for h in table[0]], table[1]),
+                  f"<p><small class='legend'>{_e(legend)}</small></p>"]
+    return parts + ["<ul>" + "".join(f"<li>{_e(x)}</li>" for x in lines) + "</ul>"]
+
+
+def _section_md(title: str, table: tuple[list[str], list[list[str]]], legend: str, lines: tuple[str, ...]
+                ) -> list[str]:
+    """The Markdown of `_section_html`."""
+    if not table[1] and not lines:
+        return []
+    parts = [f"## {title}", ""]
+    if table[1]:
+        parts += [_md_table(*table), "", f"*{legend}*", ""]
+    return parts + [f"- {x}" for x in lines] + [""]
+
+
 def html_page(r: Report) -> str:
     """report.html: one file, the figures inline as PNG, no request to anywhere."""
     parts = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
@@ -132,12 +158,10 @@ def html_page(r: Report) -> str:
     else:
         parts.append(_table_html(r.header, r.rows))
     parts.append(f"<p><small class='legend'>{_e(r.legend)}</small></p>")
-    if r.tls[1] or r.tls_lines:  # the primer's facts whenever the run used TLS; the table when it has rows
-        parts.append("<h2>TLS handshakes</h2>")
-        if r.tls[1]:
-            parts.append(_table_html([("", h) for h in r.tls[0]], r.tls[1]))
-            parts.append(f"<p><small class='legend'>{_e(TLS_LEGEND)}</small></p>")
-        parts.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in r.tls_lines) + "</ul>")
+    # the primer's facts whenever the run used TLS (or h2); the table when it has rows
+    parts += _section_html("TLS handshakes", r.tls, TLS_LEGEND, r.tls_lines)
+    title, legend = titled(r.streams[1])
+    parts += _section_html(title, r.streams, legend, r.stream_lines)
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
@@ -186,11 +210,9 @@ def markdown(r: Report) -> str:
     table = (_md_table(*long_form(r.header, r.rows, r.data.servers)) if len(r.data.servers) > 2
              else _md_table([f"{g} {w}".strip() for g, w in r.header], r.rows))
     parts += ["## Summary (Table 1)", "", table, "", f"*{r.legend}*", ""]
-    if r.tls[1] or r.tls_lines:  # the primer's facts whenever the run used TLS; the table when it has rows
-        parts += ["## TLS handshakes", ""]
-        if r.tls[1]:
-            parts += [_md_table(*r.tls), "", f"*{TLS_LEGEND}*", ""]
-        parts += [f"- {x}" for x in r.tls_lines] + [""]
+    parts += _section_md("TLS handshakes", r.tls, TLS_LEGEND, r.tls_lines)
+    title, legend = titled(r.streams[1])
+    parts += _section_md(title, r.streams, legend, r.stream_lines)
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]

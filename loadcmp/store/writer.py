@@ -150,6 +150,14 @@ class RunWriter:
         info["tls"] = seen
         self.flush()
 
+    def add_server_proto(self, label: str, asked: str, negotiated: str) -> None:
+        """Add the protocol a stored label asked for and the one its server negotiated (the primer's), once."""
+        info = self.run["servers"].get(label)
+        if info is None or "negotiated" in info:
+            return
+        info["proto"], info["negotiated"] = asked, negotiated
+        self.flush()
+
     def add_trial(self, trial: TrialRecord, timeline: list[Row], server: list[Row]) -> None:
         """Record one finished (or failed) trial and rewrite the folder."""
         self.run["trials"].append(trial)

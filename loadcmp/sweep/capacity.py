@@ -55,12 +55,12 @@ def search_all(sweep: Sweep, cap: CapacitySpec, run: TrialRunner | None = None) 
     doc = new_doc(cap)
     sweep.writer.set_capacity(doc)
     plan = Plan(cap.start, cap.max, cap.max_reason, cap.resolution, cap.factor, cap.confirm, cap.most_trials)
-    for server, keepalive, page in base.variants():
-        label = base.label(server, keepalive, page)
+    for server, keepalive, page, proto in base.variants():
+        label = base.label(server, keepalive, page, proto)
         if sweep.stopper.requested:
             sweep.problems.append(f"stopped before {label}'s search")
             return "interrupted"
-        prober = Prober(sweep, base, cap, Planned(cap.start, 1, server, keepalive, label, page), run)
+        prober = Prober(sweep, base, cap, Planned(cap.start, 1, server, keepalive, label, page, proto), run)
 
         def store(found: Found, prober: Prober = prober) -> None:
             doc["servers"][prober.label] = prober.server_doc(found, final=False)
@@ -103,7 +103,7 @@ class Prober:
         """One more trial at a level, stored as it ends; None: stopped."""
         sweep = self.sweep
         p = Planned(level, len(self.trials(level)) + 1, self.first.server, self.first.keepalive, self.label,
-                    self.first.page)
+                    self.first.page, self.first.proto)
         where = f"{self.label} at {level:,} {self.cap.unit}, trial {p.trial}"
         if sweep.stopper.requested:
             sweep.problems.append(f"stopped before {where}")

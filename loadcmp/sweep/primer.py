@@ -9,6 +9,12 @@ draining that level's queue, so it gets `patience` seconds first.
 With --tls, one handshake first (`handshake`), as the clients make it: the chain must verify against the
 run's CA, the version be the highest `tls.protocols` allows, ALPN choose http/1.1 and the certificate's key
 be the `tls.key` asked for; what it saw is stored with the label (`records.ServerTls`).
+
+With --proto h2 or h2c, the protocol is checked before the load (`negotiate`): ALPN must choose h2, or the
+server must answer an h2c preface (prior knowledge) with its SETTINGS. Anything else stops that trial with
+one line naming what was negotiated (`wrong_protocol`), so that no run measures HTTP/1.1 as HTTP/2. With
+--proto h3 (`quic`): the server's Alt-Svc must advertise h3 on its port, and one QUIC handshake there must
+negotiate QUIC v1 and ALPN h3.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ import time
 from ..lab.certs import key_type_of
 from ..lab.pages import client_context, http_get, page_file
 from ..lab.render import USER_WWW
-from ..errors import LabError, PrimerError
+from ..errors import LabError, PrimerError, UsageError
 from ..lab.containers import Deployment
 from ..records import ServerTls
 
@@ -102,17 +108,19 @@ def _check_static(dep: Deployment, page: str, body: bytes) -> None:
                           f"({len(body):,} bytes, the file has {f.stat().st_size:,}); is the stack's root the pages?")
 
 
-def handshake(dep: Deployment, patience: float = 0.0) -> ServerTls | None:
-    """With --tls, one handshake with the front role, checked (PrimerError, one line, when it is not what was
-    asked); None on plain http. LabError when the server never answers within `patience`."""
+def handshake(dep: Deployment, patience: float = 0.0, proto: str = "h1") -> ServerTls | None:
+    """With --tls, one handshake with the front role as the label's clients make it (an h2 label's offer h2 first
+    by ALPN), checked (PrimerError, one line, when it is not what was asked); None on plain http. LabError when
+    the server never answers within `patience`. Whether an h2 label got h2 is `negotiate`'s to say."""
     plan = dep.plan
     if plan.tls is None or plan.cafile is None:
         return None
     name, where = dep.stack.name, f"{dep.host.address}:{dep.port}"
+    offer = ("h2", "http/1.1") if proto == "h2" else ("http/1.1",)
     deadline, waited = time.monotonic() + patience, time.monotonic()
     while True:
         try:
-            version, cipher, alpn, der = _shake(dep.host.address, dep.port, plan.cafile)
+            version, cipher, alpn, der = _shake(dep.host.address, dep.port, plan.cafile, offer)
             break
         except ssl.SSLCertVerificationError as e:
             raise PrimerError(f"{name}: its certificate on {where} did not verify against the run's CA "
@@ -130,21 +138,96 @@ def handshake(dep: Deployment, patience: float = 0.0) -> ServerTls | None:
     if version != f"TLSv{max(versions)}" and "tls.protocols" in plan.settings:
         raise PrimerError(f"{name}: the handshake gave {version}, but tls.protocols={','.join(versions)} "
                           f"and the client offers TLSv1.3")
-    if alpn != "http/1.1":
-        raise PrimerError(f"{name}: ALPN chose {alpn or 'nothing'}, not http/1.1 (the client offers only http/1.1)")
+    if alpn not in offer:
+        raise PrimerError(f"{name}: ALPN chose {alpn or 'nothing'}, not {' or '.join(offer)} (the client offers "
+                          f"only {', '.join(offer)})")
     if key != plan.tls.key_type:
         raise PrimerError(f"{name}: its certificate has a {key} key, not the {plan.tls.key_type} of tls.key")
     return ServerTls(version=version, cipher=cipher, alpn=alpn, chain_ok=True, key=key)
 
 
-def _shake(host: str, port: int, cafile: str) -> tuple[str, str, str | None, bytes]:
-    """One handshake as the clients make it (the run's CA, ALPN http/1.1): the version, cipher and ALPN it
+def _shake(host: str, port: int, cafile: str, offer: tuple[str, ...] = ("http/1.1",)
+           ) -> tuple[str, str, str | None, bytes]:
+    """One handshake as the clients make it (the run's CA, ALPN `offer`): the version, cipher and ALPN it
     negotiated, and the certificate the server sent (DER)."""
     with socket.create_connection((host, port), timeout=10) as raw, \
-            client_context(cafile).wrap_socket(raw, server_hostname=host) as s:
+            _context(cafile, offer).wrap_socket(raw, server_hostname=host) as s:
         cipher = s.cipher()
         return (s.version() or "", cipher[0] if cipher else "", s.selected_alpn_protocol(),
                 s.getpeercert(binary_form=True) or b"")
+
+
+H2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + bytes([0, 0, 0, 4, 0, 0, 0, 0, 0])
+"""The client's connection preface and an empty SETTINGS frame (RFC 9113 3.4): h2c by prior knowledge."""
+SETTINGS = 0x4
+
+
+def negotiate(dep: Deployment, proto: str) -> str | None:
+    """The protocol the server speaks for the one asked: `h2` (ALPN over TLS), `h2c` (its SETTINGS to a
+    prior-knowledge preface), or what it spoke instead (`http/1.1`, `nothing`: `wrong_protocol` says it). None
+    where nothing is checked here (h1: the handshake's ALPN). h3: `quic`'s PrimerError, one line, when the
+    server does not advertise or speak it. LabError: no answer."""
+    try:
+        return _negotiate(dep, proto)
+    except OSError as e:
+        raise LabError(f"{dep.stack.name}: no answer to the {proto} check on {dep.host.address}:{dep.port} "
+                       f"({e})") from None
+
+
+def _negotiate(dep: Deployment, proto: str) -> str | None:
+    address, port, cafile = dep.host.address, dep.port, dep.plan.cafile
+    if proto == "h2" and cafile is not None:
+        with socket.create_connection((address, port), timeout=10) as raw, \
+                _context(cafile, ("h2", "http/1.1")).wrap_socket(raw, server_hostname=address) as s:
+            return s.selected_alpn_protocol() or "nothing"
+    if proto == "h3" and cafile is not None:
+        quic(dep, "/")  # Alt-Svc and one QUIC handshake; a server without HTTP/3 stops here in one line
+        return "h3"
+    if proto == "h2c":
+        with socket.create_connection((address, port), timeout=10) as s:
+            s.sendall(H2_PREFACE)
+            head = _read(s, 9)
+        if len(head) == 9 and head[3] == SETTINGS and not int.from_bytes(head[5:9], "big") & 0x7FFFFFFF:
+            return "h2c"
+        return "http/1.1" if head.startswith(b"HTTP/") else "nothing"
+    return None
+
+
+def wrong_protocol(dep: Deployment, asked: str, negotiated: str) -> str:
+    """A trial stopped for its protocol, in one line: what was asked, what the server spoke, and the last line of
+    its log that names the protocol (its reason: a module inactive), quoted."""
+    how = "ALPN chose" if asked == "h2" else "to an h2c preface (prior knowledge) it answered"
+    return f"{dep.stack.name}: asked for {asked}, {how} {negotiated}{_said(dep, 'http2')}"
+
+
+def _read(s: socket.socket, n: int) -> bytes:
+    """Up to `n` bytes, until the server closes."""
+    out = b""
+    while len(out) < n:
+        chunk = s.recv(n - len(out))
+        if not chunk:
+            break
+        out += chunk
+    return out
+
+
+def _said(dep: Deployment, word: str) -> str:
+    """The server's last log line that names the protocol (its reason, e.g. a module inactive), quoted; or ""."""
+    lines = [ln.strip() for ln in dep.logs(200).splitlines() if word.lower() in ln.lower()]
+    if not lines:
+        return ""
+    last = lines[-1] if len(lines[-1]) <= 240 else lines[-1][:239].rsplit(" ", 1)[0] + " …"
+    return f"; its log says: {last}"
+
+
+def _context(cafile: str, offer: tuple[str, ...]) -> ssl.SSLContext:
+    """The clients' context for this ALPN offer: the shared HTTP/1.1 one (`pages.client_context`, never changed:
+    readiness and the status pages use it), else one of its own."""
+    if offer == ("http/1.1",):
+        return client_context(cafile)
+    ctx = ssl.create_default_context(cafile=cafile)
+    ctx.set_alpn_protocols(list(offer))
+    return ctx
 
 
 def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:
@@ -159,3 +242,25 @@ def _get(dep: Deployment, page: str, deadline: float) -> tuple[int, bytes]:
                 after = f" after {waited_s:.0f} s of tries" if waited_s >= 1 else ""
                 raise LabError(f"{dep.stack.name}: GET {page} got no answer before the load{after} ({e})") from None
             time.sleep(1.0)
+
+
+def quic(dep: Deployment, page: str, timeout: float = 10.0) -> str:
+    """--proto h3, before the load: the server's https answer must advertise h3 (Alt-Svc) on the port the load
+    uses, and one QUIC handshake there must negotiate QUIC v1 and ALPN h3; what it negotiated, else a
+    PrimerError in one line."""
+    from ..load import altsvc
+    from ..load.target import make_target
+
+    name = dep.stack.name
+    if dep.plan.cafile is None:
+        raise PrimerError(f"{name}: --proto h3 runs over https: add --tls")
+    target = make_target(f"https://{dep.host.address}:{dep.port}{page}", cafile=dep.plan.cafile, proto="h3",
+                         resolve=False)
+    try:
+        found = altsvc.discover(target, timeout)
+        if found.port != dep.port:
+            raise PrimerError(f"{name}: it advertises HTTP/3 on UDP port {found.port}, not on its https port "
+                              f"{dep.port}, where the load goes")
+        return altsvc.probe(found, timeout)
+    except UsageError as e:
+        raise PrimerError(f"{name}: {e}") from None

@@ -38,8 +38,8 @@ def plan_sweep(spec: RunSpec) -> list[Planned]:
     for level in spec.levels:
         for trial in range(1, spec.trials + 1):
             order = variants if trial % 2 else list(reversed(variants))
-            for server, ka, page in order:
-                out.append(Planned(level, trial, server, ka, spec.label(server, ka, page), page))
+            for server, ka, page, proto in order:
+                out.append(Planned(level, trial, server, ka, spec.label(server, ka, page, proto), page, proto))
     return out
 
 

@@ -38,7 +38,7 @@ from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
-from .primer import KEPT_PATIENCE_S, handshake, prime
+from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
 from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord,
                        TrialStatus)
 from ..experiment.spec import RunSpec
@@ -58,6 +58,8 @@ class Planned:
     keepalive: bool
     label: str
     page: str
+    proto: str = "h1"
+    """The protocol loaded (`--proto`): h1, h2, h2c or h3."""
 
 
 @dataclass
@@ -156,10 +158,15 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             return None
         try:
             describe_server(sweep, p, dep)
-            seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0)
+            seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0, proto=p.proto)
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
             prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
+            spoke = negotiate(dep, p.proto) or p.proto
+            sweep.writer.add_server_proto(p.label, p.proto, spoke)
+            if spoke != p.proto:  # it speaks another protocol: this trial would measure the wrong one
+                sweep.reused.pop(p.label, None)
+                return TrialOutcome(not_started(spec, p, wrong_protocol(dep, p.proto, spoke), "wrong_protocol"), [], [])
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
                 stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
@@ -206,6 +213,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
     if stack.busy_limit:
         info["busy_limit"] = stack.busy_limit
+    if stack.goaway_after and p.proto != "h1":
+        info["goaway_after"] = stack.goaway_after
     if dep.plan.app:
         info["app"] = dep.plan.app.name
     if dep.plan.own:
@@ -219,7 +228,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
 def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measurement:
     """Warm-up, then the measured window, with the server sampled at 1 Hz."""
     target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive,
-                         resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume)
+                         resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume, proto=p.proto,
+                         streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
@@ -312,10 +322,11 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
     return record
 
 
-def not_started(spec: RunSpec, p: Planned, reason: str) -> TrialRecord:
-    """The record of a trial whose server did not start or answer (the sweep goes on)."""
+def not_started(spec: RunSpec, p: Planned, reason: str, status: TrialStatus = "server_failed") -> TrialRecord:
+    """The record of a trial whose server did not start or answer, or spoke another protocol than the one asked
+    (`wrong_protocol`); the sweep goes on."""
     return TrialRecord(server=p.label, level=p.level, trial=p.trial, stack=spec.stack_of(p.server),
-                       keepalive=p.keepalive, status="server_failed", reason=reason, page=p.page)
+                       keepalive=p.keepalive, status=status, reason=reason, page=p.page)
 
 
 def stop(sweep: Sweep, dep: Deployment) -> None:

@@ -81,7 +81,7 @@ class Tuner:
     def prober(self, label: str, params: dict[str, Any], start: int) -> Prober:
         if label not in self.probers:
             spec = self.spec_for(label, params)
-            first = Planned(start, 1, label, spec.keepalive[0], label, spec.all_pages[0])
+            first = Planned(start, 1, label, spec.keepalive[0], label, spec.all_pages[0], spec.protos_for(label)[0])
             self.probers[label] = Prober(self.sweep, spec, self.quick, first, self.run)
         return self.probers[label]
 

@@ -12,7 +12,7 @@ same metrics, units and scales):
     nginx:capacity > 2 * apache-prefork:capacity
 
 - `label:` is a server label of the run (a stack name or a variant's label, [A-Za-z0-9_.-]+;
-  with several pages, `nginx[/index.html]:rps`).
+  with several protocols, `nginx[h2]:rps`; with several pages, `nginx[/index.html]:rps`).
   Without one the claim is about every server. Labels are not checked against the stack
   catalog here (variants name themselves): `labels()` / `check_labels()` let the spec refuse
   an unknown one before a run, and a label missing from the results makes a finding inconclusive.
@@ -41,8 +41,9 @@ from .checks import check_metric, comparable, threshold
 from ..errors import ConfigError, Problems, UsageError
 
 
-_LABEL = r"[A-Za-z0-9_./-]+(?:\[[^\]\s]+\])?"
-"""A label; `nginx[/index.html]` names one page of a run with several (its label `nginx /index.html`)."""
+_LABEL = r"[A-Za-z0-9_./-]+(?:\[[a-z0-9]+\])?(?:\[/[^\]\s]*\])?"
+"""A label; `nginx[h2]` names one protocol of a run with several (`--proto h1,h2`: the label itself), and
+`nginx[/index.html]` one page of a run with several (its label `nginx /index.html`); `nginx[h2][/a]` both."""
 _SIDE = re.compile(rf"^\s*(?:(?P<label>{_LABEL})\s*:\s*)?(?P<metric>[a-z_]+)"
                    r"(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\)|(?P<qq>\d+(?:\.\d+)?))?\s*(?:@\s*(?P<levels>\S*))?\s*$")
 _VALUE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$")
@@ -148,7 +149,7 @@ def _side(text: str, part: str, where: str) -> Side:
     levels = None if m["levels"] is None else _levels(text, m["levels"])
     if levels is not None and m["metric"] == "capacity":
         raise UsageError(f"check {text!r}: capacity is one figure per server, at no level; write nginx:capacity")
-    label = re.sub(r"\[(.+)\]$", r" \1", m["label"]) if m["label"] else None
+    label = re.sub(r"\[(/[^\]]*)\]$", r" \1", m["label"]) if m["label"] else None
     return Side(label, m["metric"], q, levels)
 
 

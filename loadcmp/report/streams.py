@@ -1,0 +1,118 @@
+"""The report's HTTP/2 section (HTTP/3's too, titled by the protocols it holds: `titled`): per label and level,
+how the streams went (`LoadSummary.streams`, the engine's tally): streams per connection, connections, GOAWAYs
+and the streams above their last-stream-id, RST_STREAMs by code, the server's SETTINGS_MAX_CONCURRENT_STREAMS
+and the most requests one connection served; then in words what each label asked for and negotiated (the
+primer's check, `ServerInfo.negotiated`), a trial stopped for its protocol with its reason, and a GOAWAY every
+N requests named with the tunable that sets N.
+
+Only a run that asked for a protocol other than HTTP/1.1 has this section: an h1 run's report is as it was.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from ..records import StreamFacts, TrialRecord
+from ..store.reader import Results
+
+HEADER = ["clients", "server", "protocol", "streams/connection", "connections", "GOAWAY", "unprocessed",
+          "RST_STREAM", "max concurrent", "most on one connection"]
+LEGEND = ("streams/connection: the streams started per connection opened (-m streams at once, a new connection "
+          "after each GOAWAY or cut); connections, GOAWAY, unprocessed (streams above a GOAWAY's last-stream-id, "
+          "never processed) and RST_STREAM (by error code): per trial, the mean over the trials; max concurrent: "
+          "the server's SETTINGS_MAX_CONCURRENT_STREAMS (0: none sent); most on one connection: the most requests "
+          "one connection served.")
+
+
+H3_LEGEND = (" Over h3: RST_STREAM is QUIC's RESET_STREAM (by its HTTP/3 error code), GOAWAY the HTTP/3 frame (the "
+             "streams at or above its stream id unprocessed), max concurrent the server's initial_max_streams_bidi.")
+
+
+def titled(rows: list[list[str]]) -> tuple[str, str]:
+    """The section's title and legend for the protocols its rows ran: HTTP/2, HTTP/3 or both."""
+    protos = {r[2] for r in rows}
+    h3, h2 = "h3" in protos, bool(protos - {"h3"})
+    title = "HTTP/2 and HTTP/3 streams" if h3 and h2 else "HTTP/3 streams" if h3 else "HTTP/2 streams"
+    return title, LEGEND + (H3_LEGEND if h3 else "")
+
+
+def facts_of(t: TrialRecord) -> StreamFacts | None:
+    """A trial's stream tally; None for an HTTP/1.1 trial (or one not measured)."""
+    r = t.get("result")
+    return r.get("streams") if r else None
+
+
+def _per_trial(cell: list[StreamFacts], get: Callable[[StreamFacts], float]) -> float:
+    return sum(get(f) for f in cell) / len(cell)
+
+
+def _resets(cell: list[StreamFacts]) -> str:
+    codes: dict[str, float] = {}
+    for f in cell:
+        for code, n in (f.get("resets") or {}).items():
+            codes[code] = codes.get(code, 0) + n / len(cell)
+    return ", ".join(f"{code} {n:,.0f}" for code, n in sorted(codes.items())) or "0"
+
+
+def asked_protocols(data: Results) -> dict[str, tuple[str, str]]:
+    """Each label that asked for a protocol: (asked, negotiated) as the primer saw it."""
+    out = {}
+    for s in data.servers:
+        found = data.info(s)
+        if found and "proto" in found[1]:
+            out[s] = (found[1]["proto"], found[1].get("negotiated", ""))
+    return out
+
+
+def stream_rows(data: Results) -> tuple[list[str], list[list[str]]]:
+    """The streams table, one row per label and level whose trials carry a stream tally; empty otherwise."""
+    rows = []
+    protos = asked_protocols(data)
+    for level in data.levels:
+        for s in data.servers:
+            cell = [f for t in data.cell(s, level) if (f := facts_of(t)) is not None]
+            if not cell:
+                continue
+            proto = protos.get(s, ("", cell[0].get("protocol", "")))[1] or cell[0].get("protocol", "")
+            rows.append([f"{level:,}", s, proto, f"{_per_trial(cell, lambda f: f['streams_per_connection']):,.1f}",
+                         f"{_per_trial(cell, lambda f: f['connections']):,.0f}",
+                         f"{_per_trial(cell, lambda f: f['goaways']):,.0f}",
+                         f"{_per_trial(cell, lambda f: f['goaway_unprocessed']):,.0f}", _resets(cell),
+                         f"{max(f['max_concurrent'] for f in cell):,}",
+                         f"{max(f['max_per_connection'] for f in cell):,}"])
+    return (HEADER, rows) if rows else ([], [])
+
+
+def stream_lines(data: Results) -> list[str]:
+    """The section in words: what each label asked for and negotiated, a trial stopped for its protocol, and a
+    GOAWAY every N requests with its tunable; empty for an HTTP/1.1 run."""
+    protos = asked_protocols(data)
+    if not protos or all(asked == "h1" for asked, _ in protos.values()):
+        return []
+    out = [f"{s}: asked for {asked}, the server negotiated {got or 'nothing the primer could see'} (the "
+           "primer's check before the load)." for s, (asked, got) in protos.items() if asked != "h1"]
+    for t in data.trials:
+        if t["status"] == "wrong_protocol":
+            out.append(f"{t['server']} at {t['level']:,} clients was not measured: {t.get('reason', '')}.")
+    for level in data.levels:
+        for s in data.servers:
+            out += _goaway_line(data, s, level)
+    return out
+
+
+def _goaway_line(data: Results, s: str, level: int) -> list[str]:
+    """A GOAWAY every N requests, with the tunable that sets N (the stack's `goaway_after`, as stored)."""
+    cell = [f for t in data.cell(s, level) if (f := facts_of(t)) is not None]
+    goaways = _per_trial(cell, lambda f: f["goaways"]) if cell else 0
+    if not goaways:
+        return []
+    most = max(f["max_per_connection"] for f in cell)
+    found = data.info(s)
+    info = found[1] if found else None
+    knob = info.get("goaway_after") if info else None
+    value = info["settings"].get(knob) if info and knob else None
+    said = (f": its per-connection limit {knob} = {value:,}" if knob and isinstance(value, int) else
+            "; the stack names no tunable for it")
+    return [f"{s} at {level:,} clients: the server sent {goaways:,.0f} GOAWAY per trial, closing connections after "
+            f"at most {most:,} requests each{said}; every new connection costs the client its handshake and "
+            "window again."]
