@@ -142,6 +142,24 @@ class TlsFacts(TypedDict):
     resumed: int  #: handshakes that resumed a saved session
 
 
+class PageSummary(TypedDict):
+    """One page of a load of several pages (a mix, a replayed log, a journey's step), counted on its own:
+    the pages' counts add up to the load's."""
+
+    page: str  #: its name (a mix's path, a journey's step)
+    ok: int
+    failed: int  #: ended as any other kind (dropped and unfinished requests are the load's, not a page's)
+    failures: dict[str, int]  #: outcome kind -> count
+    completed: int
+    share: float  #: of the load's completed requests
+    rps: float  #: ok / measured seconds
+    bytes: int
+    status_codes: dict[str, int]
+    latency_ms: LatencyMs
+    expected: NotRequired[int]  #: requests with a status expected of them (replay: the log's)
+    as_expected: NotRequired[int]  #: of those, answered with it
+
+
 class LoadSummary(TypedDict):
     """One measurement's numbers: the `result` of a trial and of `--json`."""
 
@@ -191,6 +209,7 @@ class LoadSummary(TypedDict):
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
     tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
     tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
+    pages: NotRequired[list[PageSummary]]  #: a load of several pages: each one's figures, in the load's order
 
 
 class RoleMetrics(TypedDict, total=False):
