@@ -105,6 +105,8 @@ class SpecDoc(TypedDict):
     stacks: NotRequired[dict[str, str]]  #: each label's stack
     stack_dirs: NotRequired[list[str]]  #: the user's stack folders (--stacks), absolute
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
+    mix: NotRequired[dict[str, float]]  #: a weighted mix (--mix, [mix]): page -> weight, drawn in one load
+    seed: NotRequired[int | None]  #: the mix's draw: the same seed sends the same sequence
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
     configs: NotRequired[list[dict[str, Any]]]  #: --config: server, role, file (absolute), port, status
@@ -287,6 +289,7 @@ class TrialRecord(TypedDict):
     result: NotRequired[LoadSummary]
     tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
     latency_hist: NotRequired[HistogramDoc]
+    page_hists: NotRequired[dict[str, HistogramDoc]]  #: a load of several pages: each page's latency histogram
     service_hist: NotRequired[HistogramDoc]
     server_metrics: NotRequired[ServerMetrics]
     container_state: NotRequired[dict[str, ContainerState]]

@@ -75,9 +75,7 @@ def pages_doc(result: Result) -> list[PageSummary]:
     for j, name in enumerate(result.pages):
         secs = result.page_seconds(j)
         counts = [sum(p.counts[k] for p in secs) for k in range(len(KINDS))]
-        lat = Histogram()
-        for p in secs:
-            lat = lat.merge(p.lat_h)
+        lat = result.page_latency(j)
         codes = result.page_status[j] if j < len(result.page_status) else {}
         doc = PageSummary(page=name, ok=counts[OK], failed=sum(counts) - counts[OK],
                           failures={KINDS[k]: counts[k] for k in range(len(KINDS)) if k != OK and counts[k]},
