@@ -403,7 +403,11 @@ def _pages_apart(tl: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if "page" not in tl.columns:
         return tl, pd.DataFrame()
     named = tl["page"].notna()
-    return tl[~named].drop(columns="page").reset_index(drop=True), tl[named].reset_index(drop=True)
+    own = tl[~named].drop(columns="page").reset_index(drop=True)
+    for col in ("started", "dropped", "inflight"):  # whole counts, made floats by the pages' rows that lack them
+        if col in own.columns and own[col].notna().all():
+            own[col] = own[col].astype("int64")
+    return own, tl[named].reset_index(drop=True)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
