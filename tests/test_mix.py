@@ -203,3 +203,36 @@ def test_a_runs_page_rows_are_read_apart_from_its_own(tmp_path: Path):
                        {"second": 0, "completed": 1, "page": "/b"}])
     own, pages = _pages_apart(tl)
     assert list(own["completed"]) == [3] and "page" not in own.columns and list(pages["page"]) == ["/a", "/b"]
+
+
+def test_a_finding_names_a_page_of_the_mix_or_the_mix_as_a_whole():
+    import pandas as pd
+
+    from loadcmp.load.histogram import Histogram
+    from loadcmp.store.reader import Results
+    from loadcmp.verdicts.findings import parse_findings
+    from loadcmp.verdicts.judge import evaluate
+
+    trials = []
+    for trial in range(3):
+        rec = Recorder(100.0, 2.0, pages=("/fast", "/slow"))
+        for i in range(200):
+            t = 100.0 + i * 0.008
+            rec.start(t)
+            slow = i % 4 == 0
+            rec.done(0, t, t, t + (0.3 if slow else 0.002), 10, 200, page=int(slow))
+        result = rec.close()
+        doc = result_doc(result)
+        trials.append({"server": "nginx", "level": 10, "trial": trial, "stack": "nginx", "keepalive": False,
+                       "status": "ok", "result": doc, "latency_hist": result.latency().to_dict(),
+                       "page_hists": {n: result.page_latency(j).to_dict() for j, n in enumerate(result.pages)}})
+    res = Results([], trials, pd.DataFrame(), pd.DataFrame(), ["nginx"])  # type: ignore[arg-type]
+    assert res.has("nginx /fast") and res.has("nginx mix") and not res.has("nginx /other")
+    assert Histogram.from_dict(res.cell("nginx /slow", 10)[0]["latency_hist"]).count == 50
+    found = evaluate(res, parse_findings([
+        {"claim": "the fast page is fast", "check": "nginx[/fast]:p(99) < 50ms"},
+        {"claim": "the slow page is fast", "check": "nginx[/slow]:p(99) < 50ms"},
+        {"claim": "the mix's p99 is the slow page's", "check": "nginx[mix]:p(99) > 100ms"},
+        {"claim": "a page not in the mix", "check": "nginx[/other]:rps > 1"},
+    ]))
+    assert [f.verdict for f in found] == ["supported", "not supported", "supported", "inconclusive"]
