@@ -33,8 +33,11 @@ run gives the ratios with and without the page, and the ratio of the two, round 
 
 Then the https rows (`tls_rows`): the same stack started again, pinned the same way, serving https, with wrk
 (keep-alive), ab (a new connection per request) and `h2load --h1` against loadcmp. `--rows https` runs only
-those; `--rows http` only the plain ones. Last the h2 rows (`h2_rows`): the same stack serving h2 over TLS and
+those; `--rows http` only the plain ones. Then the h2 rows (`h2_rows`): the same stack serving h2 over TLS and
 h2c, h2load against `loadcmp bench --proto h2|h2c -m M` at -c 50 -m 10 and -c 1000 -m 1 (`--rows h2`).
+
+Then the mix rows (`mix_rows`): one page against a 3-page weighted mix of pages nginx answers alike, in
+rounds of A B, then B A (the bar: the mix at >= 0.95x one page). `--rows mix` runs only those.
 """
 
 from __future__ import annotations
@@ -310,12 +313,13 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=15000)
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
-    ap.add_argument("--rows", default="http,https,h2", help="which rows: http (and the big closed loop), https, "
-                    "h2 (h2 and h2c against h2load), comma-separated (default all three)")
+    ap.add_argument("--rows", default="http,https,h2,mix", help="which rows: http (and the big closed loop), https, "
+                    "h2 (h2 and h2c against h2load), mix (a 3-page mix against one page), comma-separated "
+                    "(default all four)")
     args = ap.parse_args()
     rows_asked = set(args.rows.split(","))
-    if not rows_asked or rows_asked - {"http", "https", "h2"}:
-        sys.exit(f"--rows {args.rows}: give http, https, h2 or several, comma-separated")
+    if not rows_asked or rows_asked - {"http", "https", "h2", "mix"}:
+        sys.exit(f"--rows {args.rows}: give http, https, h2, mix or several, comma-separated")
     if args.live:
         if not Path(CHROMIUM).exists():
             sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
@@ -341,6 +345,10 @@ def main() -> None:
             import h2_rows
 
             h2_rows.print_h2_ratios(h2_rows.h2_rows(stack, overrides, Path(tmp), args.time, args.rounds, args.page))
+        if "mix" in rows_asked:
+            import mix_rows
+
+            mix_rows.mix_rows(stack, overrides, levels[:1], args.time, args.rounds)
     if BROWSER:
         BROWSER[0].close()
 

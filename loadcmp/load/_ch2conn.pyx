@@ -314,7 +314,7 @@ cdef class H2Conns:
         phases[2] = s.t_written - s.t_sent
         phases[3] = s.t_first - s.t_written
         phases[4] = (t - s.t_first) if kind <= HTTP_5XX_ else NAN
-        self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases)
+        self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, -1, 0)
         if self.counted_inflight == 0 and self.tally.spent():
             self.tally.flush()
 

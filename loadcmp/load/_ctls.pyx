@@ -68,7 +68,7 @@ cdef double RETRY_S = 0.001
 ALPN_NAMES = ("", "http/1.1", "h2")
 """What `tls_fact_t.alpn` numbers: none, HTTP/1.1, HTTP/2."""
 
-INTERFACE = 3
+INTERFACE = 4
 """As `_cloop.INTERFACE`: what `compiled.CLOOP_INTERFACE` must be."""
 
 
@@ -187,9 +187,9 @@ cdef class TLSLoop(CLoop):
 
     cdef bint _write(self, Client *c, SSL *s) except *:
         cdef int err = 0, got
-        cdef int want = len(self.request)
+        cdef int want = <int>self.reqs.size[c.req]
         c.t_sent = now()
-        cdef int n = SSL_write(s, <char *>self.request, want)
+        cdef int n = SSL_write(s, self.reqs.data[c.req], want)
         if n == want:
             c.t_written = now()
             c.phase = WAITING

@@ -36,6 +36,7 @@ from ..load.saturation import Machine, add_advice
 from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
+from ..traffic.mix import mix_pages
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
@@ -117,6 +118,8 @@ class Measurement:
     sampler_warnings: list[str]
     window: tuple[float, float]
     """The measured window on the wall clock (epoch seconds), the clock Docker stamps logs with."""
+    page_hists: dict[str, HistogramDoc] = field(default_factory=dict)
+    """A load of several pages (a mix): each page's latency histogram."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +164,8 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0, proto=p.proto)
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
-            prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
+            for page in [pg for pg, w in spec.mix.items() if w > 0] or [p.page]:  # each page a mix sends
+                prime(dep, page, patience=KEPT_PATIENCE_S if kept else 0.0, exact=bool(spec.mix))
             spoke = negotiate(dep, p.proto) or p.proto
             sweep.writer.add_server_proto(p.label, p.proto, spoke)
             if spoke != p.proto:  # it speaks another protocol: this trial would measure the wrong one
@@ -231,7 +235,9 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
                          resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume, proto=p.proto,
                          streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
-    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
+    pages = mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else None
+    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
+                    pages=pages)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
@@ -261,6 +267,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
         # the sampler keeps going past a bad sample and says so (metrics.Sampler.warnings)
         sampler_warnings=list(sampler.warnings),
         window=(since, since + summary["duration_s"] + summary.get("teardown_s", 0.0) + evidence.LOG_LAG),
+        page_hists={name: result.page_latency(j).to_dict() for j, name in enumerate(result.pages)},
     )
 
 
@@ -310,6 +317,8 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
         latency_hist=m.latency_hist, service_hist=m.service_hist, server_metrics=ev.server,
         container_state=ev.containers,
     )
+    if m.page_hists:
+        record["page_hists"] = m.page_hists
     if "tls" in m.summary:  # https: what the handshakes negotiated and how many (None: plain http)
         record["tls"] = m.summary["tls"]
     if ev.found.log_evidence is not None:
