@@ -142,6 +142,25 @@ class TlsFacts(TypedDict):
     resumed: int  #: handshakes that resumed a saved session
 
 
+class JourneyDoc(TypedDict):
+    """One journey's outcomes in a load (`--journey`)."""
+
+    started: int  #: journeys started inside the window
+    completed: int  #: every step done, every extract found
+    failed: int  #: ended at a step (see failed_at)
+    cut: int  #: under way when the window closed: neither completed nor failed
+    completion_rate: float | None  #: completed / (started - cut); None when none ended
+    failed_at: dict[str, int]  #: "step: why" -> journeys that ended there
+
+
+class StepDoc(TypedDict):
+    """One journey step measured as a page (`journey/step`)."""
+
+    ok: int  #: answered as the journey needs (status, extracts)
+    failed: int
+    latency_ms: LatencyMs
+
+
 class LoadSummary(TypedDict):
     """One measurement's numbers: the `result` of a trial and of `--json`."""
 
@@ -191,6 +210,9 @@ class LoadSummary(TypedDict):
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
     tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
     tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
+    journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
+    journey_steps: NotRequired[dict[str, StepDoc]]  #: --journey: each step as a page, `journey/step`
+    journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
 
 
 class RoleMetrics(TypedDict, total=False):

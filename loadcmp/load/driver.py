@@ -47,6 +47,8 @@ class LoadSpec:
     warmup: float = 0.0
     timeout: float = DEFAULT_TIMEOUT
     engine: str = "fast"
+    traffic: Any = None
+    """What is sent beyond one page, as the traffic package planned it: its `engine(spec, live)` makes the engine."""
     spread_sources: bool = False
     """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
     worker_index: int = 0
@@ -141,13 +143,11 @@ class Engine(Generic[S]):
 
     async def open(self) -> None:
         pass
-
     async def close(self) -> None:
         pass
 
     def abort_all(self) -> None:
         """Drop every connection now (the window has closed)."""
-
     def settle(self) -> None:
         """Hand the recorder what the engine still holds (what the compiled loop
         counted in C): once a second, and just before the window is closed."""

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .histogram import Histogram
+from .journeytally import JourneyTally
 from .outcomes import KINDS
 from .saturation import ClientUse
 
@@ -153,6 +154,8 @@ class Result:
     """Shares of the load whose worker died or left: what is missing, in words (the load is partial)."""
     tls: TlsTally | None = None
     """https: the handshakes and TLS failures; None over plain http."""
+    journeys: JourneyTally | None = None
+    """--journey: each journey's completions and each step's tally; None for a load of pages."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -193,6 +196,7 @@ class Result:
             {ph: _merged([p.phases.get(ph, Histogram()) for p in parts]) for ph in PHASES},
             [w for p in parts for w in p.lost],
             TlsTally.merge([p.tls for p in parts]),
+            JourneyTally.merge([p.journeys for p in parts]),
         )
 
     def counts(self) -> dict[str, int]:

@@ -4,4 +4,11 @@ Each source turns what a user gives (a `--mix`, an access log, a journey file) i
 engines send: the pages, and the order and times they are due in. It sits above the load (it hands the
 engines plain, prepared data and may build on their base) and below the lab (an app's shipped journeys are
 read with it).
+
+    journeys.py   journey files (TOML steps with extracts, expects and think times) read and checked whole;
+                  a weighted mix of them (`--journey reader=80,author=20`), an app's shipped ones by name
+    sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request
+                  and as the page `journey/step`; each journey walked once before the load (`prime_journeys`)
+
+Imports go one way: sessions -> journeys.
 """
