@@ -107,6 +107,8 @@ class SpecDoc(TypedDict):
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
+    journey: NotRequired[str | None]  #: --journey: the journeys each virtual user walked, as given
+    journey_levels: NotRequired[dict[str, str]]  #: the journeys' mix at some levels, over `journey`
     configs: NotRequired[list[dict[str, Any]]]  #: --config: server, role, file (absolute), port, status
     trials: NotRequired[int]  #: repeats of each server x level
     ramp_up: NotRequired[float | None]

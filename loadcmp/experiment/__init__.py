@@ -6,5 +6,6 @@
     variants.py  server labels and variants (--server LABEL=STACK, [variants.*]), which --set goes where
     capacity.py  what a capacity search is: its target, start, limit, resolution (flags over [capacity])
     apps.py      an application behind the chosen stacks (--app, app =): its pages and images
+    journeys.py  a run with journeys (--journey, journey =, [journeys]): the mix each level runs, its problems
     tune.py      what a tuning study searches (--param, [tune]), and a stored study read back to resume
 """
