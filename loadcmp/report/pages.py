@@ -17,6 +17,7 @@ from ..store.reader import Results
 from .compare import RatioRow
 from .plots import Drawn
 from .tables import long_form
+from .journeys import LEGEND as JOURNEY_LEGEND
 from .tls import LEGEND as TLS_LEGEND
 
 
@@ -46,6 +47,8 @@ class Report:
     tune_lines: tuple[str, ...] = ()  #: the study in words: what was tuned, its answer, what mattered, the block
     tls: tuple[list[str], list[list[str]]] = ([], [])  #: https: the handshakes table (header, rows); plain: empty
     tls_lines: tuple[str, ...] = ()  #: https: what each label negotiated, the resumption asked for, tls_error
+    journeys: tuple[list[str], list[list[str]]] = ([], [])  #: --journey: completion per journey; none: empty
+    journey_steps: tuple[list[str], list[list[str]]] = ([], [])  #: --journey: each step as a page
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -138,6 +141,7 @@ def html_page(r: Report) -> str:
             parts.append(_table_html([("", h) for h in r.tls[0]], r.tls[1]))
             parts.append(f"<p><small class='legend'>{_e(TLS_LEGEND)}</small></p>")
         parts.append("<ul>" + "".join(f"<li>{_e(x)}</li>" for x in r.tls_lines) + "</ul>")
+    parts += _journeys_html(r)
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
@@ -159,6 +163,15 @@ def html_page(r: Report) -> str:
     parts.append("<p><small>Built by loadcmp from stored results only: "
                  + _e(", ".join(str(run.path) for run in r.data.runs)) + "</small></p></body></html>")
     return "\n".join(parts)
+
+
+def _journeys_html(r: Report) -> list[str]:
+    """--journey: the journeys' completion and each step's tally; nothing without journeys."""
+    if not r.journeys[1]:
+        return []
+    return ["<h2>Journeys</h2>" + _table_html([("", h) for h in r.journeys[0]], r.journeys[1])
+            + _table_html([("", h) for h in r.journey_steps[0]], r.journey_steps[1])
+            + f"<p><small class='legend'>{_e(JOURNEY_LEGEND)}</small></p>"]
 
 
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
@@ -191,6 +204,9 @@ def markdown(r: Report) -> str:
         if r.tls[1]:
             parts += [_md_table(*r.tls), "", f"*{TLS_LEGEND}*", ""]
         parts += [f"- {x}" for x in r.tls_lines] + [""]
+    if r.journeys[1]:
+        parts += ["## Journeys", "", _md_table(*r.journeys), "", _md_table(*r.journey_steps), "",
+                  f"*{JOURNEY_LEGEND}*", ""]
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]
