@@ -155,12 +155,22 @@ class JourneyDoc(TypedDict):
     failed_at: dict[str, int]  #: "step: why" -> journeys that ended there
 
 
-class StepDoc(TypedDict):
-    """One journey step measured as a page (`journey/step`)."""
+class PageSummary(TypedDict):
+    """One page of a load of several pages (a mix, a replayed log, a journey's step), counted on its own:
+    the pages' counts add up to the load's."""
 
-    ok: int  #: answered as the journey needs (status, extracts)
-    failed: int
+    page: str  #: its name (a mix's path, a journey's step)
+    ok: int
+    failed: int  #: ended as any other kind (dropped and unfinished requests are the load's, not a page's)
+    failures: dict[str, int]  #: outcome kind -> count
+    completed: int
+    share: float  #: of the load's completed requests
+    rps: float  #: ok / measured seconds
+    bytes: int
+    status_codes: dict[str, int]
     latency_ms: LatencyMs
+    expected: NotRequired[int]  #: requests with a status expected of them (replay: the log's)
+    as_expected: NotRequired[int]  #: of those, answered with it
 
 
 class LoadSummary(TypedDict):
@@ -212,8 +222,8 @@ class LoadSummary(TypedDict):
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
     tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
     tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
+    pages: NotRequired[list[PageSummary]]  #: a load of several pages: each one's figures, in the load's order
     journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
-    journey_steps: NotRequired[dict[str, StepDoc]]  #: --journey: each step as a page, `journey/step`
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
 
 

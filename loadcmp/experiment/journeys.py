@@ -14,12 +14,14 @@ In a file:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..errors import ConfigError, Problems, UsageError
 from ..lab import apps
 from ..traffic.journeys import JourneyMix, load_mix, shipped_journeys
-from ..traffic.sessions import JourneyPlan
+
+if TYPE_CHECKING:
+    from ..traffic.sessions import JourneyPlan
 
 JOURNEYS_FOLDER = "journeys"
 """Where an app keeps its journeys, beside its app.toml: `configs/apps/<app>/journeys/<name>.toml`."""
@@ -62,13 +64,15 @@ def mix_at(spec: RunSpec, level: int) -> str | None:
 
 def plan_for(spec: RunSpec, level: int, seed: int = 0) -> JourneyPlan | None:
     """What the load of one level sends (`LoadSpec.traffic`); None without journeys."""
+    from ..traffic.sessions import JourneyPlan  # the load's engine (numpy): only when a trial runs
+
     given = mix_at(spec, level)
     return JourneyPlan(load_mix(given, shipped(spec)), seed) if given else None
 
 
 def mix_for(spec: RunSpec, level: int) -> JourneyMix | None:
-    plan = plan_for(spec, level)
-    return plan.mix if plan else None
+    given = mix_at(spec, level)
+    return load_mix(given, shipped(spec)) if given else None
 
 
 def journey_errors(spec: RunSpec) -> list[str]:

@@ -1,5 +1,6 @@
-"""What the journeys of one load did: each journey's starts, completions and the step it failed at, and each
-step measured as a page of its own (`journey/step`); mergeable across workers by adding.
+"""What the journeys of one load did: each journey's starts, completions and the step it failed at (why);
+mergeable across workers by adding. Each step's requests are recorded as a page of the load (`journey/step`,
+the recorder's per-page counts); this keeps what a page cannot say: whether the journey got through.
 
 Kept in the load, beside the recorder, because a `Result` carries it; the journeys themselves (their steps,
 their engine) are the traffic package's.
@@ -7,32 +8,7 @@ their engine) are the traffic package's.
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
-from typing import Any
-
-from .histogram import Histogram
-
-
-@dataclass
-class StepTally:
-    """One step's requests inside the window: answered ok, failed (any other outcome), their latency."""
-
-    ok: int = 0
-    failed: int = 0
-    lat: Histogram = field(default_factory=Histogram)
-    raw: Any = field(default_factory=lambda: array("d"))
-    """Latencies not yet folded into `lat` (folded when the load ends: `JourneyTally.fold`)."""
-
-    def fold(self) -> None:
-        if len(self.raw):
-            self.lat = self.lat.merge(Histogram.of(self.raw))
-            self.raw = array("d")
-
-    def merged(self, o: StepTally) -> StepTally:
-        self.fold()
-        o.fold()
-        return StepTally(self.ok + o.ok, self.failed + o.failed, self.lat.merge(o.lat))
 
 
 @dataclass
@@ -61,28 +37,12 @@ class JourneyCount:
 
 @dataclass
 class JourneyTally:
-    """Every journey's counts and every step's tally of one load."""
+    """Every journey's counts of one load, by journey name."""
 
     journeys: dict[str, JourneyCount] = field(default_factory=dict)
-    steps: dict[str, StepTally] = field(default_factory=dict)
-    """By page: `journey/step`."""
 
     def journey(self, name: str) -> JourneyCount:
         return self.journeys.setdefault(name, JourneyCount())
-
-    def step(self, page: str, ok: bool, latency: float | None) -> None:
-        t = self.steps.setdefault(page, StepTally())
-        if ok:
-            t.ok += 1
-        else:
-            t.failed += 1
-        if latency is not None:
-            t.raw.append(latency)
-
-    def fold(self) -> None:
-        """Every step's raw latencies into its histogram (before the tally leaves its process)."""
-        for t in self.steps.values():
-            t.fold()
 
     @classmethod
     def merge(cls, parts: list[JourneyTally | None]) -> JourneyTally | None:
@@ -94,8 +54,6 @@ class JourneyTally:
         for p in got:
             for k, j in p.journeys.items():
                 out.journeys[k] = out.journeys[k].merged(j) if k in out.journeys else j
-            for k, s in p.steps.items():
-                out.steps[k] = out.steps[k].merged(s) if k in out.steps else s
         return out
 
     def completion_rate(self) -> float | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any, cast
 
-from ..records import JourneyDoc, StepDoc, TrialRecord
+from ..records import JourneyDoc, PageSummary, TrialRecord
 from ..store.reader import Results
 from .tables import CLIENT_BOUND_MARK
 
@@ -18,8 +18,8 @@ HEADER = ["clients", "server", "journey", "started", "completed", "completion", 
 STEP_HEADER = ["clients", "server", "step", "ok", "failed", "p50 ms", "p99 ms"]
 LEGEND = ("started: journeys begun inside the window, over the trials; completion: completed / (started − cut "
           "by the window's close); failed at: the step where most of the others ended, and why. Each step is "
-          "counted as a page of its own (journey/step): ok when it answered as the journey needs (its status, "
-          "its extracts); its latency from the trials' merged histogram. ‡: client-bound, the journeys ran on "
+          "counted as a page of its own (journey/step): ok and failed by its answer's outcome; p50 and p99: the "
+          "worst trial's. ‡: client-bound, the journeys ran on "
           "the Python path and the client limited them.")
 
 
@@ -42,17 +42,20 @@ def _journeys(trials: list[TrialRecord]) -> dict[str, JourneyDoc]:
     return out
 
 
-def _steps(trials: list[TrialRecord]) -> dict[str, tuple[int, int, list[StepDoc]]]:
-    out: dict[str, tuple[int, int, list[StepDoc]]] = {}
+def _steps(trials: list[TrialRecord]) -> dict[str, tuple[int, int, list[PageSummary]]]:
+    """Each step's page (the load's `pages`) over the trials of a run with journeys."""
+    out: dict[str, tuple[int, int, list[PageSummary]]] = {}
     for t in trials:
         r = t.get("result")
-        for page, s in ((r.get("journey_steps") if r else None) or {}).items():
-            ok, failed, docs = out.get(page, (0, 0, []))
-            out[page] = (ok + s["ok"], failed + s["failed"], [*docs, s])
+        if not r or not r.get("journeys"):
+            continue
+        for s in r.get("pages") or []:
+            ok, failed, docs = out.get(s["page"], (0, 0, []))
+            out[s["page"]] = (ok + s["ok"], failed + s["failed"], [*docs, s])
     return out
 
 
-def _ms(docs: list[StepDoc], key: str) -> str:
+def _ms(docs: list[PageSummary], key: str) -> str:
     """The worst trial's percentile (the trials' histograms are not stored per step)."""
     vals = [float(v) for d in docs if isinstance(v := cast(dict[str, Any], d["latency_ms"]).get(key), int | float)]
     return f"{max(vals):,.1f}" if vals else "-"

@@ -2,11 +2,11 @@
 from a weighted mix) step by step, on aiohttp (the Python path: the client-bound flag says when it limits).
 
 Each step is a request counted as any other (the recorder's outcomes, status codes and latency) and also as
-the page `journey/step` (`load.journeytally`); each journey started inside the window ends as completed,
+the page `journey/step` (the recorder's pages); each journey started inside the window ends as completed,
 failed at a step (its name and why: a status not expected, an extract that found nothing), or cut by the
-window's close. A journey is a session: its user's cookies are cleared before it starts, so an author logs
-in on every journey. `prime_journeys` walks each journey once before the load, so that a journey that
-cannot complete stops the run with the step named instead of measuring failures.
+window's close (`load.journeytally`). A journey is a session: its user's cookies are cleared before it
+starts, so an author logs in on every journey. `prime_journeys` walks each journey once before the load,
+so that a journey that cannot complete stops the run with the step named instead of measuring failures.
 """
 
 from __future__ import annotations
@@ -151,6 +151,9 @@ class JourneyEngine(Engine[None]):
         self.plan = plan
         self.tally = JourneyTally()
         self.base = base_of(spec.target)
+        self.pages = tuple(plan.mix.pages())
+        self.page_at = {name: i for i, name in enumerate(self.pages)}
+        self.expects = tuple(s.expect or 0 for j in plan.mix.journeys for s in j.steps)
 
     async def open(self) -> None:
         import aiohttp
@@ -169,9 +172,15 @@ class JourneyEngine(Engine[None]):
         with contextlib.suppress(Exception):
             self.connector._close()
 
+    def page_names(self) -> tuple[str, ...]:
+        return self.pages
+
+    def page_of(self, req: int) -> tuple[int, int]:
+        """A step's request: `req` is its page (`journey/step`), expected to answer the step's `expect`."""
+        return req, self.expects[req]
+
     async def run(self, t_load0: float, stop: asyncio.Event | None = None) -> Result:
         result = await super().run(t_load0, stop)
-        self.tally.fold()
         for j in self.tally.journeys.values():
             j.cut = j.started - j.completed - sum(j.failed_at.values())
         result.journeys = self.tally
@@ -216,9 +225,7 @@ class JourneyEngine(Engine[None]):
             req_counted = rec.start(t)
             answer = await send(self.aiohttp, session, self.base, step, values, self.timeout)
             why = judge_step(step, answer, session.cookie_jar, values)
-            self._record_answer(req_counted, t, answer)
-            if req_counted:
-                self.tally.step(f"{journey.name}/{step.name}", why is None, now() - t if answer.status else None)
+            self._record_answer(req_counted, t, answer, self.page_at[f"{journey.name}/{step.name}"])
             if why is not None:
                 if counted:
                     key = f"{step.name}: {why}"
@@ -230,12 +237,12 @@ class JourneyEngine(Engine[None]):
                 await asyncio.sleep(step.think)
         count.completed += counted
 
-    def _record_answer(self, counted: bool, t: float, a: Answer) -> None:
+    def _record_answer(self, counted: bool, t: float, a: Answer, page: int) -> None:
         trace = a.trace or {}
         t_sent = trace.get("t_sent", t)
         began = (trace.get("t_connect", math.nan), t_sent, trace.get("t_written", t_sent), a.t_first) if a.status \
             else None
-        self._record(counted, a.kind, t, t_sent, a.nbytes, a.client_error, a.status, began)
+        self._record(counted, a.kind, t, t_sent, a.nbytes, a.client_error, a.status, began, page)
 
 
 async def _walk(mix: JourneyMix, target: Target, timeout: float) -> list[str]:
