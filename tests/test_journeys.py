@@ -200,3 +200,60 @@ def test_a_weighted_mix_draws_by_weight_and_a_seed_repeats_it(tmp_path):
     first, again, other = plan.draw(0, 1)[1], plan.draw(0, 1)[1], plan.draw(0, 2)[1]
     seq = [first().name for _ in range(50)]
     assert seq == [again().name for _ in range(50)] and seq != [other().name for _ in range(50)]
+
+
+# --- a run with journeys: its bad inputs, before anything starts -------------------------------------------
+
+
+def test_the_apps_ship_journeys_that_read():
+    from loadcmp.experiment.journeys import JOURNEYS_FOLDER
+    from loadcmp.lab.apps import get_app
+    from loadcmp.traffic.journeys import shipped_journeys
+
+    for app, names in (("wordpress", {"reader", "author"}), ("laravel", {"note"})):
+        shipped = shipped_journeys(get_app(app).home / JOURNEYS_FOLDER)
+        assert set(shipped) == names
+        mix = load_mix(",".join(shipped), shipped)
+        assert all(j.steps for j in mix.journeys)
+    author = load_mix("author", shipped_journeys(get_app("wordpress").home / JOURNEYS_FOLDER)).journeys[0]
+    assert [s.name for s in author.steps] == ["login-form", "login", "post", "comment", "logout"]
+
+
+@pytest.mark.parametrize("journey, needle", [
+    ("BAD", "bad.toml:4: step 'a': extract t: bad regex"),
+    ("nobody", "no journey 'nobody': neither one the app ships nor a file (the app's journeys: author, reader)"),
+    ("reader=lots", "the weight of 'reader' is not a number"),
+    ("reader=0,author=0", "the weights sum to 0"),
+])
+def test_run_refuses_a_bad_journey_with_one_line_and_exit_2(tmp_path, journey, needle):
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    bad = write(tmp_path, "bad", '[[steps]]\nname = "a"\npath = "/"\nextract = { t = "value=(" }\n')
+    given = str(bad) if journey == "BAD" else journey
+    res = CliRunner().invoke(cli, ["run", "--app", "wordpress", "--server", "nginx", "--journey", given,
+                                   "--out", str(tmp_path / "results")])
+    assert res.exit_code == 2, res.output
+    assert needle in res.output and "Traceback" not in res.output
+    assert not (tmp_path / "results").exists()  # nothing started, nothing stored
+
+
+def test_an_experiment_file_gives_the_mix_by_level(tmp_path):
+    from loadcmp.experiment import journeys
+    from loadcmp.experiment.flags import build_spec
+
+    f = tmp_path / "mix.toml"
+    f.write_text('app = "wordpress"\nservers = ["nginx"]\nclients = [10, 40]\n'
+                 '[journeys]\nreader = 80\nauthor = 20\n[journeys.levels]\n40 = { reader = 60, author = 40 }\n')
+    spec = build_spec(str(f), {})
+    assert (journeys.mix_at(spec, 10), journeys.mix_at(spec, 40)) == ("reader=80,author=20", "reader=60,author=40")
+    assert spec.to_dict()["journey_levels"] == {"40": "reader=60,author=40"}  # run.json carries the spec
+    plan = journeys.plan_for(spec, 40)
+    assert plan is not None and [j.weight for j in plan.mix.journeys] == [60, 40]
+    f.write_text(f.read_text().replace("40 = {", "30 = {"))
+    with pytest.raises(ConfigError, match=r"\[journeys.levels\] 30: not a level this run has \(10, 40\)"):
+        build_spec(str(f), {})
+    f.write_text('app = "wordpress"\nservers = ["nginx"]\nrate = 100\nschedule = "rate"\njourney = "reader"\n')
+    with pytest.raises(ConfigError, match="journeys run on the closed loop"):
+        build_spec(str(f), {})
