@@ -26,7 +26,7 @@
 
 Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
 plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; pages -> tls -> tables -> handshakes;
-pages -> journeys -> tables;
+pages -> tables -> journeys;
 story -> handshakes. Outside the package: the store (the
 folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
 errors).

@@ -12,7 +12,6 @@ from typing import Any, cast
 
 from ..records import JourneyDoc, PageSummary, TrialRecord
 from ..store.reader import Results
-from .tables import CLIENT_BOUND_MARK
 
 HEADER = ["clients", "server", "journey", "started", "completed", "completion", "failed at (most)"]
 STEP_HEADER = ["clients", "server", "step", "ok", "failed", "p50 ms", "p99 ms"]
@@ -23,7 +22,7 @@ LEGEND = ("started: journeys begun inside the window, over the trials; completio
           "the Python path and the client limited them.")
 
 
-def _journeys(trials: list[TrialRecord]) -> dict[str, JourneyDoc]:
+def cell_journeys(trials: list[TrialRecord]) -> dict[str, JourneyDoc]:
     """Each journey's counts over the trials, added."""
     out: dict[str, JourneyDoc] = {}
     for t in trials:
@@ -61,13 +60,14 @@ def _ms(docs: list[PageSummary], key: str) -> str:
     return f"{max(vals):,.1f}" if vals else "-"
 
 
-def journey_rows(data: Results) -> tuple[list[str], list[list[str]]]:
-    """One row per label, level and journey; empty without journeys."""
+def journey_rows(data: Results, bound_mark: str) -> tuple[list[str], list[list[str]]]:
+    """One row per label, level and journey (a client-bound cell's rate marked with `bound_mark`); empty
+    without journeys."""
     rows = []
     for level in data.levels:
         for s in data.servers:
-            mark = CLIENT_BOUND_MARK if data.client_bound(s, level) is not None else ""
-            for name, j in _journeys(data.cell(s, level)).items():
+            mark = bound_mark if data.client_bound(s, level) is not None else ""
+            for name, j in cell_journeys(data.cell(s, level)).items():
                 rate = "-" if j["completion_rate"] is None else f"{j['completion_rate']:.1%}{mark}"
                 top = max(j["failed_at"].items(), key=lambda kv: kv[1], default=None)
                 rows.append([f"{level:,}", s, name, f"{j['started']:,}", f"{j['completed']:,}", rate,
@@ -83,3 +83,13 @@ def step_rows(data: Results) -> tuple[list[str], list[list[str]]]:
             for page, (ok, failed, docs) in _steps(data.cell(s, level)).items():
                 rows.append([f"{level:,}", s, page, f"{ok:,}", f"{failed:,}", _ms(docs, "p50"), _ms(docs, "p99")])
     return (STEP_HEADER, rows) if rows else ([], [])
+
+
+def journeys_json(trials: list[TrialRecord]) -> dict[str, object]:
+    """`--json`'s keys for a cell with journeys (`journeys`, `journey_completion`); none without."""
+    found = cell_journeys(trials)
+    if not found:
+        return {}
+    done = sum(j["completed"] for j in found.values())
+    ended = sum(j["started"] - j["cut"] for j in found.values())
+    return {"journeys": found, "journey_completion": round(done / ended, 4) if ended else None}
