@@ -23,7 +23,7 @@ from ..errors import LoadError, PrimerError
 from ..load import tls
 from ..load.driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from ..load.journeytally import JourneyTally
-from ..load.outcomes import CONNECT_TIMEOUT, OK, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
+from ..load.outcomes import CONNECT_TIMEOUT, KINDS, OK, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
 from ..load.result import Result
 from ..load.schedules import Closed, Ramp, Rate
 from ..load.target import Target
@@ -119,11 +119,11 @@ async def send(aiohttp: Any, session: Any, base: str, step: Step, values: dict[s
 
 def judge_step(step: Step, answer: Answer, jar: Any, values: dict[str, str]) -> str | None:
     """Why the journey fails at this step (None: it goes on); the step's extracts land in `values`."""
+    got = f"HTTP {answer.status}" if answer.status else f"no answer ({KINDS[answer.kind]})"
     if step.expect is not None and answer.status != step.expect:
-        got = f"HTTP {answer.status}" if answer.status else "no answer"
         return f"{got}, expected {step.expect}"
     if step.expect is None and answer.kind != OK:
-        return f"HTTP {answer.status}" if answer.status else "no answer"
+        return got
     for ex in step.extract:
         if ex.cookie is not None:
             found = next((c.value for c in jar if c.key == ex.cookie), None)
