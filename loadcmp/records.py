@@ -225,6 +225,8 @@ class LoadSummary(TypedDict):
     pages: NotRequired[list[PageSummary]]  #: a load of several pages: each one's figures, in the load's order
     journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
+    journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`)
+    journey_seed: NotRequired[int]  #: --journey: the seed of the users' draws (the trial's number)
 
 
 class RoleMetrics(TypedDict, total=False):

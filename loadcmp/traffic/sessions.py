@@ -48,7 +48,7 @@ class JourneyPlan:
         return rng, lambda: rng.choices(journeys, weights)[0]
 
     def describe(self) -> dict[str, Any]:
-        return {"journey": self.mix.describe(), "journey_seed": self.seed, "pages": self.mix.pages()}
+        return {"journey": self.mix.describe(), "journey_seed": self.seed}
 
 
 @dataclass
