@@ -87,3 +87,19 @@ def test_a_run_of_journeys_reports_their_completion_and_a_broken_one_stops_it(tm
     assert "the journey 'author' failed at its step 'login' (POST /wp-login.php): extract logout" in res.output
     assert "Traceback" not in res.output
     assert {c.name for c in cleanup.labelled(docker_client)} == before
+
+
+def test_laravels_session_form_takes_its_csrf_token_and_refuses_a_post_without_it(tmp_path, docker_client):
+    forged = tmp_path / "forged.toml"
+    forged.write_text('[[steps]]\nname = "form"\npath = "/form"\n\n'
+                      '[[steps]]\nname = "post"\nmethod = "POST"\npath = "/form"\nbody = { note = "no token" }\n'
+                      'expect = 419\n')
+    res = CliRunner().invoke(cli, ["run", "--app", "laravel", "--server", "nginx", "--journey", f"note=1,{forged}=1",
+                                   "-c", "2", "-t", "3", "--warmup", "0.5", "--keepalive", "--out", str(tmp_path / "r"),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    (r,) = json.loads(res.stdout)["results"]
+    note, no_token = r["journeys"]["note"], r["journeys"]["forged"]
+    assert note["completed"] > 0 and note["failed"] == 0, note  # the token taken from the form, the session kept
+    assert no_token["completed"] > 0 and no_token["failed"] == 0, no_token  # every post without it: 419
+    assert r["status_codes"].get("419", 0) >= no_token["completed"]
