@@ -6,7 +6,8 @@ variable that later steps use as `{name}` (a CSRF token, a nonce), may `expect` 
 before the next step. The file is read and checked whole before anything starts: every problem is said
 as `file:line: message` (an unknown key, a bad regex, a `{var}` used before a step extracts it).
 `{user}`, `{iteration}` and `{unique}` are always there: the virtual user's number, its journey's
-number, and both with the load process's (so two comments never have the same text).
+number, and both with the load process's and a random part that no seed repeats (so two comments never have
+the same text, in this run or a later one on the same database).
 
 A mix of journeys (`reader=80,author=20`) says how often each user picks each journey; names refer to
 an app's shipped journeys (its `journeys/` folder), anything else is a file.

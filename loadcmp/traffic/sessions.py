@@ -16,6 +16,7 @@ import contextlib
 import math
 import random
 import re
+import secrets
 from dataclasses import dataclass
 from typing import Any
 
@@ -197,7 +198,7 @@ class JourneyEngine(Engine[None]):
         raise LoadError("journeys run on the closed loop (-c), not at a rate")
 
     async def _user(self, user: int) -> None:
-        rng, pick = self.plan.draw(self.spec.worker_index, user)
+        _, pick = self.plan.draw(self.spec.worker_index, user)
         session = _session(self.aiohttp, self.connector, self.timeout)
         iteration = 0
         try:
@@ -205,7 +206,7 @@ class JourneyEngine(Engine[None]):
                 journey = pick()
                 session.cookie_jar.clear()
                 values = {"user": str(user), "iteration": str(iteration),
-                          "unique": f"{self.spec.worker_index}-{user}-{iteration}-{rng.randrange(1 << 30)}"}
+                          "unique": f"{self.spec.worker_index}-{user}-{iteration}-{secrets.token_hex(6)}"}
                 await self._journey(session, journey, values)
                 iteration += 1
         finally:
@@ -253,7 +254,7 @@ async def _walk(mix: JourneyMix, target: Target, timeout: float) -> list[str]:
     try:
         for journey in mix.journeys:
             session = _session(aiohttp, connector, timeout)
-            values = {"user": "0", "iteration": "0", "unique": f"primer-{random.randrange(1 << 30)}"}
+            values = {"user": "0", "iteration": "0", "unique": f"primer-{secrets.token_hex(6)}"}
             try:
                 for step in journey.steps:
                     answer = await send(aiohttp, session, base_of(target), step, values, timeout)
