@@ -142,7 +142,7 @@ def test_the_author_logs_in_and_posts_with_the_tokens_it_extracted(tmp_path):
     assert len(set(comments)) == len(comments)  # {unique} differs each time
     steps = {p["page"]: p for p in doc["pages"]}
     assert set(steps) == {"author/form", "author/login", "author/dash", "author/comment"}
-    assert steps["author/comment"]["ok"] >= author["completed"]
+    assert steps["author/comment"]["ok"] == author["completed"]  # a journey completes with its comment answered
     assert sum(p["completed"] for p in steps.values()) == doc["completed"]  # the steps add up to the load
     assert doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"]
 

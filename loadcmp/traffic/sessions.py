@@ -225,6 +225,8 @@ class JourneyEngine(Engine[None]):
                 return
             req_counted = rec.start(t)
             answer = await send(self.aiohttp, session, self.base, step, values, self.timeout)
+            if now() >= rec.end:  # answered after the window closed: the recorder leaves it unfinished, and so
+                return            # the journey is cut, neither completed nor failed
             why = judge_step(step, answer, session.cookie_jar, values)
             self._record_answer(req_counted, t, answer, self.page_at[f"{journey.name}/{step.name}"])
             if why is not None:
