@@ -251,8 +251,9 @@ def test_an_experiment_file_gives_the_mix_by_level(tmp_path):
     assert spec.to_dict()["journey_levels"] == {"40": "reader=60,author=40"}  # run.json carries the spec
     plan = journeys.plan_for(spec, 40)
     assert plan is not None and [j.weight for j in plan.mix.journeys] == [60, 40]
-    f.write_text(f.read_text().replace("40 = {", "30 = {"))
-    with pytest.raises(ConfigError, match=r"\[journeys.levels\] 30: not a level this run has \(10, 40\)"):
+    assert journeys.mix_at(build_spec(str(f), {"levels": (10,)}), 10) == "reader=80,author=20"  # -c over it
+    f.write_text(f.read_text().replace("40 = {", "many = {"))
+    with pytest.raises(ConfigError, match=r"\[journeys.levels\] 'many': a level is a number of clients"):
         build_spec(str(f), {})
     f.write_text('app = "wordpress"\nservers = ["nginx"]\nrate = 100\nschedule = "rate"\njourney = "reader"\n')
     with pytest.raises(ConfigError, match="journeys run on the closed loop"):
