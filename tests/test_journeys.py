@@ -137,6 +137,7 @@ def test_the_author_logs_in_and_posts_with_the_tokens_it_extracted(tmp_path):
     assert author["completed"] > 0 and author["failed"] == 0, author
     assert doc["journey_completion"] == 1.0
     assert author["started"] == author["completed"] + author["cut"]
+    assert doc.get("client_busy_pct") is not None and "client_bound" in doc  # the Python path watched as any
     # every comment posted inside the window arrived (and the primer's one, before it)
     assert len(comments) >= author["completed"] + 1
     assert len(set(comments)) == len(comments)  # {unique} differs each time
@@ -258,3 +259,53 @@ def test_an_experiment_file_gives_the_mix_by_level(tmp_path):
     f.write_text('app = "wordpress"\nservers = ["nginx"]\nrate = 100\nschedule = "rate"\njourney = "reader"\n')
     with pytest.raises(ConfigError, match="journeys run on the closed loop"):
         build_spec(str(f), {})
+
+
+# --- the metric, the report's section -------------------------------------------------------------------
+
+
+def _trial(server: str, level: int, journeys: dict, pages: list | None = None) -> dict:
+    return {"server": server, "level": level, "trial": 1, "status": "ok",
+            "result": {"journeys": journeys, "pages": pages or [], "ok": 1, "failed": 0, "started": 1,
+                       "unfinished": 0, "rps": 1.0}}
+
+
+def _journey(started: int, completed: int, failed_at: dict, cut: int = 0) -> dict:
+    return {"started": started, "completed": completed, "failed": sum(failed_at.values()), "cut": cut,
+            "completion_rate": None, "failed_at": failed_at}
+
+
+def test_completion_is_a_metric_of_checks_and_findings():
+    from loadcmp.verdicts.checks import check_metric, measure, show, threshold
+
+    trials = [_trial("nginx", 10, {"reader": _journey(10, 9, {"home: HTTP 500": 1}),
+                                   "author": _journey(6, 3, {"post: extract nonce found nothing": 2}, cut=1)}),
+              _trial("nginx", 10, {"reader": _journey(4, 4, {})})]
+    assert check_metric("completion>=95%", "completion", None) is None
+    assert threshold("completion>=95%", "completion", 95, "%") == 0.95
+    assert measure("completion", None, trials) == pytest.approx((9 + 3 + 4) / (10 + 5 + 4))  # the cut left out
+    assert show("completion", 16 / 19) == "84.21%"
+    assert measure("completion", None, [_trial("nginx", 10, {})]) is None  # a load of pages: no data
+
+
+def test_the_reports_journeys_section_and_json():
+    from loadcmp.report.journeys import journey_rows, journeys_json, step_rows
+
+    page = {"page": "author/comment", "ok": 3, "failed": 1, "latency_ms": {"p50": 12.0, "p99": 80.5}}
+    cell = [_trial("nginx", 10, {"author": _journey(6, 3, {"post: extract nonce found nothing": 2}, cut=1)},
+                   [page])]
+
+    class Data:
+        levels, servers = [10], ["nginx"]
+
+        def cell(self, server, level):
+            return cell
+
+        def client_bound(self, server, level):
+            return "bound"
+
+    header, rows = journey_rows(Data(), " ‡")  # type: ignore[arg-type]
+    assert rows == [["10", "nginx", "author", "6", "3", "60.0% ‡", "post: extract nonce found nothing (2)"]]
+    assert step_rows(Data())[1] == [["10", "nginx", "author/comment", "3", "1", "12.0", "80.5"]]  # type: ignore[arg-type]
+    assert journeys_json(cell)["journey_completion"] == 0.6
+    assert journeys_json([_trial("nginx", 10, {})]) == {}
