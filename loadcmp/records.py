@@ -105,6 +105,8 @@ class SpecDoc(TypedDict):
     stacks: NotRequired[dict[str, str]]  #: each label's stack
     stack_dirs: NotRequired[list[str]]  #: the user's stack folders (--stacks), absolute
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
+    mix: NotRequired[dict[str, float]]  #: a weighted mix (--mix, [mix]): page -> weight, drawn in one load
+    seed: NotRequired[int | None]  #: the mix's draw: the same seed sends the same sequence
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
     journey: NotRequired[str | None]  #: --journey: the journeys each virtual user walked, as given
@@ -146,7 +148,6 @@ class TlsFacts(TypedDict):
 
 class JourneyDoc(TypedDict):
     """One journey's outcomes in a load (`--journey`)."""
-
     started: int  #: journeys started inside the window
     completed: int  #: every step done, every extract found
     failed: int  #: ended at a step (see failed_at)
@@ -225,8 +226,7 @@ class LoadSummary(TypedDict):
     pages: NotRequired[list[PageSummary]]  #: a load of several pages: each one's figures, in the load's order
     journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
-    journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`)
-    journey_seed: NotRequired[int]  #: --journey: the seed of the users' draws (the trial's number)
+    journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`; its seed: journey_seed)
 
 
 class RoleMetrics(TypedDict, total=False):
@@ -304,6 +304,7 @@ class TrialRecord(TypedDict):
     result: NotRequired[LoadSummary]
     tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
     latency_hist: NotRequired[HistogramDoc]
+    page_hists: NotRequired[dict[str, HistogramDoc]]  #: a load of several pages: each page's latency histogram
     service_hist: NotRequired[HistogramDoc]
     server_metrics: NotRequired[ServerMetrics]
     container_state: NotRequired[dict[str, ContainerState]]

@@ -16,6 +16,7 @@ from .display import edges_note, err, out, p99_text, status_text, warn
 from .live import LiveFlags, LivePage, live_options, watching, with_feed
 from .types import COUNT
 from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
+from .traffic import TrafficFlags, traffic_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
@@ -96,6 +97,9 @@ class SweepDisplay:
                     "in the window[/yellow]")
         if r and r.get("client_bound"):
             msg += f"\n{'':>18}[yellow]client-bound: {r.get('client_bound_reason')}[/yellow]"
+        if r and r.get("pages"):  # a mix: each page on its own
+            msg += f"\n{'':>18}" + "  ".join(f"{escape(pg['page'])} {pg['completed']:,} ({pg['share']:.1%}, p99 "
+                                                f"{p99_text(pg['latency_ms'])})" for pg in r.get("pages", []))
         edges = edges_note(r) if r else None
         if edges:
             msg += f"\n{'':>18}{edges}"
@@ -221,6 +225,7 @@ def raise_for_status(outcome: SweepOutcome) -> None:
               help="Virtual users walk this journey (the app's by name, or a file), or a weighted mix of them; "
                    "each step is measured as the page journey/step (see docs/traffic.md).")
 @setup_options
+@traffic_options
 @live_options
 def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, journey: str | None, as_json: bool,
         **flags: Any) -> None:
@@ -231,8 +236,9 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, j
     from ..experiment.flags import build_spec
 
     load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
+    traffic = TrafficFlags.pop(flags)
     setup.check_out()
-    given = {**load.given(), **setup.fields_with(servers_), **({"trials": trials} if trials else {}),
+    given = {**load.given(), **setup.fields_with(servers_), **traffic.given(), **({"trials": trials} if trials else {}),
              **({"journey": journey, "journey_levels": {}} if journey else {})}
     spec = build_spec(experiment, given)
     with watching(live) as watch:

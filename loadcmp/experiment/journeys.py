@@ -45,6 +45,9 @@ class RunSpec(Protocol):
     @property
     def schedule(self) -> str: ...
 
+    @property
+    def mix(self) -> dict[str, float]: ...
+
 
 def shipped(spec: RunSpec) -> dict[str, Path]:
     """The run's app's journeys by name (none without an app, or with an app that has none)."""
@@ -91,6 +94,8 @@ def journey_errors(spec: RunSpec) -> list[str]:
             p.add(f"[journeys.levels] {level!r}: a level is a number of clients, like 20")
     if spec.schedule != "closed":
         p.add(f"journeys run on the closed loop (-c): not with the {spec.schedule} schedule")
+    if spec.mix:
+        p.add("--journey and --mix: give one (a journey's steps are its pages)")
     return p.messages
 
 

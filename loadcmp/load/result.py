@@ -265,6 +265,13 @@ class Result:
             out.append(p)
         return out
 
+    def page_latency(self, page: int) -> Histogram:
+        """Page `page`'s latency over the window."""
+        h = Histogram()
+        for p in self.page_seconds(page):
+            h = h.merge(p.lat_h)
+        return h
+
     def latency(self) -> Histogram:
         h = Histogram()
         for s in self.seconds:

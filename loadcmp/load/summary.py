@@ -76,9 +76,7 @@ def pages_doc(result: Result) -> list[PageSummary]:
     for j, name in enumerate(result.pages):
         secs = result.page_seconds(j)
         counts = [sum(p.counts[k] for p in secs) for k in range(len(KINDS))]
-        lat = Histogram()
-        for p in secs:
-            lat = lat.merge(p.lat_h)
+        lat = result.page_latency(j)
         codes = result.page_status[j] if j < len(result.page_status) else {}
         doc = PageSummary(page=name, ok=counts[OK], failed=sum(counts) - counts[OK],
                           failures={KINDS[k]: counts[k] for k in range(len(KINDS)) if k != OK and counts[k]},
@@ -112,6 +110,24 @@ def second_row(i: int, s: Second) -> dict[str, Any]:
     row["client_wait_pct"] = None if s.client_wait is None else round(s.client_wait, 1)
     row["loop_lag_ms"] = None if s.loop_lag_ms is None else round(s.loop_lag_ms, 2)
     return row
+
+
+def page_load_summary(whole: LoadSummary, p: PageSummary) -> LoadSummary:
+    """One page of a load as a load of its own (what a finding or a check reads of `nginx[/x]`): its counts,
+    rates and latency over the load's window, the client's own figures the load's."""
+    dur = whole["duration_s"] or 1e-9
+    counts = {k: 0 for k in KINDS} | {"ok": p["ok"]} | p["failures"]
+    doc = LoadSummary(ok=p["ok"], failed=p["failed"], failures=dict(p["failures"]), unfinished=0,
+                      started=p["completed"], dropped=0, completed=p["completed"], rps=p["rps"],
+                      completions_per_s=round(p["completed"] / dur, 3),
+                      failed_rate=round(p["failed"] / max(1, p["completed"]), 6), duration_s=whole["duration_s"],
+                      bytes=p["bytes"], bytes_per_s=round(p["bytes"] / dur, 1), latency_ms=p["latency_ms"],
+                      service_ms=p["latency_ms"], webbench=_webbench(counts, p["completed"], p["bytes"], dur),
+                      interrupted=whole["interrupted"], warnings=[], status_codes=dict(p["status_codes"]))
+    for key in ("client_bound", "client_bound_reason", "stopped_by", "schedule", "engine", "workers"):
+        if key in whole:
+            doc[key] = whole[key]
+    return doc
 
 
 def note_ramp_cut(doc: LoadSummary, schedule: Schedule, warmup: float) -> None:
