@@ -112,6 +112,8 @@ class SpecDoc(TypedDict):
     seed: NotRequired[int | None]  #: the mix's draw: the same seed sends the same sequence
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
+    journey: NotRequired[str | None]  #: --journey: the journeys each virtual user walked, as given
+    journey_levels: NotRequired[dict[str, str]]  #: the journeys' mix at some levels, over `journey`
     configs: NotRequired[list[dict[str, Any]]]  #: --config: server, role, file (absolute), port, status
     trials: NotRequired[int]  #: repeats of each server x level
     ramp_up: NotRequired[float | None]
@@ -160,6 +162,16 @@ class StreamFacts(TypedDict):
     resets: dict[str, int]  #: RST_STREAM by error-code name, e.g. {"REFUSED_STREAM": 3} (outcome stream_reset)
     max_concurrent: int  #: the server's SETTINGS_MAX_CONCURRENT_STREAMS as last seen; 0: none sent
     max_per_connection: int  #: the most requests one connection served
+class JourneyDoc(TypedDict):
+    """One journey's outcomes in a load (`--journey`)."""
+    started: int  #: journeys started inside the window
+    completed: int  #: every step done, every extract found
+    failed: int  #: ended at a step (see failed_at)
+    cut: int  #: under way when the window closed: neither completed nor failed
+    completion_rate: float | None  #: completed / (started - cut); None when none ended
+    failed_at: dict[str, int]  #: "step: why" -> journeys that ended there
+
+
 class PageSummary(TypedDict):
     """One page of a load of several pages (a mix, a replayed log, a journey's step), counted on its own:
     the pages' counts add up to the load's."""
@@ -229,6 +241,9 @@ class LoadSummary(TypedDict):
     tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
     streams: NotRequired[StreamFacts | None]  #: h2, h2c, h3: streams, GOAWAYs, RST_STREAMs; None for h1
     pages: NotRequired[list[PageSummary]]  #: a load of several pages: each one's figures, in the load's order
+    journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
+    journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
+    journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`; its seed: journey_seed)
 
 
 class RoleMetrics(TypedDict, total=False):

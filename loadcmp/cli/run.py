@@ -221,10 +221,14 @@ def raise_for_status(outcome: SweepOutcome) -> None:
               help="Stack to run (repeatable, or 'all'); LABEL=STACK runs a stack under a label of its own.")
 @load_options
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
+@click.option("--journey", metavar="NAME|FILE|NAME=W,...",
+              help="Virtual users walk this journey (the app's by name, or a file), or a weighted mix of them; "
+                   "each step is measured as the page journey/step (see docs/traffic.md).")
 @setup_options
 @traffic_options
 @live_options
-def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, as_json: bool, **flags: Any) -> None:
+def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, journey: str | None, as_json: bool,
+        **flags: Any) -> None:
     """Start servers, load them at each level, measure both sides, store it all.
 
     Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
@@ -234,7 +238,8 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, a
     load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
     traffic = TrafficFlags.pop(flags)
     setup.check_out()
-    given = {**load.given(), **setup.fields_with(servers_), **traffic.given(), **({"trials": trials} if trials else {})}
+    given = {**load.given(), **setup.fields_with(servers_), **traffic.given(), **({"trials": trials} if trials else {}),
+             **({"journey": journey, "journey_levels": {}} if journey else {})}
     spec = build_spec(experiment, given)
     with watching(live) as watch:
         raise_for_status(sweep(spec, as_json=as_json, live=watch))

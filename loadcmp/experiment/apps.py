@@ -81,6 +81,8 @@ def with_default_pages(fields: dict[str, Any]) -> dict[str, Any]:
         except UsageError:
             return fields  # `validate` says why, beside every other problem
         paths = tuple(p.path for p in app.pages)
+        if fields.get("journey"):  # the journeys say what they ask for: the app runs behind its first page
+            return {**fields, "page": paths[0]}
         return {**fields, **({"page": paths[0]} if len(paths) == 1 else {"pages": paths})}
     return fields
 

@@ -16,6 +16,7 @@ from ..traffic.mix import check_mix
 from ..units import MAX_COUNT, parse_duration, parse_levels, parse_memory_cap, parse_rate
 from ..verdicts.findings import parse_findings
 from . import protos, variants
+from .journeys import from_table
 
 KEYS: dict[str, str] = {
     "name": "str",
@@ -32,6 +33,8 @@ KEYS: dict[str, str] = {
     "seed": "seed",
     "www": "str",
     "app": "str",
+    "journey": "str",
+    "journeys": "journeys",
     "configs": "configs",
     "trials": "int",
     "schedule": "str",
@@ -182,6 +185,10 @@ def _configs(key: str, v: Any, cat: Catalog) -> Any:
     return v
 
 
+def _journeys(key: str, v: Any, cat: Catalog) -> Any:
+    return from_table(v)
+
+
 def _findings(key: str, v: Any, cat: Catalog) -> Any:
     return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
 
@@ -190,6 +197,7 @@ CONVERT: dict[str, Callable[[str, Any, Catalog], Any]] = {
     "str": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools, "list[str]": _names,
     "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
-    "table": _table, "variants": _variants, "configs": _configs, "findings": _findings, "mix": _mix, "seed": _seed,
+    "table": _table, "variants": _variants, "journeys": _journeys, "configs": _configs, "findings": _findings,
+    "mix": _mix, "seed": _seed,
 }
 """Each type of KEYS and the function that checks a value of it and converts it (key, value, catalog)."""

@@ -15,7 +15,7 @@ from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
-from . import apps, protos as protocols, variants
+from . import apps, journeys, protos as protocols, variants
 from .filekeys import FIELD_OF, KEYS, convert
 from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
@@ -52,6 +52,10 @@ class RunSpec:
     """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
     app: str | None = None
     """The application (`--app`, `configs/apps/<name>/`) its own pages run on, behind every stack (`apps`)."""
+    journey: str | None = None
+    """--journey: the journeys each virtual user walks, as given (`reader=80,author=20`, a name, a file)."""
+    journey_levels: dict[str, str] = field(default_factory=dict)
+    """The mix at some levels (by level, `[journeys.levels]`), over `journey`."""
     configs: tuple[dict[str, Any], ...] = ()
     """The user's own config files (`--config`, [[configs]]): `ownconfig.OwnConfig.doc()`s, paths absolute."""
     trials: int = 1
@@ -243,6 +247,8 @@ class _FileReader:
             fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
         elif key == "configs":
             fields["configs"] = ownconfig.from_tables(conv, p.parent)
+        elif key == "journeys":
+            fields["journey"], fields["journey_levels"] = conv
         elif key in ("smoke", "capacity", "tune"):  # read by their commands (`loadcmp smoke`, `capacity`, `tune`)
             self.extra[key] = conv
         elif key == "variants":
@@ -290,6 +296,7 @@ def validate(spec: RunSpec) -> RunSpec:
     _check_numbers(p, spec)
     page_problems = apps.page_errors(spec)
     p.extend(page_problems)
+    p.extend(journeys.journey_errors(spec))
     _check_machines(p, spec)
     if servers:
         chosen = {v.label for v in servers}

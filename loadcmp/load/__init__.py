@@ -27,6 +27,7 @@
     outcomes.py   outcome kinds; socket error / HTTP status -> kind
     recorder.py   per-second counts and histograms, filled as responses end
     result.py     Result: a finished measurement's per-second buckets and totals (mergeable)
+    journeytally.py  what a load's journeys did: completions, the step each failed at, each step's tally
     histogram.py  latency histograms that merge exactly (sparse, log-bucketed, 1 % wide)
     summary.py    Result -> records.LoadSummary and timeline rows
     limits.py     the open-file limit: check_nofile, raise_nofile

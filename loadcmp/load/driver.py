@@ -150,6 +150,10 @@ class Engine(Generic[S]):
             rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t), page, expect)
         return client_error is not None
 
+    def page_names(self) -> tuple[str, ...]:
+        """The pages the recorder keeps apart (none for a load of one page); an engine of journeys: its steps."""
+        return self.spec.pages.names if self.spec.pages is not None else ()
+
     def page_of(self, req: int) -> tuple[int, int]:
         """Request `req`'s page and the status it is expected to answer (0: any); a load of one page: none."""
         c = self.cursor
@@ -161,7 +165,7 @@ class Engine(Generic[S]):
         spec = self.spec
         self.t_load0 = t_load0
         t0 = t_load0 + spec.warmup
-        self.rec = Recorder(t0, spec.duration, self.budget, spec.pages.names if spec.pages is not None else ())
+        self.rec = Recorder(t0, spec.duration, self.budget, self.page_names())
         self.rec.tls = TlsTally() if spec.target.scheme == "https" else None
         gc.freeze()  # what exists now (modules, the plan) is not walked by each collection during the load
         try:

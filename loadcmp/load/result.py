@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .histogram import Histogram
+from .journeytally import JourneyTally
 from .outcomes import KINDS
 from .saturation import ClientUse
 
@@ -254,6 +255,8 @@ class Result:
     """A load of several pages: their names, by the index `Second.pages` keeps them by; empty: one page."""
     page_status: list[dict[int, int]] = field(default_factory=list)
     """Each page's responses by exact status code, by page index."""
+    journeys: JourneyTally | None = None
+    """--journey: each journey's completions and each step's tally; None for a load of pages."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -298,6 +301,7 @@ class Result:
             next((p.pages for p in parts if p.pages), ()),
             [_add_counts([p.page_status[j] for p in parts if j < len(p.page_status)])
              for j in range(max(len(p.page_status) for p in parts))],
+            JourneyTally.merge([p.journeys for p in parts]),
         )
 
     def counts(self) -> dict[str, int]:

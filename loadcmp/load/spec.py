@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from .pages import Pages
 from .recorder import Second
@@ -29,6 +30,9 @@ class LoadSpec:
     warmup: float = 0.0
     timeout: float = DEFAULT_TIMEOUT
     engine: str = "fast"
+    traffic: Any = None
+    """What is sent beyond pages, as the traffic package planned it (journeys): its `engine(spec, live)` makes
+    the engine (`workers.make_engine`)."""
     spread_sources: bool = False
     """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
     worker_index: int = 0

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..records import LatencyMs, LoadSummary, PageSummary, StreamFacts, TlsFacts, WebbenchCount
+from ..records import JourneyDoc, LatencyMs, LoadSummary, PageSummary, StreamFacts, TlsFacts, WebbenchCount
 from ..units import ms
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, GOAWAY, KINDS, OK, RESET, STREAM_RESET, TIMEOUT
+from .journeytally import JourneyTally
 from .recorder import PHASES, Histogram, PageSecond, Result, Second, TlsTally
 from .result import StreamTally
 from .schedules import Ramp, Schedule
@@ -157,6 +158,8 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
         doc["client_errors"] = dict(result.client_errors)
     if result.pages:
         doc["pages"] = pages_doc(result)
+    if result.journeys is not None:
+        add_journeys(doc, result.journeys)
     if extra:
         cast(dict[str, Any], doc).update(extra)  # keys a LoadSummary declares as NotRequired, and the caller's
     return doc
@@ -233,6 +236,15 @@ def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> No
         doc["tls_errors"] = dict(sorted(result.tls.errors.items(), key=lambda kv: -kv[1]))
     if result.streams is not None:
         doc["streams"] = streams_doc(result.streams)
+
+
+def add_journeys(doc: LoadSummary, tally: JourneyTally) -> None:
+    """--journey: each journey's completion rate and where it failed (its steps are the load's `pages`)."""
+    doc["journeys"] = {name: JourneyDoc(
+        started=j.started, completed=j.completed, failed=sum(j.failed_at.values()), cut=j.cut,
+        completion_rate=_round(j.completion_rate(), 4),
+        failed_at=dict(sorted(j.failed_at.items(), key=lambda kv: -kv[1]))) for name, j in tally.journeys.items()}
+    doc["journey_completion"] = _round(tally.completion_rate(), 4)
 
 
 def tls_doc(t: TlsTally | None) -> TlsFacts | None:

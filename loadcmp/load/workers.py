@@ -28,7 +28,7 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.synchronize import Event as ProcessEvent
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 import uvloop
 
@@ -63,6 +63,8 @@ ENGINES: dict[str, type[Engine[Any]]] = {"fast": FastEngine, "aiohttp": AiohttpE
 
 
 def make_engine(spec: LoadSpec, live: LiveFn | None = None) -> Engine[Any]:
+    if spec.traffic is not None:  # journeys: the traffic package's engine, handed down in the spec
+        return cast(Engine[Any], spec.traffic.engine(spec, live))
     if spec.target.proto == "h3":  # one engine speaks QUIC; qh3 is imported only for it
         if spec.engine != "fast":
             raise UsageError(f"--proto h3 runs its own QUIC engine (every schedule), not --engine {spec.engine}")

@@ -16,6 +16,8 @@
                       concurrent), what each label asked for and negotiated, GOAWAY every N with its tunable
     mixes.py          a weighted mix: each page's row (requests, share, ok/s, status codes, p50, p99) beside
                       Table 1's for the mix as a whole, and the mix's pages, weights and seed
+    journeys.py       --journey: each journey's completion rate and where the others failed, each step as
+                      the page journey/step
     handshakes.py     a cell's TLS in words and figures: tls_error by reason, a client-bound cell's CPU per
                       handshake on each side, its facts for `--json`
     setup.py          the set-up section (what ran, where, with which settings) and the warnings
@@ -29,6 +31,7 @@
 Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
 plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; pages -> tls -> tables -> handshakes;
 pages -> streams; pages -> mixes;
+pages -> tables -> journeys;
 story -> handshakes. Outside the package: the store (the
 folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
 errors).

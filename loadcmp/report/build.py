@@ -24,8 +24,9 @@ from .tune import tune_lines, tune_rows
 from .pages import Report
 from .setup import settings, setup_rows, warnings
 from .story import story
-from .tables import legend, table1
+from .tables import CLIENT_BOUND_MARK, legend, table1
 from .streams import stream_lines, stream_rows
+from .journeys import journey_rows, step_rows
 from .tls import tls_lines, tls_rows
 from .mixes import mix_lines, mix_rows
 
@@ -150,7 +151,8 @@ def compose(data: Results, level: int | None = None, svg: bool = False) -> Repor
                   baseline=base, ratios=ratios, figures=figs, png=png, svg=svgs, capacity=capacity_rows(data),
                   capacity_lines=tuple(capacity_lines(data)), tune=tune_rows(data), tune_lines=tuple(tune_lines(data)),
                   tls=tls_rows(data), tls_lines=tuple(tls_lines(data)), streams=stream_rows(data),
-                  stream_lines=tuple(stream_lines(data)), mix=mix_rows(data), mix_lines=tuple(mix_lines(data)))
+                  stream_lines=tuple(stream_lines(data)), mix=mix_rows(data), mix_lines=tuple(mix_lines(data)),
+                  journeys=journey_rows(data, CLIENT_BOUND_MARK), journey_steps=step_rows(data))
 
 
 def _write(r: Report, out: Path, formats: set[str]) -> dict[str, Path]:

@@ -18,6 +18,7 @@ from .compare import RatioRow
 from .plots import Drawn
 from .tables import long_form
 from .streams import titled
+from .journeys import LEGEND as JOURNEY_LEGEND
 from .mixes import LEGEND as MIX_LEGEND
 from .tls import LEGEND as TLS_LEGEND
 
@@ -52,6 +53,8 @@ class Report:
     stream_lines: tuple[str, ...] = ()  #: h2/h2c: what each label negotiated, trials stopped for it, GOAWAY every N
     mix: tuple[list[str], list[list[str]]] = ([], [])  #: a mix: each page's row (`report.mixes`); none: empty
     mix_lines: tuple[str, ...] = ()  #: a mix: its pages, weights and seed
+    journeys: tuple[list[str], list[list[str]]] = ([], [])  #: --journey: completion per journey; none: empty
+    journey_steps: tuple[list[str], list[list[str]]] = ([], [])  #: --journey: each step as a page
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -166,6 +169,7 @@ def html_page(r: Report) -> str:
     parts += _section_html("TLS handshakes", r.tls, TLS_LEGEND, r.tls_lines)
     title, legend = titled(r.streams[1])
     parts += _section_html(title, r.streams, legend, r.stream_lines)
+    parts += _journeys_html(r)
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
@@ -187,6 +191,15 @@ def html_page(r: Report) -> str:
     parts.append("<p><small>Built by loadcmp from stored results only: "
                  + _e(", ".join(str(run.path) for run in r.data.runs)) + "</small></p></body></html>")
     return "\n".join(parts)
+
+
+def _journeys_html(r: Report) -> list[str]:
+    """--journey: the journeys' completion and each step's tally; nothing without journeys."""
+    if not r.journeys[1]:
+        return []
+    return ["<h2>Journeys</h2>" + _table_html([("", h) for h in r.journeys[0]], r.journeys[1])
+            + _table_html([("", h) for h in r.journey_steps[0]], r.journey_steps[1])
+            + f"<p><small class='legend'>{_e(JOURNEY_LEGEND)}</small></p>"]
 
 
 def _mix_html(r: Report) -> list[str]:
@@ -234,6 +247,9 @@ def markdown(r: Report) -> str:
     parts += _section_md("TLS handshakes", r.tls, TLS_LEGEND, r.tls_lines)
     title, legend = titled(r.streams[1])
     parts += _section_md(title, r.streams, legend, r.stream_lines)
+    if r.journeys[1]:
+        parts += ["## Journeys", "", _md_table(*r.journeys), "", _md_table(*r.journey_steps), "",
+                  f"*{JOURNEY_LEGEND}*", ""]
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]

@@ -21,6 +21,7 @@ from ..units import ms
 from .capacity import capacity_json
 from .causes import note
 from .handshakes import bound_said, facts
+from .journeys import journeys_json
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -189,6 +190,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
             item["client_advice"] = _joined(bound.advice, bound_said(bound))
         if (tls := facts(res.cell(r.server, int(r.level)))) is not None:
             item["tls"] = tls
+        item.update(journeys_json(res.cell(r.server, int(r.level))))
         if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "mem_peak_bytes") if r[f"{k}_low"] is not None

@@ -43,7 +43,9 @@ from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
 from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord,
                        TrialStatus)
 from ..experiment.spec import RunSpec
+from ..experiment import journeys
 from ..experiment.apps import overrides_for, stack_for
+from ..traffic.sessions import prime_journeys
 from ..store.writer import Row, RunWriter, Watch
 from ..units import cpu_list
 
@@ -171,6 +173,7 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             if spoke != p.proto:  # it speaks another protocol: this trial would measure the wrong one
                 sweep.reused.pop(p.label, None)
                 return TrialOutcome(not_started(spec, p, wrong_protocol(dep, p.proto, spoke), "wrong_protocol"), [], [])
+            prime_journeys_of(dep, p, spec)
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
                 stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
@@ -236,8 +239,9 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
                          streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
     pages = mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else None
+    traffic = journeys.plan_for(spec, p.level, seed=(spec.seed or 0) * 1000 + p.trial)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
-                    pages=pages)
+                    pages=pages, traffic=traffic)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
@@ -251,7 +255,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     finally:
         samples = sampler.stop()
     summary = result_doc(result, {
-        "schedule": {**schedule.describe(), "keepalive": p.keepalive}, "engine": spec.engine,
+        "schedule": {**schedule.describe(), "keepalive": p.keepalive},
+        "engine": "journey (aiohttp)" if traffic else spec.engine, **(traffic.describe() if traffic else {}),
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
@@ -269,6 +274,16 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
         window=(since, since + summary["duration_s"] + summary.get("teardown_s", 0.0) + evidence.LOG_LAG),
         page_hists={name: result.page_latency(j).to_dict() for j, name in enumerate(result.pages)},
     )
+
+
+def prime_journeys_of(dep: Deployment, p: Planned, spec: RunSpec) -> None:
+    """With journeys, each is walked once before the load: one that cannot complete stops the run, its step
+    named (a PrimerError), rather than measuring failures."""
+    mix = journeys.mix_for(spec, p.level)
+    if mix is not None:
+        target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}/", resolve=False,
+                             cafile=dep.plan.cafile)
+        prime_journeys(mix, target, spec.timeout, p.label)
 
 
 def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence:

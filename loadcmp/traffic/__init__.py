@@ -5,5 +5,11 @@ engines send: the pages, and the order and times they are due in. It sits above 
 engines plain, prepared data and may build on their base) and below the lab (an app's shipped journeys are
 read with it).
 
-    mix.py   weighted mixes: `--mix` and `[mix]` parsed and checked, the seeded draw, the load's `Pages`
+    mix.py        weighted mixes: `--mix` and `[mix]` parsed and checked, the seeded draw, the load's `Pages`
+    journeys.py   journey files (TOML steps with extracts, expects and think times) read and checked whole;
+                  a weighted mix of them (`--journey reader=80,author=20`), an app's shipped ones by name
+    sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request
+                  and as the page `journey/step`; each journey walked once before the load (`prime_journeys`)
+
+Imports go one way: sessions -> journeys.
 """

@@ -35,6 +35,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "handshakes": ("", "TLS handshakes per second, full and resumed (https)"),
     "resumed_share": ("ratio", "share of the TLS handshakes that resumed a session (https)"),
     "handshakes_per_core": ("", "TLS handshakes per second per core of server CPU (https)"),
+    "completion": ("ratio", "journeys completed / journeys started and ended (--journey)"),
 }
 """Metric -> (kind, meaning). The kind sets the scale: ratio 0..1, time in ms, bytes, or a plain number."""
 THROUGHPUT = frozenset({"rps", "handshakes"})
@@ -130,6 +131,8 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
         return sum(count(r) for r in res) / len(res)
     if metric in TLS:
         return _tls_measure(metric, ran)
+    if metric == "completion":
+        return _completion(res)
     if metric in ("p", "max", "mean"):
         h = pooled_latency(ran)
         if h.count == 0:
@@ -164,3 +167,13 @@ def _tls_measure(metric: str, trials: list[TrialRecord]) -> float | None:
     if metric == "resumed_share":
         return resumed / (full + resumed) if full + resumed else None
     return sum(rates) / len(rates) if rates else None
+
+
+def _completion(results: list[LoadSummary]) -> float | None:
+    """Journeys completed over those that ended (started, not cut by the window's close), all trials pooled;
+    None for a load of pages."""
+    done = ended = 0
+    for r in results:
+        for j in r.get("journeys", {}).values():
+            done, ended = done + j["completed"], ended + j["started"] - j["cut"]
+    return done / ended if ended else None

@@ -1,8 +1,9 @@
 <?php
 // The site's set-up, without the web installer: WordPress's own functions install it and make its content
-// (500 posts with fixed IDs 1001..1500 dated through 2024, two comments each, categories, a page and a
-// menu), in one transaction. Run when each web container starts (`setup` in app.toml), once its database
-// is ready; a site already installed (a second web role on the same database) is left as it is.
+// (500 posts with fixed IDs 1001..1500 dated through 2024, two comments each, categories, a page, a menu
+// and the journeys' 500 authors), in one transaction. Run when each web container starts (`setup` in
+// app.toml), once its database is ready; a site already installed (a second web role on the same database)
+// is left as it is.
 $_SERVER['HTTP_HOST'] = '127.0.0.1';
 $_SERVER['REQUEST_URI'] = '/';
 define('WP_INSTALLING', true);
@@ -86,7 +87,19 @@ foreach (array_slice($categories, 0, 4) as $term) {
         'menu-item-type' => 'taxonomy', 'menu-item-status' => 'publish']);
 }
 set_theme_mod('nav_menu_locations', ['primary' => $menu]);
+// The accounts the journey `author` logs in with (configs/apps/wordpress/journeys/author.toml): one per
+// virtual user (`author{user}`), so that concurrent logins never rewrite one account's session list at once.
+// Editors: their comments are approved at once and WordPress's comment flood check (one comment per 15 s
+// from an address, and every client here is 127.0.0.1) leaves them alone, as it does a site's staff.
+for ($u = 0; $u < 500; $u++) {
+    $uid = wp_insert_user(['user_login' => "author$u", 'user_pass' => 'loadcmp', 'role' => 'editor',
+        'user_email' => "author$u@example.invalid", 'display_name' => "author $u"]);
+    if (is_wp_error($uid)) {
+        fwrite(STDERR, "loadcmp wordpress: author$u: " . $uid->get_error_message() . "\n");
+        exit(1);
+    }
+}
 wp_defer_term_counting(false);
 wp_defer_comment_counting(false);
 $wpdb->query('COMMIT');
-printf("loadcmp wordpress: installed with 500 posts and 1000 comments in %.1f s\n", microtime(true) - $started);
+printf("loadcmp wordpress: installed with 500 posts, 1000 comments and 500 authors in %.1f s\n", microtime(true) - $started);

@@ -4,12 +4,19 @@ namespace App\Http;
 
 use Illuminate\Foundation\Http\Kernel as HttpKernel;
 
-/** No global middleware and no sessions: the article's route and the framework's own work only. */
+/** No global middleware: the article's routes run the framework's own work only. The form's routes alone
+ * (the group `session`) start a session (a file per session) and check its CSRF token. */
 class Kernel extends HttpKernel
 {
     protected $middleware = [];
 
-    protected $middlewareGroups = ['web' => []];
+    protected $middlewareGroups = [
+        'web' => [],
+        'session' => [
+            \Illuminate\Session\Middleware\StartSession::class,
+            \Illuminate\Foundation\Http\Middleware\VerifyCsrfToken::class,
+        ],
+    ];
 
     protected $routeMiddleware = [];
 }
