@@ -13,6 +13,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 # a search's records live in studies.py; they are named here too, as every reader imports from here
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
+# what a load's protocol and traffic did live in facts.py; named here too, for the same reason
+from .facts import JourneyDoc, StreamFacts, TlsFacts
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
@@ -137,39 +139,6 @@ class SpecDoc(TypedDict):
     name: NotRequired[str]
     description: NotRequired[str]
     out: NotRequired[str]  #: the folder the results folder is made in
-
-
-class TlsFacts(TypedDict):
-    """What the handshakes of an https load negotiated (the most common, when they differ), and how many."""
-
-    version: str  #: as OpenSSL and Python's ssl name it: "TLSv1.3"
-    cipher: str  #: "TLS_AES_256_GCM_SHA384"
-    alpn: str  #: "http/1.1"; "" when the server chose none
-    full: int  #: full handshakes of counted requests
-    resumed: int  #: handshakes that resumed a saved session
-
-
-class StreamFacts(TypedDict):
-    """What the streams of an h2, h2c or h3 load did (`load.result.StreamTally`), beside their outcomes."""
-
-    protocol: str  #: negotiated: "h2", "h2c", "h3"
-    connections: int  #: connections opened (a new one after each GOAWAY)
-    streams: int  #: streams started (the warm-up's included)
-    streams_per_connection: float  #: streams / connections
-    goaways: int  #: GOAWAY frames received
-    goaway_unprocessed: int  #: streams above a GOAWAY's last-stream-id, never processed (outcome goaway)
-    retried: int  #: of those, sent again on a new connection (each a new started stream)
-    resets: dict[str, int]  #: RST_STREAM by error-code name, e.g. {"REFUSED_STREAM": 3} (outcome stream_reset)
-    max_concurrent: int  #: the server's SETTINGS_MAX_CONCURRENT_STREAMS as last seen; 0: none sent
-    max_per_connection: int  #: the most requests one connection served
-class JourneyDoc(TypedDict):
-    """One journey's outcomes in a load (`--journey`)."""
-    started: int  #: journeys started inside the window
-    completed: int  #: every step done, every extract found
-    failed: int  #: ended at a step (see failed_at)
-    cut: int  #: under way when the window closed: neither completed nor failed
-    completion_rate: float | None  #: completed / (started - cut); None when none ended
-    failed_at: dict[str, int]  #: "step: why" -> journeys that ended there
 
 
 class PageSummary(TypedDict):

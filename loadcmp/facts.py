@@ -1,0 +1,43 @@
+"""What a load's protocol and traffic did, as TypedDicts of run.json: its TLS handshakes, its HTTP/2 or
+HTTP/3 streams, its journeys. Kept apart from records.py (which names them too) so that each stays short.
+"""
+
+from __future__ import annotations
+
+from typing import TypedDict
+
+
+class TlsFacts(TypedDict):
+    """What the handshakes of an https load negotiated (the most common, when they differ), and how many."""
+
+    version: str  #: as OpenSSL and Python's ssl name it: "TLSv1.3"
+    cipher: str  #: "TLS_AES_256_GCM_SHA384"
+    alpn: str  #: "http/1.1"; "" when the server chose none
+    full: int  #: full handshakes of counted requests
+    resumed: int  #: handshakes that resumed a saved session
+
+
+class StreamFacts(TypedDict):
+    """What the streams of an h2, h2c or h3 load did (`load.result.StreamTally`), beside their outcomes."""
+
+    protocol: str  #: negotiated: "h2", "h2c", "h3"
+    connections: int  #: connections opened (a new one after each GOAWAY)
+    streams: int  #: streams started (the warm-up's included)
+    streams_per_connection: float  #: streams / connections
+    goaways: int  #: GOAWAY frames received
+    goaway_unprocessed: int  #: streams above a GOAWAY's last-stream-id, never processed (outcome goaway)
+    retried: int  #: of those, sent again on a new connection (each a new started stream)
+    resets: dict[str, int]  #: RST_STREAM by error-code name, e.g. {"REFUSED_STREAM": 3} (outcome stream_reset)
+    max_concurrent: int  #: the server's SETTINGS_MAX_CONCURRENT_STREAMS as last seen; 0: none sent
+    max_per_connection: int  #: the most requests one connection served
+
+
+class JourneyDoc(TypedDict):
+    """One journey's outcomes in a load (`--journey`)."""
+
+    started: int  #: journeys started inside the window
+    completed: int  #: every step done, every extract found
+    failed: int  #: ended at a step (see failed_at)
+    cut: int  #: under way when the window closed: neither completed nor failed
+    completion_rate: float | None  #: completed / (started - cut); None when none ended
+    failed_at: dict[str, int]  #: "step: why" -> journeys that ended there
