@@ -63,8 +63,8 @@ class HistogramDoc(TypedDict):
     sq_s: NotRequired[float]  #: sum of the squared values (s²), for the stdev; absent in older results
 
 
-ScheduleKind = Literal["closed", "ramp", "rate"]
-"""webbench's closed loop, JMeter's ramp with pacing, wrk2's and k6's open rate."""
+ScheduleKind = Literal["closed", "ramp", "rate", "replay"]
+"""webbench's closed loop, JMeter's ramp with pacing, wrk2's and k6's open rate, an access log's own times."""
 
 
 class ScheduleDoc(TypedDict):
@@ -72,11 +72,11 @@ class ScheduleDoc(TypedDict):
 
     kind: ScheduleKind
     clients: NotRequired[int]  #: closed: the concurrent clients
-    requests: NotRequired[int]  #: closed with -n: the requests in all
+    requests: NotRequired[int]  #: closed with -n, replay: the requests in all
     users: NotRequired[int]  #: ramp: the users started in all
     ramp_up_s: NotRequired[float]  #: ramp: the seconds over which the users start
     pace_s: NotRequired[float]  #: ramp: each user's seconds from one request's start to the next's
-    rate: NotRequired[float]  #: rate: requests per second
+    rate: NotRequired[float]  #: rate: requests per second (replay: the log's mean at its speed)
     max_inflight: NotRequired[int]  #: rate: the in-flight cap (due requests above it are dropped)
     keepalive: NotRequired[bool]  #: the requests reuse their connection
 
