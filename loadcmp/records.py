@@ -105,6 +105,8 @@ class SpecDoc(TypedDict):
     stacks: NotRequired[dict[str, str]]  #: each label's stack
     stack_dirs: NotRequired[list[str]]  #: the user's stack folders (--stacks), absolute
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
+    mix: NotRequired[dict[str, float]]  #: a weighted mix (--mix, [mix]): page -> weight, drawn in one load
+    seed: NotRequired[int | None]  #: the mix's draw: the same seed sends the same sequence
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
     configs: NotRequired[list[dict[str, Any]]]  #: --config: server, role, file (absolute), port, status
@@ -140,6 +142,24 @@ class TlsFacts(TypedDict):
     alpn: str  #: "http/1.1"; "" when the server chose none
     full: int  #: full handshakes of counted requests
     resumed: int  #: handshakes that resumed a saved session
+
+
+class PageSummary(TypedDict):
+    """One page of a load of several pages (a mix, a replayed log, a journey's step), counted on its own:
+    the pages' counts add up to the load's."""
+
+    page: str  #: its name (a mix's path, a journey's step)
+    ok: int
+    failed: int  #: ended as any other kind (dropped and unfinished requests are the load's, not a page's)
+    failures: dict[str, int]  #: outcome kind -> count
+    completed: int
+    share: float  #: of the load's completed requests
+    rps: float  #: ok / measured seconds
+    bytes: int
+    status_codes: dict[str, int]
+    latency_ms: LatencyMs
+    expected: NotRequired[int]  #: requests with a status expected of them (replay: the log's)
+    as_expected: NotRequired[int]  #: of those, answered with it
 
 
 class LoadSummary(TypedDict):
@@ -191,6 +211,7 @@ class LoadSummary(TypedDict):
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets
     tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
     tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
+    pages: NotRequired[list[PageSummary]]  #: a load of several pages: each one's figures, in the load's order
 
 
 class RoleMetrics(TypedDict, total=False):
@@ -268,6 +289,7 @@ class TrialRecord(TypedDict):
     result: NotRequired[LoadSummary]
     tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
     latency_hist: NotRequired[HistogramDoc]
+    page_hists: NotRequired[dict[str, HistogramDoc]]  #: a load of several pages: each page's latency histogram
     service_hist: NotRequired[HistogramDoc]
     server_metrics: NotRequired[ServerMetrics]
     container_state: NotRequired[dict[str, ContainerState]]

@@ -16,6 +16,7 @@ from .display import edges_note, err, out, p99_text, status_text, warn
 from .live import LiveFlags, LivePage, live_options, watching, with_feed
 from .types import COUNT
 from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
+from .traffic import TrafficFlags, traffic_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
@@ -218,6 +219,7 @@ def raise_for_status(outcome: SweepOutcome) -> None:
 @load_options
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
 @setup_options
+@traffic_options
 @live_options
 def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, as_json: bool, **flags: Any) -> None:
     """Start servers, load them at each level, measure both sides, store it all.
@@ -227,8 +229,9 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, a
     from ..experiment.flags import build_spec
 
     load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
+    traffic = TrafficFlags.pop(flags)
     setup.check_out()
-    given = {**load.given(), **setup.fields_with(servers_), **({"trials": trials} if trials else {})}
+    given = {**load.given(), **setup.fields_with(servers_), **traffic.given(), **({"trials": trials} if trials else {})}
     spec = build_spec(experiment, given)
     with watching(live) as watch:
         raise_for_status(sweep(spec, as_json=as_json, live=watch))

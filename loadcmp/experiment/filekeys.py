@@ -12,6 +12,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..lab import apps as lab_apps
 from ..lab.stacks import Catalog
+from ..traffic.mix import check_mix
 from ..units import MAX_COUNT, parse_duration, parse_levels, parse_memory_cap, parse_rate
 from ..verdicts.findings import parse_findings
 from . import variants
@@ -27,6 +28,8 @@ KEYS: dict[str, str] = {
     "warmup": "duration",
     "page": "str",
     "pages": "list[str]",
+    "mix": "mix",
+    "seed": "seed",
     "www": "str",
     "app": "str",
     "configs": "configs",
@@ -153,6 +156,16 @@ def _table(key: str, v: Any, cat: Catalog) -> Any:
     return v
 
 
+def _mix(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, dict), "a table of page = weight, like \"/\" = 60", v)
+    return dict(check_mix(v, "[mix]"))
+
+
+def _seed(key: str, v: Any, cat: Catalog) -> Any:
+    _want(isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number of 0 or more", v)
+    return v
+
+
 def _variants(key: str, v: Any, cat: Catalog) -> Any:
     return variants.parse_variant_tables(v, cat)
 
@@ -169,6 +182,6 @@ def _findings(key: str, v: Any, cat: Catalog) -> Any:
 CONVERT: dict[str, Callable[[str, Any, Catalog], Any]] = {
     "str": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools, "list[str]": _names,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
-    "table": _table, "variants": _variants, "configs": _configs, "findings": _findings,
+    "table": _table, "variants": _variants, "configs": _configs, "findings": _findings, "mix": _mix, "seed": _seed,
 }
 """Each type of KEYS and the function that checks a value of it and converts it (key, value, catalog)."""

@@ -21,6 +21,7 @@ from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
+from ..traffic.mix import check_mix, new_seed
 from ..units import parse_cluster, parse_cpus
 
 
@@ -42,6 +43,11 @@ class RunSpec:
     page: str = "/info.php"
     pages: tuple[str, ...] = ()
     """Several pages in one run (each server x page is a variant); overrides `page`."""
+    mix: dict[str, float] = field(default_factory=dict)
+    """A weighted mix (`--mix`, `[mix]`): page -> weight, every trial's requests drawn by weight
+    (`traffic.mix`) and each page recorded on its own; `page` is then its first page."""
+    seed: int | None = None
+    """The mix's draw (`--seed`, `seed = N`); a mix given without one gets one at random, stored with the run."""
     www: str | None = None
     """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
     app: str | None = None
@@ -280,11 +286,29 @@ def validate(spec: RunSpec) -> RunSpec:
     p.extend(variants.own_config_errors([ownconfig.from_doc(d) for d in spec.configs],
                                         {v.label: v.stack for v in servers}, spec.variant_settings, cat))
     p.extend(_tls_errors(spec, servers, cat))
+    p.extend(mix_errors(spec))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
-    return replace(spec, servers=labels, stacks={v.label: v.stack for v in servers},
+    seed = spec.seed if spec.seed is not None or not spec.mix else new_seed()  # stored: the run repeats its draw
+    return replace(spec, servers=labels, seed=seed, stacks={v.label: v.stack for v in servers},
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
                    variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels})
+
+
+def mix_errors(spec: RunSpec) -> list[str]:
+    """What is wrong with a mix (its weights, its pages beside --pages, a negative seed)."""
+    if not spec.mix:
+        return []
+    p = Problems()
+    p.attempt(lambda: check_mix(spec.mix, "--mix"))
+    if spec.pages:
+        p.add("--mix and --pages: give one (a mix's pages run in one load; --pages runs each on its own)")
+    if spec.seed is not None and spec.seed < 0:
+        p.add(f"--seed must be 0 or more, not {spec.seed}")
+    app = p.attempt(lambda: apps.app_of(spec)) if spec.app else None
+    if app is not None and len({lab_apps.applies(app, page) is not None for page in spec.mix}) > 1:
+        p.add(f"--mix: some pages are the app {app.name}'s and some are not; a mix's pages run on one server")
+    return p.messages
 
 
 def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:

@@ -1,15 +1,17 @@
 """The load generator: schedules (when), engines (how), recorder (what happened).
 
     workers.py    run_load: one load in this process or several; Stopper
-    driver.py     LoadSpec, Live, now; the Engine base: schedule loops, the window, the
-                  once-a-second ticker that samples the load thread itself
+    spec.py       LoadSpec (what an engine is given), Live (what it says once a second)
+    driver.py     the Engine base (re-exporting LoadSpec, Live): schedule loops, the window, the
+                  once-a-second ticker that samples the load thread itself, `next_request` (a load of pages)
+    pages.py      Pages: several pages in one load, their requests and sequence; Cursor walks it
     http1.py      FastEngine (uvloop + httptools), with conn.py (Conn, Slot)
                   and rawclient.py (the closed loop without keep-alive)
     compiled.py   which closed loop runs: the compiled one or pure Python
     _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd, _csys.pxd, _chttp.h, _cnet.h): its own
                   epoll set, a reader of the running loop
     _ctally.pyx   what the recorder keeps of each request, counted in C (_ctally.pxd, _ctally.h) and handed
-                  over once a second
+                  over once a second, per page too; CRequests: a load's pages' requests and sequence in C
     _ctls.pyx     https in the compiled loop: TLSLoop, a CLoop over OpenSSL from C (_ctls.h); built where
                   OpenSSL's headers are
     aio.py        AiohttpEngine (TLS, redirects)
@@ -25,7 +27,7 @@
     saturation.py is the client the bottleneck? thresholds, judgement, advice
     cluster.py    a load's shares on a Dask cluster's workers (--cluster), merged as --workers merges
 
-Imports go one way: cluster -> workers -> engines -> driver -> schedules, target, recorder
+Imports go one way: cluster -> workers -> engines -> driver -> spec -> schedules, pages -> target, recorder
 -> result -> histogram, outcomes, saturation -> records (no pandas in a load process). Nothing here installs
 a signal handler in the caller's process: the command owns SIGINT (worker processes, ours, ignore it).
 """

@@ -2,7 +2,7 @@
 # subclasses it (its cdef methods are virtual: plain http runs no TLS branch).
 
 from ._csys cimport *
-from ._ctally cimport CTally
+from ._ctally cimport CRequests, CTally
 
 cdef enum:
     IDLE, CONNECTING, HANDSHAKING, WAITING, DRAINING, BACKOFF  # conn.py's phases (and TLS's), a pause before a retry
@@ -20,7 +20,7 @@ cdef class CLoop:
     cdef sockaddr_storage addr
     cdef socklen_t addrlen
     cdef int family
-    cdef bytes request
+    cdef CRequests reqs  # what each request sends and is recorded as, and their sequence
     cdef double timeout
     cdef bint is_head, stopped, spread, keepalive
     cdef object engine, rec, loop, tick_handle, retry_handle

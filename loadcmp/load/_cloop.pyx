@@ -32,9 +32,10 @@ cdef double TICK_S = 0.05  # deadlines checked this often
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
 cdef int ONE = 1
 
-INTERFACE = 3
+INTERFACE = 4
 """What `compiled.CLOOP_INTERFACE` must be: CLoop(engine, clients, loop), counting in C
-(`_ctally`), five phases (`handshake`: `_ctls.TLSLoop`). A build of older sources still imports;
+(`_ctally`), five phases (`handshake`: `_ctls.TLSLoop`), the requests of a load's pages
+(`engine.request_list`, `engine.spec.pages`) walked in C. A build of older sources still imports;
 this tells it apart."""
 
 
@@ -76,7 +77,7 @@ cdef class CLoop:
         self.engine, self.rec, self.loop = engine, engine.rec, loop
         self.tally = CTally(engine.rec)
         self.n = clients
-        self.request = engine.request_bytes
+        self.reqs = CRequests(engine.request_list, engine.spec.pages)
         self.timeout = engine.timeout
         self.is_head = engine.is_head
         self.keepalive = engine.target.keepalive
@@ -222,6 +223,7 @@ cdef class CLoop:
             return False
         c.counted = got
         self.counted_inflight += got
+        c.req = self.reqs.next()  # the next request of the sequence (warm-up's too)
         c.t_intended = c.t_sent = c.t_connect = t
         c.deadline = t + self.timeout
         c.t_up = c.t_hs = c.t_written = c.t_first = NAN
@@ -279,9 +281,9 @@ cdef class CLoop:
 
     cdef bint _send(self, Client *c, bint early) except *:
         """Write the request; False (early only) while the connection is not up yet."""
-        cdef Py_ssize_t want = len(self.request)
+        cdef Py_ssize_t want = self.reqs.size[c.req]
         c.t_sent = now()
-        cdef ssize_t sent = send(c.fd, <char *>self.request, want, MSG_NOSIGNAL)
+        cdef ssize_t sent = send(c.fd, self.reqs.data[c.req], want, MSG_NOSIGNAL)
         if sent == want:
             c.t_written = now()
             if isnan(c.t_up):
@@ -389,7 +391,8 @@ cdef class CLoop:
         phases[2] = c.t_written - c.t_sent
         phases[3] = c.t_first - c.t_written
         phases[4] = t_done - c.t_first
-        self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases)
+        self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases, self.reqs.page_of[c.req],
+                       self.reqs.expect[c.req])
         if self.counted_inflight == 0 and self.tally.spent():  # -n: the load ends once the last is recorded
             self.tally.flush()
 

@@ -65,6 +65,7 @@ cdef extern from "_chttp.h" nogil:
 
 cdef struct Client:
     int fd, phase, counted
+    int req  # the request it sends: an index into the loop's requests (a load of several pages)
     int registered  # the events its fd is watched for (0: not in the epoll set yet)
     uint32_t gen  # in every epoll event's data: an event of a closed socket is ignored
     double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline  # t_hs: the TLS handshake's end

@@ -38,6 +38,15 @@ typedef struct {
     int64_t status[T_STATUS];
 } tally_t;
 
+/* One page's share of a tally's second (a load of several pages, pages.py): what
+ * `Recorder.done` records of a request under its `page`. */
+typedef struct {
+    int64_t ended, bytes, expected, as_expected;
+    int64_t counts[T_KINDS];
+    hist_t lat;
+    int64_t status[T_STATUS];
+} page_t;
+
 static const double T_LOG_BASE = 0.009950330853168092; /* ln(1.01), as math.log(1.01) gives it */
 
 static void hist_reset(hist_t *h) {
@@ -58,9 +67,19 @@ static void tally_reset(tally_t *t) {
         hist_reset(&t->phase[j]);
 }
 
-static inline void hist_add(hist_t *h, double v) {
+static void page_reset(page_t *p) {
+    memset(p, 0, sizeof(*p));
+    p->lat.min = INFINITY;
+}
+
+static inline int hist_bucket(double v) {
     double us = v * 1e6, b = us > 1.0 ? floor(log(us) / T_LOG_BASE) : 0.0; /* NaN and below 1 us: 0 */
-    h->cnt[b < T_BUCKETS ? (int)b : T_BUCKETS - 1]++;
+    return b < T_BUCKETS ? (int)b : T_BUCKETS - 1;
+}
+
+/* `v` into `h`, in bucket `b` (`hist_bucket(v)`: a value counted twice is bucketed once). */
+static inline void hist_add_at(hist_t *h, double v, int b) {
+    h->cnt[b]++;
     h->n++;
     h->total += v;
     h->sq += v * v;
@@ -70,6 +89,10 @@ static inline void hist_add(hist_t *h, double v) {
         h->max = v;
 }
 
+static inline void hist_add(hist_t *h, double v) {
+    hist_add_at(h, v, hist_bucket(v));
+}
+
 /* A phase that happened (not NaN), negative clock steps read as 0 as histogram.py does. */
 static inline void phase_add(hist_t *h, double v) {
     if (!isnan(v))
@@ -77,10 +100,11 @@ static inline void phase_add(hist_t *h, double v) {
 }
 
 /* One counted request that ended at `t_end` as `kind` (with `status` and its phases when it
- * had a response): what `Recorder.done` records of it. */
-static inline void tally_add(tally_t *t, int kind, int status, double t_intended, double t_sent, double t_end,
-                             int64_t nbytes, const double phases[T_PHASES]) {
+ * had a response): what `Recorder.done` records of it. `b`: its latency's bucket, -1 not known yet. */
+static inline void tally_add_b(tally_t *t, int kind, int status, double t_intended, double t_sent, double t_end,
+                               int64_t nbytes, const double phases[T_PHASES], int b) {
     int j;
+    double lat = t_end - t_intended;
     t->ended++;
     t->counts[kind]++;
     t->bytes += nbytes;
@@ -88,13 +112,44 @@ static inline void tally_add(tally_t *t, int kind, int status, double t_intended
         t->last_end = t_end;
     if (kind > T_HTTP_5XX)
         return;
-    hist_add(&t->lat, t_end - t_intended);
+    hist_add_at(&t->lat, lat, b >= 0 ? b : hist_bucket(lat));
     if (t_sent != t_intended)
         hist_add(&t->svc, t_end - t_sent);
     if (status > 0 && status < T_STATUS)
         t->status[status]++;
     for (j = 0; j < T_PHASES; j++)
         phase_add(&t->phase[j], phases[j]);
+}
+
+static inline void tally_add(tally_t *t, int kind, int status, double t_intended, double t_sent, double t_end,
+                             int64_t nbytes, const double phases[T_PHASES]) {
+    tally_add_b(t, kind, status, t_intended, t_sent, t_end, nbytes, phases, -1);
+}
+
+/* The same request under its page `p` (NULL: the load has one page), expected to answer `expect` (0: any):
+ * its latency bucketed once for both. */
+static inline void tally_add_page(tally_t *t, page_t *p, int kind, int status, int expect, double t_intended,
+                                  double t_sent, double t_end, int64_t nbytes, const double phases[T_PHASES]) {
+    double lat = t_end - t_intended;
+    int b = -1;
+    if (p == NULL) {
+        tally_add_b(t, kind, status, t_intended, t_sent, t_end, nbytes, phases, -1);
+        return;
+    }
+    p->ended++;
+    p->counts[kind]++;
+    p->bytes += nbytes;
+    if (expect) {
+        p->expected++;
+        p->as_expected += status == expect;
+    }
+    if (kind <= T_HTTP_5XX) {
+        b = hist_bucket(lat);
+        hist_add_at(&p->lat, lat, b);
+        if (status > 0 && status < T_STATUS)
+            p->status[status]++;
+    }
+    tally_add_b(t, kind, status, t_intended, t_sent, t_end, nbytes, phases, b);
 }
 
 #endif

@@ -17,11 +17,34 @@ cdef extern from "_ctally.h" nogil:
         hist_t lat, svc
         hist_t phase[T_PHASES]
         int64_t status[T_STATUS]
+    ctypedef struct page_t:
+        int64_t ended, bytes, expected, as_expected
+        int64_t counts[T_KINDS]
+        hist_t lat
+        int64_t status[T_STATUS]
     void tally_reset(tally_t *)
-    void tally_add(tally_t *, int, int, double, double, double, int64_t, const double *)
+    void page_reset(page_t *)
+    void tally_add_page(tally_t *, page_t *, int, int, int, double, double, double, int64_t, const double *)
+
+cdef class CRequests:
+    cdef tuple requests  # each request's bytes (`FastEngine.request_list`), kept alive for `data`
+    cdef char **data
+    cdef Py_ssize_t *size
+    cdef int *page_of  # request -> recorded page (-1: a load of one page), and the status it expects (0: any)
+    cdef int *expect
+    cdef unsigned int *order  # pages.Pages.order, walked from `pos` by `step`, cycled
+    cdef Py_ssize_t norder, pos, step
+
+    cdef inline int next(self) noexcept:
+        cdef int r = self.order[self.pos % self.norder]
+        self.pos += self.step
+        return r
+
 
 cdef class CTally:
     cdef tally_t *t  # the counted requests that ended in one second, not handed to the recorder yet
+    cdef page_t *pages  # a load of several pages: each one's share of `t`, by page index
+    cdef int npages
     cdef object rec
     cdef int64_t start_sec, start_n, warm_n  # the starts not handed over yet
     cdef int64_t started, requests, nsec  # counted starts in all; -n (-1: no limit)
@@ -29,6 +52,7 @@ cdef class CTally:
 
     cdef int start(self, double t) except -2
     cdef int end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
-                 const double *phases) except -1
+                 const double *phases, int page, int expect) except -1
     cdef bint spent(self) noexcept
     cpdef flush(self)
+    cdef tuple _pages(self)

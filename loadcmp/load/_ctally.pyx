@@ -10,13 +10,13 @@ request into its second (`_ctally.h`); the recorder gets the sums (`add_started`
 with the rate.
 """
 
-from libc.stdlib cimport free, malloc
+from libc.stdlib cimport calloc, free, malloc
 
 import numpy
 
 from .histogram import _LOG_BASE, MAX_BUCKET, Histogram
 from .outcomes import HTTP_5XX, KINDS
-from .recorder import PHASES, STATUS_SLOTS, Tally
+from .recorder import PHASES, STATUS_SLOTS, PageSecond, Tally
 
 if (T_KINDS != len(KINDS) or T_HTTP_5XX != HTTP_5XX or T_STATUS != STATUS_SLOTS or T_PHASES != len(PHASES)
         or T_BUCKETS != MAX_BUCKET + 1 or T_LOG_BASE != _LOG_BASE):  # a build of older sources
@@ -38,12 +38,17 @@ cdef class CTally:
         self.requests = -1 if rec.requests is None else rec.requests
         self.start_sec = -1
         self.t = <tally_t *>malloc(sizeof(tally_t))
-        if not self.t:
+        self.npages = len(rec.pages)
+        self.pages = <page_t *>calloc(max(self.npages, 1), sizeof(page_t))
+        if not self.t or not self.pages:
             raise MemoryError()
         tally_reset(self.t)
+        for k in range(self.npages):
+            page_reset(&self.pages[k])
 
     def __dealloc__(self):
         free(self.t)
+        free(self.pages)
 
     cdef int start(self, double t) except -2:
         """A request begins at `t`: 1 it counts, 0 it does not (the warm-up's, sent all the
@@ -65,8 +70,9 @@ cdef class CTally:
         return 1
 
     cdef int end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
-                 const double *phases) except -1:
-        """A counted request ended at `t`; one that ends after the window stays unfinished."""
+                 const double *phases, int page, int expect) except -1:
+        """A counted request ended at `t`, recorded under `page` too (-1: the load has one), expected to answer
+        `expect` (0: any); one that ends after the window stays unfinished."""
         cdef int64_t sec
         if t >= self.t_end:
             return 0
@@ -74,7 +80,8 @@ cdef class CTally:
         if sec != self.t.sec and self.t.sec >= 0:
             self.flush()
         self.t.sec = sec
-        tally_add(self.t, kind, status, t_intended, t_sent, t, nbytes, phases)
+        tally_add_page(self.t, &self.pages[page] if 0 <= page < self.npages else NULL, kind, status, expect,
+                       t_intended, t_sent, t, nbytes, phases)
         return 0
 
     cdef bint spent(self) noexcept:
@@ -93,14 +100,65 @@ cdef class CTally:
             done = Tally(t.sec, [t.counts[k] for k in range(T_KINDS)], t.bytes, _hist(&t.lat),
                          _hist(&t.svc) if t.svc.n else None, {k: t.status[k] for k in range(T_STATUS) if t.status[k]},
                          [_hist(&t.phase[k]) for k in range(T_PHASES)], t.last_end)
+            if self.npages:
+                done.pages, done.page_status = self._pages()
             tally_reset(t)
             self.rec.add_tally(done)
+
+    cdef tuple _pages(self):
+        """Each page's share of the second handed over, and its status codes; the pages reset."""
+        cdef page_t *p
+        shares, codes = [], []
+        for j in range(self.npages):
+            p = &self.pages[j]
+            shares.append(PageSecond([p.counts[k] for k in range(T_KINDS)], p.bytes, p.expected, p.as_expected,
+                                     lat_h=_hist(&p.lat)) if p.ended else PageSecond())
+            codes.append({k: p.status[k] for k in range(T_STATUS) if p.status[k]} if p.ended else {})
+            if p.ended:
+                page_reset(p)
+        return shares, codes
+
+
+cdef class CRequests:
+    """The requests of a load (`FastEngine.request_list`), the page each is recorded as and the status it is
+    expected to answer, and their sequence (`pages.Pages`), as C arrays the compiled loop walks (`next`) with
+    no Python per request. A load of one page: one request, no page, a sequence of one."""
+
+    def __init__(self, requests, pages):
+        cdef Py_ssize_t i, n = len(requests)
+        self.requests = tuple(requests)
+        order = pages.order if pages is not None else (0,)
+        self.norder = len(order)
+        self.pos, self.step = (pages.offset, pages.step) if pages is not None else (0, 1)
+        self.data = <char **>malloc(n * sizeof(char *))
+        self.size = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
+        self.page_of = <int *>malloc(n * sizeof(int))
+        self.expect = <int *>malloc(n * sizeof(int))
+        self.order = <unsigned int *>malloc(self.norder * sizeof(unsigned int))
+        if not (self.data and self.size and self.page_of and self.expect and self.order):
+            raise MemoryError()
+        page_of = pages.page_index if pages is not None else (-1,)
+        expect = pages.expected if pages is not None else (0,)
+        for i in range(n):
+            self.data[i] = <char *>(<bytes>self.requests[i])
+            self.size[i] = len(self.requests[i])
+            self.page_of[i], self.expect[i] = page_of[i], expect[i]
+        for i in range(self.norder):
+            self.order[i] = order[i]
+
+    def __dealloc__(self):
+        free(self.data); free(self.size); free(self.page_of); free(self.expect); free(self.order)
+
+    def walk(self, int n):
+        """The next `n` requests' indices, as the compiled loop takes them. For the tests."""
+        return [self.next() for _ in range(n)]
 
 
 def tally(rec, events):
     """Count `events` in their order as the loop does, into `rec`: a start at a time (a float),
     an end (kind, status, t_intended, t_sent, t_end, nbytes, (connect, handshake, write, wait, read)),
-    or None, a hand-over (the driver's `settle`). What each start was answered. For the tests."""
+    or None, a hand-over (the driver's `settle`); an end may add (page, expect). What each start was answered.
+    For the tests."""
     cdef CTally tl = CTally(rec)
     cdef double ph[T_PHASES]
     got = []
@@ -110,9 +168,10 @@ def tally(rec, events):
         elif isinstance(ev, float):
             got.append(tl.start(ev))
         else:
-            kind, status, t_intended, t_sent, t_end, nbytes, phases = ev
+            kind, status, t_intended, t_sent, t_end, nbytes, phases = ev[:7]
+            page, expect = ev[7:9] if len(ev) > 7 else (-1, 0)
             for k in range(T_PHASES):
                 ph[k] = phases[k]
-            tl.end(kind, status, t_intended, t_sent, t_end, nbytes, ph)
+            tl.end(kind, status, t_intended, t_sent, t_end, nbytes, ph, page, expect)
     tl.flush()
     return got

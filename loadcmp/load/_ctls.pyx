@@ -184,9 +184,9 @@ cdef class TLSLoop(CLoop):
 
     cdef bint _write(self, Client *c, SSL *s) except *:
         cdef int err = 0, got
-        cdef int want = len(self.request)
+        cdef int want = <int>self.reqs.size[c.req]
         c.t_sent = now()
-        cdef int n = SSL_write(s, <char *>self.request, want)
+        cdef int n = SSL_write(s, self.reqs.data[c.req], want)
         if n == want:
             c.t_written = now()
             c.phase = WAITING

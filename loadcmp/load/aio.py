@@ -63,10 +63,13 @@ class AiohttpEngine(Engine[None]):
         nbytes = status = 0
         t_first = 0.0
         client_error = None
+        req = self.next_request()
+        target = self.target if self.spec.pages is None else self.spec.pages.targets[req]
         try:
             async with asyncio.timeout(self.timeout):
                 async with self.session.request(
-                    self.target.method, self.target.url, headers=self.headers, data=self.target.body or None,
+                    target.method, target.url, headers=self.headers if target is self.target else dict(target.headers),
+                    data=target.body or None,
                     allow_redirects=True, trace_request_ctx=trace,
                 ) as resp:
                     t_first = now()  # aiohttp hands over the response once its head is read
@@ -94,6 +97,6 @@ class AiohttpEngine(Engine[None]):
             raise
         t_sent = trace.get("t_sent", t_intended)
         began = (trace.get("t_connect", math.nan), t_sent, trace.get("t_written", t_sent), t_first) if status else None
-        if self._record(counted, kind, t_intended, t_sent, nbytes, client_error, status, began):
+        if self._record(counted, kind, t_intended, t_sent, nbytes, client_error, status, began, req):
             await asyncio.sleep(BACKOFF_S)
         return None

@@ -23,7 +23,7 @@ PURE_ENV = "LOADCMP_PURE_PYTHON"
 
 EnginePath = Literal["compiled", "python"]
 
-CLOOP_INTERFACE = 3
+CLOOP_INTERFACE = 4
 """The `_cloop` this code drives (its `INTERFACE`): raise both together whenever CLoop's
 constructor or what it calls back changes, so a build of older sources (an editable
 install not built again) runs the pure-Python loop instead of failing the load."""

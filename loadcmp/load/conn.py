@@ -46,7 +46,7 @@ class Conn(Framing, asyncio.Protocol):
     __slots__ = (
         "open_conns", "transport", "parser", "on_done", "active", "nbytes", "status",
         "headers_done", "closed", "closed_fut", "is_head", "reusable",
-        "t_intended", "counted", "t_connect", "t_sent", "t_written", "t_first", "t_rx",
+        "t_intended", "counted", "req", "t_connect", "t_sent", "t_written", "t_first", "t_rx",
     )
 
     def __init__(self, open_conns: set[Conn], is_head: bool) -> None:
@@ -66,6 +66,8 @@ class Conn(Framing, asyncio.Protocol):
         """The last response allows another request on this connection (keep-alive)."""
         self.t_intended = 0.0
         self.counted = False
+        self.req = 0
+        """The request's index among the load's pages' (`Engine.next_request`)."""
         self.t_connect = NAN
         """When this connection's connect began, until its first request is recorded (then NaN: reused)."""
         self.t_sent = self.t_written = self.t_first = 0.0

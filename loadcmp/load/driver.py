@@ -15,85 +15,28 @@ import asyncio
 import gc
 import math
 import time
-from collections.abc import Callable, Coroutine
-from dataclasses import dataclass
+from collections.abc import Coroutine
 from typing import Any, Generic, TypeVar
 
 from ..errors import LoadError
 from .outcomes import OK, TLS_ERROR
+from .pages import NO_PAGE, Cursor
 from .recorder import Began, Recorder, Result, Second, TlsTally
-from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS, ClientSample, ClientUse, thread_times
-from .schedules import Closed, Ramp, Rate, Schedule
-from .target import Target
+from .saturation import ClientSample, ClientUse, thread_times
+from .schedules import Closed, Ramp, Rate
+from .spec import DEFAULT_TIMEOUT, Live, LiveFn, LoadSpec, wants_seconds
+
+__all__ = ["DEFAULT_TIMEOUT", "BACKOFF_S", "Engine", "Live", "LiveFn", "LoadSpec", "now", "wants_seconds"]
+"""LoadSpec and Live are re-exported: the engines' callers import them from here."""
 
 now = time.monotonic
 """CLOCK_MONOTONIC: shared by all processes, so workers line up their seconds."""
 
-DEFAULT_TIMEOUT = 10.0
-"""Per-request timeout (connect + response) unless --timeout says otherwise."""
 TICK_AFTER_S = 0.02
 """The ticker samples this long after each second ends, so timer jitter cannot move a sample into the next second."""
 BACKOFF_S = 0.01
 """Pause of a client after an error of its own (EMFILE ...), so that it does not spin."""
 
-
-@dataclass(frozen=True)
-class LoadSpec:
-    """Everything one engine needs; picklable, so workers get their share."""
-
-    target: Target
-    schedule: Schedule
-    duration: float
-    warmup: float = 0.0
-    timeout: float = DEFAULT_TIMEOUT
-    engine: str = "fast"
-    spread_sources: bool = False
-    """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
-    worker_index: int = 0
-    live_seconds: bool = False
-    """Hand each closed second to the live callback (`Live.closed`): only when a live page watches
-    (`wants_seconds`), so nobody builds and pickles them every second for nothing."""
-
-
-@dataclass
-class Live:
-    """What the live line shows; one per engine per second."""
-
-    elapsed: float
-    ok: int
-    failed: int
-    inflight: int
-    rps: float
-    measuring: bool
-    worker: int = 0
-    client_cpu: float | None = None
-    """This second's busy share of the load thread (on a CPU or waiting for one); several: the busiest."""
-    lag_ms: float | None = None
-    """This second's worst event-loop lag."""
-    requests: int | None = None
-    """-n: the requests to send in all (the live line shows ok + failed of them)."""
-    closed: tuple[tuple[int, Second], ...] = ()
-    """The window's seconds closed since the last Live, by index: the same objects the Result keeps, which
-    `summary.second_row` turns into timeline.parquet's rows (the live page's per-second records)."""
-
-    def client_text(self) -> tuple[str, bool]:
-        """'client busy 97%' and whether that says the client is the bottleneck."""
-        if self.client_cpu is None:
-            return "", False
-        hot = self.client_cpu >= CPU_BOUND_PCT or (self.lag_ms or 0.0) >= LAG_BOUND_MS
-        text = f"client busy {self.client_cpu:3.0f}%"
-        if (self.lag_ms or 0.0) >= LAG_BOUND_MS:
-            text += f", loop lag {self.lag_ms:,.0f} ms"
-        return text + (" (at its limit)" if hot else ""), hot
-
-
-LiveFn = Callable[[Live], None]
-
-
-def wants_seconds(live: LiveFn | None) -> bool:
-    """A live callback that draws the window's seconds says so (`cli.live.tee` does); the terminal's line
-    does not need them."""
-    return bool(getattr(live, "wants_seconds", False))
 
 S = TypeVar("S")
 """What a client keeps between its requests (the fast engine: its slot)."""
@@ -125,6 +68,12 @@ class Engine(Generic[S]):
         the compiled loop's own count)."""
         self._stopping = asyncio.Event()
         self._failure: BaseException | None = None
+        self.cursor = Cursor(spec.pages) if spec.pages is not None else None
+        """A load of several pages: the next request's place in their sequence (`next_request`)."""
+
+    def next_request(self) -> int:
+        """The index of the request to send next (`Pages.targets`; 0 for a load of one page)."""
+        return 0 if self.cursor is None else self.cursor.next()
 
     # --- what an engine provides --------------------------------------------------
     async def request(self, t_intended: float, counted: bool, state: S | None) -> S | None:
@@ -184,9 +133,10 @@ class Engine(Generic[S]):
 
     # --- one request's end ---------------------------------------------------------
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
-                client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool:
-        """Record a request that ended now (if it counted), naming the client's
-        own error if there was one (of a tls_error: its reason); True when the client should back off."""
+                client_error: str | None = None, status: int = 0, began: Began | None = None, req: int = 0) -> bool:
+        """Record a request that ended now (if it counted) as its page (`req`: its index in the pages'
+        requests), naming the client's own error if there was one (of a tls_error: its reason); True when the
+        client should back off."""
         reason, client_error = (client_error, None) if kind == TLS_ERROR else (None, client_error)
         if counted:
             rec = self.rec
@@ -196,8 +146,14 @@ class Engine(Generic[S]):
             t = now()
             if reason is not None and t < rec.end:  # as `done` counts the failure
                 rec.tls_error(reason)
-            rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t))
+            page, expect = self.page_of(req)
+            rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t), page, expect)
         return client_error is not None
+
+    def page_of(self, req: int) -> tuple[int, int]:
+        """Request `req`'s page and the status it is expected to answer (0: any); a load of one page: none."""
+        c = self.cursor
+        return (NO_PAGE, 0) if c is None else (c.page_of[req], c.expect[req])
 
     # --- the run -------------------------------------------------------------------
     async def run(self, t_load0: float, stop: asyncio.Event | None = None) -> Result:
@@ -205,7 +161,7 @@ class Engine(Generic[S]):
         spec = self.spec
         self.t_load0 = t_load0
         t0 = t_load0 + spec.warmup
-        self.rec = Recorder(t0, spec.duration, self.budget)
+        self.rec = Recorder(t0, spec.duration, self.budget, spec.pages.names if spec.pages is not None else ())
         self.rec.tls = TlsTally() if spec.target.scheme == "https" else None
         gc.freeze()  # what exists now (modules, the plan) is not walked by each collection during the load
         try:

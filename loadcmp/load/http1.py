@@ -43,7 +43,9 @@ class FastEngine(Engine[Slot]):
         super().__init__(spec, live)
         self.ssl = tls.context(spec.target)
         """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""
-        self.request_bytes = spec.target.encode()
+        self.request_list = spec.pages.encoded() if spec.pages is not None else (spec.target.encode(),)
+        """Each request's bytes, by index (`Engine.next_request`): the load's one, or its pages'."""
+        self.request_bytes = self.request_list[0]
         self.conns: set[Conn] = set()
         self.slots: set[Slot | RawClient] = set()
         self.host = spec.target.host
@@ -132,7 +134,8 @@ class FastEngine(Engine[Slot]):
         conn.t_connect = t_connect
         return conn
 
-    async def _connect_for(self, slot: Slot, t_intended: float, counted: bool, t_sent: float) -> Conn | None:
+    async def _connect_for(self, slot: Slot, t_intended: float, counted: bool, t_sent: float,
+                           req: int = 0) -> Conn | None:
         """A new connection for one request, or None when the request ended without one: its
         failure recorded (with the back-off after a refusal), or taken back because the window
         closed while it connected. Both closed loops and every schedule go through here."""
@@ -145,7 +148,7 @@ class FastEngine(Engine[Slot]):
             raise
         if isinstance(got, tuple):
             slot.conn = None
-            if self._record(counted, got[0], t_intended, t_sent, client_error=got[1]):
+            if self._record(counted, got[0], t_intended, t_sent, client_error=got[1], req=req):
                 await asyncio.sleep(BACKOFF_S)
             return None
         if self._taken_back(slot, got, t_intended, counted):
@@ -175,24 +178,27 @@ class FastEngine(Engine[Slot]):
         try:
             while self.may_start(t := now()):
                 counted = rec.start(t)
-                conn = await self._connect_for(slot, t, counted, t)
+                req = self.next_request()
+                conn = await self._connect_for(slot, t, counted, t, req)
                 if conn is None:
                     if self.window_open(now()):
                         continue  # failed: connect again
                     break
                 conn.closed_fut = loop.create_future()
                 conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
-                self._send_on_open_connection(slot, conn, t, counted, now())
+                self._send_on_open_connection(slot, conn, t, counted, now(), req)
                 await conn.closed_fut
         finally:
             self.slots.discard(slot)
 
-    def _send_on_open_connection(self, slot: Slot, conn: Conn, t: float, counted: bool, t_sent: float) -> None:
+    def _send_on_open_connection(self, slot: Slot, conn: Conn, t: float, counted: bool, t_sent: float,
+                                 req: int) -> None:
         conn.t_intended = t
         conn.counted = counted
+        conn.req = req
         slot.deadline = t + self.timeout
         slot.phase = WAITING
-        conn.send(self.request_bytes, t_sent)
+        conn.send(self.request_list[req], t_sent)
 
     def _answered_then_send_next(self, slot: Slot, conn: Conn, kind: int) -> None:
         # The hottest path: the recorder is called inline, not through `_record`, with the
@@ -204,9 +210,13 @@ class FastEngine(Engine[Slot]):
         marks = conn.t_connect, conn.t_sent, conn.t_written, conn.t_first or t, t
         conn.t_connect = NAN  # also after a warm-up request: the next one is on a reused connection
         if conn.counted:
-            rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks)
+            if self.cursor is None:
+                rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks)
+            else:
+                rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks,
+                         *self.page_of(conn.req))
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
-            self._send_on_open_connection(slot, conn, t, rec.start(t), t)
+            self._send_on_open_connection(slot, conn, t, rec.start(t), t, self.next_request())
         elif not conn.closed:
             conn.transport.close()
 
@@ -221,10 +231,9 @@ class FastEngine(Engine[Slot]):
             slot = state
         t_sent = now()
         conn = slot.conn if slot.conn is not None and not slot.conn.closed else None
-        rec = self.rec
-        assert rec is not None
+        req = self.next_request()
         if conn is None:
-            conn = await self._connect_for(slot, t_intended, counted, t_sent)
+            conn = await self._connect_for(slot, t_intended, counted, t_sent, req)
             if conn is None:
                 return slot
         elif self._taken_back(slot, conn, t_intended, counted):
@@ -240,10 +249,10 @@ class FastEngine(Engine[Slot]):
         slot.deadline = t_sent + self.timeout
         slot.phase = WAITING
         slot.timed_out = False
-        conn.send(self.request_bytes, t_sent)
+        conn.send(self.request_list[req], t_sent)
         kind = await fut
         slot.phase = IDLE
-        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.began())
+        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.began(), req)
         if self.target.keepalive and kind <= HTTP_5XX and conn.reusable and not conn.closed:
             return slot
         if not conn.closed:

@@ -39,14 +39,16 @@ class RawHost(Protocol):
     is_head: bool
     family: int
     sockaddr: Any
-    request_bytes: bytes
+    request_list: tuple[bytes, ...]
+
+    def next_request(self) -> int: ...
 
     def local_addr(self) -> tuple[str, int] | None: ...
 
     def may_start(self, t: float) -> bool: ...
 
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
-                client_error: str | None = None, status: int = 0, began: Began | None = None) -> bool: ...
+                client_error: str | None = None, status: int = 0, began: Began | None = None, req: int = 0) -> bool: ...
 
 
 class RawClient:
@@ -57,7 +59,7 @@ class RawClient:
 
     __slots__ = (
         "engine", "loop", "sock", "fd", "parser", "t_intended", "t_sent", "t_written", "t_first", "counted", "nbytes",
-        "status", "head", "headers_done", "phase", "deadline",
+        "status", "req", "head", "headers_done", "phase", "deadline",
     )
 
     def __init__(self, engine: RawHost) -> None:
@@ -69,7 +71,7 @@ class RawClient:
         self.t_intended = self.t_sent = self.t_written = self.t_first = self.deadline = 0.0
         """The request's start (its connect's too), its send, the end of the write, the answer's first byte."""
         self.counted = False
-        self.nbytes = self.status = 0
+        self.nbytes = self.status = self.req = 0
         self.head = b""
         self.headers_done = False
         self.phase = IDLE
@@ -83,6 +85,7 @@ class RawClient:
         assert rec is not None
         self.t_intended = t
         self.counted = rec.start(t)
+        self.req = eng.next_request()
         self.t_first = 0.0
         self.nbytes = self.status = 0
         self.head = b""
@@ -132,7 +135,7 @@ class RawClient:
         assert sock is not None
         self.t_sent = now()
         try:
-            req = self.engine.request_bytes
+            req = self.engine.request_list[self.req]
             if sock.send(req) != len(req):  # only a body larger than the socket buffer does this
                 raise OSError(errno.ENOBUFS, "the request did not fit the socket buffer")
             self.t_written = now()
@@ -206,7 +209,7 @@ class RawClient:
         else:
             counted, self.counted = self.counted, False
             self.engine._record(counted, kind_of_status(self.status), self.t_intended, self.t_sent, self.nbytes,
-                                None, self.status, self._marks())
+                                None, self.status, self._marks(), self.req)
             self.phase = DRAINING  # let the server close first, as webbench reads to EOF
             self.deadline = now() + 1.0
 
@@ -261,7 +264,7 @@ class RawClient:
             answered = kind <= HTTP_5XX
             later = self.engine._record(counted, kind, self.t_intended, self.t_sent if t_sent is None else t_sent,
                                         self.nbytes, client_error, self.status if answered else 0,
-                                        self._marks() if answered else None) or later
+                                        self._marks() if answered else None, self.req) or later
         if not self.engine.running:
             return
         if later:

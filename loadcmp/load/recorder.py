@@ -21,10 +21,11 @@ import numpy as np
 
 from .histogram import Histogram
 from .outcomes import HTTP_5XX
-from .result import PHASES, Result, Second, StoppedBy, TlsTally
+from .result import PHASES, PageSecond, Result, Second, StoppedBy, TlsTally
 from .saturation import ClientSample
 
-__all__ = ["PHASES", "Began", "Histogram", "Marks", "Recorder", "Result", "Second", "StoppedBy", "Tally", "TlsTally"]
+__all__ = ["PHASES", "Began", "Histogram", "Marks", "PageSecond", "Recorder", "Result", "Second", "StoppedBy", "Tally",
+           "TlsTally"]
 """Histogram, Result and Second are re-exported: readers of results import them from here."""
 
 
@@ -57,6 +58,10 @@ class Tally:
     phases: list[Histogram]
     """Each of `PHASES`, of those with a response that had the phase."""
     last_end: float
+    pages: list[PageSecond] | None = None
+    """A load of several pages: each page's share of them, by page index."""
+    page_status: list[dict[int, int]] | None = None
+    """Each page's responses by exact status code."""
 
 
 class Recorder:
@@ -69,12 +74,15 @@ class Recorder:
     when the last of them has ended (`on_spent`).
     """
 
-    def __init__(self, t0: float, duration: float, requests: int | None = None) -> None:
+    def __init__(self, t0: float, duration: float, requests: int | None = None, pages: tuple[str, ...] = ()) -> None:
         self.t0 = t0
+        self.pages = pages
+        """A load of several pages: their names (`done`'s `page` indexes them); empty: one page."""
+        self.page_status: list[dict[int, int]] = [{} for _ in pages]
         self.duration = duration
         self.end = t0 + duration
         self.nsec = max(1, math.ceil(duration))
-        self.seconds = [Second()]
+        self.seconds = [self._second()]
         """Made as the window reaches them (`_at`): a -n load's time cap may be days long."""
         self.requests = requests
         """-n: the requests this recorder may count (the tickets); None: no limit."""
@@ -114,8 +122,11 @@ class Recorder:
     def _at(self, i: int) -> Second:
         """Second `i` of the window (< nsec), made with those before it if need be."""
         while len(self.seconds) <= i:
-            self.seconds.append(Second())
+            self.seconds.append(self._second())
         return self.seconds[i]
+
+    def _second(self) -> Second:
+        return Second(pages=[PageSecond() for _ in self.pages])
 
     def ticket_left(self, t: float) -> bool:
         """May a request start at `t` under -n? Warm-up requests need no ticket;
@@ -164,9 +175,10 @@ class Recorder:
         self._sec(t).dropped += 1
 
     def done(self, kind: int, t_intended: float, t_sent: float, t_end: float, nbytes: int, status: int = 0,
-             marks: Marks | None = None) -> None:
+             marks: Marks | None = None, page: int = -1, expect: int = 0) -> None:
         """A counted request ended as `kind` at `t_end`, with its response's
-        status and the `marks` of its phases when it had a response.
+        status and the `marks` of its phases when it had a response; recorded
+        as `page` too (a load of several pages), expected to answer `expect` (0: any).
 
         An end after the window closed is not counted even if the engine got
         to it late (a lagging loop): that request was in flight at the close,
@@ -186,9 +198,24 @@ class Recorder:
                 self.status_counts[status] += 1
             if marks is not None:
                 self.pm.extend(marks)
+        if page >= 0:
+            self._page_done(s.pages[page], page, kind, t_end - t_intended, nbytes, status, expect)
         if self.requests is not None:
             self.last_end = max(self.last_end, t_end)
             self._maybe_spent()
+
+    def _page_done(self, p: PageSecond, page: int, kind: int, lat: float, nbytes: int, status: int,
+                   expect: int) -> None:
+        p.counts[kind] += 1
+        p.bytes += nbytes
+        if kind <= HTTP_5XX:
+            p.lat.append(lat)
+            if status > 0:
+                codes = self.page_status[page]
+                codes[status] = codes.get(status, 0) + 1
+        if expect:
+            p.expected += 1
+            p.as_expected += status == expect
 
     def _maybe_spent(self) -> None:
         n = self.requests
@@ -226,6 +253,11 @@ class Recorder:
         for code, n in t.status_codes.items():
             self.status_counts[code] += n
         self.phase_h = [h.merge(p) for h, p in zip(self.phase_h, t.phases, strict=True)]
+        for acc, p in zip(s.pages, t.pages or (), strict=False):
+            acc.add(p)
+        for acc_codes, codes in zip(self.page_status, t.page_status or (), strict=False):
+            for code, n in codes.items():
+                acc_codes[code] = acc_codes.get(code, 0) + n
         if self.requests is not None:
             self.last_end = max(self.last_end, t.last_end)
             self._maybe_spent()
@@ -310,6 +342,8 @@ class Recorder:
             status_codes=dict(self.status_codes),
             phases=dict(zip(PHASES, self.phase_h, strict=True)),
             tls=self.tls,
+            pages=self.pages,
+            page_status=[dict(sorted(c.items())) for c in self.page_status],
         )
         return self.result
 

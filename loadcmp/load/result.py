@@ -61,6 +61,36 @@ class TlsTally:
 
 
 @dataclass
+class PageSecond:
+    """One page's requests that ended in one second (a load of several pages, `pages.Pages`)."""
+
+    counts: list[int] = field(default_factory=lambda: [0] * len(KINDS))
+    """Outcomes by kind: the pages' counts add up to their second's."""
+    bytes: int = 0
+    expected: int = 0
+    """Requests that ended with a status expected of them (replay: the log's)."""
+    as_expected: int = 0
+    """Of those, the ones answered with it."""
+    lat: Any = field(default_factory=lambda: array("d"))
+    lat_h: Histogram = field(default_factory=Histogram)
+
+    def fold(self) -> None:
+        if len(self.lat):
+            self.lat_h = self.lat_h.merge(Histogram.of(self.lat))
+            self.lat = array("d")
+
+    def add(self, o: PageSecond) -> None:
+        """Add `o`'s figures to this page's (`o` folded)."""
+        self.fold()
+        o.fold()
+        self.counts = [a + b for a, b in zip(self.counts, o.counts, strict=True)]
+        self.bytes += o.bytes
+        self.expected += o.expected
+        self.as_expected += o.as_expected
+        self.lat_h = self.lat_h.merge(o.lat_h)
+
+
+@dataclass
 class Second:
     """One second of the measured window (by completion time)."""
 
@@ -86,9 +116,13 @@ class Second:
     """% of this second the load thread was runnable but waited for a CPU."""
     loop_lag_ms: float | None = None
     """Largest event-loop lag seen in this second."""
+    pages: list[PageSecond] = field(default_factory=list)
+    """A load of several pages: each page's share of this second, by page index; empty: one page."""
 
     def fold(self) -> None:
         """Turn the raw arrays into histograms (bounded memory)."""
+        for p in self.pages:
+            p.fold()
         if len(self.lat):
             self.lat_h = self.lat_h.merge(Histogram.of(self.lat))
             self.lat = array("d")
@@ -116,7 +150,16 @@ class Second:
         out.client_wait = sum(waits) if waits else None
         lags = [c for c in (self.loop_lag_ms, o.loop_lag_ms) if c is not None]
         out.loop_lag_ms = max(lags) if lags else None
+        out.pages = _merged_pages(self.pages, o.pages)
         return out
+
+
+def _merged_pages(a: list[PageSecond], b: list[PageSecond]) -> list[PageSecond]:
+    out = [PageSecond() for _ in range(max(len(a), len(b)))]
+    for part in (a, b):
+        for acc, p in zip(out, part, strict=False):
+            acc.add(p)
+    return out
 
 
 
@@ -153,6 +196,10 @@ class Result:
     """Shares of the load whose worker died or left: what is missing, in words (the load is partial)."""
     tls: TlsTally | None = None
     """https: the handshakes and TLS failures; None over plain http."""
+    pages: tuple[str, ...] = ()
+    """A load of several pages: their names, by the index `Second.pages` keeps them by; empty: one page."""
+    page_status: list[dict[int, int]] = field(default_factory=list)
+    """Each page's responses by exact status code, by page index."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -193,6 +240,9 @@ class Result:
             {ph: _merged([p.phases.get(ph, Histogram()) for p in parts]) for ph in PHASES},
             [w for p in parts for w in p.lost],
             TlsTally.merge([p.tls for p in parts]),
+            next((p.pages for p in parts if p.pages), ()),
+            [_add_counts([p.page_status[j] for p in parts if j < len(p.page_status)])
+             for j in range(max(len(p.page_status) for p in parts))],
         )
 
     def counts(self) -> dict[str, int]:
@@ -201,6 +251,22 @@ class Result:
             for k, v in enumerate(s.counts):
                 tot[k] += v
         return dict(zip(KINDS, tot, strict=True))
+
+    def page_seconds(self, page: int) -> list[PageSecond]:
+        """Page `page`'s share of each second (folded)."""
+        out = []
+        for s in self.seconds:
+            p = s.pages[page] if page < len(s.pages) else PageSecond()
+            p.fold()
+            out.append(p)
+        return out
+
+    def page_latency(self, page: int) -> Histogram:
+        """Page `page`'s latency over the window."""
+        h = Histogram()
+        for p in self.page_seconds(page):
+            h = h.merge(p.lat_h)
+        return h
 
     def latency(self) -> Histogram:
         h = Histogram()

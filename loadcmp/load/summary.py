@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
-from ..records import LatencyMs, LoadSummary, TlsFacts, WebbenchCount
+from ..records import LatencyMs, LoadSummary, PageSummary, TlsFacts, WebbenchCount
 from ..units import ms
 from . import saturation
 from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
-from .recorder import PHASES, Histogram, Result, Second, TlsTally
+from .recorder import PHASES, Histogram, PageSecond, Result, Second, TlsTally
 from .schedules import Ramp, Schedule
 
 
@@ -38,8 +38,56 @@ def latency_doc(h: Histogram) -> LatencyMs:
 
 
 def timeline_rows(result: Result) -> list[dict[str, Any]]:
-    """One row per measured second: counts by kind, bytes, latency percentiles."""
-    return [second_row(i, s) for i, s in enumerate(result.seconds)]
+    """One row per measured second: counts by kind, bytes, latency percentiles. A load of several pages adds a
+    row per page and second, named in the `page` column (null in the load's own rows): their counts add up to
+    their second's."""
+    rows = [second_row(i, s) for i, s in enumerate(result.seconds)]
+    if not result.pages:
+        return rows
+    for row in rows:
+        row["page"] = None
+    for j, name in enumerate(result.pages):
+        rows += [page_row(i, name, p) for i, p in enumerate(result.page_seconds(j))]
+    return rows
+
+
+def page_row(i: int, name: str, p: PageSecond) -> dict[str, Any]:
+    """Page `name`'s share of second `i`, with the columns of `second_row` that a page has."""
+    h = p.lat_h
+    row: dict[str, Any] = {"second": i, "page": name}
+    for k, kind in enumerate(KINDS):
+        row[kind] = p.counts[k]
+    row["failed"] = sum(p.counts) - p.counts[OK]
+    row["completed"] = sum(p.counts)
+    row["bytes"] = p.bytes
+    row["p50_ms"] = _ms(h.percentile(50))
+    row["p90_ms"] = _ms(h.percentile(90))
+    row["p99_ms"] = _ms(h.percentile(99))
+    row["max_ms"] = _ms(h.max_s) if h.count else None
+    return row
+
+
+def pages_doc(result: Result) -> list[PageSummary]:
+    """Each page of a load of several pages, counted on its own (`records.PageSummary`)."""
+    dur = result.duration_s or 1e-9
+    completed = sum(sum(s.counts) for s in result.seconds) or 1
+    out: list[PageSummary] = []
+    for j, name in enumerate(result.pages):
+        secs = result.page_seconds(j)
+        counts = [sum(p.counts[k] for p in secs) for k in range(len(KINDS))]
+        lat = result.page_latency(j)
+        codes = result.page_status[j] if j < len(result.page_status) else {}
+        doc = PageSummary(page=name, ok=counts[OK], failed=sum(counts) - counts[OK],
+                          failures={KINDS[k]: counts[k] for k in range(len(KINDS)) if k != OK and counts[k]},
+                          completed=sum(counts), share=round(sum(counts) / completed, 6),
+                          rps=round(counts[OK] / dur, 3), bytes=sum(p.bytes for p in secs),
+                          status_codes={str(c): n for c, n in sorted(codes.items())}, latency_ms=latency_doc(lat))
+        expected = sum(p.expected for p in secs)
+        if expected:
+            doc["expected"] = expected
+            doc["as_expected"] = sum(p.as_expected for p in secs)
+        out.append(doc)
+    return out
 
 
 def second_row(i: int, s: Second) -> dict[str, Any]:
@@ -88,6 +136,8 @@ def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSu
     _add_answers(doc, result, counts)
     if result.client_errors:
         doc["client_errors"] = dict(result.client_errors)
+    if result.pages:
+        doc["pages"] = pages_doc(result)
     if extra:
         cast(dict[str, Any], doc).update(extra)  # keys a LoadSummary declares as NotRequired, and the caller's
     return doc

@@ -172,7 +172,8 @@ def run_load(
     else:
         fleet = fleet or Processes(n)
         parts: list[Schedule] = list(spec.schedule.split(n))
-        shares = [replace(spec, schedule=part, worker_index=i) for i, part in enumerate(parts)]
+        shares = [replace(spec, schedule=part, worker_index=i,
+                          pages=None if spec.pages is None else spec.pages.share(i, n)) for i, part in enumerate(parts)]
         t_load0 = start_at if start_at is not None else now() + fleet.start_delay
         result = _merge(fleet.run_shares(shares, t_load0, cpus, live, stopper), spec, t_load0, stopper)
     note = conntrack_note(dropped, conntrack_drops())

@@ -104,6 +104,9 @@ class Results:
     server: pd.DataFrame  #: server side 1 Hz samples (same labels)
     servers: list[str]  #: the labels in ONE order for every table and figure (see `_order`)
     origin: dict[str, tuple[Run, str]] = field(default_factory=dict)  #: label -> its run and label there
+    pages: pd.DataFrame = field(default_factory=pd.DataFrame)
+    """A load of several pages: timeline.parquet's rows of each page and second (`page` named); `timeline`
+    keeps the load's own rows only."""
 
     def info(self, server: str) -> tuple[Run, ServerInfo] | None:
         """A label's run and its run.json entry (labels relabelled across folders included)."""
@@ -377,7 +380,16 @@ def load_results(*paths: Path | str) -> Results:
                 d = df.copy()
                 d["server"] = d["server"].map(relabel)
                 acc.append(d)
-    return Results(runs, trials, _concat(timelines), _concat(samples), servers, origin)
+    timeline, pages = _pages_apart(_concat(timelines))
+    return Results(runs, trials, timeline, _concat(samples), servers, origin, pages)
+
+
+def _pages_apart(tl: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The load's own rows, and those of its pages (a `page` named: `load.summary.page_row`)."""
+    if "page" not in tl.columns:
+        return tl, pd.DataFrame()
+    named = tl["page"].notna()
+    return tl[~named].drop(columns="page").reset_index(drop=True), tl[named].reset_index(drop=True)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

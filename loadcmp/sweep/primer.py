@@ -34,14 +34,17 @@ KEPT_PATIENCE_S = 60.0
 """How long a server kept from the previous level may take to answer again."""
 
 
-def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0) -> None:
-    """A few requests; the response must be the page, not an error page."""
+def prime(dep: Deployment, page: str, n: int = 3, patience: float = 0.0, exact: bool = False) -> None:
+    """A few requests; the response must be the page, not an error page. `exact` (a mix's pages): an app's page
+    is checked for its text only when the path is that page's own (`/?s=x` is not the front page `/`)."""
     deadline = time.monotonic() + patience
     for _ in range(n):
         code, body = _get(dep, page, deadline)
         text = body[:200000].decode(errors="replace")
         app = dep.plan.app
         app_page = app.page_for(page) if app else None
+        if exact and app_page is not None and app_page.path != page.split("#", 1)[0]:
+            app_page = None
         if code >= 400:
             raise PrimerError(_not_the_page(dep, page, code))
         if page.split("?")[0].endswith(".php"):

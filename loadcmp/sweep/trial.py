@@ -36,6 +36,7 @@ from ..load.saturation import Machine, add_advice
 from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
+from ..traffic.mix import mix_pages
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, prime
@@ -115,6 +116,8 @@ class Measurement:
     sampler_warnings: list[str]
     window: tuple[float, float]
     """The measured window on the wall clock (epoch seconds), the clock Docker stamps logs with."""
+    page_hists: dict[str, HistogramDoc] = field(default_factory=dict)
+    """A load of several pages (a mix): each page's latency histogram."""
 
 
 @dataclass(frozen=True)
@@ -159,7 +162,8 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0)
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
-            prime(dep, p.page, patience=KEPT_PATIENCE_S if kept else 0.0)
+            for page in spec.mix or (p.page,):  # each page of a mix, as --page's
+                prime(dep, page, patience=KEPT_PATIENCE_S if kept else 0.0, exact=bool(spec.mix))
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:
                 stop(sweep, dep)  # a kept server gone bad: the next level starts a fresh one
@@ -221,7 +225,9 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive,
                          resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume)
     schedule = spec.schedule_for(p.level)
-    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine)
+    pages = mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else None
+    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
+                    pages=pages)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
@@ -251,6 +257,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
         # the sampler keeps going past a bad sample and says so (metrics.Sampler.warnings)
         sampler_warnings=list(sampler.warnings),
         window=(since, since + summary["duration_s"] + summary.get("teardown_s", 0.0) + evidence.LOG_LAG),
+        page_hists={name: result.page_latency(j).to_dict() for j, name in enumerate(result.pages)},
     )
 
 
@@ -300,6 +307,8 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
         latency_hist=m.latency_hist, service_hist=m.service_hist, server_metrics=ev.server,
         container_state=ev.containers,
     )
+    if m.page_hists:
+        record["page_hists"] = m.page_hists
     if "tls" in m.summary:  # https: what the handshakes negotiated and how many (None: plain http)
         record["tls"] = m.summary["tls"]
     if ev.found.log_evidence is not None:

@@ -4,4 +4,6 @@ Each source turns what a user gives (a `--mix`, an access log, a journey file) i
 engines send: the pages, and the order and times they are due in. It sits above the load (it hands the
 engines plain, prepared data and may build on their base) and below the lab (an app's shipped journeys are
 read with it).
+
+    mix.py   weighted mixes: `--mix` and `[mix]` parsed and checked, the seeded draw, the load's `Pages`
 """
