@@ -212,6 +212,8 @@ class LoadSummary(TypedDict):
     tls: NotRequired[TlsFacts | None]  #: https: what the handshakes negotiated and how many; None over http
     tls_errors: NotRequired[dict[str, int]]  #: https: tls_error's reasons -> count
     pages: NotRequired[list[PageSummary]]  #: a load of several pages: each one's figures, in the load's order
+    replay: NotRequired[dict[str, Any]]  #: a replayed access log: its rates, the answers as in the log or not
+    #: (`traffic.replay.ReplayDoc`)
 
 
 class RoleMetrics(TypedDict, total=False):

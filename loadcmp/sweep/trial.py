@@ -37,6 +37,7 @@ from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..traffic.mix import mix_pages
+from ..traffic.replay import replay_doc
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, prime
@@ -225,7 +226,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive,
                          resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume)
     schedule = spec.schedule_for(p.level)
-    pages = mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else None
+    pages = (mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else
+             spec.replay_plan().pages(target) if spec.replay is not None else None)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
                     pages=pages)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
@@ -245,6 +247,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
+    if spec.replay is not None:
+        summary["replay"] = replay_doc(spec.replay_plan(), summary, spec.warmup, [s.dropped for s in result.seconds])
     # the servers' CPUs are this machine's only on this machine's engine
     server_cpus = 0 if dep.host.remote else len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
     add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))

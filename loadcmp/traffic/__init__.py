@@ -5,5 +5,10 @@ engines send: the pages, and the order and times they are due in. It sits above 
 engines plain, prepared data and may build on their base) and below the lab (an app's shipped journeys are
 read with it).
 
-    mix.py   weighted mixes: `--mix` and `[mix]` parsed and checked, the seeded draw, the load's `Pages`
+    mix.py     weighted mixes: `--mix` and `[mix]` parsed and checked, the seeded draw, the load's `Pages`
+    logs.py    access logs read whole (nginx's and Apache's combined and common, JSON lines; detected or given),
+               the first bad line named, a few bad lines counted
+    replay.py  an access log made a replay (logs -> replay): what is sent, in which order, when (the `Replay`
+               schedule's due times at Nx, the closed loop at max), what each expects, its pages (the top ones,
+               the rest as `other`); a trial's replay in figures (`ReplayDoc`) and words
 """

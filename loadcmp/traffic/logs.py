@@ -185,23 +185,22 @@ def _number(value: Any, what: str) -> float:
 def _json_request(obj: Mapping[str, Any]) -> tuple[str, str, str | None]:
     req = obj.get("request")
     if isinstance(req, dict):  # Caddy: {"method": ..., "uri": ..., "host": ...}
-        method, path = str(req.get("method") or ""), str(req.get("uri") or "")
-        return (method.upper(), path, req.get("host")) if method and path else ("", path, None)
+        verb, path = str(req.get("method") or ""), str(req.get("uri") or "")
+        return (verb.upper(), path, req.get("host")) if verb and path else ("", path, None)
     if isinstance(req, str):
         return _request(req)
-    method, path = obj.get("method") or obj.get("request_method"), _first(obj, PATH_KEYS)
-    if not method or not path:
+    method, uri = obj.get("method") or obj.get("request_method"), _first(obj, PATH_KEYS)
+    if not method or not uri:
         raise BadLine('no request: expected "request", or "method" with "request_uri", "uri" or "path"')
-    query = _first(obj, ("args", "query_string"))
-    path = str(path)
-    return str(method).upper(), path + (f"?{query}" if query and "?" not in path else ""), None
+    query, where = _first(obj, ("args", "query_string")), str(uri)
+    return str(method).upper(), where + (f"?{query}" if query and "?" not in where else ""), None
 
 
 def parse_json(text: str, n: int, cache: dict[str, float]) -> Entry:
     """One line of a JSON-lines log; BadLine says why it is not one."""
     try:
         obj = json.loads(text)
-    except ValueError as e:
+    except json.JSONDecodeError as e:
         raise BadLine(f"not a JSON object ({e.msg})") from None
     if not isinstance(obj, dict):
         raise BadLine("not a JSON object")

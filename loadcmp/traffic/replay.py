@@ -19,15 +19,20 @@
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from array import array
+from bisect import bisect_left
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 
 from ..errors import UsageError
-from .logs import AccessLog, Entry
+from ..records import LoadSummary
+from ..load.schedules import Closed, Replay, Schedule, time_cap
+from .logs import AccessLog, Entry, LogFormat, read_log
 
 if TYPE_CHECKING:
     from ..load.pages import Pages
@@ -122,18 +127,11 @@ class ReplayPlan:
                         for r in self.requests)
         return Pages(targets, self.page_names, self.order, self.page_of, tuple(r.status for r in self.requests))
 
-    def doc(self) -> dict[str, object]:
-        """What run.json keeps of the replay (`ReplayDoc`)."""
-        out: dict[str, object] = {"file": self.file, "format": self.format, "speed": self.speed_text(),
-                                  "lines": self.lines, "sent": self.sent, "distinct": len(self.requests),
-                                  "pages": list(self.page_names), "grouped": self.grouped,
-                                  "left_out": dict(self.left_out),
-                                  "left_out_named": {k: [list(x) for x in v] for k, v in self.left_out_named.items()},
-                                  "subsecond": self.subsecond}
-        if (rate := self.mean_rate()) is not None:
-            out["rate"] = round(rate, 3)
-            out["span_s"] = round(self.span, 3)
-        return out
+    def due_between(self, start: float, end: float) -> int:
+        """How many requests are due in [start, end) seconds from the replay's start (0 at max)."""
+        if self.dues is None:
+            return 0
+        return bisect_left(self.dues, end) - bisect_left(self.dues, start)
 
     def speed_text(self) -> str:
         return "max" if self.speed is None else f"{self.speed:g}x"
@@ -235,3 +233,116 @@ def top_pages(log: AccessLog, top: int,
         sent[plan.requests[i].path] += 1
     ranked = sorted(sent.items(), key=lambda x: (-x[1], x[0]))
     return ranked[:top], plan.sent, len(ranked)
+
+
+@functools.lru_cache(maxsize=4)
+def load_plan(file: str, fmt: str | None, speed: str, methods: tuple[str, ...]) -> ReplayPlan:
+    """A run's replay, read and planned once per run (the spec asks for it at each level and trial)."""
+    return plan_replay(read_log(file, cast(LogFormat | None, fmt)), parse_speed(speed), parse_methods(methods))
+
+
+def replay_schedule(plan: ReplayPlan, clients: int, max_inflight: int | None = None,
+                    requests: int | None = None) -> Schedule:
+    """At Nx the log's own times (`Replay`, at most `max_inflight` or `clients` in flight); at max `clients`
+    closed clients sending the sequence once (`requests` unless given)."""
+    if plan.dues is None:
+        return Closed(clients, requests=requests or plan.sent)
+    return Replay(plan.dues, max_inflight or clients)
+
+
+def replay_window(plan: ReplayPlan, warmup: float, clients: int, timeout: float) -> float:
+    """The measured time of a replay given no -t: at Nx the log's span after the warm-up (which plays its first
+    seconds unmeasured); at max the safety cap of sending its requests once (`schedules.time_cap`)."""
+    if plan.dues is None:
+        return time_cap(plan.sent, clients, timeout)
+    if plan.span <= warmup:
+        raise UsageError(f"{plan.file} lasts {plan.span:g} s at {plan.speed_text()}, no longer than the "
+                         f"{warmup:g} s warm-up, which plays a log's first seconds unmeasured: give --warmup 0")
+    return plan.span - warmup
+
+
+def primer_page(plan: ReplayPlan) -> str:
+    """The page the primer asks for: the most sent GET the log says was answered (< 400)."""
+    sent: Counter[str] = Counter()
+    for i in plan.order:
+        r = plan.requests[i]
+        if r.method == "GET" and r.status < 400:
+            sent[r.path] += 1
+    return sent.most_common(1)[0][0] if sent else plan.requests[plan.order[0]].path
+
+
+class ReplayDoc(TypedDict):
+    """A trial of a replayed access log (`traffic.replay.replay_doc`): the log, what was left out, the rates it
+    asked and got, and the answers as in the log or not."""
+
+    file: str
+    format: str  #: combined, common or json
+    speed: str  #: 1x, 2x, ... or max
+    lines: int  #: the log's lines read
+    sent_in_log: int  #: the log's requests a replay sends (its sequence)
+    distinct: int  #: distinct requests (method, path, status) among them
+    pages: int  #: pages recorded on their own
+    grouped: int  #: further pages recorded together as `other`
+    left_out: dict[str, int]  #: the log's requests not sent, by reason (method, host, not a path, ...)
+    left_out_named: dict[str, list[list[Any]]]  #: the most frequent of each reason, [what, count]
+    subsecond: bool  #: the log's times finer than a second (else one second's requests spread over it)
+    log_rate: NotRequired[float]  #: at Nx: the log's requests due in the window per second, at this speed
+    sent_rate: NotRequired[float]  #: at Nx: the requests sent in the window per second (dropped ones not)
+    rate_ratio: NotRequired[float]  #: sent_rate / log_rate
+    dropped_peak: NotRequired[int]  #: at Nx: the most requests dropped in one second (the client behind)
+    as_in_log: int  #: answers with the status the log gave
+    differs: int  #: answers with another status (or none: a failure)
+    differing: list[list[Any]]  #: the pages most often differing: [page, differing, expected]
+
+
+DIFFERING = 5
+"""How many of the pages most often differing from the log a trial names."""
+
+
+def replay_doc(plan: ReplayPlan, summary: LoadSummary, warmup: float, dropped: list[int]) -> dict[str, Any]:
+    """A trial's replay in figures: the log and what was left out, at Nx the rate the log asked in the window and
+    the rate sent (`dropped`: the window's dropped requests by second), and the answers as in the log or not."""
+    doc = ReplayDoc(file=plan.file, format=plan.format, speed=plan.speed_text(), lines=plan.lines,
+                    sent_in_log=plan.sent, distinct=len(plan.requests), pages=len(plan.page_names) - (plan.grouped > 0),
+                    grouped=plan.grouped, left_out=dict(plan.left_out),
+                    left_out_named={k: [list(x) for x in v] for k, v in plan.left_out_named.items()},
+                    subsecond=plan.subsecond, as_in_log=0, differs=0, differing=[])
+    secs = summary["duration_s"]
+    if plan.dues is not None and secs > 0:
+        doc["log_rate"] = round(plan.due_between(warmup, warmup + secs) / secs, 3)
+        doc["sent_rate"] = round((summary["started"] - summary.get("dropped", 0)) / secs, 3)
+        doc["rate_ratio"] = round(doc["sent_rate"] / doc["log_rate"], 4) if doc["log_rate"] else 0.0
+        doc["dropped_peak"] = max(dropped, default=0)
+    rows: list[tuple[str, int, int]] = []
+    for page in summary.get("pages", []):
+        expected, met = page.get("expected", 0), page.get("as_expected", 0)
+        doc["as_in_log"] += met
+        doc["differs"] += expected - met
+        if expected > met:
+            rows.append((page["page"], expected - met, expected))
+    doc["differing"] = [list(r) for r in sorted(rows, key=lambda r: (-r[1], r[0]))[:DIFFERING]]
+    return dict(doc)
+
+
+def replay_lines(doc: Mapping[str, Any]) -> list[str]:
+    """A trial's replay in words, for the terminal (the report says the same from the stored record)."""
+    out = []
+    if "log_rate" in doc:
+        out.append(f"replay {doc['speed']}: sent {doc['sent_rate']:,.1f} req/s of the log's {doc['log_rate']:,.1f} "
+                   f"({doc['rate_ratio']:.1%})" + (f"; behind: up to {doc['dropped_peak']:,} dropped in a second"
+                                                    if doc.get("dropped_peak") else ""))
+    else:
+        out.append(f"replay max: the log's {doc['sent_in_log']:,} requests as fast as the closed loop goes")
+    answered = doc["as_in_log"] + doc["differs"]
+    if answered:
+        top = ", ".join(f"{p} {n:,}" for p, n, _ in doc["differing"])
+        out.append(f"as in the log {doc['as_in_log']:,} ({doc['as_in_log'] / answered:.1%}), differs from the log "
+                   f"{doc['differs']:,}" + (f" (most: {top})" if top else ""))
+    if doc["left_out"]:
+        said = "; ".join(f"{n:,} {why} (" + ", ".join(f"{w} {c:,}" for w, c in doc["left_out_named"].get(why, []))
+                         + ")" if doc["left_out_named"].get(why) else f"{n:,} {why}"
+                         for why, n in doc["left_out"].items())
+        out.append(f"left out of the log: {said}")
+    if doc["grouped"]:
+        out.append(f"{doc['pages']} pages recorded on their own, {doc['grouped']:,} more together as '{OTHER}'")
+    return out
