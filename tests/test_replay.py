@@ -119,3 +119,47 @@ def test_a_replay_split_over_workers_deals_every_nth_request_and_loses_none():
             assert p.count_before(t) == sum(1 for k in range(p.total) if p.due(k) < t)
     with pytest.raises(UsageError):
         Replay(array("d"), 1)
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--replay-speed", "fast"], "bad --replay-speed 'fast'"),
+    (["--replay-methods", "G3T"], "bad --replay-methods 'G3T'"),
+    (["--mix", "/=1"], "--replay and --mix"),
+    (["--schedule", "rate", "--rate", "5"], "--replay and --schedule"),
+    (["--warmup", "5s"], "lasts 3 s at 1x, no longer than the 5 s warm-up"),
+])
+def test_run_refuses_a_replay_it_cannot_do_before_anything_starts(tmp_path, args, message):
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    log = _log(tmp_path, [_line(s, "GET / HTTP/1.1") for s in (1, 2, 3)])
+    out = CliRunner().invoke(cli, ["run", "--server", "nginx", "--replay", log.file, "-c", "2", *args])
+    assert out.exit_code == 2 and message in out.output, out.output
+    assert "Traceback" not in out.output
+
+
+def test_run_refuses_a_bad_log_with_its_first_bad_line(tmp_path):
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    p = tmp_path / "access.log"
+    p.write_text(_line(1, "GET / HTTP/1.1") + "\nnot a line\n" + _line(2, "GET / HTTP/1.1") + "\n")
+    out = CliRunner().invoke(cli, ["run", "--server", "nginx", "--replay", str(p)])
+    assert out.exit_code == 2 and f"{p}:2: not a combined log line: not a line (1 of 3 lines" in out.output
+    assert len(out.output.strip().splitlines()) == 1
+
+
+def test_an_experiment_file_names_its_log_beside_itself(tmp_path):
+    from loadcmp.experiment.flags import build_spec
+
+    log = _log(tmp_path, [_line(s, "GET /x HTTP/1.1") for s in range(10)] + [_line(3, "POST /y HTTP/1.1")])
+    f = tmp_path / "replay.toml"
+    f.write_text('servers = ["nginx"]\nreplay = "access.log"\nreplay_speed = "2x"\nreplay_methods = ["GET", "POST"]\n'
+                 'warmup = "1s"\n')
+    spec = build_spec(str(f), {})
+    assert spec.replay == log.file and spec.page == "/x" and spec.duration == 4.0  # 10 s at 2x, less the warm-up
+    plan = spec.replay_plan()
+    assert plan.sent == 11 and "POST /y" in plan.page_names
+    assert isinstance(spec.schedule_for(50), Replay) and spec.schedule_for(50).connections == 50

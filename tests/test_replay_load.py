@@ -3,6 +3,10 @@ with the sequence kept in step, the answers as in the log or not, workers, and `
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import threading
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -95,3 +99,54 @@ def test_at_max_the_closed_loop_sends_the_sequence_once(faulty, tmp_path, loop_p
     assert doc["started"] == 200 and doc["stopped_by"] == "requests"
     rd = replay_doc(plan, doc, 0.0, [])
     assert "log_rate" not in rd and (rd["as_in_log"], rd["differs"]) == (200, 0)
+
+
+@contextlib.contextmanager
+def head_aware_server() -> Iterator[int]:
+    """Answers GET with a 5-byte body and HEAD with the same head and no body, as a real server does."""
+    loop = asyncio.new_event_loop()
+    ready = threading.Event()
+    port: list[int] = []
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\n" + (b"" if head.startswith(b"HEAD ") else
+                                                                                b"hello"))
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    def serve() -> None:
+        asyncio.set_event_loop(loop)
+        server = loop.run_until_complete(asyncio.start_server(handle, "127.0.0.1", 0))
+        port.append(server.sockets[0].getsockname()[1])
+        ready.set()
+        loop.run_forever()
+
+    th = threading.Thread(target=serve, daemon=True)
+    th.start()
+    ready.wait(5)
+    try:
+        yield port[0]
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        th.join(5)
+
+
+@pytest.mark.parametrize("speed", [1.0, None])
+def test_head_and_get_on_one_kept_connection_each_end_where_their_answer_does(tmp_path, loop_path, speed):
+    reqs = [("GET", "/a"), ("HEAD", "/a"), ("HEAD", "/b"), ("GET", "/b")] * 20
+    lines = [f'127.0.0.1 - - [26/Nov/2026:01:24:00 +0000] "{m} {p} HTTP/1.1" 200 5 "-" "-"' for m, p in reqs]
+    (tmp_path / "access.log").write_text("\n".join(lines) + "\n")
+    plan = plan_replay(read_log(tmp_path / "access.log"), speed)
+    with head_aware_server() as port:
+        target = make_target(f"http://127.0.0.1:{port}/", keepalive=True)
+        spec = LoadSpec(target, replay_schedule(plan, 4), 1.0 if speed else 10.0, timeout=2.0,
+                        pages=plan.pages(target))
+        doc = result_doc(run_load(spec))
+    assert doc["ok"] == 80 and doc["failed"] == 0, doc  # a HEAD read as a GET would wait for a body: a timeout
+    assert doc["bytes"] > 0 and check_invariant(doc)

@@ -22,7 +22,7 @@ from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.mix import check_mix, new_seed
-from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window
+from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window, warmup_problem
 from ..units import parse_cluster, parse_cpus
 
 
@@ -338,7 +338,9 @@ def replay_errors(spec: RunSpec) -> list[str]:
     if spec.replay is None:
         return []
     p = Problems()
-    p.attempt(spec.replay_plan)
+    plan = p.attempt(spec.replay_plan)
+    if plan is not None and (wrong := warmup_problem(plan, spec.warmup)) is not None:
+        p.add(wrong)
     for given, name in ((spec.mix, "--mix"), (spec.pages, "--pages"), (spec.schedule != "closed", "--schedule")):
         if given:
             p.add(f"--replay and {name}: a replay's log says what is sent and when (--replay-speed)")

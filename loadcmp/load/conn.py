@@ -113,6 +113,8 @@ class Conn(Framing, asyncio.Protocol):
         if self.is_head or self.status in (204, 304):
             self.framed = True
             self.on_message_complete()
+            if self.is_head:  # httptools still awaits the body the head announced: the next answer, a fresh parser
+                self.parser = httptools.HttpResponseParser(self)
 
     def on_message_complete(self) -> None:
         if self.active:

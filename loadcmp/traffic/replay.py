@@ -252,13 +252,19 @@ def replay_schedule(plan: ReplayPlan, clients: int, max_inflight: int | None = N
 
 def replay_window(plan: ReplayPlan, warmup: float, clients: int, timeout: float) -> float:
     """The measured time of a replay given no -t: at Nx the log's span after the warm-up (which plays its first
-    seconds unmeasured); at max the safety cap of sending its requests once (`schedules.time_cap`)."""
+    seconds unmeasured; `warmup_problem` says when nothing is left); at max the safety cap of sending its
+    requests once (`schedules.time_cap`)."""
     if plan.dues is None:
         return time_cap(plan.sent, clients, timeout)
-    if plan.span <= warmup:
-        raise UsageError(f"{plan.file} lasts {plan.span:g} s at {plan.speed_text()}, no longer than the "
-                         f"{warmup:g} s warm-up, which plays a log's first seconds unmeasured: give --warmup 0")
-    return plan.span - warmup
+    return max(plan.span - warmup, 0.001)
+
+
+def warmup_problem(plan: ReplayPlan, warmup: float) -> str | None:
+    """A log no longer than the warm-up at its speed leaves the window nothing to send: said in one line."""
+    if plan.dues is None or plan.span > warmup:
+        return None
+    return (f"{plan.file} lasts {plan.span:g} s at {plan.speed_text()}, no longer than the {warmup:g} s warm-up, "
+            "which plays a log's first seconds unmeasured: give --warmup 0")
 
 
 def primer_page(plan: ReplayPlan) -> str:
