@@ -34,6 +34,9 @@ run gives the ratios with and without the page, and the ratio of the two, round 
 Then the https rows (`tls_rows`): the same stack started again, pinned the same way, serving https, with wrk
 (keep-alive), ab (a new connection per request) and `h2load --h1` against loadcmp. `--rows https` runs only
 those; `--rows http` only the plain ones.
+
+Then the mix rows (`mix_rows`): one page against a 3-page weighted mix of pages nginx answers alike, in
+rounds of A B, then B A (the bar: the mix at >= 0.95x one page). `--rows mix` runs only those.
 """
 
 from __future__ import annotations
@@ -309,12 +312,12 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=15000)
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
-    ap.add_argument("--rows", default="http,https", help="which rows: http (and the big closed loop), https, "
-                    "or both (default http,https)")
+    ap.add_argument("--rows", default="http,https,mix", help="which rows: http (and the big closed loop), https, "
+                    "mix (a 3-page mix against one page), or several (default http,https,mix)")
     args = ap.parse_args()
     rows_asked = set(args.rows.split(","))
-    if not rows_asked or rows_asked - {"http", "https"}:
-        sys.exit(f"--rows {args.rows}: give http, https or http,https")
+    if not rows_asked or rows_asked - {"http", "https", "mix"}:
+        sys.exit(f"--rows {args.rows}: give http, https, mix or several of them, like http,mix")
     if args.live:
         if not Path(CHROMIUM).exists():
             sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
@@ -336,6 +339,10 @@ def main() -> None:
 
             tls_rows.print_tls_ratios(tls_rows.https_rows(stack, overrides, Path(tmp), levels, args.time,
                                                           args.rounds, args.page, lua))
+        if "mix" in rows_asked:
+            import mix_rows
+
+            mix_rows.mix_rows(stack, overrides, levels[:1], args.time, args.rounds)
     if BROWSER:
         BROWSER[0].close()
 

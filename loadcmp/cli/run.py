@@ -98,6 +98,9 @@ class SweepDisplay:
                     "in the window[/yellow]")
         if r and r.get("client_bound"):
             msg += f"\n{'':>18}[yellow]client-bound: {r.get('client_bound_reason')}[/yellow]"
+        if r and r.get("pages"):  # a mix: each page on its own
+            msg += f"\n{'':>18}" + "  ".join(f"{escape(pg['page'])} {pg['completed']:,} ({pg['share']:.1%}, p99 "
+                                                f"{p99_text(pg['latency_ms'])})" for pg in r.get("pages", []))
         edges = edges_note(r) if r else None
         if edges:
             msg += f"\n{'':>18}{edges}"

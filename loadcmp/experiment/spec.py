@@ -21,7 +21,7 @@ from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
-from ..traffic.mix import check_mix, new_seed
+from ..traffic.mix import MIX_LABEL, check_mix, new_seed
 from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window, warmup_problem
 from ..units import parse_cluster, parse_cpus
 
@@ -277,7 +277,9 @@ def _variant_error(path: Path, text: str, message: str) -> str:
 def _result_labels(spec: RunSpec, servers: list[str]) -> list[str]:
     """The labels results of these servers carry (with the page or keep-alive when those vary)."""
     run = replace(spec, servers=tuple(dict.fromkeys(servers)))
-    return list(dict.fromkeys(run.label(*v) for v in run.variants()))
+    out = list(dict.fromkeys(run.label(*v) for v in run.variants()))
+    # a mix's whole and each of its pages (`nginx[mix]`, `nginx[/?p=1042]`: `store.pages`)
+    return out + [f"{label} {page}" for label in out for page in (MIX_LABEL, *spec.mix)] if spec.mix else out
 
 
 def validate(spec: RunSpec) -> RunSpec:

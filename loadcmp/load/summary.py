@@ -111,6 +111,24 @@ def second_row(i: int, s: Second) -> dict[str, Any]:
     return row
 
 
+def page_load_summary(whole: LoadSummary, p: PageSummary) -> LoadSummary:
+    """One page of a load as a load of its own (what a finding or a check reads of `nginx[/x]`): its counts,
+    rates and latency over the load's window, the client's own figures the load's."""
+    dur = whole["duration_s"] or 1e-9
+    counts = {k: 0 for k in KINDS} | {"ok": p["ok"]} | p["failures"]
+    doc = LoadSummary(ok=p["ok"], failed=p["failed"], failures=dict(p["failures"]), unfinished=0,
+                      started=p["completed"], dropped=0, completed=p["completed"], rps=p["rps"],
+                      completions_per_s=round(p["completed"] / dur, 3),
+                      failed_rate=round(p["failed"] / max(1, p["completed"]), 6), duration_s=whole["duration_s"],
+                      bytes=p["bytes"], bytes_per_s=round(p["bytes"] / dur, 1), latency_ms=p["latency_ms"],
+                      service_ms=p["latency_ms"], webbench=_webbench(counts, p["completed"], p["bytes"], dur),
+                      interrupted=whole["interrupted"], warnings=[], status_codes=dict(p["status_codes"]))
+    for key in ("client_bound", "client_bound_reason", "stopped_by", "schedule", "engine", "workers"):
+        if key in whole:
+            doc[key] = whole[key]
+    return doc
+
+
 def note_ramp_cut(doc: LoadSummary, schedule: Schedule, warmup: float) -> None:
     """A ramp longer than warm-up + window never reaches its level: say how far it got,
     so that no figure or finding is read as that level's."""

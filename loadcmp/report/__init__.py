@@ -12,6 +12,8 @@
     tables.py         Table 1 (per server x level: means and 95 % intervals), `--json`'s rows, the legend
     tls.py            https: the TLS handshakes table (per second, resumed share, per core, handshake time,
                       tls_error) and what each label negotiated
+    mixes.py          a weighted mix: each page's row (requests, share, ok/s, status codes, p50, p99) beside
+                      Table 1's for the mix as a whole, and the mix's pages, weights and seed
     handshakes.py     a cell's TLS in words and figures: tls_error by reason, a client-bound cell's CPU per
                       handshake on each side, its facts for `--json`
     setup.py          the set-up section (what ran, where, with which settings) and the warnings
@@ -24,6 +26,7 @@
 
 Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
 plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; pages -> tls -> tables -> handshakes;
+pages -> mixes;
 story -> handshakes. Outside the package: the store (the
 folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
 errors).

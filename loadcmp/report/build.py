@@ -26,6 +26,7 @@ from .setup import settings, setup_rows, warnings
 from .story import story
 from .tables import legend, table1
 from .tls import tls_lines, tls_rows
+from .mixes import mix_lines, mix_rows
 
 FORMATS = {"html", "md", "png", "svg"}
 
@@ -147,7 +148,8 @@ def compose(data: Results, level: int | None = None, svg: bool = False) -> Repor
                   legend=legend(header, rows, data), warnings=warnings(data), comparison=compare.comparison_lines(data),
                   baseline=base, ratios=ratios, figures=figs, png=png, svg=svgs, capacity=capacity_rows(data),
                   capacity_lines=tuple(capacity_lines(data)), tune=tune_rows(data), tune_lines=tuple(tune_lines(data)),
-                  tls=tls_rows(data), tls_lines=tuple(tls_lines(data)))
+                  tls=tls_rows(data), tls_lines=tuple(tls_lines(data)), mix=mix_rows(data),
+                  mix_lines=tuple(mix_lines(data)))
 
 
 def _write(r: Report, out: Path, formats: set[str]) -> dict[str, Path]:

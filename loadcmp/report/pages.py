@@ -17,6 +17,7 @@ from ..store.reader import Results
 from .compare import RatioRow
 from .plots import Drawn
 from .tables import long_form
+from .mixes import LEGEND as MIX_LEGEND
 from .tls import LEGEND as TLS_LEGEND
 
 
@@ -46,6 +47,8 @@ class Report:
     tune_lines: tuple[str, ...] = ()  #: the study in words: what was tuned, its answer, what mattered, the block
     tls: tuple[list[str], list[list[str]]] = ([], [])  #: https: the handshakes table (header, rows); plain: empty
     tls_lines: tuple[str, ...] = ()  #: https: what each label negotiated, the resumption asked for, tls_error
+    mix: tuple[list[str], list[list[str]]] = ([], [])  #: a mix: each page's row (`report.mixes`); none: empty
+    mix_lines: tuple[str, ...] = ()  #: a mix: its pages, weights and seed
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -132,6 +135,7 @@ def html_page(r: Report) -> str:
     else:
         parts.append(_table_html(r.header, r.rows))
     parts.append(f"<p><small class='legend'>{_e(r.legend)}</small></p>")
+    parts += _mix_html(r)
     if r.tls[1] or r.tls_lines:  # the primer's facts whenever the run used TLS; the table when it has rows
         parts.append("<h2>TLS handshakes</h2>")
         if r.tls[1]:
@@ -161,6 +165,22 @@ def html_page(r: Report) -> str:
     return "\n".join(parts)
 
 
+def _mix_html(r: Report) -> list[str]:
+    """A mix's section (its pages, each on its own); nothing for a run without one."""
+    if not r.mix[1]:
+        return []
+    return ["<h2>Pages of the mix</h2>" + _table_html([("", h) for h in r.mix[0]], r.mix[1])
+            + f"<p><small class='legend'>{_e(MIX_LEGEND)}</small></p><ul>"
+            + "".join(f"<li>{_e(x)}</li>" for x in r.mix_lines) + "</ul>"]
+
+
+def _mix_md(r: Report) -> list[str]:
+    if not r.mix[1]:
+        return []
+    return ["## Pages of the mix", "", _md_table(*r.mix), "", f"*{MIX_LEGEND}*", ""] + [
+        f"- {x}" for x in r.mix_lines] + [""]
+
+
 def _md_table(header: list[str], rows: list[list[str]]) -> str:
     out = ["| " + " | ".join(header) + " |", "|" + "|".join("---:" for _ in header) + "|"]
     out += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
@@ -186,6 +206,7 @@ def markdown(r: Report) -> str:
     table = (_md_table(*long_form(r.header, r.rows, r.data.servers)) if len(r.data.servers) > 2
              else _md_table([f"{g} {w}".strip() for g, w in r.header], r.rows))
     parts += ["## Summary (Table 1)", "", table, "", f"*{r.legend}*", ""]
+    parts += _mix_md(r)
     if r.tls[1] or r.tls_lines:  # the primer's facts whenever the run used TLS; the table when it has rows
         parts += ["## TLS handshakes", ""]
         if r.tls[1]:

@@ -157,8 +157,22 @@ class Results:
         return pd.DataFrame([summary_row(t) for t in self.trials], columns=SUMMARY_COLUMNS)
 
     def cell(self, server: str, level: int) -> list[TrialRecord]:
-        """The trials of one server at one level that produced a measurement."""
-        return [t for t in self.trials if t["server"] == server and t["level"] == level and t.get("result")]
+        """The trials of one server at one level that produced a measurement; a page of a mix (`nginx /x`,
+        `nginx mix`: `store.pages`) its share of its server's."""
+        got = [t for t in self.trials if t["server"] == server and t["level"] == level and t.get("result")]
+        if got or server in self.servers:
+            return got
+        from .pages import page_cell
+
+        return page_cell(self.trials, self.servers, server, level)
+
+    def has(self, label: str) -> bool:
+        """A label of these results: a server's, or a page of its mix (`store.pages`)."""
+        from .pages import MIX, mix_pages
+
+        server, _, page = label.partition(" ")
+        return label in self.servers or (server in self.servers and (page == MIX and bool(mix_pages(
+            self.trials, server)) or page in mix_pages(self.trials, server)))
 
     def pooled_latency(self, server: str, level: int) -> Histogram:
         """Every request's latency of a cell's trials in one histogram: the one definition of
@@ -389,7 +403,11 @@ def _pages_apart(tl: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     if "page" not in tl.columns:
         return tl, pd.DataFrame()
     named = tl["page"].notna()
-    return tl[~named].drop(columns="page").reset_index(drop=True), tl[named].reset_index(drop=True)
+    own = tl[~named].drop(columns="page").reset_index(drop=True)
+    for col in ("started", "dropped", "inflight"):  # whole counts, made floats by the pages' rows that lack them
+        if col in own.columns and own[col].notna().all():
+            own[col] = own[col].astype("int64")
+    return own, tl[named].reset_index(drop=True)
 
 
 def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:

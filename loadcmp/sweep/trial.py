@@ -163,7 +163,7 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0)
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
-            for page in spec.mix or (p.page,):  # each page of a mix, as --page's
+            for page in [pg for pg, w in spec.mix.items() if w > 0] or [p.page]:  # each page a mix sends
                 prime(dep, page, patience=KEPT_PATIENCE_S if kept else 0.0, exact=bool(spec.mix))
         except LabError as e:  # it does not answer: this trial is lost, not the sweep
             if sweep.reused.pop(p.label, None) is not None:

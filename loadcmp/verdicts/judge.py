@@ -148,7 +148,7 @@ def _judge(res: Results, f: Finding) -> FindingResult:
                               "factor" if c.right else "threshold": c.value}
     if c.left.metric == "capacity":
         return _judge_capacity(res, f, values)
-    missing = [lb for lb in labels(c) if lb not in res.servers]
+    missing = [lb for lb in labels(c) if not res.has(lb)]
     if missing:
         reason = f"{', '.join(missing)} not run (this run has {', '.join(res.servers) or 'nothing'})"
         return FindingResult(f, "inconclusive", {**values, "levels": []}, reason, f"inconclusive: {reason}")

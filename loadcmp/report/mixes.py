@@ -1,0 +1,84 @@
+"""The report's mix section: each page of a weighted mix counted on its own, beside Table 1's row for the mix
+as a whole (`--mix`, `[mix]`).
+
+Only a run whose trials sent a mix has this section: any other run's report is as it was.
+"""
+
+from __future__ import annotations
+
+from ..records import PageSummary, TrialRecord
+from ..store.pages import mix_pages, page_label
+from ..store.reader import Results, pooled_latency
+from ..units import ms
+
+HEADER = ["clients", "server", "page", "weight", "requests", "share", "ok/s", "status codes", "p50 ms", "p99 ms"]
+LEGEND = ("Each page of the mix counted on its own (its row in Table 1 is the mix as a whole, and these add up to "
+          "it): requests, the mean per trial of those that ended in the window; share, of all the mix's; ok/s, "
+          "its successful responses per second; status codes, summed over the trials; p50 and p99, from the "
+          "page's own latency histogram pooled over the trials. A finding names a page as nginx[/?p=1042] and the "
+          "mix as nginx[mix].")
+
+
+def _codes(trials: list[TrialRecord]) -> str:
+    got: dict[str, int] = {}
+    for t in trials:
+        r = t.get("result")
+        for code, n in (r.get("status_codes") or {} if r else {}).items():
+            got[code] = got.get(code, 0) + n
+    return " · ".join(f"{code}: {n:,}" for code, n in sorted(got.items())) or "-"
+
+
+def _ms(v: float | None) -> str:
+    return "-" if v is None else f"{ms(v, 2):,.2f}"
+
+
+def _weights(data: Results) -> dict[str, float]:
+    for run in data.runs:
+        mix = run.doc["spec"].get("mix")
+        if mix:
+            return dict(mix)
+    return {}
+
+
+def mix_rows(data: Results) -> tuple[list[str], list[list[str]]]:
+    """One row per server, level and page of a mix; empty when no trial sent one."""
+    weights = _weights(data)
+    total = sum(weights.values()) or 1.0
+    rows: list[list[str]] = []
+    for level in data.levels:
+        for label in data.servers:
+            for page in mix_pages(data.of_server(label), label):
+                trials = data.cell(page_label(label, page), level)
+                if not trials:
+                    continue
+                done = [t["result"]["completed"] for t in trials if t.get("result")]
+                shares = [d["share"] for d in _page_docs(data, label, level, page)]
+                h = pooled_latency(trials)
+                rows.append([f"{level:,}", label, page, f"{weights[page] / total:.0%}" if page in weights else "-",
+                             f"{sum(done) / len(done):,.0f}", f"{sum(shares) / max(1, len(shares)):.1%}",
+                             f"{sum(t['result']['rps'] for t in trials) / len(trials):,.0f}", _codes(trials),
+                             _ms(h.percentile(50)), _ms(h.percentile(99))])
+    return (HEADER, rows) if rows else ([], [])
+
+
+def _page_docs(data: Results, label: str, level: int, page: str) -> list[PageSummary]:
+    """The page's own summary (`records.PageSummary`) in each trial of the cell."""
+    out = []
+    for t in data.cell(label, level):
+        r = t.get("result")
+        got = next((p for p in (r.get("pages") or [] if r else []) if p["page"] == page), None)
+        if got is not None:
+            out.append(got)
+    return out
+
+
+def mix_lines(data: Results) -> list[str]:
+    """The mix in words: its pages and weights, and the seed its sequence was drawn with."""
+    out = []
+    for run in data.runs:
+        spec = run.doc["spec"]
+        if spec.get("mix"):
+            pages = ", ".join(f"{p} ({w:g})" for p, w in spec["mix"].items())
+            out.append(f"{run.name}: a mix of {pages}, drawn with seed {spec.get('seed')} (the same seed sends the "
+                       "same sequence: `--seed` repeats it)")
+    return out

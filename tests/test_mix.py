@@ -1,0 +1,238 @@
+"""Weighted mixes: the parser, the seeded draw, and each page counted on its own by every engine."""
+
+from __future__ import annotations
+
+from array import array
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.errors import UsageError
+from loadcmp.load.driver import LoadSpec
+from loadcmp.load.pages import Cursor, Pages
+from loadcmp.load.recorder import Recorder
+from loadcmp.load.schedules import Closed, Rate
+from loadcmp.load.summary import check_invariant, result_doc, timeline_rows
+from loadcmp.load.target import make_target
+from loadcmp.load.workers import run_load
+from loadcmp.traffic.mix import check_mix, draw, mix_pages, parse_mix, shares
+
+# --- the parser -----------------------------------------------------------------------------
+
+
+def test_each_item_is_split_on_its_last_equals_sign():
+    assert parse_mix("/=50,/?p=1042=30,/wp-content/uploads/x.jpg=20") == (
+        ("/", 50.0), ("/?p=1042", 30.0), ("/wp-content/uploads/x.jpg", 20.0))
+    assert parse_mix(" /a?x=1&y=2 = 1.5 ") == (("/a?x=1&y=2", 1.5),)
+
+
+@pytest.mark.parametrize(("text", "said"), [
+    ("/=50,/?p=1042=x", "the weight of '/?p=1042' is not a number: 'x'"),
+    ("/=0,/a=0", "the weights add up to 0"),
+    ("/=-1,/a=2", "the weight of '/' is negative"),
+    ("", "--mix is empty"),
+    (" , ", "--mix is empty"),
+    ("/a", "write PAGE=WEIGHT"),
+    ("=3", "write PAGE=WEIGHT"),
+    ("/=1,/=2", "names '/' twice"),
+    ("a=1", "must start with /"),
+    ("/=nan", "is not a number"),
+])
+def test_bad_mixes_are_refused_in_one_line(text, said):
+    with pytest.raises(UsageError) as e:
+        parse_mix(text)
+    assert said in str(e.value) and "\n" not in str(e.value)
+
+
+def test_a_mix_table_is_checked_as_the_flag_is():
+    assert check_mix({"/": 60, "/?p=1042": 30.5}) == (("/", 60.0), ("/?p=1042", 30.5))
+    for bad, said in (({}, "is empty"), ({"/": True}, "not a number"), ({"/": "x"}, "not a number"),
+                      ({"/": 0}, "add up to 0"), ({"/": -2, "/a": 3}, "negative")):
+        with pytest.raises(UsageError, match=said):
+            check_mix(bad)
+
+
+@pytest.mark.parametrize("mix", ["/=50,/?p=1=x", "/=0", "/=-3,/b=1", ","])
+def test_run_refuses_a_bad_mix_before_anything_starts(mix, tmp_path):
+    r = CliRunner().invoke(cli, ["run", "--server", "nginx", "--mix", mix, "-t", "1s", "--out", str(tmp_path)])
+    assert r.exit_code == 2, r.output
+    assert len(r.output.strip().splitlines()) == 1 and "mix" in r.output
+    assert not list(tmp_path.iterdir())  # no results folder: nothing started
+
+
+def test_a_bad_mix_table_in_an_experiment_file_is_exit_2(tmp_path):
+    exp = tmp_path / "e.toml"
+    exp.write_text('servers = ["nginx"]\n[mix]\n"/" = "lots"\n')
+    r = CliRunner().invoke(cli, ["run", str(exp), "--out", str(tmp_path / "out")])
+    assert r.exit_code == 2 and "[mix]" in r.output and "not a number" in r.output, r.output
+
+
+def test_the_mix_and_its_seed_go_into_the_spec(tmp_path):
+    from loadcmp.experiment.flags import build_spec
+
+    exp = tmp_path / "e.toml"
+    exp.write_text('servers = ["nginx"]\nseed = 11\n[mix]\n"/info.php" = 3\n"/index.html" = 1\n')
+    spec = build_spec(str(exp), {})
+    assert spec.mix == {"/info.php": 3.0, "/index.html": 1.0} and spec.seed == 11 and spec.page == "/info.php"
+    assert spec.to_dict()["seed"] == 11 and spec.to_dict()["mix"] == {"/info.php": 3.0, "/index.html": 1.0}
+    drawn = build_spec(None, {"servers": ("nginx",), "mix": {"/info.php": 1.0}})
+    assert drawn.seed is not None  # a mix given without a seed gets one, which run.json keeps
+    with pytest.raises(UsageError, match="--mix and --page"):
+        build_spec(None, {"servers": ("nginx",), "mix": {"/a": 1.0}, "page": "/b"})
+    with pytest.raises(UsageError, match="--mix and --pages"):
+        build_spec(None, {"servers": ("nginx",), "mix": {"/info.php": 1.0}, "pages": ("/a", "/b")})
+
+
+# --- the draw -------------------------------------------------------------------------------
+
+
+def test_the_draw_keeps_the_weights_within_2_percent():
+    mix = parse_mix("/=60,/?p=1042=30,/?s=hello=10")
+    got = shares(draw(mix, seed=3, n=10_000), 3)
+    for share, want in zip(got, (0.6, 0.3, 0.1), strict=True):
+        assert abs(share - want) < 0.02, got
+
+
+def test_the_same_seed_draws_the_same_sequence():
+    mix = parse_mix("/a=5,/b=3,/c=2")
+    assert draw(mix, 42, 5000) == draw(mix, 42, 5000)
+    assert draw(mix, 42, 5000) != draw(mix, 43, 5000)
+    assert draw(parse_mix("/a=1,/b=0"), 1, 1000) == array("I", [0] * 1000)  # a weight of 0 is never drawn
+
+
+def test_workers_take_every_nth_position_and_the_c_walk_is_the_python_one():
+    target = make_target("http://127.0.0.1:8080/", resolve=False)
+    pages = mix_pages(parse_mix("/a=1,/b=1,/c=1"), 9, target, n=97)
+    assert [t.path for t in pages.targets] == ["/a", "/b", "/c"] and pages.targets[1].url.endswith(":8080/b")
+    one = Cursor(pages)
+    whole = [one.next() for _ in range(200)]
+    assert whole == [pages.order[i % 97] for i in range(200)]  # cycled
+    parts = [Cursor(pages.share(i, 2)) for i in range(2)]
+    assert [parts[i % 2].next() for i in range(200)] == whole
+    cext = pytest.importorskip("loadcmp.load._ctally")
+    for share in (pages, pages.share(1, 3)):
+        c, py = cext.CRequests(share.encoded(), share), Cursor(share)
+        assert c.walk(300) == [py.next() for _ in range(300)]
+
+
+def test_pages_refuse_what_cannot_be_sent():
+    a = make_target("http://127.0.0.1:8080/a", resolve=False)
+    other = make_target("http://127.0.0.1:9090/b", resolve=False)
+    with pytest.raises(UsageError, match="share one server"):
+        Pages((a, other), ("/a", "/b"), array("I", [0, 1]))
+    with pytest.raises(UsageError, match="names a request"):
+        Pages((a,), ("/a",), array("I", [0, 1]))
+
+
+# --- each page counted on its own -------------------------------------------------------------
+
+
+def test_the_recorder_counts_a_page_and_its_expected_status():
+    rec = Recorder(100.0, 2.0, pages=("/a", "/b"))
+    rec.start(100.1)
+    rec.start(100.2)
+    rec.start(100.3)
+    rec.done(0, 100.1, 100.1, 100.2, 10, 200, page=0, expect=200)
+    rec.done(1, 100.2, 100.2, 100.4, 5, 404, page=1, expect=200)
+    rec.done(0, 100.3, 100.3, 101.5, 10, 200, page=1)
+    doc = result_doc(rec.close())
+    a, b = doc["pages"]
+    assert (a["completed"], a["status_codes"], a["expected"], a["as_expected"]) == (1, {"200": 1}, 1, 1)
+    assert (b["completed"], b["status_codes"], b["expected"], b["as_expected"]) == (2, {"200": 1, "404": 1}, 1, 0)
+    assert b["failures"] == {"http_4xx": 1} and a["completed"] + b["completed"] == doc["completed"]
+
+
+def test_the_c_tally_counts_pages_as_the_recorder_does():
+    cext = pytest.importorskip("loadcmp.load._ctally")
+    nan = float("nan")
+    ph = (nan, 0.0, 0.001, 0.002, 0.0)
+    events = [100.1, 100.2, 100.3, (0, 200, 100.1, 100.1, 100.2, 10, ph, 0, 200), None,
+              (1, 404, 100.2, 100.2, 100.4, 5, ph, 1, 200), (0, 200, 100.3, 100.3, 101.5, 10, ph, 1, 0)]
+    rec = Recorder(100.0, 2.0, pages=("/a", "/b"))
+    cext.tally(rec, events)
+    doc = result_doc(rec.close())
+    a, b = doc["pages"]
+    assert (a["completed"], a["status_codes"], a["expected"], a["as_expected"]) == (1, {"200": 1}, 1, 1)
+    assert (b["completed"], b["status_codes"], b["expected"], b["as_expected"]) == (2, {"200": 1, "404": 1}, 1, 0)
+    assert b["latency_ms"]["max"] == pytest.approx(1200, rel=0.01)
+
+
+def _mixed_load(faulty, engine: str, keepalive: bool, workers: int = 1, schedule=None):
+    target = make_target(faulty.url("/ok"), keepalive=keepalive)
+    pages = mix_pages(parse_mix("/ok=5,/404=3,/500=2"), 5, target)
+    return run_load(LoadSpec(target, schedule or Closed(4), 0.8, engine=engine, pages=pages), workers=workers)
+
+
+@pytest.mark.usefixtures("loop_path")
+@pytest.mark.parametrize("engine", ["fast", "aiohttp"])
+@pytest.mark.parametrize("keepalive", [False, True])
+def test_each_page_is_counted_and_the_pages_add_up_to_the_load(faulty, engine, keepalive):
+    result = _mixed_load(faulty, engine, keepalive)
+    doc = result_doc(result)
+    assert check_invariant(doc)
+    pages = {p["page"]: p for p in doc["pages"]}
+    assert sum(p["completed"] for p in pages.values()) == doc["completed"] > 50
+    assert pages["/ok"]["status_codes"] == {"200": pages["/ok"]["completed"]}
+    assert pages["/404"]["status_codes"] == {"404": pages["/404"]["completed"]}
+    assert pages["/500"]["failures"] == {"http_5xx": pages["/500"]["completed"]}
+    assert doc["status_codes"] == {"200": pages["/ok"]["ok"], "404": pages["/404"]["completed"],
+                                   "500": pages["/500"]["completed"]}
+    rows = timeline_rows(result)
+    for i, own in enumerate(r for r in rows if r["page"] is None):
+        assert sum(r["completed"] for r in rows if r["page"] is not None and r["second"] == i) == own["completed"]
+
+
+@pytest.mark.usefixtures("loop_path")
+def test_workers_and_the_rate_schedule_count_pages_too(faulty):
+    merged = result_doc(_mixed_load(faulty, "fast", True, workers=2))
+    assert sum(p["completed"] for p in merged["pages"]) == merged["completed"] > 50
+    rate = result_doc(_mixed_load(faulty, "fast", True, schedule=Rate(200.0, max_inflight=50)))
+    assert sum(p["completed"] for p in rate["pages"]) == rate["completed"] > 50
+    share = {p["page"]: p["share"] for p in rate["pages"]}
+    assert share["/ok"] > share["/404"] > share["/500"] > 0
+
+
+def test_a_runs_page_rows_are_read_apart_from_its_own(tmp_path: Path):
+    import pandas as pd
+
+    from loadcmp.store.reader import _pages_apart
+
+    tl = pd.DataFrame([{"second": 0, "completed": 3, "page": None}, {"second": 0, "completed": 2, "page": "/a"},
+                       {"second": 0, "completed": 1, "page": "/b"}])
+    own, pages = _pages_apart(tl)
+    assert list(own["completed"]) == [3] and "page" not in own.columns and list(pages["page"]) == ["/a", "/b"]
+
+
+def test_a_finding_names_a_page_of_the_mix_or_the_mix_as_a_whole():
+    import pandas as pd
+
+    from loadcmp.load.histogram import Histogram
+    from loadcmp.store.reader import Results
+    from loadcmp.verdicts.findings import parse_findings
+    from loadcmp.verdicts.judge import evaluate
+
+    trials = []
+    for trial in range(3):
+        rec = Recorder(100.0, 2.0, pages=("/fast", "/slow"))
+        for i in range(200):
+            t = 100.0 + i * 0.008
+            rec.start(t)
+            slow = i % 4 == 0
+            rec.done(0, t, t, t + (0.3 if slow else 0.002), 10, 200, page=int(slow))
+        result = rec.close()
+        doc = result_doc(result)
+        trials.append({"server": "nginx", "level": 10, "trial": trial, "stack": "nginx", "keepalive": False,
+                       "status": "ok", "result": doc, "latency_hist": result.latency().to_dict(),
+                       "page_hists": {n: result.page_latency(j).to_dict() for j, n in enumerate(result.pages)}})
+    res = Results([], trials, pd.DataFrame(), pd.DataFrame(), ["nginx"])  # type: ignore[arg-type]
+    assert res.has("nginx /fast") and res.has("nginx mix") and not res.has("nginx /other")
+    assert Histogram.from_dict(res.cell("nginx /slow", 10)[0]["latency_hist"]).count == 50
+    found = evaluate(res, parse_findings([
+        {"claim": "the fast page is fast", "check": "nginx[/fast]:p(99) < 50ms"},
+        {"claim": "the slow page is fast", "check": "nginx[/slow]:p(99) < 50ms"},
+        {"claim": "the mix's p99 is the slow page's", "check": "nginx[mix]:p(99) > 100ms"},
+        {"claim": "a page not in the mix", "check": "nginx[/other]:rps > 1"},
+    ]))
+    assert [f.verdict for f in found] == ["supported", "not supported", "supported", "inconclusive"]
