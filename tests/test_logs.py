@@ -13,10 +13,10 @@ from loadcmp.cli import cli
 from loadcmp.errors import UsageError
 from loadcmp.traffic.logs import MAX_BAD_SHARE, read_log
 
-FIXTURE = Path(__file__).parent / "fixtures" / "logs" / "nginx-access.log"
+FIXTURE = Path(__file__).parent / "fixtures" / "accesslogs" / "nginx-access.log"
 
 NGINX = ('127.0.0.1 - - [26/Nov/2026:01:24:10 +0000] "GET /info.php HTTP/1.1" 200 24191 "-" "-"')
-"""A line of tests/fixtures/logs/nginx-access.log, which the nginx stack wrote during a run."""
+"""A line of tests/fixtures/accesslogs/nginx-access.log, which the nginx stack wrote during a run."""
 APACHE = ('127.0.0.1 - frank [10/Oct/2000:13:55:36 -0700] "GET /apache_pb.gif HTTP/1.0" 200 2326 '
           '"http://www.example.com/start.html" "Mozilla/4.08 [en] (Win98; I ;Nav)"')
 """Apache's own example of its combined format (its mod_log_config manual)."""
@@ -133,11 +133,14 @@ def test_the_stack_written_fixture_reads_whole():
 
 
 def test_mix_prints_a_table_to_paste(tmp_path):
-    p = _write(tmp_path, [NGINX, NGINX, APACHE.replace("-0700", "+0000"), COMMON.replace('" 304 -', '" 304 - "-" "-"')])
+    gone = NGINX.replace("/info.php", "/gone").replace(" 200 ", " 404 ")
+    p = _write(tmp_path, [NGINX, NGINX, APACHE.replace("-0700", "+0000"), COMMON.replace('" 304 -', '" 304 - "-" "-"'),
+                          gone])
     out = CliRunner().invoke(cli, ["mix", str(p), "--top", "2"])
     assert out.exit_code == 0, out.output
     head, table, first, second = out.output.splitlines()
-    assert head.startswith(f"# loadcmp mix {p}: the top 2 of 3 pages, 3 of the 4 GET/HEAD requests (75.0 %)")
+    assert head == (f"# loadcmp mix {p}: the top 2 of 3 pages, 3 of the 4 answered GET/HEAD requests (75.0 %); "
+                    "combined log, 5 lines; 1 the log says failed (>= 400) left out: a mix's pages must answer")
     assert table == "[mix]"
     assert first.split("#")[0].split() == ['"/info.php"', "=", "2"] and first.endswith("# 50.0 %")
     assert second.startswith('"/a%20b?x=1"') or second.startswith('"/apache_pb.gif"')

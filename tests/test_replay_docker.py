@@ -21,7 +21,7 @@ from loadcmp.traffic.mix import mix_pages
 
 pytestmark = pytest.mark.docker
 
-CONF = Path(__file__).parent / "fixtures" / "logs" / "nginx-access.conf"
+CONF = Path(__file__).parent / "fixtures" / "accesslogs" / "nginx-access.conf"
 """nginx's config with `access_log /var/log/nginx/access.log combined`, listening on 127.0.0.1:18089."""
 MIX = (("/index.html", 70.0), ("/info.php", 15.0), ("/image-50k.jpg", 10.0), ("/missing.html", 5.0))
 
@@ -68,7 +68,7 @@ def test_a_log_recorded_from_a_stack_replays_at_its_own_rate_and_at_max(docker_c
     if not one.get("client_bound"):
         assert rd["rate_ratio"] == pytest.approx(1.0, abs=0.02), rd  # the log's own rate, within 2 %
     assert rd["differs"] == 0 and rd["as_in_log"] == one["ok"] + one["status_codes"].get("404", 0)
-    assert {p["page"] for p in one["pages"]} == {page for page, _ in MIX}
+    assert {p["page"] for p in one["pages"]} >= {page for page, _ in MIX}  # (and the sampler's status pages)
 
     fast = _replay(log, "-c", "20", "--replay-speed", "max")
     assert fast["replay"]["speed"] == "max" and fast["started"] == rd["sent_in_log"]

@@ -32,7 +32,7 @@ def _log(tmp_path: Path, seconds: list[list[tuple[str, int]]]) -> Path:
 def _replay(faulty, file: Path, speed: float | None, duration: float, clients: int = 50, workers: int = 1):
     plan = plan_replay(read_log(file), speed)
     target = make_target(faulty.url("/ok"), keepalive=True)
-    schedule = replay_schedule(plan, clients)
+    schedule = replay_schedule(plan, clients, requests=plan.sent if speed is None else None)
     spec = LoadSpec(target, schedule, duration, timeout=5.0, pages=plan.pages(target))
     result = run_load(spec, workers=workers)
     doc = result_doc(result)
@@ -92,9 +92,10 @@ def test_two_workers_send_every_request_once(faulty, tmp_path):
 def test_at_max_the_closed_loop_sends_the_sequence_once(faulty, tmp_path, loop_path):
     log = _log(tmp_path, [[("/ok", 200)] * 150 + [("/404", 404)] * 50])
     plan = plan_replay(read_log(log), None)
-    assert replay_schedule(plan, 8) == Closed(8, requests=200)
+    assert replay_schedule(plan, 8, requests=200) == Closed(8, requests=200)
+    assert replay_schedule(plan, 8) == Closed(8)  # -t given: the sequence again and again until the time is up
     target = make_target(faulty.url("/ok"), keepalive=True)
-    spec = LoadSpec(target, replay_schedule(plan, 8), 10.0, pages=plan.pages(target))
+    spec = LoadSpec(target, replay_schedule(plan, 8, requests=200), 10.0, pages=plan.pages(target))
     doc = result_doc(run_load(spec))
     assert doc["started"] == 200 and doc["stopped_by"] == "requests"
     rd = replay_doc(plan, doc, 0.0, [])
@@ -145,7 +146,7 @@ def test_head_and_get_on_one_kept_connection_each_end_where_their_answer_does(tm
     plan = plan_replay(read_log(tmp_path / "access.log"), speed)
     with head_aware_server() as port:
         target = make_target(f"http://127.0.0.1:{port}/", keepalive=True)
-        spec = LoadSpec(target, replay_schedule(plan, 4), 1.0 if speed else 10.0, timeout=2.0,
+        spec = LoadSpec(target, replay_schedule(plan, 4, requests=None if speed else 80), 1.0 if speed else 10.0, timeout=2.0,
                         pages=plan.pages(target))
         doc = result_doc(run_load(spec))
     assert doc["ok"] == 80 and doc["failed"] == 0, doc  # a HEAD read as a GET would wait for a body: a timeout

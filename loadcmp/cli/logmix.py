@@ -12,6 +12,7 @@ from .app import cli
 def mix_table(file: str, fmt: str | None, top: int, methods: str) -> str:
     """The `[mix]` table of a log's `top` pages by their requests (integer weights: the counts), after a
     comment saying the share of the log's sent requests it covers."""
+    from ..errors import UsageError
     from ..traffic.logs import read_log
     from ..traffic.replay import parse_methods, top_pages
     from ..units import check_count
@@ -19,10 +20,13 @@ def mix_table(file: str, fmt: str | None, top: int, methods: str) -> str:
     check_count(top, "--top")
     log = read_log(file, fmt)  # type: ignore[arg-type]  # click's Choice gave one of logs.FORMATS
     allowed = parse_methods(methods, "--methods")
-    pages, sent, distinct = top_pages(log, top, allowed)
+    pages, sent, distinct, failed = top_pages(log, top, allowed)
+    if not pages:
+        raise UsageError(f"{file}: the log says every {'/'.join(allowed)} request failed (>= 400): no page for a mix")
     covered = sum(n for _, n in pages)
-    lines = [f"# loadcmp mix {file}: the top {len(pages)} of {distinct:,} pages, {covered:,} of the {sent:,} "
-             f"{'/'.join(allowed)} requests ({100.0 * covered / sent:.1f} %); {log.format} log, {log.lines:,} lines",
+    lines = [f"# loadcmp mix {file}: the top {len(pages)} of {distinct:,} pages, {covered:,} of the {sent:,} answered "
+             f"{'/'.join(allowed)} requests ({100.0 * covered / sent:.1f} %); {log.format} log, {log.lines:,} lines"
+             + (f"; {failed:,} the log says failed (>= 400) left out: a mix's pages must answer" if failed else ""),
              "[mix]"]
     width = max(len(json.dumps(p)) for p, _ in pages)
     for path, n in pages:

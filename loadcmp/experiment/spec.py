@@ -119,10 +119,12 @@ class RunSpec:
 
     def without_time_limit(self) -> RunSpec:
         """No time given: with -n, only the safety cap (`schedules.time_cap`, for the fewest clients) limits it;
-        a replay lasts as long as its log at its speed (`replay.replay_window`)."""
+        a replay lasts as long as its log at its speed (`replay.replay_window`); at max it sends the log once."""
         if self.replay is not None:
-            window = replay_window(self.replay_plan(), self.warmup, min(self.levels, default=1), self.timeout)
-            return replace(self, duration=window)
+            plan = self.replay_plan()
+            whole = self.requests or (plan.sent if plan.dues is None else None)
+            return replace(self, requests=whole,
+                           duration=replay_window(plan, self.warmup, min(self.levels, default=1), self.timeout))
         if self.requests is None:
             return self
         return replace(self, duration=time_cap(self.requests, min(self.levels, default=1), self.timeout))

@@ -223,16 +223,22 @@ def _pages(requests: tuple[Request, ...], order: array, top: int) -> tuple[tuple
 
 
 def top_pages(log: AccessLog, top: int,
-              methods: tuple[str, ...] = DEFAULT_METHODS) -> tuple[list[tuple[str, int]], int, int]:
-    """`loadcmp mix FILE`: the log's `top` most requested paths (of the requests a replay would send; a mix
-    sends GET, so a HEAD counts for its path) with their counts, how many requests that is of, and how
-    many paths there are."""
+              methods: tuple[str, ...] = DEFAULT_METHODS) -> tuple[list[tuple[str, int]], int, int, int]:
+    """`loadcmp mix FILE`: the log's `top` most requested paths with their counts, of the requests a replay would
+    send that the log says were answered (< 400: a mix's pages must answer its primer; a mix sends GET, so a
+    HEAD counts for its path); how many answered requests there are, how many paths, and how many requests the
+    log says failed (left out)."""
     plan = plan_replay(log, None, methods, top)
     sent: Counter[str] = Counter()
+    failed = 0
     for i in plan.order:
-        sent[plan.requests[i].path] += 1
+        r = plan.requests[i]
+        if r.status < 400:
+            sent[r.path] += 1
+        else:
+            failed += 1
     ranked = sorted(sent.items(), key=lambda x: (-x[1], x[0]))
-    return ranked[:top], plan.sent, len(ranked)
+    return ranked[:top], plan.sent - failed, len(ranked), failed
 
 
 @functools.lru_cache(maxsize=4)
@@ -244,9 +250,10 @@ def load_plan(file: str, fmt: str | None, speed: str, methods: tuple[str, ...]) 
 def replay_schedule(plan: ReplayPlan, clients: int, max_inflight: int | None = None,
                     requests: int | None = None) -> Schedule:
     """At Nx the log's own times (`Replay`, at most `max_inflight` or `clients` in flight); at max `clients`
-    closed clients sending the sequence once (`requests` unless given)."""
+    closed clients walking the sequence: `requests` of it (the whole log once, as a run without -t asks), or
+    again and again until the time is up (None)."""
     if plan.dues is None:
-        return Closed(clients, requests=requests or plan.sent)
+        return Closed(clients, requests=requests)
     return Replay(plan.dues, max_inflight or clients)
 
 
