@@ -72,7 +72,7 @@ class ScheduleDoc(TypedDict):
 
     kind: ScheduleKind
     clients: NotRequired[int]  #: closed: the concurrent clients
-    requests: NotRequired[int]  #: closed with -n, replay: the requests in all
+    requests: NotRequired[int]  #: closed with -n: the requests in all
     users: NotRequired[int]  #: ramp: the users started in all
     ramp_up_s: NotRequired[float]  #: ramp: the seconds over which the users start
     pace_s: NotRequired[float]  #: ramp: each user's seconds from one request's start to the next's

@@ -218,8 +218,7 @@ class Replay:
         return (len(self.dues) - 1) / span if span > 0 else 1.0
 
     def describe(self) -> ScheduleDoc:
-        return ScheduleDoc(kind=self.kind, requests=len(self.dues), rate=round(self.mean_rate(), 3),
-                           max_inflight=self.max_inflight)
+        return ScheduleDoc(kind=self.kind, rate=round(self.mean_rate(), 3), max_inflight=self.max_inflight)
 
 
 Schedule = Closed | Ramp | Rate | Replay
