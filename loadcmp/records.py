@@ -107,6 +107,10 @@ class SpecDoc(TypedDict):
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
     mix: NotRequired[dict[str, float]]  #: a weighted mix (--mix, [mix]): page -> weight, drawn in one load
     seed: NotRequired[int | None]  #: the mix's draw: the same seed sends the same sequence
+    replay: NotRequired[str | None]  #: an access log replayed (--replay), absolute
+    replay_speed: NotRequired[str]  #: 1x, 2x, ... or max
+    replay_methods: NotRequired[list[str]]  #: the methods a replay sends
+    log_format: NotRequired[str | None]  #: combined, common, json; None: told by its first lines
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
     configs: NotRequired[list[dict[str, Any]]]  #: --config: server, role, file (absolute), port, status

@@ -146,8 +146,8 @@ def test_head_and_get_on_one_kept_connection_each_end_where_their_answer_does(tm
     plan = plan_replay(read_log(tmp_path / "access.log"), speed)
     with head_aware_server() as port:
         target = make_target(f"http://127.0.0.1:{port}/", keepalive=True)
-        spec = LoadSpec(target, replay_schedule(plan, 4, requests=None if speed else 80), 1.0 if speed else 10.0, timeout=2.0,
-                        pages=plan.pages(target))
+        schedule = replay_schedule(plan, 4, requests=None if speed else 80)
+        spec = LoadSpec(target, schedule, 1.0 if speed else 10.0, timeout=2.0, pages=plan.pages(target))
         doc = result_doc(run_load(spec))
     assert doc["ok"] == 80 and doc["failed"] == 0, doc  # a HEAD read as a GET would wait for a body: a timeout
     assert doc["bytes"] > 0 and check_invariant(doc)

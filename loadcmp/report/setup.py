@@ -123,9 +123,9 @@ def load_sentence(r: Run) -> str:
     else:
         who = (f"{levels} concurrent clients, each sending its next request when the last one ends "
                "(webbench, ab)")
-    if spec.get("replay"):  # a replayed access log says what is sent and when
+    if replayed := spec.get("replay"):  # a replayed access log says what is sent and when
         speed = spec.get("replay_speed", "1x")
-        who = (f"the access log {Path(spec['replay']).name} replayed in its order, " +
+        who = (f"the access log {Path(replayed).name} replayed in its order, " +
                (f"as fast as {levels} closed clients go" if speed == "max" else
                 f"at its own timing{'' if speed == '1x' else f' divided by {speed[:-1]}'}, at most {levels} in "
                 "flight, the rest dropped"))
