@@ -236,3 +236,13 @@ def test_a_finding_names_a_page_of_the_mix_or_the_mix_as_a_whole():
         {"claim": "a page not in the mix", "check": "nginx[/other]:rps > 1"},
     ]))
     assert [f.verdict for f in found] == ["supported", "not supported", "supported", "inconclusive"]
+
+
+@pytest.mark.usefixtures("loop_path")
+def test_a_mix_over_https_counts_each_page(tls_faulty, tls_cert):
+    target = make_target(tls_faulty.url("/ok"), keepalive=True, cafile=str(tls_cert[0]))
+    pages = mix_pages(parse_mix("/ok=1,/404=1"), 2, target)
+    doc = result_doc(run_load(LoadSpec(target, Closed(2), 0.6, pages=pages)))
+    got = {p["page"]: p for p in doc["pages"]}
+    assert got["/ok"]["status_codes"] == {"200": got["/ok"]["completed"]} and got["/404"]["completed"] > 5
+    assert got["/ok"]["completed"] + got["/404"]["completed"] == doc["completed"]

@@ -33,12 +33,14 @@ cdef class CRequests:
     cdef int *page_of  # request -> recorded page (-1: a load of one page), and the status it expects (0: any)
     cdef int *expect
     cdef char *head  # request -> its answer is a head alone (HEAD: a replayed log mixes it with GET)
-    cdef unsigned int *order  # pages.Pages.order, walked from `pos` by `step`, cycled
+    cdef unsigned int *order  # pages.Pages.order, walked from `pos` (< norder) by `step`, cycled
     cdef Py_ssize_t norder, pos, step
 
     cdef inline int next(self) noexcept:
-        cdef int r = self.order[self.pos % self.norder]
+        cdef int r = self.order[self.pos]
         self.pos += self.step
+        while self.pos >= self.norder:  # no division per request
+            self.pos -= self.norder
         return r
 
 

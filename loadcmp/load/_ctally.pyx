@@ -129,7 +129,7 @@ cdef class CRequests:
         self.requests = tuple(requests)
         order = pages.order if pages is not None else (0,)
         self.norder = len(order)
-        self.pos, self.step = (pages.offset, pages.step) if pages is not None else (0, 1)
+        self.pos, self.step = (pages.offset % self.norder, pages.step) if pages is not None else (0, 1)
         self.data = <char **>malloc(n * sizeof(char *))
         self.size = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
         self.page_of = <int *>malloc(n * sizeof(int))

@@ -65,7 +65,7 @@ cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, RESET_ = RESET, P
 cdef int TLS_ERROR_ = TLS_ERROR
 cdef double RETRY_S = 0.001
 
-INTERFACE = 3
+INTERFACE = 4
 """As `_cloop.INTERFACE`: what `compiled.CLOOP_INTERFACE` must be."""
 
 
