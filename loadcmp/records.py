@@ -65,8 +65,8 @@ class HistogramDoc(TypedDict):
     sq_s: NotRequired[float]  #: sum of the squared values (s²), for the stdev; absent in older results
 
 
-ScheduleKind = Literal["closed", "ramp", "rate"]
-"""webbench's closed loop, JMeter's ramp with pacing, wrk2's and k6's open rate."""
+ScheduleKind = Literal["closed", "ramp", "rate", "replay"]
+"""webbench's closed loop, JMeter's ramp with pacing, wrk2's and k6's open rate, an access log's own times."""
 
 
 class ScheduleDoc(TypedDict):
@@ -78,7 +78,7 @@ class ScheduleDoc(TypedDict):
     users: NotRequired[int]  #: ramp: the users started in all
     ramp_up_s: NotRequired[float]  #: ramp: the seconds over which the users start
     pace_s: NotRequired[float]  #: ramp: each user's seconds from one request's start to the next's
-    rate: NotRequired[float]  #: rate: requests per second
+    rate: NotRequired[float]  #: rate: requests per second (replay: the log's mean at its speed)
     max_inflight: NotRequired[int]  #: rate: the in-flight cap (due requests above it are dropped)
     keepalive: NotRequired[bool]  #: the requests reuse their connection
 
@@ -112,6 +112,10 @@ class SpecDoc(TypedDict):
     pages: NotRequired[list[str]]  #: several pages in one run (each server x page a variant)
     mix: NotRequired[dict[str, float]]  #: a weighted mix (--mix, [mix]): page -> weight, drawn in one load
     seed: NotRequired[int | None]  #: the mix's draw: the same seed sends the same sequence
+    replay: NotRequired[str | None]  #: an access log replayed (--replay), absolute
+    replay_speed: NotRequired[str]  #: 1x, 2x, ... or max
+    replay_methods: NotRequired[list[str]]  #: the methods a replay sends
+    log_format: NotRequired[str | None]  #: combined, common, json; None: told by its first lines
     www: NotRequired[str | None]  #: the user's own pages (--www), absolute; None: the demo pages
     app: NotRequired[str | None]  #: the application its pages ran on (--app); None: none
     journey: NotRequired[str | None]  #: --journey: the journeys each virtual user walked, as given
@@ -213,6 +217,8 @@ class LoadSummary(TypedDict):
     journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
     journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`; its seed: journey_seed)
+    replay: NotRequired[dict[str, Any]]  #: a replayed access log: its rates, the answers as in the log or not
+    #: (`traffic.replay.ReplayDoc`)
 
 
 class RoleMetrics(TypedDict, total=False):

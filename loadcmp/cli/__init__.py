@@ -15,6 +15,7 @@
     smoke.py    smoke
     seeds.py    seeds (the five write-ups within a budget)
     report.py   report
+    logmix.py   mix FILE (an access log's top pages as a [mix] table)
     compare.py  compare A B (two stored runs: what differs, then each shared cell with its verdict)
     history.py  history [RESULTS_DIR] (a metric over the stored runs, its change points, the trend figure)
     traffic.py  the traffic flags (--mix, --seed) of the commands that run stacks
@@ -24,8 +25,8 @@
 
 from __future__ import annotations
 
-from . import (bench, capacity, compare, history, live, report, run, seeds, servers, smoke,  # noqa: F401
-               tune)  # (registers the commands)
+from . import (bench, capacity, compare, history, live, logmix, report, run, seeds, servers,  # noqa: F401
+               smoke, tune)  # (registers the commands)
 from .app import cli
 
 

@@ -20,6 +20,7 @@ from .traffic import TrafficFlags, traffic_options
 from ..errors import Interrupted, LoadcmpError
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
+from ..traffic.replay import replay_lines
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
@@ -103,6 +104,8 @@ class SweepDisplay:
         edges = edges_note(r) if r else None
         if edges:
             msg += f"\n{'':>18}{edges}"
+        for line in replay_lines(r["replay"]) if r and "replay" in r else ():
+            msg += f"\n{'':>18}{escape(line)}"
         if r and r["failed"] > r["ok"]:
             failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
             msg += f"\n{'':>18}failures: {failures}"

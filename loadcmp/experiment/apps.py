@@ -70,11 +70,18 @@ def images_needed(spec: RunSpec) -> list[Image]:
 
 def with_default_pages(fields: dict[str, Any]) -> dict[str, Any]:
     """With an app and no page asked for, the run loads every page of the app; with a mix, its first page is the
-    run's page (which stack and app it runs on: every page of a mix runs on one)."""
+    run's page (which stack and app it runs on: every page of a mix runs on one); with a replay, its most sent
+    answered page."""
     if fields.get("mix"):
         if "page" in fields:
             raise UsageError("--mix and --page: give one (a mix names its pages)")
         return {**fields, "page": next(iter(fields["mix"]))}
+    if fields.get("replay") and "page" not in fields:
+        from ..traffic.replay import load_plan, primer_page
+
+        plan = load_plan(fields["replay"], fields.get("log_format"), fields.get("replay_speed", "1x"),
+                         tuple(fields.get("replay_methods", ("GET", "HEAD"))))
+        return {**fields, "page": primer_page(plan)}
     if fields.get("app") and "page" not in fields and not fields.get("pages"):
         try:
             app = apps.get_app(fields["app"])

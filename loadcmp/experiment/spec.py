@@ -22,6 +22,7 @@ from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.mix import MIX_LABEL, check_mix, new_seed
+from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window, warmup_problem
 from ..units import parse_cluster, parse_cpus
 
 
@@ -48,6 +49,15 @@ class RunSpec:
     (`traffic.mix`) and each page recorded on its own; `page` is then its first page."""
     seed: int | None = None
     """The mix's draw (`--seed`, `seed = N`); a mix given without one gets one at random, stored with the run."""
+    replay: str | None = None
+    """An access log replayed (`--replay`, `replay = "FILE"`), absolute: its requests in its order at its own
+    times (`traffic.replay`), each page recorded on its own; `page` is then its most sent answered page."""
+    replay_speed: str = "1x"
+    """`Nx`: the log's own timing divided by N, an open schedule; `max`: the closed loop's pace."""
+    replay_methods: tuple[str, ...] = ("GET", "HEAD")
+    """The methods a replay sends; the log's other requests are counted and left out."""
+    log_format: str | None = None
+    """The log's format (combined, common, json); None: told by its first lines."""
     www: str | None = None
     """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
     app: str | None = None
@@ -118,15 +128,28 @@ class RunSpec:
                                   tlscacert=self.tlscacert, tlscert=self.tlscert, tlskey=self.tlskey)
 
     def without_time_limit(self) -> RunSpec:
-        """No time given: with -n, only the safety cap (`schedules.time_cap`, for the fewest clients) limits it."""
+        """No time given: with -n, only the safety cap (`schedules.time_cap`, for the fewest clients) limits it;
+        a replay lasts as long as its log at its speed (`replay.replay_window`); at max it sends the log once."""
+        if self.replay is not None:
+            plan = self.replay_plan()
+            whole = self.requests or (plan.sent if plan.dues is None else None)
+            return replace(self, requests=whole,
+                           duration=replay_window(plan, self.warmup, min(self.levels, default=1), self.timeout))
         if self.requests is None:
             return self
         return replace(self, duration=time_cap(self.requests, min(self.levels, default=1), self.timeout))
 
     def schedule_for(self, level: int) -> Schedule:
         """The schedule of one level (its `connections` bound the open files)."""
+        if self.replay is not None:
+            return replay_schedule(self.replay_plan(), level, self.max_inflight, self.requests)
         return make_schedule(self.schedule, level, ramp_up=self.ramp_up, pace=self.pace, rate=self.rate,
                              max_inflight=self.max_inflight, requests=self.requests)
+
+    def replay_plan(self) -> ReplayPlan:
+        """The replay's plan: the log read and planned once (UsageError for a log that cannot be replayed)."""
+        assert self.replay is not None
+        return load_plan(self.replay, self.log_format, self.replay_speed, self.replay_methods)
 
     def catalog(self) -> Catalog:
         """The stacks this spec sees: ours, LOADCMP_STACKS' and its own folders (`stack_dirs`), no other's."""
@@ -243,8 +266,8 @@ class _FileReader:
                                   f"{where}: {key}: {m}")
             return
         p, fields = self.path, self.fields
-        if key == "www":
-            fields["www"] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
+        if key in ("www", "replay"):
+            fields[key] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
         elif key == "configs":
             fields["configs"] = ownconfig.from_tables(conv, p.parent)
         elif key == "journeys":
@@ -322,6 +345,7 @@ def validate(spec: RunSpec) -> RunSpec:
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
     p.extend(mix_errors(spec))
+    p.extend(replay_errors(spec))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
     seed = spec.seed if spec.seed is not None or not spec.mix else new_seed()  # stored: the run repeats its draw
@@ -344,6 +368,20 @@ def mix_errors(spec: RunSpec) -> list[str]:
     app = p.attempt(lambda: apps.app_of(spec)) if spec.app else None
     if app is not None and len({lab_apps.applies(app, page) is not None for page in spec.mix}) > 1:
         p.add(f"--mix: some pages are the app {app.name}'s and some are not; a mix's pages run on one server")
+    return p.messages
+
+
+def replay_errors(spec: RunSpec) -> list[str]:
+    """What is wrong with a replay: its log (one line: the first bad line), and what it cannot go with."""
+    if spec.replay is None:
+        return []
+    p = Problems()
+    plan = p.attempt(spec.replay_plan)
+    if plan is not None and (wrong := warmup_problem(plan, spec.warmup)) is not None:
+        p.add(wrong)
+    for given, name in ((spec.mix, "--mix"), (spec.pages, "--pages"), (spec.schedule != "closed", "--schedule")):
+        if given:
+            p.add(f"--replay and {name}: a replay's log says what is sent and when (--replay-speed)")
     return p.messages
 
 

@@ -228,7 +228,7 @@ cdef class CLoop:
         c.deadline = t + self.timeout
         c.t_up = c.t_hs = c.t_written = c.t_first = NAN
         c.nbytes = 0
-        resp_reset(&c.resp, self.is_head)
+        resp_reset(&c.resp, self.is_head or self.reqs.head[c.req])
         return True
 
     cdef void _start(self, Client *c) except *:

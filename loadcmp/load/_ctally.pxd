@@ -32,6 +32,7 @@ cdef class CRequests:
     cdef Py_ssize_t *size
     cdef int *page_of  # request -> recorded page (-1: a load of one page), and the status it expects (0: any)
     cdef int *expect
+    cdef char *head  # request -> its answer is a head alone (HEAD: a replayed log mixes it with GET)
     cdef unsigned int *order  # pages.Pages.order, walked from `pos` (< norder) by `step`, cycled
     cdef Py_ssize_t norder, pos, step
 

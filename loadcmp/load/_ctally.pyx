@@ -134,8 +134,9 @@ cdef class CRequests:
         self.size = <Py_ssize_t *>malloc(n * sizeof(Py_ssize_t))
         self.page_of = <int *>malloc(n * sizeof(int))
         self.expect = <int *>malloc(n * sizeof(int))
+        self.head = <char *>malloc(n * sizeof(char))
         self.order = <unsigned int *>malloc(self.norder * sizeof(unsigned int))
-        if not (self.data and self.size and self.page_of and self.expect and self.order):
+        if not (self.data and self.size and self.page_of and self.expect and self.head and self.order):
             raise MemoryError()
         page_of = pages.page_index if pages is not None else (-1,)
         expect = pages.expected if pages is not None else (0,)
@@ -143,11 +144,12 @@ cdef class CRequests:
             self.data[i] = <char *>(<bytes>self.requests[i])
             self.size[i] = len(self.requests[i])
             self.page_of[i], self.expect[i] = page_of[i], expect[i]
+            self.head[i] = (<bytes>self.requests[i]).startswith(b"HEAD ")
         for i in range(self.norder):
             self.order[i] = order[i]
 
     def __dealloc__(self):
-        free(self.data); free(self.size); free(self.page_of); free(self.expect); free(self.order)
+        free(self.data); free(self.size); free(self.page_of); free(self.expect); free(self.head); free(self.order)
 
     def walk(self, int n):
         """The next `n` requests' indices, as the compiled loop takes them. For the tests."""

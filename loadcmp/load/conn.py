@@ -110,9 +110,12 @@ class Conn(Framing, asyncio.Protocol):
     def on_headers_complete(self) -> None:
         self.headers_done = True
         self.status = self.parser.get_status_code()
-        if self.is_head or self.status in (204, 304):
+        head = self.is_head  # (ending it may send the next request, which sets its own)
+        if head or self.status in (204, 304):
             self.framed = True
             self.on_message_complete()
+            if head:  # httptools still awaits the body the head announced: the next answer, a fresh parser
+                self.parser = httptools.HttpResponseParser(self)
 
     def on_message_complete(self) -> None:
         if self.active:

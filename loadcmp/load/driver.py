@@ -23,7 +23,7 @@ from .outcomes import OK, TLS_ERROR
 from .pages import NO_PAGE, Cursor
 from .recorder import Began, Recorder, Result, Second, TlsTally
 from .saturation import ClientSample, ClientUse, thread_times
-from .schedules import Closed, Ramp, Rate
+from .schedules import Closed, Ramp, Rate, Replay
 from .spec import DEFAULT_TIMEOUT, Live, LiveFn, LoadSpec, wants_seconds
 
 __all__ = ["DEFAULT_TIMEOUT", "BACKOFF_S", "Engine", "Live", "LiveFn", "LoadSpec", "now", "wants_seconds"]
@@ -249,7 +249,7 @@ class Engine(Generic[S]):
         for user in range(schedule.users):
             self._spawn(self._ramp_user(schedule, user))
 
-    def start_rate(self, schedule: Rate) -> None:
+    def start_rate(self, schedule: Rate | Replay) -> None:
         self._spawn(self._rate_loop(schedule))
 
     async def _closed_client(self) -> None:
@@ -273,9 +273,9 @@ class Engine(Generic[S]):
             state = await self.request(due, rec.start(due), state)
             due = self.t_load0 + sched.next_due(due - self.t_load0, now() - self.t_load0)
 
-    async def _rate_loop(self, sched: Rate) -> None:
-        """Start each request when due, whatever the responses; over the
-        in-flight cap it is dropped (counted), never queued."""
+    async def _rate_loop(self, sched: Rate | Replay) -> None:
+        """Start each request when due (a rate's tick, a replayed log's own time), whatever the responses; over
+        the in-flight cap it is dropped (counted, its place in the pages' sequence passed), never queued."""
         rec = self.rec
         assert rec is not None
         k = 0
@@ -307,7 +307,10 @@ class Engine(Generic[S]):
                     self._spawn(one(due))
                 else:
                     rec.drop(due)
+                    self.next_request()  # a replay's next request is the log's next, not the one dropped
             nxt = self.t_load0 + sched.due(k)
+            if nxt == math.inf:  # a replay's last request has gone
+                return
             await asyncio.sleep(max(0.0005, nxt - now()))
 
     # --- watching the client itself -------------------------------------------------

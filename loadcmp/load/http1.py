@@ -50,6 +50,8 @@ class FastEngine(Engine[Slot]):
         self.request_list = spec.pages.encoded() if spec.pages is not None else (spec.target.encode(),)
         """Each request's bytes, by index (`Engine.next_request`): the load's one, or its pages'."""
         self.request_bytes = self.request_list[0]
+        self.head_list = tuple(b.startswith(b"HEAD ") for b in self.request_list)
+        """Each request's answer is a head alone (HEAD): a replayed log mixes HEAD with GET."""
         self.conns: set[Conn] = set()
         self.slots: set[Slot | RawClient] = set()
         self.host = spec.target.host
@@ -204,6 +206,7 @@ class FastEngine(Engine[Slot]):
         conn.t_intended = t
         conn.counted = counted
         conn.req = req
+        conn.is_head = self.head_list[req]
         slot.deadline = t + self.timeout
         slot.phase = WAITING
         conn.send(self.request_list[req], t_sent)
@@ -257,6 +260,7 @@ class FastEngine(Engine[Slot]):
         slot.deadline = t_sent + self.timeout
         slot.phase = WAITING
         slot.timed_out = False
+        conn.is_head = self.head_list[req]
         conn.send(self.request_list[req], t_sent)
         kind = await fut
         slot.phase = IDLE

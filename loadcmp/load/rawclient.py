@@ -40,6 +40,7 @@ class RawHost(Protocol):
     family: int
     sockaddr: Any
     request_list: tuple[bytes, ...]
+    head_list: tuple[bool, ...]
 
     def next_request(self) -> int: ...
 
@@ -200,7 +201,7 @@ class RawClient:
     def on_headers_complete(self) -> None:
         self.headers_done = True
         self.status = self.parser.get_status_code()
-        if self.engine.is_head or self.status in (204, 304):
+        if self.engine.head_list[self.req] or self.status in (204, 304):
             self._end(kind_of_status(self.status))
 
     def on_message_complete(self) -> None:

@@ -1,4 +1,4 @@
-"""When requests start: the closed loop, the JMeter-style ramp, the open rate.
+"""When requests start: the closed loop, the JMeter-style ramp, the open rate, a replayed log's times.
 
 Pure data and arithmetic, no I/O: the engine asks a schedule when the next
 request of a client is due and does the sending itself. All times are offsets
@@ -10,6 +10,8 @@ many connections it may hold open (`connections`) and which loop drives it
 from __future__ import annotations
 
 import math
+from array import array
+from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -24,7 +26,7 @@ class Driver(Protocol):
 
     def start_ramp(self, schedule: Ramp) -> None: ...
 
-    def start_rate(self, schedule: Rate) -> None: ...
+    def start_rate(self, schedule: Rate | Replay) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -157,7 +159,69 @@ class Rate:
         return ScheduleDoc(kind=self.kind, rate=self.rate, max_inflight=self.max_inflight)
 
 
-Schedule = Closed | Ramp | Rate
+@dataclass(frozen=True)
+class Replay:
+    """An access log replayed at its own timing (divided by its speed): an open schedule as `Rate`, each
+    request due at its own time whatever the responses (latency from that time: coordinated omission
+    corrected); at most `max_inflight` at once, the rest dropped and counted, never queued."""
+
+    dues: array
+    """array('d'): the whole log's due times, seconds from the load's start, in order (not decreasing)."""
+    max_inflight: int
+
+    kind: ScheduleKind = "replay"
+    offset: int = 0
+    step: int = 1
+    """This part's requests: positions offset, offset + step, ... of `dues` (as `Pages.share` deals them)."""
+
+    def __post_init__(self) -> None:
+        if not len(self.dues):
+            raise UsageError("a replay needs at least one request")
+
+    @property
+    def connections(self) -> int:
+        """At most this many connections open at once."""
+        return self.max_inflight
+
+    @property
+    def total(self) -> int:
+        """How many requests this part sends in all."""
+        return max(0, (len(self.dues) - self.offset + self.step - 1) // self.step)
+
+    def start(self, driver: Driver) -> None:
+        driver.start_rate(self)
+
+    def due(self, k: int) -> float:
+        """Intended start of this part's k-th request (0-based); after its last: never."""
+        i = self.offset + k * self.step
+        return self.dues[i] if i < len(self.dues) else math.inf
+
+    def count_before(self, t: float) -> int:
+        """How many of this part's requests are due strictly before offset t."""
+        below = bisect_left(self.dues, t)  # positions 0..below-1 of the whole log
+        return 0 if below <= self.offset else min(self.total, (below - self.offset + self.step - 1) // self.step)
+
+    def split(self, n: int) -> list[Replay]:
+        """Every n-th request to each part, from its own: the deal `Pages.share` makes of the pages."""
+        if n <= 1:
+            return [self]
+        return [Replay(self.dues, max(1, c), "replay", self.offset + i * self.step, self.step * n)
+                for i, c in enumerate(_split(self.max_inflight, n))]
+
+    def span(self) -> float:
+        """Seconds from the load's start to the last request's due time."""
+        return float(self.dues[-1])
+
+    def mean_rate(self) -> float:
+        """The log's requests per second at this speed, over its span (one request: 1/s)."""
+        span = self.span() - self.dues[0]
+        return (len(self.dues) - 1) / span if span > 0 else 1.0
+
+    def describe(self) -> ScheduleDoc:
+        return ScheduleDoc(kind=self.kind, rate=round(self.mean_rate(), 3), max_inflight=self.max_inflight)
+
+
+Schedule = Closed | Ramp | Rate | Replay
 
 
 def _split(total: int, n: int) -> list[int]:

@@ -7,6 +7,8 @@ None, nan or a raw dict.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from typing import Any
 
 from ..records import MachineInfo, ScheduleDoc, ServerInfo
@@ -121,7 +123,14 @@ def load_sentence(r: Run) -> str:
     else:
         who = (f"{levels} concurrent clients, each sending its next request when the last one ends "
                "(webbench, ab)")
-    target = spec.get("url") if r.doc["kind"] == "bench" else f"page {spec['page']}"
+    if replayed := spec.get("replay"):  # a replayed access log says what is sent and when
+        speed = spec.get("replay_speed", "1x")
+        who = (f"the access log {Path(replayed).name} replayed in its order, " +
+               (f"as fast as {levels} closed clients go" if speed == "max" else
+                f"at its own timing{'' if speed == '1x' else f' divided by {speed[:-1]}'}, at most {levels} in "
+                "flight, the rest dropped"))
+    target = (spec.get("url") if r.doc["kind"] == "bench" else "the log's pages" if spec.get("replay")
+              else f"page {spec['page']}")
     if spec_tls(spec)[0] and r.doc["kind"] != "bench":  # a bench's URL says https itself
         target = f"{target} over https"
     conn = " and ".join("over kept-alive connections" if k else "on a new connection per request"

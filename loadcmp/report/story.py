@@ -17,6 +17,7 @@ from typing import Literal
 
 from ..records import TrialRecord
 from ..store.reader import Results, causes_of, cpu_of_its_cpus, metrics_of
+from ..traffic.replay import replay_lines
 from ..units import format_bytes, ms
 from .causes import by_cause, evidence, head
 from .handshakes import errors_said
@@ -384,8 +385,20 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
     return out
 
 
+def replayed(data: Results) -> list[str]:
+    """A replayed access log, trial by trial: the rate the log asked and the rate sent (or `max`), the answers
+    as in the log and those differing from it with the pages most often so, and what was left out."""
+    out = []
+    for t in data.trials:
+        doc = t.get("result", {}).get("replay")
+        if doc:
+            out.append(f"{t['server']} at {t['level']:,} (trial {t['trial']}): " + "; ".join(replay_lines(doc)) + ".")
+    return out
+
+
 SECTIONS = (("Requests served", throughput), ("Where failures begin", failures),
-            ("What the servers used", resources), ("Why, from the servers' own evidence", causes))
+            ("What the servers used", resources), ("Why, from the servers' own evidence", causes),
+            ("The access log replayed", replayed))
 
 
 def story(data: Results) -> list[tuple[str, list[str]]]:

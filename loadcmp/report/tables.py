@@ -190,7 +190,10 @@ def summary_doc(res: Results) -> dict[str, Any]:
             item["client_advice"] = _joined(bound.advice, bound_said(bound))
         if (tls := facts(res.cell(r.server, int(r.level)))) is not None:
             item["tls"] = tls
-        item.update(journeys_json(res.cell(r.server, int(r.level))))
+        cell = res.cell(r.server, int(r.level))
+        item.update(journeys_json(cell))
+        if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
+            item["replay"] = replays  # a replayed log: each trial's (`traffic.replay.ReplayDoc`)
         if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "mem_peak_bytes") if r[f"{k}_low"] is not None

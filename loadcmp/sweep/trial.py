@@ -37,6 +37,7 @@ from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..traffic.mix import mix_pages
+from ..traffic.replay import replay_doc
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
@@ -238,7 +239,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
                          resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume, proto=p.proto,
                          streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
-    pages = mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else None
+    pages = (mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else
+             spec.replay_plan().pages(target) if spec.replay is not None else None)
     traffic = journeys.plan_for(spec, p.level, seed=(spec.seed or 0) * 1000 + p.trial)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
                     pages=pages, traffic=traffic)
@@ -260,6 +262,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
+    if spec.replay is not None:
+        summary["replay"] = replay_doc(spec.replay_plan(), summary, spec.warmup, [s.dropped for s in result.seconds])
     # the servers' CPUs are this machine's only on this machine's engine
     server_cpus = 0 if dep.host.remote else len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
     add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))
