@@ -15,14 +15,14 @@ from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
-from . import apps, journeys, protos as protocols, variants
+from . import apps, journeys, protos as protocols, sources, variants
 from .filekeys import FIELD_OF, KEYS, convert
 from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
-from ..traffic.mix import MIX_LABEL, check_mix, new_seed
-from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window, warmup_problem
+from ..traffic.mix import MIX_LABEL, new_seed
+from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window
 from ..units import parse_cluster, parse_cpus
 
 
@@ -344,8 +344,7 @@ def validate(spec: RunSpec) -> RunSpec:
                                       spec.streams, cat))
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
-    p.extend(mix_errors(spec))
-    p.extend(replay_errors(spec))
+    p.extend(sources.source_errors(spec))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
     seed = spec.seed if spec.seed is not None or not spec.mix else new_seed()  # stored: the run repeats its draw
@@ -353,36 +352,6 @@ def validate(spec: RunSpec) -> RunSpec:
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
                    variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels},
                    variant_protos={k: v for k, v in spec.variant_protos.items() if k in labels})
-
-
-def mix_errors(spec: RunSpec) -> list[str]:
-    """What is wrong with a mix (its weights, its pages beside --pages, a negative seed)."""
-    if not spec.mix:
-        return []
-    p = Problems()
-    p.attempt(lambda: check_mix(spec.mix, "--mix"))
-    if spec.pages:
-        p.add("--mix and --pages: give one (a mix's pages run in one load; --pages runs each on its own)")
-    if spec.seed is not None and spec.seed < 0:
-        p.add(f"--seed must be 0 or more, not {spec.seed}")
-    app = p.attempt(lambda: apps.app_of(spec)) if spec.app else None
-    if app is not None and len({lab_apps.applies(app, page) is not None for page in spec.mix}) > 1:
-        p.add(f"--mix: some pages are the app {app.name}'s and some are not; a mix's pages run on one server")
-    return p.messages
-
-
-def replay_errors(spec: RunSpec) -> list[str]:
-    """What is wrong with a replay: its log (one line: the first bad line), and what it cannot go with."""
-    if spec.replay is None:
-        return []
-    p = Problems()
-    plan = p.attempt(spec.replay_plan)
-    if plan is not None and (wrong := warmup_problem(plan, spec.warmup)) is not None:
-        p.add(wrong)
-    for given, name in ((spec.mix, "--mix"), (spec.pages, "--pages"), (spec.schedule != "closed", "--schedule")):
-        if given:
-            p.add(f"--replay and {name}: a replay's log says what is sent and when (--replay-speed)")
-    return p.messages
 
 
 def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:

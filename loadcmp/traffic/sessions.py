@@ -26,7 +26,7 @@ from ..load.driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from ..load.journeytally import JourneyTally
 from ..load.outcomes import CONNECT_TIMEOUT, KINDS, OK, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
 from ..load.result import Result
-from ..load.schedules import Closed, Ramp, Rate
+from ..load.schedules import Closed, Ramp, Rate, Replay
 from ..load.target import Target
 from .journeys import Journey, JourneyMix, Step, fill
 
@@ -194,8 +194,8 @@ class JourneyEngine(Engine[None]):
     def start_ramp(self, schedule: Ramp) -> None:
         raise LoadError("journeys run on the closed loop (-c), not on a ramp")
 
-    def start_rate(self, schedule: Rate) -> None:
-        raise LoadError("journeys run on the closed loop (-c), not at a rate")
+    def start_rate(self, schedule: Rate | Replay) -> None:
+        raise LoadError("journeys run on the closed loop (-c), not at a rate nor as a replay")
 
     async def _user(self, user: int) -> None:
         _, pick = self.plan.draw(self.spec.worker_index, user)
