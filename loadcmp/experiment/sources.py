@@ -5,16 +5,48 @@ starts: one source per run, each over HTTP/1.1 (the h2 and h3 engines send one r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..errors import Problems
 from ..lab import apps as lab_apps
 from ..traffic.mix import check_mix
-from ..traffic.replay import warmup_problem
-from . import apps
+from ..traffic.replay import ReplayPlan, warmup_problem
 
-if TYPE_CHECKING:
-    from .spec import RunSpec
+
+class RunSpec(Protocol):
+    """What this module reads of a `spec.RunSpec` (which imports it)."""
+
+    @property
+    def app(self) -> str | None: ...
+
+    @property
+    def mix(self) -> dict[str, float]: ...
+
+    @property
+    def pages(self) -> tuple[str, ...]: ...
+
+    @property
+    def seed(self) -> int | None: ...
+
+    @property
+    def replay(self) -> str | None: ...
+
+    @property
+    def warmup(self) -> float: ...
+
+    @property
+    def schedule(self) -> str: ...
+
+    @property
+    def journey(self) -> str | None: ...
+
+    @property
+    def protos(self) -> tuple[str, ...]: ...
+
+    @property
+    def variant_protos(self) -> dict[str, tuple[str, ...]]: ...
+
+    def replay_plan(self) -> ReplayPlan: ...
 
 
 def source_errors(spec: RunSpec) -> list[str]:
@@ -27,7 +59,7 @@ def source_errors(spec: RunSpec) -> list[str]:
                                    ("--journey", bool(spec.journey))) if on]
     if "--replay" in given and "--journey" in given:
         p.add("--replay and --journey: give one (a replay's log says what is sent; a journey's steps do)")
-    protos = {x for x in spec.protos} | {x for v in spec.variant_protos.values() for x in v}
+    protos = set(spec.protos) | {x for v in spec.variant_protos.values() for x in v}
     if given and protos - {"h1"}:
         other = sorted(protos - {"h1"})[0]
         p.add(f"{given[0]} runs over HTTP/1.1 (--proto h1): the {other} engine sends one page per load; "
@@ -45,7 +77,8 @@ def mix_errors(spec: RunSpec) -> list[str]:
         p.add("--mix and --pages: give one (a mix's pages run in one load; --pages runs each on its own)")
     if spec.seed is not None and spec.seed < 0:
         p.add(f"--seed must be 0 or more, not {spec.seed}")
-    app = p.attempt(lambda: apps.app_of(spec)) if spec.app else None
+    name = spec.app
+    app = p.attempt(lambda: lab_apps.get_app(name)) if name else None
     if app is not None and len({lab_apps.applies(app, page) is not None for page in spec.mix}) > 1:
         p.add(f"--mix: some pages are the app {app.name}'s and some are not; a mix's pages run on one server")
     return p.messages
