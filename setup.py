@@ -105,7 +105,8 @@ def extensions() -> list[Extension]:
             exts.append(Extension(f"loadcmp.load.{name}", [here + name + ".pyx"], include_dirs=[here], depends=h2,
                                   libraries=["nghttp2", "ssl", "crypto"], extra_compile_args=["-O2"]))
     else:
-        print("loadcmp: nghttp2's headers (libnghttp2-dev) were not found: h2 runs the pure-Python `h2` package",
+        print("loadcmp: nghttp2's or OpenSSL's headers (libnghttp2-dev, libssl-dev) were not found: h2 runs the "
+              "pure-Python `h2` package",
               file=sys.stderr)
     return list(cythonize(exts, build_dir="build/cython", quiet=True))
 

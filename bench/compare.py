@@ -1,7 +1,7 @@
 """The load engine measured against wrk and ab on the same pinned server, in one run.
 
     .venv/bin/python bench/compare.py [--time 5] [--rounds 5] [--levels 50,1000] [--page /plaintext]
-                                      [--rows http,https] [--live]
+                                      [--rows http,https,h2] [--live]
 
 Starts the `nginx` stack pinned to CPU 1, with one worker for its one CPU (the stack's
 `auto` counts the machine's CPUs, and two workers on one CPU take turns) and
@@ -33,7 +33,8 @@ run gives the ratios with and without the page, and the ratio of the two, round 
 
 Then the https rows (`tls_rows`): the same stack started again, pinned the same way, serving https, with wrk
 (keep-alive), ab (a new connection per request) and `h2load --h1` against loadcmp. `--rows https` runs only
-those; `--rows http` only the plain ones.
+those; `--rows http` only the plain ones. Last the h2 rows (`h2_rows`): the same stack serving h2 over TLS and
+h2c, h2load against `loadcmp bench --proto h2|h2c -m M` at -c 50 -m 10 and -c 1000 -m 1 (`--rows h2`).
 """
 
 from __future__ import annotations
@@ -309,17 +310,17 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=15000)
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
-    ap.add_argument("--rows", default="http,https", help="which rows: http (and the big closed loop), https, "
-                    "or both (default http,https)")
+    ap.add_argument("--rows", default="http,https,h2", help="which rows: http (and the big closed loop), https, "
+                    "h2 (h2 and h2c against h2load), comma-separated (default all three)")
     args = ap.parse_args()
     rows_asked = set(args.rows.split(","))
-    if not rows_asked or rows_asked - {"http", "https"}:
-        sys.exit(f"--rows {args.rows}: give http, https or http,https")
+    if not rows_asked or rows_asked - {"http", "https", "h2"}:
+        sys.exit(f"--rows {args.rows}: give http, https, h2 or several, comma-separated")
     if args.live:
         if not Path(CHROMIUM).exists():
             sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
         BROWSER.append(Browser())
-    for tool in ("wrk", "ab", "taskset") + (("h2load",) if "https" in rows_asked else ()):
+    for tool in ("wrk", "ab", "taskset") + (("h2load",) if rows_asked & {"https", "h2"} else ()):
         if not shutil.which(tool):
             sys.exit(f"bench needs {tool}: run `make setup` (installs wrk, apache2-utils and nghttp2-client)")
     levels = [int(x) for x in args.levels.split(",")]
@@ -336,6 +337,10 @@ def main() -> None:
 
             tls_rows.print_tls_ratios(tls_rows.https_rows(stack, overrides, Path(tmp), levels, args.time,
                                                           args.rounds, args.page, lua))
+        if "h2" in rows_asked:
+            import h2_rows
+
+            h2_rows.print_h2_ratios(h2_rows.h2_rows(stack, overrides, Path(tmp), args.time, args.rounds, args.page))
     if BROWSER:
         BROWSER[0].close()
 

@@ -53,7 +53,7 @@ def _context(ca: trustme.CA, alpn: list[str]) -> ssl.SSLContext:
     return ctx
 
 
-HOWS = ("ok", "refuse", "every:5", "low", "cut", "h1")
+HOWS = ("ok", "refuse", "every:5", "low", "cut", "stall", "h1")
 
 
 @pytest.fixture(scope="module")
@@ -68,9 +68,9 @@ def servers(ca: trustme.CA) -> Iterator[dict[tuple[str, str], H2Server]]:
         s.stop()
 
 
-def load(server: H2Server, proto: str, cafile: str, streams: int = 4, clients: int = 2) -> Result:
+def load(server: H2Server, proto: str, cafile: str, streams: int = 4, clients: int = 2, timeout: float = 3.0) -> Result:
     target = make_target(server.url("/"), proto=proto, streams=streams, cafile=cafile if proto == "h2" else None)
-    return run_load(LoadSpec(target, Closed(clients), 1.0, timeout=3.0))
+    return run_load(LoadSpec(target, Closed(clients), 1.0, timeout=timeout))
 
 
 def _accounted(r: Result) -> tuple[dict, dict, StreamTally]:
@@ -128,6 +128,15 @@ def test_a_connection_closed_mid_stream_cuts_its_streams(servers, cafile, h2_pat
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_stream_never_answered_times_out_and_is_cancelled(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "stall")], proto, cafile, timeout=0.2))
+    assert set(failures) == {"timeout"} and st.connections == 2 and st.resets == {}, (failures, st)
+    # each connection's streams stall one in three: the others go on around them (-m 4), the stalled ones end
+    # as timeouts (0.2 s) and their slots take new streams once the cancel went out
+    assert doc["ok"] > 2 * failures["timeout"] > 0, (doc["ok"], failures)
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
 def test_a_server_that_speaks_only_http11_stops_the_load(servers, cafile, h2_path, proto):
     with pytest.raises(WrongProtocol, match="HTTP/1.x|http/1.1 by ALPN"):
         load(servers[(proto, "h1")], proto, cafile)
@@ -153,9 +162,11 @@ def test_bench_shows_the_streams_and_refuses_bad_input_in_one_line(servers, cafi
 
 def test_make_target_refuses_what_does_not_fit_the_protocol():
     for kw, said in (({"proto": "h2c", "url": "https://127.0.0.1/"}, "h2c is HTTP/2 over plain http"),
-                     ({"proto": "h3", "url": "http://127.0.0.1/"}, "--proto h3 needs an https:// URL")):
+                     ({"proto": "h3", "url": "http://127.0.0.1/"}, "--proto h3 needs an https:// URL"),
+                     ({"proto": "h2", "url": "https://127.0.0.1/", "tls_resume": 0.5}, "takes no --tls-resume"),
+                     ({"proto": "h2c", "url": "http://127.0.0.1/", "http10": True}, "takes no --http10")):
         with pytest.raises(UsageError, match=said):
-            make_target(kw["url"], proto=kw["proto"], resolve=False)
+            make_target(kw.pop("url"), resolve=False, **kw)
     t = make_target("https://127.0.0.1:8443/p?q", proto="h2", streams=10, resolve=False,
                     headers=["Host: example.test", "Connection: close", "X-A: b"])
     assert t.h2_headers() == [(b":method", b"GET"), (b":path", b"/p?q"), (b":scheme", b"https"),

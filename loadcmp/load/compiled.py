@@ -58,7 +58,9 @@ def h2_module() -> ModuleType | None:
 
 def engine_path(engine: str, closed: bool = True, https: bool = False, proto: str = "h1") -> EnginePath:
     """The path that sends a load's requests: only the fast engine's closed loop has a
-    compiled one (ramp and rate start each request from a coroutine); h2 and h2c: `_ch2`."""
+    compiled one (ramp and rate start each request from a coroutine); h2 and h2c: `_ch2`; h3: Python's QUIC."""
+    if proto == "h3":
+        return "python"
     if proto in ("h2", "h2c"):
         return "compiled" if engine == "fast" and h2_module() is not None else "python"
     return "compiled" if engine == "fast" and closed and cloop_module(https) is not None else "python"

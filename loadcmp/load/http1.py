@@ -27,6 +27,7 @@ from .compiled import make_cloop, make_h2loop
 from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
+from ..errors import UsageError
 from . import tls
 from .rawclient import RawClient
 from .schedules import Closed
@@ -41,6 +42,8 @@ class FastEngine(Engine[Slot]):
     name = "fast"
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        if spec.target.proto not in ("h1", "h2", "h2c"):  # never another protocol than the one asked for
+            raise UsageError(f"--proto {spec.target.proto}: the fast engine speaks h1, h2 and h2c")
         super().__init__(spec, live)
         self.ssl = tls.context(spec.target)
         """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""

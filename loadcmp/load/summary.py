@@ -8,7 +8,7 @@ from typing import Any, cast
 from ..records import LatencyMs, LoadSummary, StreamFacts, TlsFacts, WebbenchCount
 from ..units import ms
 from . import saturation
-from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, KINDS, OK, RESET, TIMEOUT
+from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, FAIL_KINDS, GOAWAY, KINDS, OK, RESET, STREAM_RESET, TIMEOUT
 from .recorder import PHASES, Histogram, Result, Second, TlsTally
 from .result import StreamTally
 from .schedules import Ramp, Schedule
@@ -128,7 +128,7 @@ def _counts_doc(result: Result, counts: dict[str, int]) -> LoadSummary:
 
 def _webbench(counts: dict[str, int], completed: int, nbytes: int, dur: float) -> WebbenchCount:
     """webbench counts any answer read to the end as a success, and only what never got an answer as failed."""
-    no_answer = {KINDS[k] for k in (CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT)}
+    no_answer = {KINDS[k] for k in (CONNECT_REFUSED, CONNECT_TIMEOUT, RESET, TIMEOUT, STREAM_RESET, GOAWAY)}
     wb_failed = sum(counts[k] for k in no_answer)
     susceed = completed - wb_failed
     return WebbenchCount(susceed=susceed, failed=wb_failed, pages_per_min=round(susceed / dur * 60, 1),

@@ -136,6 +136,9 @@ def make_target(
         raise UsageError(wrong)
     if (wrong := proto_error(proto, streams, parts.scheme, url)) is not None:
         raise UsageError(wrong)
+    if proto != "h1" and (http10 or tls_resume):
+        raise UsageError(f"--proto {proto} takes no {'--http10' if http10 else '--tls-resume'}: that is HTTP/1's "
+                         f"(an {proto} connection shakes hands once and carries many streams)")
     return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure, cafile,
                   tls_resume, proto, streams)
 

@@ -25,7 +25,7 @@ PALETTE = ["#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e
 KIND_COLORS = {
     "connect_refused": "#9467bd", "connect_timeout": "#ff7f0e", "reset": "#d62728", "timeout": "#8c564b",
     "http_5xx": "#e377c2", "http_4xx": "#bcbd22", "protocol_error": "#7f7f7f", "dropped": "#17becf",
-    "tls_error": "#2ca02c",
+    "tls_error": "#2ca02c", "stream_reset": "#1f77b4", "goaway": "#aec7e8",
 }
 MiB = 1024 * 1024
 WIDTH = 11.0

@@ -6,6 +6,7 @@ refuse      RST_STREAM(REFUSED_STREAM) on every third stream, answers the rest
 every:N     answers N streams on a connection, then a GOAWAY naming the N-th and a close (nginx's
             keepalive_requests): streams sent past it are unprocessed
 low         waits for 4 streams, answers the first, then a GOAWAY naming the first and a close
+stall       never answers every third stream (the client times it out and cancels it)
 cut         answers the first 2 streams of a connection, then closes it under the streams in flight
 h1          speaks HTTP/1.1 only (TLS: ALPN http/1.1; cleartext: an HTTP/1.1 400 to the preface)
 """
@@ -109,6 +110,8 @@ class H2Conn(asyncio.Protocol):
         how = self.server.how
         if how == "refuse" and (sid // 2) % 3 == 2:
             self.h2.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+        elif how == "stall" and (sid // 2) % 3 == 2:
+            pass
         elif how.startswith("every:"):
             self._answer(sid)
             if self.served == int(how.split(":")[1]):
