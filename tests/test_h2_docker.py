@@ -44,7 +44,7 @@ def test_h2_on_every_stack_that_speaks_it(images: Any, tmp_path: Path) -> None:
 
 
 def test_h2c_where_it_is_offered(images: Any, tmp_path: Path) -> None:
-    servers = "apache-event,caddy,lighttpd"
+    servers = "apache-event,apache-prefork,caddy,lighttpd"  # prefork: h2c by prior knowledge it serves
     res, run = _run(tmp_path, "--proto", "h2c", "--server", servers, "-c", "4", "-m", "4")
     assert res.exit_code == 0, res.output
     assert {label: info["negotiated"] for label, info in run["servers"].items()} == dict.fromkeys(
