@@ -29,7 +29,9 @@ def _accounted(run: dict[str, Any], proto: str) -> None:
     """Every measured trial of `proto`: its streams add up, and its tally says the protocol."""
     for t in run["trials"]:
         r = t["result"]
-        assert r["ok"] > 0 and r["failed"] == 0, (t["server"], r["failures"])
+        # the one failure allowed: streams above a GOAWAY's last-stream-id (nginx's after keepalive_requests)
+        assert r["ok"] > 0 and r["failed"] == r["failures"].get("goaway", 0), (t["server"], r["failures"])
+        assert r["failures"].get("goaway", 0) == r["streams"]["goaway_unprocessed"], t["server"]
         assert r["ok"] + r["failed"] + r["unfinished"] == r["started"], t["server"]
         assert r["streams"]["protocol"] == proto and r["streams"]["connections"] >= 1, t["server"]
 
@@ -44,7 +46,7 @@ def test_h2_on_every_stack_that_speaks_it(images: Any, tmp_path: Path) -> None:
 
 
 def test_h2c_where_it_is_offered(images: Any, tmp_path: Path) -> None:
-    servers = "apache-event,caddy,lighttpd"
+    servers = "apache-event,apache-prefork,caddy,lighttpd"  # prefork: h2c by prior knowledge it serves
     res, run = _run(tmp_path, "--proto", "h2c", "--server", servers, "-c", "4", "-m", "4")
     assert res.exit_code == 0, res.output
     assert {label: info["negotiated"] for label, info in run["servers"].items()} == dict.fromkeys(
@@ -53,14 +55,14 @@ def test_h2c_where_it_is_offered(images: Any, tmp_path: Path) -> None:
 
 
 def test_the_primer_stops_an_h2_trial_against_a_server_that_answers_h1(images: Any, tmp_path: Path) -> None:
-    res, run = _run(tmp_path, "--tls", "--proto", "h1,h2", "--server", "apache-prefork", "-c", "2", "-m", "2")
-    (h1,) = [t for t in run["trials"] if t["server"] == "apache-prefork[h1]"]
-    (h2,) = [t for t in run["trials"] if t["server"] == "apache-prefork[h2]"]
-    assert h1["status"] == "ok" and h1["result"]["ok"] > 0
+    """apache-prefork: Apache leaves mod_http2 inactive under prefork. Its one trial stopped: one line, exit 2."""
+    res, run = _run(tmp_path, "--tls", "--proto", "h2", "--server", "apache-prefork", "-c", "2", "-m", "2")
+    assert res.exit_code == 2, res.output
+    (h2,) = run["trials"]
     assert h2["status"] == "wrong_protocol" and "result" not in h2
     assert h2["reason"].startswith("apache-prefork: asked for h2, ALPN chose http/1.1; its log says: ")
     assert "AH10034" in h2["reason"], h2["reason"]
-    assert run["servers"]["apache-prefork[h2]"]["negotiated"] == "http/1.1"
+    assert run["servers"]["apache-prefork"]["negotiated"] == "http/1.1"
     assert "ALPN chose http/1.1" in res.output
 
 

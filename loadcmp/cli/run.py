@@ -17,7 +17,7 @@ from .live import LiveFlags, LivePage, live_options, watching, with_feed
 from .types import COUNT
 from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
 from .traffic import TrafficFlags, traffic_options
-from ..errors import Interrupted, LoadcmpError
+from ..errors import Interrupted, LoadcmpError, WrongProtocol
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
 from ..traffic.replay import replay_lines
@@ -214,6 +214,8 @@ def raise_for_status(outcome: SweepOutcome) -> None:
     """An interrupted run is `Interrupted` (exit 128 + the signal), a failed one an error (exit 1)."""
     if outcome.status == "interrupted":
         raise Interrupted(results=Path(outcome.path), signum=outcome.signum)
+    if outcome.status == "failed" and outcome.only_wrong_protocol:  # bad usage, as bench says it: exit 2
+        raise WrongProtocol(outcome.problems[0].split(": ", 1)[-1] if outcome.problems else "wrong protocol")
     if outcome.status == "failed":
         raise LoadcmpError("; ".join(outcome.problems) or f"the run failed; see {outcome.path}/run.json")
 

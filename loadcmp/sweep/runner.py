@@ -70,6 +70,8 @@ class SweepOutcome:
     problems: list[str] = field(default_factory=list)
     signum: int = 2
     """The signal that stopped an interrupted run (SIGINT: Ctrl-C)."""
+    only_wrong_protocol: bool = False
+    """A failed run whose every trial found its server speaking another protocol than the one asked."""
 
 
 def run_sweep(spec: RunSpec, progress: SweepHooks | None = None, stopper: Stopper | None = None,
@@ -104,7 +106,9 @@ def conclude(sweep: Sweep, body: Callable[[], RunStatus]) -> SweepOutcome:
         raise
     clean_up(sweep)
     sweep.writer.finish(status, sweep.problems)
-    return SweepOutcome(str(sweep.writer.path), status, sweep.problems, sweep.stopper.signum)
+    trials = sweep.writer.trials
+    wrong = status == "failed" and bool(trials) and all(t["status"] == "wrong_protocol" for t in trials)
+    return SweepOutcome(str(sweep.writer.path), status, sweep.problems, sweep.stopper.signum, wrong)
 
 
 def open_sweep(spec: RunSpec, progress: SweepHooks, stopper: Stopper, images: dict[str, str] | None,
