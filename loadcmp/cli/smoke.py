@@ -15,7 +15,7 @@ from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_o
                       proto_options, stacks_option, tls_options, writable, www_option)
 from .live import LiveFlags, live_options, watching
 from .run import raise_for_status, sweep
-from ..errors import ConfigError, LabError, PrimerError, StoreError, ThresholdFailed, UsageError
+from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError, WrongProtocol
 
 if TYPE_CHECKING:
     from ..store.reader import Results
@@ -147,10 +147,11 @@ def _history(folder: str | None, path: str, verdicts: list[Verdict]) -> list[str
 
 
 def _raise_for(res: Results, verdicts: list[Verdict]) -> None:
-    """A server that could not start is a runtime error (exit 1); a check not met is exit 3."""
+    """A server that speaks another protocol than the one asked is a usage error (exit 2, as `run`'s); one that
+    could not start is a runtime error (exit 1); a check not met is exit 3."""
     wrong = [tr for tr in res.trials if tr["status"] == "wrong_protocol"]
     if wrong:
-        raise PrimerError(str(wrong[0].get("reason")))
+        raise WrongProtocol(str(wrong[0].get("reason")))
     not_started = [tr for tr in res.trials if tr["status"] == "server_failed"]
     if not_started:
         raise LabError(f"{len(not_started)} server(s) could not start: {not_started[0].get('reason')}")

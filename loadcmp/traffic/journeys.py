@@ -283,7 +283,8 @@ def load_mix(given: str, shipped: Mapping[str, Path]) -> JourneyMix:
     for name, weight in parse_mix(given):
         path = shipped.get(name) or Path(name)
         if not path.is_file():
-            known = f" (the app's journeys: {', '.join(sorted(shipped))})" if shipped else ""
+            known = (f" (the app's journeys: {', '.join(sorted(shipped))})" if shipped else
+                     " (no --app given: an app's journeys are named with --app NAME)")
             problems.add(f"--journey: no journey {name!r}: neither one the app ships nor a file{known}")
             continue
         j = _read(path, name if name in shipped else path.stem, weight, problems)
