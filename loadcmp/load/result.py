@@ -114,6 +114,9 @@ class StreamTally:
         for p in got:
             out.add(p)
         return out
+
+
+@dataclass
 class PageSecond:
     """One page's requests that ended in one second (a load of several pages, `pages.Pages`)."""
 

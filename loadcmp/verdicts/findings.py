@@ -39,6 +39,7 @@ from typing import Any
 
 from .checks import check_metric, comparable, threshold
 from ..errors import ConfigError, Problems, UsageError
+from ..traffic.mix import MIX_LABEL
 
 
 _LABEL = r"[A-Za-z0-9_./-]+(?:\[[a-z0-9]+\])?(?:\[/[^\]\s]*\])?"
@@ -149,7 +150,8 @@ def _side(text: str, part: str, where: str) -> Side:
     levels = None if m["levels"] is None else _levels(text, m["levels"])
     if levels is not None and m["metric"] == "capacity":
         raise UsageError(f"check {text!r}: capacity is one figure per server, at no level; write nginx:capacity")
-    label = re.sub(r"\[(/[^\]]*)\]$", r" \1", m["label"]) if m["label"] else None
+    # a page (`[/a]`) or a mix as a whole (`[mix]`) is the cell `nginx /a`, `nginx mix`; `[h2]` stays the label's own
+    label = re.sub(rf"\[(/[^\]]*|{MIX_LABEL})\]$", r" \1", m["label"]) if m["label"] else None
     return Side(label, m["metric"], q, levels)
 
 
