@@ -156,3 +156,37 @@ def test_mix_prints_a_table_to_paste(tmp_path):
 def test_mix_bad_input_is_one_line(tmp_path, args, message):
     out = CliRunner().invoke(cli, ["mix", str(_write(tmp_path, [NGINX])), *args])
     assert out.exit_code == 2 and message in out.output and len(out.output.strip().splitlines()) == 1
+
+
+def test_mix_says_its_own_words_and_flag(tmp_path):
+    posts = _write(tmp_path, [NGINX.replace("GET", "POST")] * 3)
+    out = CliRunner().invoke(cli, ["mix", str(posts)])
+    assert out.exit_code == 2 and len(out.output.strip().splitlines()) == 1, out.output
+    assert (f"{posts}: nothing to make a mix of: all 3 requests are left out (3 method); --methods allows more "
+            "methods") in out.output and "replay" not in out.output
+    empty = CliRunner().invoke(cli, ["mix", str(_write(tmp_path, [], "empty.log"))])
+    assert empty.exit_code == 2 and "the access log is empty: nothing to make a mix of" in empty.output
+    bad = CliRunner().invoke(cli, ["mix", str(posts), "--methods", "GET,PSOT"])
+    assert bad.exit_code == 2 and "bad --methods 'GET,PSOT': PSOT is not an HTTP method" in bad.output
+
+
+def test_mix_says_the_unreadable_lines_it_left_out(tmp_path):
+    p = _write(tmp_path, [*[NGINX] * 150, NGINX[:40], *[NGINX] * 50])
+    out = CliRunner().invoke(cli, ["mix", str(p)])
+    assert out.exit_code == 0, out.output
+    assert out.output.splitlines()[0].endswith("combined log, 201 lines; 1 unreadable line left out")
+
+
+def test_a_garbage_logs_bytes_are_never_printed(tmp_path):
+    junk = b"\x1b]0;owned\x07\x1b[2J\x00\x16\x03\x01" + bytes(c for c in range(1, 32) if c not in (10, 13)) * 20
+    p = tmp_path / "access.log"
+    p.write_bytes(junk + b"\n")
+    first = CliRunner().invoke(cli, ["mix", str(p)])
+    many = tmp_path / "many.log"
+    many.write_bytes((NGINX + "\n").encode() * 20 + (NGINX[:30].encode() + junk + b"\n") * 5)
+    with pytest.raises(UsageError) as e:
+        read_log(many)
+    for said in (first.output, str(e.value)):
+        assert "\\x1b]0;owned\\x07" in said and not any(ord(c) < 32 and c != "\n" for c in said), said
+    assert first.exit_code == 2 and len(first.output.strip().splitlines()) == 1
+    assert first.output.rstrip().endswith("...") and len(first.output.split(": ")[-1]) <= 81

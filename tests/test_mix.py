@@ -81,7 +81,7 @@ def test_the_mix_and_its_seed_go_into_the_spec(tmp_path):
     assert drawn.seed is not None  # a mix given without a seed gets one, which run.json keeps
     with pytest.raises(UsageError, match="--mix and --page"):
         build_spec(None, {"servers": ("nginx",), "mix": {"/a": 1.0}, "page": "/b"})
-    with pytest.raises(UsageError, match="--mix and --pages"):
+    with pytest.raises(UsageError, match=r"--mix and pages = \[\.\.\.\]"):
         build_spec(None, {"servers": ("nginx",), "mix": {"/info.php": 1.0}, "pages": ("/a", "/b")})
 
 
@@ -236,6 +236,41 @@ def test_a_finding_names_a_page_of_the_mix_or_the_mix_as_a_whole():
         {"claim": "a page not in the mix", "check": "nginx[/other]:rps > 1"},
     ]))
     assert [f.verdict for f in found] == ["supported", "not supported", "supported", "inconclusive"]
+
+
+def _paged_trial(trial: int) -> dict:
+    """A stored trial of nginx at 10 clients whose load counted two pages, /fast and /slow (as a mix's, a replay's
+    or a journey's trials do)."""
+    from loadcmp.load.histogram import Histogram
+
+    pages = [{"page": page, "ok": n, "failed": 0, "failures": {}, "completed": n, "rps": n / 10, "bytes": n,
+              "latency_ms": {}, "status_codes": {"200": n}, "share": n / 100} for page, n in (("/fast", 75),
+                                                                                            ("/slow", 25))]
+    result = {"duration_s": 10.0, "interrupted": False, "completed": 100, "rps": 10.0, "status_codes": {"200": 100},
+              "pages": pages}
+    hist = Histogram.of(array("d", [0.002] * 100)).to_dict()
+    return {"server": "nginx", "level": 10, "trial": trial, "stack": "nginx", "keepalive": False, "status": "ok",
+            "result": result, "latency_hist": hist, "page_hists": {"/fast": hist, "/slow": hist}}
+
+
+def test_the_reports_pages_of_the_mix_are_a_mixs_alone(tmp_path: Path):
+    import pandas as pd
+
+    from loadcmp.report.mixes import mix_rows
+    from loadcmp.store import pages
+    from loadcmp.store.reader import Results, Run
+    from loadcmp.traffic.mix import MIX_LABEL
+
+    def rows(spec: dict) -> list[list[str]]:
+        run = Run(tmp_path, {"spec": spec}, "r")  # type: ignore[typeddict-item]
+        trials = [_paged_trial(i) for i in range(2)]
+        return mix_rows(Results([run], trials, pd.DataFrame(), pd.DataFrame(), ["nginx"]))[1]  # type: ignore[arg-type]
+
+    mixed = rows({"mix": {"/fast": 3.0, "/slow": 1.0}, "seed": 1})
+    assert [(r[2], r[3], r[4], r[5]) for r in mixed] == [("/fast", "75%", "75", "75.0%"),
+                                                         ("/slow", "25%", "25", "25.0%")]
+    assert rows({"replay": "/var/log/access.log"}) == [] and rows({"journey": "reader"}) == []  # their pages: no mix's
+    assert pages.MIX is MIX_LABEL  # one name for the mix as a whole
 
 
 @pytest.mark.usefixtures("loop_path")

@@ -13,12 +13,12 @@ def mix_table(file: str, fmt: str | None, top: int, methods: str) -> str:
     """The `[mix]` table of a log's `top` pages by their requests (integer weights: the counts), after a
     comment saying the share of the log's sent requests it covers."""
     from ..errors import UsageError
-    from ..traffic.logs import read_log
+    from ..traffic.logs import MIX_WORDS, read_log
     from ..traffic.replay import parse_methods, top_pages
     from ..units import check_count
 
     check_count(top, "--top")
-    log = read_log(file, fmt)  # type: ignore[arg-type]  # click's Choice gave one of logs.FORMATS
+    log = read_log(file, fmt, MIX_WORDS)  # type: ignore[arg-type]  # click's Choice gave one of logs.FORMATS
     allowed = parse_methods(methods, "--methods")
     pages, sent, distinct, failed = top_pages(log, top, allowed)
     if not pages:
@@ -26,7 +26,8 @@ def mix_table(file: str, fmt: str | None, top: int, methods: str) -> str:
     covered = sum(n for _, n in pages)
     lines = [f"# loadcmp mix {file}: the top {len(pages)} of {distinct:,} pages, {covered:,} of the {sent:,} answered "
              f"{'/'.join(allowed)} requests ({100.0 * covered / sent:.1f} %); {log.format} log, {log.lines:,} lines"
-             + (f"; {failed:,} the log says failed (>= 400) left out: a mix's pages must answer" if failed else ""),
+             + (f"; {failed:,} the log says failed (>= 400) left out: a mix's pages must answer" if failed else "")
+             + (f"; {len(log.bad):,} unreadable line{'s' * (len(log.bad) > 1)} left out" if log.bad else ""),
              "[mix]"]
     width = max(len(json.dumps(p)) for p, _ in pages)
     for path, n in pages:
@@ -40,7 +41,7 @@ def mix_table(file: str, fmt: str | None, top: int, methods: str) -> str:
 @click.option("--log-format", "fmt", type=click.Choice(["combined", "common", "json"]),
               help="The log's format (default: told by its first lines).")
 @click.option("--methods", default="GET,HEAD", show_default=True,
-              help="The requests counted, as --replay-methods (a mix sends GET: a HEAD counts for its path).")
+              help="The requests counted, as run's --replay-methods (a mix sends GET: a HEAD counts for its path).")
 def mix(file: str, fmt: str | None, top: int, methods: str) -> None:
     """Print the [mix] table of an access log's top pages by weight.
 

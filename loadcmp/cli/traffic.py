@@ -37,8 +37,8 @@ def traffic_options(f: F) -> F:
                      help="Replay an access log (nginx's or Apache's combined or common, or JSON lines): its "
                           "requests in order at its own times, each answer checked against the log's status.")(f)
     f = click.option("--seed", type=click.IntRange(0), metavar="N",
-                     help="Seed of the mix's draw (default: one at random, stored in run.json so that a run "
-                          "repeats its exact sequence).")(f)
+                     help="Seed of the draw of --mix or --journey (a mix without one gets one at random, stored "
+                          "in run.json so that a run repeats its exact sequence).")(f)
     return click.option("--mix", metavar="PAGE=WEIGHT,...",
                         help="A weighted mix of pages in one load, e.g. '/=60,/?p=1042=30,/?s=hello=10' (each "
                              "item split on its last '='); every page is also counted on its own.")(f)

@@ -1,7 +1,8 @@
 """The report's mix section: each page of a weighted mix counted on its own, beside Table 1's row for the mix
 as a whole (`--mix`, `[mix]`).
 
-Only a run whose trials sent a mix has this section: any other run's report is as it was.
+Only a run whose spec has a mix (`spec.mix` in run.json) has this section: a replay's and a journey's trials
+count their pages too, but those are a log's pages and a journey's steps, not a mix's.
 """
 
 from __future__ import annotations
@@ -32,22 +33,20 @@ def _ms(v: float | None) -> str:
     return "-" if v is None else f"{ms(v, 2):,.2f}"
 
 
-def _weights(data: Results) -> dict[str, float]:
-    for run in data.runs:
-        mix = run.doc["spec"].get("mix")
-        if mix:
-            return dict(mix)
-    return {}
+def _weights(data: Results, label: str) -> dict[str, float]:
+    """The mix of the run a label's trials come from ({} when that run sent none: a replay, journeys)."""
+    run, _ = data.origin.get(label, (data.runs[0], label))
+    return dict(run.doc["spec"].get("mix") or {})
 
 
 def mix_rows(data: Results) -> tuple[list[str], list[list[str]]]:
-    """One row per server, level and page of a mix; empty when no trial sent one."""
-    weights = _weights(data)
-    total = sum(weights.values()) or 1.0
+    """One row per server, level and page of a mix; empty when no run sent one."""
     rows: list[list[str]] = []
     for level in data.levels:
         for label in data.servers:
-            for page in mix_pages(data.of_server(label), label):
+            weights = _weights(data, label)
+            total = sum(weights.values()) or 1.0
+            for page in mix_pages(data.of_server(label), label) if weights else []:
                 trials = data.cell(page_label(label, page), level)
                 if not trials:
                     continue

@@ -9,9 +9,7 @@ from collections.abc import Iterable
 
 from ..load.summary import page_load_summary
 from ..records import TrialRecord
-
-MIX = "mix"
-"""The name of a mix as a whole (`traffic.mix.MIX_LABEL`: findings name it so)."""
+from ..traffic.mix import MIX_LABEL as MIX  # the name of a mix as a whole: findings name it so
 
 
 def page_label(label: str, page: str) -> str:

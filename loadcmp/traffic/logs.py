@@ -57,6 +57,19 @@ MONTHS = {m: i for i, m in enumerate(("Jan", "Feb", "Mar", "Apr", "May", "Jun", 
 CLF_TIME = re.compile(r"^(\d\d)/(\w{3})/(\d{4}):(\d\d):(\d\d):(\d\d)(?:\.(\d+))? ([+-])(\d\d)(\d\d)$")
 
 
+@dataclass(frozen=True)
+class Wording:
+    """How a log's problems are said by the command that reads it: `run --replay`'s words or `loadcmp mix`'s
+    (whose own flag is `--methods`): one check, each command's flags named."""
+
+    nothing: str = "nothing to replay"
+    methods: str = "--replay-methods"
+
+
+REPLAY_WORDS = Wording()
+MIX_WORDS = Wording("nothing to make a mix of", "--methods")
+
+
 @dataclass(frozen=True, slots=True)
 class Entry:
     """One request of the log, as the log says it."""
@@ -242,11 +255,14 @@ def detect(first: list[tuple[int, str]], file: str) -> LogFormat:
             return fmt
     n, text = first[0]
     raise UsageError(f"{file}:{n}: not an access log line loadcmp reads (nginx's or Apache's combined or common, "
-                     f"or JSON lines; --log-format says which): {_excerpt(text)}")
+                     f"or JSON lines; --log-format says which): {printable(text)}")
 
 
-def _excerpt(text: str, width: int = 80) -> str:
-    return text if len(text) <= width else text[: width - 3] + "..."
+def printable(text: str, width: int = 80) -> str:
+    """A log's text fit to print: a garbage log's control bytes escaped (`\\x1b`: never sent to the terminal
+    as they are), cut to `width`."""
+    out = "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text[: width * 2])
+    return out if len(out) <= width else out[: width - 3] + "..."
 
 
 def _lines(path: Path) -> Iterator[tuple[int, str]]:
@@ -257,9 +273,9 @@ def _lines(path: Path) -> Iterator[tuple[int, str]]:
                 yield n, text
 
 
-def read_log(file: str | Path, fmt: LogFormat | None = None) -> AccessLog:
+def read_log(file: str | Path, fmt: LogFormat | None = None, words: Wording = REPLAY_WORDS) -> AccessLog:
     """A log read whole (format detected unless given): UsageError, its first bad line named, when it is
-    empty, not a log, or more than MAX_BAD_SHARE of its lines are unreadable."""
+    empty, not a log, or more than MAX_BAD_SHARE of its lines are unreadable (said in `words`)."""
     path = Path(file)
     if fmt is not None and fmt not in FORMATS:
         raise UsageError(f"bad --log-format {fmt!r}: use {', '.join(FORMATS)}")
@@ -267,7 +283,7 @@ def read_log(file: str | Path, fmt: LogFormat | None = None) -> AccessLog:
         lines = _lines(path)
         first = list(itertools.islice(lines, DETECT_LINES))
         if not first:
-            raise UsageError(f"{path}: the access log is empty: nothing to replay")
+            raise UsageError(f"{path}: the access log is empty: {words.nothing}")
         fmt = fmt or detect(first, str(path))
         entries, bad = _parse_all(first, lines, fmt, path)
     except OSError as e:
@@ -291,5 +307,5 @@ def _parse_all(first: list[tuple[int, str]], rest: Iterator[tuple[int, str]], fm
         try:
             entries.append(parse_line(text, n, fmt, cache))
         except (ValueError, OverflowError) as e:  # BadLine, or a number JSON gave that int() refuses
-            bad.append(f"{path}:{n}: {e}: {_excerpt(text)}")
+            bad.append(f"{path}:{n}: {printable(str(e), 160)}: {printable(text)}")
     return entries, bad

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
 from ..errors import UsageError
 from ..records import LoadSummary
 from ..load.schedules import Closed, Replay, Schedule, time_cap
-from .logs import AccessLog, Entry, LogFormat, read_log
+from .logs import MIX_WORDS, REPLAY_WORDS, AccessLog, Entry, LogFormat, Wording, printable, read_log
 
 if TYPE_CHECKING:
     from ..load.pages import Pages
@@ -43,6 +43,13 @@ DEFAULT_METHODS = ("GET", "HEAD")
 TOP_PAGES = 20
 """Pages recorded on their own; the rest of a log's URLs are recorded together as `OTHER`."""
 OTHER = "other"
+HTTP_METHODS = frozenset({
+    "GET", "HEAD", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "TRACE", "CONNECT", "QUERY",  # RFC 9110, 5789
+    "PROPFIND", "PROPPATCH", "MKCOL", "COPY", "MOVE", "LOCK", "UNLOCK", "SEARCH", "REPORT", "ACL", "BIND", "UNBIND",
+    "REBIND", "LINK", "UNLINK", "MKCALENDAR", "MKWORKSPACE", "CHECKIN", "CHECKOUT", "UNCHECKOUT", "MERGE", "LABEL",
+    "UPDATE", "ORDERPATCH", "MKACTIVITY", "MKREDIRECTREF", "UPDATEREDIRECTREF"})  # WebDAV's and its kin
+"""The methods of IANA's registry a log may hold (but PRI, HTTP/2's preface, and the hyphenated ones): a method
+named in --replay-methods that is none of them is a typo, refused before it leaves the log's requests out."""
 SPEED = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*x\s*$", re.IGNORECASE)
 NAMED = 5
 """How many of each kind of left-out request the summary names."""
@@ -59,11 +66,15 @@ def parse_speed(text: str) -> float | None:
 
 
 def parse_methods(text: str | tuple[str, ...] | list[str], what: str = "--replay-methods") -> tuple[str, ...]:
-    """`GET,HEAD,POST` as upper-case method names, GET first when given."""
+    """`GET,HEAD,POST` as upper-case method names, in the order given; each one of `HTTP_METHODS`."""
     items = text.split(",") if isinstance(text, str) else list(text)
     out = tuple(dict.fromkeys(m.strip().upper() for m in items if m.strip()))
     if not out or not all(m.isalpha() for m in out):
         raise UsageError(f"bad {what} {text!r}: use method names, like GET,HEAD,POST")
+    if unknown := [m for m in out if m not in HTTP_METHODS]:
+        raise UsageError(f"bad {what} {text!r}: {', '.join(unknown)} "
+                         f"{'is not an HTTP method' if len(unknown) == 1 else 'are not HTTP methods'} "
+                         "(GET, HEAD, POST, PUT, DELETE, PATCH, OPTIONS, WebDAV's PROPFIND, ...)")
     return out
 
 
@@ -145,13 +156,13 @@ def _site(entries: list[Entry]) -> str | None:
 def _why_left_out(e: Entry, methods: tuple[str, ...], site: str | None) -> tuple[str, str] | None:
     """(reason, what is named) of a request the replay does not send; None: it is sent."""
     if not e.method:
-        return "not a request", e.path[:60] or "-"
+        return "not a request", printable(e.path, 60) or "-"
     if e.method not in methods:
         return "method", e.method
     if site is not None and e.host is not None and e.host.lower() != site:
-        return "host", e.host
+        return "host", printable(e.host, 60)
     if not e.path.startswith("/"):
-        return "not a path", f"{e.method} {e.path[:60]}"
+        return "not a path", f"{e.method} {printable(e.path, 60)}"
     return None
 
 
@@ -177,8 +188,9 @@ def _dues(kept: list[Entry], speed: float, subsecond: bool) -> tuple[array, floa
 
 
 def plan_replay(log: AccessLog, speed: float | None, methods: tuple[str, ...] = DEFAULT_METHODS,
-                top: int = TOP_PAGES) -> ReplayPlan:
-    """The replay of a log read whole (see the module); a UsageError when nothing of it would be sent."""
+                top: int = TOP_PAGES, words: Wording = REPLAY_WORDS) -> ReplayPlan:
+    """The replay of a log read whole (see the module); a UsageError when nothing of it would be sent (said in
+    `words`: `loadcmp mix` plans one too)."""
     entries = sorted(log.entries, key=lambda e: e.time)
     site = _site(entries)
     kept: list[Entry] = []
@@ -195,8 +207,8 @@ def plan_replay(log: AccessLog, speed: float | None, methods: tuple[str, ...] = 
         left["unreadable"] = len(log.bad)
     if not kept:
         said = ", ".join(f"{n:,} {why}" for why, n in left.most_common())
-        hint = "; --replay-methods allows more methods" if "method" in left else ""
-        raise UsageError(f"{log.file}: nothing to replay: all {len(entries):,} requests are left out ({said}){hint}")
+        hint = f"; {words.methods} allows more methods" if "method" in left else ""
+        raise UsageError(f"{log.file}: {words.nothing}: all {len(entries):,} requests are left out ({said}){hint}")
     index: dict[Request, int] = {}
     order = array("I")
     for e in kept:
@@ -228,7 +240,7 @@ def top_pages(log: AccessLog, top: int,
     send that the log says were answered (< 400: a mix's pages must answer its primer; a mix sends GET, so a
     HEAD counts for its path); how many answered requests there are, how many paths, and how many requests the
     log says failed (left out)."""
-    plan = plan_replay(log, None, methods, top)
+    plan = plan_replay(log, None, methods, top, MIX_WORDS)
     sent: Counter[str] = Counter()
     failed = 0
     for i in plan.order:
