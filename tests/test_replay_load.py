@@ -29,11 +29,12 @@ def _log(tmp_path: Path, seconds: list[list[tuple[str, int]]]) -> Path:
     return p
 
 
-def _replay(faulty, file: Path, speed: float | None, duration: float, clients: int = 50, workers: int = 1):
+def _replay(faulty, file: Path, speed: float | None, duration: float, clients: int = 50, workers: int = 1,
+            engine: str = "fast"):
     plan = plan_replay(read_log(file), speed)
     target = make_target(faulty.url("/ok"), keepalive=True)
     schedule = replay_schedule(plan, clients, requests=plan.sent if speed is None else None)
-    spec = LoadSpec(target, schedule, duration, timeout=5.0, pages=plan.pages(target))
+    spec = LoadSpec(target, schedule, duration, timeout=5.0, pages=plan.pages(target), engine=engine)
     result = run_load(spec, workers=workers)
     doc = result_doc(result)
     assert check_invariant(doc), doc
@@ -87,6 +88,14 @@ def test_two_workers_send_every_request_once(faulty, tmp_path):
     assert doc["started"] == 100
     pages = {p["page"]: p for p in doc["pages"]}
     assert pages["/404"]["completed"] == pages["/404"]["as_expected"] == 50
+
+
+def test_at_max_workers_deal_the_sequence_as_they_share_the_requests(faulty, tmp_path):
+    """11 requests, 10 clients, 3 workers: 5 + 3 + 3 requests, so 5 + 3 + 3 consecutive positions each."""
+    log = _log(tmp_path, [[(f"/ok?i={i}", 200) for i in range(11)]])
+    plan, result, doc = _replay(faulty, log, None, 10.0, clients=10, workers=3)
+    assert doc["started"] == 11
+    assert sorted(p["page"] for p in doc["pages"] if p["completed"] == 1) == sorted(f"/ok?i={i}" for i in range(11))
 
 
 def test_at_max_the_closed_loop_sends_the_sequence_once(faulty, tmp_path, loop_path):
