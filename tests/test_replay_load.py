@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -88,6 +89,21 @@ def test_two_workers_send_every_request_once(faulty, tmp_path):
     assert doc["started"] == 100
     pages = {p["page"]: p for p in doc["pages"]}
     assert pages["/404"]["completed"] == pages["/404"]["as_expected"] == 50
+
+
+@pytest.mark.parametrize("engine", ["fast", "aiohttp"])
+def test_a_drop_passes_the_request_that_was_due_not_a_later_one(faulty, tmp_path, engine):
+    """Five requests due at once, two in flight at most: the first two are sent, the last three dropped. Each
+    takes its place in the log when due: a sent one used to take it when its task ran, after the drops."""
+    rows = [("/404", 404)] * 2 + [("/ok", 200)] * 3
+    log = tmp_path / "access.log"
+    log.write_text("".join(json.dumps({"msec": "100.250", "request": f"GET {path} HTTP/1.1", "status": status}) + "\n"
+                           for path, status in rows))
+    plan, result, doc = _replay(faulty, log, 1.0, 1.0, clients=2, engine=engine)
+    assert doc["dropped"] == 3 and doc["completed"] == 2
+    pages = {p["page"]: p for p in doc["pages"]}
+    assert pages["/404"]["completed"] == pages["/404"]["as_expected"] == 2  # the two due first, as logged
+    assert pages.get("/ok", {}).get("completed", 0) == 0
 
 
 def test_at_max_workers_deal_the_sequence_as_they_share_the_requests(faulty, tmp_path):
