@@ -148,6 +148,25 @@ def test_the_author_logs_in_and_posts_with_the_tokens_it_extracted(tmp_path):
     assert doc["ok"] + doc["failed"] + doc["unfinished"] == doc["started"]
 
 
+def test_user_numbers_are_the_loads_not_each_workers(tmp_path):
+    """`{user}` names a user of the whole load (an author account each): two workers' four users are 0 to 3."""
+    text = AUTHOR.replace('text = "comment {unique}"', 'text = "{user} {unique}"')
+    assert text != AUTHOR
+    mix = load_mix(str(write(tmp_path, "author", text)), {})
+    with running() as site:
+        spec = LoadSpec(make_target(site.url() + "/", keepalive=True), Closed(4), 1.0, engine="aiohttp",
+                        traffic=JourneyPlan(mix, 7))
+        run_load(spec, workers=2)
+        comments = list(site.comments)
+    numbers: dict[tuple[str, str], set[str]] = {}
+    for c in comments:
+        number, unique = c.split(" ")
+        worker, user = unique.split("-")[:2]  # {unique} starts with the worker and its own user index
+        numbers.setdefault((worker, user), set()).add(number)
+    assert sorted(numbers) == [("0", "0"), ("0", "1"), ("1", "0"), ("1", "1")], comments
+    assert sorted(n for got in numbers.values() for n in got) == ["0", "1", "2", "3"], numbers
+
+
 def test_an_extract_that_never_matches_fails_the_journey_at_its_step(tmp_path):
     broken = AUTHOR.replace('name="nonce"', 'name="nonse"')
     mix = load_mix(str(write(tmp_path, "author", broken)), {})

@@ -16,7 +16,7 @@ from loadcmp.load.recorder import Recorder
 from loadcmp.load.schedules import Closed, Rate
 from loadcmp.load.summary import check_invariant, result_doc, timeline_rows
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.workers import run_load, split_spec
 from loadcmp.traffic.mix import check_mix, draw, mix_pages, parse_mix, shares
 
 # --- the parser -----------------------------------------------------------------------------
@@ -115,6 +115,27 @@ def test_workers_take_every_nth_position_and_the_c_walk_is_the_python_one():
     for share in (pages, pages.share(1, 3)):
         c, py = cext.CRequests(share.encoded(), share), Cursor(share)
         assert c.walk(300) == [py.next() for _ in range(300)]
+
+
+@pytest.mark.parametrize(("n", "clients", "workers"), [(11, 10, 3), (10, 3, 3), (7, 100, 8), (200, 8, 3), (97, 7, 4),
+                                                      (5, 5, 2), (2, 10, 3), (23, 23, 5)])
+def test_a_count_of_requests_over_workers_sends_each_position_once(n, clients, workers):
+    """-n over workers shares the requests by clients (5 + 3 + 3 of 11): each worker's positions are a slice
+    that long, not every third (which sent position 1 twice and 10 never)."""
+    target = make_target("http://127.0.0.1:8080/", resolve=False)
+    pages = Pages((target,) * n, ("/",), array("I", range(n)), (0,) * n)
+    shares = split_spec(LoadSpec(target, Closed(clients, requests=n), 10.0, pages=pages), workers)
+    walks: list[tuple[Pages, list[int]]] = []
+    for share in shares:
+        assert share.pages is not None and isinstance(share.schedule, Closed) and share.schedule.requests
+        walk = Cursor(share.pages)
+        walks.append((share.pages, [walk.next() for _ in range(share.schedule.requests)]))
+    assert sorted(p for _, mine in walks for p in mine) == list(range(n))
+    timed = split_spec(LoadSpec(target, Rate(30.0, 6), 10.0, pages=pages), 3)  # for a time: every third
+    assert [(s.pages.offset, s.pages.step) for s in timed if s.pages is not None] == [(0, 3), (1, 3), (2, 3)]
+    cext = pytest.importorskip("loadcmp.load._ctally")
+    for share_pages, mine in walks:  # the compiled loop walks its share as the Python paths do
+        assert cext.CRequests(share_pages.encoded(), share_pages).walk(len(mine)) == mine
 
 
 def test_pages_refuse_what_cannot_be_sent():

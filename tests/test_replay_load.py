@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,11 +30,12 @@ def _log(tmp_path: Path, seconds: list[list[tuple[str, int]]]) -> Path:
     return p
 
 
-def _replay(faulty, file: Path, speed: float | None, duration: float, clients: int = 50, workers: int = 1):
+def _replay(faulty, file: Path, speed: float | None, duration: float, clients: int = 50, workers: int = 1,
+            engine: str = "fast"):
     plan = plan_replay(read_log(file), speed)
     target = make_target(faulty.url("/ok"), keepalive=True)
     schedule = replay_schedule(plan, clients, requests=plan.sent if speed is None else None)
-    spec = LoadSpec(target, schedule, duration, timeout=5.0, pages=plan.pages(target))
+    spec = LoadSpec(target, schedule, duration, timeout=5.0, pages=plan.pages(target), engine=engine)
     result = run_load(spec, workers=workers)
     doc = result_doc(result)
     assert check_invariant(doc), doc
@@ -87,6 +89,29 @@ def test_two_workers_send_every_request_once(faulty, tmp_path):
     assert doc["started"] == 100
     pages = {p["page"]: p for p in doc["pages"]}
     assert pages["/404"]["completed"] == pages["/404"]["as_expected"] == 50
+
+
+@pytest.mark.parametrize("engine", ["fast", "aiohttp"])
+def test_a_drop_passes_the_request_that_was_due_not_a_later_one(faulty, tmp_path, engine):
+    """Five requests due at once, two in flight at most: the first two are sent, the last three dropped. Each
+    takes its place in the log when due: a sent one used to take it when its task ran, after the drops."""
+    rows = [("/404", 404)] * 2 + [("/ok", 200)] * 3
+    log = tmp_path / "access.log"
+    log.write_text("".join(json.dumps({"msec": "100.250", "request": f"GET {path} HTTP/1.1", "status": status}) + "\n"
+                           for path, status in rows))
+    plan, result, doc = _replay(faulty, log, 1.0, 1.0, clients=2, engine=engine)
+    assert doc["dropped"] == 3 and doc["completed"] == 2
+    pages = {p["page"]: p for p in doc["pages"]}
+    assert pages["/404"]["completed"] == pages["/404"]["as_expected"] == 2  # the two due first, as logged
+    assert pages.get("/ok", {}).get("completed", 0) == 0
+
+
+def test_at_max_workers_deal_the_sequence_as_they_share_the_requests(faulty, tmp_path):
+    """11 requests, 10 clients, 3 workers: 5 + 3 + 3 requests, so 5 + 3 + 3 consecutive positions each."""
+    log = _log(tmp_path, [[(f"/ok?i={i}", 200) for i in range(11)]])
+    plan, result, doc = _replay(faulty, log, None, 10.0, clients=10, workers=3)
+    assert doc["started"] == 11
+    assert sorted(p["page"] for p in doc["pages"] if p["completed"] == 1) == sorted(f"/ok?i={i}" for i in range(11))
 
 
 def test_at_max_the_closed_loop_sends_the_sequence_once(faulty, tmp_path, loop_path):

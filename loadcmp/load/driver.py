@@ -16,6 +16,7 @@ import gc
 import math
 import time
 from collections.abc import Coroutine
+from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 from ..errors import LoadcmpError, LoadError
@@ -36,6 +37,10 @@ TICK_AFTER_S = 0.02
 """The ticker samples this long after each second ends, so timer jitter cannot move a sample into the next second."""
 BACKOFF_S = 0.01
 """Pause of a client after an error of its own (EMFILE ...), so that it does not spin."""
+
+_DRAWN: ContextVar[int] = ContextVar("loadcmp_drawn", default=-1)
+"""The request the rate loop drew for one of its tasks when it was due (`_rate_loop`); each task runs in a
+copy of the context, so it is that task's alone, whatever its engine awaits before it draws. -1: none."""
 
 
 S = TypeVar("S")
@@ -70,10 +75,18 @@ class Engine(Generic[S]):
         self._failure: BaseException | None = None
         self.cursor = Cursor(spec.pages) if spec.pages is not None else None
         """A load of several pages: the next request's place in their sequence (`next_request`)."""
+        self._drawn_ahead = False
+        """The rate loop draws each request when it is due (`_DRAWN`); the other loops when they send it."""
 
     def next_request(self) -> int:
-        """The index of the request to send next (`Pages.targets`; 0 for a load of one page)."""
-        return 0 if self.cursor is None else self.cursor.next()
+        """The index of the request to send next (`Pages.targets`; 0 for a load of one page): in a rate
+        loop's task, the one drawn for it when it was due, so drops and sends keep the sequence's order."""
+        if self.cursor is None:
+            return 0
+        if self._drawn_ahead and (req := _DRAWN.get()) >= 0:
+            _DRAWN.set(-1)
+            return req
+        return self.cursor.next()
 
     # --- what an engine provides --------------------------------------------------
     async def request(self, t_intended: float, counted: bool, state: S | None) -> S | None:
@@ -275,15 +288,18 @@ class Engine(Generic[S]):
 
     async def _rate_loop(self, sched: Rate | Replay) -> None:
         """Start each request when due (a rate's tick, a replayed log's own time), whatever the responses; over
-        the in-flight cap it is dropped (counted, its place in the pages' sequence passed), never queued."""
+        the in-flight cap it is dropped (counted, its place in the pages' sequence passed), never queued. Each
+        takes its place in the sequence when due, sent or dropped: a task may run later than a drop is made."""
         rec = self.rec
         assert rec is not None
         k = 0
         idle: list[S] = []  # open connections a new request may take
         inflight = 0
+        self._drawn_ahead = True
 
-        async def one(due: float) -> None:
+        async def one(due: float, req: int) -> None:
             nonlocal inflight
+            _DRAWN.set(req)  # this task's context: the engine's `next_request` takes it
             if not self.may_start(now()):  # spawned in time, but the loop got to it after the close
                 inflight -= 1
                 return
@@ -302,12 +318,12 @@ class Engine(Generic[S]):
             while k < n_due:
                 due = self.t_load0 + sched.due(k)
                 k += 1
+                req = self.next_request()  # a replay's next request is the log's next, sent or dropped
                 if inflight < sched.max_inflight:
                     inflight += 1
-                    self._spawn(one(due))
+                    self._spawn(one(due, req))
                 else:
                     rec.drop(due)
-                    self.next_request()  # a replay's next request is the log's next, not the one dropped
             nxt = self.t_load0 + sched.due(k)
             if nxt == math.inf:  # a replay's last request has gone
                 return

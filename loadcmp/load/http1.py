@@ -49,7 +49,6 @@ class FastEngine(Engine[Slot]):
         """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""
         self.request_list = spec.pages.encoded() if spec.pages is not None else (spec.target.encode(),)
         """Each request's bytes, by index (`Engine.next_request`): the load's one, or its pages'."""
-        self.request_bytes = self.request_list[0]
         self.head_list = tuple(b.startswith(b"HEAD ") for b in self.request_list)
         """Each request's answer is a head alone (HEAD): a replayed log mixes HEAD with GET."""
         self.conns: set[Conn] = set()

@@ -11,6 +11,7 @@ same seed sends the same sequence on every path.
 from __future__ import annotations
 
 from array import array
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from ..errors import UsageError
@@ -25,8 +26,8 @@ NO_PAGE = -1
 
 @dataclass(frozen=True)
 class Pages:
-    """The pages of one load, its requests, and the order they are sent in; picklable (a worker's share is
-    `share(i, n)`)."""
+    """The pages of one load, its requests, and the order they are sent in; picklable (the workers' shares are
+    `shares(counts)`)."""
 
     targets: tuple[Target, ...]
     """The distinct requests, same scheme, host and port as the load's target."""
@@ -40,14 +41,11 @@ class Pages:
     expect: tuple[int, ...] = ()
     """Request index -> the status it is expected to answer (replay: the log's), 0 none; empty: none. The
     recorder counts, per page, how many answers had an expectation and how many met it."""
-    due: array | None = None
-    """array('d'), replay's open-rate schedule: seconds from the load's start at which each position is due;
-    None: as the load's schedule says."""
     seed: int | None = None
     """The seed the order was drawn with (stored with the run, so it repeats), None when not drawn."""
     offset: int = 0
     step: int = 1
-    """A worker's share: positions offset, offset + step, ... (`share`)."""
+    """A worker's share: positions offset, offset + step, ... (`share`, `shares`)."""
 
     def __post_init__(self) -> None:
         if not self.targets or not self.names or not len(self.order):
@@ -83,6 +81,19 @@ class Pages:
     def share(self, index: int, count: int) -> Pages:
         """Worker `index` of `count`: every count-th position of the sequence, from its own."""
         return replace(self, offset=self.offset + index * self.step, step=self.step * count)
+
+    def shares(self, counts: Sequence[int | None]) -> list[Pages]:
+        """One share per worker. With a request count each (-n: `Closed.split` sizes them by clients, not
+        evenly), a contiguous slice of the sequence that long, so every position is sent exactly once; a load
+        that runs for a time deals every n-th position, as `Rate.split` and `Replay.split` deal their ticks."""
+        sizes = [c for c in counts if c is not None]
+        if len(sizes) < len(counts):
+            return [self.share(i, len(counts)) for i in range(len(counts))]
+        out, start = [], 0
+        for size in sizes:
+            out.append(replace(self, offset=self.offset + start * self.step))
+            start += size
+        return out
 
 
 class Cursor:

@@ -39,6 +39,8 @@ class Closed:
     kind: ScheduleKind = "closed"
     requests: int | None = None
     """Requests to send in all (this part's share when split); None: until the time is up."""
+    first_client: int = 0
+    """Index of this part's first client in the whole load when split (journeys number their users from it)."""
 
     @property
     def connections(self) -> int:
@@ -52,11 +54,16 @@ class Closed:
     def split(self, n: int) -> list[Closed]:
         """Clients split evenly; requests in proportion to them, exactly (10 over
         three equal parts: 4 + 3 + 3), so the parts end at about the same time
-        and none has more clients than requests."""
+        and none has more clients than requests. Each part knows its first client's
+        index, so a number per client stays unique across the parts."""
         clients = _split(self.connections, n)
-        if self.requests is None:
-            return [Closed(c) for c in clients]
-        return [Closed(c, requests=r) for c, r in zip(clients, _shares(self.requests, clients), strict=True)]
+        shares = None if self.requests is None else _shares(self.requests, clients)
+        out: list[Closed] = []
+        first = self.first_client
+        for i, c in enumerate(clients):
+            out.append(Closed(c, requests=None if shares is None else shares[i], first_client=first))
+            first += c
+        return out
 
     def describe(self) -> ScheduleDoc:
         out = ScheduleDoc(kind=self.kind, clients=self.clients)

@@ -39,7 +39,7 @@ from .driver import Engine, Live, LiveFn, LoadSpec, now, wants_seconds
 from .http1 import FastEngine
 from .limits import check_nofile, conntrack_drops, conntrack_note, raise_nofile
 from .recorder import Recorder, Result, Second
-from .schedules import Schedule
+from .schedules import Closed, Schedule
 
 log = logging.getLogger("loadcmp")
 
@@ -182,15 +182,23 @@ def run_load(
                 os.sched_setaffinity(0, before)
     else:
         fleet = fleet or Processes(n)
-        parts: list[Schedule] = list(spec.schedule.split(n))
-        shares = [replace(spec, schedule=part, worker_index=i,
-                          pages=None if spec.pages is None else spec.pages.share(i, n)) for i, part in enumerate(parts)]
+        shares = split_spec(spec, n)
         t_load0 = start_at if start_at is not None else now() + fleet.start_delay
         result = _merge(fleet.run_shares(shares, t_load0, cpus, live, stopper), spec, t_load0, stopper)
     note = conntrack_note(dropped, conntrack_drops())
     if note:
         result.warnings.append(note)
     return result
+
+
+def split_spec(spec: LoadSpec, n: int) -> list[LoadSpec]:
+    """The load's shares, one per worker: its schedule split, and its pages' sequence dealt as the split deals
+    the requests (`Pages.shares`), so that a count of requests sends each position of it once."""
+    parts: list[Schedule] = list(spec.schedule.split(n))
+    counts = [part.requests if isinstance(part, Closed) else None for part in parts]
+    pages = None if spec.pages is None else spec.pages.shares(counts)
+    return [replace(spec, schedule=part, worker_index=i, pages=None if pages is None else pages[i])
+            for i, part in enumerate(parts)]
 
 
 def _merge(g: Gathered, spec: LoadSpec, t_load0: float, stopper: Stopper) -> Result:

@@ -189,7 +189,7 @@ class JourneyEngine(Engine[None]):
 
     def start_closed(self, schedule: Closed) -> None:
         for user in range(schedule.connections):
-            self._spawn(self._user(user))
+            self._spawn(self._user(user, schedule.first_client + user))
 
     def start_ramp(self, schedule: Ramp) -> None:
         raise LoadError("journeys run on the closed loop (-c), not on a ramp")
@@ -197,7 +197,9 @@ class JourneyEngine(Engine[None]):
     def start_rate(self, schedule: Rate | Replay) -> None:
         raise LoadError("journeys run on the closed loop (-c), not at a rate nor as a replay")
 
-    async def _user(self, user: int) -> None:
+    async def _user(self, user: int, number: int) -> None:
+        """User `user` of this process, `number` of the whole load: `{user}` is that, so that with --workers
+        each user still has an account of its own (the WordPress author journeys log in as one)."""
         _, pick = self.plan.draw(self.spec.worker_index, user)
         session = _session(self.aiohttp, self.connector, self.timeout)
         iteration = 0
@@ -205,7 +207,7 @@ class JourneyEngine(Engine[None]):
             while self.may_start(now()):
                 journey = pick()
                 session.cookie_jar.clear()
-                values = {"user": str(user), "iteration": str(iteration),
+                values = {"user": str(number), "iteration": str(iteration),
                           "unique": f"{self.spec.worker_index}-{user}-{iteration}-{secrets.token_hex(6)}"}
                 await self._journey(session, journey, values)
                 iteration += 1
