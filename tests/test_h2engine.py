@@ -1,14 +1,21 @@
 """HTTP/2 in both h2 engines (the compiled one over libnghttp2, `_ch2.pyx`, and the `h2` package's fallback,
 `h2py`): -c connections x -m streams, over TLS (ALPN h2) and h2c, every stream accounted for against
 misbehaving in-process h2 servers (RST_STREAM(REFUSED_STREAM), GOAWAY every N requests, a GOAWAY with a low
-last-stream-id while streams are in flight, a close mid-stream), and the wrong protocol refused in one line."""
+last-stream-id while streams are in flight, a graceful GOAWAY whose streams below are still answered, a close
+mid-stream), and the wrong protocol refused in one line (ALPN, an HTTP/1.x answer, an HTTP/1.0 server's HTML)."""
 
 from __future__ import annotations
 
+import asyncio
+import http.server
 import json
 import ssl
+import threading
 from collections.abc import Iterator
+from typing import cast
 
+import h2.errors
+import h2.events
 import pytest
 import trustme
 from click.testing import CliRunner
@@ -18,6 +25,8 @@ from loadcmp.cli import cli
 from loadcmp.errors import UsageError, WrongProtocol
 from loadcmp.load.compiled import PURE_ENV, engine_path, h2_module
 from loadcmp.load.driver import LoadSpec
+from loadcmp.load.h2py import H2Clients, H2Proto, Stream, not_h2c, preface_ok
+from loadcmp.load.outcomes import PROTOCOL_ERROR
 from loadcmp.load.result import Result, StreamTally
 from loadcmp.load.schedules import Closed
 from loadcmp.load.summary import check_invariant, result_doc
@@ -53,7 +62,7 @@ def _context(ca: trustme.CA, alpn: list[str]) -> ssl.SSLContext:
     return ctx
 
 
-HOWS = ("ok", "refuse", "every:5", "low", "cut", "stall", "h1")
+HOWS = ("ok", "refuse", "refuse:0x1a", "every:5", "low", "graceful", "cut", "stall", "h1")
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +113,12 @@ def test_refused_streams_are_stream_resets_by_code(servers, cafile, h2_path, pro
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_an_unnamed_reset_code_is_counted_by_its_number(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "refuse:0x1a")], proto, cafile))
+    assert set(failures) == {"stream_reset"} and st.resets == {"0x1a": failures["stream_reset"]}, st
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
 def test_goaway_every_n_requests_opens_a_new_connection(servers, cafile, h2_path, proto):
     doc, failures, st = _accounted(load(servers[(proto, "every:5")], proto, cafile))
     assert set(failures) <= {"goaway"} and st.max_per_connection == 5, (failures, st)
@@ -117,6 +132,14 @@ def test_a_low_last_stream_id_leaves_the_streams_above_unprocessed(servers, cafi
     doc, failures, st = _accounted(load(servers[(proto, "low")], proto, cafile))
     assert set(failures) == {"goaway"} and st.goaway_unprocessed == failures["goaway"], (failures, st)
     assert st.max_per_connection == 1 and abs(failures["goaway"] - 3 * doc["ok"]) <= 3 * 2, (doc["ok"], failures)
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_streams_answered_after_a_graceful_goaway_are_ok(servers, cafile, h2_path, proto):
+    doc, failures, st = _accounted(load(servers[(proto, "graceful")], proto, cafile))
+    # per connection: 2 answered after the GOAWAY (ok, never a protocol error), the 2 above it unprocessed
+    assert set(failures) == {"goaway"} and st.goaway_unprocessed == failures["goaway"], (failures, st)
+    assert st.max_per_connection == 2 and abs(failures["goaway"] - doc["ok"]) <= 2 * 4, (doc["ok"], failures)
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
@@ -140,6 +163,61 @@ def test_a_stream_never_answered_times_out_and_is_cancelled(servers, cafile, h2_
 def test_a_server_that_speaks_only_http11_stops_the_load(servers, cafile, h2_path, proto):
     with pytest.raises(WrongProtocol, match="HTTP/1.x|http/1.1 by ALPN"):
         load(servers[(proto, "h1")], proto, cafile)
+
+
+class Quiet(http.server.BaseHTTPRequestHandler):
+    """An HTTP/1.0 server's handler (python -m http.server's): answers a prior-knowledge preface with an
+    HTML error page and no status line."""
+
+    def do_GET(self) -> None:
+        self.send_error(404)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def http10() -> Iterator[str]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Quiet)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{srv.server_address[1]}/"
+    srv.shutdown()
+    srv.server_close()
+
+
+def test_h2c_to_an_http10_server_stops_the_load_in_one_line(http10, h2_path):
+    got = CliRunner().invoke(cli, ["bench", http10, "--proto", "h2c", "-c", "2", "-t", "1s"])
+    assert got.exit_code == 2 and "Traceback" not in got.output, got.output
+    line = got.output.strip()
+    assert "\n" not in line and line.isprintable() and len(line) < 400, line
+    assert "an h2c connection" in line and ("not a SETTINGS frame" in line or "before any" in line), line
+
+
+def test_the_first_bytes_of_an_h2c_answer_must_start_a_settings_frame():
+    assert preface_ok(b"\0\0\x12\x04\0\0\0\0\0\0\x03") and preface_ok(b"\0\0\0\x04") and preface_ok(b"")
+    for bad in (b"<!DOCTYPE", b"HTTP/1.0 400", b"\0\0\0\x04\x01\0\0\0\0", b"\0\0\0\x04\0\0\0\0\x01", b"\0\0\x05\x04"):
+        assert not preface_ok(bad), bad
+    said = str(not_h2c("http://x/", bytes(range(256))))
+    assert said.isprintable() and "\\x00\\x01" in said and "..." in said, said
+
+
+def test_a_stream_the_h2_package_resets_itself_is_a_protocol_error():
+    """A StreamReset the package sent itself (remote_reset=False: the server broke flow control) is an
+    outcome, never a stream left unfinished."""
+    got: list[int] = []
+
+    class Owner:
+        def record(self, s: Stream, kind: int, t: float, status: int) -> None:
+            got.append(kind)
+
+    async def reset() -> H2Proto:
+        p = H2Proto(cast(H2Clients, Owner()), Stream(0.0, True))
+        p.streams[1] = Stream(0.0, True)
+        p._event(h2.events.StreamReset(stream_id=1, error_code=h2.errors.ErrorCodes.FLOW_CONTROL_ERROR,
+                                       remote_reset=False), 1.0)
+        return p
+
+    assert asyncio.run(reset()).streams == {} and got == [PROTOCOL_ERROR]
 
 
 def test_bench_shows_the_streams_and_refuses_bad_input_in_one_line(servers, cafile):

@@ -21,13 +21,48 @@
 
 enum { S_FREE = 0, S_ACTIVE = 1, S_CANCELLED = 2 }; /* a slot's state; cancelled: timed out, its close awaited */
 enum { H2_END_DONE = 1, H2_END_RST = 2, H2_END_GOAWAY = 3, H2_END_ERROR = 4, H2_END_IGNORE = 5 };
-#define H2_CODES 14 /* RST_STREAM codes counted apart (NO_ERROR .. HTTP_1_1_REQUIRED); others in the last */
+#define H2_CODES 14 /* RST_STREAM codes RFC 9113 names (NO_ERROR .. HTTP_1_1_REQUIRED), counted by name */
+#define H2_OTHERS 8  /* other codes, counted by number ("0x1a"); past that many, the last slot is "other" */
+#define H2_OTHER 0xffffffffu
+
+typedef struct {
+    uint32_t code;
+    long long n;
+} h2other_t;
 
 typedef struct {
     long long connections, streams, goaways, unprocessed, retried, owed;
     long long resets[H2_CODES];
     long long max_concurrent, max_served;
+    h2other_t others[H2_OTHERS]; /* RST_STREAM codes with no name: never counted under a named one's */
+    int nothers;
+    int spoke; /* a SETTINGS came on some connection: a close before one later is a reset, not h1 */
 } h2stats_t;
+
+/* Count an RST_STREAM by its code: a named one in `resets`, another by its number in `others`. */
+static void h2_count_reset(h2stats_t *st, uint32_t code) {
+    int i;
+    if (code < H2_CODES) {
+        st->resets[code]++;
+        return;
+    }
+    for (i = 0; i < st->nothers; i++)
+        if (st->others[i].code == code)
+            break;
+    if (i == H2_OTHERS)
+        st->others[i = H2_OTHERS - 1].code = H2_OTHER;
+    else if (i == st->nothers)
+        st->others[st->nothers++].code = code, st->others[i].n = 0;
+    st->others[i].n++;
+}
+
+/* The codes `h2_count_reset` counted by number, `*n` of them; `clear`: counted anew from now. */
+static h2other_t *h2_others(h2stats_t *st, int *n, int clear) {
+    *n = st->nothers;
+    if (clear)
+        st->nothers = 0;
+    return st->others;
+}
 
 typedef struct {
     int32_t id;
@@ -105,6 +140,7 @@ static int h2_on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *u
         s->code = f->rst_stream.error_code; /* counted by its code when its end is recorded */
         h2_ended(c, s, H2_END_RST);
     } else if (f->hd.type == NGHTTP2_SETTINGS && !(f->hd.flags & NGHTTP2_FLAG_ACK)) {
+        c->stats->spoke = 1;
         for (i = 0; i < f->settings.niv; i++)
             if (f->settings.iv[i].settings_id == NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
                 c->stats->max_concurrent = f->settings.iv[i].value;
@@ -197,6 +233,20 @@ static int h2_keep(h2c_t *c, const unsigned char *data, size_t n) {
     memcpy(c->out + c->out_len, data, n);
     c->out_len += n;
     return 0;
+}
+
+/* Whether the first `n` bytes an h2c server sent can start its preface, a SETTINGS frame: type 4, no ACK,
+ * stream 0, a length in whole 6-byte settings within the default frame size. What cannot is not HTTP/2. */
+static int h2_preface_ok(const unsigned char *p, size_t n) {
+    uint32_t len = n >= 3 ? ((uint32_t)p[0] << 16 | (uint32_t)p[1] << 8 | p[2]) : 0;
+    if ((n >= 3 && (len % 6 || len > 16384)) || (n >= 4 && p[3] != NGHTTP2_SETTINGS) || (n >= 5 && p[4] & 1))
+        return 0;
+    return n < 9 || ((p[5] & 0x7f) | p[6] | p[7] | p[8]) == 0;
+}
+
+/* Whether a SETTINGS frame has come on any connection of this load. */
+static int h2_spoke(const h2stats_t *st) {
+    return st->spoke;
 }
 
 /* "h2" was what ALPN chose; else what it chose goes in `out` ("" for none). */

@@ -10,8 +10,9 @@ its status's kind; `stream_reset` when the server sent RST_STREAM (its code coun
 last-stream-id left it unprocessed (the closed loop sends a new stream in its place on a new connection,
 counted as `retried`); `reset` when the connection was cut under it; `timeout`. A connection whose session
 is over (after a GOAWAY, its last stream done) is closed and a new one opened. The server's own protocol is
-checked: ALPN must choose "h2", and an h2c connection must not be answered in HTTP/1.x, else the load stops
-with `errors.WrongProtocol`: never the wrong protocol measured silently.
+checked: ALPN must choose "h2", and an h2c connection's first bytes must start a SETTINGS frame (nor may it
+close before one while no connection had one), else the load stops with `errors.WrongProtocol`: never the
+wrong protocol measured silently.
 """
 
 import ipaddress
@@ -28,6 +29,13 @@ from ._ctally cimport CTally
 
 from .outcomes import CONNECT_TIMEOUT, TIMEOUT
 from .result import StreamTally
+
+cdef extern from "_ch2.h" nogil:
+    ctypedef struct h2other_t:
+        uint32_t code
+        long long n
+    h2other_t *h2_others(h2stats_t *, int *, int)
+    enum: H2_OTHER
 
 cdef enum:
     MAXEVENTS = 128
@@ -216,14 +224,23 @@ cdef class H2Loop(H2Conns):
         for i in range(self.n):
             if self.conns[i].served > s.max_served:
                 s.max_served = self.conns[i].served
-        st.add(StreamTally(self.proto, s.connections, s.streams, s.goaways, s.unprocessed, s.retried,
-                           {nghttp2_http2_strerror(k).decode(): s.resets[k] for k in range(H2_CODES) if s.resets[k]},
+        st.add(StreamTally(self.proto, s.connections, s.streams, s.goaways, s.unprocessed, s.retried, self._resets(),
                            s.max_concurrent, 0))
         st.max_concurrent = s.max_concurrent
         st.max_per_connection = max(st.max_per_connection, s.max_served)
         s.connections = s.streams = s.goaways = s.unprocessed = s.retried = 0
         for k in range(H2_CODES):
             s.resets[k] = 0
+
+    cdef dict _resets(self):
+        """RST_STREAM counts by code name; a code RFC 9113 does not name by its number, never under another's."""
+        cdef int n
+        cdef h2other_t *o = h2_others(&self.stats, &n, 1)
+        cdef long long *r = self.stats.resets
+        got = {nghttp2_http2_strerror(k).decode(): r[k] for k in range(H2_CODES) if r[k]}
+        for k in range(n):
+            got["other" if o[k].code == H2_OTHER else f"0x{o[k].code:x}"] = o[k].n
+        return got
 
     def abort(self):
         """The window has closed: every socket shut; a stream not sent yet (its connection still opening) is

@@ -8,7 +8,7 @@ unfinished: `ok + failures + unfinished == started` holds for streams.
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR
 from libc.math cimport NAN, isnan
-from libc.string cimport memmove, memcmp, strerror
+from libc.string cimport memmove, strerror
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.unistd cimport close
 
@@ -16,6 +16,11 @@ from ..errors import WrongProtocol
 from .driver import BACKOFF_S
 from .outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, STREAM_RESET,
                        TIMEOUT, TLS_ERROR, kind_of_error)
+
+cdef extern from "_ch2.h" nogil:
+    void h2_count_reset(h2stats_t *, uint32_t)
+    int h2_preface_ok(const unsigned char *, size_t)
+    int h2_spoke(const h2stats_t *)
 
 cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
 cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, TLS_ERROR_ = TLS_ERROR
@@ -30,6 +35,14 @@ cdef inline double now() noexcept nogil:
 
 cdef inline int kind_of_status(int status) noexcept:
     return HTTP_5XX_ if status >= 500 else (HTTP_4XX_ if status >= 400 else OK_)
+
+cdef void first_contact(url, const unsigned char *buf, ssize_t got, bint spoke) except *:
+    """An h2c connection's first read: bytes that cannot start a SETTINGS frame, or a close before any while no
+    connection has had one, mean the server does not speak HTTP/2 there (WrongProtocol), never a load of resets.
+    A close before SETTINGS once one came is a server shedding connections: a reset."""
+    if (got > 0 and not h2_preface_ok(buf, got)) or (got == 0 and not spoke):
+        from .h2py import not_h2c
+        raise not_h2c(url, buf[:got if got < 64 else 64])
 
 
 cdef class H2Conns:
@@ -280,14 +293,12 @@ cdef class H2Conns:
             if got == -2:
                 break
             t = now()
+            if c.first_read and self.h2c:
+                first_contact(self.url, self.buf, got if got > 0 else 0, h2_spoke(&self.stats))
             if got <= 0:  # closed, or reset: what ended is recorded, the streams still open were cut
                 self._end_all(c, RESET_, t)
                 self._reopen(c)
                 return
-            if c.first_read and self.h2c and got >= 5 and memcmp(self.buf, b"HTTP/", 5) == 0:
-                raise WrongProtocol(f"{self.url} answered in HTTP/1.x to an h2c connection (HTTP/2 by prior "
-                                    "knowledge): the server does not speak cleartext HTTP/2 there (loadcmp does not "
-                                    "fall back to another protocol)")
             c.first_read = 0
             c.t_read = t
             if nghttp2_session_mem_recv(c.sess, self.buf, got) < 0:
@@ -306,7 +317,7 @@ cdef class H2Conns:
         self.counted_inflight -= 1
         if t < self.tally.t_end:  # the tally counts what the outcomes count: a counted stream ended in the window
             if kind == SRESET_:
-                self.stats.resets[s.code if s.code < H2_CODES else H2_CODES - 1] += 1
+                h2_count_reset(&self.stats, s.code)
             elif kind == GOAWAY_:
                 self.stats.unprocessed += 1
         phases[0] = s.t_up - s.t_connect  # NaN but on a connection's first stream

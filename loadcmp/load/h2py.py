@@ -3,7 +3,8 @@
 
 It keeps the compiled engine's contract (`start`, `flush`, `abort`; -c connections each with -m streams in
 flight; the same outcomes: `stream_reset` for RST_STREAM, `goaway` for a stream above a GOAWAY's
-last-stream-id, `reset` for a connection cut under its streams; a new connection after a GOAWAY), but runs
+last-stream-id, while those at or below it are still read to their end; `reset` for a connection cut under
+its streams; a new connection after a GOAWAY), but runs
 Python for every frame: the `h2` package is orders of magnitude slower than nghttp2 by its maintainer's
 account, so every load it runs is flagged client-bound (`StreamTally.pure_python`, `saturation.PURE_H2`).
 """
@@ -57,12 +58,48 @@ def code_name(code: int) -> str:
         return f"0x{code:x}"
 
 
+def preface_ok(head: bytes) -> bool:
+    """Whether the first bytes an h2c server sent can start its preface, a SETTINGS frame: type 4, no ACK,
+    stream 0, a length in whole 6-byte settings within the default frame size (as `_ch2.h`'s h2_preface_ok)."""
+    size = int.from_bytes(head[:3], "big") if len(head) >= 3 else 0
+    if (len(head) >= 3 and (size % 6 or size > 16384)) or head[3:4] not in (b"", b"\x04") or head[4:5] and head[4] & 1:
+        return False
+    return len(head) < 9 or int.from_bytes(head[5:9], "big") & 0x7FFFFFFF == 0
+
+
+def not_h2c(url: str, got: bytes) -> WrongProtocol:
+    """The refusal of a server that answered an h2c preface with no SETTINGS frame (`got`: its first bytes, b""
+    for a close): what came back is named escaped and cut short, one readable line whatever the bytes were."""
+    line, how = got.split(b"\r\n", 1)[0][:40], "an h2c connection (HTTP/2 by prior knowledge)"
+    if got.startswith(b"HTTP/"):
+        what = f"answered {how} in HTTP/1.x ({repr(line)[1:]})"
+    elif got:
+        what = f"answered {how} with {repr(got[:32])[1:]}{'...' if len(got) > 32 else ''}, not a SETTINGS frame"
+    else:
+        what = f"closed {how} before any HTTP/2 SETTINGS frame"
+    return WrongProtocol(f"{url} {what}: the server does not speak cleartext HTTP/2 there (loadcmp does not fall "
+                         "back to another protocol)")
+
+
+class GracefulH2(h2.connection.H2Connection):
+    """The `h2` package's client, still reading after a GOAWAY: the package closes its state machine on one,
+    and then raises on the answers to the streams at or below its last-stream-id, which servers (nginx) still
+    send; nghttp2 reads them, and so must the fallback, or each answered stream would count as an error."""
+
+    def _receive_goaway_frame(self, frame: Any) -> tuple[list[Any], list[h2.events.Event]]:
+        was = self.state_machine.state
+        got = super()._receive_goaway_frame(frame)
+        if was != h2.connection.ConnectionState.CLOSED:
+            self.state_machine.state = was  # streams above last-stream-id are never sent: `fill` stops at one
+        return got
+
+
 class H2Proto(asyncio.Protocol):
     """One connection: its h2 state machine and the streams it keeps in flight."""
 
     def __init__(self, owner: H2Clients, first: Stream) -> None:
         self.owner, self.first = owner, first
-        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True, header_encoding=None))
+        self.h2 = GracefulH2(h2.config.H2Configuration(client_side=True, header_encoding=None))
         self.streams: dict[int, Stream] = {}
         self.transport: asyncio.Transport | None = None
         self.closed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -113,10 +150,8 @@ class H2Proto(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         o = self.owner
         t = now()
-        if self.first_read and o.h2c and data.startswith(b"HTTP/"):
-            o.engine.crashed(WrongProtocol(f"{o.url} answered in HTTP/1.x to an h2c connection (HTTP/2 by prior "
-                                           "knowledge): the server does not speak cleartext HTTP/2 there (loadcmp "
-                                           "does not fall back to another protocol)"))
+        if self.first_read and o.h2c and not preface_ok(data):
+            o.engine.crashed(not_h2c(o.url, data[:64]))
             self.first_read = False
             return
         self.first_read = False
@@ -150,6 +185,8 @@ class H2Proto(asyncio.Protocol):
             if ev.remote_reset:
                 s.code = code_name(ev.error_code)
                 o.record(s, STREAM_RESET, t, 0)
+            else:  # the package reset it for the server's error (flow control): an outcome, never unfinished
+                o.record(s, PROTOCOL_ERROR, t, 0)
         elif isinstance(ev, h2.events.ConnectionTerminated):
             o.tally.goaways += 1
             self.goaway = ev.last_stream_id if ev.last_stream_id is not None else 0
@@ -157,6 +194,7 @@ class H2Proto(asyncio.Protocol):
                 o.owed += 1
                 o.record(self.streams.pop(k), GOAWAY, t, 0)
         elif isinstance(ev, h2.events.RemoteSettingsChanged):
+            o.spoke = True
             got = ev.changed_settings.get(h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS)
             if got is not None:
                 o.tally.max_concurrent = got.new_value
@@ -177,6 +215,9 @@ class H2Proto(asyncio.Protocol):
         self.streams.clear()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self.first_read and self.owner.h2c and not self.owner.spoke:
+            self.first_read = False  # closed before a byte, and no connection ever had SETTINGS: not HTTP/2
+            self.owner.engine.crashed(not_h2c(self.owner.url, b""))
         self.end_all(RESET, now())
         self.owner.tally.max_per_connection = max(self.owner.tally.max_per_connection, self.served)
         if not self.closed.done():
@@ -193,6 +234,8 @@ class H2Clients:
         self.headers = t.h2_headers()
         self.tally = StreamTally(protocol=t.proto, pure_python=True)
         self.owed = 0
+        self.spoke = False
+        """A SETTINGS came on some connection: a close before one later is a reset, not a server without h2c."""
         self.protos: set[H2Proto] = set()
         self.tasks: list[asyncio.Task[None]] = []
 

@@ -3,9 +3,12 @@
 
 ok          answers every stream 200
 refuse      RST_STREAM(REFUSED_STREAM) on every third stream, answers the rest
+refuse:0x1a the same with RST_STREAM's code 0x1a, one RFC 9113 does not name
 every:N     answers N streams on a connection, then a GOAWAY naming the N-th and a close (nginx's
             keepalive_requests): streams sent past it are unprocessed
 low         waits for 4 streams, answers the first, then a GOAWAY naming the first and a close
+graceful    waits for 4 streams, sends a GOAWAY naming the second, then still answers the first two and closes
+            (nginx's graceful GOAWAY): the two above are unprocessed, the two below ok
 stall       never answers every third stream (the client times it out and cancels it)
 cut         answers the first 2 streams of a connection, then closes it under the streams in flight
 h1          speaks HTTP/1.1 only (TLS: ALPN http/1.1; cleartext: an HTTP/1.1 400 to the preface)
@@ -21,6 +24,7 @@ import h2.config
 import h2.connection
 import h2.errors
 import h2.events
+import hyperframe.frame
 
 BODY = b"hello over h2\n"
 
@@ -108,8 +112,8 @@ class H2Conn(asyncio.Protocol):
 
     def _request(self, sid: int) -> None:
         how = self.server.how
-        if how == "refuse" and (sid // 2) % 3 == 2:
-            self.h2.reset_stream(sid, h2.errors.ErrorCodes.REFUSED_STREAM)
+        if how.startswith("refuse") and (sid // 2) % 3 == 2:
+            self.h2.reset_stream(sid, int(how[7:], 16) if ":" in how else h2.errors.ErrorCodes.REFUSED_STREAM)
         elif how == "stall" and (sid // 2) % 3 == 2:
             pass
         elif how.startswith("every:"):
@@ -123,9 +127,23 @@ class H2Conn(asyncio.Protocol):
                 self._answer(self.waiting[0])
                 self.h2.close_connection(last_stream_id=self.waiting[0])
                 self.done = True
+        elif how == "graceful":
+            self.waiting.append(sid)
+            if len(self.waiting) == 4:
+                self._graceful(*self.waiting[:2])
         elif how == "cut" and self.served == 2:
             self.transport.write(self.h2.data_to_send())
             self.transport.abort()
             self.done = True
         else:
             self._answer(sid)
+
+    def _graceful(self, *below: int) -> None:
+        """A GOAWAY naming the last of `below`, then their answers after it: framed by hand, as the `h2`
+        package's server allows no HEADERS once it sent a GOAWAY."""
+        self.transport.write(self.h2.data_to_send())
+        goaway = hyperframe.frame.GoAwayFrame(0, last_stream_id=below[-1], error_code=0)
+        self.transport.write(goaway.serialize())
+        for sid in below:
+            self._answer(sid)
+        self.done = True
