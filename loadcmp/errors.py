@@ -15,6 +15,7 @@ them all in one go.
     │   ├── ServerStartError     a container exited or never answered
     │   └── NotOnEngine          the engine has no such container or image (often what was wanted)
     ├── LoadError                the client side (file limits, engine failure)
+    │   └── WrongProtocol        exit 2: the server negotiated another protocol than the one asked (no fallback)
     ├── PrimerError              the page served is not the page expected
     ├── StoreError               a results folder is unreadable or of an older format
     ├── ReportError              a figure could not be drawn (then no file of the report is written)
