@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+import trustme
 
 from loadcmp.load.outcomes import KINDS
 from loadcmp.load.recorder import Recorder, Result
@@ -293,3 +294,17 @@ def fast_server() -> Iterator[int]:
     finally:
         p.kill()
         p.wait()
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    """A test CA (ECDSA) for the in-process https, h2 and h3 servers; each module gets its own."""
+    return trustme.CA(key_type=trustme.KeyType.ECDSA)
+
+
+@pytest.fixture(scope="module")
+def cafile(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
+    """That CA's certificate as a file, as `--cacert` takes it."""
+    path = tmp_path_factory.mktemp("ca") / "ca.pem"
+    ca.cert_pem.write_to_path(str(path))
+    return str(path)

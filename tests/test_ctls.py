@@ -27,18 +27,6 @@ from loadcmp.load.target import make_target
 from loadcmp.load.workers import run_load
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA(key_type=trustme.KeyType.ECDSA)
-
-
-@pytest.fixture(scope="module")
-def cafile(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("ca") / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return str(path)
-
-
 def _server_context(cert_of: trustme.CA) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     cert_of.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)

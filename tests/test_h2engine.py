@@ -43,18 +43,6 @@ def h2_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     return str(request.param)
 
 
-@pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA(key_type=trustme.KeyType.ECDSA)
-
-
-@pytest.fixture(scope="module")
-def cafile(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("ca") / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return str(path)
-
-
 def _context(ca: trustme.CA, alpn: list[str]) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ca.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)

@@ -22,18 +22,6 @@ from loadcmp.load.workers import run_load
 
 
 @pytest.fixture(scope="module")
-def ca() -> trustme.CA:
-    return trustme.CA(key_type=trustme.KeyType.ECDSA)
-
-
-@pytest.fixture(scope="module")
-def cafile(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> str:
-    path = tmp_path_factory.mktemp("ca") / "ca.pem"
-    ca.cert_pem.write_to_path(str(path))
-    return str(path)
-
-
-@pytest.fixture(scope="module")
 def h3(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H3Server]:
     s = H3Server(ca, tmp_path_factory.mktemp("h3")).start()
     yield s
