@@ -293,6 +293,7 @@ class TrialRecord(TypedDict):
     reason: str | None  #: why the status is not `ok`, in words
     page: NotRequired[str]
     ready_s: NotRequired[float | None]  #: seconds from start to ready (None: the server was reused)
+    window_start: NotRequired[float]  #: the measured window's start on the wall clock, epoch seconds
     result: NotRequired[LoadSummary]
     tls: NotRequired[TlsFacts | None]  #: https: the result's `tls` (None: plain http; absent: an older run)
     latency_hist: NotRequired[HistogramDoc]

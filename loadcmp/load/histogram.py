@@ -15,6 +15,8 @@ import numpy as np
 from ..records import HistogramDoc
 
 _BASE = 1.01
+BUCKET_BASE = _BASE
+"""Bucket i holds the values in [BUCKET_BASE^i, BUCKET_BASE^(i+1)) microseconds (bucket 0 also those below)."""
 _LOG_BASE = math.log(_BASE)
 MAX_BUCKET = 2399
 """The last bucket (1.01^2399 us, 6.6 hours): a longer value, or an infinite one, counts in it,

@@ -334,7 +334,7 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
         server=p.label, level=p.level, trial=p.trial, stack=dep.stack.name, keepalive=p.keepalive, status=status,
         reason="; ".join(reasons) or None, page=p.page, ready_s=ready_s, result=m.summary,
         latency_hist=m.latency_hist, service_hist=m.service_hist, server_metrics=ev.server,
-        container_state=ev.containers,
+        container_state=ev.containers, window_start=round(m.window[0], 3),
     )
     if m.page_hists:
         record["page_hists"] = m.page_hists
