@@ -18,6 +18,7 @@
     logmix.py   mix FILE (an access log's top pages as a [mix] table)
     compare.py  compare A B (two stored runs: what differs, then each shared cell with its verdict)
     history.py  history [RESULTS_DIR] (a metric over the stored runs, its change points, the trend figure)
+    export.py   export DIR (stored runs as OpenMetrics or CSV time series: loadcmp.export)
     traffic.py  the traffic flags (--mix, --seed) of the commands that run stacks
     live.py     --live [PORT] on the commands that load (the page's server around the command, its feed laid
                 over the sweep's hooks), and serve (stored runs in the browser)
@@ -25,7 +26,7 @@
 
 from __future__ import annotations
 
-from . import (bench, capacity, compare, history, live, logmix, report, run, seeds, servers,  # noqa: F401
+from . import (bench, capacity, compare, export, history, live, logmix, report, run, seeds, servers,  # noqa: F401
                smoke, tune)  # (registers the commands)
 from .app import cli
 

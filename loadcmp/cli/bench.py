@@ -20,7 +20,7 @@ from .live import LiveFlags, live_options, tee, watching
 from .options import LoadFlags, json_option, load_options, writable
 
 if TYPE_CHECKING:
-    from ..live.feed import Feed
+    from .live import Watchers
     from ..load.driver import LoadSpec
     from ..load.workers import Stopper
     from ..load.recorder import Result
@@ -140,7 +140,7 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
                      time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
-def _load(plan: BenchPlan, stopper: Stopper, feed: Feed | None = None) -> tuple[Result, LoadSummary]:
+def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tuple[Result, LoadSummary]:
     """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it."""
     from ..load import tls
     from ..load.cluster import open_fleet
@@ -162,7 +162,8 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Feed | None = None) -> tuple[
         if fleet is not None:
             fleet.check_reach(target.host)
         if feed is not None:
-            feed.begin(f"{plan.target.host}:{plan.target.port}", plan.clients, 1)
+            feed.begin(f"{plan.target.host}:{plan.target.port}", plan.clients, 1, proto=plan.target.proto,
+                       page=target.path)
         with stop_on_signals(stopper), LiveLine(f"{plan.url} ") as line:
             live = line if feed is None else tee(line, feed)
             result = run_load(spec, workers=plan.workers, cpus=plan.client_cpus, live=live, stopper=stopper,
@@ -187,7 +188,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Feed | None = None) -> tuple[
     return result, doc
 
 
-def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, feed: Feed | None = None) -> str:
+def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, feed: Watchers | None = None) -> str:
     """A one-trial results folder with a run's layout, so `report` reads a bench as it reads a run."""
     from urllib.parse import urlsplit
 

@@ -3,7 +3,8 @@
 It never shares the load's loop or thread: the load runs in the command's main thread (or
 its worker processes) and only hands events to the hub. The server binds 127.0.0.1 unless
 told otherwise; on any other address every request must carry the token printed in the URL
-(a cookie keeps it for the page's own requests). It answers GET alone: the page is read-only.
+(a cookie keeps it for the page's own requests; a scraper of /metrics sends it as `Authorization: Bearer`). It
+answers GET alone: the page is read-only.
 
 Routes: `/` the page (a live command's) or the list of stored runs (`loadcmp serve`);
 `/events` the command's events as server-sent events; `/static/...` the page's files and
@@ -188,7 +189,8 @@ class LiveServer:
         if request.method not in ("GET", "HEAD"):
             raise web.HTTPMethodNotAllowed(request.method, ["GET"])
         if self.token is not None:
-            given = request.query.get("token") or request.cookies.get(cookie_name(self.port)) or ""
+            bearer = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
+            given = request.query.get("token") or request.cookies.get(cookie_name(self.port)) or bearer
             if not hmac.compare_digest(given.encode(), self.token.encode()):
                 raise web.HTTPForbidden(text="this page needs the token printed with its URL\n")
         elif request.host not in loopback_hosts(self.port):
