@@ -87,8 +87,10 @@ fi
 
 # --- tools the benchmarks and the report, live-page and https tests use -------
 # (the live page's tests drive this chromium through Playwright, installed by pip above: no browser is downloaded;
-# h2load, of nghttp2-client: the https rows of bench/compare.py run `h2load --h1`, its h2 rows plain h2load)
-for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils h2load:nghttp2-client chromium:chromium openssl:openssl; do
+# h2load, of nghttp2-client: the https rows of bench/compare.py run `h2load --h1`, its h2 rows plain h2load;
+# Debian's prometheus and promtool: the export tests scrape a load and load an export, as a user's Prometheus would)
+for pair in debootstrap:debootstrap wrk:wrk ab:apache2-utils h2load:nghttp2-client chromium:chromium openssl:openssl \
+            prometheus:prometheus promtool:prometheus; do
     cmd=${pair%%:*}; pkg=${pair#*:}
     command -v "$cmd" >/dev/null 2>&1 || need_apt+=("$pkg")
 done

@@ -172,7 +172,7 @@ def test_a_load_worker_does_not_carry_pandas():
 # The layering ARCHITECTURE.md draws ("The packages and how they import"), as the test reads it.
 KERNEL = ("records", "studies", "facts", "units", "errors")
 """The shared kernel at the top of loadcmp/, in its own order: each imports only those after it."""
-LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment", "catalog"),
+LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment", "catalog", "export"),
                                  ("verdicts", "observe"),
                                  ("report",), ("store",), ("lab",), ("traffic",), ("load",)]
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
