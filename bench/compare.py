@@ -26,10 +26,10 @@ server under each client, not the clients. Last, a 15000-client closed loop for 
 exact counts and the client's peak memory. A benchmark, not a test: it prints ratios
 and asserts nothing.
 
-With --live, each round also runs loadcmp's bench with `--live PORT` and a headless Chromium
-on its page (one browser, started before the rounds, opens each page as soon as it answers;
-not pinned: a browser on this machine takes its CPU where the system puts it), so that one
-run gives the ratios with and without the page, and the ratio of the two, round by round.
+With --live, each round also runs loadcmp's bench with `--live PORT`, a scraper of its `/metrics` once a second
+(as Prometheus), and a headless Chromium on its page (one browser, started before the rounds, opens each page
+as soon as it answers; not pinned: a browser on this machine takes its CPU where the system puts it), so that
+one run gives the ratios with and without the page, and the ratio of the two, round by round.
 
 Then the https rows (`tls_rows`): the same stack started again, pinned the same way, serving https, with wrk
 (keep-alive), ab (a new connection per request) and `h2load --h1` against loadcmp. `--rows https` runs only
@@ -56,6 +56,7 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -155,7 +156,7 @@ def run_loadcmp(url: str, c: int, t: int, keepalive: bool, engine: str = "fast",
     env = {**os.environ, "LOADCMP_PURE_PYTHON": "1" if pure else "0"}
     if live:
         port = free_port()
-        with BROWSER[0].on(port):
+        with BROWSER[0].on(port), scraping(port):
             out, _, b0, b1 = measured(pinned([*cmd, "--live", str(port)]), check=True, env=env)
     else:
         out, _, b0, b1 = measured(pinned(cmd), check=True, env=env)
@@ -216,6 +217,25 @@ class Browser:
         self._call(self.browser.close())
         self._call(self.pw.stop())
         self.loop.call_soon_threadsafe(self.loop.stop)
+
+
+@contextlib.contextmanager
+def scraping(port: int, every: float = 1.0) -> Iterator[None]:
+    """A scraper of the live page's /metrics once a second, as Prometheus would, while the page is watched."""
+    done = threading.Event()
+
+    def scrape() -> None:
+        while not done.wait(every):
+            with contextlib.suppress(OSError):
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=2).read()
+
+    t = threading.Thread(target=scrape, daemon=True)
+    t.start()
+    try:
+        yield
+    finally:
+        done.set()
+        t.join()
 
 
 BROWSER: list[Browser] = []
@@ -298,7 +318,8 @@ def one_level(url: str, c: int, keepalive: bool, t: int, rounds: int, lua: str, 
           f"with loadcmp {median([x.client_busy for x in got.fast]):.0f} / "
           f"{median([x.server_busy for x in got.fast]):.0f} %", flush=True)
     if row.with_without:
-        print(f"        with --live and a browser: {median([x.rps for x in got.live]):.0f} req/s ({row.live:.2f}x); "
+        print(f"        with --live, a browser and a scraper: {median([x.rps for x in got.live]):.0f} req/s "
+              f"({row.live:.2f}x); "
               f"with / without, round by round: {' '.join(f'{x:.3f}' for x in row.with_without)} "
               f"(median {median(row.with_without):.3f})", flush=True)
     return row
