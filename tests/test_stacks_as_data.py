@@ -224,6 +224,21 @@ def test_no_stack_check_names_its_own_stack_first() -> None:
             assert not c.says.lower().startswith((f"{stack.name}:", f"{stack.name} ")), (stack.name, c.says)
 
 
+def test_a_key_a_stacks_checks_keep_at_its_default_is_listed_as_fixed_on_it(tmp_path: Path) -> None:
+    """`servers --tunables` reads who takes a key from the stack files' checks: a user's stack that pins one is
+    named among those that keep it fixed, not among those that take it."""
+    import json
+
+    mine = copy_stack("nginx", tmp_path / "pinned")
+    with (mine / "stack.toml").open("a") as f:
+        f.write('\n[[checks]]\nrule = "h2.max_concurrent_streams == 128"\nsays = "it keeps 128 streams"\n')
+    assert st.catalog([str(mine)]).get("pinned").fixes("h2.max_concurrent_streams")
+    assert not st.get_stack("nginx").fixes("h2.max_concurrent_streams")
+    res = CliRunner().invoke(cli, ["servers", "--tunables", "--json", "--stacks", str(mine)])
+    row = json.loads(res.stdout)["tunables"]["h2.max_concurrent_streams"]
+    assert "pinned" in row["fixed"] and "pinned" not in row["stacks"] and "nginx" in row["stacks"]
+
+
 def test_a_check_that_reads_an_unknown_setting_is_found_when_read(tmp_path: Path) -> None:
     mine = copy_stack("nginx", tmp_path / "checked")
     with (mine / "stack.toml").open("a") as f:

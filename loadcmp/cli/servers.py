@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -79,11 +79,14 @@ class TunableRow:
 
     tunable: Tunable
     stacks: list[str]
-    """The stacks that have the key (the first one's default, bounds and words are shown)."""
+    """The stacks that take the key (the first one's default, bounds and words are shown)."""
     apps: list[str]
     """The apps whose own roles have it (a database's `db.*`); empty for a stack's key."""
     every: bool
-    """Every stack of the catalog has it."""
+    """Every stack of the catalog takes it."""
+    fixed: list[str]
+    """The stacks that have the key but whose checks keep it at its default (their server has no switch for it:
+    `Stack.fixes`, from the stack files' data)."""
 
     def bounds(self) -> str:
         """What values it takes: `1..3600`, `>= 1`, its choices or its pattern; `-` when anything of its type."""
@@ -106,28 +109,33 @@ class TunableRow:
     def taken_by(self) -> str:
         """Who takes it: the stacks by name (`every stack`), and `--app NAME` for an app's own role."""
         stacks = ["every stack" if self.every else ", ".join(self.stacks)] if self.stacks else []
-        return ", ".join(stacks + [f"--app {a}" for a in self.apps])
+        fixed = [f"(fixed on {', '.join(self.fixed)})"] if self.fixed else []
+        return " ".join([", ".join(stacks + [f"--app {a}" for a in self.apps]), *fixed]).strip()
 
     def doc(self) -> dict[str, Any]:
         t = self.tunable
-        return {"default": t.default, "doc": t.doc, "stacks": self.stacks, "apps": self.apps,
+        return {"default": t.default, "doc": t.doc, "stacks": self.stacks, "fixed": self.fixed, "apps": self.apps,
                 "min": t.min, "max": t.max, "choices": list(t.choices) if t.choices else None, "pattern": t.pattern}
 
 
 def _all_tunables(cat: Catalog) -> list[TunableRow]:
-    """Every tunable `--set` takes: the stacks' (each with the stacks that have it), then the apps' own
-    roles' (a database's) with the apps that have them (the first one's default, bounds and words)."""
+    """Every tunable `--set` takes: the stacks' (each with the stacks that take it, and those that keep it
+    fixed), then the apps' own roles' (a database's) with the apps that have them (the first taker's default,
+    bounds and words)."""
     from ..lab import apps
 
     stacks = list(cat)
     found: dict[str, TunableRow] = {}
     for s in stacks:
         for k, t in s.tunables.items():
-            found.setdefault(k, TunableRow(t, [], [], False)).stacks.append(s.name)
+            row = found.setdefault(k, TunableRow(t, [], [], False, []))
+            (row.fixed if s.fixes(k) else row.stacks).append(s.name)
+            if len(row.stacks) == 1 and row.stacks[0] == s.name:
+                found[k] = replace(row, tunable=t)  # the first stack that takes it speaks for it
     for app in apps.catalog().values():
         for k, t in app.tunables.items():
-            found.setdefault(k, TunableRow(t, [], [], False)).apps.append(app.name)
-    return [TunableRow(r.tunable, r.stacks, r.apps, len(r.stacks) == len(stacks)) for r in found.values()]
+            found.setdefault(k, TunableRow(t, [], [], False, [])).apps.append(app.name)
+    return [replace(r, every=len(r.stacks) == len(stacks)) for r in found.values()]
 
 
 @cli.command()
