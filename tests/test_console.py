@@ -90,6 +90,13 @@ def test_compare_and_history_show_labels_pages_and_folders_as_given(tmp_path):
     assert f"{LABEL}@10 {PAGE} (http): req/s" in res.output and f"b{NAME}" in res.output
 
 
+def test_report_names_its_files_under_a_folder_as_given(tmp_path):
+    out = tmp_path / f"report{NAME}"
+    res = CliRunner().invoke(cli, ["report", str(_stored(tmp_path / "run")), "--out", str(out), "--format", "md"])
+    assert res.exit_code == 0, res.output
+    assert res.output.splitlines()[0] == str(out / "report.md") and (out / "report.md").is_file()
+
+
 def test_the_capacity_table_shows_the_labels_as_given(tmp_path, captured):
     from loadcmp.cli.capacity import print_capacity
     from loadcmp.store.reader import load_results
