@@ -189,7 +189,7 @@ def format_bytes(n: float | None) -> str:
 
 
 def parse_levels(text: str | int | list[int] | tuple[int, ...]) -> list[int]:
-    """'-c 50,100,500' -> [50, 100, 500]; every level must be >= 1."""
+    """'-c 50,100,500' -> [50, 100, 500]; every level must be >= 1, and given once."""
     if isinstance(text, int) and not isinstance(text, bool):
         parts: list[str] = [str(text)]
     elif isinstance(text, (list, tuple)):
@@ -202,6 +202,9 @@ def parse_levels(text: str | int | list[int] | tuple[int, ...]) -> list[int]:
     for p in parts:
         if not re.fullmatch(r"\d+", p) or int(p) < 1:
             raise UsageError(f"bad concurrency {p!r}: clients must be a whole number >= 1")
+        if int(p) in out:  # two trials of one cell, both #1, would be merged as if repeated
+            raise UsageError(f"concurrency level {int(p)} is given twice: give each level once (--trials N "
+                             "repeats them)")
         out.append(int(p))
     return out
 

@@ -167,3 +167,39 @@ def test_server_cpus_this_machine_lacks_are_refused_only_for_this_machines_engin
     res = CliRunner().invoke(cli, ["run", "--server-cpus", many, "-t", "1", "--docker-host", "ssh://me@127.0.0.1:9"])
     assert res.exit_code == 1 and "no Docker engine answers at ssh://me@127.0.0.1:9" in res.output, res.output
     assert "Traceback" not in res.output
+
+
+TWICE = [
+    (["run", "--server", "nginx", "-c", "5,5"], "concurrency level 5 is given twice"),
+    (["smoke", "--server", "nginx", "-c", "10,20,10"], "concurrency level 10 is given twice"),
+    (["run", "--server", "nginx", "--proto", "h1,h1"], "protocol h1 is given twice"),
+    (["smoke", "--server", "nginx", "--tls", "--proto", "h1,h2,h2"], "protocol h2 is given twice"),
+    (["capacity", "--server", "nginx", "--slo", "p99<1s", "--proto", "h1,H1"], "protocol h1 is given twice"),
+    (["tune", "--server", "nginx", "--param", "fpm.max_children=2..20", "--slo", "p99<1s", "--proto", "h1,h1"],
+     "protocol h1 is given twice"),
+    (["run", "--app", "wordpress", "--server", "nginx", "--journey", "reader=1,reader=2"], "names 'reader' twice"),
+]
+
+
+@pytest.mark.parametrize("args, needle", TWICE, ids=lambda a: " ".join(a[-2:]) if isinstance(a, list) else "")
+def test_a_level_protocol_or_journey_given_twice_is_one_line_before_anything_starts(args, needle, monkeypatch):
+    """Given twice, a level or a protocol would run two trials of one cell, both #1, merged as if repeated: bad
+    usage, said before any engine is asked (the one named here is not there: reaching it would be exit 1)."""
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    monkeypatch.delenv("LOADCMP_CLUSTER", raising=False)
+    assert needle in _one_line(CliRunner().invoke(cli, args), 2)
+
+
+@pytest.mark.parametrize("body, needle", [
+    ("clients = [5, 10, 5]", "concurrency level 5 is given twice"),
+    ('proto = ["h1", "h1"]', "protocol h1 is given twice"),
+    ('app = "wordpress"\njourney = "reader=80,author=10,reader=10"', "names 'reader' twice"),
+    ('[variants.fast]\nstack = "nginx"\nproto = ["h1", "h1"]', "protocol h1 is given twice"),
+])
+def test_an_experiment_file_that_gives_one_twice_is_refused_too(body, needle, tmp_path, monkeypatch):
+    monkeypatch.setenv("DOCKER_HOST", NO_ENGINE)
+    monkeypatch.delenv("LOADCMP_CLUSTER", raising=False)
+    f = tmp_path / "x.toml"
+    f.write_text(f'servers = ["nginx"]\n{body}\n')
+    res = CliRunner().invoke(cli, ["run", str(f)])
+    assert res.exit_code == 2 and needle in res.output and "Traceback" not in res.output, res.output

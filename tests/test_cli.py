@@ -224,6 +224,16 @@ def test_servers_tunables_name_the_stacks_that_take_each_key_and_its_bounds():
     assert f"{fpm.min:,}..{fpm.max:,}" in row and ", ".join(with_fpm[:2]) in row
     row = next(line for line in res.output.splitlines() if "fpm.pm " in line)
     assert "static | dynamic | ondemand" in row
+    # a stack whose checks keep a key at its default does not take it: named apart, from the stack files' data
+    cat = stacks.catalog()
+    for key in ("h2.max_concurrent_streams", "h2.max_workers", "tls.tickets"):
+        fixed = [s.name for s in cat if key in s.tunables and s.fixes(key)]
+        assert fixed and found[key]["fixed"] == fixed and not set(fixed) & set(found[key]["stacks"])
+        assert found[key]["stacks"] == [s.name for s in cat if key in s.tunables and s.name not in fixed]
+    assert "caddy" in found["tls.tickets"]["fixed"] and "nginx" in found["h2.max_workers"]["fixed"]
+    assert "apache-event" in found["h2.max_workers"]["stacks"] and "Caddyfile" not in found["h2.window_size"]["doc"]
+    row = " ".join(res.output.split("│ h2.max_workers ")[1].split("│ apache.")[0].split())
+    assert "every stack" not in row and "(fixed on nginx, nginx-apache, caddy, lighttpd)" in row
     everywhere = [k for k, v in found.items() if len(v["stacks"]) == len(stacks.catalog().names())]
     assert everywhere and all("every stack" in next(x for x in res.output.splitlines() if f"│ {k} " in x)
                               for k in everywhere)

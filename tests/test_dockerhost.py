@@ -115,6 +115,26 @@ def test_an_engine_that_does_not_answer_is_one_line_exit_1():
     assert error == "error: no Docker engine answers at tcp://127.0.0.1:9 (Connection refused)", res.output
 
 
+@pytest.mark.parametrize("given", ["DOCKER_HOST", "--docker-host"])
+def test_no_engine_at_a_socket_names_its_url_and_why(given, tmp_path, monkeypatch):
+    """docs/failures.md: `no Docker engine answers at URL (why)`, for this machine's engine too (not the name of
+    docker-py's exception)."""
+    url = f"unix://{tmp_path}/no-engine/docker.sock"
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    if given == "DOCKER_HOST":
+        monkeypatch.setenv("DOCKER_HOST", url)
+    res = CliRunner().invoke(cli, ["down", *(["--docker-host", url] if given != "DOCKER_HOST" else [])])
+    assert res.exit_code == 1 and "Traceback" not in res.output, res.output
+    (line,) = res.output.strip().splitlines()
+    assert line.startswith(f"error: no Docker engine answers at {url} (No such file or directory)"), line
+    assert "DockerException" not in line
+
+
+def test_this_machines_engine_is_named_by_its_socket(monkeypatch):
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    assert DockerHost().name == "unix:///var/run/docker.sock"
+
+
 def test_cpu_time_is_read_a_little_late_between_two_readings():
     from loadcmp.observe.apimetrics import cpu_at
 

@@ -271,7 +271,9 @@ def test_an_h1_run_has_no_http2_section(tmp_path: Path) -> None:
 
 
 def test_parse_protos_keeps_order_and_refuses_what_is_not_one() -> None:
-    assert parse_protos("h2, h1,h2") == ("h2", "h1")
+    assert parse_protos("h2, h1") == ("h2", "h1")
+    with pytest.raises(UsageError, match="protocol h2 is given twice"):  # two trials of one cell, both #1
+        parse_protos("h2, h1,h2")
     assert parse_protos(["H2C"]) == ("h2c",)
     with pytest.raises(UsageError, match="unknown protocol"):
         parse_protos("")

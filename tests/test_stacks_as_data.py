@@ -190,6 +190,55 @@ def test_checks_are_data_and_cannot_run_code() -> None:
     assert rules.evaluate(tree, {"a.b": "x", "a.c": 5, "a.d": 2, "a.e": 4}) is False
 
 
+@pytest.mark.parametrize("args, said", [
+    (["--server", "caddy", "--set", "h2.max_concurrent_streams=100"],
+     "error: caddy: its Caddyfile cannot set HTTP/2's concurrent streams"),
+    (["--server", "fast=caddy", "--set", "fast:h2.max_workers=3"], "error: fast: Go serves each h2 stream"),
+    (["--server", "nginx", "--set", "h2.max_workers=3"], "error: nginx: it serves h2 streams in its event loop"),
+    (["--server", "nginx", "--set", "fpm.max_children=2"],
+     "error: nginx: fpm: max_spare_servers (3) exceeds max_children (2): add --set fpm.max_spare_servers=2, "
+     "or --set fpm.pm=static"),
+])
+def test_a_refused_setting_names_its_server_once_and_says_the_fix(args: list[str], said: str,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The label is put before a check's words where they are shown: the words do not name the stack again
+    ("caddy: caddy: ..."); where the fix is plain, they give it."""
+    monkeypatch.setenv("DOCKER_HOST", "unix:///nonexistent/loadcmp-test-docker.sock")
+    res = CliRunner().invoke(cli, ["run", *args, "-t", "1"])
+    assert res.exit_code == 2 and res.output.strip().startswith(said), res.output
+    for command in (["run", "-t", "1"], ["up"]):
+        assert "caddy: caddy" not in CliRunner().invoke(cli, [*command, "--server", "caddy", "--set",
+                                                           "h2.max_workers=3"]).output
+
+
+def test_the_suggested_fpm_fix_is_accepted() -> None:
+    vals = st.effective_settings(st.get_stack("nginx"), {"fpm.max_children": 2, "fpm.max_spare_servers": 2})
+    assert vals["fpm.max_children"] == vals["fpm.max_spare_servers"] == 2
+    assert st.effective_settings(st.get_stack("nginx"), {"fpm.max_children": 2, "fpm.pm": "static"})
+
+
+def test_no_stack_check_names_its_own_stack_first() -> None:
+    """A stack's `says` follows its label on the console; beginning with the stack's name would say it twice."""
+    for stack in st.catalog():
+        for c in stack.checks:
+            assert not c.says.lower().startswith((f"{stack.name}:", f"{stack.name} ")), (stack.name, c.says)
+
+
+def test_a_key_a_stacks_checks_keep_at_its_default_is_listed_as_fixed_on_it(tmp_path: Path) -> None:
+    """`servers --tunables` reads who takes a key from the stack files' checks: a user's stack that pins one is
+    named among those that keep it fixed, not among those that take it."""
+    import json
+
+    mine = copy_stack("nginx", tmp_path / "pinned")
+    with (mine / "stack.toml").open("a") as f:
+        f.write('\n[[checks]]\nrule = "h2.max_concurrent_streams == 128"\nsays = "it keeps 128 streams"\n')
+    assert st.catalog([str(mine)]).get("pinned").fixes("h2.max_concurrent_streams")
+    assert not st.get_stack("nginx").fixes("h2.max_concurrent_streams")
+    res = CliRunner().invoke(cli, ["servers", "--tunables", "--json", "--stacks", str(mine)])
+    row = json.loads(res.stdout)["tunables"]["h2.max_concurrent_streams"]
+    assert "pinned" in row["fixed"] and "pinned" not in row["stacks"] and "nginx" in row["stacks"]
+
+
 def test_a_check_that_reads_an_unknown_setting_is_found_when_read(tmp_path: Path) -> None:
     mine = copy_stack("nginx", tmp_path / "checked")
     with (mine / "stack.toml").open("a") as f:

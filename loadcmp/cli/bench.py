@@ -15,7 +15,7 @@ import click
 from ..errors import Interrupted, LoadError, UsageError
 from ..records import LoadSummary, SpecDoc
 from .app import cli, emit_json, stop_on_signals
-from .display import LiveLine, err, print_result
+from .display import LiveLine, err, markup, print_result, say
 from .live import LiveFlags, live_options, tee, watching
 from .options import LoadFlags, json_option, load_options, writable
 
@@ -104,7 +104,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         feed = watch.feed("bench", f"bench {url}") if watch is not None else None
         result, doc = _load(plan, stopper, feed)
         if out_dir:
-            err.print(f"stored in {_store(out_dir, plan, result, doc, feed)}")
+            err.print(markup("stored in {}", _store(out_dir, plan, result, doc, feed)))
         elif feed is not None:
             feed.done("interrupted" if doc["interrupted"] else "complete")
     if as_json:
@@ -154,11 +154,11 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         from ..load import altsvc
 
         target = altsvc.discover(target, spec.timeout)
-        err.print(f"HTTP/3 on UDP port {target.port} (Alt-Svc): {altsvc.probe(target, spec.timeout)}")
+        err.print(markup("HTTP/3 on UDP port {} (Alt-Svc): {}", target.port, altsvc.probe(target, spec.timeout)))
         spec = replace(spec, target=target)
     else:
         tls.probe(target, spec.timeout)
-    with open_fleet(plan.cluster, err.print) as fleet:
+    with open_fleet(plan.cluster, say) as fleet:
         if fleet is not None:
             fleet.check_reach(target.host)
         if feed is not None:

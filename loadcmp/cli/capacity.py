@@ -6,10 +6,9 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
 
 from .app import cli, emit_json
-from .display import err, out, print_rows
+from .display import err, markup, out, print_rows
 from .options import LoadFlags, SearchFlags, SetupFlags, load_options_but, search_options, setup_options
 from .live import LiveFlags, LivePage, live_options, watching
 from .run import SweepDisplay, raise_for_status, sweep
@@ -34,13 +33,12 @@ class CapacityDisplay(SweepDisplay):
     def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
         if self.current is not None:
             self.progress.remove_task(self.current)
-        self.current = self.progress.add_task(f"{p.label} {self.level_name}={p.level:,} #{p.trial}", total=seconds,
-                                              info="starting")
+        self.current = self.progress.add_task(self.description(p), total=seconds, info="starting")
 
     def say(self, msg: str) -> None:
         if msg.startswith("Step "):
             return
-        self.progress.console.print(escape(msg), highlight=False)
+        self.progress.console.print(markup("{}", msg), highlight=False)
 
 
 REFUSED = {
@@ -93,9 +91,9 @@ def search(spec: RunSpec, cap: CapacitySpec, as_json: bool, live: LivePage | Non
 
         return run_capacity(s, cap, hooks, stopper, fleet=fleet)
 
-    err.print(f"target: {escape(str(cap.target))}; from {cap.start:,} up to {cap.max:,} {cap.unit} "
-              f"({escape(cap.max_reason)}), {cap.probe_time:g} s probes, {cap.resolution:.0%} resolution, "
-              f"{cap.confirm} confirmation trials (up to {cap.most_trials} while unsure)", highlight=False)
+    err.print(markup("target: {}; from {:,} up to {:,} {} ({}), {:g} s probes, {:.0%} resolution, {} confirmation "
+                     "trials (up to {} while unsure)", cap.target, cap.start, cap.max, cap.unit, cap.max_reason,
+                     cap.probe_time, cap.resolution, cap.confirm, cap.most_trials), highlight=False)
     outcome = sweep(spec, table=False, drive=drive, display=CapacityDisplay(cap.unit), live=live, command="capacity")
     res = load_results(outcome.path)
     if as_json:
@@ -115,7 +113,6 @@ def print_capacity(res: Results) -> None:
     print_rows(f"{res.name} — capacity", header, rows, ("server", "what broke at the edge"))
     for label, (_, doc) in res.capacity.items():  # disagreements, undecided confirmations, where it stopped
         for note in doc["notes"]:
-            out.print(escape(f"{label}: {note}"), highlight=False)
+            out.print(markup("{}: {}", label, note), highlight=False)
     for f in res.run.get("findings") or []:
-        out.print(f"- {f['verdict']}: {escape(f['claim'])}\n  {escape(f['check'])} — {escape(f['text'])}",
-                  highlight=False)
+        out.print(markup("- {}: {}\n  {} — {}", f["verdict"], f["claim"], f["check"], f["text"]), highlight=False)

@@ -6,11 +6,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from .app import cli
-from .display import out
+from .display import PlainTable, markup, out
 from .options import json_option
 from ..errors import UsageError
 
@@ -55,8 +54,8 @@ def pair_of(text: str | None) -> tuple[str, str] | None:
 
 def show_comparison(c: Comparison, full_diff: bool = False) -> None:
     """The comparison on stdout: the runs, what differs, one table per metric, the cells only one has."""
-    out.print(f"A  {escape(str(c.a.path))}  {_said(c.a)}", soft_wrap=True)
-    out.print(f"B  {escape(str(c.b.path))}  {_said(c.b)}", soft_wrap=True)
+    out.print(markup("A  {}  {}", c.a.path, _said(c.a)), soft_wrap=True)
+    out.print(markup("B  {}  {}", c.b.path, _said(c.b)), soft_wrap=True)
     show_differences(c.differences, full_diff)
     for table in metric_tables(c):
         out.print(table)
@@ -67,12 +66,12 @@ def show_comparison(c: Comparison, full_diff: bool = False) -> None:
                   "findings are (docs/client-bound.md)", soft_wrap=True)
     for side, cells in (("A", c.only_a), ("B", c.only_b)):
         if cells:
-            out.print(f"only in {side}: " + ", ".join(escape(k.text()) for k in cells), soft_wrap=True)
+            out.print(markup("only in {}: {}", side, ", ".join(k.text() for k in cells)), soft_wrap=True)
 
 
 def _said(r: RunEntry) -> str:
     bits = [r.state, r.kind, r.started]
-    return escape("(" + ", ".join(b for b in bits if b) + ")")
+    return "(" + ", ".join(b for b in bits if b) + ")"
 
 
 def show_differences(diffs: list[Difference], full_diff: bool) -> None:
@@ -85,12 +84,12 @@ def show_differences(diffs: list[Difference], full_diff: bool) -> None:
     out.print(f"\n[bold]What differs ({len(diffs)}):[/bold]")
     cut = False
     for d in diffs:
-        out.print(f"  {d.kind:8} {escape(difference_text(d))}", soft_wrap=True)
+        out.print(markup("  {:8} {}", d.kind, difference_text(d)), soft_wrap=True)
         lines = [x for x in d.diff.splitlines() if not x.startswith(("--- a/", "+++ b/"))]  # the file is named above
         shown = lines if full_diff else lines[:DIFF_LINES]
         for line in shown:
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "dim"
-            out.print(f"           [{style}]{escape(line)}[/{style}]", soft_wrap=True)
+            out.print(markup("           [{0}]{1}[/{0}]", style, line), soft_wrap=True)
         if len(shown) < len(lines):
             cut = True
             more = len(lines) - len(shown)
@@ -99,7 +98,7 @@ def show_differences(diffs: list[Difference], full_diff: bool) -> None:
         out.print("  (--diff shows the configs' diffs whole)")
 
 
-def metric_tables(c: Comparison) -> list[Table]:
+def metric_tables(c: Comparison) -> list[PlainTable]:
     """One table per metric: each shared cell's A, B, B against A with its interval, and the verdict."""
     from ..catalog.model import METRICS
     from ..catalog.words import NAMES, cell_text, delta_text, plus_minus, verdict_text
@@ -110,14 +109,13 @@ def metric_tables(c: Comparison) -> list[Table]:
         if not rows:
             continue
         better = "higher" if METRICS[metric][1] else "lower"
-        t = Table(title=f"{NAMES[metric]} ({better} is better)", title_justify="left")
+        t = PlainTable(title=f"{NAMES[metric]} ({better} is better)", title_justify="left")
         for col, just in (("cell", "left"), ("A", "right"), ("B", "right"), ("B against A", "right"),
                           ("verdict", "left")):
-            t.add_column(col, justify=just)  # type: ignore[arg-type]
+            t.add_column(col, justify=just)
         for r, d in rows:
             style = VERDICT_STYLE.get(d.verdict, "")
-            verdict = f"[{style}]{escape(verdict_text(d))}[/{style}]" if style else escape(verdict_text(d))
-            t.add_row(escape(cell_text(r, metric)), plus_minus(metric, d.a),
-                      plus_minus(metric, d.b), delta_text(d), verdict)
+            t.add_row(cell_text(r, metric), plus_minus(metric, d.a),
+                      plus_minus(metric, d.b), delta_text(d), Text(verdict_text(d), style=style))
         tables.append(t)
     return tables

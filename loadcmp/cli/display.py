@@ -2,18 +2,24 @@
 
 Everything goes to stderr except what a command was asked to print (JSON,
 tables at the end), so `--json` leaves stdout with one document.
+
+rich reads `[h2]` in a string as markup and drops it. What a user gave (a label such as
+`nginx[h2]`, a page `/a[b]`, a run's name, a path) reaches the console only through
+`markup` (our template, their values escaped) or a `PlainTable` (cells shown as they are).
 """
 
 from __future__ import annotations
 
+import string
 import sys
 from typing import TYPE_CHECKING, Any, cast
 
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.markup import escape
 from rich.live import Live as RichLive
+from rich.style import StyleType
 from rich.table import Table
-from rich.text import Text
+from rich.text import Text, TextType
 
 from ..records import LatencyMs, LoadSummary, ScheduleDoc, StreamFacts, TrialRecord
 from ..units import format_bytes, ms
@@ -26,10 +32,46 @@ err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
+class _Escaping(string.Formatter):
+    def format_field(self, value: Any, format_spec: str) -> str:
+        return escape(super().format_field(value, format_spec))
+
+
+_ESCAPING = _Escaping()
+
+
+def markup(template: str, /, *values: object, **named: object) -> str:
+    """rich markup from our template (`str.format`'s fields) and values shown as they are: each value is
+    formatted, then escaped, so a label `nginx[h2]`, a page `/a[b]` or a name `[bold]` is never read as a tag."""
+    return _ESCAPING.format(template, *values, **named)
+
+
+class PlainTable(Table):
+    """A rich table whose strings (title, column headers, cells) are shown as they are, never read as markup; a
+    cell styled on purpose is given as a `Text`."""
+
+    def __init__(self, *, title: TextType | None = None, **kw: Any) -> None:
+        style = kw.get("title_style") or "table.title"
+        super().__init__(title=Text(title, style=style) if isinstance(title, str) else title, **kw)
+
+    def add_column(self, header: RenderableType = "", *args: Any, **kw: Any) -> None:
+        super().add_column(Text(header) if isinstance(header, str) else header, *args, **kw)
+
+    def add_row(self, *renderables: RenderableType | None, style: StyleType | None = None,
+                end_section: bool = False) -> None:
+        super().add_row(*(Text(r) if isinstance(r, str) else r for r in renderables), style=style,
+                        end_section=end_section)
+
+
+def say(text: str) -> None:
+    """One line on stderr, shown as it is (what the lab or a cluster says: it may hold a path or a label)."""
+    err.print(text, markup=False)
+
+
 def warn(text: str | None) -> None:
     """One line on stderr, `warning: ...`, never wrapped (nothing when there is nothing to say)."""
     if text:
-        err.print(f"[yellow]warning:[/yellow] {escape(text)}", soft_wrap=True)
+        err.print(markup("[yellow]warning:[/yellow] {}", text), soft_wrap=True)
 
 
 class LiveLine:
@@ -102,7 +144,7 @@ def print_result(doc: LoadSummary, hist: Histogram | None, console: Console = ou
 def _counts_table(doc: LoadSummary) -> Table:
     """What was sent and what came back: counts by outcome, rates, bytes, status codes, the client's cost."""
     sched = doc.get("schedule") or ScheduleDoc(kind="closed")
-    t = Table(title=f"{short_url(doc.get('url', ''))}  ({sched['kind']}, {doc.get('engine', '')} engine)",
+    t = PlainTable(title=f"{short_url(doc.get('url', ''))}  ({sched['kind']}, {doc.get('engine', '')} engine)",
               show_header=False, title_justify="left")
     t.add_column("what", style="bold")
     t.add_column("value", justify="right")
@@ -160,7 +202,7 @@ def _client_text(doc: LoadSummary) -> str | None:
 def _latency_table(doc: LoadSummary) -> Table:
     """The latency percentiles from the intended start (open schedules: the service time below)."""
     sched = doc.get("schedule") or ScheduleDoc(kind="closed")
-    lat = Table(title="latency (ms, from intended start)", title_justify="left")
+    lat = PlainTable(title="latency (ms, from intended start)", title_justify="left")
     for k in PERCENTILE_COLUMNS:
         lat.add_column(k.replace("_", "."), justify="right")
     lat.add_row(*_percentile_cells(doc["latency_ms"]))
@@ -176,7 +218,7 @@ def _phases_table(doc: LoadSummary) -> Table | None:
     phases = doc.get("phases_ms")
     if not phases or all(p["p50"] is None for p in phases.values()):
         return None
-    ph = Table(title="phases (ms)", title_justify="left",
+    ph = PlainTable(title="phases (ms)", title_justify="left",
                caption="connect: new connections; wait: to the first byte", caption_justify="left")
     ph.add_column("phase")
     for k in ("mean", "p50", "p90", "p99", "max"):
@@ -192,11 +234,11 @@ def _caveats(doc: LoadSummary) -> list[str]:
     """What the figures above must be read with: slow edges, a client-bound load, the load's warnings."""
     out: list[str] = []
     if edges := edges_note(doc):
-        out.append(f"[yellow]note:[/yellow] {edges}")
+        out.append(markup("[yellow]note:[/yellow] {}", edges))
     if doc.get("client_bound"):
-        out.append(f"[yellow]client-bound:[/yellow] {doc.get('client_bound_reason')}. These figures are the "
-                   f"client's limit, not the server's. {_sentence(doc.get('client_advice', ''))}")
-    out += [f"[yellow]warning:[/yellow] {w}" for w in doc["warnings"]]
+        out.append(markup("[yellow]client-bound:[/yellow] {}. These figures are the client's limit, not the "
+                          "server's. {}", doc.get("client_bound_reason"), _sentence(doc.get("client_advice", ""))))
+    out += [markup("[yellow]warning:[/yellow] {}", w) for w in doc["warnings"]]
     return out
 
 
@@ -260,11 +302,11 @@ def _sentence(text: str) -> str:
 
 def print_rows(title: str, header: list[str], rows: list[list[str]], left: tuple[str, ...]) -> None:
     """A report's table on the console (capacity, tuning): the columns named in `left` flush left, figures right."""
-    t = Table(title=title, title_justify="left")
+    t = PlainTable(title=title, title_justify="left")
     for h in header:
         t.add_column(h, justify="left" if h in left else "right", overflow="fold")
     for row in rows:
-        t.add_row(*map(escape, row))
+        t.add_row(*row)
     out.print(t)
 
 

@@ -7,11 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 import click
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from .app import cli
-from .display import out
+from .display import PlainTable, markup, out
 from .options import json_option, writable
 
 if TYPE_CHECKING:
@@ -53,7 +52,7 @@ def history(results: Path, metric: str, label: str | None, stack: str | None, le
         return
     show_history(h)
     if figure is not None:
-        out.print(f"figure: {escape(str(figure))}")
+        out.print(markup("figure: {}", figure))
 
 
 def show_history(h: History) -> None:
@@ -65,9 +64,9 @@ def show_history(h: History) -> None:
         out.print(series_table(h.query.metric, s))
         for cp in s.change_points:
             colour = "red" if cp.direction == "worse" else "green"
-            out.print(f"  [{colour}]change point[/{colour}] at {escape(cp.run.path.name)}: "
-                      f"{escape(change_text(h.query.metric, cp))}, p = {cp.pvalue:.3g}; set-up: "
-                      f"{escape(differences_text(cp.differences, most=5))}", soft_wrap=True)
+            out.print(markup("  [{0}]change point[/{0}] at {1}: {2}, p = {3:.3g}; set-up: {4}", colour,
+                             cp.run.path.name, change_text(h.query.metric, cp), cp.pvalue,
+                             differences_text(cp.differences, most=5)), soft_wrap=True)
         if not s.change_points:
             out.print("  no change point")
     if not h.series:
@@ -78,29 +77,29 @@ def show_history(h: History) -> None:
         out.print(f"\n[bold]Folders that gave no point ({len(unread)}):[/bold]")
         for r in unread:
             why = f": {r.reason}" if r.reason else ""
-            out.print(f"  {escape(str(r.path))}  {r.state}{escape(why)}", soft_wrap=True)
+            out.print(markup("  {}  {}{}", r.path, r.state, why), soft_wrap=True)
     if len(pointless) > len(unread):
         out.print(f"{len(pointless) - len(unread)} other stored run(s) have no cell these filters match")
 
 
-def series_table(metric: str, s: Series) -> Table:
+def series_table(metric: str, s: Series) -> PlainTable:
     """One row per run: when, which, the value with its interval, the trials; a change point marked at its run."""
     from ..catalog.words import NAMES, change_percent, number, plus_minus
 
-    t = Table(title=f"{escape(s.cell.text())}: {NAMES[metric]}, oldest first", title_justify="left")
+    t = PlainTable(title=f"{s.cell.text()}: {NAMES[metric]}, oldest first", title_justify="left")
     for col, just in (("", "left"), ("time", "left"), ("run", "left"), (NAMES[metric], "right"), ("n", "right"),
                       ("change", "left")):
-        t.add_column(col, justify=just)  # type: ignore[arg-type]
+        t.add_column(col, justify=just)
     starts = {cp.index: cp for cp in s.change_points}
     for i, p in enumerate(s.points):
         cp = starts.get(i)
-        mark = change = ""
+        mark, change = Text(), Text()
         if cp is not None:
             colour = "red" if cp.direction == "worse" else "green"
-            mark = f"[{colour}]▶[/{colour}]"
-            change = (f"[{colour}]{number(metric, cp.before)} → {number(metric, cp.after)} "
-                      f"({change_percent(cp)})[/{colour}]")
-        t.add_row(mark, escape(p.run.started), escape(p.run.path.name), plus_minus(metric, p.value),
+            mark = Text("▶", style=colour)
+            change = Text(f"{number(metric, cp.before)} → {number(metric, cp.after)} ({change_percent(cp)})",
+                          style=colour)
+        t.add_row(mark, p.run.started, p.run.path.name, plus_minus(metric, p.value),
                   str(p.value.n), change)
     return t
 

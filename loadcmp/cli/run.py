@@ -7,12 +7,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from .app import cli, emit_json, stop_on_signals
-from .display import edges_note, err, out, p99_text, status_text, warn
+from .display import PlainTable, edges_note, err, markup, out, p99_text, say, status_text, warn
 from .live import LiveFlags, LivePage, live_options, watching, with_feed
 from .types import COUNT
 from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
@@ -25,6 +23,7 @@ from ..traffic.replay import replay_lines
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
     from ..load.workers import Fleet, Stopper
+    from ..store.reader import Results
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import Planned, SweepHooks
 
@@ -55,7 +54,7 @@ class SweepDisplay:
 
     def say(self, msg: str) -> None:
         if not msg.startswith("Step "):
-            self.progress.console.print(f"[dim]{msg}[/dim]")
+            self.progress.console.print(markup("[dim]{}[/dim]", msg))
 
     def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
         if self.overall is None:
@@ -63,8 +62,11 @@ class SweepDisplay:
         self.progress.update(self.overall, completed=i, info=f"trial {i + 1} of {n}")
         if self.current is not None:
             self.progress.remove_task(self.current)
-        self.current = self.progress.add_task(f"{p.label} {self.level_name}={p.level:,} #{p.trial}", total=seconds,
-                                              info="starting")
+        self.current = self.progress.add_task(self.description(p), total=seconds, info="starting")
+
+    def description(self, p: Planned) -> str:
+        """The running trial's name on its bar: `nginx[h2] c=50 #1` (the label as it is, not markup)."""
+        return markup("{} {}={:,} #{}", p.label, self.level_name, p.level, p.trial)
 
     def live(self, lv: Live) -> None:
         if self.current is None:
@@ -81,77 +83,92 @@ class SweepDisplay:
 
     def trial_end(self, p: Planned, rec: TrialRecord) -> None:
         r = rec.get("result")
-        msg = f"{p.label:>16} {self.level_name}={p.level:<6,} #{p.trial}: "
+        msg = markup("{:>16} {}={:<6,} #{}: ", p.label, self.level_name, p.level, p.trial)
         if r:
             msg += f"ok {r['ok']:,}  failed {r['failed']:,}  {r['rps']:,.0f} req/s  p99 {p99_text(r['latency_ms'])}"
         n = r["schedule"].get("requests") if r and "schedule" in r else None
         if r and n:  # -n: say what ended it, and how long the n took
             by = r.get("stopped_by", "time")
             warm = f" (after {r['warmup_requests']:,} warm-up requests)" if r.get("warmup_requests") else ""
-            msg += (f"\n{'':>18}all {n:,} requests in {r['duration_s']:.1f} s{warm}" if by == "requests" else
-                    f"\n{'':>18}[yellow]stopped by {'the time limit' if by == 'time' else 'Ctrl-C'}: "
-                    f"{r['started']:,} of {n:,} requests started[/yellow]")
+            msg += _NEXT + (f"all {n:,} requests in {r['duration_s']:.1f} s{warm}" if by == "requests" else
+                            f"[yellow]stopped by {'the time limit' if by == 'time' else 'Ctrl-C'}: "
+                            f"{r['started']:,} of {n:,} requests started[/yellow]")
         if rec["status"] != "ok":
-            msg += f"  [yellow]{escape(status_text(rec))}[/yellow]"
+            msg += markup("  [yellow]{}[/yellow]", status_text(rec))
         if r and "users_reached" in r:
-            msg += (f"\n{'':>18}[yellow]the ramp started only {r['users_reached']:,} of {p.level:,} users "
-                    "in the window[/yellow]")
+            msg += _NEXT + (f"[yellow]the ramp started only {r['users_reached']:,} of {p.level:,} users "
+                            "in the window[/yellow]")
         if r and r.get("client_bound"):
-            msg += f"\n{'':>18}[yellow]client-bound: {r.get('client_bound_reason')}[/yellow]"
+            msg += _NEXT + markup("[yellow]client-bound: {}[/yellow]", r.get("client_bound_reason"))
         if r and r.get("pages"):  # a mix: each page on its own
-            msg += f"\n{'':>18}" + "  ".join(f"{escape(pg['page'])} {pg['completed']:,} ({pg['share']:.1%}, p99 "
-                                                f"{p99_text(pg['latency_ms'])})" for pg in r.get("pages", []))
+            msg += _NEXT + "  ".join(markup("{} {:,} ({:.1%}, p99 {})", pg["page"], pg["completed"], pg["share"],
+                                            p99_text(pg["latency_ms"])) for pg in r.get("pages", []))
         edges = edges_note(r) if r else None
         if edges:
-            msg += f"\n{'':>18}{edges}"
+            msg += _NEXT + markup("{}", edges)
         for line in replay_lines(r["replay"]) if r and "replay" in r else ():
-            msg += f"\n{'':>18}{escape(line)}"
+            msg += _NEXT + markup("{}", line)
         if r and r["failed"] > r["ok"]:
             failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
-            msg += f"\n{'':>18}failures: {failures}"
+            msg += _NEXT + markup("failures: {}", failures)
         if self.current is not None:
             self.progress.remove_task(self.current)
             self.current = None
         self.progress.console.print(msg)
 
 
+_NEXT = "\n" + " " * 18
+"""A trial's further lines, under its figures."""
+
+
 def print_table1(path: str) -> None:
-    """Table 1 of a stored run, as the write-ups printed it, with its notes."""
+    """Table 1 of a stored run, as the write-ups printed it, with its notes (a run stopped before any trial
+    ended has no Table 1: that is said instead)."""
     from ..report.compare import comparison_lines
-    from ..report.tables import legend, long_form, notes, table1
+    from ..report.tables import legend, notes, table1
     from ..store.reader import load_results
 
     res = load_results(path)
     header, rows = table1(res)
-    t = Table(title=f"{res.name} — successful / failed requests per server (Table 1)", title_justify="left")
+    if rows:
+        out.print(_table1(res, header, rows))
+        out.print(markup("[dim]{}[/dim]", legend(header, rows, res)), highlight=False)
+    else:
+        out.print(markup("{}: no trial finished, so there is no Table 1", res.name), highlight=False)
+    for n in notes(res):
+        out.print(markup("* {}", n), highlight=False)
+    lines = comparison_lines(res)
+    if lines:
+        out.print("[bold]Comparison[/bold]")
+        for v in lines:
+            out.print(markup("- {}", v), highlight=False)
+    findings = res.run.get("findings") or []
+    if findings:
+        out.print("[bold]Findings of the write-up[/bold]")
+        for f in findings:
+            style = VERDICT_STYLE.get(f["verdict"], "")
+            out.print(f"- [{style}]{f['verdict']}[/{style}]: "
+                      + markup("{}\n  {} — {}", f["claim"], f["check"], f["text"]), highlight=False)
+
+
+def _table1(res: Results, header: list[tuple[str, str]], rows: list[list[str]]) -> PlainTable:
+    """Table 1 in the paper's layout, or one row per server and level when that is too wide for the terminal."""
+    from ..report.tables import long_form
+
+    t = PlainTable(title=f"{res.name} — successful / failed requests per server (Table 1)", title_justify="left")
     wide = sum(3 + max(len(group), len(what), *(len(r[i]) for r in rows)) for i, (group, what) in enumerate(header))
     if len(res.servers) <= 2 and wide <= out.width:
         for group, what in header:
             t.add_column(f"{group}\n{what}" if group else what, justify="right", no_wrap=True)
         for row in rows:
             t.add_row(*row)
-    else:  # the paper's layout is too wide for this terminal: one row per server and level
-        cols, long = long_form(header, rows, res.servers)
-        for what in cols:
-            t.add_column(what, justify="left" if what == "server" else "right", no_wrap=what != "server")
-        for i, row in enumerate(long):
-            t.add_row(*row, end_section=i % len(res.servers) == len(res.servers) - 1)
-    out.print(t)
-    out.print(f"[dim]{escape(legend(header, rows, res))}[/dim]", highlight=False)
-    for n in notes(res):
-        out.print(f"* {escape(n)}", highlight=False)
-    lines = comparison_lines(res)
-    if lines:
-        out.print("[bold]Comparison[/bold]")
-        for v in lines:
-            out.print(f"- {escape(v)}", highlight=False)
-    findings = res.run.get("findings") or []
-    if findings:
-        out.print("[bold]Findings of the write-up[/bold]")
-        for f in findings:
-            style = VERDICT_STYLE.get(f["verdict"], "")
-            out.print(f"- [{style}]{f['verdict']}[/{style}]: {escape(f['claim'])}\n"
-                      f"  {escape(f['check'])} — {escape(f['text'])}", highlight=False)
+        return t
+    cols, long = long_form(header, rows, res.servers)
+    for what in cols:
+        t.add_column(what, justify="left" if what == "server" else "right", no_wrap=what != "server")
+    for i, row in enumerate(long):
+        t.add_row(*row, end_section=i % len(res.servers) == len(res.servers) - 1)
+    return t
 
 
 Drive = Callable[[RunSpec, "SweepHooks", "Stopper", "Fleet | None"], "SweepOutcome"]
@@ -172,7 +189,7 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Dr
     host = spec.docker()
     warn(host.warning())
     # the cluster first: a scheduler that cannot be reached is said before any container starts
-    with open_fleet(spec.cluster, err.print) as fleet, stop_on_signals(Stopper()) as stopper, \
+    with open_fleet(spec.cluster, say) as fleet, stop_on_signals(Stopper()) as stopper, \
             (display or SweepDisplay()) as disp:
         if fleet is not None:
             fleet.check_reach(host.address)
@@ -186,7 +203,7 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Dr
         emit_json(summary_doc(load_results(outcome.path)))
     elif table:
         print_table1(outcome.path)
-    err.print(f"results: {outcome.path} ({outcome.status})")
+    err.print(markup("results: {} ({})", outcome.path, outcome.status))
     return outcome
 
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from .app import cli
-from .display import err
+from .display import err, markup
 from .live import LiveFlags, LivePage, live_options, watching
 from .options import writable
 from ..errors import LoadcmpError, UsageError
@@ -98,7 +98,8 @@ def run_seed(cut: Cut, out_dir: str, formats: set[str], live: LivePage | None = 
     from ..writeups.summary import SeedRun
     from .run import raise_for_status, sweep
 
-    err.print(f"[bold]{cut.name}[/bold]" + (f" (cut: {'; '.join(cut.cuts)})" if cut.cuts else ""), highlight=False)
+    err.print(markup("[bold]{}[/bold]{}", cut.name, f" (cut: {'; '.join(cut.cuts)})" if cut.cuts else ""),
+              highlight=False)
     spec = build_spec(str(cut.path), {**cut.overrides, "out": out_dir})
     outcome = sweep(spec, table=False, live=live, command="seeds")
     if outcome.status == "interrupted":

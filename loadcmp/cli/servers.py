@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
-from rich.table import Table
+from rich.text import Text
 
 from .app import abort_on_signals, cli, emit_json
-from .display import err, out, warn
+from .display import PlainTable, err, markup, out, say, warn
 from .options import (DockerFlags, SetupFlags, app_option, config_option, docker_host_option, docker_options,
                       json_option, server_options, stacks_option, tls_options, www_option)
 from ..lab.dockerhost import DockerHost, answering, check_server_limits, docker_client, with_engine_limits
@@ -57,20 +56,20 @@ def servers(as_json: bool, tunables: bool, stack_dirs: tuple[str, ...]) -> None:
             doc["tunables"] = {r.tunable.key: r.doc() for r in _all_tunables(cat)}
         emit_json(doc)
         return
-    t = Table(title="server set-ups", title_justify="left")
+    t = PlainTable(title="server set-ups", title_justify="left")
     for c in ("name", "description", "PHP (Server API)", "roles (--config)", "tunables", "--proto", "from"):
         t.add_column(c)
     for s in cat:
         roles = ", ".join(f"{r.name}: {', '.join(Path(f).name for f, _ in r.files)}" for r in s.roles)
         t.add_row(s.name, s.description, s.php_api, roles, ", ".join(s.sections), ",".join(s.protocols), s.origin)
     out.print(t)
-    out.print("alias: " + ", ".join(f"{a} = {b}" for a, b in cat.aliases().items()))
+    out.print(markup("alias: {}", ", ".join(f"{a} = {b}" for a, b in cat.aliases().items())))
     if tunables:
-        tt = Table(title="tunables (--set KEY=VALUE)", title_justify="left")
+        tt = PlainTable(title="tunables (--set KEY=VALUE)", title_justify="left")
         for c in ("key", "default", "bounds", "what it does", "with"):
             tt.add_column(c)
         for r in _all_tunables(cat):
-            tt.add_row(*map(escape, (r.tunable.key, r.default(), r.bounds(), r.tunable.doc, r.taken_by())))
+            tt.add_row(r.tunable.key, r.default(), r.bounds(), r.tunable.doc, r.taken_by())
         out.print(tt)
 
 
@@ -80,11 +79,14 @@ class TunableRow:
 
     tunable: Tunable
     stacks: list[str]
-    """The stacks that have the key (the first one's default, bounds and words are shown)."""
+    """The stacks that take the key (the first one's default, bounds and words are shown)."""
     apps: list[str]
     """The apps whose own roles have it (a database's `db.*`); empty for a stack's key."""
     every: bool
-    """Every stack of the catalog has it."""
+    """Every stack of the catalog takes it."""
+    fixed: list[str]
+    """The stacks that have the key but whose checks keep it at its default (their server has no switch for it:
+    `Stack.fixes`, from the stack files' data)."""
 
     def bounds(self) -> str:
         """What values it takes: `1..3600`, `>= 1`, its choices or its pattern; `-` when anything of its type."""
@@ -107,28 +109,33 @@ class TunableRow:
     def taken_by(self) -> str:
         """Who takes it: the stacks by name (`every stack`), and `--app NAME` for an app's own role."""
         stacks = ["every stack" if self.every else ", ".join(self.stacks)] if self.stacks else []
-        return ", ".join(stacks + [f"--app {a}" for a in self.apps])
+        fixed = [f"(fixed on {', '.join(self.fixed)})"] if self.fixed else []
+        return " ".join([", ".join(stacks + [f"--app {a}" for a in self.apps]), *fixed]).strip()
 
     def doc(self) -> dict[str, Any]:
         t = self.tunable
-        return {"default": t.default, "doc": t.doc, "stacks": self.stacks, "apps": self.apps,
+        return {"default": t.default, "doc": t.doc, "stacks": self.stacks, "fixed": self.fixed, "apps": self.apps,
                 "min": t.min, "max": t.max, "choices": list(t.choices) if t.choices else None, "pattern": t.pattern}
 
 
 def _all_tunables(cat: Catalog) -> list[TunableRow]:
-    """Every tunable `--set` takes: the stacks' (each with the stacks that have it), then the apps' own
-    roles' (a database's) with the apps that have them (the first one's default, bounds and words)."""
+    """Every tunable `--set` takes: the stacks' (each with the stacks that take it, and those that keep it
+    fixed), then the apps' own roles' (a database's) with the apps that have them (the first taker's default,
+    bounds and words)."""
     from ..lab import apps
 
     stacks = list(cat)
     found: dict[str, TunableRow] = {}
     for s in stacks:
         for k, t in s.tunables.items():
-            found.setdefault(k, TunableRow(t, [], [], False)).stacks.append(s.name)
+            row = found.setdefault(k, TunableRow(t, [], [], False, []))
+            (row.fixed if s.fixes(k) else row.stacks).append(s.name)
+            if len(row.stacks) == 1 and row.stacks[0] == s.name:
+                found[k] = replace(row, tunable=t)  # the first stack that takes it speaks for it
     for app in apps.catalog().values():
         for k, t in app.tunables.items():
-            found.setdefault(k, TunableRow(t, [], [], False)).apps.append(app.name)
-    return [TunableRow(r.tunable, r.stacks, r.apps, len(r.stacks) == len(stacks)) for r in found.values()]
+            found.setdefault(k, TunableRow(t, [], [], False, [])).apps.append(app.name)
+    return [replace(r, every=len(r.stacks) == len(stacks)) for r in found.values()]
 
 
 @cli.command()
@@ -149,9 +156,9 @@ def build(servers_: tuple[str, ...], force: bool, stack_dirs: tuple[str, ...], *
     with err.status("building images") as status, answering(host):
         def log(m: str) -> None:
             if m.startswith("Step"):
-                status.update(m[:120])
+                status.update(Text(m[:120]))
             else:
-                err.print(m)
+                say(m)
 
         tags = build_images(client, images, log=log, force=force)
     for image, tag in tags.items():
@@ -262,15 +269,15 @@ def _start(chosen: _Chosen, port: int | None, setup: SetupFlags, host: DockerHos
         check_server_limits(host, setup.server_cpus, setup.server_memory, client)  # another machine's: its own
         reaped = cleanup.reap_orphans(client)
         if reaped:
-            err.print(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
+            say(f"removed {len(reaped)} container(s) left by runs whose process is gone: {', '.join(reaped)}")
         with err.status(f"starting {chosen.stack.name}") as status:
-            images = build_images(client, chosen.stack.images, log=lambda m: status.update(m[:120]))
+            images = build_images(client, chosen.stack.images, log=lambda m: status.update(Text(m[:120])))
             host = with_engine_limits(client, host, images)
             plan = plan_deployment(chosen.stack, port=port, cpus=setup.server_cpus, memory=setup.server_memory,
                                    overrides=chosen.overrides, host=host, www=Path(setup.www) if setup.www else None,
                                    own=chosen.own, app=chosen.app, tls=_run_ca(chosen, setup))
             with abort_on_signals():  # SIGTERM while it starts: what started is removed, not left unowned
-                dep = containers.up(plan, client=client, images=images, log=lambda m: status.update(m[:120]),
+                dep = containers.up(plan, client=client, images=images, log=lambda m: status.update(Text(m[:120])),
                                     host=host, owned=False)
             leave_out_unanswered(dep)
     return dep
@@ -280,15 +287,15 @@ def _say_up(chosen: _Chosen, dep: Deployment, pages: dict[str, str]) -> None:
     """The URL on stdout; the containers, status pages and the app's pages on stderr."""
     click.echo(dep.url)
     if dep.plan.cafile:
-        err.print(f"https, its certificate ({dep.plan.tls.key_type if dep.plan.tls else ''}) issued by the CA in "
-                  f"{dep.plan.cafile} (e.g. curl --cacert {dep.plan.cafile} {dep.url}); `loadcmp down` leaves "
-                  f"that folder: remove it when done", markup=False, highlight=False)
-    err.print(f"{chosen.stack.name} is up ({', '.join(dep.container_names)}); status: "
-              + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
+        say(f"https, its certificate ({dep.plan.tls.key_type if dep.plan.tls else ''}) issued by the CA in "
+            f"{dep.plan.cafile} (e.g. curl --cacert {dep.plan.cafile} {dep.url}); `loadcmp down` leaves "
+            "that folder: remove it when done")
+    say(f"{chosen.stack.name} is up ({', '.join(dep.container_names)}); status: "
+        + (", ".join(dep.status_urls.values()) or "none") + "; stop it with `loadcmp down`")
     for kind, why in dep.unmeasured.items():
-        err.print(f"no {kind} status page: {why}")
+        say(f"no {kind} status page: {why}")
     for name, url in pages.items():
-        err.print(f"{chosen.app.name if chosen.app else ''} page {name}: {url}")
+        say(f"{chosen.app.name if chosen.app else ''} page {name}: {url}")
 
 
 @cli.command()
@@ -305,7 +312,7 @@ def apps(as_json: bool) -> None:
                              "pages": [{"name": p.name, "path": p.path, "expect": p.expect, "doc": p.doc}
                                        for p in a.pages]} for a in found.values()]})
         return
-    t = Table(title="applications (--app NAME)", title_justify="left")
+    t = PlainTable(title="applications (--app NAME)", title_justify="left")
     for c in ("app", "description", "pages (--page)", "settings it starts with", "from"):
         t.add_column(c)
     for a in found.values():

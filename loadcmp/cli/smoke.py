@@ -7,10 +7,10 @@ import time
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.table import Table
+from rich.text import Text
 
 from .app import cli, emit_json
-from .display import err, out
+from .display import PlainTable, markup, out, say
 from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_options, json_option, load_options,
                       proto_options, stacks_option, tls_options, writable, www_option)
 from .live import LiveFlags, live_options, watching
@@ -77,7 +77,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     given = {**load.given(), **setup.fields_with(tuple(servers_), file_dirs),
              **({"pages": chosen} if chosen is not None else {})}
     spec = build_spec(path, given)
-    err.print(f"checks, from {_shown(source or path)}: {', '.join(texts)}", markup=False, highlight=False)
+    say(f"checks, from {_shown(source or path)}: {', '.join(texts)}")
     t = time.monotonic()
     with watching(live) as watch:
         run = sweep(spec, table=False, live=watch, command="smoke")
@@ -142,7 +142,7 @@ def _history(folder: str | None, path: str, verdicts: list[Verdict]) -> list[str
     found, said = history_verdicts(Path(folder), Path(path))
     verdicts += found
     for line in said:
-        err.print(line, markup=False, highlight=False)
+        say(line)
     return said
 
 
@@ -225,19 +225,19 @@ def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool,
                                "client_bound_reason": o.client_bound_reason}
                               for o in verdicts]})
         return
-    t = Table(title=f"smoke checks ({elapsed:.0f} s)", title_justify="left")
+    t = PlainTable(title=f"smoke checks ({elapsed:.0f} s)", title_justify="left")
     for c in ("server", "check", "measured", "verdict"):
         t.add_column(c)
     for o in verdicts:
-        verdict = "[green]pass[/green]" if o.passed else "[red]FAIL[/red]"
-        mark = " [yellow](client-bound)[/yellow]" if o.client_bound_reason else ""
-        t.add_row(o.server, o.check, o.shown, verdict + mark)
+        verdict = Text.from_markup(("[green]pass[/green]" if o.passed else "[red]FAIL[/red]")
+                                   + (" [yellow](client-bound)[/yellow]" if o.client_bound_reason else ""))
+        t.add_row(o.server, o.check, o.shown, verdict)
     out.print(t)
     for o in verdicts:
         if not o.passed:
-            out.print(f"[red]failed:[/red] {o.message}")
+            out.print(markup("[red]failed:[/red] {}", o.message))
     bound = next((o for o in verdicts if o.client_bound_reason), None)
     if bound is not None:
-        out.print(f"[yellow]client-bound:[/yellow] {bound.server}: {bound.client_bound_reason}: figures marked so "
-                  "are the client's limit, not the server's")
+        out.print(markup("[yellow]client-bound:[/yellow] {}: {}: figures marked so are the client's limit, not the "
+                         "server's", bound.server, bound.client_bound_reason))
     out.print("[green]all checks passed[/green]" if passed else "[red]smoke checks failed[/red]")

@@ -8,12 +8,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
 
 from .app import cli, emit_json
 from . import capacity
 from .capacity import CapacityDisplay
-from .display import err, out, print_rows
+from .display import err, markup, out, print_rows
 from .options import (FlagGroup, LoadFlags, SearchFlags, SetupFlags, flag, load_options_but, search_options,
                       setup_options)
 from .live import LiveFlags, LivePage, live_options, watching
@@ -161,8 +160,8 @@ def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: 
         took = f"{m} min {sec} s" if m and sec else f"{m} min" if m else f"{sec} s"
         budget += f"{' within ' if budget else ''}{took}"
     what = f"the req/s at {t.clients:,} clients" if t.clients else f"the capacity in {cap.unit}"
-    err.print(f"tuning {escape(t.label)} ({escape(t.stack)}) for {what} under {escape(str(cap.target))}: "
-              f"{'; '.join(escape(p.describe()) for p in t.params)}; {budget}", highlight=False)
+    err.print(markup("tuning {} ({}) for {} under {}: {}; {}", t.label, t.stack, what, cap.target,
+                     "; ".join(p.describe() for p in t.params), budget), highlight=False)
     probe = spec if t.clients is None else replace(spec, levels=(t.clients,))
     outcome = sweep(replace(probe, duration=cap.probe_time), table=False, drive=drive,
                     display=CapacityDisplay(cap.unit), live=live, command="tune")
@@ -185,4 +184,4 @@ def print_tune(res: Results) -> None:
         return
     print_rows(f"{res.name} — tuning", header, rows, ("settings", "state", "what it gave"))
     for line in tune_lines(res):
-        out.print(escape(line), highlight=False)
+        out.print(markup("{}", line), highlight=False)

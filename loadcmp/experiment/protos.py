@@ -20,15 +20,19 @@ NAMES = {"h1": "HTTP/1.1", "h2": "h2 (HTTP/2 over TLS)", "h2c": "h2c (cleartext 
 
 
 def parse_protos(value: str | Sequence[Any]) -> tuple[str, ...]:
-    """`h1,h2` (a flag) or `["h1", "h2"]` / `"h2"` (a file) -> the protocols in order, each once; UsageError for
-    one that is not a protocol."""
+    """`h1,h2` (a flag) or `["h1", "h2"]` / `"h2"` (a file) -> the protocols in order; UsageError for
+    one that is not a protocol, or one given twice."""
     items = value.split(",") if isinstance(value, str) else list(value)
     if not all(isinstance(x, str) for x in items):
         raise ConfigError(f"expected a protocol or a list of them ({', '.join(PROTOCOLS)}), got {value!r}")
-    out = tuple(dict.fromkeys(x.strip().lower() for x in items if x.strip()))
+    given = [x.strip().lower() for x in items if x.strip()]
+    out = tuple(dict.fromkeys(given))
     bad = [x for x in out if x not in PROTOCOLS]
     if bad or not out:
         raise UsageError(f"unknown protocol {', '.join(bad) or repr(value)} (known: {', '.join(PROTOCOLS)})")
+    twice = next((x for x in out if given.count(x) > 1), None)
+    if twice:
+        raise UsageError(f"protocol {twice} is given twice: give each protocol once (--trials N repeats them)")
     return out
 
 

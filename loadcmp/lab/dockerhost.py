@@ -38,6 +38,9 @@ if TYPE_CHECKING:
 SCHEMES = ("unix", "tcp", "ssh", "http", "https", "npipe")
 TLS_SCHEMES = ("tcp", "https")
 """Where TLS applies (docker-py talks http:// in plain text whatever it is given)."""
+LOCAL_SOCKET = "unix:///var/run/docker.sock"
+"""This machine's engine when neither --docker-host nor DOCKER_HOST names one (docker-py's default, the docker
+CLI's too)."""
 
 
 @dataclass(frozen=True)
@@ -128,8 +131,8 @@ class DockerHost:
 
     @property
     def name(self) -> str:
-        """The engine in words: its URL, or this machine's socket."""
-        return self.url or os.environ.get("DOCKER_HOST") or "the local socket"
+        """The engine by its URL: --docker-host's, DOCKER_HOST's, or this machine's socket (docker-py's default)."""
+        return self.url or os.environ.get("DOCKER_HOST") or LOCAL_SOCKET
 
     @property
     def plain_text(self) -> bool:
@@ -238,7 +241,7 @@ def docker_client(host: DockerHost | None = None) -> DockerClient:
         if host.url:
             raise host.unanswered(e.__cause__ or e) from None
         raise DockerUnavailable(
-            f"no Docker engine answers ({type(e.__cause__ or e).__name__}); run `make setup` as root "
+            f"no Docker engine answers at {host.name} ({why(e.__cause__ or e)}); run `make setup` as root "
             "(installs Debian's docker.io and starts dockerd) or start Docker yourself"
         ) from None
 

@@ -88,6 +88,17 @@ class Tunable:
             raise ConfigError(f"{self.key}: {raw!r} is not a valid value ({self.doc or self.pattern})")
         return s
 
+    def others(self) -> list[Any]:
+        """A few values it takes besides its default (its bounds, its neighbours, the other choices; none for a
+        free string): what `Stack.fixes` tries."""
+        d = self.default
+        if isinstance(d, bool):
+            return [not d]
+        if isinstance(d, int):
+            lo, hi = self.min if self.min is not None else d - 1, self.max if self.max is not None else 2 * d + 1
+            return [v for v in dict.fromkeys((lo, hi, d - 1, d + 1, 2 * d)) if v != d and lo <= v <= hi]
+        return [c for c in self.choices or () if c != d]
+
 
 @dataclass(frozen=True)
 class Check:
@@ -291,6 +302,15 @@ class Stack:
             return cause.setting.format(**self.vars)
         except (KeyError, IndexError, ValueError):
             return None
+
+    def fixes(self, key: str) -> bool:
+        """Whether its checks keep `key` at its default: each other value tried breaks a check that reads it
+        alone (a setting its server has no switch for, as Caddy's HTTP/2 streams)."""
+        t, own = self.tunables.get(key), [c for c in self.checks if rules.names(c.tree) == {key}]
+        if t is None or not own or not t.others():
+            return False
+        vals = {k: x.default for k, x in self.tunables.items()}
+        return all(any(not rules.evaluate(c.tree, {**vals, key: v}) for c in own) for v in t.others())
 
     def broken_checks(self, vals: Mapping[str, Any]) -> list[str]:
         """What the stack's checks say of these values (a rule that cannot be evaluated on them says so too)."""

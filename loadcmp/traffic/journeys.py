@@ -259,7 +259,8 @@ def _read(path: Path, name: str, weight: float, problems: Problems) -> Journey |
 
 
 def parse_mix(given: str) -> list[tuple[str, float]]:
-    """`reader=80,author=20`, `author` or a file's path: (name or path, weight) pairs; UsageError when wrong."""
+    """`reader=80,author=20`, `author` or a file's path: (name or path, weight) pairs, each name
+    once; UsageError when wrong."""
     out: list[tuple[str, float]] = []
     for part in given.split(","):
         part = part.strip()
@@ -270,6 +271,8 @@ def parse_mix(given: str) -> list[tuple[str, float]]:
             raise UsageError(f"--journey {given!r}: the weight of {name!r} is not a number: {w!r}") from None
         if not name or weight < 0:
             raise UsageError(f"--journey {given!r}: give NAME|FILE or NAME=WEIGHT,NAME=WEIGHT")
+        if any(name == n for n, _ in out):
+            raise UsageError(f"--journey {given!r} names {name!r} twice")
         out.append((name, weight))
     if sum(w for _, w in out) <= 0:
         raise UsageError(f"--journey {given!r}: the weights sum to 0")
