@@ -6,10 +6,8 @@ import sys
 from pathlib import Path
 
 import click
-from rich.markup import escape
-
 from .app import cli
-from .display import err
+from .display import err, markup
 
 
 @cli.command()
@@ -35,11 +33,10 @@ def export(results: Path, fmt: str, out_file: Path | None) -> None:
     else:
         _atomic_write(out_file, lambda tmp: Path(tmp).write_bytes(data))
     for why in ex.skipped:
-        err.print(f"skipped {escape(why)}", highlight=False, soft_wrap=True)
+        err.print(markup("skipped {}", why), highlight=False, soft_wrap=True)
     if ex.laid_out:
         err.print(f"{len(ex.laid_out)} run(s) predate per-trial start times: their trials are laid end to end "
                   "from the run's start", highlight=False)
-    where = f" to {escape(str(out_file))}" if out_file is not None else ""
     series, samples = ex.counts()
-    err.print(f"exported {len(ex.runs)} run(s): {series:,} series, {samples:,} samples{where}", highlight=False,
-              soft_wrap=True)
+    err.print(markup("exported {} run(s): {:,} series, {:,} samples{}", len(ex.runs), series, samples,
+                     f" to {out_file}" if out_file is not None else ""), highlight=False, soft_wrap=True)
