@@ -21,7 +21,7 @@ import click
 from ..errors import UsageError
 from ..live import DEFAULT_PORT
 from .app import cli
-from .display import err
+from .display import err, markup
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -208,9 +208,9 @@ def _serve_page(watch: LivePage, flags: LiveFlags, servers: list[LiveServer]) ->
     server = LiveServer(watch.hub, flags.port or DEFAULT_PORT, flags.host or "127.0.0.1", routes=routes).start()
     servers.append(server)
     urls = server.urls()
-    err.print(f"live: {urls[0]}", highlight=False, soft_wrap=True)
+    err.print(markup("live: {}", urls[0]), highlight=False, soft_wrap=True)
     for url in urls[1:]:
-        err.print(f"  or: {url}", highlight=False, soft_wrap=True)
+        err.print(markup("  or: {}", url), highlight=False, soft_wrap=True)
     if server.token is not None:
         err.print("  (the token in this URL is the page's key: whoever has it can watch; the page is read-only)",
                   highlight=False)
@@ -225,7 +225,7 @@ def _serve_metrics(watch: LivePage, flags: LiveFlags, servers: list[LiveServer])
                         token=flags.metrics_token).start()
     servers.append(server)
     host = server.url.split("?")[0]
-    err.print(f"metrics: {host}metrics" + ("  (with Authorization: Bearer TOKEN)" if server.token else ""),
+    err.print(markup("metrics: {}metrics{}", host, "  (with Authorization: Bearer TOKEN)" if server.token else ""),
               highlight=False, soft_wrap=True)
 
 
