@@ -172,33 +172,71 @@ def test_promtool_loads_the_export_and_prometheus_answers_with_the_runs_figures(
         assert float(mem["value"][1]) == rows.mem_bytes.max()
 
 
+def test_every_panel_of_the_dashboard_draws_a_stored_run_loaded_by_promtool(tmp_path):
+    """Each query of docs/grafana/loadcmp.json, as Grafana sends it, answers at the end of a stored trial with a
+    cause in its logs; only the series that run had none of (streams, TLS, journeys, causes) stay empty."""
+    prom.need("promtool", "prometheus")
+    om = tmp_path / "run.om"
+    assert CliRunner().invoke(cli, ["export", str(FIXTURES / "run-2x2x3"), "-o", str(om)]).exit_code == 0
+    made = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(tmp_path / "data")],
+                          capture_output=True, text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    t = next(t for t in json.loads((FIXTURES / "run-2x2x3" / "run.json").read_text())["trials"] if t["log_evidence"])
+    end = max(s[3] or 0 for s in _samples(om.read_text())
+              if s[1].get("label") == t["server"] and s[1].get("level") == str(t["level"])
+              and s[1].get("trial") == str(t["trial"]))
+    with prom.running(tmp_path) as p:
+        empty = [expr for expr in _dashboard_queries() if not p.query(_filled(expr), at=end)]
+    assert all(("streams" in e or "journeys" in e or "tls_" in e or "causes" in e) for e in empty), \
+        f"the dashboard draws nothing of a stored run with: {empty}"
+
+
+def _dashboard_queries() -> list[str]:
+    doc = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for panel in doc["panels"] for t in panel.get("targets", [])]
+    return exprs + [a["expr"] for a in doc["annotations"]["list"] if "expr" in a]
+
+
+def _filled(expr: str) -> str:
+    """A dashboard query as Grafana sends it: every run, label and level, a rate over 4 s."""
+    return expr.replace("$__rate_interval", "4s").replace('"$run"', '".*"').replace('"$label"', '".*"') \
+        .replace('"$level"', '".*"')
+
+
 # --- /metrics while a load runs ---------------------------------------------------------------------------
 
 
 def test_prometheus_scraping_a_bench_keeps_exactly_the_stored_seconds(faulty, tmp_path):
-    """Debian's Prometheus scrapes `bench --metrics` each second: every value it kept is one of the stored
-    timeline's running totals, and the last one is the stored total (the command waits for that last read)."""
+    """Debian's Prometheus scrapes `bench --metrics` twice a second: every value it kept is one of the stored
+    timeline's running totals at the end of its second, the last one is the stored total (the command waits for
+    that last read), and `rate()` over the window at its end is the stored req/s."""
     port = prom.free_port()
     (tmp_path / "prom").mkdir()
     with prom.running(tmp_path / "prom", scrape=f"127.0.0.1:{port}", interval="500ms") as p:
-        cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "5s", "-k", "--metrics", str(port),
-                      "--out", str(tmp_path / "out"))
+        p.scraping()
+        cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "5s", "--warmup", "1s", "-k", "--metrics",
+                      str(port), "--out", str(tmp_path / "out"))
         try:
             assert cmd.url("metrics: ") == f"http://127.0.0.1:{port}/metrics"
             assert cmd.wait() == 0, "".join(cmd.err)
         finally:
             cmd.stop()
+        (folder,) = (tmp_path / "out").iterdir()
+        trial = json.loads((folder / "run.json").read_text())["trials"][0]
         (kept,) = p.query('loadcmp_requests_total{outcome="ok",job="loadcmp"}[5m]')
         (count,) = p.query('last_over_time(loadcmp_request_latency_seconds_count{job="loadcmp"}[5m])')
-    (folder,) = (tmp_path / "out").iterdir()
+        end = float(kept["values"][-1][0])
+        window = f'{round(trial["result"]["duration_s"] * 1000)}ms'
+        (rate,) = p.query(f'rate(loadcmp_requests_total{{outcome="ok",job="loadcmp"}}[{window}])', at=end)
     timeline = pd.read_parquet(folder / "timeline.parquet")
-    totals = set(timeline.ok.cumsum().tolist())
-    values = [float(v) for _, v in kept["values"]]
-    assert len(set(values)) >= 3, "scraped while the load ran"
-    assert set(values) <= totals | {0.0}, (values, sorted(totals))
-    assert values[-1] == timeline.ok.sum()
-    assert kept["metric"]["proto"] == "h1" and kept["metric"]["page"] == "/ok"
-    trial = json.loads((folder / "run.json").read_text())["trials"][0]
+    totals = dict(zip(timeline.second + 1, timeline.ok.cumsum(), strict=True))
+    values = [(round(float(t) - trial["window_start"], 1), float(v)) for t, v in kept["values"]]
+    assert values[0] == (0.0, 0.0), "0 at the window's start, laid in the warm-up"
+    assert all(totals[int(t)] == v for t, v in values[1:]), (values, totals)
+    assert len(values) == len(timeline) + 1, "every second kept, each at its end"
+    assert values[-1][1] == timeline.ok.sum() == trial["result"]["ok"]
+    assert float(rate["value"][1]) == pytest.approx(trial["result"]["rps"], rel=0.02)
+    assert kept["metric"]["proto"] == "h1" and kept["metric"]["page"] == "(all)"
     assert float(count["value"][1]) == sum(trial["latency_hist"]["cnt"]), "the recorder's histogram, whole"
     assert port_is_free(port), "the metrics' socket outlived the command"
 
@@ -258,8 +296,7 @@ def test_the_grafana_dashboard_queries_only_series_the_endpoint_serves():
     assert doc["title"] and doc["schemaVersion"] >= 30 and doc["uid"]
     served = {sample_name(f) for f in FAMILIES.values()}
     served |= {f"{f.name}_{s}" for f in FAMILIES.values() if f.kind == "histogram" for s in ("bucket", "sum", "count")}
-    exprs = [t["expr"] for panel in doc["panels"] for t in panel.get("targets", [])]
-    exprs += [a["expr"] for a in doc["annotations"]["list"] if "expr" in a]
+    exprs = _dashboard_queries()
     exprs += [v["query"]["query"] if isinstance(v["query"], dict) else v["query"]
               for v in doc["templating"]["list"] if v.get("type") == "query"]
     assert len(exprs) >= 10
@@ -293,38 +330,90 @@ class _Writer:
         self.run = run
 
 
+def _writer_of(tmp_path: Path, name: str, *recs: dict) -> _Writer:  # type: ignore[type-arg]
+    return _Writer(tmp_path / name, {"servers": {"nginx": {"proto": "h2"}}, "trials": list(recs)})
+
+
 def test_the_stored_rows_bring_the_seconds_no_live_call_did_and_the_whole_histogram(tmp_path):
     from loadcmp.export.live import Metrics
     from loadcmp.load.spec import Live
 
     m = Metrics()
-    m.begin("nginx", 10, 1, proto="h2", page="/x")
-    trial = ("", "nginx", "h2", "10", "1")
-    assert m.series.values[("loadcmp_requests", (*trial, "/x", "ok"))] == 0, "a trial's counters start at 0"
+    m.begin("nginx", 10, 1, proto="h2")
+    m.stored(_writer_of(tmp_path, "20260101-run"))  # the run's folder is there before the trial's load
+    m.live(Live(-0.95, 0, 0, 0, 0.0, False))  # a warm-up's tick: nothing stamped after a scrape's time
+    assert not m.series.values
+    m.live(Live(0.05, 0, 0, 0, 0.0, False))  # the tick just after the window's start
+    trial = ("20260101-run", "nginx", "h2", "10", "1")
+    ok = ("loadcmp_requests", (*trial, "(all)", "ok"))
+    t0 = m.series.stamps[ok]
+    assert m.series.values[ok] == 0, "a trial's counters start at 0, at its window's start"
     m.live(Live(1.0, 5, 0, 0, 5.0, True, closed=((0, _second(5)), (1, _second(7)))))
     m.live(Live(2.0, 7, 0, 0, 7.0, True, closed=((1, _second(7)),)))  # a second told twice counts once
-    assert m.series.values[("loadcmp_requests", (*trial, "/x", "ok"))] == 12
+    assert m.series.values[ok] == 12 and m.series.stamps[ok] == pytest.approx(t0 + 2), "the end of second 1"
+    m.sample({"server": "nginx", "level": 10, "trial": 1, "second": 1, "cpu_pct": 50.0})
+    assert m.series.stamps[("loadcmp_server_cpu_percent", (*trial, "server"))] == pytest.approx(t0 + 2)
     rows = [{"second": i, "page": None, "ok": n, "started": n} for i, n in enumerate((5, 7, 4))]
     hist = Histogram.of([0.01] * 16).to_dict()
     rec = {"server": "nginx", "level": 10, "trial": 1, "page": "/x", "latency_hist": hist,
-           "result": {"ok": 16, "streams": {"connections": 2, "streams": 16, "goaways": 1, "goaway_unprocessed": 0,
-                                            "retried": 0, "resets": {"REFUSED_STREAM": 2}}},
+           "result": {"ok": 16, "duration_s": 3.0,
+                      "streams": {"connections": 2, "streams": 16, "goaways": 1, "goaway_unprocessed": 0,
+                                  "retried": 0, "resets": {"REFUSED_STREAM": 2}}},
            "causes": [{"cause": "fpm.max_children", "phrase": "x"}], "log_evidence": {"fpm.max_children": 3}}
-    m.stored(_Writer(tmp_path / "20260101-run", {"servers": {"nginx": {"proto": "h2"}}, "trials": [rec]}), rows, [])
-    assert m.series.values[("loadcmp_requests", (*trial, "/x", "ok"))] == 16, "the last second from the stored rows"
-    assert m.series.hists[(*trial, "/x")].total == 16
+    m.stored(_writer_of(tmp_path, "20260101-run", rec), rows, [])
+    assert m.series.values[ok] == 16 and m.series.stamps[ok] == pytest.approx(t0 + 3), "the last second, stored"
+    assert m.series.hists[(*trial, "(all)")].total == 16
     assert m.series.values[("loadcmp_streams", (*trial, "resets"))] == 2
     assert m.series.values[("loadcmp_server_log_lines", (*trial, "fpm.max_children"))] == 3
-    assert m.series.values[("loadcmp_server_causes", (*trial, "fpm.max_children"))] == 1
-    assert m.run == "20260101-run"
+    causes = ("loadcmp_server_causes", (*trial, "fpm.max_children"))
+    assert m.series.values[causes] == 1 and m.series.stamps[causes] == pytest.approx(t0 + 3), "at the window's end"
 
 
-def test_a_load_of_several_pages_is_counted_as_all_pages_without_a_stray_series():
-    from loadcmp.export.live import ALL_PAGES, Metrics
+def test_two_runs_of_one_command_keep_their_own_series(tmp_path):
+    """`seeds` runs one run after another: the same label, level and trial in each is two trials."""
+    from loadcmp.export.live import Metrics
     from loadcmp.load.spec import Live
 
     m = Metrics()
-    m.begin("nginx", 10, 1, page="/")
-    m.live(Live(1.0, 3, 0, 0, 3.0, True, closed=((0, _second(3, pages=2)),)))
-    pages = {labels[5] for (family, labels) in m.series.values if family == "loadcmp_requests"}
-    assert pages == {ALL_PAGES}
+    for run, ok in (("20260101-a", 5), ("20260101-b", 7)):
+        m.begin("nginx", 10, 1, proto="h2")
+        m.stored(_writer_of(tmp_path, run))
+        m.live(Live(1.0, ok, 0, 0, float(ok), True, closed=((0, _second(ok)),)))
+        rec = {"server": "nginx", "level": 10, "trial": 1, "result": {"ok": ok, "duration_s": 1.0},
+               "log_evidence": {"c": ok}}
+        m.stored(_writer_of(tmp_path, run, rec), [{"second": 0, "page": None, "ok": ok}], [])
+    for run, ok in (("20260101-a", 5), ("20260101-b", 7)):
+        trial = (run, "nginx", "h2", "10", "1")
+        assert m.series.values[("loadcmp_requests", (*trial, "(all)", "ok"))] == ok
+        assert m.series.values[("loadcmp_server_log_lines", (*trial, "c"))] == ok
+
+
+@pytest.mark.docker
+def test_prometheus_scraping_a_run_gives_its_req_s_and_both_sides_at_the_same_seconds(tmp_path, images, docker_client):
+    """`run --live` on nginx at two levels, scraped by Debian's Prometheus: `rate()` over each trial's window at its
+    end is the report's req/s within 2 %, and the server's CPU and memory sit at the client's seconds."""
+    port = prom.free_port()
+    (tmp_path / "prom").mkdir()
+    with prom.running(tmp_path / "prom", scrape=f"127.0.0.1:{port}", interval="500ms") as p:
+        p.scraping()
+        cmd = Command("run", "--server", "nginx", "-c", "5,20", "-t", "5s", "--warmup", "1s", "--page", "/index.html",
+                      "--live", str(port), "--out", str(tmp_path / "out"))
+        try:
+            assert cmd.wait(timeout=300) == 0, "".join(cmd.err)
+        finally:
+            cmd.stop()
+        (folder,) = (tmp_path / "out").iterdir()
+        run = json.loads((folder / "run.json").read_text())
+        assert len(run["trials"]) == 2
+        for t in run["trials"]:
+            sel = f'run="{folder.name}",label="nginx",level="{t["level"]}",trial="1"'
+            (kept,) = p.query(f'loadcmp_requests_total{{{sel},outcome="ok"}}[10m]')
+            window = f'{round(t["result"]["duration_s"] * 1000)}ms'
+            (rate,) = p.query(f'rate(loadcmp_requests_total{{{sel},outcome="ok"}}[{window}])',
+                              at=float(kept["values"][-1][0]))
+            assert float(rate["value"][1]) == pytest.approx(t["result"]["rps"], rel=0.02), (t["level"], rate)
+            seconds = {round(float(ts) - t["window_start"], 1) for ts, _ in kept["values"]}
+            for metric in ("loadcmp_server_cpu_percent", "loadcmp_server_memory_bytes"):
+                (series,) = p.query(f'{metric}{{{sel},role="server"}}[10m]')
+                at = {round(float(ts) - t["window_start"], 1) for ts, _ in series["values"]}
+                assert len(at) >= 3 and at <= seconds, (metric, sorted(at), sorted(seconds))

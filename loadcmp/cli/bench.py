@@ -102,9 +102,9 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     stopper = Stopper()
     with watching(live) as watch:
         feed = watch.feed("bench", f"bench {url}") if watch is not None else None
-        result, doc = _load(plan, stopper, feed)
+        result, doc, window_start = _load(plan, stopper, feed)
         if out_dir:
-            err.print(markup("stored in {}", _store(out_dir, plan, result, doc, feed)))
+            err.print(markup("stored in {}", _store(out_dir, plan, result, doc, window_start, feed)))
         elif feed is not None:
             feed.done("interrupted" if doc["interrupted"] else "complete")
     if as_json:
@@ -140,14 +140,16 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
                      time.strftime("%Y-%m-%dT%H:%M:%S%z"))
 
 
-def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tuple[Result, LoadSummary]:
-    """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it."""
+def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tuple[Result, LoadSummary, float]:
+    """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it; and when its window
+    started on the wall clock."""
     from ..load import tls
     from ..load.cluster import open_fleet
     from ..load.compiled import engine_path
     from ..load.saturation import Machine, add_advice
     from ..load.summary import note_ramp_cut, result_doc
-    from ..load.workers import run_load
+    from ..load.driver import now
+    from ..load.workers import SPAWN_DELAY, run_load
 
     spec, sched, target = plan.load, plan.schedule, plan.target
     if target.proto == "h3":  # found as browsers find it: Alt-Svc over TCP, then one QUIC handshake
@@ -164,10 +166,12 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         if feed is not None:
             feed.begin(f"{plan.target.host}:{plan.target.port}", plan.clients, 1, proto=plan.target.proto,
                        page=target.path)
+        start_at = now() + (0.5 if plan.workers == 1 and fleet is None else SPAWN_DELAY)
+        window_start = time.time() - now() + start_at + spec.warmup  # the wall clock: it stamps the seconds
         with stop_on_signals(stopper), LiveLine(f"{plan.url} ") as line:
             live = line if feed is None else tee(line, feed)
             result = run_load(spec, workers=plan.workers, cpus=plan.client_cpus, live=live, stopper=stopper,
-                              fleet=fleet)
+                              fleet=fleet, start_at=start_at)
         cluster = fleet.describe() if fleet is not None else None
         used = len(cluster["workers"]) if cluster is not None else plan.workers
     path = engine_path(spec.engine, sched.kind == "closed", target.scheme == "https", target.proto)
@@ -185,10 +189,11 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         doc["warnings"].append("the pure-Python loop offers no saved TLS session (asyncio cannot): every handshake "
                                "was full whatever --tls-resume says")
     add_advice(doc, Machine(os.cpu_count() or 1, None, max(1, len(result.client_use)), target.keepalive))
-    return result, doc
+    return result, doc, window_start
 
 
-def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, feed: Watchers | None = None) -> str:
+def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, window_start: float,
+           feed: Watchers | None = None) -> str:
     """A one-trial results folder with a run's layout, so `report` reads a bench as it reads a run."""
     from urllib.parse import urlsplit
 
@@ -209,7 +214,8 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, feed
     if commit := git_commit():
         run["git_commit"] = commit
     path = save_bench(out_dir, run, doc, (result.latency().to_dict(), result.service().to_dict()),
-                      timeline_rows(result), watch=feed.stored if feed is not None else None)
+                      timeline_rows(result), watch=feed.stored if feed is not None else None,
+                      window_start=window_start)
     return str(path)
 
 

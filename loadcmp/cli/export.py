@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import cast
 
 import click
+from ..export import FORMATS, Format
 from .app import cli
 from .display import err, markup
 
 
 @cli.command()
 @click.argument("results", type=click.Path(path_type=Path, exists=True, file_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["openmetrics", "csv"]), default="openmetrics",
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="openmetrics",
               show_default=True, help="OpenMetrics text with timestamps (promtool tsdb create-blocks-from "
                                       "openmetrics loads it), or CSV with one row per sample.")
 @click.option("-o", "--out", "out_file", type=click.Path(path_type=Path, dir_okay=False), default=None,
@@ -26,7 +28,7 @@ def export(results: Path, fmt: str, out_file: Path | None) -> None:
     if out_file is not None:
         writable("--out", str(out_file), folder=False)
     ex = collect(results)
-    data = render(ex, "csv" if fmt == "csv" else "openmetrics")
+    data = render(ex, cast(Format, fmt))
     if out_file is None:
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
@@ -36,7 +38,7 @@ def export(results: Path, fmt: str, out_file: Path | None) -> None:
         err.print(markup("skipped {}", why), highlight=False, soft_wrap=True)
     if ex.laid_out:
         err.print(f"{len(ex.laid_out)} run(s) predate per-trial start times: their trials are laid end to end "
-                  "from the run's start", highlight=False)
+                  "from the run's start", highlight=False, soft_wrap=True)
     series, samples = ex.counts()
     err.print(markup("exported {} run(s): {:,} series, {:,} samples{}", len(ex.runs), series, samples,
                      f" to {out_file}" if out_file is not None else ""), highlight=False, soft_wrap=True)

@@ -77,6 +77,8 @@ class LiveFlags:
             raise UsageError("--live-host goes with --live: it says where the live page listens")
         if flags.metrics_host is not None and flags.metrics_port is None:
             raise UsageError("--metrics-host goes with --metrics: it says where /metrics listens")
+        if flags.metrics_token is not None and flags.metrics_port is None:
+            raise UsageError("--metrics-token goes with --metrics: it is the token a scraper of /metrics sends")
         if flags.metrics_port is not None and flags.metrics_port == flags.port:
             raise UsageError(f"--metrics {flags.metrics_port} is --live's port: the live page serves /metrics "
                              "already (give --metrics another port, or leave it out)")
@@ -224,9 +226,11 @@ def _serve_metrics(watch: LivePage, flags: LiveFlags, servers: list[LiveServer])
     server = LiveServer(None, flags.metrics_port, flags.metrics_host or "127.0.0.1", routes=watch.metrics.routes,
                         token=flags.metrics_token).start()
     servers.append(server)
-    host = server.url.split("?")[0]
-    err.print(markup("metrics: {}metrics{}", host, "  (with Authorization: Bearer TOKEN)" if server.token else ""),
+    urls = [u.split("?")[0] + "metrics" for u in server.urls()]
+    err.print(markup("metrics: {}{}", urls[0], "  (with Authorization: Bearer TOKEN)" if server.token else ""),
               highlight=False, soft_wrap=True)
+    for url in urls[1:]:
+        err.print(markup("     or: {}", url), highlight=False, soft_wrap=True)
 
 
 def with_feed(hooks: SweepHooks, feed: Watchers) -> SweepHooks:

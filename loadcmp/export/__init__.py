@@ -15,3 +15,9 @@ exposition -> points, families; points -> families. The package reads load (a se
 histogram), store (results folders) and the kernel. `cli.live` hands `Metrics` the hooks the sweep calls.
 The Grafana dashboard over these series is docs/grafana/loadcmp.json.
 """
+
+from typing import Literal
+
+Format = Literal["openmetrics", "csv"]
+FORMATS: tuple[Format, ...] = ("openmetrics", "csv")
+"""`loadcmp export --format`: OpenMetrics text with timestamps, or CSV with one row per sample."""

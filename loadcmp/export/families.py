@@ -16,6 +16,9 @@ from ..load.histogram import BUCKET_BASE as RECORDER_BASE
 
 Kind = Literal["counter", "gauge", "histogram"]
 
+ALL_PAGES = "(all)"
+"""The page label of a load as a whole; a load of several pages (a mix, a replay, journeys) has a series of each
+page beside it."""
 TRIAL_LABELS = ("run", "label", "proto", "level", "trial")
 """The labels of every series: which run, which server set-up (`nginx[h2]`), its protocol, level and trial."""
 

@@ -23,6 +23,7 @@ from ..load.histogram import Histogram
 from ..load.summary import second_row
 from ..records import TrialRecord
 from .exposition import families
+from .families import ALL_PAGES
 from .points import Labels, Series, client_points, server_points, trial_labels, trial_points, zero_points
 
 Row = Mapping[str, Any]
@@ -33,8 +34,6 @@ if TYPE_CHECKING:
 
     from ..load.spec import Live
 
-ALL_PAGES = "(all)"
-"""The page label of a load of several pages as a whole (a mix, a replay, journeys)."""
 LINGER_S = 5.0
 """At the command's end, how long /metrics waits at most for a scraper to read the last values."""
 
@@ -65,12 +64,17 @@ class Writer(Protocol):
 
 @dataclass
 class Trial:
-    """A trial as the metrics know it: its labels, the seconds its live calls brought, its window's start."""
+    """A trial as the metrics know it: which it is, its labels (made when its first value comes, once the run
+    has its name), the seconds its live calls brought, and its window's start on the wall clock."""
 
-    labels: Labels
+    key: tuple[str, int, int]
+    """Its label, level and trial number, as the server rows and the stored record name it."""
+    labels: Labels | None = None
     shown: set[int] = field(default_factory=set)
     t0: float | None = None
-    """The window's start on the wall clock (from the first live call), which stamps each second."""
+    """The window's start on the wall clock (from the first live call, warm-up included): it stamps each
+    second at its end, as the stored export does."""
+    zeroed: bool = False
 
 
 @dataclass
@@ -78,18 +82,19 @@ class Metrics:
     """A command's series, told by its hooks; `registry` is what `/metrics` serves."""
 
     run: str = ""
-    """The run's folder name once the writer has one (bench without --out: empty)."""
+    """The run's folder name once the writer has one (bench names its folder only once it stores: empty)."""
     series: Series = field(default_factory=Series)
     lock: threading.Lock = field(default_factory=threading.Lock)
     registry: CollectorRegistry = field(default_factory=lambda: CollectorRegistry(auto_describe=False))
-    key: tuple[str, str, int, int] = ("", "h1", 0, 0)
-    """The trial under way: label, protocol, level, trial."""
-    page: str = ""
-    protos: dict[str, str] = field(default_factory=dict)
-    """Each label's protocol, for the server rows (which carry the label, level and trial)."""
+    current: Trial | None = None
+    """The trial under way."""
     trials: dict[tuple[str, int, int], Trial] = field(default_factory=dict)
-    """Each trial's labels as its first values carry them, and what its live seconds brought."""
+    """The run's trials by label, level and trial (a command of several runs, `seeds`: the one being stored)."""
+    protos: dict[str, str] = field(default_factory=dict)
+    """Each label's protocol."""
+    path: Path | None = None
     seen: int = 0
+    """The trials of the writer at `path` already told."""
     changed: float = 0.0
     """When a value last changed (monotonic)."""
     scrapes: list[float] = field(default_factory=list)
@@ -99,83 +104,87 @@ class Metrics:
     def __post_init__(self) -> None:
         self.registry.register(_Collector(self))
 
-    def labels(self, label: str, level: int, trial: int) -> Labels:
-        return trial_labels(self.run, label, self.protos.get(label, "h1"), level, trial)
-
-    def _trial(self, label: str, level: int, n: int) -> Trial:
-        if (label, level, n) not in self.trials:
-            self.trials[(label, level, n)] = Trial(self.labels(label, level, n))
-        return self.trials[(label, level, n)]
+    def _labels(self, t: Trial) -> Labels:
+        if t.labels is None:
+            label, level, n = t.key
+            t.labels = trial_labels(self.run, label, self.protos.get(label, "h1"), level, n)
+        return t.labels
 
     def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
-        self.begin(p.label, p.level, p.trial, proto=p.proto, page=p.page)
+        self.begin(p.label, p.level, p.trial, proto=p.proto)
 
     def begin(self, server: str, level: int, trial: int, i: int | None = None, n: int | None = None,
               proto: str = "h1", page: str = "") -> None:
-        """A trial starts (its warm-up): its counters at 0."""
+        """A trial starts. Its values come with its warm-up's first live call: by then the run has its name."""
         with self.lock:
             self.protos[server] = proto
-            self.key = (server, proto, level, trial)
-            self.page = page
-            self.series.take(self._trial(server, level, trial).labels, zero_points(page))
-            self.changed = time.monotonic()
+            self.current = self.trials[(server, level, trial)] = Trial((server, level, trial))
 
     def live(self, lv: Live) -> None:
-        """The window's closed seconds (merged across workers by the fleet, as the page takes them), each stamped
-        with the end of its second on the wall clock, as the stored export stamps it: Prometheus then keeps each
+        """Each live call of the trial under way. The first one in its window (the tick just after its start, before
+        its first second closes) lays its counters at 0 at the window's start, so that `rate()` counts the first
+        second. Then each closed second (merged across workers
+        by the fleet, as the page takes them) is stamped with its end on the wall clock: Prometheus keeps each
         second where it was, however late a scrape reads it."""
-        if not lv.closed:
-            return
         with self.lock:
-            label, _, level, n = self.key
-            t = self._trial(label, level, n)
+            t = self.current
+            if t is None:
+                return
+            labels = self._labels(t)
             if t.t0 is None:
                 t.t0 = time.time() - lv.elapsed
-                self.series.take(t.labels, zero_points(self.page), at=t.t0)
+            if not t.zeroed and lv.elapsed >= 0:  # Prometheus keeps no sample stamped after its scrape
+                t.zeroed = True
+                self.series.take(labels, zero_points(ALL_PAGES), at=t.t0)
             for j, s in lv.closed:
-                if j in t.shown:
-                    continue
-                t.shown.add(j)
-                if s.pages and self.page != ALL_PAGES:  # a load of several pages: its whole is (all)
-                    self.series.drop(t.labels, self.page)
-                    self.page = ALL_PAGES
-                    self.series.take(t.labels, zero_points(ALL_PAGES), at=t.t0)
-                self.series.take(t.labels, client_points(second_row(j, s), self.page), at=t.t0 + j + 1)
-                self.series.take_latency(t.labels, self.page, s.lat_h)
+                if j not in t.shown:
+                    t.shown.add(j)
+                    self.series.take(labels, client_points(second_row(j, s), ALL_PAGES), at=t.t0 + j + 1)
+                    self.series.take_latency(labels, ALL_PAGES, s.lat_h)
             self.changed = time.monotonic()
 
     def sample(self, row: Row) -> None:
+        """A server row, stamped at the end of its second of the window as the client's."""
         with self.lock:
-            self.series.take(self._trial(str(row["server"]), int(row["level"]), int(row["trial"])).labels,
-                             server_points(row))
+            t = self.trials.get((str(row["server"]), int(row["level"]), int(row["trial"])))
+            if t is None:
+                return
+            at = None if t.t0 is None else t.t0 + int(row["second"]) + 1
+            self.series.take(self._labels(t), server_points(row), at=at)
+            self.changed = time.monotonic()
 
     def stored(self, writer: Writer, timeline: Iterable[Row] = (), server: Iterable[Row] = ()) -> None:
         """The writer's watch: the run's name, and each newly stored trial's end. The trial's stored rows add
         the seconds no live call brought (the last ones: the page takes them from the same rows), and its
         latency histogram, the recorder's whole, replaces what the seconds added up to."""
         with self.lock:
-            self.run = Path(writer.path).name
+            if writer.path != self.path:  # a new run (seeds: one after another)
+                self.path, self.run, self.seen = writer.path, Path(writer.path).name, 0
+                self.trials = {k: t for k, t in self.trials.items() if t is self.current}
             trials: list[TrialRecord] = list(writer.run.get("trials", []))
             for rec in trials[self.seen:]:
+                key = (rec["server"], rec["level"], rec["trial"])
                 proto = (writer.run.get("servers", {}).get(rec["server"]) or {}).get("proto", "h1")
                 self.protos.setdefault(rec["server"], proto)
-                t = self._trial(rec["server"], rec["level"], rec["trial"])
-                self.series.take(t.labels, trial_points(rec))
+                t = self.trials.setdefault(key, Trial(key))
+                if t.t0 is None:
+                    t.t0 = rec.get("window_start")
+                end = None if t.t0 is None or "result" not in rec else t.t0 + float(rec["result"]["duration_s"])
+                self.series.take(self._labels(t), trial_points(rec), at=end)
                 if rec is trials[-1]:
                     self._rest(rec, t, [r for r in timeline if r.get("page") is None])
             self.seen = len(trials)
             self.changed = time.monotonic()
 
     def _rest(self, rec: TrialRecord, t: Trial, rows: list[Row]) -> None:
-        page = ALL_PAGES if rec.get("page_hists") else rec.get("page", self.page)
-        t0 = t.t0 if t.t0 is not None else rec.get("window_start")
+        labels = self._labels(t)
         for row in rows:
             if row["second"] not in t.shown:
-                at = None if t0 is None else t0 + row["second"] + 1
-                self.series.take(t.labels, client_points(row, page), at=at)
+                at = None if t.t0 is None else t.t0 + row["second"] + 1
+                self.series.take(labels, client_points(row, ALL_PAGES), at=at)
         if hist := rec.get("latency_hist"):
-            self.series.hists.pop((*t.labels, page), None)
-            self.series.take_latency(t.labels, page, Histogram.from_dict(hist))
+            self.series.hists.pop((*labels, ALL_PAGES), None)
+            self.series.take_latency(labels, ALL_PAGES, Histogram.from_dict(hist))
 
     def done(self, status: str) -> None:
         """The end of a command that stored nothing: the series stay as they were last."""
@@ -198,7 +207,7 @@ class Metrics:
         with self.lock:
             stamps = self.series.stamps
             values = [(name, labels, v, stamps.get((name, labels))) for (name, labels), v in self.series.values.items()]
-            hists = [(labels, b, None) for labels, b in self.series.hists.items()]
+            hists = [(labels, b.copy(), None) for labels, b in self.series.hists.items()]  # a second may add to b
         return families(values, hists)
 
     def routes(self, app: web.Application) -> None:

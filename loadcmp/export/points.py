@@ -44,6 +44,9 @@ class Buckets:
         self.total += h.count
         self.sum_s += h.total_s
 
+    def copy(self) -> Buckets:
+        return Buckets(list(self.counts), self.total, self.sum_s)
+
     def pairs(self) -> list[tuple[str, float]]:
         return [*((le, float(c)) for (_, le), c in zip(LATENCY_EDGES, self.counts, strict=True)),
                 ("+Inf", float(self.total))]
@@ -71,12 +74,6 @@ class Series:
             changed.append(key)
         return changed
 
-    def drop(self, trial: Labels, page: str) -> None:
-        """Forget a trial's series of `page` (zeros laid down before its seconds said it had several pages)."""
-        for key in [k for k in self.values if k[1][:len(trial) + 1] == (*trial, page)]:
-            del self.values[key]
-            self.stamps.pop(key, None)
-
     def take_latency(self, trial: Labels, page: str, h: Histogram) -> Labels:
         labels = (*trial, page)
         self.hists.setdefault(labels, Buckets()).add(h)
@@ -94,7 +91,8 @@ def _num(v: Any) -> float | None:
 def zero_points(page: str) -> Iterator[Point]:
     """A trial's counters at its window's start: 0, so that Prometheus's rate() sees the first second's counts
     (prometheus-client starts a labelled counter at 0 too)."""
-    yield from client_points(dict.fromkeys(("started", "dropped", "bytes", *KINDS), 0), page)
+    for p in client_points(dict.fromkeys(("started", "dropped", "bytes", *KINDS), 0), page):
+        yield Point(p.family, p.labels, 0.0)
 
 
 def client_points(row: Mapping[str, Any], page: str) -> Iterator[Point]:
@@ -123,7 +121,8 @@ ROW_KEYS = frozenset({"server", "level", "trial", "second", "page"})
 _ROLE_GAUGES = (("cpu_pct", "loadcmp_server_cpu_percent"), ("mem_bytes", "loadcmp_server_memory_bytes"),
                 ("procs", "loadcmp_server_processes"), ("threads", "loadcmp_server_threads"))
 _NOT_FIGURES = frozenset({"mem_rss_bytes", "mem_max_usage_bytes", "mem_limit_hits", "oom_kills", "tcp_total"})
-"""Columns of the server's own role that are no status figure (kept elsewhere, or a sum of others)."""
+"""Columns of a role that are no status figure (kept elsewhere, or a sum of others)."""
+_OWN = _NOT_FIGURES | {c for c, _ in _ROLE_GAUGES}
 
 
 def roles_apart(row: Mapping[str, Any]) -> list[str]:
@@ -144,13 +143,13 @@ def server_points(row: Mapping[str, Any]) -> Iterator[Point]:
             continue
         own = next((p for p in prefixes if col.startswith(p)), None)
         if own is not None:
-            if col[len(own):] not in {c for c, _ in _ROLE_GAUGES}:
-                yield Point("loadcmp_server_status", (own[:-1], col[len(own):]), n)
+            if (figure := col[len(own):]) not in _OWN:
+                yield Point("loadcmp_server_status", (own[:-1], figure), n)
         elif col.startswith("tcp_") and col != "tcp_total":
             yield Point("loadcmp_server_tcp_connections", (col[4:],), n)
         elif col == "oom_kills":
             yield Point("loadcmp_server_oom_kills", (), n)
-        elif col not in _NOT_FIGURES and col not in {c for c, _ in _ROLE_GAUGES}:
+        elif col not in _OWN:
             yield Point("loadcmp_server_status", ("server", col), n)
 
 

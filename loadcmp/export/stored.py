@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import pandas as pd
 from prometheus_client import CollectorRegistry
@@ -25,13 +25,11 @@ from ..errors import StoreError, UsageError
 from ..load.histogram import Histogram
 from ..records import TrialRecord
 from ..store.reader import Results, load_results
+from . import Format
 from .exposition import Hist, Value, families
-from .families import FAMILIES, TRIAL_LABELS
-from .live import ALL_PAGES
+from .families import ALL_PAGES, FAMILIES, TRIAL_LABELS
 from .points import Labels, Series, client_points, server_points, trial_labels, trial_points, zero_points
 
-Format = Literal["openmetrics", "csv"]
-FORMATS: tuple[Format, ...] = ("openmetrics", "csv")
 
 
 @dataclass
@@ -45,9 +43,13 @@ class Export:
     """Runs stored before trials kept their window's start: their trials laid end to end from the run's start."""
     skipped: list[str] = field(default_factory=list)
     """Folders that could not be read, with why."""
+    _made: list[Metric] | None = None
 
     def metrics(self) -> list[Metric]:
-        return families(sorted(self.values, key=lambda v: (v[0], v[1], v[3] or 0.0)), self.hists)
+        """The families, each series' values in time order (made once: the values are all in)."""
+        if self._made is None:
+            self._made = families(sorted(self.values, key=lambda v: (v[0], v[1], v[3] or 0.0)), self.hists)
+        return self._made
 
     def counts(self) -> tuple[int, int]:
         """Distinct series and samples (a histogram's buckets, sum and count each a series), as Prometheus
@@ -96,7 +98,7 @@ def add_run(out: Export, res: Results, run: str) -> None:
         _seconds(out, series, trial, rec, res, start)
         end = start + float(rec["result"]["duration_s"])
         _stamp(out, series, series.take(trial, trial_points(rec)), end)
-        _latency(out, trial, rec, res, end)
+        _latency(out, trial, rec, end)
 
 
 def _of(df: pd.DataFrame, rec: TrialRecord) -> pd.DataFrame:
@@ -114,10 +116,9 @@ def _rows(df: pd.DataFrame) -> Iterator[dict[str, Any]]:
 def _seconds(out: Export, series: Series, trial: Labels, rec: TrialRecord, res: Results, start: float) -> None:
     """The trial's per-second rows: the load's, its pages', the server's, each at the end of its second."""
     pages = _of(res.pages, rec)
-    own_page = ALL_PAGES if not pages.empty else _page(rec, res)
-    _stamp(out, series, series.take(trial, zero_points(own_page)), start)
+    _stamp(out, series, series.take(trial, zero_points(ALL_PAGES)), start)
     for row in _rows(_of(res.timeline, rec)):
-        _stamp(out, series, series.take(trial, client_points(row, own_page)), start + row["second"] + 1)
+        _stamp(out, series, series.take(trial, client_points(row, ALL_PAGES)), start + row["second"] + 1)
     for row in _rows(pages):
         _stamp(out, series, series.take(trial, client_points(row, str(row["page"]))), start + row["second"] + 1)
     for row in _rows(_of(res.server, rec)):
@@ -128,17 +129,12 @@ def _stamp(out: Export, series: Series, keys: list[tuple[str, Labels]], ts: floa
     out.values += [(name, labels, series.values[(name, labels)], ts) for name, labels in dict.fromkeys(keys)]
 
 
-def _page(rec: TrialRecord, res: Results) -> str:
-    """The page a one-page trial loaded (older runs keep it in the spec alone)."""
-    return rec.get("page") or str((res.run.get("spec") or {}).get("page") or "")
-
-
-def _latency(out: Export, trial: Labels, rec: TrialRecord, res: Results, ts: float) -> None:
+def _latency(out: Export, trial: Labels, rec: TrialRecord, ts: float) -> None:
     """The recorder's histogram of the whole trial (and of each page), at the window's end."""
     hists: dict[str, Any] = dict(rec.get("page_hists") or {})
     whole = rec.get("latency_hist")
     if whole:
-        hists = {(ALL_PAGES if hists else _page(rec, res)): whole, **hists}
+        hists = {ALL_PAGES: whole, **hists}
     scratch = Series()
     for page, doc in hists.items():
         labels = scratch.take_latency(trial, page, Histogram.from_dict(doc))

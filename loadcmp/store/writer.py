@@ -241,7 +241,7 @@ def new_run_doc(kind: RunKind, name: str, spec: SpecDoc, machine: MachineInfo,
 
 def save_bench(out_dir: Path | str, run: RunDoc, summary: LoadSummary,
                hists: tuple[HistogramDoc, HistogramDoc | None], timeline: list[Row],
-               watch: Watch | None = None) -> Path:
+               watch: Watch | None = None, window_start: float | None = None) -> Path:
     """A bench result as a one-trial results folder with a run's layout.
 
     `run["spec"]` names the one server (host:port), level, page and URL, so the report
@@ -258,6 +258,8 @@ def save_bench(out_dir: Path | str, run: RunDoc, summary: LoadSummary,
     reason = "; ".join([*lost, *(["interrupted"] if summary["interrupted"] else [])]) or None
     trial = TrialRecord(server=label, level=clients, trial=1, stack="", keepalive=keepalive, status=status,
                         reason=reason, page=page, result=summary, latency_hist=hists[0])
+    if window_start is not None:
+        trial["window_start"] = round(window_start, 3)
     if hists[1] is not None:
         trial["service_hist"] = hists[1]
     if "tls" in summary:

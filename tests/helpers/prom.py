@@ -42,6 +42,18 @@ class Prometheus:
         assert doc["status"] == "success", doc
         return list(doc["data"]["result"])
 
+    def scraping(self, timeout: float = 30) -> None:
+        """Wait until Prometheus scrapes its target (it takes up new targets every 5 s), answering or not: a load
+        started before that would have its first seconds unseen."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            with urllib.request.urlopen(f"{self.url}/api/v1/targets", timeout=10) as r:
+                targets = json.load(r)["data"]["activeTargets"]
+            if targets and all(not t["lastScrape"].startswith("0001") for t in targets):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"prometheus did not scrape its target in {timeout} s")
+
 
 @contextlib.contextmanager
 def running(folder: Path, scrape: str | None = None, interval: str = "1s") -> Iterator[Prometheus]:
