@@ -44,9 +44,15 @@ def test_responses_counted_stream_by_stream(h3, cafile):
     assert doc["unfinished"] <= 2 * 4  # at most every stream of the two connections in flight at the close
     streams = doc["streams"]
     assert streams is not None and streams["protocol"] == "h3" and streams["connections"] == 2
-    assert streams["streams"] >= doc["started"] and streams["max_concurrent"] > 0
+    assert streams["streams"] == doc["started"] and streams["max_concurrent"] > 0
     assert doc["tls"] is not None and doc["tls"]["alpn"] == "h3" and doc["tls"]["version"] == "TLSv1.3"
     assert doc["tls"]["full"] == 2
+
+
+def test_the_streams_counted_are_the_windows_not_the_warmups(h3, cafile):
+    doc = result_doc(run_load(LoadSpec(target(h3.url("/ok"), cafile), Closed(2), 1.0, warmup=0.5, timeout=3.0)))
+    assert doc["warmup_requests"] > 20 and doc["failed"] == 0, doc  # the warm-up sent streams, uncounted
+    assert doc["streams"] is not None and doc["streams"]["streams"] == doc["started"], doc
 
 
 def test_an_error_status_is_its_kind(h3, cafile):
