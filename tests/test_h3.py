@@ -189,6 +189,20 @@ def test_the_primer_finds_h3_as_the_load_will(h3, cafile, ca, tmp_path):
         none.stop()
 
 
+def test_the_primers_handshake_of_an_h3_label_is_the_quic_one(h3, cafile):
+    from types import SimpleNamespace
+
+    from loadcmp.sweep.primer import handshake
+
+    dep = SimpleNamespace(port=h3.port, stack=SimpleNamespace(name="caddy"), host=SimpleNamespace(address="127.0.0.1"),
+                          plan=SimpleNamespace(cafile=cafile, tls=SimpleNamespace(key_type="ecdsa-p256"), settings={}))
+    over_tcp = handshake(dep, proto="h1")  # type: ignore[arg-type]
+    assert over_tcp is not None and over_tcp["alpn"] == "http/1.1"
+    seen = handshake(dep, proto="h3")  # type: ignore[arg-type]
+    assert seen is not None and seen["alpn"] == "h3", seen  # what the load's QUIC handshakes negotiate
+    assert (seen["version"], seen["cipher"], seen["key"]) == ("TLSv1.3", "TLS_AES_128_GCM_SHA256", "ecdsa-p256")
+
+
 def test_bench_proto_h3_finds_the_server_and_accounts_every_stream(h3, cafile):
     import json
 
