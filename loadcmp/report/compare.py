@@ -10,6 +10,11 @@ A ratio B/A of means gets a 95 % interval from the trials' standard errors
 (delta method on the log scale) when each side has 3 trials or more. A verdict
 names a difference only when that interval excludes 1; with fewer trials it
 gives the ratio and says that it is no finding.
+
+Which labels are compared (`pairs`): those on the same page with the same keep-alive, each against the
+first of its group. A run of several protocols (labels like `nginx[h2]`) answers two questions instead of
+comparing everything with its first label: the stacks within each protocol (caddy[h2] against nginx[h2]),
+and each stack against itself on its first protocol (nginx[h2] against nginx[h1]).
 """
 
 from __future__ import annotations
@@ -93,18 +98,20 @@ class RatioRow:
 
 
 def ratio_table(data: Results) -> tuple[str, list[RatioRow]]:
-    """B/A per level for every server B against the first server A."""
+    """B/A per level for every server B against the first server A; with several protocols, for every
+    compared pair (`pairs`), and no one baseline ('')."""
     servers = data.servers
     if len(servers) < 2:
         return (servers[0] if servers else ""), []
-    base = servers[0]
+    several = protocols_in(data) is not None
+    compared = pairs(data) if several else [(servers[0], other) for other in servers[1:]]
     rows = []
     for level in data.levels:
-        for other in servers[1:]:
+        for base, other in compared:
             ratios = {key: ratio(_est(data, other, level, get), _est(data, base, level, get))
                       for key, (_, get) in METRICS.items() if key != "p99"}
             rows.append(RatioRow(level, other, base, {**ratios, "p99": _pooled_p99(data, other, base, level)}))
-    return base, rows
+    return ("" if several else servers[0]), rows
 
 
 def _pooled_p99(data: Results, b: str, a: str, level: int) -> Ratio:
@@ -189,11 +196,45 @@ def bound_text(bound: tuple[str, Estimate], other: tuple[str, Estimate] | None =
 
 def pairs(data: Results) -> list[tuple[str, str]]:
     """Which servers are compared: those on the same page and keep-alive ("nginx /a" with
-    "apache /a", not with "nginx /b"), each against the first of its group."""
+    "apache /a", not with "nginx /b"), each against the first of its group. With several protocols: the
+    stacks within each protocol, then each stack against itself on its first protocol."""
+    protos = protocols_in(data)
     groups: dict[str, list[str]] = {}
+    if protos is None:
+        for s in data.servers:
+            groups.setdefault(_group(s), []).append(s)
+        return [(g[0], other) for g in groups.values() for other in g[1:]]
+    selves: dict[str, list[str]] = {}
     for s in data.servers:
-        groups.setdefault(_group(s), []).append(s)
-    return [(g[0], other) for g in groups.values() for other in g[1:]]
+        bare = _bare(s, protos[s])
+        groups.setdefault(f"{protos[s]}\0{_group(bare)}", []).append(s)
+        selves.setdefault(bare, []).append(s)
+    return [(g[0], other) for g in [*groups.values(), *selves.values()] for other in g[1:]]
+
+
+def protocols_in(data: Results) -> dict[str, str] | None:
+    """Each label's protocol when the labels carry theirs (`nginx[h2]`: a run of several protocols; an h1
+    label of such a run may be stored without one: h1), else None."""
+    protos = {}
+    for s in data.servers:
+        found = data.info(s)
+        protos[s] = str(found[1].get("proto") or "h1") if found else "h1"
+    return protos if any(f"[{p}]" in s for s, p in protos.items()) else None
+
+
+def _bare(label: str, proto: str) -> str:
+    """A label without its protocol: `nginx[h2] /a` -> `nginx /a`."""
+    return label.replace(f"[{proto}]", "", 1)
+
+
+def comparable(data: Results, a: str, b: str) -> bool:
+    """Whether two labels may be compared: the same page and keep-alive, and with several protocols the
+    same protocol or the same stack."""
+    protos = protocols_in(data)
+    if protos is None:
+        return same_group(a, b)
+    bare_a, bare_b = _bare(a, protos[a]), _bare(b, protos[b])
+    return bare_a == bare_b or (protos[a] == protos[b] and same_group(bare_a, bare_b))
 
 
 def _group(label: str) -> str:

@@ -54,6 +54,20 @@ def _resets(cell: list[StreamFacts]) -> str:
     return ", ".join(f"{code} {n:,.0f}" for code, n in sorted(codes.items())) or "0"
 
 
+def streams_of(data: Results, label: str) -> int:
+    """The requests a label's connections each kept in flight: -m on h2, h2c and h3, one on HTTP/1.1."""
+    found = data.info(label)
+    if found is None or found[1].get("proto", "h1") == "h1":
+        return 1
+    return int(found[0].doc["spec"].get("streams") or 1)
+
+
+def clients(data: Results, label: str, level: int) -> str:
+    """A level of a label in words: '20 clients', or '20 connections × 4 streams' where each carries -m."""
+    m = streams_of(data, label)
+    return f"{level:,} clients" if m == 1 else f"{level:,} connections × {m} streams"
+
+
 def asked_protocols(data: Results) -> dict[str, tuple[str, str]]:
     """Each label that asked for a protocol: (asked, negotiated) as the primer saw it."""
     out = {}
