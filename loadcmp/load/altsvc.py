@@ -2,8 +2,8 @@
 
 `discover` makes one https request over TCP, whose answer must advertise h3 (`Alt-Svc: h3=":PORT"`): the
 port it names is the one loaded. `probe` makes one QUIC handshake there, which must negotiate QUIC v1 and
-ALPN h3 (`quic_handshake`: what it negotiated, as the primer stores it). Either refuses a server that does not speak HTTP/3 in one line (UsageError), before any load: bench
-and the primer call both.
+ALPN h3 (`quic_handshake`: what it negotiated, as the primer stores it). Either refuses a server that does
+not speak HTTP/3 in one line (UsageError), before any load: bench and the primer call both.
 """
 
 from __future__ import annotations

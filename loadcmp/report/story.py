@@ -129,7 +129,8 @@ def peaks(data: Results) -> list[str]:
         last = data.levels[-1]
         out.append(f"{s} peaked at a mean of {e.mean:,.0f} requests/s, at {clients(data, s, lv)}"
                    + (f" (pooled p99 latency {ms(p99):,.1f} ms)" if p99 is not None else "")
-                   + (f"; at {clients(data, s, last)}, {_at(data, s, last)}" if lv != last and data.cell(s, last) else "")
+                   + (f"; at {clients(data, s, last)}, {_at(data, s, last)}"
+                      if lv != last and data.cell(s, last) else "")
                    + ".")
     return out
 

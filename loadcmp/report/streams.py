@@ -17,11 +17,11 @@ from ..store.reader import Results
 
 HEADER = ["clients", "server", "protocol", "streams/connection", "connections", "GOAWAY", "unprocessed",
           "RST_STREAM", "max concurrent", "most on one connection"]
-LEGEND = ("streams/connection: the streams the window started per connection opened (-m streams at once, a new connection "
-          "after each GOAWAY or cut); connections, GOAWAY, unprocessed (streams above a GOAWAY's last-stream-id, "
-          "never processed) and RST_STREAM (by error code): per trial, the mean over the trials; max concurrent: "
-          "the server's SETTINGS_MAX_CONCURRENT_STREAMS (0: none sent); most on one connection: the most requests "
-          "one connection served.")
+LEGEND = ("streams/connection: the streams the window started per connection opened (-m streams at once, a new "
+          "connection after each GOAWAY or cut); connections, GOAWAY, unprocessed (streams above a GOAWAY's "
+          "last-stream-id, never processed) and RST_STREAM (by error code): per trial, the mean over the trials; "
+          "max concurrent: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0: none sent); most on one connection: "
+          "the most requests one connection served.")
 
 
 H3_LEGEND = (" Over h3: RST_STREAM is QUIC's RESET_STREAM (by its HTTP/3 error code), GOAWAY the HTTP/3 frame (the "
