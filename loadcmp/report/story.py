@@ -21,7 +21,7 @@ from ..traffic.replay import replay_lines
 from ..units import format_bytes, ms
 from .causes import by_cause, evidence, head
 from .handshakes import errors_said
-from .role_usage import apart_lines
+from .role_usage import apart_lines, used
 from .streams import clients, streams_of
 from .compare import Ratio, at_least, comparable, inverse, pairs, ratio
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
@@ -256,10 +256,6 @@ def _cores(data: Results, server: str) -> int | None:
     return int(cores) if cores else None
 
 
-def _cpu(t: TrialRecord) -> float | None:
-    return metrics_of(t).get("cpu_pct")
-
-
 def _on_its_cpus(t: TrialRecord) -> float | None:
     return cpu_of_its_cpus(t)[0]
 
@@ -288,19 +284,9 @@ def resources(data: Results) -> list[str]:
     out = []
     per = []
     for s in data.servers:
-        cpu = [e for lv in data.levels if (e := cell_estimate(data, s, lv, _cpu)).mean is not None]
-        if not cpu:
+        if (text := used(data, s, _cores(data, s), _saturated(data, s))) is None:
             continue
-        cores = _cores(data, s)
-        means = [float(e.mean or 0) for e in cpu]
-        lo, hi = min(means), max(means)
-        used = f"{lo:,.0f} %" if round(lo) == round(hi) else f"{lo:,.0f}–{hi:,.0f} %"
-        text = (f"{s} used {used} of its one CPU core" if cores == 1 else
-                f"{s} used {used} of server CPU (100 % = one core" + (f"; it had {cores})" if cores else ")"))
-        if saturated := _saturated(data, s):
-            roles = _sharing(data, s)
-            text += f": saturated {saturated}" + (f", counting its {roles}, which shares its CPU" if roles else "")
-        out.append(text + ".")
+        out.append(text)
         core = {lv: e for lv in data.levels if (e := cell_estimate(data, s, lv, per_core)).mean is not None}
         if core:
             per.append((s, core))
@@ -325,7 +311,7 @@ def resources(data: Results) -> list[str]:
                           + (f", at most {max(procs):,} processes" if procs else ""))
     if memory:
         out.append("Peak server memory (mean of the trials' peaks): " + "; ".join(memory) + ".")
-    return out + [line for s in data.servers for line in apart_lines(data, s)]
+    return out + [line for s in data.servers for line in apart_lines(data, s, _cores(data, s))]
 
 
 def _per_core_verdict(data: Results, cells: list[tuple[str, Estimate]]) -> str:
