@@ -34,7 +34,7 @@ Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> ta
 plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; pages -> tls -> tables -> handshakes;
 role_usage -> tables; pages -> streams; pages -> mixes;
 pages -> tables -> journeys;
-story -> handshakes; story -> streams; capacity -> streams. Outside the package: the store (the
+story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
 folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
 errors).
 """

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from ..store.reader import Results, metrics_of
 from ..records import LoadSummary, TrialRecord
+from .streams import streams_of
 from .tables import MIN_TRIALS, Estimate, t95
 
 Getter = Callable[[TrialRecord], float | int | None]
@@ -130,22 +131,23 @@ def comparison_lines(data: Results) -> list[str]:
     advised = False
     for level in data.levels:
         for base, other in pairs(data):
+            unit = pair_unit(data, base, other)
             ea, eb = _est(data, base, level, get), _est(data, other, level, get)
             if ea.mean is None or eb.mean is None:
                 missing = base if ea.mean is None else other
-                out.append(f"At {level:,} clients {missing} has no measurement, so there is nothing to compare.")
+                out.append(f"At {level:,} {unit} {missing} has no measurement, so there is nothing to compare.")
                 continue
             r = ratio(eb, ea)
             bound = [(name, b) for name in (base, other) if (b := data.client_bound(name, level))]
             if (least := at_least(data, base, other, level)) is not None:
                 hi, lo_name, rr = least
                 ests = {base: ea, other: eb}
-                out.append(f"{hi} served at least {rr.low:.2f}× the requests of {lo_name} at {level:,} clients: "
+                out.append(f"{hi} served at least {rr.low:.2f}× the requests of {lo_name} at {level:,} {unit}: "
                            f"{bound_text((hi, ests[hi]), (lo_name, ests[lo_name]))}.")
                 continue
             if bound:
                 who = " and ".join(name for name, _ in bound)
-                out.append(f"Inconclusive at {level:,} clients: the client, not the server, was the bottleneck "
+                out.append(f"Inconclusive at {level:,} {unit}: the client, not the server, was the bottleneck "
                            f"for {who}: {bound[0][1].reason}."
                            + (f" The ratio {r.text()} measures the client." if r.value is not None else "")
                            + (f" {_sentence(bound[0][1].advice)}" if bound[0][1].advice and not advised else ""))
@@ -153,21 +155,27 @@ def comparison_lines(data: Results) -> list[str]:
                 continue
             if not r.value:
                 zero = base if r.value is None else other
-                out.append(f"At {level:,} clients {zero} served no successful request, so no ratio can be given.")
+                out.append(f"At {level:,} {unit} {zero} served no successful request, so no ratio can be given.")
                 continue
             hi, lo_name, rr = (other, base, r) if r.value >= 1 else (base, other, inverse(r))
             if r.significant is None:
                 n = min(ea.n, eb.n)
-                out.append(f"{hi} served {rr.value:.2f}× the requests of {lo_name} at {level:,} clients "
+                out.append(f"{hi} served {rr.value:.2f}× the requests of {lo_name} at {level:,} {unit} "
                            f"({'one trial' if n == 1 else f'{n} trials'} each: an interval needs {MIN_TRIALS} or "
                            f"more, so this is no finding; use --trials {MIN_TRIALS}).")
             elif r.significant:
                 out.append(f"{hi} served {rr.value:.2f}× ({rr.low:.2f}–{rr.high:.2f}) the requests of {lo_name} "
-                           f"at {level:,} clients.")
+                           f"at {level:,} {unit}.")
             else:
                 out.append(f"No significant difference in requests served between {base} and {other} at "
-                           f"{level:,} clients (ratio {r.text()}).")
+                           f"{level:,} {unit} (ratio {r.text()}).")
     return out
+
+
+def pair_unit(data: Results, a: str, b: str) -> str:
+    """What two compared labels' level counts: 'clients', or 'connections × 4 streams' where both carry -m."""
+    m = {streams_of(data, a), streams_of(data, b)}
+    return f"connections × {m.pop()} streams" if len(m) == 1 and 1 not in m else "clients"
 
 
 def at_least(data: Results, base: str, other: str, level: int) -> tuple[str, str, Ratio] | None:

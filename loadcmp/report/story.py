@@ -22,8 +22,8 @@ from ..units import format_bytes, ms
 from .causes import by_cause, evidence, head
 from .handshakes import errors_said
 from .role_usage import apart_lines, used
-from .streams import clients, streams_of
-from .compare import Ratio, at_least, comparable, inverse, pairs, ratio
+from .streams import clients
+from .compare import Ratio, at_least, comparable, inverse, pair_unit, pairs, ratio
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
 FAIL_LIMIT = 0.01
@@ -144,8 +144,7 @@ def throughput(data: Results) -> list[str]:
     out = peaks(data)
     for base, other in pairs(data):
         steps = [_step(data, base, other, lv) for lv in data.levels]
-        m = {streams_of(data, base), streams_of(data, other)}
-        unit = f"connections × {m.pop()} streams" if len(m) == 1 and 1 not in m else "clients"
+        unit = pair_unit(data, base, other)
         for (kind, winner), group in groupby(steps, key=lambda s: (s.outcome, s.winner)):
             g = list(group)
             where = _levels([s.level for s in g], data.levels, unit)
