@@ -22,7 +22,7 @@ class StreamFacts(TypedDict):
 
     protocol: str  #: negotiated: "h2", "h2c", "h3"
     connections: int  #: connections opened (a new one after each GOAWAY)
-    streams: int  #: streams started (the warm-up's included)
+    streams: int  #: streams started in the window, as `started` counts them (not the warm-up's)
     streams_per_connection: float  #: streams / connections
     goaways: int  #: GOAWAY frames received
     goaway_unprocessed: int  #: streams above a GOAWAY's last-stream-id, never processed (outcome goaway)

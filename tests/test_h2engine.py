@@ -94,6 +94,15 @@ def test_streams_in_flight_on_each_connection(servers, cafile, h2_path, proto):
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_the_streams_counted_are_the_windows_not_the_warmups(servers, cafile, h2_path, proto):
+    target = make_target(servers[(proto, "ok")].url("/"), proto=proto, streams=4,
+                         cafile=cafile if proto == "h2" else None)
+    doc, failures, st = _accounted(run_load(LoadSpec(target, Closed(2), 1.0, warmup=0.5, timeout=3.0)))
+    assert failures == {} and doc["warmup_requests"] > 20, doc  # the warm-up sent streams, uncounted
+    assert st.streams == doc["started"] == doc["ok"] + doc["unfinished"], (st, doc)
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
 def test_refused_streams_are_stream_resets_by_code(servers, cafile, h2_path, proto):
     doc, failures, st = _accounted(load(servers[(proto, "refuse")], proto, cafile))
     assert set(failures) == {"stream_reset"} and st.resets == {"REFUSED_STREAM": failures["stream_reset"]}, st

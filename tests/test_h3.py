@@ -44,9 +44,15 @@ def test_responses_counted_stream_by_stream(h3, cafile):
     assert doc["unfinished"] <= 2 * 4  # at most every stream of the two connections in flight at the close
     streams = doc["streams"]
     assert streams is not None and streams["protocol"] == "h3" and streams["connections"] == 2
-    assert streams["streams"] >= doc["started"] and streams["max_concurrent"] > 0
+    assert streams["streams"] == doc["started"] and streams["max_concurrent"] > 0
     assert doc["tls"] is not None and doc["tls"]["alpn"] == "h3" and doc["tls"]["version"] == "TLSv1.3"
     assert doc["tls"]["full"] == 2
+
+
+def test_the_streams_counted_are_the_windows_not_the_warmups(h3, cafile):
+    doc = result_doc(run_load(LoadSpec(target(h3.url("/ok"), cafile), Closed(2), 1.0, warmup=0.5, timeout=3.0)))
+    assert doc["warmup_requests"] > 20 and doc["failed"] == 0, doc  # the warm-up sent streams, uncounted
+    assert doc["streams"] is not None and doc["streams"]["streams"] == doc["started"], doc
 
 
 def test_an_error_status_is_its_kind(h3, cafile):
@@ -181,6 +187,20 @@ def test_the_primer_finds_h3_as_the_load_will(h3, cafile, ca, tmp_path):
             quic(_dep(none.port, cafile), "/ok", 3.0)  # type: ignore[arg-type]
     finally:
         none.stop()
+
+
+def test_the_primers_handshake_of_an_h3_label_is_the_quic_one(h3, cafile):
+    from types import SimpleNamespace
+
+    from loadcmp.sweep.primer import handshake
+
+    dep = SimpleNamespace(port=h3.port, stack=SimpleNamespace(name="caddy"), host=SimpleNamespace(address="127.0.0.1"),
+                          plan=SimpleNamespace(cafile=cafile, tls=SimpleNamespace(key_type="ecdsa-p256"), settings={}))
+    over_tcp = handshake(dep, proto="h1")  # type: ignore[arg-type]
+    assert over_tcp is not None and over_tcp["alpn"] == "http/1.1"
+    seen = handshake(dep, proto="h3")  # type: ignore[arg-type]
+    assert seen is not None and seen["alpn"] == "h3", seen  # what the load's QUIC handshakes negotiate
+    assert (seen["version"], seen["cipher"], seen["key"]) == ("TLSv1.3", "TLS_AES_128_GCM_SHA256", "ecdsa-p256")
 
 
 def test_bench_proto_h3_finds_the_server_and_accounts_every_stream(h3, cafile):

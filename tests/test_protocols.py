@@ -277,3 +277,68 @@ def test_parse_protos_keeps_order_and_refuses_what_is_not_one() -> None:
     assert parse_protos(["H2C"]) == ("h2c",)
     with pytest.raises(UsageError, match="unknown protocol"):
         parse_protos("")
+
+
+# --- a run of several protocols: what the report compares ---
+
+def _several_protocols(folder: Path, h2_gain: dict[str, float], streams: int = 4) -> Path:
+    """run-2x2x3 as if run with `--proto h1,h2 -m 4`: each trial as `X[h1]`, and as `X[h2]` with its rate
+    times `h2_gain[X]`."""
+    import copy
+
+    from tests.helpers.stored import FIXTURES
+
+    folder = stored_run(folder, fixture=FIXTURES / "run-2x2x3")
+    run = json.loads((folder / "run.json").read_text())
+    trials = []
+    for t in run["trials"]:
+        for proto in ("h1", "h2"):
+            c = copy.deepcopy(t)
+            c["server"] = f"{t['server']}[{proto}]"
+            c["result"]["rps"] *= h2_gain[t["server"]] if proto == "h2" else 1.0
+            trials.append(c)
+    run["trials"] = trials
+    run["servers"] = {f"{s}[{p}]": {**info, "proto": p, "negotiated": "h2" if p == "h2" else "http/1.1"}
+                      for s, info in run["servers"].items() for p in ("h1", "h2")}
+    run["spec"].update(protos=["h1", "h2"], streams=streams)
+    (folder / "run.json").write_text(json.dumps(run))
+    return folder
+
+
+def test_several_protocols_compare_the_stacks_within_each_and_each_stack_across_them(tmp_path: Path) -> None:
+    from loadcmp.report.compare import comparison_lines, pairs, ratio_table
+    from loadcmp.report.story import throughput
+
+    data = load_results(_several_protocols(tmp_path / "run", {"nginx": 3.0, "apache-prefork": 1.0}))
+    assert data.servers == ["nginx[h1]", "nginx[h2]", "apache-prefork[h1]", "apache-prefork[h2]"]
+    assert pairs(data) == [("nginx[h1]", "apache-prefork[h1]"), ("nginx[h2]", "apache-prefork[h2]"),
+                           ("nginx[h1]", "nginx[h2]"), ("apache-prefork[h1]", "apache-prefork[h2]")]
+    base, rows = ratio_table(data)
+    assert base == "" and {(r.server, r.baseline) for r in rows} == {(b, a) for a, b in pairs(data)}
+    said = comparison_lines(data) + throughput(data)
+    crossed = [v for v in said if "apache-prefork[h2]" in v and "nginx[h1]" in v]
+    assert not crossed, crossed  # never one stack on h2 against another on h1
+    assert any(v.startswith("nginx[h2] served 2.") and "of apache-prefork[h2] at 50 connections × 4 streams" in v
+               for v in said), said
+    assert any(v.startswith("nginx[h2] served 3.00× (") and "of nginx[h1] at 400" in v for v in said), said
+    assert any(v.startswith("nginx[h2] peaked at") and "at 400 connections × 4 streams" in v for v in said), said
+    assert any(v.startswith("nginx[h1] peaked at") and "at 400 clients" in v for v in said), said
+    assert any(v.startswith("nginx[h2] handled more requests/s than apache-prefork[h2] at 50 and 400 connections × 4 "
+                            "streams") for v in said), said
+    text = markdown_page(compose(data))
+    assert ("50 and 400 concurrent clients on h1 and 50 and 400 connections × 4 streams on h2 (200 and 1,600 "
+            "requests in flight)") in text
+    assert "Ratios of each label B to the label A it is compared with" in text
+    assert "| 50 | nginx[h2] / nginx[h1] |" in text and "| 50 | apache-prefork[h2] / nginx[h2] |" in text
+    assert "| 50 | apache-prefork[h2] / nginx[h1] |" not in text and "/ nginx[h1] | " in text
+
+
+def test_a_capacity_in_clients_of_several_streams_says_both() -> None:
+    from loadcmp.sweep.capacity import sentence
+    from loadcmp.sweep.search import Found
+
+    found = Found(kind="capacity", level=160, missed=200)
+    cap = SimpleNamespace(unit="clients", most_trials=5, max_reason="", start=10)
+    assert sentence("caddy[h2]", found, cap, None, 4) == (  # type: ignore[arg-type]
+        "caddy[h2]: capacity 160 clients (connections, each carrying 4 streams) (met at 160, missed at 200)")
+    assert sentence("caddy[h1]", found, cap, None) == "caddy[h1]: capacity 160 clients (met at 160, missed at 200)"  # type: ignore[arg-type]

@@ -351,8 +351,14 @@ def test_a_database_on_the_servers_cpu_counts_toward_its_saturation(fixture_copy
     data = load_results(fixture_copy)
     why = [x for x in causes(data) if x.startswith("apache-prefork: its CPU was saturated")]
     assert len(why) == 1 and "counting its db on the same cores" in why[0], causes(data)
-    used = [x for x in resources(data) if x.startswith("apache-prefork used")]
-    assert len(used) == 1 and "counting its db, which shares its CPU" in used[0], used
+    said = resources(data)
+    used = [x for x in said if x.startswith("apache-prefork used")]
+    # each role's share against the core they share, never the two summed under the server's name
+    assert used == ["apache-prefork used 55 % of its one CPU core, and its db 40 % of the same core: together "
+                    "saturated at every level."], used
+    beside = [x for x in said if x.startswith("Beside apache-prefork")]
+    assert beside and beside[0].startswith("Beside apache-prefork, its db (measured apart from the server, on its "
+                                           "one CPU core; 100 % = one core): at 10 clients 40 % CPU"), beside
 
 
 def test_runs_read_together_keep_each_servers_facts(fixture_copy):

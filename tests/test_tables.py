@@ -112,6 +112,7 @@ def test_comparisons_pair_servers_on_the_same_page_and_advise_once():
         servers=list(rps), levels=[10, 20],
         cell=lambda s, lv: [{"result": {"rps": rps[s] + i, "failed": 0, "ok": 1}} for i in range(3)],
         client_bound=lambda s, lv: bound if s.endswith("/a") else None,
+        info=lambda s: None,  # nothing stored of the labels: one protocol
     )
     out = comparison_lines(data)  # type: ignore[arg-type]
     assert len(out) == 4  # (a, b) pairs x two levels: never nginx /a against nginx /b

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -125,6 +126,49 @@ def test_the_primers_facts_come_first_and_the_loads_stand_in(tmp_path):
     (folder / "run.json").write_text(json.dumps(run))
     lines = tls_lines(load_results(folder))
     assert "nginx: TLSv1.3, TLS_AES_256_GCM_SHA384, ALPN http/1.1 (the load's handshakes)." in lines
+
+
+def _edit(folder: Path, edit: Callable[[dict[str, Any]], None]) -> Path:
+    run = json.loads((folder / "run.json").read_text())
+    edit(run)
+    (folder / "run.json").write_text(json.dumps(run))
+    return folder
+
+
+def test_a_kept_alive_load_without_handshakes_in_its_window_is_no_disagreement(tmp_path):
+    """-k: the connections shook hands in the warm-up, so the window's TLS facts hold no handshake."""
+    def kept_alive(run: dict[str, Any]) -> None:
+        for t in run["trials"]:
+            if t["server"] == "nginx" and t.get("result"):
+                t["tls"] = t["result"]["tls"] = {"version": "", "cipher": "", "alpn": "", "full": 0, "resumed": 0}
+
+    lines = tls_lines(load_results(_edit(_tls_run(tmp_path), kept_alive)))
+    nginx = [x for x in lines if x.startswith("nginx: ")]
+    assert nginx and nginx[0].startswith("nginx: TLSv1.3, TLS_AES_256_GCM_SHA384") and "primer's handshake" in nginx[0]
+    assert not any("mostly agreed" in x or " , ." in x for x in lines), lines
+
+
+def test_an_h3_labels_tls_is_what_quic_negotiated_not_the_primers_tcp_handshake(tmp_path):
+    """A run stored while the primer shook hands over TCP for h3 (ALPN http/1.1): the load's QUIC handshakes
+    say it; one whose primer made the QUIC handshake says the primer's."""
+    quic = {"version": "TLSv1.3", "cipher": "TLS_AES_128_GCM_SHA256", "alpn": "h3", "full": 20, "resumed": 0}
+
+    def h3(run: dict[str, Any]) -> None:
+        run["servers"]["nginx"]["proto"] = run["servers"]["nginx"]["negotiated"] = "h3"
+        for t in run["trials"]:
+            if t["server"] == "nginx" and t.get("result"):
+                t["tls"] = t["result"]["tls"] = dict(quic)
+
+    folder = _edit(_tls_run(tmp_path), h3)
+    nginx = next(x for x in tls_lines(load_results(folder)) if x.startswith("nginx: "))
+    assert nginx == "nginx: TLSv1.3, TLS_AES_128_GCM_SHA256, ALPN h3 (the load's QUIC handshakes).", nginx
+
+    def primed_over_quic(run: dict[str, Any]) -> None:
+        run["servers"]["nginx"]["tls"].update(cipher="TLS_AES_128_GCM_SHA256", alpn="h3")
+
+    nginx = next(x for x in tls_lines(load_results(_edit(folder, primed_over_quic))) if x.startswith("nginx: "))
+    assert nginx.startswith("nginx: TLSv1.3, TLS_AES_128_GCM_SHA256, ALPN h3,") and "primer's QUIC handshake" in nginx
+    assert "http/1.1" not in nginx and "mostly agreed" not in nginx
 
 
 def test_tls_error_reasons_where_failures_begin(tmp_path):

@@ -111,6 +111,9 @@ def test_the_tls_settings_reach_each_servers_words(ca: RunCA) -> None:
     apache = plan("apache-event", one_two, ca).config_files()["web/apache2.conf"]
     assert "SSLProtocol -all +TLSv1.2\n" in apache and "SSLSessionCache none" in apache
     assert "SSLSessionTickets Off" in apache and "SSLOpenSSLConfCmd Groups X25519:P-256" in apache
+    # mod_ssl names a failed handshake's reason only at info: the cause apache.tls_handshake reads it
+    assert "\nLogLevel warn\n" in apache and "\nLogLevel ssl:info\n" in apache
+    assert "LogLevel ssl:info" not in plan("apache-event").config_files()["web/apache2.conf"]  # plain http: warn
     lighttpd = plan("lighttpd", one_two, ca).config_files()["web/lighttpd.conf"]
     assert '"MaxProtocol" => "TLSv1.2"' in lighttpd and '"Options" => "-SessionTicket"' in lighttpd
     assert '"ssl.session-cache" => "disable"' in lighttpd

@@ -69,7 +69,7 @@ cdef class H2Conns:
         s.t_intended = s.t_sent = t
         s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
         s.deadline = t + self.timeout
-        self.stats.streams += 1
+        self.stats.streams += got  # the window's streams, as the outcomes count them (not the warm-up's)
         if self.stats.owed > 0:  # in place of a stream a GOAWAY left unprocessed
             self.stats.owed -= 1
             self.stats.retried += 1

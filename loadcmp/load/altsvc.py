@@ -2,8 +2,8 @@
 
 `discover` makes one https request over TCP, whose answer must advertise h3 (`Alt-Svc: h3=":PORT"`): the
 port it names is the one loaded. `probe` makes one QUIC handshake there, which must negotiate QUIC v1 and
-ALPN h3. Either refuses a server that does not speak HTTP/3 in one line (UsageError), before any load: bench
-and the primer call both.
+ALPN h3 (`quic_handshake`: what it negotiated, as the primer stores it). Either refuses a server that does
+not speak HTTP/3 in one line (UsageError), before any load: bench and the primer call both.
 """
 
 from __future__ import annotations
@@ -65,6 +65,18 @@ def discover(target: Target, timeout: float) -> Target:
 def probe(target: Target, timeout: float) -> str:
     """One QUIC handshake before the load, which must negotiate QUIC v1 and ALPN h3: what it negotiated
     ("QUIC v1, h3, TLSv1.3 TLS_AES_128_GCM_SHA256"), or a one-line UsageError."""
+    return said(quic_handshake(target, timeout))
+
+
+def said(seen: tuple[str, str, str]) -> str:
+    """A QUIC handshake's (version, cipher, ALPN) in words: "QUIC v1, h3, TLSv1.3 TLS_AES_128_GCM_SHA256"."""
+    version, cipher, alpn = seen
+    return f"QUIC v1, {alpn}, {version} {cipher}"
+
+
+def quic_handshake(target: Target, timeout: float) -> tuple[str, str, str]:
+    """One QUIC handshake, which must negotiate QUIC v1 and ALPN h3: its (TLS version, cipher, ALPN), or a
+    one-line UsageError."""
 
     async def shake() -> Conn:
         infos = await asyncio.get_running_loop().getaddrinfo(target.host, target.port, type=socket.SOCK_DGRAM)
@@ -87,4 +99,4 @@ def probe(target: Target, timeout: float) -> str:
             raise UsageError(f"the certificate of {where} did not verify over QUIC ({e.reason}); pass --insecure "
                              "to skip the check for a test server") from None
         raise UsageError(f"{where} does not speak HTTP/3 over QUIC v1: {e.reason}") from None
-    return f"QUIC v1, {alpn}, {version} {cipher}"
+    return version, cipher, alpn

@@ -134,7 +134,7 @@ class H2Proto(asyncio.Protocol):
         if self.owner.body:
             self.h2.send_data(sid, self.owner.body, end_stream=True)
         self.streams[sid] = s
-        self.owner.tally.streams += 1
+        self.owner.tally.streams += s.counted  # the window's streams, as the outcomes count them
 
     def fill(self) -> None:
         """Keep `m` streams in flight (fewer when the server allows fewer), none after a GOAWAY; then write."""

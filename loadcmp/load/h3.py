@@ -194,9 +194,10 @@ class Conn(QuicConnectionProtocol):
         if self.goaway is not None and not self.streams and not self.gone:
             self.close()  # drained after a GOAWAY: the next request opens a new connection
 
-    async def send(self, headers: list[tuple[bytes, bytes]], body: bytes) -> tuple[int, Stream]:
+    async def send(self, headers: list[tuple[bytes, bytes]], body: bytes, counted: bool = True
+                   ) -> tuple[int, Stream]:
         """One request on a new stream, once the server's stream limit allows it; Refused when the connection
-        went away (or said GOAWAY) while it waited."""
+        went away (or said GOAWAY) while it waited. The tally counts it when the outcomes do (`counted`)."""
         quic = self._quic
         while quic.get_next_available_stream_id() // 4 >= quic.max_concurrent_bidi_streams:
             self.room.clear()
@@ -209,7 +210,7 @@ class Conn(QuicConnectionProtocol):
         self.h3.send_headers(sid, headers, end_stream=not body)
         if body:
             self.h3.send_data(sid, body, end_stream=True)
-        self.tally.streams += 1
+        self.tally.streams += counted
         if self._flush is None:  # one flush for every stream written in this pass of the loop
             self._flush = asyncio.get_running_loop().call_soon(self._flush_now)
         return sid, stream
@@ -370,7 +371,7 @@ class H3Engine(Engine[Slot]):
                     self.rec.unsent(t_intended, counted)
                     return state
                 t_sent = now()
-                sid, stream = await conn.send(self.headers, self.target.body)
+                sid, stream = await conn.send(self.headers, self.target.body, counted)
                 sent = True
                 kind = await stream.end
         except TimeoutError:

@@ -71,7 +71,7 @@ class StreamTally:
     connections: int = 0
     """Connections opened (a new one after each GOAWAY)."""
     streams: int = 0
-    """Streams started, counted or not (the warm-up's too)."""
+    """Streams started in the window, those the outcomes count (a warm-up's are not)."""
     goaways: int = 0
     """GOAWAY frames received."""
     goaway_unprocessed: int = 0

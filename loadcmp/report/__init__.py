@@ -7,13 +7,15 @@
     story.py          the findings in plain sentences: who served more, where failures begin, what the
                       servers used and why they failed, from their own evidence
     causes.py         the servers' evidence in words: the one place a trial's cause records become sentences
-    role_usage.py     what the roles measured apart from a server (an app's database) used, per level
+    role_usage.py     what the roles measured apart from a server (an app's database) used, per level, and
+                      the server's CPU beside theirs, each against the cores they share
     compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
     tables.py         Table 1 (per server x level: means and 95 % intervals), `--json`'s rows, the legend
     tls.py            https: the TLS handshakes table (per second, resumed share, per core, handshake time,
                       tls_error) and what each label negotiated
     streams.py        h2/h2c: the streams table (per connection, GOAWAY, RST_STREAM, the server's max
-                      concurrent), what each label asked for and negotiated, GOAWAY every N with its tunable
+                      concurrent), what each label asked for and negotiated, GOAWAY every N with its tunable;
+                      a level in words where a client is a connection carrying -m streams
     mixes.py          a weighted mix: each page's row (requests, share, ok/s, status codes, p50, p99) beside
                       Table 1's for the mix as a whole, and the mix's pages, weights and seed
     journeys.py       --journey: each journey's completion rate and where the others failed, each step as
@@ -30,9 +32,9 @@
 
 Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
 plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; pages -> tls -> tables -> handshakes;
-pages -> streams; pages -> mixes;
+role_usage -> tables; pages -> streams; pages -> mixes;
 pages -> tables -> journeys;
-story -> handshakes. Outside the package: the store (the
+story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
 folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
 errors).
 """

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..records import CapacityDoc, CapacityServerDoc
 from ..store.reader import Results
+from .streams import streams_of
 
 HEADER = ["server", "capacity", "interval (met – missed)", "at the level found", "at the level above",
           "what broke at the edge"]
@@ -84,7 +85,10 @@ def capacity_rows(res: Results) -> tuple[list[str], list[list[str]]]:
     """One row per label that was searched (none: no capacity search in these results)."""
     rows = []
     for label, (search, doc) in res.capacity.items():
-        unit = search["unit"]
+        unit: str = search["unit"]
+        streams = streams_of(res, label)
+        if unit == "clients" and streams > 1:  # each client a connection carrying -m streams: say both
+            unit = f"clients (connections × {streams} streams)"
         iv = interval(doc)
         shown = "-" if iv is None else (f"{iv[0]:,.0f} – {iv[1]:,.0f} {unit}" if iv[1] != float("inf")
                                         else f"{iv[0]:,.0f} {unit} and up")

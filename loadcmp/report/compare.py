@@ -10,6 +10,11 @@ A ratio B/A of means gets a 95 % interval from the trials' standard errors
 (delta method on the log scale) when each side has 3 trials or more. A verdict
 names a difference only when that interval excludes 1; with fewer trials it
 gives the ratio and says that it is no finding.
+
+Which labels are compared (`pairs`): those on the same page with the same keep-alive, each against the
+first of its group. A run of several protocols (labels like `nginx[h2]`) answers two questions instead of
+comparing everything with its first label: the stacks within each protocol (caddy[h2] against nginx[h2]),
+and each stack against itself on its first protocol (nginx[h2] against nginx[h1]).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from dataclasses import dataclass
 
 from ..store.reader import Results, metrics_of
 from ..records import LoadSummary, TrialRecord
+from .streams import streams_of
 from .tables import MIN_TRIALS, Estimate, t95
 
 Getter = Callable[[TrialRecord], float | int | None]
@@ -93,18 +99,20 @@ class RatioRow:
 
 
 def ratio_table(data: Results) -> tuple[str, list[RatioRow]]:
-    """B/A per level for every server B against the first server A."""
+    """B/A per level for every server B against the first server A; with several protocols, for every
+    compared pair (`pairs`), and no one baseline ('')."""
     servers = data.servers
     if len(servers) < 2:
         return (servers[0] if servers else ""), []
-    base = servers[0]
+    several = protocols_in(data) is not None
+    compared = pairs(data) if several else [(servers[0], other) for other in servers[1:]]
     rows = []
     for level in data.levels:
-        for other in servers[1:]:
+        for base, other in compared:
             ratios = {key: ratio(_est(data, other, level, get), _est(data, base, level, get))
                       for key, (_, get) in METRICS.items() if key != "p99"}
             rows.append(RatioRow(level, other, base, {**ratios, "p99": _pooled_p99(data, other, base, level)}))
-    return base, rows
+    return ("" if several else servers[0]), rows
 
 
 def _pooled_p99(data: Results, b: str, a: str, level: int) -> Ratio:
@@ -123,22 +131,23 @@ def comparison_lines(data: Results) -> list[str]:
     advised = False
     for level in data.levels:
         for base, other in pairs(data):
+            unit = pair_unit(data, base, other)
             ea, eb = _est(data, base, level, get), _est(data, other, level, get)
             if ea.mean is None or eb.mean is None:
                 missing = base if ea.mean is None else other
-                out.append(f"At {level:,} clients {missing} has no measurement, so there is nothing to compare.")
+                out.append(f"At {level:,} {unit} {missing} has no measurement, so there is nothing to compare.")
                 continue
             r = ratio(eb, ea)
             bound = [(name, b) for name in (base, other) if (b := data.client_bound(name, level))]
             if (least := at_least(data, base, other, level)) is not None:
                 hi, lo_name, rr = least
                 ests = {base: ea, other: eb}
-                out.append(f"{hi} served at least {rr.low:.2f}× the requests of {lo_name} at {level:,} clients: "
+                out.append(f"{hi} served at least {rr.low:.2f}× the requests of {lo_name} at {level:,} {unit}: "
                            f"{bound_text((hi, ests[hi]), (lo_name, ests[lo_name]))}.")
                 continue
             if bound:
                 who = " and ".join(name for name, _ in bound)
-                out.append(f"Inconclusive at {level:,} clients: the client, not the server, was the bottleneck "
+                out.append(f"Inconclusive at {level:,} {unit}: the client, not the server, was the bottleneck "
                            f"for {who}: {bound[0][1].reason}."
                            + (f" The ratio {r.text()} measures the client." if r.value is not None else "")
                            + (f" {_sentence(bound[0][1].advice)}" if bound[0][1].advice and not advised else ""))
@@ -146,21 +155,27 @@ def comparison_lines(data: Results) -> list[str]:
                 continue
             if not r.value:
                 zero = base if r.value is None else other
-                out.append(f"At {level:,} clients {zero} served no successful request, so no ratio can be given.")
+                out.append(f"At {level:,} {unit} {zero} served no successful request, so no ratio can be given.")
                 continue
             hi, lo_name, rr = (other, base, r) if r.value >= 1 else (base, other, inverse(r))
             if r.significant is None:
                 n = min(ea.n, eb.n)
-                out.append(f"{hi} served {rr.value:.2f}× the requests of {lo_name} at {level:,} clients "
+                out.append(f"{hi} served {rr.value:.2f}× the requests of {lo_name} at {level:,} {unit} "
                            f"({'one trial' if n == 1 else f'{n} trials'} each: an interval needs {MIN_TRIALS} or "
                            f"more, so this is no finding; use --trials {MIN_TRIALS}).")
             elif r.significant:
                 out.append(f"{hi} served {rr.value:.2f}× ({rr.low:.2f}–{rr.high:.2f}) the requests of {lo_name} "
-                           f"at {level:,} clients.")
+                           f"at {level:,} {unit}.")
             else:
                 out.append(f"No significant difference in requests served between {base} and {other} at "
-                           f"{level:,} clients (ratio {r.text()}).")
+                           f"{level:,} {unit} (ratio {r.text()}).")
     return out
+
+
+def pair_unit(data: Results, a: str, b: str) -> str:
+    """What two compared labels' level counts: 'clients', or 'connections × 4 streams' where both carry -m."""
+    m = {streams_of(data, a), streams_of(data, b)}
+    return f"connections × {m.pop()} streams" if len(m) == 1 and 1 not in m else "clients"
 
 
 def at_least(data: Results, base: str, other: str, level: int) -> tuple[str, str, Ratio] | None:
@@ -189,11 +204,45 @@ def bound_text(bound: tuple[str, Estimate], other: tuple[str, Estimate] | None =
 
 def pairs(data: Results) -> list[tuple[str, str]]:
     """Which servers are compared: those on the same page and keep-alive ("nginx /a" with
-    "apache /a", not with "nginx /b"), each against the first of its group."""
+    "apache /a", not with "nginx /b"), each against the first of its group. With several protocols: the
+    stacks within each protocol, then each stack against itself on its first protocol."""
+    protos = protocols_in(data)
     groups: dict[str, list[str]] = {}
+    if protos is None:
+        for s in data.servers:
+            groups.setdefault(_group(s), []).append(s)
+        return [(g[0], other) for g in groups.values() for other in g[1:]]
+    selves: dict[str, list[str]] = {}
     for s in data.servers:
-        groups.setdefault(_group(s), []).append(s)
-    return [(g[0], other) for g in groups.values() for other in g[1:]]
+        bare = _bare(s, protos[s])
+        groups.setdefault(f"{protos[s]}\0{_group(bare)}", []).append(s)
+        selves.setdefault(bare, []).append(s)
+    return [(g[0], other) for g in [*groups.values(), *selves.values()] for other in g[1:]]
+
+
+def protocols_in(data: Results) -> dict[str, str] | None:
+    """Each label's protocol when the labels carry theirs (`nginx[h2]`: a run of several protocols; an h1
+    label of such a run may be stored without one: h1), else None."""
+    protos = {}
+    for s in data.servers:
+        found = data.info(s)
+        protos[s] = str(found[1].get("proto") or "h1") if found else "h1"
+    return protos if any(f"[{p}]" in s for s, p in protos.items()) else None
+
+
+def _bare(label: str, proto: str) -> str:
+    """A label without its protocol: `nginx[h2] /a` -> `nginx /a`."""
+    return label.replace(f"[{proto}]", "", 1)
+
+
+def comparable(data: Results, a: str, b: str) -> bool:
+    """Whether two labels may be compared: the same page and keep-alive, and with several protocols the
+    same protocol or the same stack."""
+    protos = protocols_in(data)
+    if protos is None:
+        return same_group(a, b)
+    bare_a, bare_b = _bare(a, protos[a]), _bare(b, protos[b])
+    return bare_a == bare_b or (protos[a] == protos[b] and same_group(bare_a, bare_b))
 
 
 def _group(label: str) -> str:

@@ -103,7 +103,10 @@ def _ratio_rows(rows: list[RatioRow]) -> list[list[str]]:
 
 
 def _ratio_lead(r: Report) -> str:
-    return (f"Ratios of each server B to {r.baseline} (A) per level; above 1, B has more. The 95 % interval is given "
+    against = (f"each server B to {r.baseline} (A)" if r.baseline else
+               "each label B to the label A it is compared with (the stacks within each protocol, and each stack "
+               "against itself on its first protocol)")
+    return (f"Ratios of {against} per level; above 1, B has more. The 95 % interval is given "
             "where both sides have 3 trials or more.")
 
 

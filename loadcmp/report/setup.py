@@ -11,7 +11,7 @@ from pathlib import Path
 
 from typing import Any
 
-from ..records import MachineInfo, ScheduleDoc, ServerInfo
+from ..records import MachineInfo, ScheduleDoc, ServerInfo, SpecDoc
 from ..store.reader import Results, Run, result_of, spec_tls
 from ..units import format_bytes
 from .tables import notes
@@ -101,6 +101,30 @@ def _schedule(r: Run) -> ScheduleDoc:
     return ScheduleDoc(kind=r.doc["spec"]["schedule"])
 
 
+def _multiplexed(spec: SpecDoc) -> tuple[int, list[str], bool] | None:
+    """-m above 1 on the run's h2, h2c or h3 labels: (the streams per connection, those protocols, whether
+    h1 labels ran too); None when each client is one request in flight."""
+    streams = int(spec.get("streams") or 1)
+    asked = [*spec.get("protos", ["h1"]), *(p for ps in (spec.get("variant_protos") or {}).values() for p in ps)]
+    protos = list(dict.fromkeys(asked))
+    multi = [p for p in protos if p != "h1"]
+    return (streams, multi, "h1" in protos) if streams > 1 and multi else None
+
+
+def _streamed(spec: SpecDoc, levels: str, listed: bool, streams: int, protos: list[str], h1: bool) -> str:
+    """The closed loop's clients where a client is a connection carrying -m streams: '20 concurrent clients
+    on h1 and 20 connections × 4 streams on h2 (80 requests in flight), ...'."""
+    on = " and ".join(protos)
+    if listed:
+        flight = _and_list([lv * streams for lv in spec["levels"]])
+        multi = f"{levels} connections × {streams} streams on {on} ({flight} requests in flight)"
+    else:  # a capacity search's levels: connections, each carrying the streams
+        multi = f"{levels} connections on {on}, each carrying {streams} streams"
+    first = f"{levels} concurrent clients on h1 and " if h1 else ""
+    return (f"{first}{multi}, each {'client or stream' if h1 else 'stream'} sending its next request when the "
+            "last one ends (webbench, ab; h2load's -c and -m)")
+
+
 def load_sentence(r: Run) -> str:
     """The load in words: who sends what, how often, for how long, and how it is counted."""
     spec = r.doc["spec"]
@@ -120,6 +144,8 @@ def load_sentence(r: Run) -> str:
                if cap is None else f"the rates a capacity search chose (from {cap['start']:,} requests/s) at a fixed "
                f"rate (wrk2, k6), at most {f'{inflight:,}' if inflight else 'one second of requests'} in flight, "
                "the rest dropped")
+    elif (multiplexed := _multiplexed(spec)) is not None:
+        who = _streamed(spec, levels, cap is None, *multiplexed)
     else:
         who = (f"{levels} concurrent clients, each sending its next request when the last one ends "
                "(webbench, ab)")

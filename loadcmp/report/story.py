@@ -21,8 +21,9 @@ from ..traffic.replay import replay_lines
 from ..units import format_bytes, ms
 from .causes import by_cause, evidence, head
 from .handshakes import errors_said
-from .role_usage import apart_lines
-from .compare import Ratio, at_least, inverse, pairs, ratio, same_group
+from .role_usage import apart_lines, used
+from .streams import clients
+from .compare import Ratio, at_least, comparable, inverse, pair_unit, pairs, ratio
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
 FAIL_LIMIT = 0.01
@@ -72,14 +73,14 @@ def _kind_text(kind: str) -> str:
     return "requests the client dropped at its in-flight cap (not sent)" if kind == "dropped" else kind
 
 
-def _levels(levels: list[int], all_levels: list[int]) -> str:
-    """'at 50 clients', 'at 50 and 400 clients', 'from 50 to 5,000 clients'."""
+def _levels(levels: list[int], all_levels: list[int], unit: str = "clients") -> str:
+    """'at 50 clients', 'at 50 and 400 clients', 'from 50 to 5,000 clients' (or another `unit`)."""
     if len(levels) == 1:
-        return f"at {levels[0]:,} clients"
+        return f"at {levels[0]:,} {unit}"
     run = all_levels[all_levels.index(levels[0]):all_levels.index(levels[-1]) + 1]
     if len(levels) > 2 and run == levels:
-        return f"from {levels[0]:,} to {levels[-1]:,} clients"
-    return "at " + ", ".join(f"{lv:,}" for lv in levels[:-1]) + f" and {levels[-1]:,} clients"
+        return f"from {levels[0]:,} to {levels[-1]:,} {unit}"
+    return "at " + ", ".join(f"{lv:,}" for lv in levels[:-1]) + f" and {levels[-1]:,} {unit}"
 
 
 Outcome = Literal["more", "least", "same", "few", "bound", "none", "missing"]
@@ -126,9 +127,10 @@ def peaks(data: Results) -> list[str]:
         lv, e = max(free, key=lambda c: c[1].mean or 0)
         p99 = data.pooled_latency(s, lv).percentile(99)
         last = data.levels[-1]
-        out.append(f"{s} peaked at a mean of {e.mean:,.0f} requests/s, at {lv:,} clients"
+        out.append(f"{s} peaked at a mean of {e.mean:,.0f} requests/s, at {clients(data, s, lv)}"
                    + (f" (pooled p99 latency {ms(p99):,.1f} ms)" if p99 is not None else "")
-                   + (f"; at {last:,} clients, {_at(data, s, last)}" if lv != last and data.cell(s, last) else "")
+                   + (f"; at {clients(data, s, last)}, {_at(data, s, last)}"
+                      if lv != last and data.cell(s, last) else "")
                    + ".")
     return out
 
@@ -142,9 +144,10 @@ def throughput(data: Results) -> list[str]:
     out = peaks(data)
     for base, other in pairs(data):
         steps = [_step(data, base, other, lv) for lv in data.levels]
+        unit = pair_unit(data, base, other)
         for (kind, winner), group in groupby(steps, key=lambda s: (s.outcome, s.winner)):
             g = list(group)
-            where = _levels([s.level for s in g], data.levels)
+            where = _levels([s.level for s in g], data.levels, unit)
             loser = other if winner == base else base
             if kind == "more":
                 out.append(f"{winner} handled more requests/s than {loser} {where}: {_ratios(g)}.")
@@ -199,11 +202,11 @@ def failures(data: Results) -> list[str]:
             why = errors_said(data.cell(s, k.level)) if k.kind == "tls_error" else ""  # the handshakes' reasons
             what = (f", mostly {_kind_text(k.kind)} ({k.kind_count:,.0f} per trial{': ' + why if why else ''})"
                     if k.kind else "")
-            text = f"{s}'s failures begin at {k.level:,} clients: {k.rate:.1%} of its requests failed{what}"
+            text = f"{s}'s failures begin at {clients(data, s, k.level)}: {k.rate:.1%} of its requests failed{what}"
             last = measured[-1]
             if last != k.level:
                 rate = _rate(data, s, last)
-                text += f"; at {last:,} clients, {rate:.1%}"
+                text += f"; at {clients(data, s, last)}, {rate:.1%}"
             out.append(text + ".")
         else:
             worst = max(measured, key=lambda lv: _rate(data, s, lv))
@@ -252,10 +255,6 @@ def _cores(data: Results, server: str) -> int | None:
     return int(cores) if cores else None
 
 
-def _cpu(t: TrialRecord) -> float | None:
-    return metrics_of(t).get("cpu_pct")
-
-
 def _on_its_cpus(t: TrialRecord) -> float | None:
     return cpu_of_its_cpus(t)[0]
 
@@ -284,19 +283,9 @@ def resources(data: Results) -> list[str]:
     out = []
     per = []
     for s in data.servers:
-        cpu = [e for lv in data.levels if (e := cell_estimate(data, s, lv, _cpu)).mean is not None]
-        if not cpu:
+        if (text := used(data, s, _cores(data, s), _saturated(data, s))) is None:
             continue
-        cores = _cores(data, s)
-        means = [float(e.mean or 0) for e in cpu]
-        lo, hi = min(means), max(means)
-        used = f"{lo:,.0f} %" if round(lo) == round(hi) else f"{lo:,.0f}–{hi:,.0f} %"
-        text = (f"{s} used {used} of its one CPU core" if cores == 1 else
-                f"{s} used {used} of server CPU (100 % = one core" + (f"; it had {cores})" if cores else ")"))
-        if saturated := _saturated(data, s):
-            roles = _sharing(data, s)
-            text += f": saturated {saturated}" + (f", counting its {roles}, which shares its CPU" if roles else "")
-        out.append(text + ".")
+        out.append(text)
         core = {lv: e for lv in data.levels if (e := cell_estimate(data, s, lv, per_core)).mean is not None}
         if core:
             per.append((s, core))
@@ -308,7 +297,7 @@ def resources(data: Results) -> list[str]:
             level = free[-1]
             cells = [(s, c[level]) for s, c in per]
             out.append(f"Per core of server CPU at {level:,} clients: "
-                       + ", ".join(f"{s} {e.text()} req/s" for s, e in cells) + _per_core_verdict(cells) + ".")
+                       + ", ".join(f"{s} {e.text()} req/s" for s, e in cells) + _per_core_verdict(data, cells) + ".")
     memory = []
     for s in data.servers:
         # the same figure as Table 1: per level, the mean of the trials' peaks
@@ -321,13 +310,13 @@ def resources(data: Results) -> list[str]:
                           + (f", at most {max(procs):,} processes" if procs else ""))
     if memory:
         out.append("Peak server memory (mean of the trials' peaks): " + "; ".join(memory) + ".")
-    return out + [line for s in data.servers for line in apart_lines(data, s)]
+    return out + [line for s in data.servers for line in apart_lines(data, s, _cores(data, s))]
 
 
-def _per_core_verdict(cells: list[tuple[str, Estimate]]) -> str:
-    """Which server got the most from each core, when the interval says so, among servers on the
-    same page and keep-alive (`compare.pairs`)."""
-    compared = {frozenset(p) for p in pairs_of(cells)}
+def _per_core_verdict(data: Results, cells: list[tuple[str, Estimate]]) -> str:
+    """Which server got the most from each core, when the interval says so, among servers that may be
+    compared (`compare.comparable`)."""
+    compared = {frozenset(p) for p in pairs_of(data, cells)}
     best, second = sorted(cells, key=lambda c: -(c[1].mean or 0))[:2]
     if frozenset((best[0], second[0])) not in compared:
         return ""
@@ -335,10 +324,11 @@ def _per_core_verdict(cells: list[tuple[str, Estimate]]) -> str:
     return f": {best[0]} got {r.text()} as much from each core as {second[0]}" if r.significant else ""
 
 
-def pairs_of(cells: list[tuple[str, Estimate]]) -> list[tuple[str, str]]:
-    """Every two of these servers that serve the same page with the same keep-alive."""
+def pairs_of(data: Results, cells: list[tuple[str, Estimate]]) -> list[tuple[str, str]]:
+    """Every two of these servers that may be compared (the same page and keep-alive; with several
+    protocols, the same protocol or the same stack)."""
     names = [s for s, _ in cells]
-    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if same_group(a, b)]
+    return [(a, b) for i, a in enumerate(names) for b in names[i + 1:] if comparable(data, a, b)]
 
 
 def _cap(data: Results, server: str) -> tuple[str, int] | None:

@@ -17,11 +17,11 @@ from ..store.reader import Results
 
 HEADER = ["clients", "server", "protocol", "streams/connection", "connections", "GOAWAY", "unprocessed",
           "RST_STREAM", "max concurrent", "most on one connection"]
-LEGEND = ("streams/connection: the streams started per connection opened (-m streams at once, a new connection "
-          "after each GOAWAY or cut); connections, GOAWAY, unprocessed (streams above a GOAWAY's last-stream-id, "
-          "never processed) and RST_STREAM (by error code): per trial, the mean over the trials; max concurrent: "
-          "the server's SETTINGS_MAX_CONCURRENT_STREAMS (0: none sent); most on one connection: the most requests "
-          "one connection served.")
+LEGEND = ("streams/connection: the streams the window started per connection opened (-m streams at once, a new "
+          "connection after each GOAWAY or cut); connections, GOAWAY, unprocessed (streams above a GOAWAY's "
+          "last-stream-id, never processed) and RST_STREAM (by error code): per trial, the mean over the trials; "
+          "max concurrent: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0: none sent); most on one connection: "
+          "the most requests one connection served.")
 
 
 H3_LEGEND = (" Over h3: RST_STREAM is QUIC's RESET_STREAM (by its HTTP/3 error code), GOAWAY the HTTP/3 frame (the "
@@ -52,6 +52,20 @@ def _resets(cell: list[StreamFacts]) -> str:
         for code, n in (f.get("resets") or {}).items():
             codes[code] = codes.get(code, 0) + n / len(cell)
     return ", ".join(f"{code} {n:,.0f}" for code, n in sorted(codes.items())) or "0"
+
+
+def streams_of(data: Results, label: str) -> int:
+    """The requests a label's connections each kept in flight: -m on h2, h2c and h3, one on HTTP/1.1."""
+    found = data.info(label)
+    if found is None or found[1].get("proto", "h1") == "h1":
+        return 1
+    return int(found[0].doc["spec"].get("streams") or 1)
+
+
+def clients(data: Results, label: str, level: int) -> str:
+    """A level of a label in words: '20 clients', or '20 connections × 4 streams' where each carries -m."""
+    m = streams_of(data, label)
+    return f"{level:,} clients" if m == 1 else f"{level:,} connections × {m} streams"
 
 
 def asked_protocols(data: Results) -> dict[str, tuple[str, str]]:

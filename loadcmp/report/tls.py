@@ -67,10 +67,17 @@ def tls_rows(data: Results) -> tuple[list[str], list[list[str]]]:
     return (HEADER, rows) if rows else ([], [])
 
 
-def _negotiated(primed: ServerTls | None, trials: list[TrialRecord]) -> str | None:
-    """What a label's handshakes agreed: the primer's (with the key and the chain), else the load's."""
-    seen = Counter((tls["version"], tls["cipher"], tls.get("alpn", "")) for t in trials if (tls := tls_of(t)))
+def _negotiated(primed: ServerTls | None, trials: list[TrialRecord], proto: str = "h1") -> str | None:
+    """What a label's handshakes agreed: the primer's (with the key and the chain), else the load's. A load
+    that made no handshake in its window (kept-alive connections opened in the warm-up) says nothing of it.
+    An h3 label's clients shake hands over QUIC: a primer's handshake over TCP (stored before the primer made
+    the QUIC one) is not theirs, so the load's say what was negotiated."""
+    seen = Counter((tls["version"], tls["cipher"], tls.get("alpn", "")) for t in trials
+                   if (tls := tls_of(t)) and tls["full"] + tls["resumed"] and tls["version"])
     load = seen.most_common(1)[0][0] if seen else None
+    quic = " QUIC" if proto == "h3" else ""
+    if proto == "h3" and primed and primed.get("alpn") != "h3":
+        primed = None
     if primed and primed.get("version"):
         text = f"{primed['version']}, {primed.get('cipher', '?')}"
         text += f", ALPN {primed['alpn']}" if primed.get("alpn") else ""
@@ -78,13 +85,13 @@ def _negotiated(primed: ServerTls | None, trials: list[TrialRecord]) -> str | No
         if "chain_ok" in primed:
             text += (", its chain verified against the run's CA" if primed["chain_ok"]
                      else ", its chain NOT verified against the run's CA")
-        text += " (the primer's handshake)"
+        text += f" (the primer's{quic} handshake)"
         if load is not None and load[:2] != (primed["version"], primed.get("cipher")):
             text += f"; the load's handshakes mostly agreed {load[0]}, {load[1]}"
         return text
     if load is None:
         return None
-    return f"{load[0]}, {load[1]}" + (f", ALPN {load[2]}" if load[2] else "") + " (the load's handshakes)"
+    return f"{load[0]}, {load[1]}" + (f", ALPN {load[2]}" if load[2] else "") + f" (the load's{quic} handshakes)"
 
 
 def tls_lines(data: Results) -> list[str]:
@@ -95,7 +102,8 @@ def tls_lines(data: Results) -> list[str]:
     out = []
     for s in data.servers:
         found = data.info(s)
-        said = _negotiated(found[1].get("tls") if found else None, data.of_server(s))
+        said = _negotiated(found[1].get("tls") if found else None, data.of_server(s),
+                           found[1].get("proto", "h1") if found else "h1")
         if said:
             out.append(f"{s}: {said}.")
     for run in data.runs:

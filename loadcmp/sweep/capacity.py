@@ -155,16 +155,21 @@ class Prober:
             notes=list(found.notes), cause=evidence[0] if evidence else None, evidence=evidence,
             confirmed={str(lv): [CapacityEstimateDoc(**asdict(e)) for e in c.checks]  # type: ignore[typeddict-item]
                        for lv, c in sorted(found.confirmed.items())},
-            text=sentence(self.label, found, self.cap, evidence[0] if evidence else None) if final else
+            text=sentence(self.label, found, self.cap, evidence[0] if evidence else None,
+                          self.base.streams_for(self.first.proto)) if final else
             f"{self.label}: searching ({len(found.path)} steps so far)")
         if found.undecided:
             doc["undecided"] = list(found.undecided)
         return doc
 
 
-def sentence(label: str, found: Found, cap: CapacitySpec, cause: str | None) -> str:
-    """One label's result in one sentence."""
-    unit, lv, up = cap.unit, found.level, found.missed
+def sentence(label: str, found: Found, cap: CapacitySpec, cause: str | None, streams: int = 1) -> str:
+    """One label's result in one sentence; where each client is a connection carrying `streams` (-m on h2,
+    h2c, h3), its unit says so."""
+    unit: str = cap.unit
+    lv, up = found.level, found.missed
+    if unit == "clients" and streams > 1:
+        unit = f"clients (connections, each carrying {streams} streams)"
     why = f"; at {up:,}: {cause}" if cause and up is not None else ""
     if found.kind == "capacity" and lv is not None and up is not None:
         return f"{label}: capacity {lv:,} {unit} (met at {lv:,}, missed at {up:,}){why}"

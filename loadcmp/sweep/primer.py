@@ -8,7 +8,8 @@ draining that level's queue, so it gets `patience` seconds first.
 
 With --tls, one handshake first (`handshake`), as the clients make it: the chain must verify against the
 run's CA, the version be the highest `tls.protocols` allows, ALPN choose http/1.1 and the certificate's key
-be the `tls.key` asked for; what it saw is stored with the label (`records.ServerTls`).
+be the `tls.key` asked for; what it saw is stored with the label (`records.ServerTls`). An h3 label's
+clients shake hands over QUIC: its version, cipher and ALPN are those of one QUIC handshake (`quic`).
 
 With --proto h2 or h2c, the protocol is checked before the load (`negotiate`): ALPN must choose h2, or the
 server must answer an h2c preface (prior knowledge) with its SETTINGS. Anything else stops that trial with
@@ -146,6 +147,8 @@ def handshake(dep: Deployment, patience: float = 0.0, proto: str = "h1") -> Serv
                           f"only {', '.join(offer)})")
     if key != plan.tls.key_type:
         raise PrimerError(f"{name}: its certificate has a {key} key, not the {plan.tls.key_type} of tls.key")
+    if proto == "h3":  # the load shakes hands over QUIC, not over this TCP connection: say what QUIC chose
+        version, cipher, alpn = _quic_seen(dep, "/")
     return ServerTls(version=version, cipher=cipher, alpn=alpn, chain_ok=True, key=key)
 
 
@@ -252,6 +255,13 @@ def quic(dep: Deployment, page: str, timeout: float = 10.0) -> str:
     uses, and one QUIC handshake there must negotiate QUIC v1 and ALPN h3; what it negotiated, else a
     PrimerError in one line."""
     from ..load import altsvc
+
+    return altsvc.said(_quic_seen(dep, page, timeout))
+
+
+def _quic_seen(dep: Deployment, page: str, timeout: float = 10.0) -> tuple[str, str, str]:
+    """`quic`'s handshake: the (TLS version, cipher, ALPN) it negotiated, else a PrimerError in one line."""
+    from ..load import altsvc
     from ..load.target import make_target
 
     name = dep.stack.name
@@ -264,6 +274,6 @@ def quic(dep: Deployment, page: str, timeout: float = 10.0) -> str:
         if found.port != dep.port:
             raise PrimerError(f"{name}: it advertises HTTP/3 on UDP port {found.port}, not on its https port "
                               f"{dep.port}, where the load goes")
-        return altsvc.probe(found, timeout)
+        return altsvc.quic_handshake(found, timeout)
     except UsageError as e:
         raise PrimerError(f"{name}: {e}") from None

@@ -129,6 +129,7 @@ class H3Server:
             self._quic = await serve("127.0.0.1", self.port, configuration=cfg, create_protocol=Bound)
         ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
         ctx.load_cert_chain(self.certfile, self.keyfile)
+        ctx.set_alpn_protocols(["http/1.1"])  # over TCP, ALPN chooses HTTP/1.1, as Caddy's does for such a client
         self._tcp = await asyncio.start_server(self._https, "127.0.0.1", self.port, ssl=ctx)
 
     async def _https(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
