@@ -542,9 +542,10 @@ def test_serve_a_broken_run_is_404_in_one_line_and_names_are_encoded(browser, tm
 def test_stored_runs_sort_by_the_moment_across_offsets(tmp_path):
     from loadcmp.live.replay import stored_runs
 
+    doc = json.loads((FIXTURES / "run-2x3x2" / "run.json").read_text())
     for name, started in (("east", "2026-01-01T10:00:00+09:00"), ("west", "2026-01-01T02:00:00-05:00")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "run.json").write_text(json.dumps({"spec": {}, "started": started, "status": "complete"}))
+        (tmp_path / name / "run.json").write_text(json.dumps({**doc, "started": started}))
     assert [r.name for r in stored_runs(tmp_path)] == ["west", "east"]  # 07:00Z after 01:00Z
 
 
