@@ -244,6 +244,26 @@ def test_a_port_in_use_is_one_line_and_exit_2(faulty):
             assert err.strip() == f"error: --live: port {port} on 127.0.0.1 is in use (give another: --live PORT)"
 
 
+def test_serve_and_live_name_their_own_flags_when_they_cannot_listen(faulty, tmp_path):
+    """A port in use and an address not of this machine: one line, exit 2, naming the flags of the command that
+    was run (`serve`: --port and --host; the loading commands: --live and --live-host)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cmd = Command("serve", str(tmp_path), "--port", str(port))
+        assert cmd.wait() == 2
+        assert "".join(cmd.err).strip() == (f"error: --port: port {port} on 127.0.0.1 is in use "
+                                            "(give another: --port PORT)")
+    away = "10.99.99.99"  # bound to nothing here: no packet leaves, the bind itself is refused
+    for args, flag in ((["serve", str(tmp_path), "--host", away], "--host"),
+                       (["bench", faulty.url("/ok"), "-t", "1s", "--live", str(free_port()), "--live-host", away],
+                        "--live-host")):
+        cmd = Command(*args)
+        assert cmd.wait() == 2
+        assert "".join(cmd.err).strip() == f"error: {flag}: {away} is not an address of this machine"
+
+
 def test_another_address_needs_the_token_printed(faulty, tmp_path):
     port = free_port()
     cmd = Command("bench", faulty.url("/ok"), "-c", "1", "-t", "3s", "--live", str(port), "--live-host", "0.0.0.0")
