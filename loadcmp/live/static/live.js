@@ -12,7 +12,8 @@
   // a scale for counts of several orders of magnitude: asinh is 0 at 0, linear below 1 and logarithmic above,
   // from 0 to the largest count, marked at the powers of ten
   const ASINH = { scale: { distr: 4, asinh: 1, range: (u, lo, hi) => [0, Math.max(10, hi * 1.2)] },
-    axis: { splits: (u) => [0, 1, 10, 100, 1e3, 1e4, 1e5, 1e6].filter((v) => v <= u.scales.y.max) } };
+    axis: { splits: (u) => [0, 10, 100, 1e3, 1e4, 1e5, 1e6].filter((v) => v <= u.scales.y.max),
+            filter: (u, splits) => splits } };  // every power of ten labelled (a log axis leaves some out)
   let S;
   const charts = {};
   window.loadcmp = { charts, get state() { return S; } };
@@ -99,6 +100,8 @@
     ctx.fillStyle = "rgba(0, 0, 0, 0.08)";
     ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
     ctx.fillStyle = "#777";
+    ctx.textAlign = "left";  // uPlot leaves the axes' alignment on the context
+    ctx.textBaseline = "alphabetic";
     ctx.font = `${Math.round(11 * devicePixelRatio)}px system-ui, sans-serif`;
     ctx.fillText("warm-up", x0 + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
     ctx.restore();
