@@ -79,12 +79,16 @@ def main() -> None:
     tl, sv = pd.read_parquet(folder / "timeline.parquet"), pd.read_parquet(folder / "server.parquet")
     for k, d in seen.items():
         c, s = of_trial(tl, k), of_trial(sv, k)
-        same_c = all(drawn[k]["client"][-1][col] == c.iloc[-1][col] for col in CLIENT)
-        same_s = all(drawn[k]["server"][-1][col] == s.iloc[-1][col] for col in SERVER)
+        window = {side: sorted((r for r in drawn[k][side] if r["second"] >= 0), key=lambda r: r["second"])
+                  for side in ("client", "server")}
+        warm = {side: sum(r["second"] < 0 for r in drawn[k][side]) for side in ("client", "server")}
+        same_c = all(window["client"][-1][col] == c.iloc[-1][col] for col in CLIENT)
+        same_s = all(window["server"][-1][col] == s.iloc[-1][col] for col in SERVER)
         print(f"{k}: first client point {d.get('client', 0) - d['trial']:.1f} s, first server point "
-              f"{d.get('server', 0) - d['trial']:.1f} s after the trial began (start, priming and warm-up in it); "
-              f"last point = stored: client {same_c} ({len(drawn[k]['client'])} of {len(c)} s), "
-              f"server {same_s} ({len(drawn[k]['server'])} of {len(s)} s)")
+              f"{d.get('server', 0) - d['trial']:.1f} s after the trial began (start and priming in it); "
+              f"warm-up seconds drawn: client {warm['client']}, server {warm['server']}; "
+              f"last point = stored: client {same_c} ({len(window['client'])} of {len(c)} s), "
+              f"server {same_s} ({len(window['server'])} of {len(s)} s)")
 
 
 if __name__ == "__main__":

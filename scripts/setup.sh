@@ -75,12 +75,6 @@ if [ ! -f "$stamp" ] || [ -n "$newer" ]; then
     "$VENV/bin/pip" install -q -e '.[test]'
     touch "$stamp"
 fi
-# the catalog's change points (loadcmp history, smoke --history): Apache Otava's analysis needs only numpy and
-# scipy, but its package pins numpy and pulls cloud clients, so it goes in without its dependencies
-if ! "$VENV/bin/python" -c 'import otava.analysis' 2>/dev/null; then
-    log "installing apache-otava (without its dependencies)"
-    "$VENV/bin/pip" install -q --no-deps 'apache-otava>=0.8'
-fi
 if ! "$VENV/bin/python" -c 'import loadcmp.load._cloop' 2>/dev/null; then
     log "note: the compiled fast path did not build; loadcmp runs its pure-Python loop (\`$VENV/bin/pip install -v -e .\` says why)"
 fi

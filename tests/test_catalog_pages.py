@@ -6,6 +6,7 @@ not the catalog (tests/test_catalog_cli.py runs both over synthetic folders)."""
 from __future__ import annotations
 
 import asyncio
+import html
 import json
 import re
 import shutil
@@ -126,3 +127,33 @@ def test_history_json_refuses_an_unknown_metric_and_a_level_not_a_number(root, a
     assert s1 == 400 and "unknown metric 'speed'" in json.loads(bad)["error"]
     assert s2 == 400 and "not a number" in json.loads(level)["error"]
     assert not answers
+
+
+def test_the_list_names_every_folder_with_its_state_as_history_does(tmp_path: Path):
+    """8 runs, an abandoned one, an empty folder, a damaged run.json and a foreign one: each listed, with the
+    catalog's state and reason; a broken one has no links, and its page's events say why in one line."""
+    from loadcmp.catalog.index import open_catalog
+    from loadcmp.catalog.synthetic import make_runs
+    from loadcmp.live.replay import stored_runs
+
+    root = tmp_path / "results"
+    make_runs(root, 8, broken=3, abandoned=1)  # broken-000 empty, -001 not JSON, -002 format 0
+    (root / "foreign").mkdir()
+    (root / "foreign" / "run.json").write_text(json.dumps({"name": "another tool's run", "version": 2}))
+    with open_catalog(root, cache=tmp_path / "index.duckdb") as cat:
+        judged = {r.path.relative_to(root).as_posix(): (r.state, r.reason) for r in cat.runs}
+    listed = {r.name: (r.state, r.reason) for r in stored_runs(root)}
+    assert listed == judged and len(listed) == 13
+    assert [s for s, _ in listed.values()].count("complete") == 8 and listed["abandoned-000"][0] == "abandoned"
+    assert listed["broken-000"] == ("broken", "no run.json") and "not JSON" in str(listed["broken-001"][1])
+    assert "format None" in str(listed["foreign"][1])
+    (status, page), (s2, why), (s3, drawn) = fetch(root, "/", "/runs/broken-001/events", "/runs/run-00003/events")
+    assert status == 200
+    rows = dict(re.findall(r"<tr><td>(?:<a href='runs/[^']+/'>)?([^<]+)(?:</a>)?</td>(.*?)</tr>", page))
+    assert set(rows) == set(listed)
+    for name, (state, reason) in listed.items():
+        assert f"<td class='st-{state}'>{state}" in rows[name], name
+        assert (reason is None) or html.escape(reason) in rows[name], name
+        assert (f"href='runs/{name}/report/'" in rows[name]) == (state != "broken"), name
+    assert s2 == 404 and why.strip() == f"broken-001: cannot be drawn: broken: {listed['broken-001'][1]}"
+    assert s3 == 200 and drawn.count("data: ") > 3, "a run beside broken folders is drawn"

@@ -1,4 +1,5 @@
-"""loadcmp installed as users install it (a wheel in a fresh venv, run from another folder), and the
+"""loadcmp installed as users install it (a wheel in a fresh venv with its dependencies, run from another folder:
+`history` finds change points with nothing added by hand, and a stack starts), and the
 order in which loadcmp.lab.stacks.project_root looks for configs/ and the Dockerfiles."""
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import sys
 import time
 import urllib.request
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -70,31 +72,70 @@ def _run(args: list[str | Path], cwd: Path, env: dict[str, str] | None = None,
     return r
 
 
-@pytest.mark.docker
-@pytest.mark.slow
-def test_the_wheel_runs_a_stack_outside_the_checkout(tmp_path: Path, docker_client, images) -> None:  # type: ignore[no-untyped-def]
-    """Build the wheel, install it in a fresh venv, and from another folder list the tunables, start
-    nginx (reusing the image the checkout built: same files, same tag), GET a page, stop it."""
+@dataclass(frozen=True)
+class Installed:
+    """The wheel installed with its dependencies in a fresh venv (as `pipx install .` does), and a folder that
+    is not the checkout with an environment that does not point at it."""
+
+    wheel: Path
+    venv: Path
+    elsewhere: Path
+    env: dict[str, str]
+    seconds: float  #: wheel + venv + install
+
+    def run(self, *args: str | Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        return _run([self.venv / "bin" / "loadcmp", *args], cwd=self.elsewhere, env=self.env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def installed(tmp_path_factory: pytest.TempPathFactory) -> Installed:
+    tmp_path = tmp_path_factory.mktemp("installed")
     t0 = time.monotonic()
     # build isolation: pyproject's build requirements (setuptools>=68, Cython) need not be in this venv
     _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", ".", "-w", tmp_path / "dist"], cwd=ROOT)
     (wheel,) = (tmp_path / "dist").glob("loadcmp-*.whl")
+    # nothing of this checkout on the path: with it, pip takes loadcmp for installed already and skips the wheel
+    env = {k: v for k, v in os.environ.items() if k not in ("LOADCMP_HOME", "PYTHONPATH", "VIRTUAL_ENV")}
+    env["COLUMNS"] = "200"
+    env["XDG_CACHE_HOME"] = str(tmp_path / "cache")  # the catalog's index, away from the user's
+    venv = tmp_path / "venv"
+    _run([sys.executable, "-m", "venv", venv], cwd=tmp_path, env=env)
+    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel], cwd=tmp_path,
+         env=env, timeout=900)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    return Installed(wheel, venv, elsewhere, env, time.monotonic() - t0)
+
+
+@pytest.mark.slow
+def test_the_installed_command_finds_change_points(installed: Installed) -> None:
+    """`history` as installed, with nothing added by hand: Otava comes with loadcmp, and a run 30 % slower
+    is found as a change point at that run."""
+    root = installed.elsewhere / "results"
+    make = ("import sys; from pathlib import Path; from loadcmp.catalog.synthetic import make_runs; "
+            "make_runs(Path(sys.argv[1]), 10, step_at=7, step=-0.3, seed=1)")
+    _run([installed.venv / "bin" / "python", "-c", make, root], cwd=installed.elsewhere, env=installed.env)
+    r = installed.run("history", root, "--metric", "rps", "--json")
+    doc = json.loads(r.stdout)
+    (series,) = doc["series"]
+    (point,) = series["change_points"]
+    assert point["direction"] == "worse" and point["run"]["path"].endswith("run-00007"), point
+
+
+@pytest.mark.docker
+@pytest.mark.slow
+def test_the_wheel_runs_a_stack_outside_the_checkout(installed: Installed, docker_client, images) -> None:  # type: ignore[no-untyped-def]
+    """With the wheel installed in a fresh venv, from another folder list the tunables, start nginx (reusing
+    the image the checkout built: same files, same tag), GET a page, stop it."""
+    wheel, venv, elsewhere, env = installed.wheel, installed.venv, installed.elsewhere, installed.env
     names = set(zipfile.ZipFile(wheel).namelist())
     missing = [f for f in PROJECT_DATA if f"loadcmp/_data/{f}" not in names]
     assert not missing, f"the wheel lacks {missing}"
     page = [f"loadcmp/live/static/{f}" for f in ("index.html", "live.js", "live.css", *(
         f"vendor/uplot-1.6.32/{v}" for v in ("uPlot.iife.min.js", "uPlot.min.css", "LICENSE")))]
     assert not [f for f in page if f not in names], "the wheel lacks the live page or uPlot (and its licence)"
-
-    venv = tmp_path / "venv"
-    _run([sys.executable, "-m", "venv", venv], cwd=tmp_path)
-    _run([venv / "bin" / "python", "-m", "pip", "install", "-q", "--disable-pip-version-check", wheel], cwd=tmp_path)
     t_installed = time.monotonic()
 
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    env = {k: v for k, v in os.environ.items() if k not in ("LOADCMP_HOME", "PYTHONPATH", "VIRTUAL_ENV")}
-    env["COLUMNS"] = "200"
     loadcmp = venv / "bin" / "loadcmp"
 
     probe = ("from loadcmp.lab import provenance, stacks; "
@@ -128,4 +169,4 @@ def test_the_wheel_runs_a_stack_outside_the_checkout(tmp_path: Path, docker_clie
              timeout=120)
     left = {c.name for c in docker_client.containers.list(all=True, filters={"label": "loadcmp=1"})}
     assert not left & set(doc["containers"])
-    print(f"wheel + venv + install: {t_installed - t0:.0f} s; the rest: {time.monotonic() - t_installed:.0f} s")
+    print(f"wheel + venv + install: {installed.seconds:.0f} s; the rest: {time.monotonic() - t_installed:.0f} s")

@@ -244,6 +244,26 @@ def test_a_port_in_use_is_one_line_and_exit_2(faulty):
             assert err.strip() == f"error: --live: port {port} on 127.0.0.1 is in use (give another: --live PORT)"
 
 
+def test_serve_and_live_name_their_own_flags_when_they_cannot_listen(faulty, tmp_path):
+    """A port in use and an address not of this machine: one line, exit 2, naming the flags of the command that
+    was run (`serve`: --port and --host; the loading commands: --live and --live-host)."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        cmd = Command("serve", str(tmp_path), "--port", str(port))
+        assert cmd.wait() == 2
+        assert "".join(cmd.err).strip() == (f"error: --port: port {port} on 127.0.0.1 is in use "
+                                            "(give another: --port PORT)")
+    away = "10.99.99.99"  # bound to nothing here: no packet leaves, the bind itself is refused
+    for args, flag in ((["serve", str(tmp_path), "--host", away], "--host"),
+                       (["bench", faulty.url("/ok"), "-t", "1s", "--live", str(free_port()), "--live-host", away],
+                        "--live-host")):
+        cmd = Command(*args)
+        assert cmd.wait() == 2
+        assert "".join(cmd.err).strip() == f"error: {flag}: {away} is not an address of this machine"
+
+
 def test_another_address_needs_the_token_printed(faulty, tmp_path):
     port = free_port()
     cmd = Command("bench", faulty.url("/ok"), "-c", "1", "-t", "3s", "--live", str(port), "--live-host", "0.0.0.0")
@@ -313,10 +333,11 @@ def test_run_live_shows_both_sides_and_ctrl_c_leaves_nothing(tmp_path, images, d
 
 
 def test_with_two_workers_the_live_seconds_are_the_merged_stored_ones(faulty, tmp_path):
-    """--workers 2: each second on the page is the two shares' seconds merged as the stored result merges them."""
+    """--workers 2: each second on the page is the two shares' seconds merged as the stored result merges them;
+    the warm-up's seconds come before them, their requests started summing to the stored warm-up requests."""
     port = free_port()
-    cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "5s", "-k", "--workers", "2", "--live", str(port),
-                  "--out", str(tmp_path))
+    cmd = Command("bench", faulty.url("/ok"), "-c", "4", "-t", "5s", "-k", "--workers", "2", "--warmup", "2",
+                  "--live", str(port), "--out", str(tmp_path))
     rows = []
     try:
         cmd.url()
@@ -329,6 +350,11 @@ def test_with_two_workers_the_live_seconds_are_the_merged_stored_ones(faulty, tm
         cmd.stop()
     (folder,) = tmp_path.iterdir()
     stored = pd.read_parquet(folder / "timeline.parquet").set_index("second")
+    warm = list({r["second"]: r for r in rows if r.get("warmup")}.values())  # the last told of each second
+    rows = [r for r in rows if not r.get("warmup")]
+    (trial,) = json.loads((folder / "run.json").read_text())["trials"]
+    assert [r["second"] for r in warm] == [-2, -1] and all(r["client_cpu_pct"] is not None for r in warm)
+    assert sum(r["started"] for r in warm) == trial["result"]["warmup_requests"] > 0
     assert len(rows) >= 3
     for row in rows:
         want = stored.loc[row["second"]]
@@ -542,9 +568,10 @@ def test_serve_a_broken_run_is_404_in_one_line_and_names_are_encoded(browser, tm
 def test_stored_runs_sort_by_the_moment_across_offsets(tmp_path):
     from loadcmp.live.replay import stored_runs
 
+    doc = json.loads((FIXTURES / "run-2x3x2" / "run.json").read_text())
     for name, started in (("east", "2026-01-01T10:00:00+09:00"), ("west", "2026-01-01T02:00:00-05:00")):
         (tmp_path / name).mkdir()
-        (tmp_path / name / "run.json").write_text(json.dumps({"spec": {}, "started": started, "status": "complete"}))
+        (tmp_path / name / "run.json").write_text(json.dumps({**doc, "started": started}))
     assert [r.name for r in stored_runs(tmp_path)] == ["west", "east"]  # 07:00Z after 01:00Z
 
 
@@ -643,3 +670,53 @@ def test_the_page_draws_every_kind_and_role_the_server_names(browser):
         labels = page.evaluate("() => window.loadcmp.charts['client-rps'].series.map(s => s.label)")
         page.close()
     assert "tls_error" in labels
+
+
+def test_the_page_draws_the_warm_up_greyed_and_tcp_states_on_a_scale_that_shows_each(browser, artifacts):
+    """Warm-up seconds (before 0) drawn on a grey band and kept when the trial's stored rows come; 50 established
+    connections beside 11,000 in TIME_WAIT read as far from 0 (asinh scale)."""
+    from loadcmp.live.feed import hello, stored, trial_started
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer
+
+    key = {"server": "nginx", "level": 50, "trial": 1}
+    hub = Hub()
+    hub.publish(hello("run", "warm-up"))
+    hub.publish(trial_started("nginx", 50, 1))
+    tcp = {"tcp_estab": 50, "tcp_time_wait": 11_000, "tcp_total": 11_050}
+    for s in (-2, -1):
+        hub.publish({"type": "client", "row": {**key, "second": s, "warmup": True, "started": 900 + s,
+                                               "client_cpu_pct": 40.0, "loop_lag_ms": 1.0}})
+        hub.publish({"type": "server", "row": {**key, "second": s, "cpu_pct": 30.0, **tcp}})
+    window = [{**key, "second": s, "started": 1000, "ok": 1000, "failed": 0, "p50_ms": 2.0, "inflight": 50,
+               "client_cpu_pct": 50.0, "loop_lag_ms": 1.0} for s in range(4)]
+    server = [{**key, "second": s, "cpu_pct": 80.0, **tcp} for s in range(4)]
+    record = {**key, "stack": "nginx", "keepalive": True, "status": "ok", "reason": None, "causes": [],
+              "result": {"rps": 1000.0, "ok": 4000, "failed": 0, "failures": {}}}
+    hub.publish(stored(record, window, server))  # type: ignore[arg-type]
+    with LiveServer(hub, free_port()) as srv:
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})  # type: ignore[attr-defined]
+        page.goto(srv.url)
+        page.wait_for_function("() => window.loadcmp.charts['srv-server-tcp'] && "
+                               "window.loadcmp.state.trials.get('nginx|50|1').stored", timeout=10_000)
+        page.wait_for_timeout(500)
+        rps = drawn(page, "client-rps")
+        labels = page.evaluate("() => window.loadcmp.charts['client-rps'].series.map(s => s.label)")
+        tcp_scale = page.evaluate("""() => { const u = window.loadcmp.charts['srv-server-tcp'];
+            const h = u.bbox.height / devicePixelRatio;
+            return {distr: u.scales.y.distr, min: u.scales.y.min, at: (h - u.valToPos(50, 'y')) / h,
+                    top: (h - u.valToPos(11000, 'y')) / h}; }""")
+        shade = page.evaluate("""() => { const u = window.loadcmp.charts['client-latency'];
+            const px = (v) => Array.from(u.ctx.getImageData(u.valToPos(v, 'x', true),
+                                                            u.bbox.top + u.bbox.height - 3, 1, 1).data);
+            return [px(-1.5), px(2.5)]; }""")
+        page.screenshot(path=str(artifacts / "live-warmup.png"), full_page=True)
+        page.close()
+    assert rps[0] == [-2, -1, 0, 1, 2, 3], "the warm-up's seconds stay once the stored rows replace the window's"
+    assert rps[1] == [None, None, 1000, 1000, 1000, 1000], "no response is counted before the window"
+    started = rps[labels.index("started (warm-up)")]
+    assert started == [898, 899, None, None, None, None]
+    assert tcp_scale["distr"] == 4 and tcp_scale["min"] == 0, tcp_scale
+    assert 0.3 < tcp_scale["at"] < tcp_scale["top"] - 0.3, f"50 reads far from 0 and from 11,000: {tcp_scale}"
+    warm, measured = shade
+    assert warm[3] > 0 and measured[3] == 0, f"the warm-up is on a grey band, the window is not: {shade}"

@@ -245,6 +245,23 @@ def test_sampler_records_errors_as_warnings_and_keeps_sampling(tmp_path, monkeyp
     assert len(tracebacks) == 1, "the first of each kind is logged with its traceback"
 
 
+def test_the_warm_up_is_sampled_for_the_live_page_alone(tmp_path, monkeypatch):
+    """With a page to tell (`on_row`), the warm-up's seconds are sampled too, as -2 and -1, and never kept: the
+    stored rows are the window's; without one, the sampler waits for the window as ever."""
+    monkeypatch.setattr(metrics, "CG", tmp_path)
+    dep = FakeDeployment(closed_port(), [FakeContainer("d" * 64)])
+    told: list[int] = []
+    sampler = metrics.Sampler(dep, metrics.now() + 2.1, {"server": "x"}, seconds=1,  # type: ignore[arg-type]
+                              on_row=lambda r: told.append(r["second"]), warmup=2.0).start()
+    assert sampler._thread is not None
+    sampler._thread.join(timeout=10)
+    assert told == [-2, -1, 0] and [r["second"] for r in sampler.stop()] == [0]
+    quiet = metrics.Sampler(dep, metrics.now() + 1.1, {"server": "x"}, seconds=1, warmup=2.0).start()  # type: ignore[arg-type]
+    assert quiet._thread is not None
+    quiet._thread.join(timeout=10)
+    assert [r["second"] for r in quiet.stop()] == [0]
+
+
 def test_sampler_bug_is_reported_not_swallowed(monkeypatch):
     def broken(self: metrics.Sampler) -> None:
         raise KeyError("oops")

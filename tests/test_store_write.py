@@ -139,3 +139,44 @@ def test_a_write_that_fails_is_a_store_error_and_keeps_the_file_as_it_was(tmp_pa
     shutil.rmtree(tmp_path)
     with pytest.raises(StoreError, match="No such file or directory"):
         write_json(target, {"a": 2})
+
+
+def _stored_run(tmp_path) -> RunWriter:
+    """A run with one trial and its seconds, ended `interrupted` with a problem (as a study stopped by Ctrl-C)."""
+    w = RunWriter.create(tmp_path, "t", new_run_doc("tune", "t", RunSpec().to_dict(), {}, "0"))
+    res = simulate()
+    w.add_trial(TrialRecord(server="a", level=5, trial=1, stack="nginx", keepalive=False, status="ok", reason=None,
+                            result=result_doc(res)),
+                [{"server": "a", "level": 5, "trial": 1, **row} for row in timeline_rows(res)],
+                [{"server": "a", "level": 5, "trial": 1, "second": 0, "cpu_pct": 50.0}])
+    w.finish("interrupted", ["stopped during trial 2 of the study"])
+    return w
+
+
+def test_a_resumed_run_keeps_its_earlier_problems_and_adds_its_own(tmp_path):
+    path = _stored_run(tmp_path).path
+    again = RunWriter.reopen(path)
+    assert len(again.timeline) == 2 and len(again.server) == 1, "the tables as they were"
+    again.finish("interrupted", ["stopped during trial 5 of the study", "stopped during trial 2 of the study"])
+    run = json.loads((path / "run.json").read_text())
+    assert run["problems"] == ["stopped during trial 2 of the study", "stopped during trial 5 of the study"]
+    RunWriter.reopen(path).finish("complete")
+    assert json.loads((path / "run.json").read_text())["problems"] == run["problems"]
+
+
+def test_a_resumed_run_with_a_damaged_table_goes_on_and_says_so(tmp_path):
+    path = _stored_run(tmp_path).path
+    damaged = b"PAR1 not a parquet file"
+    (path / "server.parquet").write_bytes(damaged)
+    again = RunWriter.reopen(path)
+    assert len(again.timeline) == 2 and again.server == [], "the table that reads is kept, the other begun anew"
+    assert (path / "server.parquet.damaged").read_bytes() == damaged, "set aside, never written over"
+    run = json.loads((path / "run.json").read_text())
+    assert run["status"] == "running" and run["problems"][0] == "stopped during trial 2 of the study"
+    (said,) = run["problems"][1:]
+    assert said.startswith("server.parquet could not be read when the run was resumed (") and "magic" in said
+    assert "kept as server.parquet.damaged" in said
+    again.finish("complete")
+    assert json.loads((path / "run.json").read_text())["problems"] == run["problems"]
+    r = load_results(path)
+    assert len(r.timeline) == 2 and r.server.empty and not r.unread

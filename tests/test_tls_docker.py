@@ -177,19 +177,18 @@ def test_tls_resume_0_and_1_give_the_handshakes_asked_for(images: Any, tmp_path:
     every one full; --tls-resume 1 at one client resumes every one (the warm-up's first handshake saved the
     session). A handshake is counted when it completes in the window, so a request started in the window's
     last moment whose handshake had not finished (unfinished) is started but not counted. With several
-    clients the engine offers its latest ticket to every new connection, yet nginx answers some of them with
-    a full handshake (about 7% at 5 to 20 clients here): there the test asks for the sum and for most to
-    resume, not an exact count."""
+    clients each TLS 1.3 ticket is offered once, and nginx resumes them all (a ticket offered on several
+    connections at once was answered in full a few times in a hundred: docs/https.md)."""
     full = _run_resume(tmp_path, "0", "4")
     r = full["tls"]
     assert r["resumed"] == 0 and 0 < _shaken(full) <= r["full"] <= full["started"], (r, full["started"])
     one = _run_resume(tmp_path, "1", "1")
     r = one["tls"]
     assert r["full"] == 0 and 0 < _shaken(one) <= r["resumed"] <= one["started"], (r, one["started"])
-    many = _run_resume(tmp_path, "1", "4")
+    many = _run_resume(tmp_path, "1", "20")
     r = many["tls"]
     assert _shaken(many) <= r["full"] + r["resumed"] <= many["started"], (r, many["started"])
-    assert r["resumed"] > 2 * r["full"], r
+    assert r["full"] == 0, r
 
 
 def test_every_request_over_tls_is_accounted_for(images: Any, docker_client: Any, tmp_path: Path) -> None:

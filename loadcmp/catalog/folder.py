@@ -101,6 +101,16 @@ def entry_of(path: Path, doc: Mapping[str, Any] | None, reason: str | None) -> R
                     kind=str(doc.get("kind") or ""), started=started_of(path, doc)[0], reason=why)
 
 
+def judge(path: Path, text: str | None = None) -> tuple[RunEntry, dict[str, Any] | None, list[Row]]:
+    """A folder's entry, its run.json (None: broken) and its measured trials' rows, as every reader of the
+    catalog judges it (`history`, `compare`, `serve`'s list): one trial that cannot be read makes it broken."""
+    doc, reason = read_doc(path, text)
+    rows, why = rows_of(path, doc) if doc is not None else ([], None)
+    if why is not None:
+        doc, reason = None, why
+    return entry_of(path, doc, reason), doc, rows
+
+
 def entry(path: Path) -> RunEntry:
     """One folder's entry; a UsageError when it is no results folder at all (no folder, no run.json)."""
     return load(path, broken_ok=True)[0]
@@ -112,12 +122,10 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     path = Path(path)
     if not path.is_dir():
         raise UsageError(f"{path} is not a results folder ({'a file' if path.exists() else 'no such directory'})")
-    doc, reason = read_doc(path)
-    if doc is not None and (why := rows_of(path, doc)[1]) is not None:
-        doc, reason = None, why
-    if doc is None and (reason == "no run.json" or not broken_ok):
-        raise UsageError(f"{path} is not a results folder ({reason})")
-    return entry_of(path, doc, reason), doc or {}
+    found, doc, _ = judge(path)
+    if doc is None and (found.reason == "no run.json" or not broken_ok):
+        raise UsageError(f"{path} is not a results folder ({found.reason})")
+    return found, doc or {}
 
 
 def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:

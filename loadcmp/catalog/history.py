@@ -50,8 +50,8 @@ def _otava() -> Callable[..., Any]:
     try:
         from otava.analysis import compute_change_points
     except ImportError:
-        raise LoadcmpError("change points need Apache Otava: pip install 'scipy>=1.11' && "
-                           "pip install --no-deps 'apache-otava>=0.8' (scripts/setup.sh does)") from None
+        raise LoadcmpError("change points need Apache Otava, a dependency of loadcmp on Python 3.11 to 3.14: "
+                           "pip install 'apache-otava>=0.8,<0.9'") from None
     return compute_change_points
 
 

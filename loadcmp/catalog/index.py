@@ -13,7 +13,7 @@ run's owner (it may have died since). When another process holds the index, this
 its own in memory.
 
 Every folder directly under the root is listed (dot-folders excepted): complete,
-interrupted, running, abandoned, or broken with the reason (`folder.entry_of`).
+interrupted, running, abandoned, or broken with the reason (`folder.judge`).
 """
 
 from __future__ import annotations
@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import UsageError
-from .folder import check_metric, entry, entry_of, read_doc, rows_of, started_of, state_of, values
+from .folder import check_metric, entry, judge, started_of, state_of, values
 from .model import METRICS, CellKey, RunEntry, Value
 
-__all__ = ["Catalog", "cache_file", "entry", "open_catalog"]
+__all__ = ["Catalog", "cache_file", "entry", "open_catalog", "run_folders"]
 
 SCHEMA = "3"
 """The index's own format: an index of another is dropped and rebuilt. Raised whenever what a cell keeps, or
@@ -136,7 +136,7 @@ def _children(folder: Path) -> list[Path]:
         raise UsageError(f"{folder} cannot be listed: {e.strerror}") from None
 
 
-def _folders(root: Path) -> list[Path]:
+def run_folders(root: Path) -> list[Path]:
     """The results folders under the root, as `serve` lists them: each folder that holds a store file, the runs
     one level further (a write-up's), and each empty folder (a run that died before it wrote anything: broken).
     A folder of other files and no run (a write-up's summary) is no run. A root that is itself a results folder:
@@ -239,12 +239,7 @@ def _index(con: Any, root: Path, fresh: list[Path], stamps: dict[Path, tuple[int
     runs: list[dict[str, Any]] = []
     cells: list[dict[str, Any]] = []
     for f in fresh:
-        text = texts.get(f)
-        doc, reason = read_doc(f, text) if text is not None else read_doc(f)
-        rows, why = rows_of(f, doc) if doc is not None else ([], None)
-        if why is not None:
-            doc, reason = None, why
-        e = entry_of(f, doc, reason)
+        e, doc, rows = judge(f, texts.get(f))
         stamp = stamps[f] or (0, 0)
         key = _key(root, f)
         runs.append({"folder": key, "mtime_ns": stamp[0], "size": stamp[1], "state": e.state, "name": e.name,
@@ -295,7 +290,7 @@ def open_catalog(root: Path, rebuild: bool = False, cache: Path | None = None) -
     if not root.is_dir():
         why = "a file" if root.exists() else "no such directory"
         raise UsageError(f"{root} is not a folder of results folders ({why})")
-    folders = _folders(root)
+    folders = run_folders(root)
     memory = os.environ.get("LOADCMP_CATALOG_CACHE") == "memory"
     try:
         file = None if memory else (cache or cache_file(root))

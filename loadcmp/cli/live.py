@@ -278,7 +278,7 @@ def serve(results: str, port: int, host: str) -> None:
     root = Path(results)
     if not root.is_dir():
         raise UsageError(f"{results}: no such folder (give the folder the runs were stored in)")
-    server = LiveServer(None, port, host)
+    server = LiveServer(None, port, host, flags=("--port", "--host"))
     server.routes = serve_routes(root, server.token, port)
     server.start()
     done = threading.Event()

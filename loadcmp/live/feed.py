@@ -3,8 +3,11 @@
 A live command hands over what the store is handed, where it is handed it, and nothing else:
 
     client   each second of the window as it closes (`driver.Live.closed`), made into a row by
-             `summary.second_row`, the function that makes timeline.parquet's rows
-    server   each row of the sampler as it keeps it (`metrics.Sampler.on_row`), server.parquet's rows
+             `summary.second_row`, the function that makes timeline.parquet's rows; before the window,
+             each warm-up second as the engine's tick closes it (`second` < 0, `warmup`: its requests
+             started and the client's own load, which are not stored)
+    server   each row of the sampler as it keeps it (`metrics.Sampler.on_row`), server.parquet's rows;
+             the warm-up's seconds (`second` < 0), which the sampler samples for the page alone
     trial    a trial starts (its server label, level and number)
     stored   a trial's record once the writer has it on disk (`RunWriter.watch`): status, causes in
              words, and its stored rows, which replace what was drawn live of it
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import math
 import shlex
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -147,6 +151,8 @@ class Feed:
         self.seen = 0
         self.report = report
         self.path: Path | None = None
+        self.warm = (0, 0, 0)
+        """The warm-up second told last, the requests started before it and up to now (the trial's)."""
         hub.publish(hello(command, title))
 
     @never_raises
@@ -156,12 +162,30 @@ class Feed:
     @never_raises
     def begin(self, server: str, level: int, trial: int, i: int | None = None, n: int | None = None) -> None:
         self.keys = {"server": server, "level": level, "trial": trial}
+        self.warm = (0, 0, 0)
         self.hub.publish(trial_started(server, level, trial, i, n))
 
     @never_raises
     def live(self, lv: Live) -> None:
+        if not lv.measuring and lv.warmup > 0:
+            self.warmup(lv)
         for j, s in lv.closed:
             self.hub.publish({"type": "client", "row": {**self.keys, **second_row(j, s)}})
+
+    def warmup(self, lv: Live) -> None:
+        """A warm-up second as the engine's tick closes it (-1 the last before the window): the requests started
+        in it and the client's own load; no outcome is counted before the window, so there is no ok nor latency.
+        A tick within the load's first second adds its requests to the next one; with several workers a second
+        is told again as each one's share comes (the page keeps the last)."""
+        second = math.floor(lv.elapsed) - 1
+        if not -math.ceil(lv.warmup) <= second < 0:
+            return
+        if second != self.warm[0]:  # a new second: the requests before it are the ones told so far
+            self.warm = (second, self.warm[2], self.warm[2])
+        self.warm = (second, self.warm[1], lv.warmup_started)
+        row = {"second": second, "warmup": True, "started": lv.warmup_started - self.warm[1],
+               "client_cpu_pct": lv.client_cpu, "loop_lag_ms": lv.lag_ms}
+        self.hub.publish({"type": "client", "row": {**self.keys, **row}})
 
     @never_raises
     def sample(self, row: Row) -> None:

@@ -1,6 +1,7 @@
 """`loadcmp serve`: the stored runs of a results folder, each one's page replayed and its report.
 
-The list reads each run.json alone (name, date, stacks, levels, status, machine); a run's page
+The list is every folder the catalog finds, judged as `history` judges it (name, date, stacks,
+levels, state and why, machine): a broken folder is listed with its reason, never left out. A run's page
 gets the events `feed` makes, built from the folder through `store.reader.load_results`:
 the same page, drawn from the same records, as the command's own when it ran. A report is
 the run's `report/report.html` when it has one, else one built on demand into a temporary
@@ -11,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import json
 import logging
 import shutil
 import sys
@@ -20,13 +20,15 @@ import urllib.parse
 from datetime import datetime
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from aiohttp import web
 
+from ..catalog.folder import judge, started_of
+from ..catalog.index import run_folders
+from ..catalog.model import RunState
 from ..errors import LoadcmpError
-from ..records import RunDoc
-from ..store.reader import Run, load_results
+from ..store.reader import load_results
 from ..store.writer import Row
 from .catalogpages import catalog_routes
 from .feed import ended, hello, progress, stored, trial_started
@@ -39,46 +41,57 @@ log = logging.getLogger("loadcmp.live")
 
 @dataclass(frozen=True)
 class StoredRun:
-    """One line of the list."""
+    """One line of the list: a run, or a folder that is none any more (`state` broken, `reason` why)."""
 
     name: str
     path: Path
     date: str
     stacks: list[str]
     levels: list[int]
-    status: str
+    state: RunState
     machine: str
     kind: str
+    reason: str | None = None
+    """Why it is broken, abandoned or interrupted, in the catalog's words (`catalog.folder.judge`)."""
+
+    @property
+    def drawable(self) -> bool:
+        return self.state != "broken"
 
 
 def stored_runs(root: Path) -> list[StoredRun]:
-    """The results folders under `root` (and one level further: a write-up's runs), newest first."""
+    """Every results folder under `root` as the catalog finds and judges it (`catalog.index.run_folders`,
+    `catalog.folder.judge`: one level further for a write-up's runs; empty, damaged and foreign ones listed as
+    broken, with why), newest first."""
     out = []
-    for rj in sorted([*root.glob("*/run.json"), *root.glob("*/*/run.json")]):
-        try:
-            doc = json.loads(rj.read_text())
-        except (OSError, ValueError):
-            continue
-        if not isinstance(doc, dict) or "spec" not in doc:
-            continue
+    for path in run_folders(root):
+        found, doc, _ = judge(path)
+        doc = doc or {}
         spec, machine = doc.get("spec") or {}, doc.get("machine") or {}
         out.append(StoredRun(
-            name=rj.parent.relative_to(root).as_posix(), path=rj.parent, date=str(doc.get("started", "")),
+            name=_name(root, path), path=path, date=str(doc.get("started", "")),
             stacks=list(spec.get("servers") or []),
             levels=sorted({t["level"] for t in doc.get("trials") or [] if "level" in t})
             or list(spec.get("levels") or []),
-            status=str(Run(rj.parent, cast(RunDoc, doc), doc.get("name", "")).status),
-            machine=f"{machine.get('hostname', '?')}, {machine.get('cores', '?')} cores",
-            kind=str(doc.get("kind", "run"))))
-    return sorted(out, key=lambda r: _when(r.date), reverse=True)
+            state=found.state, reason=found.reason,
+            machine=f"{machine.get('hostname', '?')}, {machine.get('cores', '?')} cores" if machine else "",
+            kind=str(doc.get("kind", "run")) if doc else ""))
+    return sorted(out, key=lambda r: _when(r.date, r.path), reverse=True)
 
 
-def _when(stamp: str) -> float:
-    """run.json's `started` (local time with its offset) as a moment: strings of two offsets do not sort."""
+def _name(root: Path, path: Path) -> str:
+    """A run's name in the list and its URLs: its folder under `root` (the root's own name when `root` is a
+    results folder itself)."""
+    return path.relative_to(root).as_posix() if path != root else path.resolve().name
+
+
+def _when(stamp: str, path: Path) -> float:
+    """run.json's `started` (local time with its offset) as a moment: strings of two offsets do not sort; a
+    folder without one sorts by its own time."""
     try:
         d = datetime.fromisoformat(stamp)
     except ValueError:
-        return float("-inf")
+        return started_of(path, None)[1]
     return (d if d.tzinfo else d.astimezone()).timestamp()
 
 
@@ -165,8 +178,8 @@ class Reports:
 
 
 class Listing:
-    """`stored_runs` for each request, read again only when a run.json under the folder changed (in the
-    executor, off the server's loop)."""
+    """`stored_runs` for each request, read again only when the folders or a run.json among them changed (in
+    the executor, off the server's loop)."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -174,17 +187,13 @@ class Listing:
         self.runs: list[StoredRun] = []
 
     def _read(self) -> list[StoredRun]:
-        stamp = tuple(sorted((str(p), _mtime(p)) for p in _run_files(self.root)))
+        stamp = tuple(sorted((str(p), _mtime(p / "run.json")) for p in run_folders(self.root)))
         if stamp != self.stamp:
             self.runs, self.stamp = stored_runs(self.root), stamp
         return self.runs
 
     async def get(self) -> list[StoredRun]:
         return await asyncio.get_running_loop().run_in_executor(None, self._read)
-
-
-def _run_files(root: Path) -> list[Path]:
-    return [*root.glob("*/run.json"), *root.glob("*/*/run.json")]
 
 
 def _mtime(p: Path) -> int:
@@ -220,9 +229,12 @@ def serve_routes(root: Path, token: str | None, port: int) -> Any:
     async def replay(request: web.Request) -> web.StreamResponse:
         run = await find(request)
         try:
+            if not run.drawable:
+                raise LoadcmpError(f"broken: {run.reason}")
             evs = await asyncio.get_running_loop().run_in_executor(None, events, run.path)
         except (LoadcmpError, KeyError, ValueError, TypeError, OSError) as e:
-            line = f"{run.name}: cannot be drawn: {type(e).__name__}: {e}"
+            why = str(e) if type(e) is LoadcmpError else f"{type(e).__name__}: {e}"
+            line = f"{run.name}: cannot be drawn: {why}"
             if line not in told:  # once, without a traceback: the folder is the user's, not a bug here
                 told.add(line)
                 log.warning("%s", line)
@@ -234,7 +246,7 @@ def serve_routes(root: Path, token: str | None, port: int) -> Any:
         return await reports.response((await find(request)).path)
 
     async def names() -> list[str]:
-        return [r.name for r in await listing.get()]
+        return [r.name for r in await listing.get() if r.drawable and r.path == root / r.name]
 
     def add(app: web.Application) -> None:
         catalog_routes(root, names)(app)
@@ -251,21 +263,25 @@ def serve_routes(root: Path, token: str | None, port: int) -> Any:
 
 
 def runs_page(root: Path, runs: list[StoredRun]) -> str:
-    """The list of stored runs, as a plain HTML table."""
+    """The list of stored runs, as a plain HTML table: a broken folder without links, its reason said."""
     e = html.escape
 
     def q(name: str) -> str:
         return e(urllib.parse.quote(name))
 
-    rows = "".join(
-        f"<tr><td><a href='runs/{q(r.name)}/'>{e(r.name)}</a></td><td>{e(r.date)}</td><td>{e(r.kind)}</td>"
-        f"<td>{e(', '.join(r.stacks))}</td><td>{e(', '.join(map(str, r.levels)))}</td>"
-        f"<td class='st-{e(r.status)}'>{e(r.status)}</td><td>{e(r.machine)}</td>"
-        f"<td><a href='runs/{q(r.name)}/report/'>report</a></td></tr>" for r in runs)
+    def row(r: StoredRun) -> str:
+        name = f"<a href='runs/{q(r.name)}/'>{e(r.name)}</a>" if r.drawable else e(r.name)
+        report = f"<a href='runs/{q(r.name)}/report/'>report</a>" if r.drawable else ""
+        why = f"<br><span class='why'>{e(r.reason)}</span>" if r.reason else ""
+        return (f"<tr><td>{name}</td><td>{e(r.date)}</td><td>{e(r.kind)}</td>"
+                f"<td>{e(', '.join(r.stacks))}</td><td>{e(', '.join(map(str, r.levels)))}</td>"
+                f"<td class='st-{e(r.state)}'>{e(r.state)}{why}</td><td>{e(r.machine)}</td><td>{report}</td></tr>")
+
+    rows = "".join(row(r) for r in runs)
     return f"""<!doctype html><html><head><meta charset="utf-8"><title>loadcmp: stored runs</title>
 <link rel="stylesheet" href="/static/live.css"></head><body>
 <h1>loadcmp: stored runs in {e(str(root))}</h1>
 <p class="nav"><a href="/compare">compare two runs</a> · <a href="/history">history of a metric</a></p>
-<table class="runs"><thead><tr><th>run</th><th>date</th><th>kind</th><th>stacks</th><th>levels</th><th>status</th>
+<table class="runs"><thead><tr><th>run</th><th>date</th><th>kind</th><th>stacks</th><th>levels</th><th>state</th>
 <th>machine</th><th></th></tr></thead><tbody>{rows or "<tr><td colspan=8>no stored runs</td></tr>"}</tbody></table>
 </body></html>"""

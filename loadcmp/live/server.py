@@ -77,6 +77,8 @@ class LiveServer:
     routes: Callable[[web.Application], None] | None = None
     token: str | None = None
     """Set when `host` is not a loopback address: every request must carry it."""
+    flags: tuple[str, str] = ("--live", "--live-host")
+    """The command's flags for the port and the address, named in its errors (`loadcmp serve`: --port, --host)."""
     loop: asyncio.AbstractEventLoop | None = None
     _thread: threading.Thread | None = None
     _ready: threading.Event = field(default_factory=threading.Event)
@@ -111,7 +113,7 @@ class LiveServer:
         self._thread.start()
         if not self._ready.wait(15):
             self.stop()
-            raise LoadcmpError(f"--live: the page's server on {self.host}:{self.port} did not start in 15 s")
+            raise LoadcmpError(f"{self.flags[0]}: the page's server on {self.host}:{self.port} did not start in 15 s")
         if self._failed is not None:
             self._thread.join(5)
             raise self._failed
@@ -150,7 +152,7 @@ class LiveServer:
             site = web.TCPSite(runner, self.host, self.port, reuse_address=True)
             await site.start()
         except OSError as e:
-            self._failed = _bind_error(e, self.host, self.port)
+            self._failed = _bind_error(e, self.host, self.port, self.flags)
             await runner.cleanup()
             self._ready.set()
             return
@@ -249,11 +251,13 @@ async def _write(resp: web.StreamResponse, text: str) -> None:
         await asyncio.wait_for(resp.write(text.encode()), WRITE_TIMEOUT_S)
 
 
-def _bind_error(e: OSError, host: str, port: int) -> UsageError:
+def _bind_error(e: OSError, host: str, port: int, flags: tuple[str, str]) -> UsageError:
+    """Why the page cannot listen, in one line naming the command's own flags (`flags`: port's, address's)."""
+    port_flag, host_flag = flags
     if e.errno == errno.EADDRINUSE:
-        return UsageError(f"--live: port {port} on {host} is in use (give another: --live PORT)")
+        return UsageError(f"{port_flag}: port {port} on {host} is in use (give another: {port_flag} PORT)")
     if e.errno == errno.EADDRNOTAVAIL:
-        return UsageError(f"--live-host: {host} is not an address of this machine")
+        return UsageError(f"{host_flag}: {host} is not an address of this machine")
     if e.errno == errno.EACCES:
-        return UsageError(f"--live: port {port} needs privileges (take one above 1023)")
-    return UsageError(f"--live: cannot listen on {host}:{port}: {e.strerror or e}")
+        return UsageError(f"{port_flag}: port {port} needs privileges (take one above 1023)")
+    return UsageError(f"{port_flag}: cannot listen on {host}:{port}: {e.strerror or e}")

@@ -32,10 +32,14 @@ typedef struct {
     long long n;
 } tls_fact_t;
 
+#define TLS_POOL 64 /* the TLS 1.3 tickets kept for their single use, at most (the oldest go first) */
+
 typedef struct {
     SSL_CTX *ctx;
     X509 *leaf;          /* the leaf that verified in full; later handshakes need only match it */
     SSL_SESSION *saved;  /* the latest session the server handed out (a ticket), offered to resume */
+    SSL_SESSION *fresh[TLS_POOL]; /* TLS 1.3 tickets not offered yet, newest last: each is offered once */
+    int nfresh;
     long long full, resumed;
     tls_fact_t facts[TLS_FACTS];
     int nfacts;
@@ -62,6 +66,14 @@ static int tls_new_session(SSL *ssl, SSL_SESSION *sess) {
     tls_t *t = (tls_t *)SSL_CTX_get_app_data(SSL_get_SSL_CTX(ssl));
     if (!SSL_SESSION_is_resumable(sess))
         return 0;
+    if (SSL_SESSION_get_protocol_version(sess) == TLS1_3_VERSION && SSL_SESSION_up_ref(sess)) {
+        if (t->nfresh == TLS_POOL) {
+            SSL_SESSION_free(t->fresh[0]);
+            memmove(t->fresh, t->fresh + 1, (TLS_POOL - 1) * sizeof(*t->fresh));
+            t->nfresh--;
+        }
+        t->fresh[t->nfresh++] = sess;
+    }
     if (t->saved != NULL)
         SSL_SESSION_free(t->saved);
     t->saved = sess;
@@ -109,6 +121,8 @@ static const char *tls_open(tls_t *t, const char *cafile, const char *host, int 
 }
 
 static void tls_close(tls_t *t) {
+    while (t->nfresh > 0)
+        SSL_SESSION_free(t->fresh[--t->nfresh]);
     if (t->saved != NULL)
         SSL_SESSION_free(t->saved);
     if (t->leaf != NULL)
@@ -140,7 +154,12 @@ static SSL *tls_new(tls_t *t, SSL *spare, int fd, const char *sni, int offer) {
             return NULL;
         }
     }
-    if ((sni != NULL && !SSL_set_tlsext_host_name(s, sni)) || !SSL_set_session(s, offer ? t->saved : NULL)) {
+    /* a TLS 1.3 ticket once, as browsers use them (RFC 8446 C.4); the latest again when none is fresh */
+    SSL_SESSION *fresh = offer && t->nfresh > 0 ? t->fresh[--t->nfresh] : NULL;
+    int set = SSL_set_session(s, fresh ? fresh : offer ? t->saved : NULL);
+    if (fresh != NULL)
+        SSL_SESSION_free(fresh); /* the connection holds it now */
+    if ((sni != NULL && !SSL_set_tlsext_host_name(s, sni)) || !set) {
         SSL_free(s);
         return NULL;
     }

@@ -11,7 +11,9 @@ socket's epoll interest; a handshake step is the HANDSHAKING phase. Plain http r
 `--tls-resume F`: of the new connections made while a session is saved, the share F offers it,
 spread evenly (the k-th offers when floor((k+1)F) > floor(kF)), so that the counts are exact;
 0 is a full handshake each time, as ab. Sessions (TLS 1.3: tickets, after the handshake) are kept
-by a new-session callback. Each counted handshake is counted full or resumed (SSL_session_reused),
+by a new-session callback; a TLS 1.3 ticket is offered once, as browsers use them (the latest again
+only when no unused one is left), since nginx with several workers answers some tickets offered on
+several connections at once with a full handshake. Each counted handshake is counted full or resumed (SSL_session_reused),
 with its version, cipher and ALPN, and handed to the recorder with the loop's other counts
 (`flush`). A failed handshake, an alert or a TLS error mid-answer ends as tls_error, its reason
 counted (`Recorder.tls_error`); a reset or EOF mid-answer is a reset, as over http.

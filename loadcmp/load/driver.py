@@ -381,7 +381,8 @@ class Engine(Generic[S]):
                     closed = tuple((j, rec.seconds[j]) for j in range(shown, min(rec.folded_upto, len(rec.seconds))))
                     shown = max(shown, rec.folded_upto)
                 self.live(Live(t - t0, ok, fails + rec.dropped, rec.inflight, rps, measuring, self.spec.worker_index,
-                               c.cpu_pct + c.wait_pct, c.lag_ms, self.budget, closed))
+                               c.cpu_pct + c.wait_pct, c.lag_ms, self.budget, closed, self.spec.warmup,
+                               rec.warmup_started))
                 prev_ok = ok
             nxt += 1.0
             while nxt < now():  # a loop that lagged past several ticks samples once, over the whole gap

@@ -64,6 +64,10 @@ class Live:
     closed: tuple[tuple[int, Second], ...] = ()
     """The window's seconds closed since the last Live, by index: the same objects the Result keeps, which
     `summary.second_row` turns into timeline.parquet's rows (the live page's per-second records)."""
+    warmup: float = 0.0
+    """The load's warm-up in seconds (`LoadSpec.warmup`): the live page draws the seconds before the window."""
+    warmup_started: int = 0
+    """The requests started in the warm-up so far (`Recorder.warmup_started`): the live page's warm-up seconds."""
 
     def client_text(self) -> tuple[str, bool]:
         """'client busy 97%' and whether that says the client is the bottleneck."""

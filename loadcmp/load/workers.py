@@ -361,7 +361,8 @@ def sum_live(vals: list[Live]) -> Live:
     return Live(max(v.elapsed for v in vals), sum(v.ok for v in vals), sum(v.failed for v in vals),
                 sum(v.inflight for v in vals), sum(v.rps for v in vals), vals[0].measuring,
                 client_cpu=max(cpus) if cpus else None, lag_ms=max(lags) if lags else None,
-                requests=sum(shares) if shares else None, closed=_merged_seconds(vals))
+                requests=sum(shares) if shares else None, closed=_merged_seconds(vals), warmup=vals[0].warmup,
+                warmup_started=sum(v.warmup_started for v in vals))
 
 
 def _merged_seconds(vals: list[Live]) -> tuple[tuple[int, Second], ...]:

@@ -241,6 +241,8 @@ class Sampler:
     rows: list[ServerRow] = field(default_factory=list)
     on_row: Callable[[ServerRow], None] | None = None
     """Told of each row as it is kept (the live page), from the sampler's thread."""
+    warmup: float = 0.0
+    """With `on_row`: the warm-up's seconds (-1, -2, ...) sampled for it alone, never kept in `rows` (the window's)."""
     warnings: list[str] = field(default_factory=list)
     """After stop(): one line per distinct problem met while sampling, with how often."""
     _problems: dict[str, int] = field(default_factory=dict)
@@ -313,26 +315,39 @@ class Sampler:
         except Exception as e:  # noqa: BLE001 - a bug here must not kill the trial; it is reported
             self._note(f"stopped after {len(self.rows)} samples", e)
 
+    def _sample_warmup(self) -> None:
+        """The warm-up's seconds, each told to `on_row` only (one begun before the sampler is left out)."""
+        first = -math.ceil(self.warmup)
+        self._wait(self.t0 + first)
+        prev, t_prev = self._read_cgroups(), now()
+        base = (prev.get("oom_kills", 0), prev.get("mem_limit_hits", 0))
+        for k in (k for k in range(first, 0) if t_prev <= self.t0 + k + EARLY):
+            self._wait(self.t0 + k + 1 - EARLY)
+            if self._stop.is_set():
+                return
+            prev, t_prev = self._sample(k, prev, t_prev, *base, keep=False)
+
+    def _wait(self, until: float) -> None:
+        while now() < until and not self._stop.is_set():
+            time.sleep(min(0.05, max(0.0, until - now())))
+
     def _sample_window(self) -> None:
-        while now() < self.t0 - 0.05 and not self._stop.is_set():
-            time.sleep(min(0.05, self.t0 - now()))
+        if self.warmup > 0 and self.on_row is not None:
+            self._sample_warmup()
+        self._wait(self.t0 - 0.05)
         for cg in self.cgroups:
             self._try(f"resetting the memory peak of {cg.cid[:12]} (mem_peak covers its whole life)", cg.reset_peak,
                       None)
-        prev = self._read_cgroups()
-        t_prev = now()
-        base_oom = prev.get("oom_kills", 0)
-        base_hits = prev.get("mem_limit_hits", 0)
+        prev, t_prev = self._read_cgroups(), now()
+        base_oom, base_hits = prev.get("oom_kills", 0), prev.get("mem_limit_hits", 0)
         k = 0
         while self.seconds is None or k < self.seconds:
             due = self.t0 + k + 1 - EARLY
-            while now() < due and not self._stop.is_set():
-                time.sleep(min(0.05, max(0.0, due - now())))
+            self._wait(due)
             if self._stop.is_set():
-                # one last sample, no more: the second that fell due before the load stopped
-                # (a slow sample, e.g. a status page that took a second, ran past it), or the
-                # last part of a second (-n often ends a trial inside one: without it a short
-                # trial would have no server figures at all)
+                # one last sample, no more: the second that fell due before the load stopped (a slow sample, e.g.
+                # a status page that took a second, ran past it), or the last part of a second (-n often ends a
+                # trial inside one: without it a short trial would have no server figures at all)
                 if due <= self._stopped_at or self._stopped_at - t_prev >= MIN_PART_S:
                     self._sample(k, prev, t_prev, base_oom, base_hits)
                 break
@@ -340,8 +355,8 @@ class Sampler:
             k += 1
 
     def _sample(self, k: int, prev: dict[str, int], t_prev: float, base_oom: int,
-                base_hits: int) -> tuple[dict[str, int], float]:
-        """One row: CPU over the time since `t_prev`, the rest as it is now."""
+                base_hits: int, keep: bool = True) -> tuple[dict[str, int], float]:
+        """One row: CPU over the time since `t_prev`, the rest as it is now; kept unless not `keep` (warm-up)."""
         cur = self._read_cgroups()
         t = now()
         row: ServerRow = {**self.labels, "second": k}
@@ -362,7 +377,8 @@ class Sampler:
         for kind in self.dep.status_pages:
             status.update(self._try(f"{kind} status page", partial(self.status_page, kind), NO_FIGURES))
         row.update(with_busy_workers(status, self.dep.stack.busy_workers))
-        self.rows.append(row)
+        if keep:
+            self.rows.append(row)
         if self.on_row is not None:
             self.on_row(row)
         return cur, t

@@ -104,6 +104,8 @@ class RunWriter:
     server: list[Row] = field(default_factory=list)
     watch: Watch | None = None
     """Told of each change once it is on disk (the live page: `loadcmp.live.feed`), in the writer's thread."""
+    earlier: list[str] = field(default_factory=list)
+    """A reopened run's problems from before (and the tables it could not read): `finish` keeps them first."""
 
     @classmethod
     def create(cls, root: Path | str, name: str, doc: RunDoc) -> RunWriter:
@@ -177,25 +179,31 @@ class RunWriter:
 
     @classmethod
     def reopen(cls, path: Path | str) -> RunWriter:
-        """An existing folder, to add to (`loadcmp tune --resume`): its run.json and tables as they are,
-        its status `running` again until it is finished anew."""
+        """An existing folder, to add to (`loadcmp tune --resume`): its run.json and tables as they are, its
+        problems kept (`earlier`), its status `running` again until it is finished anew. A per-second table that
+        cannot be read is set aside, said among the problems, and begun anew: run.json keeps every trial."""
         path = Path(path)
         try:
             run = cast(RunDoc, json.loads((path / "run.json").read_text()))
-            tables: list[list[Row]] = [cast(list[Row], pd.read_parquet(path / f).to_dict("records"))
-                                       if (path / f).exists() else [] for f in ("timeline.parquet", "server.parquet")]
-        except (OSError, ValueError) as e:
+            earlier = list(run.get("problems") or [])
+        except (OSError, ValueError, AttributeError) as e:
             raise StoreError(f"cannot read the results in {path}: {getattr(e, 'strerror', None) or e}") from None
-        run["status"] = "running"
-        w = cls(path, run, tables[0], tables[1])
+        tables: list[list[Row]] = []
+        for name in ("timeline.parquet", "server.parquet"):
+            rows, problem = _reread(path / name)
+            tables.append(rows)
+            earlier += [problem] if problem else []
+        run["status"], run["problems"] = "running", earlier
+        w = cls(path, run, tables[0], tables[1], earlier=earlier)
         w.flush()
         return w
 
     def finish(self, status: RunStatus, problems: list[str] | None = None) -> None:
-        """Say how the run ended (and what went wrong) and rewrite the folder."""
+        """Say how the run ended and what went wrong (after what a resumed run's earlier part said), and rewrite
+        the folder."""
         self.run["status"] = status
         self.run["ended"] = now_stamp()
-        self.run["problems"] = list(problems or [])
+        self.run["problems"] = list(dict.fromkeys([*self.earlier, *(problems or [])]))
         self.flush()
 
     def flush(self, timeline: list[Row] | None = None, server: list[Row] | None = None) -> None:
@@ -293,6 +301,28 @@ def check_out_file(path: Path | str, flag: str) -> None:
         raise StoreError(f"{flag} {p}: no folder {parent} to write it in")
     if not os.access(parent, os.W_OK | os.X_OK) or (p.exists() and not os.access(p, os.W_OK)):
         raise StoreError(f"{flag} {p}: not writable")
+
+
+def _reread(f: Path) -> tuple[list[Row], str | None]:
+    """A per-second table's rows, for a reopened run; a damaged one moved aside (`<file>.damaged`, never written
+    over) with no rows, and why in words."""
+    if not f.exists():
+        return [], None
+    try:
+        return cast(list[Row], pd.read_parquet(f).to_dict("records")), None
+    except (OSError, ValueError) as e:  # pyarrow's ArrowInvalid is a ValueError
+        damage = str(e).split(f"'{f}': ", 1)[-1] or type(e).__name__
+    aside = f.with_name(f"{f.name}.damaged")
+    n = 1
+    while aside.exists():
+        n += 1
+        aside = f.with_name(f"{f.name}.damaged-{n}")
+    try:
+        os.replace(f, aside)
+    except OSError as e:
+        raise StoreError(f"{f} cannot be read ({damage}) nor set aside: {e.strerror or e}") from None
+    return [], (f"{f.name} could not be read when the run was resumed ({damage}); it is kept as {aside.name}, "
+                "and its seconds from before are not in the new one")
 
 
 def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:

@@ -248,7 +248,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration),
-                                                           on_row=sweep.progress.sample)
+                                                           on_row=sweep.progress.sample, warmup=spec.warmup)
     try:
         sampler.start()
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler

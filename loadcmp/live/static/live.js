@@ -9,6 +9,11 @@
   // red is kept for failures and the client-bound signal
   const COLORS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"];
   const MiB = 1048576;
+  // a scale for counts of several orders of magnitude: asinh is 0 at 0, linear below 1 and logarithmic above,
+  // from 0 to the largest count, marked at the powers of ten
+  const ASINH = { scale: { distr: 4, asinh: 1, range: (u, lo, hi) => [0, Math.max(10, hi * 1.2)] },
+    axis: { splits: (u) => [0, 10, 100, 1e3, 1e4, 1e5, 1e6].filter((v) => v <= u.scales.y.max),
+            filter: (u, splits) => splits } };  // every power of ten labelled (a log axis leaves some out)
   let S;
   const charts = {};
   window.loadcmp = { charts, get state() { return S; } };
@@ -66,9 +71,11 @@
   function stored(ev) {
     const t = trialOf(ev.key);
     t.stored = ev;
-    // the stored rows are the records themselves: they replace what was drawn live of this trial
-    if (ev.timeline.length) t.client = new Map(ev.timeline.map((r) => [r.second, r]));
-    if (ev.server.length) t.server = new Map(ev.server.map((r) => [r.second, r]));
+    // the stored rows are the records themselves: they replace what was drawn live of the window (the warm-up's
+    // seconds, before it, are not stored: they stay as drawn)
+    const warm = (m) => [...m.entries()].filter(([sec]) => sec < 0);
+    if (ev.timeline.length) t.client = new Map([...warm(t.client), ...ev.timeline.map((r) => [r.second, r])]);
+    if (ev.server.length) t.server = new Map([...warm(t.server), ...ev.server.map((r) => [r.second, r])]);
     for (const c of ev.causes) S.causes.push(`${nameOf(ev.key)}: ${c}`);
     if (["oom", "server_died"].includes(ev.status)) S.alerts.push(`${nameOf(ev.key)}: ${ev.reason}`);
   }
@@ -83,7 +90,24 @@
   function rows(map) { return [...map.values()].sort((a, b) => a.second - b.second); }
   function col(rs, f) { return rs.map((r) => { const v = typeof f === "function" ? f(r) : r[f]; return v ?? null; }); }
 
-  function panel(where, id, title, what, series, data) {
+  // the warm-up's seconds (x < 0) on a grey band: the figures there are not the measurement's
+  function warmupBand(u) {
+    const lo = u.scales.x.min;
+    if (lo == null || lo >= 0) return;
+    const x0 = u.valToPos(lo, "x", true), x1 = u.valToPos(Math.min(-0.5, u.scales.x.max), "x", true);
+    const ctx = u.ctx;
+    ctx.save();
+    ctx.fillStyle = "rgba(0, 0, 0, 0.08)";
+    ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+    ctx.fillStyle = "#777";
+    ctx.textAlign = "left";  // uPlot leaves the axes' alignment on the context
+    ctx.textBaseline = "alphabetic";
+    ctx.font = `${Math.round(11 * devicePixelRatio)}px system-ui, sans-serif`;
+    ctx.fillText("warm-up", x0 + 4 * devicePixelRatio, u.bbox.top + 12 * devicePixelRatio);
+    ctx.restore();
+  }
+
+  function panel(where, id, title, what, series, data, y) {
     const el = document.getElementById(where);
     let box = document.getElementById("p-" + id);
     const sig = series.map((s) => s.label).join("|");
@@ -97,7 +121,10 @@
     box.querySelector(".what").textContent = what;
     if (!charts[id]) {
       const opts = { title, width: Math.min(560, Math.max(320, (window.innerWidth - 80) / 2)), height: 200,
-        scales: { x: { time: false } }, axes: [{ label: "second of the window", incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600] }, { size: 70 }],
+        scales: { x: { time: false }, ...(y ? { y: y.scale } : {}) },
+        axes: [{ label: "second of the window (warm-up before 0)", incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600] },
+               { size: 70, ...(y ? y.axis : {}) }],
+        hooks: { drawClear: [warmupBand] },
         legend: { live: false }, series: [{ label: "s" }, ...series.map((s, i) => ({ stroke: COLORS[i % COLORS.length], width: 1.5,
           spanGaps: false, ...s }))] };
       charts[id] = new uPlot(opts, data, box.querySelector(".plot"));
@@ -111,15 +138,20 @@
     const rs = rows(t.client);
     const x = col(rs, "second");
     const kinds = failKinds().filter((k) => rs.some((r) => r[k] > 0));
-    panel("client-charts", "client-rps", "requests/s", "ok and failed responses per second, failures by kind",
-      [{ label: "ok" }, { label: "failed", stroke: "#d62728" }, ...kinds.map((k) => ({ label: k }))],
-      [x, col(rs, "ok"), col(rs, "failed"), ...kinds.map((k) => col(rs, k))]);
+    const warm = rs.some((r) => r.second < 0);
+    panel("client-charts", "client-rps", "requests/s", "ok and failed responses per second, failures by kind" +
+      (warm ? "; in the warm-up (grey), the requests started: no response is counted before the window" : ""),
+      [{ label: "ok" }, { label: "failed", stroke: "#d62728" }, ...kinds.map((k) => ({ label: k })),
+       ...(warm ? [{ label: "started (warm-up)", stroke: "#999", dash: [3, 3] }] : [])],
+      [x, col(rs, "ok"), col(rs, "failed"), ...kinds.map((k) => col(rs, k)),
+       ...(warm ? [col(rs, (r) => r.second < 0 ? r.started : null)] : [])]);
     panel("client-charts", "client-latency", "latency (ms)", "p50, p90 and p99 of each second's histogram",
       [{ label: "p50" }, { label: "p90" }, { label: "p99" }], [x, col(rs, "p50_ms"), col(rs, "p90_ms"), col(rs, "p99_ms")]);
     panel("client-charts", "client-conns", "in flight", "requests in flight when the second closed (connections open)",
       [{ label: "in flight" }], [x, col(rs, "inflight")]);
     const b = (S.hello && S.hello.bound) || { cpu_pct: 90, lag_ms: 50 };
-    const hot = (r) => (r.client_cpu_pct ?? 0) + (r.client_wait_pct ?? 0) >= b.cpu_pct || (r.loop_lag_ms ?? 0) >= b.lag_ms;
+    const hot = (r) => r.second >= 0 && ((r.client_cpu_pct ?? 0) + (r.client_wait_pct ?? 0) >= b.cpu_pct ||
+      (r.loop_lag_ms ?? 0) >= b.lag_ms);
     panel("client-charts", "client-self", "the client itself",
       `its load thread's CPU % and event-loop lag; red: client-bound (CPU ≥ ${b.cpu_pct} % or lag ≥ ${b.lag_ms} ms)`,
       [{ label: "client CPU %" }, { label: "loop lag ms" },
@@ -168,8 +200,10 @@
       if (pre) continue;
       const states = Object.keys(rs[0] || {}).filter((k) => k.startsWith("tcp_") && k !== "tcp_total" &&
         rs.some((r) => r[k] > 0));
-      panel(id, id + "-tcp", "server: TCP states", "its port's sockets by TCP state",
-        states.map((k) => ({ label: k.slice(4) })), [x, ...states.map((k) => col(rs, k))]);
+      // asinh: 0 at 0, then nearly logarithmic, so 50 established show beside 11,000 in time-wait
+      panel(id, id + "-tcp", "server: TCP states", "its port's sockets by TCP state (a log-like scale: " +
+        "tens and tens of thousands both show)", states.map((k) => ({ label: k.slice(4) })),
+        [x, ...states.map((k) => col(rs, k))], ASINH);
       const limit = info.busy_limit_value;
       if (rs.some((r) => r.busy_workers != null)) {
         panel(id, id + "-busy", "server: busy workers", "busy workers from its status page" +
