@@ -272,7 +272,8 @@ def test_the_live_page_serves_metrics_and_another_address_needs_the_token(faulty
 @pytest.mark.parametrize("args, words", [
     (["--metrics", "PORT", "--metrics-host", "0.0.0.0"], "give --metrics-token"),
     (["--metrics-host", "127.0.0.1"], "--metrics-host goes with --metrics"),
-    (["--metrics", "BUSY"], "in use"),
+    (["--metrics", "BUSY"], "--metrics: port"),
+    (["--metrics-token", "x"], "--metrics-token goes with --metrics"),
 ])
 def test_metrics_bad_input_is_one_line_and_exit_2(faulty, args, words):
     import socket

@@ -224,7 +224,7 @@ def _serve_metrics(watch: LivePage, flags: LiveFlags, servers: list[LiveServer])
 
     assert watch.metrics is not None and flags.metrics_port is not None
     server = LiveServer(None, flags.metrics_port, flags.metrics_host or "127.0.0.1", routes=watch.metrics.routes,
-                        token=flags.metrics_token).start()
+                        token=flags.metrics_token, flags=("--metrics", "--metrics-host")).start()
     servers.append(server)
     urls = [u.split("?")[0] + "metrics" for u in server.urls()]
     err.print(markup("metrics: {}{}", urls[0], "  (with Authorization: Bearer TOKEN)" if server.token else ""),
@@ -285,9 +285,9 @@ def serve(results: str, port: int, host: str) -> None:
     old = signal.signal(signal.SIGTERM, lambda s, f: done.set())
     try:
         urls = server.urls()
-        err.print(f"serving {root}: {urls[0]}  (Ctrl-C ends it)", highlight=False, soft_wrap=True)
+        err.print(markup("serving {}: {}  (Ctrl-C ends it)", root, urls[0]), highlight=False, soft_wrap=True)
         for url in urls[1:]:
-            err.print(f"  or: {url}", highlight=False, soft_wrap=True)
+            err.print(markup("  or: {}", url), highlight=False, soft_wrap=True)
         while not done.wait(0.5):
             pass
     except KeyboardInterrupt:

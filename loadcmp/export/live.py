@@ -144,7 +144,10 @@ class Metrics:
             self.changed = time.monotonic()
 
     def sample(self, row: Row) -> None:
-        """A server row, stamped at the end of its second of the window as the client's."""
+        """A server row of the window (not the warm-up's, which only the page draws), stamped at the end of its
+        second as the client's."""
+        if int(row["second"]) < 0:
+            return
         with self.lock:
             t = self.trials.get((str(row["server"]), int(row["level"]), int(row["trial"])))
             if t is None:
