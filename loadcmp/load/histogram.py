@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -115,8 +115,8 @@ class Histogram:
         return {
             "base": _BASE,
             "unit": "us",
-            "idx": self.idx.tolist(),
-            "cnt": self.cnt.tolist(),
+            "idx": cast(list[int], self.idx.tolist()),  # numpy 2.2's stubs type tolist() loosely
+            "cnt": cast(list[int], self.cnt.tolist()),
             "total_s": self.total_s,
             "max_s": self.max_s,
             "min_s": None if math.isinf(self.min_s) else self.min_s,
