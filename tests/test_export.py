@@ -149,15 +149,21 @@ def test_export_of_a_folder_without_a_run_is_exit_2(tmp_path):
     assert r.exit_code == 2 and "no stored run here" in r.output, r.output
 
 
-def test_promtool_loads_the_export_and_prometheus_answers_with_the_runs_figures(tmp_path):
+def _loaded(fixture: str, tmp_path: Path) -> tuple[Path, str]:
+    """`loadcmp export` of a stored fixture, loaded by promtool into tmp_path/data: the export, promtool's words."""
     prom.need("promtool", "prometheus")
     om = tmp_path / "run.om"
-    assert CliRunner().invoke(cli, ["export", str(FIXTURES / "run-2x3x2"), "-o", str(om)]).exit_code == 0
+    assert CliRunner().invoke(cli, ["export", str(FIXTURES / fixture), "-o", str(om)]).exit_code == 0
     made = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(tmp_path / "data")],
                           capture_output=True, text=True, timeout=120)
     assert made.returncode == 0, made.stderr
+    return om, made.stdout
+
+
+def test_promtool_loads_the_export_and_prometheus_answers_with_the_runs_figures(tmp_path):
+    om, said = _loaded("run-2x3x2", tmp_path)
     samples = _samples(om.read_text())
-    (block,) = [line.split() for line in made.stdout.splitlines() if re.match(r"^[0-9A-Z]{26}\s", line)]
+    (block,) = [line.split() for line in said.splitlines() if re.match(r"^[0-9A-Z]{26}\s", line)]
     assert int(block[-2]) == len({(s[0], tuple(sorted(s[1].items()))) for s in samples}), "NUM SERIES"
     run = json.loads((FIXTURES / "run-2x3x2" / "run.json").read_text())
     t = run["trials"][-1]
@@ -175,12 +181,7 @@ def test_promtool_loads_the_export_and_prometheus_answers_with_the_runs_figures(
 def test_every_panel_of_the_dashboard_draws_a_stored_run_loaded_by_promtool(tmp_path):
     """Each query of docs/grafana/loadcmp.json, as Grafana sends it, answers at the end of a stored trial with a
     cause in its logs; only the series that run had none of (streams, TLS, journeys, causes) stay empty."""
-    prom.need("promtool", "prometheus")
-    om = tmp_path / "run.om"
-    assert CliRunner().invoke(cli, ["export", str(FIXTURES / "run-2x2x3"), "-o", str(om)]).exit_code == 0
-    made = subprocess.run(["promtool", "tsdb", "create-blocks-from", "openmetrics", str(om), str(tmp_path / "data")],
-                          capture_output=True, text=True, timeout=120)
-    assert made.returncode == 0, made.stderr
+    om, _ = _loaded("run-2x2x3", tmp_path)
     t = next(t for t in json.loads((FIXTURES / "run-2x2x3" / "run.json").read_text())["trials"] if t["log_evidence"])
     end = max(s[3] or 0 for s in _samples(om.read_text())
               if s[1].get("label") == t["server"] and s[1].get("level") == str(t["level"])

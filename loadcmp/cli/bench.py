@@ -164,8 +164,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         if fleet is not None:
             fleet.check_reach(target.host)
         if feed is not None:
-            feed.begin(f"{plan.target.host}:{plan.target.port}", plan.clients, 1, proto=plan.target.proto,
-                       page=target.path)
+            feed.begin(f"{plan.target.host}:{plan.target.port}", plan.clients, 1, proto=plan.target.proto)
         start_at = now() + (0.5 if plan.workers == 1 and fleet is None else SPAWN_DELAY)
         window_start = time.time() - now() + start_at + spec.warmup  # the wall clock: it stamps the seconds
         with stop_on_signals(stopper), LiveLine(f"{plan.url} ") as line:

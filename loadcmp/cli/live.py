@@ -115,8 +115,8 @@ class Watchers:
     def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
         self._tell("trial_start", p, i, n, seconds)
 
-    def begin(self, server: str, level: int, trial: int, proto: str = "h1", page: str = "") -> None:
-        self._tell("begin", server, level, trial, proto=proto, page=page)
+    def begin(self, server: str, level: int, trial: int, proto: str = "h1") -> None:
+        self._tell("begin", server, level, trial, proto=proto)
 
     def live(self, lv: Live) -> None:
         self._tell("live", lv)

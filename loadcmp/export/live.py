@@ -49,8 +49,6 @@ class Planned(Protocol):
     def trial(self) -> int: ...
     @property
     def proto(self) -> str: ...
-    @property
-    def page(self) -> str: ...
 
 
 class Writer(Protocol):
@@ -114,7 +112,7 @@ class Metrics:
         self.begin(p.label, p.level, p.trial, proto=p.proto)
 
     def begin(self, server: str, level: int, trial: int, i: int | None = None, n: int | None = None,
-              proto: str = "h1", page: str = "") -> None:
+              proto: str = "h1") -> None:
         """A trial starts. Its values come with its warm-up's first live call: by then the run has its name."""
         with self.lock:
             self.protos[server] = proto
