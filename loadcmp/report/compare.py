@@ -173,9 +173,12 @@ def comparison_lines(data: Results) -> list[str]:
 
 
 def pair_unit(data: Results, a: str, b: str) -> str:
-    """What two compared labels' level counts: 'clients', or 'connections × 4 streams' where both carry -m."""
-    m = {streams_of(data, a), streams_of(data, b)}
-    return f"connections × {m.pop()} streams" if len(m) == 1 and 1 not in m else "clients"
+    """What two compared labels' level counts: 'clients', or 'connections × 4 streams' where both carry -m; where
+    only one does (a stack against itself over h1), 'clients (nginx[h2]'s: connections × 4 streams)'."""
+    ms = {s: streams_of(data, s) for s in (a, b)}
+    if len(set(ms.values())) == 1:
+        return "clients" if ms[a] == 1 else f"connections × {ms[a]} streams"
+    return "clients (" + "; ".join(f"{s}'s: connections × {m} streams" for s, m in ms.items() if m > 1) + ")"
 
 
 def at_least(data: Results, base: str, other: str, level: int) -> tuple[str, str, Ratio] | None:
