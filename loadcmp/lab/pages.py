@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import http.client
+import os
 import ssl
 from functools import cache
 from pathlib import Path
@@ -16,9 +17,15 @@ if TYPE_CHECKING:
     from docker.models.containers import Container
 
 
-@cache
 def client_context(cafile: str) -> ssl.SSLContext:
-    """A client's TLS context that trusts only the run's CA (its file), HTTP/1.1 by ALPN; one per CA."""
+    """A client's TLS context that trusts only the run's CA (its file), HTTP/1.1 by ALPN; one per CA, known by its
+    file as it is now (a new CA written over the same path, as `make bench` does between its rows, is a new one)."""
+    st = os.stat(cafile)
+    return _context(cafile, st.st_mtime_ns, st.st_size)
+
+
+@cache
+def _context(cafile: str, mtime_ns: int, size: int) -> ssl.SSLContext:
     ctx = ssl.create_default_context(cafile=cafile)
     ctx.set_alpn_protocols(["http/1.1"])
     return ctx
