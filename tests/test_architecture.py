@@ -170,7 +170,7 @@ def test_a_load_worker_does_not_carry_pandas():
 
 
 # The layering ARCHITECTURE.md draws ("The packages and how they import"), as the test reads it.
-KERNEL = ("records", "studies", "facts", "units", "errors")
+KERNEL = ("records", "studies", "facts", "protocols", "units", "errors")
 """The shared kernel at the top of loadcmp/, in its own order: each imports only those after it."""
 LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment", "catalog", "export"),
                                  ("verdicts", "observe"),

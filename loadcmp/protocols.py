@@ -1,0 +1,157 @@
+"""The protocols a load speaks, as one table: what each one is, needs and allows.
+
+A protocol is a row (`Protocol`), found by the name users type (`get`). The stacks' checks, the
+spec's, the primer, the engines and the report read what they need from its row instead of
+comparing names: its scheme, transport, ALPN, whether it needs TLS or refuses it, whether it
+multiplexes streams, and which schedules, engines and traffic sources it runs with. Each
+refusal is worded here once. Adding a protocol is a row here (`register`), an engine that
+sends it (`loadcmp.load.engines`) and the stacks' data that serve it.
+
+This module is in the kernel: it imports nothing of loadcmp but `errors`, so `lab` and `load`
+both read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import UsageError
+
+Tls = Literal["either", "required", "refused"]
+"""Whether a protocol runs over TLS: either way (h1), only over it (h2, h3), or only without it (h2c)."""
+
+SOURCES = ("page", "mix", "replay", "journeys")
+"""The traffic sources a run can have: one page, a weighted mix, an access log replayed, user journeys."""
+
+
+@dataclass(frozen=True)
+class Protocol:
+    """One protocol: what it is and what it runs with."""
+
+    name: str
+    """What users type (`--proto h2`) and what results are labelled with (`nginx[h2]`)."""
+    words: str
+    """The protocol in words, for messages and the report."""
+    transport: Literal["tcp", "udp"]
+    tls: Tls
+    alpn: tuple[str, ...]
+    """What the client offers in its TLS handshake, in order (empty: no TLS, or none offered)."""
+    multiplexed: bool
+    """Several requests in flight on one connection (`-m/--streams`); -c stays the connections."""
+    schedules: tuple[str, ...] | None = None
+    """The schedules it runs on (None: every one)."""
+    engines: tuple[str, ...] = ("fast",)
+    """The `--engine` values that send it."""
+    sources: tuple[str, ...] = SOURCES
+    """The traffic sources it carries."""
+    http1: bool = False
+    """Requests are HTTP/1.x messages (`--http10`, `--tls-resume` and pipelining's rules apply)."""
+
+    @property
+    def schemes(self) -> tuple[str, ...]:
+        """The URL schemes it runs under."""
+        return {"either": ("http", "https"), "required": ("https",), "refused": ("http",)}[self.tls]
+
+    def scheme_error(self, scheme: str, url: str) -> str | None:
+        """A URL this protocol cannot run under, in one line; None: it can."""
+        if scheme in self.schemes:
+            return None
+        if self.tls == "required":
+            return f"--proto {self.name} needs an https:// URL; {url} is plain http ({_plain()})"
+        return f"--proto {self.name} is {self.words} over plain http; {url} is https ({_over_tls()})"
+
+    def tls_error(self, label: str, tls: bool) -> str | None:
+        """A run's `--tls` (or its absence) that this protocol refuses, in one line; None: fine."""
+        if self.tls == "required" and not tls:
+            return f"--proto {self.name}: {self.words} runs over TLS only; add --tls (tls = true) for {label}"
+        if self.tls == "refused" and tls:
+            return (f"--proto {self.name}: {self.words} is on a plain port; {label} runs --tls "
+                    f"({_over_tls()})")
+        return None
+
+    def run_error(self, engine: str, schedule: str) -> str | None:
+        """An engine or a schedule this protocol does not run with, in one line; None: it does."""
+        wrong = ([f"--schedule {schedule}"] if self.schedules is not None and schedule not in self.schedules
+                 else []) + ([f"--engine {engine}"] if engine not in self.engines else [])
+        if not wrong:
+            return None
+        if self.schedules is None:
+            return f"--proto {self.name} runs its own engine (every schedule), not {' nor '.join(wrong)}"
+        loops = f"the {'/'.join(self.engines)} engine's {' or '.join(self.schedules)} loop"
+        shape = " (-c connections, -m streams each)" if self.multiplexed else ""
+        return f"--proto {self.name} runs {loops}{shape}, not {' nor '.join(wrong)}"
+
+    def source_error(self, flag: str) -> str | None:
+        """A traffic source (given as its flag, `--mix`) this protocol does not carry, in one line."""
+        source = {"--mix": "mix", "--replay": "replay", "--journey": "journeys"}.get(flag, flag)
+        if source in self.sources:
+            return None
+        return (f"{flag} runs over {' or '.join(p.name for p in carriers(source))}: the {self.name} engine "
+                f"sends one request, the same each time; drop --proto {self.name} or {flag}")
+
+
+_TABLE: dict[str, Protocol] = {}
+
+
+def register(proto: Protocol) -> Protocol:
+    """Add a row (a new protocol, or a test's made-up one); its name must be new."""
+    if proto.name in _TABLE:
+        raise ValueError(f"protocol {proto.name} is registered already")
+    _TABLE[proto.name] = proto
+    return proto
+
+
+def unregister(name: str) -> None:
+    """Drop a row (a test's made-up protocol, after the test)."""
+    _TABLE.pop(name, None)
+
+
+H1 = register(Protocol("h1", "HTTP/1.1", "tcp", "either", ("http/1.1",), False,
+                       engines=("fast", "aiohttp"), http1=True))
+H2 = register(Protocol("h2", "h2 (HTTP/2 over TLS)", "tcp", "required", ("h2", "http/1.1"), True,
+                       schedules=("closed",), sources=("page",)))
+H2C = register(Protocol("h2c", "h2c (cleartext HTTP/2)", "tcp", "refused", (), True,
+                        schedules=("closed",), sources=("page",)))
+H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True, sources=("page",)))
+DEFAULT = H1.name
+"""The protocol of a run that names none."""
+
+
+def names() -> tuple[str, ...]:
+    """Every protocol's name, in the table's order."""
+    return tuple(_TABLE)
+
+
+def get(name: str) -> Protocol:
+    """The row of a protocol by name; UsageError naming the known ones."""
+    try:
+        return _TABLE[name]
+    except KeyError:
+        raise UsageError(f"unknown protocol {name!r}: use one of {', '.join(_TABLE)}") from None
+
+
+def carriers(source: str) -> list[Protocol]:
+    """The protocols that carry a traffic source."""
+    return [p for p in _TABLE.values() if source in p.sources]
+
+
+def streams_error(streams: int, protos: set[str] | tuple[str, ...]) -> str | None:
+    """-m/--streams out of range, or above 1 for protocols that carry one request per connection."""
+    if streams < 1:
+        return f"-m/--streams must be at least 1, got {streams}"
+    if streams > 1 and not any(get(x).multiplexed for x in protos):
+        multi = [p.name for p in _TABLE.values() if p.multiplexed]
+        return (f"-m/--streams {streams}: HTTP/1.1 has one request in flight per connection (pipelining is not "
+                f"offered); streams are for --proto {', '.join(multi[:-1])} or {multi[-1]}")
+    return None
+
+
+def _plain() -> str:
+    """The protocols that run under http:// URLs, as a hint."""
+    return ", ".join(f"{p.name} is {p.words}" for p in _TABLE.values() if p.tls == "refused") or "use h1"
+
+
+def _over_tls() -> str:
+    """The protocols that run over TLS, as a hint."""
+    return "use --proto " + " or ".join(p.name for p in _TABLE.values() if p.tls == "required")
