@@ -45,8 +45,68 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
                     found.add(sub)
                 elif mod in known:
                     found.add(mod)
+    found |= _loaded_by_name(_parsed(path), known)
     found.discard(name)
     return found
+
+
+def _loaded_by_name(tree: ast.Module, known: set[str]) -> set[str]:
+    """The loadcmp modules a module loads by name (`importlib.import_module("loadcmp.load._ctls")`, either branch
+    of a conditional name): an import like any other for the layers and the cycles."""
+    found = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "attr", getattr(node.func, "id", "")) == "import_module":
+            found |= {c.value for arg in node.args for c in ast.walk(arg)
+                      if isinstance(c, ast.Constant) and c.value in known}
+    return found
+
+
+def _edges(name: str, path: Path, known: set[str]) -> set[str]:
+    """Every loadcmp module `name` needs: its Python imports (and loads by name), and of a Cython module its
+    cimports, its .pxd's included."""
+    found = _imports(name, path, known) if path.suffix != ".pxd" else set()
+    if path.suffix in (".pyx", ".pxd"):
+        found |= _cimports(name, path, known)
+        if path.suffix == ".pyx" and path.with_suffix(".pxd").exists():
+            found |= _cimports(name, path.with_suffix(".pxd"), known)
+    return found
+
+
+def _every_module() -> dict[str, Path]:
+    """The Python modules and the Cython ones, by dotted name."""
+    return {**_modules(), **_compiled()}
+
+
+CIMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+cimport\b|cimport[ \t]+([\w.]+))", re.M)
+"""A Cython `from X cimport ...` (X maybe relative) or `cimport X` line."""
+
+
+def _cimports(name: str, path: Path, known: set[str]) -> set[str]:
+    """The loadcmp modules a Cython file (.pyx, .pxd) cimports: `from ._csys cimport *`, `from loadcmp.load._ctally
+    cimport CTally`, `cimport loadcmp.load._ctally`. Relative names resolve against the file's package, as Cython's
+    do; a .pxd without its .pyx (declarations only) is a module of its own here."""
+    here = name.rsplit(".", 1)[0].split(".")
+    found: set[str] = set()
+    for dots, mod, plain in CIMPORT.findall(path.read_text()):
+        if dots:
+            base = here[: len(here) - len(dots) + 1]
+            full = ".".join(base + ([mod] if mod else []))
+        else:
+            full = mod or plain
+        if full in known:
+            found.add(full)
+    found.discard(name)
+    return found
+
+
+def _compiled() -> dict[str, Path]:
+    """The Cython modules by name: each .pyx, and each .pxd that has no .pyx (declarations only)."""
+    out = {}
+    for f in sorted([*PKG.rglob("*.pyx"), *PKG.rglob("*.pxd")]):
+        name = ".".join(f.relative_to(PKG.parent).with_suffix("").parts)
+        if f.suffix == ".pyx" or not f.with_suffix(".pyx").exists():
+            out[name] = f
+    return out
 
 
 def _parsed(path: Path) -> ast.Module:
@@ -86,9 +146,19 @@ def test_find_cycle_finds_one():
     assert find_cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
 
 
+def test_the_compiled_edges_are_read():
+    """cimports (relative and absolute, of a .pyx and of its .pxd) and loads by name count as imports."""
+    mods = _every_module()
+    known = set(mods)
+    cimported = {n for m, p in mods.items() if p.suffix in (".pyx", ".pxd") for n in _cimports(m, p, known)}
+    assert cimported, "no cimport between loadcmp's compiled modules was read"
+    tree = ast.parse("import importlib\nm = importlib.import_module('a.b' if x else 'a.c')\n")
+    assert _loaded_by_name(tree, {"a.b", "a.c", "a.d"}) == {"a.b", "a.c"}
+
+
 def test_no_import_cycle():
-    mods = _modules()
-    cycle = find_cycle({m: _imports(m, p, set(mods)) for m, p in mods.items()})
+    mods = _every_module()
+    cycle = find_cycle({m: _edges(m, p, set(mods)) for m, p in mods.items()})
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
 
 
@@ -129,10 +199,10 @@ def test_every_package_says_what_it_holds():
 
 
 def test_no_import_cycle_between_packages():
-    mods = _modules()
+    mods = _every_module()
     graph: dict[str, set[str]] = {}
     for m, p in mods.items():
-        for n in _imports(m, p, set(mods)):
+        for n in _edges(m, p, set(mods)):
             if _package_of(n) != _package_of(m):
                 graph.setdefault(_package_of(m), set()).add(_package_of(n))
     assert graph, "no imports between packages found: the test reads nothing"
@@ -227,15 +297,14 @@ def test_every_import_follows_the_drawn_layers():
     """Every import, at the top, inside a function or under TYPE_CHECKING (a type named from a higher layer
     ties the two packages as an import does: mypy follows it, a reader must know the other package), and
     the Python imports of the compiled modules (.pyx)."""
-    mods = _modules()
+    mods = _every_module()
     known = set(mods)
     units = {_unit(m) for m in mods}
-    compiled = {".".join(f.relative_to(PKG.parent).with_suffix("").parts): f for f in PKG.rglob("*.pyx")}
-    assert compiled and all(_imports(m, p, known) for m, p in compiled.items()), "the .pyx imports were not read"
-    mods = {**mods, **compiled}
+    compiled = {m: p for m, p in mods.items() if p.suffix == ".pyx"}
+    assert compiled and all(_edges(m, p, known) for m, p in compiled.items()), "the .pyx imports were not read"
     assert units == {p for names in LAYERS for p in names} | set(KERNEL) | set(ENTRY), \
         f"a module outside the drawing: {sorted(units - {p for names in LAYERS for p in names} - set(KERNEL))}"
-    against = sorted(f"{m} -> {n}" for m, p in mods.items() for n in _imports(m, p, known) if breaks_layers(m, n))
+    against = sorted(f"{m} -> {n}" for m, p in mods.items() for n in _edges(m, p, known) if breaks_layers(m, n))
     assert not against, "against the layers ARCHITECTURE.md draws: " + "; ".join(against)
 
 
