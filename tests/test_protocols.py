@@ -91,7 +91,7 @@ def test_a_stack_file_with_a_wrong_protocol_list_is_refused_with_its_line(tmp_pa
     (bad / "stack.toml").write_text(text)
     with pytest.raises(ConfigError) as e:
         st.catalog([str(bad)])
-    assert "unknown protocol(s) spdy" in str(e.value)
+    assert "unknown protocol spdy: use one of h1, h2, h2c, h3" in str(e.value)
     plain = copy_stack("caddy", tmp_path / "plain")
     text = (plain / "stack.toml").read_text().replace('"tls", "h2"]', '"h2"]')
     text = text.replace('"h2", "h2c", "h3"]', '"h2c", "h2", "h3"]')
