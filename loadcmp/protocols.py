@@ -13,6 +13,7 @@ both read it.
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -49,6 +50,19 @@ class Protocol:
     """Requests are HTTP/1.x messages (`--http10`, `--tls-resume` and pipelining's rules apply)."""
 
     @property
+    def alpn_checked(self) -> bool:
+        """The server must choose it by ALPN in a TLS handshake over TCP (h2): a load that got another stops in one
+        line. HTTP/1.x is what a server speaks when it chooses none, h2c is spoken by prior knowledge on a plain
+        port, h3 is found by Alt-Svc and chosen in its QUIC handshake."""
+        return not self.http1 and self.transport == "tcp" and bool(self.alpn)
+
+    @property
+    def tcp_alpn(self) -> tuple[str, ...]:
+        """What a client offers by ALPN in a TLS handshake over TCP for it: its own offer, else HTTP/1.1 (h3's
+        server is found over HTTP/1.1, by Alt-Svc)."""
+        return self.alpn if self.transport == "tcp" and self.alpn else ("http/1.1",)
+
+    @property
     def schemes(self) -> tuple[str, ...]:
         """The URL schemes it runs under."""
         return {"either": ("http", "https"), "required": ("https",), "refused": ("http",)}[self.tls]
@@ -59,7 +73,7 @@ class Protocol:
             return None
         if self.tls == "required":
             return f"--proto {self.name} needs an https:// URL; {url} is plain http ({_plain()})"
-        return f"--proto {self.name} is {self.words} over plain http; {url} is https ({_over_tls()})"
+        return f"--proto {self.name} runs over plain http only; {url} is https ({_over_tls()})"
 
     def tls_error(self, label: str, tls: bool) -> str | None:
         """A run's `--tls` (or its absence) that this protocol refuses, in one line; None: fine."""
@@ -69,6 +83,18 @@ class Protocol:
             return (f"--proto {self.name}: {self.words} is on a plain port; {label} runs --tls "
                     f"({_over_tls()})")
         return None
+
+    def option_error(self, flag: str) -> str | None:
+        """An HTTP/1-only option (`--http10`, `--tls-resume`) asked of this protocol, in one line; None: it takes it."""
+        if self.http1:
+            return None
+        return (f"--proto {self.name} takes no {flag}: that is HTTP/1's (an {self.name} connection shakes hands "
+                "once and carries many streams)")
+
+    def unspoken_error(self, who: str, speakers: list[str]) -> str:
+        """A label (`who`) whose stack does not speak this protocol, in one line naming the stacks that do."""
+        those = f"the stacks that do: {', '.join(speakers)}" if speakers else "no stack does"
+        return f"--proto {self.name}: {who} does not speak {self.words}; {those}"
 
     def run_error(self, engine: str, schedule: str) -> str | None:
         """An engine or a schedule this protocol does not run with, in one line; None: it does."""
@@ -128,7 +154,30 @@ def get(name: str) -> Protocol:
     try:
         return _TABLE[name]
     except KeyError:
-        raise UsageError(f"unknown protocol {name!r}: use one of {', '.join(_TABLE)}") from None
+        raise UsageError(unknown_error([name]) or name) from None
+
+
+def find(name: str) -> Protocol | None:
+    """The row of a protocol a stored result names; None for a name this table does not hold (a made-up one)."""
+    return _TABLE.get(name)
+
+
+def unknown_error(given: Iterable[str]) -> str | None:
+    """The names given that are no protocol, in one line; None: each is one."""
+    bad = [x for x in given if x not in _TABLE]
+    return f"unknown protocol {', '.join(bad)}: use one of {', '.join(_TABLE)}" if bad else None
+
+
+def stack_problems(said: Sequence[str], tls_part: str | None) -> list[str]:
+    """What is wrong with the protocols a stack says it speaks (its stack.toml's `protocols`), one line each.
+    `tls_part`: the part that serves https, when the stack does not list it (those over TLS only need it)."""
+    out = [wrong] if (wrong := unknown_error(said)) else []
+    if said and not out and DEFAULT not in said:
+        out.append(f"protocols must include {DEFAULT} (readiness, the primer and status pages speak it)")
+    tls_only = [x for x in said if x in _TABLE and _TABLE[x].tls == "required"]
+    if tls_only and tls_part is not None:
+        out.append(f"{', '.join(tls_only)} run over TLS only: list the part {tls_part!r} too")
+    return out
 
 
 def carriers(source: str) -> list[Protocol]:
@@ -148,8 +197,8 @@ def streams_error(streams: int, protos: set[str] | tuple[str, ...]) -> str | Non
 
 
 def _plain() -> str:
-    """The protocols that run under http:// URLs, as a hint."""
-    return ", ".join(f"{p.name} is {p.words}" for p in _TABLE.values() if p.tls == "refused") or "use h1"
+    """The protocols that run over plain http only, as a hint."""
+    return "use --proto " + (" or ".join(p.name for p in _TABLE.values() if p.tls == "refused") or DEFAULT)
 
 
 def _over_tls() -> str:

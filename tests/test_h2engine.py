@@ -236,7 +236,7 @@ def test_bench_shows_the_streams_and_refuses_bad_input_in_one_line(servers, cafi
 
 
 def test_make_target_refuses_what_does_not_fit_the_protocol():
-    for kw, said in (({"proto": "h2c", "url": "https://127.0.0.1/"}, "h2c is HTTP/2 over plain http"),
+    for kw, said in (({"proto": "h2c", "url": "https://127.0.0.1/"}, "--proto h2c runs over plain http only"),
                      ({"proto": "h3", "url": "http://127.0.0.1/"}, "--proto h3 needs an https:// URL"),
                      ({"proto": "h2", "url": "https://127.0.0.1/", "tls_resume": 0.5}, "takes no --tls-resume"),
                      ({"proto": "h2c", "url": "http://127.0.0.1/", "http10": True}, "takes no --http10")):

@@ -91,7 +91,7 @@ def test_a_stack_file_with_a_wrong_protocol_list_is_refused_with_its_line(tmp_pa
     (bad / "stack.toml").write_text(text)
     with pytest.raises(ConfigError) as e:
         st.catalog([str(bad)])
-    assert "unknown protocol(s) spdy" in str(e.value)
+    assert "unknown protocol spdy: use one of h1, h2, h2c, h3" in str(e.value)
     plain = copy_stack("caddy", tmp_path / "plain")
     text = (plain / "stack.toml").read_text().replace('"tls", "h2"]', '"h2"]')
     text = text.replace('"h2", "h2c", "h3"]', '"h2c", "h2", "h3"]')
@@ -128,11 +128,11 @@ def test_an_experiment_file_and_a_variant_name_their_protocols(tmp_path: Path) -
 
 
 @pytest.mark.parametrize("args,needle", [
-    (["-m", "0", "--proto", "h2", "--tls"], "-m/--streams must be >= 1, got 0"),
+    (["-m", "0", "--proto", "h2", "--tls"], "-m/--streams must be at least 1, got 0"),
     (["--proto", "h2c"], "--proto h2c: nginx does not speak h2c (cleartext HTTP/2); the stacks that do: "
                          "apache-prefork, apache-worker, apache-event, caddy, lighttpd"),
     (["--proto", "h2"], "h2 (HTTP/2 over TLS) runs over TLS only; add --tls"),
-    (["--proto", "h2,spdy"], "unknown protocol spdy (known: h1, h2, h2c, h3)"),
+    (["--proto", "h2,spdy"], "unknown protocol spdy: use one of h1, h2, h2c, h3"),
     (["-m", "10"], "HTTP/1.1 has one request in flight per connection"),
     (["--proto", "h2", "--tls", "--schedule", "ramp"], "runs the fast engine's closed loop"),
 ])

@@ -145,6 +145,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
     started on the wall clock."""
     from ..load import tls
     from ..load.cluster import open_fleet
+    from ..protocols import get as get_protocol
     from ..load.compiled import engine_path
     from ..load.saturation import Machine, add_advice
     from ..load.summary import note_ramp_cut, result_doc
@@ -152,7 +153,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
     from ..load.workers import SPAWN_DELAY, run_load
 
     spec, sched, target = plan.load, plan.schedule, plan.target
-    if target.proto == "h3":  # found as browsers find it: Alt-Svc over TCP, then one QUIC handshake
+    if get_protocol(target.proto).transport == "udp":  # found as browsers find it: Alt-Svc, then a QUIC handshake
         from ..load import altsvc
 
         target = altsvc.discover(target, spec.timeout)

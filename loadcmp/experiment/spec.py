@@ -18,6 +18,7 @@ from ..lab.stacks import Catalog
 from . import apps, journeys, protos as protocols, sources, variants
 from .filekeys import FIELD_OF, KEYS, convert
 from ..errors import ConfigError, Problems, UsageError, line_of
+from ..protocols import get as get_protocol
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
@@ -172,8 +173,8 @@ class RunSpec:
         return self.variant_protos.get(label, self.protos)
 
     def streams_for(self, proto: str) -> int:
-        """Requests in flight per connection on a protocol (HTTP/1.1: one)."""
-        return 1 if proto == "h1" else self.streams
+        """Requests in flight per connection on a protocol (one where it does not multiplex: HTTP/1.1)."""
+        return self.streams if get_protocol(proto).multiplexed else 1
 
     def settings_for(self, label: str) -> dict[str, Any]:
         """The overrides one label's server starts with."""

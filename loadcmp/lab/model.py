@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..protocols import DEFAULT as DEFAULT_PROTOCOL
 from ..errors import ConfigError
 from . import rules
 
@@ -174,11 +175,6 @@ class ErrorLogFind:
 FORMATS = ("regex", "json", "prometheus")
 TLS_PART = "tls"
 """The part a stack lists to serve https: its `tls.*` settings, rendered by its templates only under `--tls`."""
-PROTOCOLS = ("h1", "h2", "h2c", "h3")
-"""What a stack may speak (`protocols` in its stack.toml): HTTP/1.1, h2 over TLS (ALPN), h2c by prior knowledge on
-its plain port, h3 over QUIC. A run's `--proto` is one of them."""
-OVER_TLS = ("h2", "h3")
-"""The protocols that run only over TLS (--tls)."""
 
 
 @dataclass(frozen=True)
@@ -254,9 +250,9 @@ class Stack:
     """Where each program's config names its error log (a user's own file: `ownconfig.error_logs`)."""
     order: int = 100
     """Where it is listed (and run, for `all`) among the stacks of its folder: lowest first, then by name."""
-    protocols: tuple[str, ...] = ("h1",)
-    """What its front role's config offers (`PROTOCOLS`; the primer checks what it negotiates); h2 and h3 with
-    --tls only."""
+    protocols: tuple[str, ...] = (DEFAULT_PROTOCOL,)
+    """What its front role's config offers, by name in `loadcmp.protocols` (the primer checks what it negotiates);
+    those over TLS only (h2, h3) with --tls only."""
     goaway_after: str | None = None
     """The tunable after whose count of requests on one connection the server sends GOAWAY (its keep-alive limit)."""
 

@@ -18,10 +18,11 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from .. import protocols
 from ..errors import ConfigError, Problems
 from . import render, rules
 from .certs import KEY_TYPES, STAND_IN
-from .model import OVER_TLS, PROTOCOLS, TLS_PART, Cause, Check, Image, Role, Stack, configs_dir, project_root
+from .model import TLS_PART, Cause, Check, Image, Role, Stack, configs_dir, project_root
 from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 
 STACK_FILE = "stack.toml"
@@ -273,17 +274,11 @@ def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) 
 def _protocols(p: Problems, path: Path, text: str, doc: dict[str, Any], parts: list[str]) -> tuple[str, ...]:
     """What the stack speaks: known protocols, h1 among them, those over TLS only where it lists the part tls."""
     if "protocols" not in doc:
-        return ("h1",)
+        return (protocols.DEFAULT,)
     said = _strings(p, path, text, doc, "protocols")
-    bad = [x for x in said if x not in PROTOCOLS]
-    if bad:
-        p.at(path, text, "protocols", f"unknown protocol(s) {', '.join(bad)} (known: {', '.join(PROTOCOLS)})")
-    elif said and "h1" not in said:
-        p.at(path, text, "protocols", "protocols must include h1 (readiness, the primer and status pages speak it)")
-    tls_only = [x for x in said if x in OVER_TLS]
-    if tls_only and TLS_PART not in parts:
-        p.at(path, text, "protocols", f"{', '.join(tls_only)} run over TLS only: list the part {TLS_PART!r} too")
-    return tuple(dict.fromkeys(said)) or ("h1",)
+    for wrong in protocols.stack_problems(said, None if TLS_PART in parts else TLS_PART):
+        p.at(path, text, "protocols", wrong)
+    return tuple(dict.fromkeys(said)) or (protocols.DEFAULT,)
 
 
 def _order(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> int:

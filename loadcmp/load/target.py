@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TypedDict, Unpack
 from urllib.parse import urlsplit
 
+from .. import protocols
 from ..errors import UsageError
 
 
@@ -42,9 +43,9 @@ class Target:
     """https: verify against this CA file, not the system's."""
     tls_resume: float = 0.0
     """The share of new connections that resume a TLS session."""
-    proto: str = "h1"
-    """The protocol asked for (`PROTOS`): h1 (HTTP/1.x), h2 (over TLS, by ALPN), h2c (cleartext, by prior
-    knowledge) or h3 (QUIC); the engine stops with one line when the server negotiates another."""
+    proto: str = protocols.DEFAULT
+    """The protocol asked for, a row of `loadcmp.protocols`: h1 (HTTP/1.x), h2 (over TLS, by ALPN), h2c (cleartext,
+    by prior knowledge) or h3 (QUIC); the engine stops with one line when the server negotiates another."""
     streams: int = 1
     """Requests in flight per connection (h2load's -m): h2, h2c and h3 only, bounded by the server's
     SETTINGS_MAX_CONCURRENT_STREAMS; -c stays the number of connections."""
@@ -99,7 +100,8 @@ def make_target(
     **more: Unpack[MoreOptions],
 ) -> Target:
     """Validate a URL and options into a Target; one-line UsageErrors."""
-    tls_resume, proto, streams = more.get("tls_resume", 0.0), more.get("proto", "h1"), more.get("streams", 1)
+    tls_resume, streams = more.get("tls_resume", 0.0), more.get("streams", 1)
+    proto = more.get("proto", protocols.DEFAULT)
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"bad URL {url!r}: give an http:// or https:// URL with a host")
@@ -134,11 +136,12 @@ def make_target(
         raise UsageError(f"--insecure is for https URLs; {url} is plain http")
     if (wrong := resume_share_error(tls_resume)) is not None:
         raise UsageError(wrong)
-    if (wrong := proto_error(proto, streams, parts.scheme, url)) is not None:
+    row = protocols.get(proto)
+    if (wrong := protocols.streams_error(streams, (proto,)) or row.scheme_error(parts.scheme, url)) is not None:
         raise UsageError(wrong)
-    if proto != "h1" and (http10 or tls_resume):
-        raise UsageError(f"--proto {proto} takes no {'--http10' if http10 else '--tls-resume'}: that is HTTP/1's "
-                         f"(an {proto} connection shakes hands once and carries many streams)")
+    flag = "--http10" if http10 else "--tls-resume" if tls_resume else None
+    if flag and (wrong := row.option_error(flag)) is not None:
+        raise UsageError(wrong)
     return Target(url, parts.scheme, host, port, path, m, tuple(hdrs), data, http10, keepalive, insecure, cafile,
                   tls_resume, proto, streams)
 
@@ -150,22 +153,3 @@ def resume_share_error(share: float) -> str | None:
 
 HOP_BY_HOP = frozenset({"connection", "keep-alive", "proxy-connection", "transfer-encoding", "upgrade"})
 """Header fields HTTP/2 forbids (RFC 9113 8.2.2): never sent by the h2 engines."""
-
-PROTOS = ("h1", "h2", "h2c", "h3")
-"""The protocols a load speaks: HTTP/1.x, HTTP/2 over TLS, HTTP/2 in cleartext (prior knowledge), HTTP/3."""
-
-
-def proto_error(proto: str, streams: int, scheme: str, url: str) -> str | None:
-    """What is wrong with --proto and -m for this URL, in one line; None: nothing."""
-    if streams < 1:
-        return "-m/--streams must be at least 1"
-    if proto not in PROTOS:
-        return f"unknown protocol {proto!r}: use one of {', '.join(PROTOS)}"
-    if proto in ("h2", "h3") and scheme != "https":
-        return f"--proto {proto} needs an https:// URL; {url} is plain http (h2c is HTTP/2 over plain http)"
-    if proto == "h2c" and scheme != "http":
-        return f"--proto h2c is HTTP/2 over plain http; {url} is https (use --proto h2)"
-    if proto == "h1" and streams > 1:
-        return ("-m/--streams is for --proto h2, h2c or h3: HTTP/1.1 has one request in flight per connection "
-                "(pipelining is not offered)")
-    return None

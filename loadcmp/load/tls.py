@@ -13,13 +13,15 @@ from __future__ import annotations
 import socket
 import ssl
 
+from .. import protocols
 from ..errors import UsageError, WrongProtocol
 from .target import Target
 
 
 def context(target: Target) -> ssl.SSLContext | None:
-    """The client context for `target` (None for plain http). ALPN offers http/1.1, and h2 first for an h2 load
-    (whose server must then choose h2: `probe`, and the h2 engines, stop the load when it does not)."""
+    """The client context for `target` (None for plain http). ALPN offers what its protocol's row offers over TCP:
+    http/1.1, and h2 first for an h2 load (whose server must then choose h2: `probe`, and the h2 engines, stop the
+    load when it does not)."""
     if target.scheme != "https":
         return None
     try:
@@ -30,7 +32,7 @@ def context(target: Target) -> ssl.SSLContext | None:
     if target.insecure:
         ctx.check_hostname = False
         ctx.verify_mode = ssl.CERT_NONE
-    ctx.set_alpn_protocols(["h2", "http/1.1"] if target.proto == "h2" else ["http/1.1"])  # h2: the server says which
+    ctx.set_alpn_protocols(list(protocols.get(target.proto).tcp_alpn))  # h2 first, then http/1.1: the server says
     return ctx
 
 
@@ -61,6 +63,7 @@ def probe(target: Target, timeout: float) -> None:
         return
     finally:
         raw.close()
-    if target.proto == "h2" and alpn != "h2":
-        raise WrongProtocol(f"{target.url} negotiated {alpn or 'no protocol'} by ALPN, not h2: the server does not "
-                            "speak HTTP/2 there (loadcmp does not fall back to another protocol)")
+    row = protocols.get(target.proto)
+    if row.alpn_checked and alpn != row.alpn[0]:
+        raise WrongProtocol(f"{target.url} negotiated {alpn or 'no protocol'} by ALPN, not {row.alpn[0]}: the server "
+                            f"does not speak {row.words} there (loadcmp does not fall back to another protocol)")

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from typing import Any
 
+from .. import protocols
 from ..records import MachineInfo, ScheduleDoc, ServerInfo, SpecDoc
 from ..store.reader import Results, Run, result_of, spec_tls
 from ..units import format_bytes
@@ -101,17 +102,18 @@ def _schedule(r: Run) -> ScheduleDoc:
     return ScheduleDoc(kind=r.doc["spec"]["schedule"])
 
 
-def _multiplexed(spec: SpecDoc) -> tuple[int, list[str], bool] | None:
-    """-m above 1 on the run's h2, h2c or h3 labels: (the streams per connection, those protocols, whether
-    h1 labels ran too); None when each client is one request in flight."""
+def _multiplexed(spec: SpecDoc) -> tuple[int, list[str], list[str]] | None:
+    """-m above 1 on the run's labels of protocols that multiplex (h2, h2c, h3): (the streams per connection, those
+    protocols, the others that ran too: h1); None when each client is one request in flight."""
     streams = int(spec.get("streams") or 1)
-    asked = [*spec.get("protos", ["h1"]), *(p for ps in (spec.get("variant_protos") or {}).values() for p in ps)]
+    asked = [*spec.get("protos", [protocols.DEFAULT]),
+             *(p for ps in (spec.get("variant_protos") or {}).values() for p in ps)]
     protos = list(dict.fromkeys(asked))
-    multi = [p for p in protos if p != "h1"]
-    return (streams, multi, "h1" in protos) if streams > 1 and multi else None
+    multi = [p for p in protos if (row := protocols.find(p)) is None or row.multiplexed]
+    return (streams, multi, [p for p in protos if p not in multi]) if streams > 1 and multi else None
 
 
-def _streamed(spec: SpecDoc, levels: str, listed: bool, streams: int, protos: list[str], h1: bool) -> str:
+def _streamed(spec: SpecDoc, levels: str, listed: bool, streams: int, protos: list[str], single: list[str]) -> str:
     """The closed loop's clients where a client is a connection carrying -m streams: '20 concurrent clients
     on h1 and 20 connections × 4 streams on h2 (80 requests in flight), ...'."""
     on = " and ".join(protos)
@@ -120,8 +122,8 @@ def _streamed(spec: SpecDoc, levels: str, listed: bool, streams: int, protos: li
         multi = f"{levels} connections × {streams} streams on {on} ({flight} requests in flight)"
     else:  # a capacity search's levels: connections, each carrying the streams
         multi = f"{levels} connections on {on}, each carrying {streams} streams"
-    first = f"{levels} concurrent clients on h1 and " if h1 else ""
-    return (f"{first}{multi}, each {'client or stream' if h1 else 'stream'} sending its next request when the "
+    first = f"{levels} concurrent clients on {' and '.join(single)} and " if single else ""
+    return (f"{first}{multi}, each {'client or stream' if single else 'stream'} sending its next request when the "
             "last one ends (webbench, ab; h2load's -c and -m)")
 
 

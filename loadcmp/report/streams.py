@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from .. import protocols
 from ..records import StreamFacts, TrialRecord
 from ..store.reader import Results
 
@@ -29,9 +30,10 @@ H3_LEGEND = (" Over h3: RST_STREAM is QUIC's RESET_STREAM (by its HTTP/3 error c
 
 
 def titled(rows: list[list[str]]) -> tuple[str, str]:
-    """The section's title and legend for the protocols its rows ran: HTTP/2, HTTP/3 or both."""
-    protos = {r[2] for r in rows}
-    h3, h2 = "h3" in protos, bool(protos - {"h3"})
+    """The section's title and legend for the protocols its rows ran: HTTP/2 (over TCP), HTTP/3 (over QUIC) or
+    both."""
+    quic = {_quic(r[2]) for r in rows}
+    h3, h2 = True in quic, False in quic
     title = "HTTP/2 and HTTP/3 streams" if h3 and h2 else "HTTP/3 streams" if h3 else "HTTP/2 streams"
     return title, LEGEND + (H3_LEGEND if h3 else "")
 
@@ -57,7 +59,7 @@ def _resets(cell: list[StreamFacts]) -> str:
 def streams_of(data: Results, label: str) -> int:
     """The requests a label's connections each kept in flight: -m on h2, h2c and h3, one on HTTP/1.1."""
     found = data.info(label)
-    if found is None or found[1].get("proto", "h1") == "h1":
+    if found is None or not _multiplexed(found[1].get("proto", protocols.DEFAULT)):
         return 1
     return int(found[0].doc["spec"].get("streams") or 1)
 
@@ -101,10 +103,10 @@ def stream_lines(data: Results) -> list[str]:
     """The section in words: what each label asked for and negotiated, a trial stopped for its protocol, and a
     GOAWAY every N requests with its tunable; empty for an HTTP/1.1 run."""
     protos = asked_protocols(data)
-    if not protos or all(asked == "h1" for asked, _ in protos.values()):
+    if not any(_multiplexed(asked) for asked, _ in protos.values()):
         return []
     out = [f"{s}: asked for {asked}, the server negotiated {got or 'nothing the primer could see'} (the "
-           "primer's check before the load)." for s, (asked, got) in protos.items() if asked != "h1"]
+           "primer's check before the load)." for s, (asked, got) in protos.items() if _multiplexed(asked)]
     for t in data.trials:
         if t["status"] == "wrong_protocol":
             out.append(f"{t['server']} at {t['level']:,} clients was not measured: {t.get('reason', '')}.")
@@ -130,3 +132,15 @@ def _goaway_line(data: Results, s: str, level: int) -> list[str]:
     return [f"{s} at {level:,} clients: the server sent {goaways:,.0f} GOAWAY per trial, closing connections after "
             f"at most {most:,} requests each{said}; every new connection costs the client its handshake and "
             "window again."]
+
+
+def _multiplexed(proto: str) -> bool:
+    """Whether a stored protocol carries -m streams per connection (a name this table does not hold: it does)."""
+    row = protocols.find(proto)
+    return row is None or row.multiplexed
+
+
+def _quic(proto: str) -> bool:
+    """Whether a stored protocol (as asked or negotiated) runs over QUIC."""
+    row = protocols.find(proto)
+    return row is not None and row.transport == "udp"

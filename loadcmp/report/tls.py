@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+from .. import protocols
 from ..records import ServerTls, TrialRecord
 from ..store.reader import Results, metrics_of, spec_tls, tls_of
 from ..store.handshakes import handshake_rate
@@ -67,7 +68,7 @@ def tls_rows(data: Results) -> tuple[list[str], list[list[str]]]:
     return (HEADER, rows) if rows else ([], [])
 
 
-def _negotiated(primed: ServerTls | None, trials: list[TrialRecord], proto: str = "h1") -> str | None:
+def _negotiated(primed: ServerTls | None, trials: list[TrialRecord], proto: str) -> str | None:
     """What a label's handshakes agreed: the primer's (with the key and the chain), else the load's. A load
     that made no handshake in its window (kept-alive connections opened in the warm-up) says nothing of it.
     An h3 label's clients shake hands over QUIC: a primer's handshake over TCP (stored before the primer made
@@ -75,8 +76,10 @@ def _negotiated(primed: ServerTls | None, trials: list[TrialRecord], proto: str 
     seen = Counter((tls["version"], tls["cipher"], tls.get("alpn", "")) for t in trials
                    if (tls := tls_of(t)) and tls["full"] + tls["resumed"] and tls["version"])
     load = seen.most_common(1)[0][0] if seen else None
-    quic = " QUIC" if proto == "h3" else ""
-    if proto == "h3" and primed and primed.get("alpn") != "h3":
+    row = protocols.find(proto)
+    quic_alpn = row.alpn if row is not None and row.transport == "udp" else None  # its clients shake hands over QUIC
+    quic = " QUIC" if quic_alpn is not None else ""
+    if quic_alpn is not None and primed and primed.get("alpn") not in quic_alpn:
         primed = None
     if primed and primed.get("version"):
         text = f"{primed['version']}, {primed.get('cipher', '?')}"
@@ -103,7 +106,7 @@ def tls_lines(data: Results) -> list[str]:
     for s in data.servers:
         found = data.info(s)
         said = _negotiated(found[1].get("tls") if found else None, data.of_server(s),
-                           found[1].get("proto", "h1") if found else "h1")
+                           found[1].get("proto", protocols.DEFAULT) if found else protocols.DEFAULT)
         if said:
             out.append(f"{s}: {said}.")
     for run in data.runs:

@@ -25,6 +25,7 @@ import socket
 import ssl
 import time
 
+from .. import protocols
 from ..lab.certs import key_type_of
 from ..lab.pages import client_context, http_get, page_file
 from ..lab.render import USER_WWW
@@ -112,15 +113,15 @@ def _check_static(dep: Deployment, page: str, body: bytes) -> None:
                           f"({len(body):,} bytes, the file has {f.stat().st_size:,}); is the stack's root the pages?")
 
 
-def handshake(dep: Deployment, patience: float = 0.0, proto: str = "h1") -> ServerTls | None:
+def handshake(dep: Deployment, patience: float = 0.0, proto: str = protocols.DEFAULT) -> ServerTls | None:
     """With --tls, one handshake with the front role as the label's clients make it (an h2 label's offer h2 first
     by ALPN), checked (PrimerError, one line, when it is not what was asked); None on plain http. LabError when
     the server never answers within `patience`. Whether an h2 label got h2 is `negotiate`'s to say."""
     plan = dep.plan
     if plan.tls is None or plan.cafile is None:
         return None
-    name, where = dep.stack.name, f"{dep.host.address}:{dep.port}"
-    offer = ("h2", "http/1.1") if proto == "h2" else ("http/1.1",)
+    name, where, row = dep.stack.name, f"{dep.host.address}:{dep.port}", protocols.get(proto)
+    offer = row.tcp_alpn
     deadline, waited = time.monotonic() + patience, time.monotonic()
     while True:
         try:
@@ -147,7 +148,7 @@ def handshake(dep: Deployment, patience: float = 0.0, proto: str = "h1") -> Serv
                           f"only {', '.join(offer)})")
     if key != plan.tls.key_type:
         raise PrimerError(f"{name}: its certificate has a {key} key, not the {plan.tls.key_type} of tls.key")
-    if proto == "h3":  # the load shakes hands over QUIC, not over this TCP connection: say what QUIC chose
+    if row.transport == "udp":  # the load shakes hands over QUIC, not over this TCP connection: say what it chose
         version, cipher, alpn = _quic_seen(dep, "/")
     return ServerTls(version=version, cipher=cipher, alpn=alpn, chain_ok=True, key=key)
 
@@ -181,20 +182,22 @@ def negotiate(dep: Deployment, proto: str) -> str | None:
 
 
 def _negotiate(dep: Deployment, proto: str) -> str | None:
-    address, port, cafile = dep.host.address, dep.port, dep.plan.cafile
-    if proto == "h2" and cafile is not None:
+    """As the row says the protocol is found: by ALPN (h2), by Alt-Svc and QUIC (h3), by prior knowledge on the
+    plain port (h2c); HTTP/1.x is what every server speaks (None)."""
+    address, port, cafile, row = dep.host.address, dep.port, dep.plan.cafile, protocols.get(proto)
+    if row.alpn_checked and cafile is not None:
         with socket.create_connection((address, port), timeout=10) as raw, \
-                _context(cafile, ("h2", "http/1.1")).wrap_socket(raw, server_hostname=address) as s:
+                _context(cafile, row.tcp_alpn).wrap_socket(raw, server_hostname=address) as s:
             return s.selected_alpn_protocol() or "nothing"
-    if proto == "h3" and cafile is not None:
+    if row.transport == "udp" and cafile is not None:
         quic(dep, "/")  # Alt-Svc and one QUIC handshake; a server without HTTP/3 stops here in one line
-        return "h3"
-    if proto == "h2c":
+        return row.name
+    if row.tls == "refused":
         with socket.create_connection((address, port), timeout=10) as s:
             s.sendall(H2_PREFACE)
             head = _read(s, 9)
         if len(head) == 9 and head[3] == SETTINGS and not int.from_bytes(head[5:9], "big") & 0x7FFFFFFF:
-            return "h2c"
+            return row.name
         return "http/1.1" if head.startswith(b"HTTP/") else "nothing"
     return None
 
@@ -202,7 +205,8 @@ def _negotiate(dep: Deployment, proto: str) -> str | None:
 def wrong_protocol(dep: Deployment, asked: str, negotiated: str) -> str:
     """A trial stopped for its protocol, in one line: what was asked, what the server spoke, and the last line of
     its log that names the protocol (its reason: a module inactive), quoted."""
-    how = "ALPN chose" if asked == "h2" else "to an h2c preface (prior knowledge) it answered"
+    prior = protocols.get(asked).tls == "refused"  # spoken by prior knowledge on the plain port, not by ALPN
+    how = f"to an {asked} preface (prior knowledge) it answered" if prior else "ALPN chose"
     return f"{dep.stack.name}: asked for {asked}, {how} {negotiated}{_said(dep, 'http2')}"
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import protocols
 from ..lab import containers, dockerhost, planning, render
 from ..lab.certs import RunCA
 from ..observe import evidence, ownlogs
@@ -62,8 +63,8 @@ class Planned:
     keepalive: bool
     label: str
     page: str
-    proto: str = "h1"
-    """The protocol loaded (`--proto`): h1, h2, h2c or h3."""
+    proto: str = protocols.DEFAULT
+    """The protocol loaded (`--proto`), a row of `loadcmp.protocols`: h1, h2, h2c or h3."""
 
 
 @dataclass
@@ -221,7 +222,7 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
     if stack.busy_limit:
         info["busy_limit"] = stack.busy_limit
-    if stack.goaway_after and p.proto != "h1":
+    if stack.goaway_after and protocols.get(p.proto).multiplexed:  # GOAWAY closes a connection of streams
         info["goaway_after"] = stack.goaway_after
     if dep.plan.app:
         info["app"] = dep.plan.app.name
