@@ -9,13 +9,17 @@ below wrk once the client's core is the limit. Over https the compiled loop is `
 h2 and h2c run `_ch2.pyx` (with `_ch2conn.pyx`, libnghttp2 from C), or else the `h2` package (`h2py`).
 The pure-Python paths are the fallback, kept and tested (`rawclient.RawClient`, and
 `http1`'s keep-alive callback path, TLS over uvloop's transports): when the modules did
-not build or import, and when LOADCMP_PURE_PYTHON=1 asks for them.
+not build or import, when they were built from other sources than those beside them
+(`current`), and when LOADCMP_PURE_PYTHON=1 asks for them.
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import importlib
 import os
+from pathlib import Path
 from types import ModuleType
 from typing import Any, Literal
 
@@ -24,10 +28,29 @@ PURE_ENV = "LOADCMP_PURE_PYTHON"
 
 EnginePath = Literal["compiled", "python"]
 
-CLOOP_INTERFACE = 4
-"""The `_cloop` this code drives (its `INTERFACE`): raise both together whenever CLoop's
-constructor or what it calls back changes, so a build of older sources (an editable
-install not built again) runs the pure-Python loop instead of failing the load."""
+def pure_wanted() -> bool:
+    """LOADCMP_PURE_PYTHON asks for the pure-Python paths."""
+    return os.environ.get(PURE_ENV, "") not in ("", "0")
+
+
+def current(*mods: ModuleType) -> bool:
+    """Were these compiled modules built from the sources beside them as they are now? Each holds its
+    sources' digests (`BUILT_FROM`, `_cbuilt.pxi`, written by setup.py): a build of other sources (an editable
+    install not built again) still imports, and this tells it apart, with no number to raise by hand. A
+    source that is not there (a wheel ships none) is not held against it."""
+    return all(_same_sources(str(Path(m.__file__ or "").parent), getattr(m, "BUILT_FROM", "")) for m in mods)
+
+
+@functools.cache
+def _same_sources(folder: str, built_from: str) -> bool:
+    if not built_from:  # built before modules said what they were built from
+        return False
+    for item in built_from.split():
+        name, _, digest = item.rpartition(":")
+        path = Path(folder, name)
+        if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest()[:16] != digest:
+            return False
+    return True
 
 
 def cloop_module(https: bool = False) -> ModuleType | None:
@@ -38,11 +61,7 @@ def cloop_module(https: bool = False) -> ModuleType | None:
         mod = importlib.import_module("loadcmp.load._ctls" if https else "loadcmp.load._cloop")
     except ImportError:
         return None
-    return mod if getattr(mod, "INTERFACE", None) == CLOOP_INTERFACE else None
-
-
-H2_INTERFACE = 1
-"""The `_ch2` this code drives (its `INTERFACE`), as CLOOP_INTERFACE."""
+    return mod if current(mod) else None
 
 
 def h2_module() -> ModuleType | None:
@@ -53,7 +72,7 @@ def h2_module() -> ModuleType | None:
         mod = importlib.import_module("loadcmp.load._ch2")
     except ImportError:
         return None
-    return mod if getattr(mod, "INTERFACE", None) == H2_INTERFACE else None
+    return mod if current(mod) else None
 
 
 def engine_path(engine: str, closed: bool = True, https: bool = False, proto: str = "h1") -> EnginePath:
