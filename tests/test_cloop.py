@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.compiled import PURE_ENV, cloop_module, engine_path
+from loadcmp.load.compiled import PURE_ENV, cloop_module
+from loadcmp.load.engines import engine_path
 from loadcmp.load.histogram import MAX_BUCKET, Histogram
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.outcomes import KINDS, OK
