@@ -169,7 +169,7 @@ def test_a_build_of_older_sources_runs_the_python_loop(monkeypatch):
 
 
 def test_a_source_that_is_not_there_is_not_held_against_a_build(tmp_path):
-    """An installed wheel ships no sources: what cannot be compared runs; what differs does not."""
+    """An install without the sources: what cannot be compared runs; what differs does not."""
     import hashlib
 
     from loadcmp.load.compiled import _same_sources

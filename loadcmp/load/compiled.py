@@ -41,7 +41,7 @@ def current(*mods: ModuleType) -> bool:
     """Were these compiled modules built from the sources beside them as they are now? Each holds its
     sources' digests (`BUILT_FROM`, `_cbuilt.pxi`, written by setup.py): a build of other sources (an editable
     install not built again) still imports, and this tells it apart, with no number to raise by hand. A
-    source that is not there (a wheel ships none) is not held against it."""
+    source that is not there (an install without the sources) is not held against it."""
     return all(_same_sources(str(Path(m.__file__ or "").parent), getattr(m, "BUILT_FROM", "")) for m in mods)
 
 
