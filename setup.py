@@ -108,7 +108,19 @@ def extensions() -> list[Extension]:
         print("loadcmp: nghttp2's or OpenSSL's headers (libnghttp2-dev, libssl-dev) were not found: h2 runs the "
               "pure-Python `h2` package",
               file=sys.stderr)
+    for ext in exts:
+        ext.depends.append(here + "_cbuilt.pxi")
+        ext.define_macros.append(("LOADCMP_BUILT_FROM", f'"{built_from(here, [*ext.sources, *ext.depends])}"'))
     return list(cythonize(exts, build_dir="build/cython", quiet=True))
+
+
+def built_from(folder: str, files: list[str]) -> str:
+    """What a compiled module is built from, as `BUILT_FROM` (`_cbuilt.pxi`) holds it: each source's path in the
+    module's folder and the start of its SHA-256, which `loadcmp.load.compiled.current` checks before running it."""
+    import hashlib
+
+    return " ".join(f"{Path(f).relative_to(folder)}:{hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16]}"
+                    for f in sorted(set(files)))
 
 
 def openssl_headers() -> bool:

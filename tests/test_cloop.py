@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.compiled import CLOOP_INTERFACE, PURE_ENV, cloop_module, engine_path
+from loadcmp.load.compiled import PURE_ENV, cloop_module
+from loadcmp.load.engines import engine_path
 from loadcmp.load.histogram import MAX_BUCKET, Histogram
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.outcomes import KINDS, OK
@@ -151,15 +152,32 @@ def test_which_loop_runs(monkeypatch):
 
 
 def test_a_build_of_older_sources_runs_the_python_loop(monkeypatch):
-    """An editable install not built again still imports: its INTERFACE tells it apart."""
+    """An editable install not built again still imports: the digests of the sources it was built from
+    (`BUILT_FROM`) tell it apart from a build of the sources beside it."""
     mod = cloop_module()
     if mod is None:
         pytest.skip("the compiled loop is not built here")
-    assert mod.INTERFACE == CLOOP_INTERFACE
-    monkeypatch.setattr(mod, "INTERFACE", CLOOP_INTERFACE - 1)
+    built = dict(item.rsplit(":", 1) for item in mod.BUILT_FROM.split())
+    assert {"_cloop.pyx", "_cloop.pxd", "_chttp.h", "_cbuilt.pxi"} <= set(built), built
+    one_source_changed = mod.BUILT_FROM.replace(built["_cloop.pyx"], "0" * 16)
+    monkeypatch.setattr(mod, "BUILT_FROM", one_source_changed)
     assert cloop_module() is None and engine_path("fast") == "python"
-    monkeypatch.delattr(mod, "INTERFACE")
+    monkeypatch.setattr(mod, "BUILT_FROM", "")  # built before modules said what they were built from
     assert cloop_module() is None
+    monkeypatch.undo()
+    assert cloop_module() is mod
+
+
+def test_a_source_that_is_not_there_is_not_held_against_a_build(tmp_path):
+    """An install without the sources: what cannot be compared runs; what differs does not."""
+    import hashlib
+
+    from loadcmp.load.compiled import _same_sources
+
+    (tmp_path / "a.pyx").write_bytes(b"x = 1\n")
+    digest = hashlib.sha256(b"x = 1\n").hexdigest()[:16]
+    assert _same_sources(str(tmp_path), f"a.pyx:{digest} gone.h:{'1' * 16}")
+    assert not _same_sources(str(tmp_path), f"a.pyx:{'2' * 16}")
 
 
 def test_the_install_built_the_compiled_loop():

@@ -145,8 +145,8 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
     started on the wall clock."""
     from ..load import tls
     from ..load.cluster import open_fleet
+    from ..load.engines import engine_path
     from ..protocols import get as get_protocol
-    from ..load.compiled import engine_path
     from ..load.saturation import Machine, add_advice
     from ..load.summary import note_ramp_cut, result_doc
     from ..load.driver import now

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 
 from ..errors import UsageError
+from ..load import engines
 from .flaggroup import FlagGroup, flag
 from .protocols import ProtoFlags, TlsFlags, proto_options, tls_options
 from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE, SERVER_CPUS
@@ -102,7 +103,8 @@ def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
         click.option("--warmup", type=DURATION, metavar="DURATION", help="Load sent before measuring, not counted."),
         click.option("--timeout", type=POSITIVE_DURATION, metavar="DURATION",
                      help="Per request, connect included; past it a request is a timeout (default 10s)."),
-        click.option("--engine", type=click.Choice(["fast", "aiohttp"]), help="fast (default) or aiohttp."),
+        click.option("--engine", type=click.Choice(list(engines.names())),
+                     help=f"{' or '.join(engines.names())} (default {engines.FAST.name})."),
         click.option("--workers", type=COUNT, help="Client processes (default 1)."),
         click.option("--cluster", envvar="LOADCMP_CLUSTER", metavar="local:N|tcp://HOST:PORT",
                      help="Share the clients over a Dask cluster: N worker processes here, or a running scheduler "

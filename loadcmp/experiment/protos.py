@@ -15,6 +15,7 @@ from typing import Any
 from .. import protocols
 from ..errors import ConfigError, Problems, UsageError
 from ..lab.stacks import Catalog
+from ..load import engines
 
 
 def parse_protos(value: str | Sequence[Any]) -> tuple[str, ...]:
@@ -59,15 +60,10 @@ def proto_problems(labels: Mapping[str, str], protos_of: Mapping[str, tuple[str,
 
 
 def engine_problems(protos: Iterable[str], engine: str, schedule: str) -> list[str]:
-    """h2 and h2c run in the fast engine's closed loop only, h3 in its own engine (`load.workers.make_engine`):
-    said before anything starts."""
-    asked = list(dict.fromkeys(protos))
-    multiplexed = [x for x in asked if x in ("h2", "h2c")]
-    wrong = ([f"--schedule {schedule}"] if schedule != "closed" else []) + ([f"--engine {engine}"]
-                                                                          if engine != "fast" else [])
-    if multiplexed and wrong:
-        return [f"--proto {multiplexed[0]} runs the fast engine's closed loop (-c connections, -m streams each), "
-                f"not {' nor '.join(wrong)}"]
-    if "h3" in asked and engine != "fast":
-        return [f"--proto h3 runs its own QUIC engine (every schedule), not --engine {engine}"]
-    return []
+    """Each protocol asked that the engine or the schedule does not run, in the protocol table's words
+    (`load.engines.problem`, the registry `make_engine` reads): said before anything starts. An engine no one
+    registered is said once, by the spec's own check."""
+    if engines.unknown_engine(engine) is not None:
+        return []
+    return [err for x in dict.fromkeys(protos) if (err := engines.problem(x, engine, schedule)) is not None]
+

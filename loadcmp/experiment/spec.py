@@ -21,6 +21,7 @@ from ..errors import ConfigError, Problems, UsageError, line_of
 from ..protocols import get as get_protocol
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
+from ..load import engines
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.mix import MIX_LABEL, new_seed
 from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window
@@ -380,8 +381,8 @@ def _check_numbers(p: Problems, spec: RunSpec) -> None:
                   "(tls = true)")
         elif not page.startswith("/"):
             p.add(f"page {page!r} must start with /")
-    if spec.engine not in ("fast", "aiohttp"):
-        p.add(f"unknown engine {spec.engine!r}")
+    if (unknown := engines.unknown_engine(spec.engine)) is not None:
+        p.add(unknown)
     if spec.workers < 1:
         p.add("--workers must be >= 1")
     for level in spec.levels[:1]:

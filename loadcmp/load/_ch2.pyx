@@ -43,8 +43,7 @@ cdef enum:
 cdef int TIMEOUT_ = TIMEOUT, CTIMEOUT_ = CONNECT_TIMEOUT
 cdef double TICK_S = 0.05
 
-INTERFACE = 1
-"""What `compiled.H2_INTERFACE` must be: H2Loop(engine, connections, loop)."""
+include "_cbuilt.pxi"
 
 
 cdef inline double now() noexcept nogil:

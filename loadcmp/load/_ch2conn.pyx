@@ -17,6 +17,8 @@ from .driver import BACKOFF_S
 from .outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, STREAM_RESET,
                        TIMEOUT, TLS_ERROR, kind_of_error)
 
+include "_cbuilt.pxi"
+
 cdef extern from "_ch2.h" nogil:
     void h2_count_reset(h2stats_t *, uint32_t)
     int h2_preface_ok(const unsigned char *, size_t)

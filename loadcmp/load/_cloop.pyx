@@ -32,11 +32,7 @@ cdef double TICK_S = 0.05  # deadlines checked this often
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
 cdef int ONE = 1
 
-INTERFACE = 4
-"""What `compiled.CLOOP_INTERFACE` must be: CLoop(engine, clients, loop), counting in C
-(`_ctally`), five phases (`handshake`: `_ctls.TLSLoop`), the requests of a load's pages
-(`engine.request_list`, `engine.spec.pages`) walked in C. A build of older sources still imports;
-this tells it apart."""
+include "_cbuilt.pxi"
 
 
 cdef inline double now() noexcept nogil:

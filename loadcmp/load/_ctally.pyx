@@ -18,6 +18,8 @@ from .histogram import _LOG_BASE, MAX_BUCKET, Histogram
 from .outcomes import HTTP_5XX, KINDS
 from .recorder import PHASES, STATUS_SLOTS, PageSecond, Tally
 
+include "_cbuilt.pxi"
+
 if (T_KINDS != len(KINDS) or T_HTTP_5XX != HTTP_5XX or T_STATUS != STATUS_SLOTS or T_PHASES != len(PHASES)
         or T_BUCKETS != MAX_BUCKET + 1 or T_LOG_BASE != _LOG_BASE):  # a build of older sources
     raise ImportError("_ctally.h does not count what the recorder keeps: build it again (make setup)")

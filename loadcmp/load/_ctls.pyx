@@ -70,8 +70,7 @@ cdef double RETRY_S = 0.001
 ALPN_NAMES = ("", "http/1.1", "h2")
 """What `tls_fact_t.alpn` numbers: none, HTTP/1.1, HTTP/2."""
 
-INTERFACE = 4
-"""As `_cloop.INTERFACE`: what `compiled.CLOOP_INTERFACE` must be."""
+include "_cbuilt.pxi"
 
 
 cdef inline double now() noexcept nogil:

@@ -6,80 +6,92 @@ without keep-alive: a new connection per request is otherwise ~60 us of Python p
 request, which holds a client core to 0.65x ab, and keep-alive ~6-8 us, which holds it
 below wrk once the client's core is the limit. Over https the compiled loop is `_ctls.pyx`
 (a subclass of it calling OpenSSL from C), built only where OpenSSL's headers were found.
-h2 and h2c run `_ch2.pyx` (with `_ch2conn.pyx`, libnghttp2 from C), or else the `h2` package (`h2py`).
+h2 and h2c run `_ch2.pyx` (with `_ch2conn.pyx`, libnghttp2 from C), or else the `h2` package (`h2engine`).
 The pure-Python paths are the fallback, kept and tested (`rawclient.RawClient`, and
 `http1`'s keep-alive callback path, TLS over uvloop's transports): when the modules did
-not build or import, and when LOADCMP_PURE_PYTHON=1 asks for them.
+not build or import, when they were built from other sources than those beside them
+(`current`), and when LOADCMP_PURE_PYTHON=1 asks for them. What Python calls of each
+module is typed in its stub (`_cloop.pyi` ...), against the host contract (`host.py`).
 """
 
 from __future__ import annotations
 
-import importlib
+import functools
+import hashlib
 import os
+from asyncio import AbstractEventLoop
+from pathlib import Path
 from types import ModuleType
-from typing import Any, Literal
+from typing import Literal
+
+from .host import ClosedHost, Loop
 
 PURE_ENV = "LOADCMP_PURE_PYTHON"
 """Set to 1 to run the pure-Python loop although the compiled one is there."""
 
 EnginePath = Literal["compiled", "python"]
 
-CLOOP_INTERFACE = 4
-"""The `_cloop` this code drives (its `INTERFACE`): raise both together whenever CLoop's
-constructor or what it calls back changes, so a build of older sources (an editable
-install not built again) runs the pure-Python loop instead of failing the load."""
+
+def pure_wanted() -> bool:
+    """LOADCMP_PURE_PYTHON asks for the pure-Python paths."""
+    return os.environ.get(PURE_ENV, "") not in ("", "0")
+
+
+def current(*mods: ModuleType) -> bool:
+    """Were these compiled modules built from the sources beside them as they are now? Each holds its
+    sources' digests (`BUILT_FROM`, `_cbuilt.pxi`, written by setup.py): a build of other sources (an editable
+    install not built again) still imports, and this tells it apart, with no number to raise by hand. A
+    source that is not there (an install without the sources) is not held against it."""
+    return all(_same_sources(str(Path(m.__file__ or "").parent), getattr(m, "BUILT_FROM", "")) for m in mods)
+
+
+@functools.cache
+def _same_sources(folder: str, built_from: str) -> bool:
+    if not built_from:  # built before modules said what they were built from
+        return False
+    for item in built_from.split():
+        name, _, digest = item.rpartition(":")
+        path = Path(folder, name)
+        if path.is_file() and hashlib.sha256(path.read_bytes()).hexdigest()[:16] != digest:
+            return False
+    return True
 
 
 def cloop_module(https: bool = False) -> ModuleType | None:
-    """The compiled module (over https: the one with TLS), or None (not built, not importable, or not wanted)."""
-    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+    """The compiled module (over https: the one with TLS), or None (not built, not current, or not wanted)."""
+    if pure_wanted():
         return None
     try:
-        mod = importlib.import_module("loadcmp.load._ctls" if https else "loadcmp.load._cloop")
+        from . import _cloop, _ctally
+
+        if https:
+            from . import _ctls
     except ImportError:
         return None
-    return mod if getattr(mod, "INTERFACE", None) == CLOOP_INTERFACE else None
-
-
-H2_INTERFACE = 1
-"""The `_ch2` this code drives (its `INTERFACE`), as CLOOP_INTERFACE."""
+    mods = (_ctally, _cloop, _ctls) if https else (_ctally, _cloop)
+    return mods[-1] if current(*mods) else None
 
 
 def h2_module() -> ModuleType | None:
-    """The compiled h2 engine (`_ch2.pyx`, over libnghttp2), or None (not built, or not wanted)."""
-    if os.environ.get(PURE_ENV, "") not in ("", "0"):
+    """The compiled h2 loop (`_ch2.pyx`, over libnghttp2), or None (not built, not current, or not wanted)."""
+    if pure_wanted():
         return None
     try:
-        mod = importlib.import_module("loadcmp.load._ch2")
+        from . import _ch2, _ch2conn, _ctally
     except ImportError:
         return None
-    return mod if getattr(mod, "INTERFACE", None) == H2_INTERFACE else None
+    return _ch2 if current(_ctally, _ch2conn, _ch2) else None
 
 
-def engine_path(engine: str, closed: bool = True, https: bool = False, proto: str = "h1") -> EnginePath:
-    """The path that sends a load's requests: only the fast engine's closed loop has a
-    compiled one (ramp and rate start each request from a coroutine); h2 and h2c: `_ch2`; h3: Python's QUIC."""
-    if proto == "h3":
-        return "python"
-    if proto in ("h2", "h2c"):
-        return "compiled" if engine == "fast" and h2_module() is not None else "python"
-    return "compiled" if engine == "fast" and closed and cloop_module(https) is not None else "python"
-
-
-def make_h2loop(engine: Any, connections: int, loop: Any) -> Any:
-    """The h2 engine for `engine`'s connections: compiled, or the pure-Python `h2` package's (`h2py`)."""
-    mod = h2_module()
-    if mod is not None:
-        return mod.H2Loop(engine, connections, loop)
-    from .h2py import H2Clients
-
-    return H2Clients(engine, connections)
-
-
-def make_cloop(engine: Any, clients: int, loop: Any) -> Any | None:
+def make_cloop(engine: ClosedHost, clients: int, loop: AbstractEventLoop) -> Loop | None:
     """The compiled loop for `engine`'s closed clients, or None: run the pure-Python ones."""
     https = engine.target.scheme == "https"
-    mod = cloop_module(https)
-    if mod is None:
+    if cloop_module(https) is None:
         return None
-    return mod.TLSLoop(engine, clients, loop) if https else mod.CLoop(engine, clients, loop)
+    if https:
+        from ._ctls import TLSLoop
+
+        return TLSLoop(engine, clients, loop)
+    from ._cloop import CLoop
+
+    return CLoop(engine, clients, loop)

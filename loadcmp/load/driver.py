@@ -6,7 +6,8 @@ schedule's loop (closed clients, ramp users or the open-rate ticker), measures
 share of the requests has been sent and answered. Once a second it
 folds the recorder, samples the client's CPU and event-loop lag, and feeds the
 live line; at the end it warns when the client itself was the bottleneck.
-Subclasses (`http1.FastEngine`, `aio.AiohttpEngine`) say how one request goes.
+Subclasses (the engines `engines.py` registers: `http1.FastEngine`, `aio.AiohttpEngine`, `h2engine.H2Engine`,
+`h3.H3Engine`) say how one request goes.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The pure-Python h2 fallback: the `h2` package over asyncio's transports, where the compiled h2 engine
 (`_ch2.pyx`, over libnghttp2) was not built, or LOADCMP_PURE_PYTHON=1 asks for it.
 
-It keeps the compiled engine's contract (`start`, `flush`, `abort`; -c connections each with -m streams in
+It keeps the compiled loop's contract (`host.Loop` of an `host.H2Host`; -c connections each with -m streams in
 flight; the same outcomes: `stream_reset` for RST_STREAM, `goaway` for a stream above a GOAWAY's
 last-stream-id, while those at or below it are still read to their end; `reset` for a connection cut under
 its streams; a new connection after a GOAWAY), but runs
@@ -27,6 +27,7 @@ import h2.settings
 
 from ..errors import WrongProtocol
 from .driver import BACKOFF_S, now
+from .host import H2Host
 from .outcomes import CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, PROTOCOL_ERROR, RESET, STREAM_RESET, TIMEOUT, kind_of_error, \
     kind_of_status
 from .result import StreamTally
@@ -227,9 +228,10 @@ class H2Proto(asyncio.Protocol):
 class H2Clients:
     """-c connections of the fallback, each reopened when it ends; the compiled engine's interface."""
 
-    def __init__(self, engine: Any, connections: int) -> None:
-        t = engine.target
-        self.engine, self.rec, self.n, self.m, self.timeout = engine, engine.rec, connections, t.streams, engine.timeout
+    def __init__(self, engine: H2Host, connections: int) -> None:
+        t, rec = engine.target, engine.rec
+        assert rec is not None  # the load has begun: its loop is built in the closed schedule's start
+        self.engine, self.rec, self.n, self.m, self.timeout = engine, rec, connections, t.streams, engine.timeout
         self.url, self.h2c, self.body = t.url, t.proto == "h2c", t.body
         self.headers = t.h2_headers()
         self.tally = StreamTally(protocol=t.proto, pure_python=True)

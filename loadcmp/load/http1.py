@@ -10,8 +10,9 @@ chunked, read-to-close). Three paths, one per kind of client:
   straight from the protocol callback
   (`_answered_then_send_next`), with no coroutine switch in between; without keep-alive
   `rawclient.RawClient`, one socket driven from the loop's reader and writer callbacks;
-* everything else (ramp, rate): one small coroutine per request (`request`);
-* h2 and h2c (closed loop only): the compiled h2 engine (`_ch2.pyx`), or the `h2` package (`h2py`).
+* everything else (ramp, rate): one small coroutine per request (`request`).
+
+h2 and h2c are another engine's (`h2engine.H2Engine`), under the same `--engine fast`.
 
 Deadlines are not timers: one sweeper expires every slot ten times a second.
 """
@@ -23,12 +24,14 @@ import contextlib
 import socket
 from typing import Any
 
-from .compiled import make_cloop, make_h2loop
+from .compiled import make_cloop
 from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
 from .driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from .outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
+from .. import protocols
 from ..errors import UsageError
 from . import tls
+from .host import Loop
 from .rawclient import RawClient
 from .schedules import Closed
 
@@ -42,8 +45,8 @@ class FastEngine(Engine[Slot]):
     name = "fast"
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
-        if spec.target.proto not in ("h1", "h2", "h2c"):  # never another protocol than the one asked for
-            raise UsageError(f"--proto {spec.target.proto}: the fast engine speaks h1, h2 and h2c")
+        if not protocols.get(spec.target.proto).http1:  # never another protocol than the one asked for
+            raise UsageError(f"--proto {spec.target.proto}: the fast engine's HTTP/1.x loops do not speak it")
         super().__init__(spec, live)
         self.ssl = tls.context(spec.target)
         """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""
@@ -57,7 +60,7 @@ class FastEngine(Engine[Slot]):
         self.port = spec.target.port
         self._sources_used = 0
         self.raw: list[RawClient] = []
-        self.cloop: Any = None
+        self.cloop: Loop | None = None
         """The compiled closed loop, when it runs (`compiled.make_cloop`)."""
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family: int = info[0]
@@ -100,10 +103,6 @@ class FastEngine(Engine[Slot]):
             self.cloop.flush()
 
     def start_closed(self, schedule: Closed) -> None:
-        if self.target.proto in ("h2", "h2c"):  # -c connections, -m streams each: `_ch2`, or the `h2` package
-            self.cloop = make_h2loop(self, schedule.connections, asyncio.get_running_loop())
-            self.cloop.start()
-            return
         cloop = make_cloop(self, schedule.connections, asyncio.get_running_loop())
         if cloop is not None:
             self.cloop = cloop

@@ -32,7 +32,7 @@ class LoadSpec:
     engine: str = "fast"
     traffic: Any = None
     """What is sent beyond pages, as the traffic package planned it (journeys): its `engine(spec, live)` makes
-    the engine (`workers.make_engine`)."""
+    the engine (`engines.make_engine`)."""
     spread_sources: bool = False
     """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
     worker_index: int = 0

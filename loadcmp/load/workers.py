@@ -28,15 +28,14 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
 from multiprocessing.synchronize import Event as ProcessEvent
-from typing import Any, Protocol, cast
+from typing import Any, Protocol
 
 import uvloop
 
 from ..errors import LoadcmpError, LoadError, UsageError
 from ..units import cpu_list
-from .aio import AiohttpEngine
-from .driver import Engine, Live, LiveFn, LoadSpec, now, wants_seconds
-from .http1 import FastEngine
+from .driver import Live, LiveFn, LoadSpec, now, wants_seconds
+from .engines import make_engine
 from .limits import check_nofile, conntrack_drops, conntrack_note, raise_nofile
 from .recorder import Recorder, Result, Second
 from .schedules import Closed, Schedule
@@ -58,25 +57,6 @@ the GIL but for its callbacks' ends, and another thread of the process (the serv
 sampler, the live display) waits this long before it asks for it, at each of its
 reads: at CPython's 5 ms a sample of the server took up to a second here, at 0.5 ms
 ~0.1 s."""
-
-ENGINES: dict[str, type[Engine[Any]]] = {"fast": FastEngine, "aiohttp": AiohttpEngine}
-
-
-def make_engine(spec: LoadSpec, live: LiveFn | None = None) -> Engine[Any]:
-    if spec.traffic is not None:  # journeys: the traffic package's engine, handed down in the spec
-        return cast(Engine[Any], spec.traffic.engine(spec, live))
-    if spec.target.proto == "h3":  # one engine speaks QUIC; qh3 is imported only for it
-        if spec.engine != "fast":
-            raise UsageError(f"--proto h3 runs its own QUIC engine (every schedule), not --engine {spec.engine}")
-        from .h3 import H3Engine
-
-        return H3Engine(spec, live)
-    if spec.engine not in ENGINES:
-        raise UsageError(f"unknown engine {spec.engine!r}: use {' or '.join(ENGINES)}")
-    if spec.target.proto in ("h2", "h2c") and (spec.engine != "fast" or spec.schedule.kind != "closed"):
-        raise UsageError(f"--proto {spec.target.proto} runs the fast engine's closed loop (-c connections, -m streams "
-                         "each): not a ramp, a rate, nor --engine aiohttp")
-    return ENGINES[spec.engine](spec, live)
 
 
 class Stopper:
