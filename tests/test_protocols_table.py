@@ -18,10 +18,6 @@ from loadcmp.protocols import Protocol
 
 PKG = Path(__file__).resolve().parent.parent / "loadcmp"
 NAMES = {"h1", "h2", "h2c", "h3"}
-ENGINE_HELPER = {"load/workers.py", "load/http1.py", "load/compiled.py", "load/h2py.py", "load/h3.py",
-                 "experiment/protos.py"}
-"""Modules whose protocol comparisons the engine registry takes over (`engine_problems`, `make_engine`, the engine
-path): left out of the count until it lands, then this set is emptied."""
 
 
 def _names_a_protocol(node: ast.expr) -> bool:
@@ -52,7 +48,7 @@ def test_the_counter_sees_each_shape_of_comparison() -> None:
 
 
 def test_protocol_names_are_compared_in_at_most_three_modules_outside_the_table() -> None:
-    found = {m: n for m, n in comparing_modules().items() if m not in ENGINE_HELPER}
+    found = comparing_modules()
     assert len(found) <= 3, found
 
 

@@ -26,6 +26,7 @@ import h2.exceptions
 import h2.settings
 
 from ..errors import WrongProtocol
+from ..protocols import H2
 from .driver import BACKOFF_S, now
 from .host import H2Host
 from .outcomes import CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, PROTOCOL_ERROR, RESET, STREAM_RESET, TIMEOUT, kind_of_error, \
@@ -112,7 +113,7 @@ class H2Proto(asyncio.Protocol):
         self.transport = t = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
         o = self.owner
         sslobj = transport.get_extra_info("ssl_object")
-        if sslobj is not None and sslobj.selected_alpn_protocol() != "h2":
+        if sslobj is not None and sslobj.selected_alpn_protocol() != H2.alpn[0]:
             got = sslobj.selected_alpn_protocol() or "no protocol"
             o.engine.crashed(WrongProtocol(f"{o.url} negotiated {got} by ALPN, not h2: the server does not speak "
                                            "HTTP/2 there (loadcmp does not fall back to another protocol)"))
@@ -232,7 +233,7 @@ class H2Clients:
         t, rec = engine.target, engine.rec
         assert rec is not None  # the load has begun: its loop is built in the closed schedule's start
         self.engine, self.rec, self.n, self.m, self.timeout = engine, rec, connections, t.streams, engine.timeout
-        self.url, self.h2c, self.body = t.url, t.proto == "h2c", t.body
+        self.url, self.h2c, self.body = t.url, t.scheme == "http", t.body  # h2c: HTTP/2 on a plain port
         self.headers = t.h2_headers()
         self.tally = StreamTally(protocol=t.proto, pure_python=True)
         self.owed = 0
