@@ -1,4 +1,4 @@
-"""What goes with a run's traffic sources (`experiment.sources`): flags with nothing to act on, a replay's flags
+"""What goes with a run's traffic sources (`traffic.fits`): flags with nothing to act on, a replay's flags
 that its log overrules, and the protocol all three sources run over, each refused in one line before anything
 starts."""
 

@@ -16,7 +16,7 @@ from loadcmp import protocols
 from loadcmp.experiment.flags import build_spec
 from loadcmp.experiment.spec import RunSpec
 from loadcmp.experiment.tune import spec_from_doc
-from loadcmp.traffic.fits import Run, problems, traffic_of
+from loadcmp.traffic.fits import Beside, problems, traffic_of
 from loadcmp.traffic.source import DEFAULTS, JourneyTraffic, MixTraffic, OnePage, ReplayTraffic
 
 PKG = Path(__file__).resolve().parent.parent / "loadcmp"
@@ -74,9 +74,9 @@ def test_the_protocol_table_says_which_protocols_carry_a_source():
     in the table's words, naming both carriers."""
     row = protocols.register(replace(protocols.H2C, name="hx", words="hx (a test's)", sources=("page", "mix")))
     try:
-        assert problems(MixTraffic({"/a": 1.0}, 1), Run(protos=("h1", "hx"))) == []
-        assert problems(OnePage(), Run(protos=("hx",))) == []
-        said = problems(JourneyTraffic("reader", {"x": "reader"}), Run(protos=("hx",), shipped={}))
+        assert problems(MixTraffic({"/a": 1.0}, 1), Beside(protos=("h1", "hx"))) == []
+        assert problems(OnePage(), Beside(protos=("hx",))) == []
+        said = problems(JourneyTraffic("reader", {"x": "reader"}), Beside(protos=("hx",), shipped={}))
         assert ("--journey runs over HTTP/1.1 (--proto h1): the hx engine sends one request, the same each time; "
                 "drop --proto hx or --journey") in said
         assert "[journeys.levels] 'x': a level is a number of clients, like 20" in said

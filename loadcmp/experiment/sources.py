@@ -9,12 +9,12 @@ from dataclasses import replace
 
 from ..errors import UsageError
 from ..lab import apps as lab_apps
-from ..traffic.fits import Run, problems
+from ..traffic.fits import Beside, problems
 from ..traffic.source import Traffic
 from .journeys import shipped
 
 
-def source_errors(traffic: Traffic, run: Run) -> list[str]:
+def source_errors(traffic: Traffic, run: Beside) -> list[str]:
     """Every problem of the run's traffic (its own, and beside the rest of the run), the app's part added to
     `run`. An app that is not known is `apps.page_errors`' to say."""
     try:

@@ -22,7 +22,7 @@ from ..errors import ConfigError, Problems, UsageError, line_of
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
-from ..traffic.fits import Run, traffic_of
+from ..traffic.fits import Beside, traffic_of
 from ..traffic.source import DEFAULTS, OnePage, Traffic
 from ..units import parse_cluster, parse_cpus
 
@@ -138,10 +138,10 @@ class RunSpec:
         return make_schedule(self.schedule, level, ramp_up=self.ramp_up, pace=self.pace, rate=self.rate,
                              max_inflight=self.max_inflight, requests=self.requests)
 
-    def fit(self) -> Run:
+    def fit(self) -> Beside:
         """What the rest of the run chose, which its traffic must fit (`traffic.fits`)."""
         protos = tuple(dict.fromkeys([*self.protos, *(x for v in self.variant_protos.values() for x in v)]))
-        return Run(protos, self.schedule, self.requests, self.rate, self.ramp_up, self.pace, self.page, self.pages,
+        return Beside(protos, self.schedule, self.requests, self.rate, self.ramp_up, self.pace, self.page, self.pages,
                    self.warmup, self.app)
 
     def catalog(self) -> Catalog:

@@ -27,7 +27,7 @@ CLASH = (("replay", "mix", "--replay and --mix: a replay's log says what is sent
 
 
 @dataclass(frozen=True)
-class Run:
+class Beside:
     """What the rest of a run chose, which its traffic must fit (made by `experiment.spec.RunSpec.fit`)."""
 
     protos: tuple[str, ...] = (protocols.DEFAULT,)
@@ -79,7 +79,7 @@ def journey_flag(given: str | None) -> dict[str, Any]:
     return {"journey": given, "journey_levels": {}} if given else {}
 
 
-def problems(traffic: Traffic, run: Run) -> list[str]:
+def problems(traffic: Traffic, run: Beside) -> list[str]:
     """Every problem of the traffic itself and beside the rest of the run, all at once."""
     p = Problems()
     if isinstance(traffic, MixTraffic):
@@ -95,7 +95,7 @@ def problems(traffic: Traffic, run: Run) -> list[str]:
     return p.messages
 
 
-def _mix(mix: MixTraffic, run: Run) -> list[str]:
+def _mix(mix: MixTraffic, run: Beside) -> list[str]:
     """A mix beside a file's `pages =`, a negative seed, pages of an app beside pages without it."""
     from .mix import check_mix
 
@@ -110,7 +110,7 @@ def _mix(mix: MixTraffic, run: Run) -> list[str]:
     return p.messages
 
 
-def _replay(replay: ReplayTraffic, run: Run) -> list[str]:
+def _replay(replay: ReplayTraffic, run: Beside) -> list[str]:
     """A replay's log (one line: its first bad line), and what its log overrules."""
     from .replay import parse_speed, primer_page, warmup_problem
 
@@ -135,7 +135,7 @@ def _replay(replay: ReplayTraffic, run: Run) -> list[str]:
     return p.messages
 
 
-def _journeys(journeys: JourneyTraffic, run: Run) -> list[str]:
+def _journeys(journeys: JourneyTraffic, run: Beside) -> list[str]:
     """A name neither the app ships nor a file, a file's own problems (file:line), a level that is no number,
     a schedule other than the closed loop."""
     from .journeys import load_mix
