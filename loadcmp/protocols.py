@@ -110,11 +110,12 @@ class Protocol:
 
     def source_error(self, flag: str) -> str | None:
         """A traffic source (given as its flag, `--mix`) this protocol does not carry, in one line."""
-        source = {"--mix": "mix", "--replay": "replay", "--journey": "journeys"}.get(flag, flag)
+        source = {"--page": "page", "--mix": "mix", "--replay": "replay", "--journey": "journeys"}.get(flag, flag)
         if source in self.sources:
             return None
-        return (f"{flag} runs over {' or '.join(p.name for p in carriers(source))}: the {self.name} engine "
-                f"sends one request, the same each time; drop --proto {self.name} or {flag}")
+        over = " or ".join(f"{p.words} (--proto {p.name})" for p in carriers(source))
+        return (f"{flag} runs over {over}: the {self.name} engine sends one request, the same each time; "
+                f"drop --proto {self.name} or {flag}")
 
 
 _TABLE: dict[str, Protocol] = {}

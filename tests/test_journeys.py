@@ -262,16 +262,19 @@ def test_run_refuses_a_bad_journey_with_one_line_and_exit_2(tmp_path, journey, n
 def test_an_experiment_file_gives_the_mix_by_level(tmp_path):
     from loadcmp.experiment import journeys
     from loadcmp.experiment.flags import build_spec
+    from loadcmp.traffic.source import JourneyTraffic
 
     f = tmp_path / "mix.toml"
     f.write_text('app = "wordpress"\nservers = ["nginx"]\nclients = [10, 40]\n'
                  '[journeys]\nreader = 80\nauthor = 20\n[journeys.levels]\n40 = { reader = 60, author = 40 }\n')
     spec = build_spec(str(f), {})
-    assert (journeys.mix_at(spec, 10), journeys.mix_at(spec, 40)) == ("reader=80,author=20", "reader=60,author=40")
+    traffic = spec.traffic
+    assert isinstance(traffic, JourneyTraffic)
+    assert (traffic.at(10), traffic.at(40)) == ("reader=80,author=20", "reader=60,author=40")
     assert spec.to_dict()["journey_levels"] == {"40": "reader=60,author=40"}  # run.json carries the spec
-    plan = journeys.plan_for(spec, 40)
+    plan = traffic.plan(40, 0, journeys.shipped(spec.app))
     assert plan is not None and [j.weight for j in plan.mix.journeys] == [60, 40]
-    assert journeys.mix_at(build_spec(str(f), {"levels": (10,)}), 10) == "reader=80,author=20"  # -c over it
+    assert build_spec(str(f), {"levels": (10,)}).traffic == traffic  # -c over it: the same mix by level
     f.write_text(f.read_text().replace("40 = {", "many = {"))
     with pytest.raises(ConfigError, match=r"\[journeys.levels\] 'many': a level is a number of clients"):
         build_spec(str(f), {})

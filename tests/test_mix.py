@@ -71,14 +71,15 @@ def test_a_bad_mix_table_in_an_experiment_file_is_exit_2(tmp_path):
 
 def test_the_mix_and_its_seed_go_into_the_spec(tmp_path):
     from loadcmp.experiment.flags import build_spec
+    from loadcmp.traffic.source import MixTraffic
 
     exp = tmp_path / "e.toml"
     exp.write_text('servers = ["nginx"]\nseed = 11\n[mix]\n"/info.php" = 3\n"/index.html" = 1\n')
     spec = build_spec(str(exp), {})
-    assert spec.mix == {"/info.php": 3.0, "/index.html": 1.0} and spec.seed == 11 and spec.page == "/info.php"
+    assert spec.traffic == MixTraffic({"/info.php": 3.0, "/index.html": 1.0}, 11) and spec.page == "/info.php"
     assert spec.to_dict()["seed"] == 11 and spec.to_dict()["mix"] == {"/info.php": 3.0, "/index.html": 1.0}
     drawn = build_spec(None, {"servers": ("nginx",), "mix": {"/info.php": 1.0}})
-    assert drawn.seed is not None  # a mix given without a seed gets one, which run.json keeps
+    assert isinstance(drawn.traffic, MixTraffic) and drawn.traffic.seed is not None  # one run.json keeps
     with pytest.raises(UsageError, match="--mix and --page"):
         build_spec(None, {"servers": ("nginx",), "mix": {"/a": 1.0}, "page": "/b"})
     with pytest.raises(UsageError, match=r"--mix and pages = \[\.\.\.\]"):

@@ -153,13 +153,15 @@ def test_run_refuses_a_bad_log_with_its_first_bad_line(tmp_path):
 
 def test_an_experiment_file_names_its_log_beside_itself(tmp_path):
     from loadcmp.experiment.flags import build_spec
+    from loadcmp.traffic.source import ReplayTraffic
 
     log = _log(tmp_path, [_line(s, "GET /x HTTP/1.1") for s in range(10)] + [_line(3, "POST /y HTTP/1.1")])
     f = tmp_path / "replay.toml"
     f.write_text('servers = ["nginx"]\nreplay = "access.log"\nreplay_speed = "2x"\nreplay_methods = ["GET", "POST"]\n'
                  'warmup = "1s"\n')
     spec = build_spec(str(f), {})
-    assert spec.replay == log.file and spec.page == "/x" and spec.duration == 4.0  # 10 s at 2x, less the warm-up
-    plan = spec.replay_plan()
+    assert spec.traffic == ReplayTraffic(log.file, "2x", ("GET", "POST"))
+    assert spec.page == "/x" and spec.duration == 4.0  # 10 s at 2x, less the warm-up
+    plan = spec.traffic.planned
     assert plan.sent == 11 and "POST /y" in plan.page_names
     assert isinstance(spec.schedule_for(50), Replay) and spec.schedule_for(50).connections == 50

@@ -1,4 +1,4 @@
-"""What goes with a run's traffic sources (`experiment.sources`): flags with nothing to act on, a replay's flags
+"""What goes with a run's traffic sources (`traffic.fits`): flags with nothing to act on, a replay's flags
 that its log overrules, and the protocol all three sources run over, each refused in one line before anything
 starts."""
 
@@ -54,14 +54,16 @@ def test_a_replay_refuses_what_its_log_says(tmp_path, args, said):
 
 def test_a_replay_at_max_takes_n_and_its_own_page(tmp_path):
     from loadcmp.experiment.flags import build_spec
+    from loadcmp.traffic.source import MixTraffic, ReplayTraffic
 
     log = _log(tmp_path)
     spec = build_spec(None, {"servers": ("nginx",), "replay": log, "replay_speed": "max", "requests": 5})
     assert spec.requests == 5 and spec.page == "/a"
     assert build_spec(None, {"servers": ("nginx",), "replay": log, "page": "/a"}).page == "/a"  # the log's own
-    assert build_spec(None, {"servers": ("nginx",), "replay": log,
-                             "replay_methods": ("GET", "PROPFIND")}).replay_methods == ("GET", "PROPFIND")
-    assert build_spec(None, {"servers": ("nginx",), "mix": {"/a": 1.0}, "seed": 3}).seed == 3
+    methods = build_spec(None, {"servers": ("nginx",), "replay": log, "replay_methods": ("GET", "PROPFIND")})
+    assert methods.traffic == ReplayTraffic(log, "1x", ("GET", "PROPFIND"))
+    mixed = build_spec(None, {"servers": ("nginx",), "mix": {"/a": 1.0}, "seed": 3})
+    assert mixed.traffic == MixTraffic({"/a": 1.0}, 3)
 
 
 def test_pages_in_a_file_are_named_as_the_files_key(tmp_path):

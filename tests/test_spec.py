@@ -29,7 +29,7 @@ def test_shipped_experiments_are_valid():
     assert {f.stem for f in files} >= {"paper-2013", "pphc-2022", "static", "smoke"}
     for f in files:
         fields, _ = load_experiment(f)
-        validate(RunSpec(**fields))
+        validate(RunSpec.of(fields))
 
 
 @pytest.mark.parametrize("line, word", [

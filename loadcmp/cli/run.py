@@ -18,7 +18,8 @@ from .traffic import TrafficFlags, traffic_options
 from ..errors import Interrupted, LoadcmpError, WrongProtocol
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
-from ..traffic.replay import replay_lines
+from ..traffic.fits import journey_flag
+from ..traffic.replay import trial_lines
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
@@ -106,7 +107,7 @@ class SweepDisplay:
         edges = edges_note(r) if r else None
         if edges:
             msg += _NEXT + markup("{}", edges)
-        for line in replay_lines(r["replay"]) if r and "replay" in r else ():
+        for line in trial_lines(r):
             msg += _NEXT + markup("{}", line)
         if r and r["failed"] > r["ok"]:
             failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
@@ -261,7 +262,7 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, j
     traffic = TrafficFlags.pop(flags)
     setup.check_out()
     given = {**load.given(), **setup.fields_with(servers_), **traffic.given(), **({"trials": trials} if trials else {}),
-             **({"journey": journey, "journey_levels": {}} if journey else {})}
+             **journey_flag(journey)}
     spec = build_spec(experiment, given)
     with watching(live) as watch:
         raise_for_status(sweep(spec, as_json=as_json, live=watch))

@@ -60,11 +60,12 @@ class TrafficFlags(FlagGroup):
         from ..traffic.mix import parse_mix
         from ..traffic.replay import parse_methods, parse_speed
 
-        out = super().given()
-        if "mix" in out:
-            out["mix"] = dict(parse_mix(out["mix"]))
-        if "replay_speed" in out:
-            parse_speed(out["replay_speed"])
-        if "replay_methods" in out:
-            out["replay_methods"] = parse_methods(out["replay_methods"])
-        return out
+        read: dict[str, Callable[[Any], Any]] = {  # the flags whose text is read here; the others are as given
+            "mix": lambda text: dict(parse_mix(text)),
+            "replay_speed": lambda text: (parse_speed(text), text)[1],  # checked, kept as given
+            "replay_methods": parse_methods}
+        return {k: read.get(k, _same)(v) for k, v in super().given().items()}
+
+
+def _same(value: Any) -> Any:
+    return value

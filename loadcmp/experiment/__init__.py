@@ -7,8 +7,7 @@
     protos.py    the protocols a run loads (--proto h1,h2: labels like nginx[h2]) and -m; what each stack speaks
     capacity.py  what a capacity search is: its target, start, limit, resolution (flags over [capacity])
     apps.py      an application behind the chosen stacks (--app, app =): its pages and images
-    sources.py   a run's traffic besides one page (a mix, a replayed log, journeys): their problems, one per run,
-                 over HTTP/1.1
-    journeys.py  a run with journeys (--journey, journey =, [journeys]): the mix each level runs, its problems
+    sources.py   a run's traffic checked with what the lab knows (an app's pages and journeys), by `traffic.fits`
+    journeys.py  a run with journeys (--journey, journey =, [journeys]): the file's table as keys, an app's journeys
     tune.py      what a tuning study searches (--param, [tune]), and a stored study read back to resume
 """

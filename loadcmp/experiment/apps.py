@@ -16,6 +16,7 @@ from ..lab import apps
 from ..lab.stacks import Catalog
 from ..lab.model import App, Image, Stack
 from ..lab.pages import page_file
+from ..traffic.source import OnePage, Traffic
 
 
 
@@ -68,29 +69,20 @@ def images_needed(spec: RunSpec) -> list[Image]:
     return list(dict.fromkeys(out))
 
 
-def with_default_pages(fields: dict[str, Any]) -> dict[str, Any]:
-    """With an app and no page asked for, the run loads every page of the app; with a mix, its first page is the
-    run's page (which stack and app it runs on: every page of a mix runs on one); with a replay, its most sent
-    answered page."""
-    if fields.get("mix"):
-        if "page" in fields:
-            raise UsageError("--mix and --page: give one (a mix names its pages)")
-        return {**fields, "page": next(iter(fields["mix"]))}
-    if fields.get("replay") and "page" not in fields:
-        from ..traffic.replay import load_plan, primer_page
-
-        plan = load_plan(fields["replay"], fields.get("log_format"), fields.get("replay_speed", "1x"),
-                         tuple(fields.get("replay_methods", ("GET", "HEAD"))))
-        return {**fields, "page": primer_page(plan)}
-    if fields.get("app") and "page" not in fields and not fields.get("pages"):
+def with_default_pages(fields: dict[str, Any], traffic: Traffic | None = None) -> dict[str, Any]:
+    """The run's page: the one given, else its traffic's own (a mix's first page, a replay's most sent answered
+    page; `Traffic.page_for`). With an app and no page at all, the run loads every page of the app, or, when its
+    traffic says its own requests (journeys), the app runs behind its first page."""
+    traffic = traffic or OnePage()
+    if (page := traffic.page_for(fields.get("page"))) is not None:
+        return {**fields, "page": page}
+    if fields.get("app") and not fields.get("pages"):
         try:
             app = apps.get_app(fields["app"])
         except UsageError:
             return fields  # `validate` says why, beside every other problem
         paths = tuple(p.path for p in app.pages)
-        if fields.get("journey"):  # the journeys say what they ask for: the app runs behind its first page
-            return {**fields, "page": paths[0]}
-        return {**fields, **({"page": paths[0]} if len(paths) == 1 else {"pages": paths})}
+        return {**fields, **({"page": paths[0]} if len(paths) == 1 or traffic.own_requests else {"pages": paths})}
     return fields
 
 

@@ -31,14 +31,14 @@ KEYS: dict[str, str] = {
     "pages": "list[str]",
     "mix": "mix",
     "seed": "seed",
-    "replay": "str",
+    "replay": "path",
     "replay_speed": "str",
     "replay_methods": "list[str]",
     "log_format": "str",
-    "www": "str",
+    "www": "path",
     "app": "str",
     "journey": "str",
-    "journeys": "journeys",
+    "journeys": "fields",
     "configs": "configs",
     "trials": "int",
     "schedule": "str",
@@ -189,7 +189,8 @@ def _configs(key: str, v: Any, cat: Catalog) -> Any:
     return v
 
 
-def _journeys(key: str, v: Any, cat: Catalog) -> Any:
+def _fields(key: str, v: Any, cat: Catalog) -> Any:
+    """A table that sets several keys at once (`[journeys]`: `journey` and `journey_levels`)."""
     return from_table(v)
 
 
@@ -198,10 +199,10 @@ def _findings(key: str, v: Any, cat: Catalog) -> Any:
 
 
 CONVERT: dict[str, Callable[[str, Any, Catalog], Any]] = {
-    "str": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools, "list[str]": _names,
-    "protos": _protos,
+    "str": _str, "path": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools,
+    "list[str]": _names, "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
-    "table": _table, "variants": _variants, "journeys": _journeys, "configs": _configs, "findings": _findings,
+    "table": _table, "variants": _variants, "fields": _fields, "configs": _configs, "findings": _findings,
     "mix": _mix, "seed": _seed,
 }
 """Each type of KEYS and the function that checks a value of it and converts it (key, value, catalog)."""

@@ -2,7 +2,8 @@
 
 The command line parses each flag into a value and says which were given (the flag groups of
 `loadcmp/cli/options.py`, by RunSpec field name); this module makes RunSpec fields of them
-(`--server` and `--set` items parsed), lays them over the file's fields by one rule per field,
+(`--server` and `--set` items parsed), lays them over the file's fields by one rule per field, makes the
+traffic's keys one value (`traffic.fits.traffic_of`),
 and validates the whole once. `capacity` and `tune` get the spec of one probe and the search's
 settings (flags over the file's `[capacity]` table) the same way, so no command merges by hand.
 """
@@ -12,6 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..traffic.fits import traffic_of
+from ..traffic.source import DEFAULTS
 from .apps import with_default_pages
 from .spec import RunSpec, load_experiment, validate
 from .variants import parse_server_items, parse_sets
@@ -59,8 +62,10 @@ def lay_over(fields: dict[str, Any], given: dict[str, Any]) -> dict[str, Any]:
 def spec_of(fields: dict[str, Any], given: dict[str, Any]) -> RunSpec:
     """The flags over a file's (already read) fields, validated; no -t with -n: only the safety cap limits it."""
     merged = lay_over(fields, given)
-    spec = RunSpec(**with_default_pages(merged))
-    return validate(spec if "duration" in merged else spec.without_time_limit())
+    traffic, said = traffic_of(merged)  # the flat keys of a run's traffic made one value
+    rest = {k: v for k, v in merged.items() if k not in DEFAULTS}
+    spec = RunSpec(**with_default_pages(rest, traffic), traffic=traffic)
+    return validate(spec if "duration" in merged else spec.without_time_limit(), said)
 
 
 def build_spec(experiment: str | None, given: dict[str, Any]) -> RunSpec:

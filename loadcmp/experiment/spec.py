@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import tomllib
+from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
-from . import apps, journeys, protos as protocols, sources, variants
+from . import apps, protos as protocols, sources, variants
 from .filekeys import FIELD_OF, KEYS, convert
 from ..errors import ConfigError, Problems, UsageError, line_of
 from ..protocols import get as get_protocol
@@ -23,8 +24,8 @@ from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load import engines
 from ..load.schedules import Schedule, make_schedule, time_cap
-from ..traffic.mix import MIX_LABEL, new_seed
-from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window
+from ..traffic.fits import Beside, traffic_of
+from ..traffic.source import DEFAULTS, OnePage, Traffic
 from ..units import parse_cluster, parse_cpus
 
 
@@ -46,28 +47,14 @@ class RunSpec:
     page: str = "/info.php"
     pages: tuple[str, ...] = ()
     """Several pages in one run (each server x page is a variant); overrides `page`."""
-    mix: dict[str, float] = field(default_factory=dict)
-    """A weighted mix (`--mix`, `[mix]`): page -> weight, every trial's requests drawn by weight
-    (`traffic.mix`) and each page recorded on its own; `page` is then its first page."""
-    seed: int | None = None
-    """The mix's draw (`--seed`, `seed = N`); a mix given without one gets one at random, stored with the run."""
-    replay: str | None = None
-    """An access log replayed (`--replay`, `replay = "FILE"`), absolute: its requests in its order at its own
-    times (`traffic.replay`), each page recorded on its own; `page` is then its most sent answered page."""
-    replay_speed: str = "1x"
-    """`Nx`: the log's own timing divided by N, an open schedule; `max`: the closed loop's pace."""
-    replay_methods: tuple[str, ...] = ("GET", "HEAD")
-    """The methods a replay sends; the log's other requests are counted and left out."""
-    log_format: str | None = None
-    """The log's format (combined, common, json); None: told by its first lines."""
+    traffic: Traffic = field(default_factory=OnePage)
+    """What is sent (`traffic.source`): one page, a weighted mix (`--mix`, `[mix]`; `page` is then its first
+    page), an access log replayed (`--replay`; `page` is then its most sent answered page) or journeys
+    (`--journey`, `[journeys]`). run.json keeps it as its flat keys (`mix`, `seed`, `replay`, ...)."""
     www: str | None = None
     """The user's own pages (`--www`), absolute, served read-only by every stack instead of the demo pages."""
     app: str | None = None
     """The application (`--app`, `configs/apps/<name>/`) its own pages run on, behind every stack (`apps`)."""
-    journey: str | None = None
-    """--journey: the journeys each virtual user walks, as given (`reader=80,author=20`, a name, a file)."""
-    journey_levels: dict[str, str] = field(default_factory=dict)
-    """The mix at some levels (by level, `[journeys.levels]`), over `journey`."""
     configs: tuple[dict[str, Any], ...] = ()
     """The user's own config files (`--config`, [[configs]]): `ownconfig.OwnConfig.doc()`s, paths absolute."""
     trials: int = 1
@@ -119,9 +106,16 @@ class RunSpec:
     description: str = ""
     out: str = "results"
 
+    @classmethod
+    def of(cls, fields: Mapping[str, Any]) -> RunSpec:
+        """The spec of flat fields (a file's keys, run.json's `spec`): the traffic's keys made one value
+        (`traffic.fits.traffic_of`; what they say against each other is `validate`'s, given by `flags.spec_of`)."""
+        return cls(**{k: v for k, v in fields.items() if k not in DEFAULTS}, traffic=traffic_of(fields)[0])
+
     def to_dict(self) -> SpecDoc:
-        """run.json's `spec`: every field, with tuples as the lists JSON gives back."""
-        return cast(SpecDoc, {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items()})
+        """run.json's `spec`: every field, with tuples as the lists JSON gives back; the traffic as its flat keys."""
+        flat = {k: v for k, v in asdict(self).items() if k != "traffic"} | self.traffic.fields()
+        return cast(SpecDoc, {k: list(v) if isinstance(v, tuple) else v for k, v in flat.items()})
 
     def docker(self) -> dockerhost.DockerHost:
         """The engine the stacks run on, how it is reached and where its servers are (UsageError if the
@@ -131,27 +125,26 @@ class RunSpec:
 
     def without_time_limit(self) -> RunSpec:
         """No time given: with -n, only the safety cap (`schedules.time_cap`, for the fewest clients) limits it;
-        a replay lasts as long as its log at its speed (`replay.replay_window`); at max it sends the log once."""
-        if self.replay is not None:
-            plan = self.replay_plan()
-            whole = self.requests or (plan.sent if plan.dues is None else None)
-            return replace(self, requests=whole,
-                           duration=replay_window(plan, self.warmup, min(self.levels, default=1), self.timeout))
+        a traffic source that sets its own window sets it (a replay: `ReplayTraffic.window`)."""
+        fewest = min(self.levels, default=1)
+        if (own := self.traffic.window(self.warmup, fewest, self.timeout, self.requests)) is not None:
+            return replace(self, requests=own[0], duration=own[1])
         if self.requests is None:
             return self
-        return replace(self, duration=time_cap(self.requests, min(self.levels, default=1), self.timeout))
+        return replace(self, duration=time_cap(self.requests, fewest, self.timeout))
 
     def schedule_for(self, level: int) -> Schedule:
         """The schedule of one level (its `connections` bound the open files)."""
-        if self.replay is not None:
-            return replay_schedule(self.replay_plan(), level, self.max_inflight, self.requests)
+        if (own := self.traffic.schedule(level, self.max_inflight, self.requests)) is not None:
+            return own  # a replay's: the log's own times, or the closed loop at max
         return make_schedule(self.schedule, level, ramp_up=self.ramp_up, pace=self.pace, rate=self.rate,
                              max_inflight=self.max_inflight, requests=self.requests)
 
-    def replay_plan(self) -> ReplayPlan:
-        """The replay's plan: the log read and planned once (UsageError for a log that cannot be replayed)."""
-        assert self.replay is not None
-        return load_plan(self.replay, self.log_format, self.replay_speed, self.replay_methods)
+    def fit(self) -> Beside:
+        """What the rest of the run chose, which its traffic must fit (`traffic.fits`)."""
+        protos = tuple(dict.fromkeys([*self.protos, *(x for v in self.variant_protos.values() for x in v)]))
+        return Beside(protos, self.schedule, self.requests, self.rate, self.ramp_up, self.pace, self.page, self.pages,
+                   self.warmup, self.app)
 
     def catalog(self) -> Catalog:
         """The stacks this spec sees: ours, LOADCMP_STACKS' and its own folders (`stack_dirs`), no other's."""
@@ -268,12 +261,12 @@ class _FileReader:
                                   f"{where}: {key}: {m}")
             return
         p, fields = self.path, self.fields
-        if key in ("www", "replay"):
+        if kind == "path":
             fields[key] = str((p.parent / conv).expanduser().resolve())  # a file's paths are its own
         elif key == "configs":
             fields["configs"] = ownconfig.from_tables(conv, p.parent)
-        elif key == "journeys":
-            fields["journey"], fields["journey_levels"] = conv
+        elif kind == "fields":  # a table that sets several keys (`[journeys]`)
+            fields.update(conv)
         elif key in ("smoke", "capacity", "tune"):  # read by their commands (`loadcmp smoke`, `capacity`, `tune`)
             self.extra[key] = conv
         elif key == "variants":
@@ -309,19 +302,17 @@ def _result_labels(spec: RunSpec, servers: list[str]) -> list[str]:
     """The labels results of these servers carry (with the page or keep-alive when those vary)."""
     run = replace(spec, servers=tuple(dict.fromkeys(servers)))
     out = list(dict.fromkeys(run.label(*v) for v in run.variants()))
-    # a mix's whole and each of its pages (`nginx[mix]`, `nginx[/?p=1042]`: `store.pages`)
-    return out + [f"{label} {page}" for label in out for page in (MIX_LABEL, *spec.mix)] if spec.mix else out
+    return out + spec.traffic.labels(out)
 
 
-def validate(spec: RunSpec) -> RunSpec:
-    """Check a spec as a whole; all errors at once."""
+def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
+    """Check a spec as a whole; all errors at once (`said`: those found making it, `fits.traffic_of`'s)."""
     p = Problems()
     cat = p.attempt(spec.catalog) or stacks.catalog()
     servers = p.attempt(lambda: variants.resolve(spec.servers, spec.stacks, cat)) or []
     _check_numbers(p, spec)
     page_problems = apps.page_errors(spec)
     p.extend(page_problems)
-    p.extend(journeys.journey_errors(spec))
     _check_machines(p, spec)
     if servers:
         chosen = {v.label for v in servers}
@@ -346,11 +337,12 @@ def validate(spec: RunSpec) -> RunSpec:
                                       spec.streams, cat))
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
-    p.extend(sources.source_errors(spec))
+    p.extend(said)
+    p.extend(sources.source_errors(spec.traffic, spec.fit()))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
-    seed = spec.seed if spec.seed is not None or not spec.mix else new_seed()  # stored: the run repeats its draw
-    return replace(spec, servers=labels, seed=seed, stacks={v.label: v.stack for v in servers},
+    # a draw fixed now is stored: the run repeats it
+    return replace(spec, servers=labels, traffic=spec.traffic.drawn(), stacks={v.label: v.stack for v in servers},
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
                    variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels},
                    variant_protos={k: v for k, v in spec.variant_protos.items() if k in labels})

@@ -23,6 +23,7 @@ from typing import Any, Literal
 from ..errors import ConfigError, Problems, StoreError, UsageError
 from ..lab.model import Stack, Tunable
 from ..records import TuneDoc
+from ..traffic.source import DEFAULTS
 from ..units import parse_duration
 from ..verdicts.slo import parse_slo
 from .capacity import CapacitySpec
@@ -212,9 +213,8 @@ def capacity_from_doc(doc: dict[str, Any]) -> CapacitySpec:
 
 def spec_from_doc(doc: dict[str, Any]) -> RunSpec:
     """run.json's `spec` back into the RunSpec it was written from (lists were tuples)."""
-    known = {f.name for f in fields(RunSpec)}
-    given: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in known}
-    return RunSpec(**given)
+    known = {f.name for f in fields(RunSpec)} | set(DEFAULTS)
+    return RunSpec.of({k: tuple(v) if isinstance(v, list) else v for k, v in doc.items() if k in known})
 
 
 def _abandoned(run: dict[str, Any]) -> bool:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from .pages import Pages
 from .recorder import Second
@@ -18,6 +18,16 @@ from .target import Target
 
 DEFAULT_TIMEOUT = 10.0
 """Per-request timeout (connect + response) unless --timeout says otherwise."""
+
+
+class OwnEngine(Protocol):
+    """What `LoadSpec.traffic` is: a plan that makes its own engine and says what it sends (picklable: workers
+    get it). The engine is `driver.Engine`, which imports this module: it is named `object` here, and
+    `workers.make_engine` says which it is."""
+
+    def engine(self, spec: LoadSpec, live: LiveFn | None = None) -> object: ...
+
+    def describe(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True)
@@ -30,9 +40,9 @@ class LoadSpec:
     warmup: float = 0.0
     timeout: float = DEFAULT_TIMEOUT
     engine: str = "fast"
-    traffic: Any = None
-    """What is sent beyond pages, as the traffic package planned it (journeys): its `engine(spec, live)` makes
-    the engine (`engines.make_engine`)."""
+    traffic: OwnEngine | None = None
+    """A traffic source that brings its own engine, as the traffic package planned it (journeys:
+    `traffic.sessions.JourneyPlan`): its `engine(spec, live)` makes the engine (`engines.make_engine`)."""
     spread_sources: bool = False
     """Bind client sockets to 127.0.0.2.. so more than ~28000 connections fit."""
     worker_index: int = 0

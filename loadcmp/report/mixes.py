@@ -10,6 +10,7 @@ from __future__ import annotations
 from ..records import PageSummary, TrialRecord
 from ..store.pages import mix_pages, page_label
 from ..store.reader import Results, pooled_latency
+from ..traffic.fits import traffic_of
 from ..units import ms
 
 HEADER = ["clients", "server", "page", "weight", "requests", "share", "ok/s", "status codes", "p50 ms", "p99 ms"]
@@ -75,9 +76,5 @@ def mix_lines(data: Results) -> list[str]:
     """The mix in words: its pages and weights, and the seed its sequence was drawn with."""
     out = []
     for run in data.runs:
-        spec = run.doc["spec"]
-        if spec.get("mix"):
-            pages = ", ".join(f"{p} ({w:g})" for p, w in spec["mix"].items())
-            out.append(f"{run.name}: a mix of {pages}, drawn with seed {spec.get('seed')} (the same seed sends the "
-                       "same sequence: `--seed` repeats it)")
+        out += traffic_of(run.doc["spec"])[0].lines(run.name)
     return out

@@ -7,13 +7,13 @@ None, nan or a raw dict.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 from typing import Any
 
 from .. import protocols
 from ..records import MachineInfo, ScheduleDoc, ServerInfo, SpecDoc
 from ..store.reader import Results, Run, result_of, spec_tls
+from ..traffic.fits import traffic_of
 from ..units import format_bytes
 from .tables import notes
 
@@ -151,14 +151,9 @@ def load_sentence(r: Run) -> str:
     else:
         who = (f"{levels} concurrent clients, each sending its next request when the last one ends "
                "(webbench, ab)")
-    if replayed := spec.get("replay"):  # a replayed access log says what is sent and when
-        speed = spec.get("replay_speed", "1x")
-        who = (f"the access log {Path(replayed).name} replayed in its order, " +
-               (f"as fast as {levels} closed clients go" if speed == "max" else
-                f"at its own timing{'' if speed == '1x' else f' divided by {speed[:-1]}'}, at most {levels} in "
-                "flight, the rest dropped"))
-    target = (spec.get("url") if r.doc["kind"] == "bench" else "the log's pages" if spec.get("replay")
-              else f"page {spec['page']}")
+    traffic = traffic_of(spec)[0]  # a replayed access log says what is sent and when
+    who = traffic.sentence(levels) or who
+    target = spec.get("url") if r.doc["kind"] == "bench" else traffic.what() or f"page {spec['page']}"
     if spec_tls(spec)[0] and r.doc["kind"] != "bench":  # a bench's URL says https itself
         target = f"{target} over https"
     conn = " and ".join("over kept-alive connections" if k else "on a new connection per request"

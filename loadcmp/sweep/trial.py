@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .. import protocols
 from ..lab import containers, dockerhost, planning, render
@@ -37,8 +37,6 @@ from ..load.saturation import Machine, add_advice
 from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
-from ..traffic.mix import mix_pages
-from ..traffic.replay import replay_doc
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
@@ -168,8 +166,9 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             seen = handshake(dep, patience=KEPT_PATIENCE_S if kept else 0.0, proto=p.proto)
             if seen is not None:
                 sweep.writer.add_server_tls(p.label, seen)
-            for page in [pg for pg, w in spec.mix.items() if w > 0] or [p.page]:  # each page a mix sends
-                prime(dep, page, patience=KEPT_PATIENCE_S if kept else 0.0, exact=bool(spec.mix))
+            pages, exact = spec.traffic.primed(p.page)  # each page the traffic sends (a mix's all)
+            for page in pages:
+                prime(dep, page, patience=KEPT_PATIENCE_S if kept else 0.0, exact=exact)
             spoke = negotiate(dep, p.proto) or p.proto
             sweep.writer.add_server_proto(p.label, p.proto, spoke)
             if spoke != p.proto:  # it speaks another protocol: this trial would measure the wrong one
@@ -240,9 +239,8 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
                          resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume, proto=p.proto,
                          streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
-    pages = (mix_pages(tuple(spec.mix.items()), spec.seed or 0, target) if spec.mix else
-             spec.replay_plan().pages(target) if spec.replay is not None else None)
-    traffic = journeys.plan_for(spec, p.level, seed=(spec.seed or 0) * 1000 + p.trial)
+    pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
+    traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app))
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
                     pages=pages, traffic=traffic)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
@@ -263,8 +261,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
-    if spec.replay is not None:
-        summary["replay"] = replay_doc(spec.replay_plan(), summary, spec.warmup, [s.dropped for s in result.seconds])
+    cast(dict[str, Any], summary).update(spec.traffic.result(summary, spec.warmup, [s.dropped for s in result.seconds]))
     # the servers' CPUs are this machine's only on this machine's engine
     server_cpus = 0 if dep.host.remote else len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
     add_advice(summary, Machine(os.cpu_count() or 1, server_cpus, max(1, len(result.client_use)), p.keepalive))
@@ -284,11 +281,11 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
 def prime_journeys_of(dep: Deployment, p: Planned, spec: RunSpec) -> None:
     """With journeys, each is walked once before the load: one that cannot complete stops the run, its step
     named (a PrimerError), rather than measuring failures."""
-    mix = journeys.mix_for(spec, p.level)
-    if mix is not None:
+    walks = spec.traffic.walks(p.level, journeys.shipped(spec.app))
+    if walks is not None:
         target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}/", resolve=False,
                              cafile=dep.plan.cafile)
-        prime_journeys(mix, target, spec.timeout, p.label)
+        prime_journeys(walks, target, spec.timeout, p.label)
 
 
 def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence:

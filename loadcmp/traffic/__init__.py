@@ -5,6 +5,12 @@ engines send: the pages, and the order and times they are due in. It sits above 
 engines plain, prepared data and may build on their base) and below the lab (an app's shipped journeys are
 read with it).
 
+    source.py     a run's traffic as one value (`Traffic`: one page, a mix, a replay, journeys): what each kind does
+                  for the rest of the house (its schedule, window, `Pages`, primer pages, engine plan, stored
+                  result, words), run.json's flat keys written back (`fields`)
+    fits.py       what goes with what, decided once: the value from flags and file keys (`traffic_of`: one source,
+                  a replay's flags only with a replay, --seed only with a draw), and beside the rest of the run
+                  (`problems`: the protocol table's `sources`, the schedule, -n, the page, the warm-up, an app)
     mix.py        weighted mixes: `--mix` and `[mix]` parsed and checked, the seeded draw, the load's `Pages`
     logs.py       access logs read whole (nginx's and Apache's combined and common, JSON lines; detected or
                   given), the first bad line named, a few bad lines counted
@@ -16,5 +22,5 @@ read with it).
     sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request
                   and as the page `journey/step`; each journey walked once before the load (`prime_journeys`)
 
-Imports go one way: sessions -> journeys; replay -> logs.
+Imports go one way: fits -> source -> mix, replay, journeys, sessions; sessions -> journeys; replay -> logs.
 """

@@ -349,6 +349,11 @@ def replay_doc(plan: ReplayPlan, summary: LoadSummary, warmup: float, dropped: l
     return dict(doc)
 
 
+def trial_lines(result: Mapping[str, Any] | None) -> list[str]:
+    """What a trial's stored result says of its replay, for the terminal (nothing without one)."""
+    return replay_lines(result["replay"]) if result and "replay" in result else []
+
+
 def replay_lines(doc: Mapping[str, Any]) -> list[str]:
     """A trial's replay in words, for the terminal (the report says the same from the stored record)."""
     out = []
