@@ -17,10 +17,11 @@
     containers.py  a deployment's containers from a plan: start, readiness, state, logs, versions
     cleanup.py     containers removed: a deployment's, a run's or all by label, and those of dead runs
     archives.py    what is copied into a container before it starts: its configs, the user's pages on a remote engine
-    pages.py       one GET to a server: from here, or inside its container through the Docker API
+    fetch.py       one GET to a server: from here, or inside its container through the Docker API
+    www.py         the user's pages (--www): which file a request path is, the hash run.json keeps
     provenance.py  the machine and the commit a run ran on; the owner process and whether it is gone
 
-Imports go one way: containers -> cleanup, planning -> render -> certs, stacks -> stackfile -> partfile -> model
+Imports go one way: containers -> cleanup, fetch; planning -> render -> certs, stacks -> stackfile -> partfile -> model
 -> rules; apps -> stackfile; images, dockerhost and provenance -> dockerapi, beside them.
 Importing this package imports nothing: docker-py loads only when a container is needed.
 """

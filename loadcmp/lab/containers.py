@@ -27,7 +27,7 @@ from .planning import LOCAL
 from ..errors import LabError, NotOnEngine, ServerStartError, signal_name
 from .images import LABEL, Log, no_log, build_images
 from .archives import config_tar, pages_tar
-from .pages import get_inside, http_get
+from .fetch import get_inside, http_get
 
 if TYPE_CHECKING:
     from docker import DockerClient

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..lab.containers import Deployment
-from ..lab.pages import inside_get
+from ..lab.fetch import inside_get
 from .metrics import CgroupSample, Sampler, ServerRow, Source, parse_state_counts
 from .statuspages import command_status, parse_page
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypedDict, TypeVar
 
 from ..lab.containers import Deployment
-from ..lab.pages import http_get
+from ..lab.fetch import http_get
 from ..records import ServerMetrics
 from .roles import summarize_apart
 from .statuspages import command_status, parse_page, with_busy_workers

@@ -17,7 +17,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..lab.model import Stack, StatusPage
-from ..lab.pages import get_inside
+from ..lab.fetch import get_inside
 
 if TYPE_CHECKING:
     from ..lab.containers import Deployment
