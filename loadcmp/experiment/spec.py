@@ -307,7 +307,7 @@ def _result_labels(spec: RunSpec, servers: list[str]) -> list[str]:
     """The labels results of these servers carry (with the page or keep-alive when those vary)."""
     run = replace(spec, servers=tuple(dict.fromkeys(servers)))
     out = list(dict.fromkeys(run.label(*v) for v in run.variants()))
-    # a mix's whole and each of its pages (`nginx[mix]`, `nginx[/?p=1042]`: `store.pages`)
+    # a mix's whole and each of its pages (`nginx[mix]`, `nginx[/?p=1042]`: `store.pagecells`)
     return out + [f"{label} {page}" for label in out for page in (MIX_LABEL, *spec.mix)] if spec.mix else out
 
 
