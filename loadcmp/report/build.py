@@ -18,10 +18,10 @@ from ..errors import ReportError, StoreError, UsageError
 from ..records import FindingDoc
 from ..store.reader import Results, Run, load_results
 from ..store.writer import _atomic_write
-from . import compare, pages, plots
+from . import compare, documents, plots
 from .capacity import capacity_lines, capacity_rows
 from .tune import tune_lines, tune_rows
-from .pages import Report
+from .documents import Report
 from .setup import settings, setup_rows, warnings
 from .story import story
 from .tables import CLIENT_BOUND_MARK, legend, table1
@@ -169,7 +169,7 @@ def _write(r: Report, out: Path, formats: set[str]) -> dict[str, Path]:
     for stem, data in r.svg.items():
         put(f"{stem}.svg", data)
     if "md" in formats:
-        put("report.md", pages.markdown(r).encode())
+        put("report.md", documents.markdown(r).encode())
     if "html" in formats:
-        put("report.html", pages.html_page(r).encode())
+        put("report.html", documents.html_page(r).encode())
     return written
