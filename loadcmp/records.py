@@ -218,7 +218,7 @@ class LoadSummary(TypedDict):
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
     journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`; its seed: journey_seed)
     replay: NotRequired[dict[str, Any]]  #: a replayed access log: its rates, the answers as in the log or not
-    #: (`traffic.replay.ReplayDoc`)
+    #: (`traffic.logreplay.ReplayDoc`)
 
 
 class RoleMetrics(TypedDict, total=False):

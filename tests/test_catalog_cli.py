@@ -165,7 +165,7 @@ def test_serve_compares_and_follows_synthetic_runs(tmp_path):
     from aiohttp import web
     from aiohttp.test_utils import TestClient, TestServer
 
-    from loadcmp.live.replay import serve_routes
+    from loadcmp.live.storedruns import serve_routes
 
     make_runs(tmp_path / "r", 8, step_at=4, step=-0.3)
 
@@ -235,7 +235,7 @@ def test_the_history_page_draws_the_series_and_marks_the_change_in_chromium(tmp_
 
     from loadcmp.catalog.history import history
     from loadcmp.catalog.model import HistoryQuery
-    from loadcmp.live.replay import serve_routes
+    from loadcmp.live.storedruns import serve_routes
     from loadcmp.live.server import LiveServer
 
     root = tmp_path / "r"

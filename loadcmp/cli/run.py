@@ -18,7 +18,7 @@ from .traffic import TrafficFlags, traffic_options
 from ..errors import Interrupted, LoadcmpError, WrongProtocol
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
-from ..traffic.replay import replay_lines
+from ..traffic.logreplay import replay_lines
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live

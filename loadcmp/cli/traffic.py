@@ -58,7 +58,7 @@ class TrafficFlags(FlagGroup):
     def given(self) -> dict[str, Any]:
         """By RunSpec field: the mix as its table (page -> weight), checked here (exit 2 before anything)."""
         from ..traffic.mix import parse_mix
-        from ..traffic.replay import parse_methods, parse_speed
+        from ..traffic.logreplay import parse_methods, parse_speed
 
         out = super().given()
         if "mix" in out:

@@ -77,7 +77,7 @@ def with_default_pages(fields: dict[str, Any]) -> dict[str, Any]:
             raise UsageError("--mix and --page: give one (a mix names its pages)")
         return {**fields, "page": next(iter(fields["mix"]))}
     if fields.get("replay") and "page" not in fields:
-        from ..traffic.replay import load_plan, primer_page
+        from ..traffic.logreplay import load_plan, primer_page
 
         plan = load_plan(fields["replay"], fields.get("log_format"), fields.get("replay_speed", "1x"),
                          tuple(fields.get("replay_methods", ("GET", "HEAD"))))

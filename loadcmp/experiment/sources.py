@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Protocol
 from ..errors import Problems, UsageError
 from ..lab import apps as lab_apps
 from ..traffic.mix import check_mix
-from ..traffic.replay import ReplayPlan, parse_speed, primer_page, warmup_problem
+from ..traffic.logreplay import ReplayPlan, parse_speed, primer_page, warmup_problem
 
 
 class RunSpec(Protocol):

@@ -22,7 +22,7 @@ from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.mix import MIX_LABEL, new_seed
-from ..traffic.replay import ReplayPlan, load_plan, replay_schedule, replay_window
+from ..traffic.logreplay import ReplayPlan, load_plan, replay_schedule, replay_window
 from ..units import parse_cluster, parse_cpus
 
 
@@ -51,7 +51,7 @@ class RunSpec:
     """The mix's draw (`--seed`, `seed = N`); a mix given without one gets one at random, stored with the run."""
     replay: str | None = None
     """An access log replayed (`--replay`, `replay = "FILE"`), absolute: its requests in its order at its own
-    times (`traffic.replay`), each page recorded on its own; `page` is then its most sent answered page."""
+    times (`traffic.logreplay`), each page recorded on its own; `page` is then its most sent answered page."""
     replay_speed: str = "1x"
     """`Nx`: the log's own timing divided by N, an open schedule; `max`: the closed loop's pace."""
     replay_methods: tuple[str, ...] = ("GET", "HEAD")

@@ -9,7 +9,7 @@ answers GET alone: the page is read-only.
 Routes: `/` the page (a live command's) or the list of stored runs (`loadcmp serve`);
 `/events` the command's events as server-sent events; `/static/...` the page's files and
 uPlot; `/runs/<name>/` a stored run's page, `/runs/<name>/events` its events,
-`/runs/<name>/report/` its report (`loadcmp.live.replay`).
+`/runs/<name>/report/` its report (`loadcmp.live.storedruns`).
 """
 
 from __future__ import annotations

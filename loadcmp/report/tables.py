@@ -193,7 +193,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
         cell = res.cell(r.server, int(r.level))
         item.update(journeys_json(cell))
         if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
-            item["replay"] = replays  # a replayed log: each trial's (`traffic.replay.ReplayDoc`)
+            item["replay"] = replays  # a replayed log: each trial's (`traffic.logreplay.ReplayDoc`)
         if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "mem_peak_bytes") if r[f"{k}_low"] is not None

@@ -37,7 +37,7 @@ from ..load.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
 from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..traffic.mix import mix_pages
-from ..traffic.replay import replay_doc
+from ..traffic.logreplay import replay_doc
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
