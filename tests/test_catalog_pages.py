@@ -133,7 +133,7 @@ def test_the_list_names_every_folder_with_its_state_as_history_does(tmp_path: Pa
     """8 runs, an abandoned one, an empty folder, a damaged run.json and a foreign one: each listed, with the
     catalog's state and reason; a broken one has no links, and its page's events say why in one line."""
     from loadcmp.catalog.index import open_catalog
-    from loadcmp.catalog.synthetic import make_runs
+    from helpers.synthetic import make_runs
     from loadcmp.live.storedruns import stored_runs
 
     root = tmp_path / "results"
