@@ -35,6 +35,7 @@ plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; docu
 role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
-folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
-errors).
+folders read through `store.reader`; a mix's page cells, a trial's TLS facts, the writer's atomic write), the
+load's outcome kinds and its trials' sums (`load.summary`), a replay in words (`traffic.logreplay`, for the story),
+and the kernel (records, units, errors).
 """
