@@ -10,6 +10,8 @@ import ssl
 from functools import cache
 from typing import TYPE_CHECKING
 
+from .dockerapi import name_of, output_of
+
 if TYPE_CHECKING:
     from docker.models.containers import Container
 
@@ -64,9 +66,10 @@ def get_inside(container: Container, port: int, path: str, timeout: float = 2.0,
     """One GET on the container's own loopback, through the Docker API (a server on
     another engine's host, whose status pages answer only there); over https with `tls`."""
     cmd = inside_get(port, path, timeout, tls)
-    code, out = container.exec_run(["bash", "-c", cmd], demux=False)
-    head, _, body = (out or b"").partition(b"\r\n\r\n")
+    res = container.exec_run(["bash", "-c", cmd], demux=False)
+    code, out = res.exit_code, output_of(res)
+    head, _, body = out.partition(b"\r\n\r\n")
     first = head.split(b"\r\n", 1)[0].split()
     if code != 0 and not head or len(first) < 2 or not first[1].isdigit():
-        raise OSError(f"no HTTP answer on 127.0.0.1:{port} inside {container.name} (exit {code})")
+        raise OSError(f"no HTTP answer on 127.0.0.1:{port} inside {name_of(container)} (exit {code})")
     return int(first[1]), body

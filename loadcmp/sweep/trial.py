@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..lab import containers, dockerhost, planning, render
 from ..lab.certs import RunCA
@@ -49,6 +49,9 @@ from ..experiment.apps import overrides_for, stack_for
 from ..traffic.sessions import prime_journeys
 from ..store.writer import Row, RunWriter, Watch
 from ..units import cpu_list
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 
 @dataclass(frozen=True)
@@ -85,7 +88,7 @@ class Sweep:
     """What the trials of one sweep share, set up once by `runner.open_sweep`."""
 
     spec: RunSpec
-    client: Any
+    client: DockerClient
     images: dict[str, str]
     run_id: str
     writer: RunWriter
