@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import TracebackType
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -44,8 +45,8 @@ class SweepDisplay:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.progress.__exit__(*exc)
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.progress.__exit__(typ, exc, tb)
 
     def hooks(self) -> SweepHooks:
         from ..sweep.trial import SweepHooks

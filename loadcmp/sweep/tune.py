@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Any, cast
 
@@ -52,7 +53,7 @@ class Tuner:
     """One study: the baseline, the trials, the comparison; run.json's `tune` kept current."""
 
     def __init__(self, sweep: Sweep, cap: CapacitySpec, tune: TuneSpec, run: TrialRunner | None = None,
-                 clock: Any = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.sweep, self.cap, self.tune, self.run = sweep, cap, tune, run or run_trial
         self.base = sweep.spec
         self.clock = clock
