@@ -10,7 +10,7 @@ import io
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 
@@ -29,6 +29,9 @@ from .streams import stream_lines, stream_rows
 from .journeys import journey_rows, step_rows
 from .tls import tls_lines, tls_rows
 from .mixes import mix_lines, mix_rows
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FORMATS = {"html", "md", "png", "svg"}
 
@@ -111,7 +114,7 @@ def _out_dir(out: Path) -> Path:
     return out
 
 
-def _save(fig: Any, fmt: str) -> bytes:
+def _save(fig: Figure, fmt: str) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, bbox_inches="tight")
     return buf.getvalue()
