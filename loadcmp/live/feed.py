@@ -49,7 +49,7 @@ def never_raises(f: F) -> F:
     must never stop or slow a measurement."""
 
     @functools.wraps(f)
-    def quiet(*args: Any) -> None:
+    def quiet(*args: object) -> None:
         try:
             f(*args)
         except Exception:  # a bug of the page is not the measurement's: logged, not raised
