@@ -10,7 +10,7 @@
     render.py      config files rendered from Jinja2 templates; the plan for ports already chosen (no I/O)
     certs.py       --tls: the run's CA and the server certificates it issues (cryptography)
     planning.py    a deployment decided: ports picked (or checked) here or on another engine's host, then rendered
-    dockerapi.py   docker-py at the lab's edge: its errors mapped to loadcmp's in one table
+    dockerapi.py   docker-py at the lab's edge: its errors mapped to loadcmp's in one table; what its wide types hold
     dockerhost.py  which Docker engine runs the stacks, how it is reached (TLS, ssh) and its client, where the
                    clients reach the servers
     images.py      the base image and the server images (hash-tagged, built with docker-py)
