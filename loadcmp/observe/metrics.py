@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, Protocol, TypedDict, TypeVar
 
 from ..lab.containers import Deployment
-from ..lab.dockerapi import id_of
 from ..lab.fetch import http_get
 from ..records import ServerMetrics
 from .roles import summarize_apart
@@ -272,7 +271,7 @@ class Sampler:
 
     # where the figures come from: this machine's cgroups, ss and loopback (`apimetrics.ApiSampler`: the Docker API)
     def sources(self) -> list[Source]:
-        return [Cgroup(id_of(c)) for c in self.dep.containers]
+        return [Cgroup(str(c.id)) for c in self.dep.containers]
 
     def tcp_states(self) -> dict[str, int]:
         return tcp_states(self.dep.port)
