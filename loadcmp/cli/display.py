@@ -34,7 +34,7 @@ out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 class _Escaping(string.Formatter):
-    def format_field(self, value: Any, format_spec: str) -> str:
+    def format_field(self, value: object, format_spec: str) -> str:
         return escape(super().format_field(value, format_spec))
 
 
