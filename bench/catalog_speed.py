@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/catalog_speed.py [--runs 1000] [--labels 2] [--levels 2] [--keep DIR]
 
-Writes `--runs` made-up runs (`loadcmp.catalog.synthetic`, through the store's own writer;
+Writes `--runs` made-up runs (`tests/helpers/synthetic.py`, through the store's own writer;
 each labels x levels x 3 trials, one step in req/s two thirds of the way) into a temporary
 folder, with its own cache folder, then times, each the best of three:
 
@@ -70,7 +70,8 @@ def main() -> int:
     from loadcmp.catalog.history import history, regressions
     from loadcmp.catalog.index import cache_file
     from loadcmp.catalog.model import HistoryQuery
-    from loadcmp.catalog.synthetic import Plan, make_runs
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "helpers"))  # the tests' made-up runs
+    from synthetic import Plan, make_runs
 
     try:
         plan = Plan(labels=tuple(["nginx", "apache", "caddy", "lighttpd"][:args.labels]),

@@ -19,8 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from compare import PY, Run, free_port, measured, median, pinned
-from tls_rows import alternate
+from common import PY, Run, alternate, free_port, measured, median, pinned
 
 from loadcmp.lab import containers as lab, planning
 from loadcmp.lab.certs import RunCA

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from compare import PY, Run, measured, median, pinned
+from common import PY, Run, measured, median, pinned
 
 from loadcmp.lab import containers as lab, planning
 from loadcmp.lab import stacks as st

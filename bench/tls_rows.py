@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from compare import PY, Run, measured, median, pinned, run_ab, run_wrk
+from common import PY, Run, alternate, measured, median, pinned, run_ab, run_wrk
 
 from loadcmp.lab import containers as lab, planning
 from loadcmp.lab.certs import RunCA
@@ -63,16 +63,6 @@ def run_ours(url: str, c: int, t: int, cafile: str, keepalive: bool) -> Ours:
     run = Run(doc["completions_per_s"], doc.get("client_cpu_us") or float("nan"), b0, b1)
     return Ours(run, 1e6 * cpu / max(1, doc["completed"]), tls.get("full", 0), tls.get("resumed", 0),
                 hs.get("mean", float("nan")))
-
-
-def alternate(rounds: int, runners: dict[str, Callable[[], Any]]) -> dict[str, list[Any]]:
-    """`rounds` rounds of the runners, in their order, then reversed, and so on."""
-    got: dict[str, list[Any]] = {name: [] for name in runners}
-    order = list(runners.items())
-    for i in range(rounds):
-        for name, run in order if i % 2 == 0 else order[::-1]:
-            got[name].append(run())
-    return got
 
 
 class TlsRow(NamedTuple):

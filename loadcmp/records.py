@@ -218,7 +218,7 @@ class LoadSummary(TypedDict):
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
     journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`; its seed: journey_seed)
     replay: NotRequired[dict[str, Any]]  #: a replayed access log: its rates, the answers as in the log or not
-    #: (`traffic.replay.ReplayDoc`)
+    #: (`traffic.logreplay.ReplayDoc`)
 
 
 class RoleMetrics(TypedDict, total=False):
@@ -382,7 +382,7 @@ class RunDoc(TypedDict):
     images: NotRequired[dict[str, str]]
     cluster: NotRequired[dict[str, Any]]  #: --cluster: the Dask scheduler, its workers, their hosts and clock offsets
     docker_host: NotRequired[dict[str, Any]]  #: the engine the stacks ran on, the server address, how measured
-    www: NotRequired[dict[str, Any]]  #: --www: the folder, its file count and a hash of its files (pages.www_digest)
+    www: NotRequired[dict[str, Any]]  #: --www: the folder, its file count and a hash of its files (lab.www.www_digest)
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run

@@ -12,6 +12,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from docker.models.containers import ExecResult
 
 from loadcmp.errors import ConfigError
 from loadcmp.experiment.spec import RunSpec, validate
@@ -165,9 +166,9 @@ class FakeContainer:
     answer: tuple[int, bytes]
     calls: list[Any] = field(default_factory=list)
 
-    def exec_run(self, cmd: Any) -> tuple[int, bytes]:
+    def exec_run(self, cmd: Any) -> ExecResult:
         self.calls.append(cmd)
-        return self.answer
+        return ExecResult(*self.answer)
 
 
 def _dep(container: FakeContainer) -> Any:

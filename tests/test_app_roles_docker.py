@@ -65,7 +65,7 @@ def test_a_database_out_of_connections_is_the_named_cause_of_the_failures(tmp_pa
 
 def test_a_stopped_database_is_a_500_whose_log_line_is_the_named_cause(docker_client):
     from loadcmp.lab import apps, stacks
-    from loadcmp.lab.pages import http_get
+    from loadcmp.lab.fetch import http_get
     from loadcmp.observe.evidence import tally
 
     res = CliRunner().invoke(cli, ["up", "--server", "nginx", "--app", "wordpress", "--json"])

@@ -13,7 +13,7 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.lab import cleanup
-from loadcmp.lab.pages import http_get
+from loadcmp.lab.fetch import http_get
 from loadcmp.lab.stacks import configs_dir
 from loadcmp.store.reader import load_results
 

@@ -14,7 +14,7 @@ import pytest
 
 from loadcmp.catalog.folder import FORMAT, entry
 from loadcmp.catalog.index import cache_file, open_catalog
-from loadcmp.catalog.synthetic import make_runs
+from helpers.synthetic import make_runs
 from loadcmp.errors import UsageError
 from loadcmp.lab import provenance
 from loadcmp.store import writer

@@ -1,5 +1,5 @@
 """`loadcmp compare`, `loadcmp history`, `serve`'s pages and `smoke --history`'s verdicts through the catalog
-itself, over synthetic results folders (`loadcmp.catalog.synthetic`; no Docker)."""
+itself, over synthetic results folders (`tests/helpers/synthetic.py`; no Docker)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from loadcmp.catalog.synthetic import Plan, make_runs
+from helpers.synthetic import Plan, make_runs
 from loadcmp.cli import cli
 
 
@@ -165,7 +165,7 @@ def test_serve_compares_and_follows_synthetic_runs(tmp_path):
     from aiohttp import web
     from aiohttp.test_utils import TestClient, TestServer
 
-    from loadcmp.live.replay import serve_routes
+    from loadcmp.live.storedruns import serve_routes
 
     make_runs(tmp_path / "r", 8, step_at=4, step=-0.3)
 
@@ -190,7 +190,7 @@ def test_smoke_history_through_the_command_exits_3_and_names_the_change(tmp_path
     import types
 
     import loadcmp.cli.smoke as smoke_cli
-    from loadcmp.catalog.synthetic import run_doc, write_run
+    from helpers.synthetic import run_doc, write_run
 
     root = tmp_path / "results"
     make_runs(root, 7)
@@ -235,7 +235,7 @@ def test_the_history_page_draws_the_series_and_marks_the_change_in_chromium(tmp_
 
     from loadcmp.catalog.history import history
     from loadcmp.catalog.model import HistoryQuery
-    from loadcmp.live.replay import serve_routes
+    from loadcmp.live.storedruns import serve_routes
     from loadcmp.live.server import LiveServer
 
     root = tmp_path / "r"

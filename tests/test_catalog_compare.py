@@ -11,7 +11,7 @@ import pytest
 from loadcmp.catalog.compare import compare
 from loadcmp.catalog.model import METRICS
 from loadcmp.catalog.setup import differences
-from loadcmp.catalog.synthetic import Plan, make_runs
+from helpers.synthetic import Plan, make_runs
 from loadcmp.errors import UsageError
 
 FIXTURES = Path(__file__).parent / "fixtures"

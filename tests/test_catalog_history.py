@@ -10,7 +10,7 @@ import pytest
 
 from loadcmp.catalog.history import history, regressions
 from loadcmp.catalog.model import HistoryQuery
-from loadcmp.catalog.synthetic import Plan, make_runs
+from helpers.synthetic import Plan, make_runs
 from loadcmp.errors import LoadcmpError, UsageError
 
 

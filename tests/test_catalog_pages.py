@@ -59,7 +59,7 @@ def answers(monkeypatch):
 
 def fetch(root: Path, *paths: str) -> list[tuple[int, str]]:
     """GET each path from `loadcmp serve`'s routes over `root`: its status and body."""
-    from loadcmp.live.replay import serve_routes
+    from loadcmp.live.storedruns import serve_routes
     from loadcmp.live.server import STATIC
 
     async def go() -> list[tuple[int, str]]:
@@ -133,8 +133,8 @@ def test_the_list_names_every_folder_with_its_state_as_history_does(tmp_path: Pa
     """8 runs, an abandoned one, an empty folder, a damaged run.json and a foreign one: each listed, with the
     catalog's state and reason; a broken one has no links, and its page's events say why in one line."""
     from loadcmp.catalog.index import open_catalog
-    from loadcmp.catalog.synthetic import make_runs
-    from loadcmp.live.replay import stored_runs
+    from helpers.synthetic import make_runs
+    from loadcmp.live.storedruns import stored_runs
 
     root = tmp_path / "results"
     make_runs(root, 8, broken=3, abandoned=1)  # broken-000 empty, -001 not JSON, -002 format 0

@@ -11,7 +11,7 @@ from click.testing import CliRunner
 
 from loadcmp.lab import images as img
 from loadcmp.lab import cleanup, containers as lab, planning
-from loadcmp.lab.pages import http_get
+from loadcmp.lab.fetch import http_get
 from loadcmp.lab import stacks as st
 from loadcmp.cli import cli
 from loadcmp.errors import ServerStartError

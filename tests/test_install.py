@@ -112,9 +112,10 @@ def test_the_installed_command_finds_change_points(installed: Installed) -> None
     """`history` as installed, with nothing added by hand: Otava comes with loadcmp, and a run 30 % slower
     is found as a change point at that run."""
     root = installed.elsewhere / "results"
-    make = ("import sys; from pathlib import Path; from loadcmp.catalog.synthetic import make_runs; "
-            "make_runs(Path(sys.argv[1]), 10, step_at=7, step=-0.3, seed=1)")
-    _run([installed.venv / "bin" / "python", "-c", make, root], cwd=installed.elsewhere, env=installed.env)
+    make = ("import sys; from pathlib import Path; sys.path.insert(0, sys.argv[2]); "
+            "from synthetic import make_runs; make_runs(Path(sys.argv[1]), 10, step_at=7, step=-0.3, seed=1)")
+    helpers = Path(__file__).parent / "helpers"  # the tests' made-up runs, written by the wheel's own store
+    _run([installed.venv / "bin" / "python", "-c", make, root, helpers], cwd=installed.elsewhere, env=installed.env)
     r = installed.run("history", root, "--metric", "rps", "--json")
     doc = json.loads(r.stdout)
     (series,) = doc["series"]

@@ -566,7 +566,7 @@ def test_serve_a_broken_run_is_404_in_one_line_and_names_are_encoded(browser, tm
 
 
 def test_stored_runs_sort_by_the_moment_across_offsets(tmp_path):
-    from loadcmp.live.replay import stored_runs
+    from loadcmp.live.storedruns import stored_runs
 
     doc = json.loads((FIXTURES / "run-2x3x2" / "run.json").read_text())
     for name, started in (("east", "2026-01-01T10:00:00+09:00"), ("west", "2026-01-01T02:00:00-05:00")):
@@ -579,7 +579,7 @@ def test_two_reports_at_once_are_each_their_own_run(tmp_path):
     """Two runs' reports asked at the same moment: each URL serves its own run's report."""
     import asyncio
 
-    from loadcmp.live.replay import Reports
+    from loadcmp.live.storedruns import Reports
 
     a, b = tmp_path / "a", tmp_path / "b"
     for p, name in ((a, "run-2x3x2"), (b, "capacity-2x")):

@@ -279,7 +279,7 @@ def test_the_reports_pages_of_the_mix_are_a_mixs_alone(tmp_path: Path):
     import pandas as pd
 
     from loadcmp.report.mixes import mix_rows
-    from loadcmp.store import pages
+    from loadcmp.store import pagecells
     from loadcmp.store.reader import Results, Run
     from loadcmp.traffic.mix import MIX_LABEL
 
@@ -292,7 +292,7 @@ def test_the_reports_pages_of_the_mix_are_a_mixs_alone(tmp_path: Path):
     assert [(r[2], r[3], r[4], r[5]) for r in mixed] == [("/fast", "75%", "75", "75.0%"),
                                                          ("/slow", "25%", "25", "25.0%")]
     assert rows({"replay": "/var/log/access.log"}) == [] and rows({"journey": "reader"}) == []  # their pages: no mix's
-    assert pages.MIX is MIX_LABEL  # one name for the mix as a whole
+    assert pagecells.MIX is MIX_LABEL  # one name for the mix as a whole
 
 
 @pytest.mark.usefixtures("loop_path")

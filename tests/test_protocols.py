@@ -25,7 +25,7 @@ from loadcmp.lab.certs import RunCA
 from loadcmp.lab import render as rendering
 from loadcmp.lab.certs import STAND_IN
 from loadcmp.report.build import compose
-from loadcmp.report.pages import markdown as markdown_page
+from loadcmp.report.documents import markdown as markdown_page
 from loadcmp.store.reader import load_results
 from loadcmp.sweep import primer
 from loadcmp.verdicts import findings as fd

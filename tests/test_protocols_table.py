@@ -120,8 +120,8 @@ def test_engine_schedule_and_source_refusals() -> None:
                                                "streams each), not --schedule ramp nor --engine aiohttp")
     assert h3.run_error("aiohttp", "rate") == "--proto h3 runs its own engine (every schedule), not --engine aiohttp"
     assert h1.run_error("aiohttp", "ramp") is h2.run_error("fast", "closed") is None
-    assert h2.source_error("--mix") == ("--mix runs over HTTP/1.1 (--proto h1): the h2 engine sends one request, the same each time; "
-                                        "drop --proto h2 or --mix")
+    assert h2.source_error("--mix") == ("--mix runs over HTTP/1.1 (--proto h1): the h2 engine sends one request, "
+                                        "the same each time; drop --proto h2 or --mix")
     assert h1.source_error("--journey") is None
 
 

@@ -11,7 +11,7 @@ import pytest
 from loadcmp.errors import UsageError
 from loadcmp.load.schedules import Replay
 from loadcmp.traffic.logs import read_log
-from loadcmp.traffic.replay import OTHER, parse_methods, parse_speed, plan_replay
+from loadcmp.traffic.logreplay import OTHER, parse_methods, parse_speed, plan_replay
 
 
 def _line(second: int, request: str, status: int = 200, host: str = "") -> str:

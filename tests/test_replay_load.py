@@ -18,7 +18,7 @@ from loadcmp.load.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
 from loadcmp.load.workers import run_load
 from loadcmp.traffic.logs import read_log
-from loadcmp.traffic.replay import plan_replay, replay_doc, replay_schedule
+from loadcmp.traffic.logreplay import plan_replay, replay_doc, replay_schedule
 
 
 def _log(tmp_path: Path, seconds: list[list[tuple[str, int]]]) -> Path:

@@ -285,7 +285,7 @@ def test_every_stack_serves_the_users_pages_read_only(tmp_path: Path, images: di
     import json
 
     from loadcmp.lab import cleanup
-    from loadcmp.lab.pages import http_get
+    from loadcmp.lab.fetch import http_get
 
     site = tmp_path / "site"
     (site / "sub").mkdir(parents=True)

@@ -140,7 +140,7 @@ def test_up_with_tls_prints_the_https_url_and_where_the_ca_is(images: Any) -> No
 def test_status_pages_answer_over_https_from_inside_the_container(images: Any, docker_client: Any,
                                                                    tmp_path: Path) -> None:
     """Another machine's engine: the status pages are read on the container's own loopback, over https too."""
-    from loadcmp.lab.pages import get_inside
+    from loadcmp.lab.fetch import get_inside
 
     plan = planning.plan_deployment(st.get_stack("apache-event"), tls=RunCA(tmp_path))
     dep = containers.up(plan, client=docker_client, images=images)

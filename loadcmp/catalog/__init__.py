@@ -12,14 +12,12 @@ tojson.py and trend.py.
     index.py      the catalog over a results root: every folder listed, the DuckDB index in the cache
     compare.py    two runs cell by cell: ratios, intervals, verdicts
     history.py    a metric over every stored run, its change points; the regressions at one run
-    synthetic.py  made-up results folders (a known step, broken and abandoned ones) for tests and bench
     words.py      the answers in words (a value and its interval, a verdict, a change, a difference)
     tojson.py     the answers as JSON, one converter for --json and the serve pages
     trend.py      the trend figure (matplotlib): a metric over the runs, change points marked
     gate.py       smoke --history: each change point for the worse at this run a failed smoke check
 
 Inside the package: model <- folder <- setup, index <- compare, history; words, tojson <- model;
-trend <- words; gate <- history, index, words (and verdicts.smoke's Verdict); synthetic writes through
-the store alone. Importing it loads nothing heavy (DuckDB, pandas, scipy, Otava and matplotlib load
-where used).
+trend <- words; gate <- history, index, words (and verdicts.smoke's Verdict). Importing it loads nothing heavy
+(DuckDB, pandas, scipy, Otava and matplotlib load where used).
 """

@@ -13,15 +13,19 @@ overlap, a stricter test than the ratio's.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from .folder import cell_key, estimates, load, measured, trial_rows, value_of
 from .model import METRICS, CellKey, CompareRow, Comparison, Difference, MetricDelta, Verdict
 from .setup import differences_of
 
+if TYPE_CHECKING:
+    from ..records import TrialRecord
+    from ..report.tables import Estimate
 
-def verdict(metric: str, a: Any, b: Any, low: float | None, high: float | None) -> Verdict:
+
+def verdict(metric: str, a: Estimate, b: Estimate, low: float | None, high: float | None) -> Verdict:
     """The verdict of one metric from each side's Estimate and the ratio's interval (None: none)."""
     from ..report.tables import MIN_TRIALS
 
@@ -50,7 +54,7 @@ def one_sided(v: Verdict, bound: str) -> Verdict:
     return v if (bound, v) in (("B", "better"), ("A", "worse")) else "client-bound"
 
 
-def delta(metric: str, a: Any, b: Any, bound: str = "") -> MetricDelta:
+def delta(metric: str, a: Estimate, b: Estimate, bound: str = "") -> MetricDelta:
     """One metric of a shared cell: each side's value, the ratio B/A with its interval, the verdict (req/s
     judged one-sided where `bound` names a client-bound side)."""
     from ..report.compare import ratio
@@ -65,7 +69,7 @@ def _bound(doc: dict[str, Any]) -> set[CellKey]:
     """The cells where the client limited a trial (`store.reader.client_bound`)."""
     from ..store.reader import client_bound
 
-    cells: dict[CellKey, list[Any]] = {}
+    cells: dict[CellKey, list[TrialRecord]] = {}
     for t in measured(doc):
         cells.setdefault(cell_key(t, doc), []).append(t)
     return {cell for cell, trials in cells.items() if client_bound(trials) is not None}

@@ -16,11 +16,14 @@ import math
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
 from ..records import RunDoc, SpecDoc, TrialRecord, missing_keys
 from .model import METRICS, CellKey, RunEntry, RunState, Value
+
+if TYPE_CHECKING:
+    from ..report.tables import Estimate
 
 FORMAT = 1
 """The results format the catalog reads (`store.writer.FORMAT`, checked equal in the tests; not imported
@@ -205,7 +208,7 @@ def cell_of(row: Mapping[str, Any]) -> CellKey:
     return CellKey(row["label"], int(row["level"]), row["page"], row["protocol"])
 
 
-def estimates(rows: Iterable[Mapping[str, Any]], metric: str) -> dict[CellKey, Any]:
+def estimates(rows: Iterable[Mapping[str, Any]], metric: str) -> dict[CellKey, Estimate]:
     """Each cell's `report.tables.Estimate` of `metric` over its trials' rows (one run's rows)."""
     from ..report.tables import Estimate
 
@@ -224,7 +227,7 @@ def values(rows: list[Row]) -> dict[CellKey, tuple[str, dict[str, Value]]]:
     return {cell: (stacks[cell], {m: value_of(per_metric[m][cell]) for m in METRICS}) for cell in stacks}
 
 
-def value_of(e: Any) -> Value:
+def value_of(e: Estimate) -> Value:
     """An Estimate as the catalog says it: the mean and its 95 % interval (from 3 trials on, else None)."""
     interval = e.interval
     return Value(e.mean, interval[0] if interval else None, interval[1] if interval else None, e.n)

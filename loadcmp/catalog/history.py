@@ -30,7 +30,7 @@ from typing import Any, Literal
 
 from ..errors import LoadcmpError, UsageError
 from .folder import check_metric, estimates, load, read_doc, trial_rows, value_of
-from .index import Catalog, open_catalog
+from .index import Catalog, Filters, Splits, open_catalog
 from .model import METRICS, CellKey, ChangePoint, Difference, History, HistoryQuery, Point, RunEntry, Series, Value
 from .setup import differences_of
 
@@ -79,8 +79,8 @@ class _Docs:
         return self.read[path]
 
 
-Memo = Callable[[str, Callable[[], Any]], Any]
-"""Keeps a computed JSON value by key (`Catalog.remembered`)."""
+Memo = Callable[[str, Callable[[], Splits]], Splits]
+"""Keeps a series' splits by key (`Catalog.remembered`)."""
 
 
 def _splits(values: list[float], memo: Memo | None) -> list[list[float]]:
@@ -118,7 +118,7 @@ def change_points(cell: CellKey, points: list[Point], metric: str, docs: _Docs |
     return out
 
 
-def _filters(q: HistoryQuery) -> dict[str, Any]:
+def _filters(q: HistoryQuery) -> Filters:
     return {"label": q.label, "stack": q.stack, "level": q.level, "page": q.page, "protocol": q.protocol}
 
 

@@ -25,11 +25,14 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..errors import UsageError
 from .folder import check_metric, entry, judge, started_of, state_of, values
 from .model import METRICS, CellKey, RunEntry, Value
+
+if TYPE_CHECKING:
+    from duckdb import DuckDBPyConnection
 
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog", "run_folders"]
 
@@ -48,8 +51,22 @@ the report's Estimate), so that a warm query needs neither the trials nor pandas
 SPLITS = {"key": "VARCHAR PRIMARY KEY", "found": "VARCHAR"}
 """Where a series of values splits (`Catalog.remembered`), by a hash of the values and the test: a warm history
 imports neither Otava nor scipy (most of a fresh process's time)."""
+Splits = list[list[float]]
+"""A series' change points as Otava finds them, each [index, mean before, mean after, p-value]."""
 FILTERS = ("label", "stack", "level", "page", "protocol")
 """What `Catalog.values` selects cells by (the columns of `CELLS` a history's filters name)."""
+
+
+class Filters(TypedDict, total=False):
+    """`Catalog.values`' filters (`FILTERS`), each None or left out to match anything."""
+
+    label: str | None
+    stack: str | None
+    level: int | None
+    page: str | None
+    protocol: str | None
+
+
 MEASURED = ("complete", "interrupted")
 """The states whose trials give points: a running or abandoned run's figures are not final."""
 
@@ -68,7 +85,7 @@ class Catalog:
 
     root: Path
     runs: list[RunEntry]
-    con: Any = field(repr=False)  #: the DuckDB connection of the index
+    con: DuckDBPyConnection = field(repr=False)  #: the DuckDB connection of the index
     where: str = ""  #: the index file, or ":memory:"
 
     def run(self, path: Path) -> RunEntry | None:
@@ -76,7 +93,8 @@ class Catalog:
         path = Path(path).resolve()
         return next((r for r in self.runs if r.path.resolve() == path), None)
 
-    def values(self, metric: str, exclude: Path | None = None, **match: Any) -> list[tuple[Path, CellKey, Value]]:
+    def values(self, metric: str, *, exclude: Path | None = None,
+               **match: Unpack[Filters]) -> list[tuple[Path, CellKey, Value]]:
         """Each cell's Value of `metric` in the complete and interrupted runs, oldest run first: where each key of
         `match` (label, stack, level, page, protocol) equals its value, when not None; `exclude`: a folder left
         out."""
@@ -84,7 +102,7 @@ class Catalog:
         if unknown := set(match) - set(FILTERS):
             raise TypeError(f"no filter {', '.join(sorted(unknown))}; the filters are {', '.join(FILTERS)}")
         where = [f"{k} = ?" for k, v in match.items() if v is not None]
-        args = [v for v in match.values() if v is not None]
+        args: list[object] = [v for v in match.values() if v is not None]
         if exclude is not None:
             where.append("c.folder <> ?")
             args.append(_key(self.root.resolve(), Path(exclude).resolve()))
@@ -98,9 +116,9 @@ class Catalog:
     def close(self) -> None:
         self.con.close()
 
-    def remembered(self, key: str, compute: Callable[[], Any]) -> Any:
-        """`compute()`'s JSON value, kept in the index under `key` (a hash of all it depends on) and computed
-        only the first time."""
+    def remembered(self, key: str, compute: Callable[[], Splits]) -> Splits:
+        """`compute()`'s splits of a series, kept in the index as JSON under `key` (a hash of all it depends on)
+        and computed only the first time."""
         with _UPDATING:
             row = self.con.execute("SELECT found FROM splits WHERE key = ?", [key]).fetchone()
         if row is not None:
@@ -165,7 +183,7 @@ def _stamp(folder: Path) -> tuple[int, int] | None:
     return st.st_mtime_ns, st.st_size
 
 
-def _connect(where: Path | None, rebuild: bool) -> tuple[Any, str]:
+def _connect(where: Path | None, rebuild: bool) -> tuple[DuckDBPyConnection, str]:
     """The index's connection and where it is, its tables made (dropped first on `rebuild` or another SCHEMA);
     in memory when there is no file to keep it in."""
     import duckdb
@@ -178,7 +196,7 @@ def _connect(where: Path | None, rebuild: bool) -> tuple[Any, str]:
     return con, ":memory:"
 
 
-def _on_file(where: Path, rebuild: bool) -> Any:
+def _on_file(where: Path, rebuild: bool) -> DuckDBPyConnection | None:
     """The index in `where` (a damaged file made anew); None when the file is another process's or cannot be
     written."""
     import duckdb
@@ -199,7 +217,7 @@ def _on_file(where: Path, rebuild: bool) -> Any:
     return None
 
 
-def _tables(con: Any) -> None:
+def _tables(con: DuckDBPyConnection) -> None:
     con.execute("CREATE TABLE IF NOT EXISTS meta (key VARCHAR PRIMARY KEY, value VARCHAR)")
     found = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
     if found is None or found[0] != SCHEMA:
@@ -212,7 +230,7 @@ def _tables(con: Any) -> None:
         con.execute(f"CREATE TABLE IF NOT EXISTS {name} ({', '.join(f'{c} {t}' for c, t in cols.items())})")
 
 
-def _read_in_place(con: Any, folders: list[Path]) -> dict[Path, str | None]:
+def _read_in_place(con: DuckDBPyConnection, folders: list[Path]) -> dict[Path, str | None]:
     """Each folder's run.json text, read by DuckDB in one pass (None: not readable as text now)."""
     texts: dict[Path, str | None] = {}
     files = {str(f / "run.json"): f for f in folders}
@@ -230,7 +248,7 @@ def _read_in_place(con: Any, folders: list[Path]) -> dict[Path, str | None]:
     return texts
 
 
-def _index(con: Any, root: Path, fresh: list[Path], stamps: dict[Path, tuple[int, int] | None]) -> None:
+def _index(con: DuckDBPyConnection, root: Path, fresh: list[Path], stamps: dict[Path, tuple[int, int] | None]) -> None:
     """Read the folders `fresh` and put their runs and trials in the index."""
     import pyarrow as pa
 
@@ -266,7 +284,7 @@ def _owner(doc: dict[str, Any] | None) -> dict[str, Any]:
             "hostname": (doc.get("machine") or {}).get("hostname")}
 
 
-def _entries(con: Any, root: Path) -> list[RunEntry]:
+def _entries(con: DuckDBPyConnection, root: Path) -> list[RunEntry]:
     """Every indexed folder, oldest first; a running run's owner judged again (it may have died)."""
     out = []
     recs = con.execute("SELECT folder, state, name, run_id, kind, started, reason, status, owner, host, hostname "
@@ -311,7 +329,7 @@ _UPDATING = threading.Lock()
 DuckDB's lock on the file."""
 
 
-def _update(con: Any, root: Path, folders: list[Path]) -> None:
+def _update(con: DuckDBPyConnection, root: Path, folders: list[Path]) -> None:
     """The index made to hold `folders` as they are now, in one transaction (a crash leaves the index as it was):
     folders gone or changed dropped, new and changed ones read."""
     stamps = {f: _stamp(f) for f in folders}

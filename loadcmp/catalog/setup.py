@@ -34,7 +34,7 @@ LABEL_KEYS = ("stack", "cpus", "memory_bytes", "keepalive")
 """A label's own set-up keys in run.json's `servers` that change what it measures (its settings apart)."""
 
 
-def _said(v: Any) -> str | None:
+def _said(v: object) -> str | None:
     """A value as its text; None stays None (absent)."""
     if v is None:
         return None

@@ -30,7 +30,7 @@ EXIT_USAGE = 2
 EXIT_INTERRUPTED = Interrupted.exit_code
 
 
-def emit_json(doc: Any) -> None:
+def emit_json(doc: object) -> None:
     """The one JSON document of a --json command, on stdout."""
     click.echo(json.dumps(doc, indent=2, default=str))
 

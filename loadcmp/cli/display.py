@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import string
 import sys
+from types import TracebackType
 from typing import TYPE_CHECKING, Any, cast
 
 from rich.console import Console, RenderableType
@@ -33,7 +34,7 @@ out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
 
 
 class _Escaping(string.Formatter):
-    def format_field(self, value: Any, format_spec: str) -> str:
+    def format_field(self, value: object, format_spec: str) -> str:
         return escape(super().format_field(value, format_spec))
 
 
@@ -88,9 +89,9 @@ class LiveLine:
         self.live.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
         if self.live is not None:
-            self.live.__exit__(*exc)
+            self.live.__exit__(typ, exc, tb)
 
     def __call__(self, lv: Live) -> None:
         phase = "measuring" if lv.measuring else "warm-up"

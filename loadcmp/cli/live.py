@@ -152,7 +152,7 @@ class LivePage:
         has changed (a report of a run still running is of the moment it was asked)."""
         from aiohttp import web
 
-        from ..live.replay import Reports
+        from ..live.storedruns import Reports
 
         reports = Reports()
 
@@ -272,7 +272,7 @@ def serve(results: str, port: int, host: str) -> None:
     import signal
     import threading
 
-    from ..live.replay import serve_routes
+    from ..live.storedruns import serve_routes
     from ..live.server import LiveServer
 
     root = Path(results)

@@ -14,7 +14,7 @@ def mix_table(file: str, fmt: str | None, top: int, methods: str) -> str:
     comment saying the share of the log's sent requests it covers."""
     from ..errors import UsageError
     from ..traffic.logs import MIX_WORDS, read_log
-    from ..traffic.replay import parse_methods, top_pages
+    from ..traffic.logreplay import parse_methods, top_pages
     from ..units import check_count
 
     check_count(top, "--top")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from types import TracebackType
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ from ..errors import Interrupted, LoadcmpError, WrongProtocol
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
 from ..traffic.fits import journey_flag
-from ..traffic.replay import trial_lines
+from ..traffic.logreplay import trial_lines
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
@@ -45,8 +46,8 @@ class SweepDisplay:
         self.progress.__enter__()
         return self
 
-    def __exit__(self, *exc: Any) -> None:
-        self.progress.__exit__(*exc)
+    def __exit__(self, typ: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.progress.__exit__(typ, exc, tb)
 
     def hooks(self) -> SweepHooks:
         from ..sweep.trial import SweepHooks

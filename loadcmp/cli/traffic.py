@@ -58,7 +58,7 @@ class TrafficFlags(FlagGroup):
     def given(self) -> dict[str, Any]:
         """By RunSpec field: the mix as its table (page -> weight), checked here (exit 2 before anything)."""
         from ..traffic.mix import parse_mix
-        from ..traffic.replay import parse_methods, parse_speed
+        from ..traffic.logreplay import parse_methods, parse_speed
 
         read: dict[str, Callable[[Any], Any]] = {  # the flags whose text is read here; the others are as given
             "mix": lambda text: dict(parse_mix(text)),

@@ -15,7 +15,7 @@ from ..errors import Problems, UsageError
 from ..lab import apps
 from ..lab.stacks import Catalog
 from ..lab.model import App, Image, Stack
-from ..lab.pages import page_file
+from ..lab.www import page_file
 from ..traffic.source import OnePage, Traffic
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from .dockerapi import engine_errors
+from .dockerapi import engine_errors, name_of
 from .dockerhost import docker_client
 from .images import LABEL
 from ..errors import LabError, NotOnEngine
@@ -33,13 +33,14 @@ def remove(containers: Iterable[Container], engine: str = "") -> list[str]:
         except NotOnEngine:
             pass
         except LabError as e:  # refused, or the engine went away (the next command reaps what is left)
-            failed.append(f"{c.name}: {e}")
+            failed.append(f"{name_of(c)}: {e}")
     return failed
 
 
 def labelled(client: DockerClient, run_id: str | None = None) -> list[Container]:
     """Every loadcmp container on the engine (or one run's), running or not."""
-    filters = {"label": [f"{LABEL}=1"] + ([f"{LABEL}.run={run_id}"] if run_id else [])}
+    labels = [f"{LABEL}=1"] + ([f"{LABEL}.run={run_id}"] if run_id else [])
+    filters: dict[str, str | list[str] | bool] = {"label": labels}
     with engine_errors():
         return list(client.containers.list(all=True, filters=filters))
 
@@ -53,7 +54,7 @@ def reap_orphans(client: DockerClient) -> list[str]:
     gone = [c for c in labelled(client)
             if (owner := c.labels.get(f"{LABEL}.owner")) and owner_gone(owner, c.labels.get(f"{LABEL}.host", ""))]
     failed = remove(gone)
-    return [c.name for c in gone if not any(f.startswith(c.name) for f in failed)]
+    return [name_of(c) for c in gone if not any(f.startswith(name_of(c)) for f in failed)]
 
 
 def down(client: DockerClient | None = None, run_id: str | None = None) -> list[str]:
@@ -65,4 +66,4 @@ def down(client: DockerClient | None = None, run_id: str | None = None) -> list[
     failed = remove(found)
     if failed:
         raise LabError("could not remove " + "; ".join(failed))
-    return [c.name for c in found]
+    return [name_of(c) for c in found]

@@ -21,13 +21,13 @@ from typing import TYPE_CHECKING, Any
 from . import render
 from . import stacks
 from .cleanup import remove
-from .dockerapi import engine_errors
+from .dockerapi import engine_errors, id_of, name_of, output_of
 from .dockerhost import DockerHost, docker_client
 from .planning import LOCAL
 from ..errors import LabError, NotOnEngine, ServerStartError, signal_name
 from .images import LABEL, Log, no_log, build_images
 from .archives import config_tar, pages_tar
-from .pages import get_inside, http_get
+from .fetch import get_inside, http_get
 
 if TYPE_CHECKING:
     from docker import DockerClient
@@ -94,7 +94,7 @@ class Deployment:
 
     @property
     def container_names(self) -> list[str]:
-        return [c.name for c in self.containers]
+        return [name_of(c) for c in self.containers]
 
     def state(self) -> dict[str, Any]:
         """Docker's State of each container, reloaded (for exit/OOM detection)."""
@@ -103,9 +103,9 @@ class Deployment:
             try:
                 with engine_errors(self.host.name):
                     c.reload()
-                out[c.name] = c.attrs.get("State", {})
+                out[name_of(c)] = c.attrs.get("State", {})
             except NotOnEngine:
-                out[c.name] = {"Status": "removed"}
+                out[name_of(c)] = {"Status": "removed"}
         return out
 
     def exit_notes(self, states: dict[str, Any]) -> list[str]:
@@ -113,7 +113,7 @@ class Deployment:
         signal that code means) and its last log line, whole."""
         out = []
         for c in self.containers:
-            s = states.get(c.name, {})
+            s = states.get(name_of(c), {})
             if s.get("Status") == "running":
                 continue
             code = s.get("ExitCode")
@@ -121,7 +121,7 @@ class Deployment:
             if code is not None and code > 128:
                 how += f" ({signal_name(code - 128)})"
             line = last_line(_tail(c, 20, sep="\n"))
-            out.append(f"{c.name} {how}" + (f"; its last log line: {line}" if line else ""))
+            out.append(f"{name_of(c)} {how}" + (f"; its last log line: {line}" if line else ""))
         return out
 
     def logs(self, lines: int = 20) -> str:
@@ -134,7 +134,7 @@ class Deployment:
             except LabError as e:
                 text = f"(log unreadable: {e})"
             if text:
-                parts.append(f"[{c.name}] {text}")
+                parts.append(f"[{name_of(c)}] {text}")
         return "\n".join(parts)
 
     def log_lines(self, since: float, until: float) -> Iterator[str]:
@@ -154,7 +154,7 @@ class Deployment:
                         for line in lines:
                             yield line.decode(errors="replace")
             except LabError as e:  # refused, or the stream broke off
-                raise LabError(f"{c.name}: its log is unreadable ({e})") from None
+                raise LabError(f"{name_of(c)}: its log is unreadable ({e})") from None
             if rest:
                 yield rest.decode(errors="replace")
 
@@ -171,7 +171,7 @@ class Deployment:
                         res = c.exec_run(["sh", "-c", f"out=$({command} 2>&1) && printf '%s\\n' \"$out\" | head -n 1"])
                 except LabError:
                     break  # the container died meanwhile: its versions stay unknown, the trial says why
-                line = res.output.decode(errors="replace").strip()
+                line = output_of(res).decode(errors="replace").strip()
                 if res.exit_code == 0 and line:
                     out[program] = line.split("version:", 1)[1].strip() if "version:" in line else line
         return out
@@ -241,7 +241,7 @@ def _create(dep: Deployment, r: render.Rendered, owned: bool) -> Container:
 
     plan, host, client = dep.plan, dep.host, dep.client
     image = dep.images[r.role.image.key]
-    dep.image_ids[r.role.name] = client.images.get(image).id
+    dep.image_ids[r.role.name] = id_of(client.images.get(image))
     nofile = render.nofile_limit() if host.nofile is None else host.nofile  # as the plan's configs have it
     kwargs: dict[str, Any] = {}
     if plan.memory:
@@ -280,7 +280,7 @@ def _wait_ready(dep: Deployment, container: Container, port: int, timeout: float
         container.reload()
         if container.status in ("exited", "dead"):
             raise ServerStartError(
-                f"{dep.stack.name}: container {container.name} exited while starting "
+                f"{dep.stack.name}: container {name_of(container)} exited while starting "
                 f"(code {container.attrs['State'].get('ExitCode')}): " + _tail(container)
             )
         if command is not None:
@@ -292,7 +292,7 @@ def _wait_ready(dep: Deployment, container: Container, port: int, timeout: float
                 continue
             if res.exit_code == 0:
                 return
-            last = last_line(res.output.decode(errors="replace")) or f"`{command}` exited with {res.exit_code}"
+            last = last_line(output_of(res).decode(errors="replace")) or f"`{command}` exited with {res.exit_code}"
             time.sleep(0.25)
             continue
         try:

@@ -10,6 +10,10 @@ the engine's own words for a request it refused, "stopped answering" for an engi
 gone mid-command (DockerUnavailable), a NotOnEngine for a container or image it lacks.
 Anything else is no engine's error and goes through unchanged (a bug shows as one).
 docker-py is imported when the table is first needed, not when the lab is.
+
+Its types come from `types-docker`; where they are wider than what the lab gets back (a container's name, an
+exec's output, a stats stream, the events' times), `name_of`, `id_of`, `output_of`, `demuxed_of`, `stream_of`,
+`stats_of` and `oom_events` say what it is, once.
 """
 
 from __future__ import annotations
@@ -17,29 +21,33 @@ from __future__ import annotations
 import contextlib
 import functools
 import ssl
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from ..errors import BuildError, DockerUnavailable, LabError, LoadcmpError, NotOnEngine
 
-Words = Callable[[Any, str], str]
+if TYPE_CHECKING:
+    from docker.models.containers import Container, ExecResult
+    from docker.models.resource import Model
+
+Words = Callable[[BaseException, str], str]
 """An error of docker-py's and the engine's name ('' when unknown) -> the message of loadcmp's error."""
 
 
-def said(e: Any, _: str = "") -> str:
+def said(e: BaseException, _: str = "") -> str:
     """What the engine said (an APIError's explanation), on one line."""
     return " ".join(str(getattr(e, "explanation", None) or e).split())
 
 
-def _its_words(e: Any, _: str = "") -> str:
+def _its_words(e: BaseException, _: str = "") -> str:
     return why(e)
 
 
-def _build_words(e: Any, _: str = "") -> str:
-    return " ".join(str(e.msg).split())
+def _build_words(e: BaseException, _: str = "") -> str:
+    return " ".join(str(getattr(e, "msg", e)).split())  # a BuildError's msg
 
 
-def _unreadable(e: Any, at: str) -> str:
+def _unreadable(e: BaseException, at: str) -> str:
     return f"the Docker engine{_at(at)} sent an answer docker-py could not read ({why(e)})"
 
 
@@ -163,3 +171,51 @@ def _causes(e: BaseException) -> list[BaseException]:
         todo += [c for c in (x.__cause__, x.__context__, getattr(x, "reason", None), *x.args)
                  if isinstance(c, BaseException)]
     return out
+
+
+def name_of(c: Container) -> str:
+    """A container's name (docker-py types it optional: every container the engine lists has one)."""
+    return c.name or c.short_id
+
+
+def id_of(m: Model) -> str:
+    """An image's or a container's id (docker-py types it optional: every object the engine returned has one)."""
+    return str(m.id)
+
+
+def output_of(res: ExecResult) -> bytes:
+    """What an exec run without `stream` printed (docker-py types it bytes or a stream)."""
+    out = res.output
+    return out if isinstance(out, bytes) else b"".join(out or ())
+
+
+def demuxed_of(res: ExecResult) -> tuple[bytes | None, bytes | None]:
+    """What an exec run with `demux=True` printed: its stdout and its stderr apart (None for one it left empty;
+    docker-py types it as it types an exec without demux)."""
+    return cast("tuple[bytes | None, bytes | None]", res.output)
+
+
+def stream_of(res: ExecResult) -> Iterator[bytes]:
+    """What an exec run with `stream=True` prints, as it comes."""
+    out = res.output
+    return iter((out,)) if isinstance(out, bytes) else out
+
+
+def stats_of(c: Container) -> Iterator[dict[str, Any]]:
+    """A container's stats as they come, each the engine's JSON (docker-py types it a stream or one reading)."""
+    got = c.stats(stream=True, decode=True)
+    return iter((got,)) if isinstance(got, dict) else got
+
+
+class _Events(Protocol):
+    def __call__(self, *, since: float, until: float, decode: bool,
+                 filters: dict[str, str]) -> Iterable[dict[str, Any]]: ...
+
+
+def oom_events(c: Container, since: float, until: float) -> int:
+    """How many times the engine killed `c` for its memory between `since` and `until` (Unix seconds on the
+    engine's clock, fractions kept: docker-py passes them on, though its types say whole seconds)."""
+    assert c.client is not None, "a container the engine listed has its client"
+    events = cast(_Events, c.client.api.events)
+    oom = events(since=since, until=until, decode=True, filters={"container": id_of(c), "event": "oom"})
+    return sum(1 for _ in oom)

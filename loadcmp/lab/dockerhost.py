@@ -20,6 +20,7 @@ reads none of the TLS environment itself, so `DockerHost.client_kwargs` hands it
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 import os
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -32,7 +33,7 @@ from ..units import check_cpus, check_memory, mem_total
 
 if TYPE_CHECKING:
     import requests
-    from docker import DockerClient
+    from docker import APIClient, DockerClient
     from docker.tls import TLSConfig
 
 SCHEMES = ("unix", "tcp", "ssh", "http", "https", "npipe")
@@ -62,14 +63,16 @@ class Tls:
         from docker.tls import TLSConfig
 
         class EngineCa(TLSConfig):
-            def configure_client(self, client: requests.Session) -> None:
+            def configure_client(self, client: APIClient) -> None:
                 super().configure_client(client)
-                merge = client.merge_environment_settings
+                session: requests.Session = client  # docker-py's client is a requests session
+                merge = session.merge_environment_settings
 
                 def keep_ca(url: str, proxies: Any, stream: Any, verify: Any, cert: Any) -> dict[str, Any]:
-                    return {**merge(url, proxies, stream, verify, cert), "verify": client.verify}
+                    return {**merge(url, proxies, stream, verify, cert), "verify": session.verify}
 
-                client.merge_environment_settings = keep_ca  # type: ignore[method-assign]  # on purpose
+                patched: Callable[..., Any] = keep_ca  # merge's own signature, which requests' types name privately
+                session.merge_environment_settings = patched  # type: ignore[method-assign]  # on purpose
 
         return EngineCa(client_cert=(self.cert, self.key) if self.cert and self.key else None,
                         ca_cert=self.ca_cert, verify=True)
@@ -258,6 +261,7 @@ def check_server_limits(host: DockerHost, cpus: str | None, memory: int | None,
     one after. The cpuset must be valid (`units.parse_cpus`)."""
     if host.remote != (client is not None) or (cpus is None and memory is None):
         return
+    n: int | None
     if client is None:
         n, total, where = os.cpu_count() or 1, mem_total(), "this machine"
     else:

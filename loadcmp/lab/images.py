@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .dockerapi import engine_errors
+from .dockerapi import engine_errors, id_of
 from .model import Image, configs_dir
 from ..errors import BuildError, DockerUnavailable, LabError, NotOnEngine
 
@@ -173,7 +173,7 @@ def build_images(client: DockerClient, images: Iterable[Image], log: Log = no_lo
     return image key -> tag (the images built on included)."""
     base = ensure_base(client, log)
     with engine_errors():
-        base_id = client.images.get(base).id
+        base_id = id_of(client.images.get(base))
     out: dict[str, str] = {}
     todo: list[Image] = []
     for image in dict.fromkeys(images):

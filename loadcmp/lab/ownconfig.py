@@ -47,7 +47,7 @@ class OwnConfig:
         return out
 
 
-def _port(raw: Any, what: str) -> int:
+def _port(raw: object, what: str) -> int:
     try:
         port = int(str(raw).strip()) if not isinstance(raw, bool) else 0
     except ValueError:
@@ -57,7 +57,7 @@ def _port(raw: Any, what: str) -> int:
     return port
 
 
-def _status_path(raw: Any, what: str) -> str | None:
+def _status_path(raw: object, what: str) -> str | None:
     if not isinstance(raw, str) or not (raw == NONE or raw.startswith("/")):
         raise UsageError(f"{what}: a status page is a path starting with / (or {NONE}), got {raw!r}")
     return None if raw == NONE else raw

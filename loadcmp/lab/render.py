@@ -29,11 +29,11 @@ def nofile_limit() -> int:
     return 262144 if hard == UNLIMITED else min(262144, hard)
 
 
-def _onoff(v: Any) -> str:
+def _onoff(v: object) -> str:
     return "on" if v else "off"
 
 
-def _OnOff(v: Any) -> str:
+def _OnOff(v: object) -> str:
     return "On" if v else "Off"
 
 

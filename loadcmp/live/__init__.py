@@ -5,13 +5,13 @@ stored run (`loadcmp serve`).
     feed.py     the command's records as the page's events: taken where the store takes them (the
                 window's seconds as they close, the sampler's rows, the writer's watch), nothing parsed
     server.py   aiohttp in a thread and an event loop of its own: the page, server-sent events, the token
-    replay.py   `loadcmp serve`: the stored runs listed, a run's events made from its folder, its report
+    storedruns.py  `loadcmp serve`: the stored runs listed, a run's events made from its folder, its report
     catalogpages.py  `loadcmp serve`'s compare and history pages and their JSON (/api/compare, /api/history),
                 from the catalog's answers (the history drawn by static/history.js with uPlot)
     static/     the page (index.html, live.js, live.css; history.js for the history page) and uPlot,
                 vendored at a pinned version with its LICENSE (static/vendor/uplot-1.6.32/): no build step, no CDN
 
-Inside, imports go one way: replay -> catalogpages, feed, server, hub; feed -> hub; server -> hub. The
+Inside, imports go one way: storedruns -> catalogpages, feed, server, hub; feed -> hub; server -> hub. The
 package imports catalog, store, report and load (below it), never sweep: the sweep's hooks
 (`sweep.trial.SweepHooks.sample`, `stored`) and the writer's watch (`store.writer.Watch`) are plain
 callables, and `loadcmp.cli.live` hands them the feed's methods.

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import html
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -147,7 +147,7 @@ def comparison_html(c: Comparison | None) -> str:
     return "".join(parts)
 
 
-def history_form(args: Any) -> str:
+def history_form(args: Mapping[str, str]) -> str:
     """The metric and the filters, as the page was asked for them."""
     metric = args.get("metric") or "rps"
     options = "".join(f"<option value='{m}'{' selected' if m == metric else ''}>{e(NAMES[m])}</option>"

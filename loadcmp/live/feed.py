@@ -14,7 +14,7 @@ A live command hands over what the store is handed, where it is handed it, and n
     progress the run as run.json says it after each change: the grid, the capacity search, the study
     end      the run's final status, where it is stored and its report
 
-`replay.events` makes the same events from a results folder, so a run watched live and one
+`storedruns.events` makes the same events from a results folder, so a run watched live and one
 opened a month later are drawn by the same page from the same records.
 """
 
@@ -49,7 +49,7 @@ def never_raises(f: F) -> F:
     must never stop or slow a measurement."""
 
     @functools.wraps(f)
-    def quiet(*args: Any) -> None:
+    def quiet(*args: object) -> None:
         try:
             f(*args)
         except Exception:  # a bug of the page is not the measurement's: logged, not raised

@@ -9,7 +9,7 @@ answers GET alone: the page is read-only.
 Routes: `/` the page (a live command's) or the list of stored runs (`loadcmp serve`);
 `/events` the command's events as server-sent events; `/static/...` the page's files and
 uPlot; `/runs/<name>/` a stored run's page, `/runs/<name>/events` its events,
-`/runs/<name>/report/` its report (`loadcmp.live.replay`).
+`/runs/<name>/report/` its report (`loadcmp.live.storedruns`).
 """
 
 from __future__ import annotations
@@ -25,7 +25,6 @@ import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from aiohttp import web
 
@@ -132,7 +131,7 @@ class LiveServer:
     def __enter__(self) -> LiveServer:
         return self.start()
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.stop()
 
     def _main(self) -> None:

@@ -92,7 +92,7 @@ class DaskFleet:
             if w not in self.offsets:
                 self.measure_offset(w)
 
-    def __exit__(self, *exc: Any) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.close()
 
     def close(self) -> None:

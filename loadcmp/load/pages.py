@@ -1,7 +1,7 @@
 """Several pages in one load: what each request sends and which page it is recorded as.
 
 A load of one page sends `LoadSpec.target` every time. A mix (`traffic.mix`), a replayed log
-(`traffic.replay`) or any other source of several pages hands the engines a `Pages`: the distinct
+(`traffic.logreplay`) or any other source of several pages hands the engines a `Pages`: the distinct
 requests (each a `Target`, encoded once), the recorded page each belongs to, and the sequence of
 request indices, prepared (and drawn, when drawn) beforehand. Every engine walks that sequence
 the same way (`Cursor`), the compiled loop in C, so a mix costs no Python per request there and the

@@ -21,7 +21,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..lab.containers import Deployment
-from ..lab.pages import inside_get
+from ..lab.dockerapi import id_of, name_of, oom_events, stats_of, stream_of
+from ..lab.fetch import inside_get
 from .metrics import CgroupSample, Sampler, ServerRow, Source, parse_state_counts
 from .statuspages import command_status, parse_page
 
@@ -111,17 +112,17 @@ class StatsStream:
         """(when it came, on this machine's monotonic clock; the reading), the last three."""
         self.error: BaseException | None = None
         self.first = threading.Event()
-        threading.Thread(target=self._read, name=f"loadcmp-stats-{container.name}", daemon=True).start()
+        threading.Thread(target=self._read, name=f"loadcmp-stats-{name_of(container)}", daemon=True).start()
 
     def _read(self) -> None:
         try:
-            for doc in self.container.stats(stream=True, decode=True):
+            for doc in stats_of(self.container):
                 self.docs = [*self.docs[-2:], (time.monotonic(), doc)]
                 self.first.set()
         except Exception as e:  # noqa: BLE001 - said by the next read
             self.error = e
         finally:
-            _streams.pop(self.container.id, None)
+            _streams.pop(id_of(self.container), None)
             self.first.set()
 
     def sample(self) -> CgroupSample:
@@ -134,10 +135,10 @@ class StatsStream:
         self.first.wait(FIRST_STATS_S)
         docs = self.docs
         if not docs:
-            raise OSError(f"no stats from the engine for {self.container.name}"
+            raise OSError(f"no stats from the engine for {name_of(self.container)}"
                           + (f": {type(self.error).__name__}: {self.error}" if self.error else ""))
         if time.monotonic() - docs[-1][0] > STALE_S:
-            raise OSError(f"the engine's stats of {self.container.name} have stopped coming")
+            raise OSError(f"the engine's stats of {name_of(self.container)} have stopped coming")
         out = parse_stats(docs[-1][1])
         out["cpu_ns"] = cpu_at(time.monotonic() - LAG_S, [(t, parse_stats(d)["cpu_ns"]) for t, d in docs])
         return out
@@ -186,7 +187,7 @@ class ApiStats:
 
     @property
     def cid(self) -> str:
-        return str(self.container.id)
+        return id_of(self.container)
 
     def available(self) -> bool:
         return True
@@ -201,9 +202,7 @@ class ApiStats:
         except Exception:  # noqa: BLE001 - a container that has just died has no processes to list;
             sample["procs"] = None  # its last stats and its OOM events still count
         until = time.time() + self.offset - EVENTS_MARGIN_S  # never in the engine's future: the call would wait for it
-        events = self.container.client.api.events(since=self.since, until=max(self.since, until), decode=True,
-                                                  filters={"container": self.cid, "event": "oom"})
-        sample["oom_kills"] = sum(1 for _ in events)
+        sample["oom_kills"] = oom_events(self.container, self.since, max(self.since, until))
         return sample
 
 
@@ -260,8 +259,9 @@ class InsideReader:
         """When the latest block came (monotonic)."""
         self.first = threading.Event()
         paths = {k: page.path for k, page in dep.status_pages.items() if page.command is None}
-        _, self.stream = dep.front.exec_run(["bash", "-c", inside_script(dep.port, paths, self.tag,
-                                                                            tls=dep.plan.tls is not None)], stream=True)
+        self.stream = stream_of(dep.front.exec_run(["bash", "-c", inside_script(dep.port, paths, self.tag,
+                                                                                tls=dep.plan.tls is not None)],
+                                                   stream=True))
         threading.Thread(target=self._read, name="loadcmp-inside", daemon=True).start()
 
     def _read(self) -> None:
@@ -279,9 +279,9 @@ class InsideReader:
     def get(self) -> tuple[str, dict[str, bytes]]:
         self.first.wait(FIRST_STATS_S)
         if self.latest is None:
-            raise OSError(f"no socket counts from inside {self.dep.front.name}")
+            raise OSError(f"no socket counts from inside {name_of(self.dep.front)}")
         if time.monotonic() - self.when > STALE_S:
-            raise OSError(f"the loop inside {self.dep.front.name} has stopped answering")
+            raise OSError(f"the loop inside {name_of(self.dep.front)} has stopped answering")
         return self.latest
 
     def stop(self) -> None:
@@ -298,7 +298,7 @@ class ApiSampler(Sampler):
         try:
             self.inside = InsideReader(self.dep)
         except Exception as e:  # noqa: BLE001 - e.g. the server died right after it answered: a warning, no traceback
-            self._note(f"starting the loop inside {self.dep.front.name}", e)
+            self._note(f"starting the loop inside {name_of(self.dep.front)}", e)
         offset = engine_offset(self.dep.client)
         return [ApiStats(c, since=time.time() + offset, offset=offset) for c in self.dep.containers]
 
@@ -310,12 +310,12 @@ class ApiSampler(Sampler):
             self.inside.stop()
         except Exception as e:  # noqa: BLE001 - the loop ends within the hour anyway
             if getattr(e, "status_code", None) != 409:  # 409: the container is not running, nor is the loop
-                self.warnings.append(f"server sampling: could not stop the loop in {self.dep.front.name}: {e}")
+                self.warnings.append(f"server sampling: could not stop the loop in {name_of(self.dep.front)}: {e}")
         return rows
 
     def _latest(self) -> tuple[str, dict[str, bytes]]:
         if self.inside is None:
-            raise OSError(f"no loop runs inside {self.dep.front.name}")
+            raise OSError(f"no loop runs inside {name_of(self.dep.front)}")
         return self.inside.get()
 
     def tcp_states(self) -> dict[str, int]:

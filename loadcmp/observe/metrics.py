@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypedDict, TypeVar
 
 from ..lab.containers import Deployment
-from ..lab.pages import http_get
+from ..lab.fetch import http_get
 from ..records import ServerMetrics
 from .roles import summarize_apart
 from .statuspages import command_status, parse_page, with_busy_workers
@@ -271,7 +271,7 @@ class Sampler:
 
     # where the figures come from: this machine's cgroups, ss and loopback (`apimetrics.ApiSampler`: the Docker API)
     def sources(self) -> list[Source]:
-        return [Cgroup(c.id) for c in self.dep.containers]
+        return [Cgroup(str(c.id)) for c in self.dep.containers]
 
     def tcp_states(self) -> dict[str, int]:
         return tcp_states(self.dep.port)

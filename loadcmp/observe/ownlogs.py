@@ -13,10 +13,9 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from datetime import datetime, timezone
-from typing import Any
-
 from ..errors import LabError
 from ..lab.containers import Deployment
+from ..lab.dockerapi import demuxed_of
 from ..lab.ownconfig import ErrorLog, error_logs
 
 MAX_BYTES = 64 << 20
@@ -89,11 +88,11 @@ def read(dep: Deployment, log: ErrorLog, max_bytes: int = MAX_BYTES) -> list[str
     import docker
 
     try:
-        res: Any = dep.container_of(log.role).exec_run(["sh", "-c", READ.replace("{max}", str(max_bytes)), "sh",
-                                                        log.path], demux=True)
+        res = dep.container_of(log.role).exec_run(["sh", "-c", READ.replace("{max}", str(max_bytes)), "sh",
+                                                   log.path], demux=True)
     except (docker.errors.APIError, OSError) as e:
         raise LabError(f"its container does not answer ({e})") from None
-    out, err = res.output
+    out, err = demuxed_of(res)
     if res.exit_code != 0:
         said = (err or b"").decode(errors="replace").strip().splitlines()
         raise LabError(said[-1] if said else f"unreadable (exit {res.exit_code})")

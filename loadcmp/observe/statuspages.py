@@ -17,7 +17,8 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from ..lab.model import Stack, StatusPage
-from ..lab.pages import get_inside
+from ..lab.dockerapi import output_of
+from ..lab.fetch import get_inside
 
 if TYPE_CHECKING:
     from ..lab.containers import Deployment
@@ -73,8 +74,8 @@ def command_status(dep: Deployment, page: StatusPage) -> dict[str, float]:
     """A status read by a command in a role's container (a database's `SHOW GLOBAL STATUS`), parsed as a
     page's text; ValueError when the command fails (the database refused it, the container ended)."""
     assert page.role is not None and page.command is not None
-    code, out = dep.container_of(page.role).exec_run(["sh", "-c", page.command])
-    text = (out or b"").decode(errors="replace")
+    res = dep.container_of(page.role).exec_run(["sh", "-c", page.command])
+    code, text = res.exit_code, output_of(res).decode(errors="replace")
     if code != 0:
         raise ValueError(f"`{page.command}` exited with {code}: {' '.join(text.split())[:200]}")
     return parse_page(page, text)

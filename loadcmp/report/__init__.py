@@ -3,7 +3,7 @@
     build.py          build(): read the folders, draw every figure in memory, then write report.html,
                       report.md and the figures (nothing written when a figure fails); what could not
                       be read or drawn is said on the console and where it would have been
-    pages.py          Report: what the report says, once; as one self-contained HTML page and as Markdown
+    documents.py      Report: what the report says, once; as one self-contained HTML page and as Markdown
     story.py          the findings in plain sentences: who served more, where failures begin, what the
                       servers used and why they failed, from their own evidence
     causes.py         the servers' evidence in words: the one place a trial's cause records become sentences
@@ -30,11 +30,12 @@
     level_figures.py  the figures at one level: second by second (3) and how latency is spread (4)
     axes.py           what every figure shares: style, colours per server, axes, error bars, legends
 
-Imports go one way: build -> pages -> plots -> level_figures, tune -> axes -> tables -> capacity;
-plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; pages -> tls -> tables -> handshakes;
-role_usage -> tables; pages -> streams; pages -> mixes;
-pages -> tables -> journeys;
+Imports go one way: build -> documents -> plots -> level_figures, tune -> axes -> tables -> capacity;
+plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; documents -> tls -> tables -> handshakes;
+role_usage -> tables; documents -> streams; documents -> mixes;
+documents -> tables -> journeys;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
-folders are read through `store.reader` alone), the load's outcome kinds, and the kernel (records, units,
-errors).
+folders read through `store.reader`; a mix's page cells, a trial's TLS facts, the writer's atomic write), the
+load's outcome kinds and its trials' sums (`load.summary`), a replay in words (`traffic.logreplay`, for the story),
+and the kernel (records, units, errors).
 """

@@ -14,6 +14,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
@@ -45,7 +46,7 @@ def colors(data: Results) -> dict[str, str]:
     return {s: PALETTE[i % len(PALETTE)] for i, s in enumerate(data.servers)}
 
 
-def plain_log(ax: Any, axis: str = "y", span: float = 100.0) -> None:
+def plain_log(ax: Axes, axis: str = "y", span: float = 100.0) -> None:
     """A log axis labelled 20, 50, 100, 200 ... instead of 2x10^1 (only the
     powers of ten when the values span more than three decades)."""
     a = ax.yaxis if axis == "y" else ax.xaxis
@@ -55,7 +56,7 @@ def plain_log(ax: Any, axis: str = "y", span: float = 100.0) -> None:
     a.set_minor_locator(NullLocator())
 
 
-def auto_y(ax: Any, values: list[float]) -> None:
+def auto_y(ax: Axes, values: list[float]) -> None:
     """Log scale only when the values span more than 20x; otherwise linear from 0."""
     v = [x for x in values if x is not None and x > 0 and np.isfinite(x)]
     if v and max(v) / min(v) > 20:
@@ -64,7 +65,7 @@ def auto_y(ax: Any, values: list[float]) -> None:
         ax.set_ylim(bottom=0)
 
 
-def levels_axis(ax: Any, levels: list[int]) -> None:
+def levels_axis(ax: Axes, levels: list[int]) -> None:
     """Ticks at the measured levels; on a log axis, labels only where they do not crowd
     (each at least 1.9x the last labelled one), so 1,000 1,500 2,000 3,000 stay readable."""
     shown = set(levels)
@@ -80,7 +81,7 @@ def levels_axis(ax: Any, levels: list[int]) -> None:
     if len(shown) > 5:
         for lab in ax.get_xticklabels():
             lab.set_rotation(45)
-            lab.set_ha("right")
+            lab.set_horizontalalignment("right")
     ax.set_xlabel("concurrent clients")
 
 
@@ -95,7 +96,7 @@ def per_level(data: Results, server: str, value: Value) -> tuple[list[int], list
     return xs, es
 
 
-def errplot(ax: Any, xs: list[int], es: list[Estimate], color: str, label: str, scale: float = 1.0,
+def errplot(ax: Axes, xs: list[int], es: list[Estimate], color: str, label: str, scale: float = 1.0,
             style: str = "-o") -> None:
     """Means with bars of their interval (3+ trials) or range (2); a bar never reaches below 0."""
     if not xs:
@@ -139,7 +140,7 @@ def finish(fig: Figure, title: str) -> Figure:
     return fig
 
 
-def legend_below(fig: Figure, ax: Any, ncol: int | None = None) -> None:
+def legend_below(fig: Figure, ax: Axes, ncol: int | None = None) -> None:
     """One legend for the figure, under it, from one panel's labelled lines (none: no legend)."""
     handles, labels = ax.get_legend_handles_labels()
     if handles:

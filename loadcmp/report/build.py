@@ -10,7 +10,7 @@ import io
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import matplotlib.pyplot as plt
 
@@ -18,10 +18,10 @@ from ..errors import ReportError, StoreError, UsageError
 from ..records import FindingDoc
 from ..store.reader import Results, Run, load_results
 from ..store.writer import _atomic_write
-from . import compare, pages, plots
+from . import compare, documents, plots
 from .capacity import capacity_lines, capacity_rows
 from .tune import tune_lines, tune_rows
-from .pages import Report
+from .documents import Report
 from .setup import settings, setup_rows, warnings
 from .story import story
 from .tables import CLIENT_BOUND_MARK, legend, table1
@@ -29,6 +29,9 @@ from .streams import stream_lines, stream_rows
 from .journeys import journey_rows, step_rows
 from .tls import tls_lines, tls_rows
 from .mixes import mix_lines, mix_rows
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 FORMATS = {"html", "md", "png", "svg"}
 
@@ -111,7 +114,7 @@ def _out_dir(out: Path) -> Path:
     return out
 
 
-def _save(fig: Any, fmt: str) -> bytes:
+def _save(fig: Figure, fmt: str) -> bytes:
     buf = io.BytesIO()
     fig.savefig(buf, format=fmt, bbox_inches="tight")
     return buf.getvalue()
@@ -169,7 +172,7 @@ def _write(r: Report, out: Path, formats: set[str]) -> dict[str, Path]:
     for stem, data in r.svg.items():
         put(f"{stem}.svg", data)
     if "md" in formats:
-        put("report.md", pages.markdown(r).encode())
+        put("report.md", documents.markdown(r).encode())
     if "html" in formats:
-        put("report.html", pages.html_page(r).encode())
+        put("report.html", documents.html_page(r).encode())
     return written

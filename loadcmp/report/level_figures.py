@@ -5,14 +5,18 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from ..store.reader import Results, metrics_of
 from ..units import ms
 from .axes import MiB, WIDTH, auto_y, colors, finish, legend_below, plain_log, plt
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SERVER_ROWS = (("cpu_pct", "server CPU %\n(100 = one core)"), ("mem_bytes", "server memory MiB"),
                ("tcp_estab", "TCP sockets\n(solid estab., dotted TIME_WAIT)"))
@@ -22,7 +26,7 @@ APART_ROWS = ("cpu_pct", "mem_bytes")
 """The rows where the roles measured apart (an app's database) are drawn beside the server."""
 
 
-def apart_roles(sv: Any) -> list[str]:
+def apart_roles(sv: pd.DataFrame) -> list[str]:
     """The column prefixes of the roles measured apart (`db_` of `db_cpu_pct`)."""
     return sorted(c.removesuffix("cpu_pct") for c in getattr(sv, "columns", ()) if c.endswith("_cpu_pct"))
 
@@ -88,7 +92,7 @@ def _server_rows(data: Results, apart: list[str]) -> list[tuple[str, str]]:
     return shown + [(k, f"{k}\n(of {setting} {limit:,})") for k, (setting, limit) in limits.items()]
 
 
-def _rows(frame: Any, cell: Cell) -> Any:
+def _rows(frame: pd.DataFrame, cell: Cell) -> pd.DataFrame:
     """One cell's per-second rows in order (an empty frame when the table is)."""
     if frame.empty:
         return frame
@@ -96,7 +100,7 @@ def _rows(frame: Any, cell: Cell) -> Any:
     return frame[(frame.server == s) & (frame.level == level) & (frame.trial == trial)].sort_values("second")
 
 
-def _client_lines(rate: Any, latency: Any, data: Results, cell: Cell, c: str) -> list[float]:
+def _client_lines(rate: Axes, latency: Axes, data: Results, cell: Cell, c: str) -> list[float]:
     """A server's ok and failed per second, and its p99 and p50; returns the latencies drawn (for the scale)."""
     d = _rows(data.timeline, cell)
     if d.empty:
@@ -109,7 +113,7 @@ def _client_lines(rate: Any, latency: Any, data: Results, cell: Cell, c: str) ->
     return [float(x) for x in d.p99_ms.dropna()] + [float(x) for x in d.p50_ms.dropna()]
 
 
-def _server_lines(axes: list[Any], shown: list[tuple[str, str]], apart: list[str], data: Results, cell: Cell,
+def _server_lines(axes: list[Axes], shown: list[tuple[str, str]], apart: list[str], data: Results, cell: Cell,
                   c: str) -> None:
     """A server's sampled rows, one axis each; its roles measured apart dash-dot, TIME_WAIT dotted."""
     d = _rows(data.server, cell)
@@ -125,7 +129,7 @@ def _server_lines(axes: list[Any], shown: list[tuple[str, str]], apart: list[str
             ax.plot(t, d.tcp_time_wait, color=c, lw=1.0, ls=":")
 
 
-def _label_axes(axes: list[Any], shown: list[tuple[str, str]], lat_values: list[float]) -> None:
+def _label_axes(axes: list[Axes], shown: list[tuple[str, str]], lat_values: list[float]) -> None:
     """Units on every row; counts from 0, latency on the scale its values need, whole seconds below."""
     axes[0].set_ylabel("per second\n(solid ok, dotted failed)")
     axes[1].set_ylabel("latency ms\n(solid p99, dashed p50)")

@@ -8,7 +8,7 @@ count their pages too, but those are a log's pages and a journey's steps, not a 
 from __future__ import annotations
 
 from ..records import PageSummary, TrialRecord
-from ..store.pages import mix_pages, page_label
+from ..store.pagecells import mix_pages, page_label
 from ..store.reader import Results, pooled_latency
 from ..traffic.fits import traffic_of
 from ..units import ms

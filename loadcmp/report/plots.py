@@ -12,9 +12,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
+from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
@@ -33,7 +33,7 @@ __all__ = ["Drawn", "colors", "default_level", "figures"]
 
 
 def _level_panels(data: Results, panels: list[tuple[Value, str, str]], title: str,
-                  mark: Callable[[Any, Value], None] | None = None) -> Figure | None:
+                  mark: Callable[[Axes, Value], None] | None = None) -> Figure | None:
     """One panel per (value of a trial, y label, title) that has data: every server's mean per
     level with its interval, concurrency on x. None when no panel has data."""
     panels = [p for p in panels if any(p[0](t) is not None for t in data.trials if t.get("result"))]
@@ -59,7 +59,7 @@ def _level_panels(data: Results, panels: list[tuple[Value, str, str]], title: st
     return fig
 
 
-def _mark_knees(data: Results, ax: Any, value: Value) -> None:
+def _mark_knees(data: Results, ax: Axes, value: Value) -> None:
     """A large hollow ring on each server's curve where its failures begin, with one legend entry."""
     col = colors(data)
     marked = False

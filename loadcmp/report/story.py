@@ -17,7 +17,7 @@ from typing import Literal
 
 from ..records import TrialRecord
 from ..store.reader import Results, causes_of, cpu_of_its_cpus, metrics_of
-from ..traffic.replay import replay_lines
+from ..traffic.logreplay import replay_lines
 from ..units import format_bytes, ms
 from .causes import by_cause, evidence, head
 from .handshakes import errors_said

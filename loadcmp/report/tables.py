@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,7 +60,7 @@ class Estimate:
     """The interval was taken on the log scale (a skewed quantity whose values are all above 0)."""
 
     @classmethod
-    def of(cls, values: Any, skewed: bool = False) -> Estimate:
+    def of(cls, values: Iterable[float | None], skewed: bool = False) -> Estimate:
         v = [float(x) for x in values if x is not None and not (isinstance(x, float) and math.isnan(x))]
         if not v:
             return cls(None, None, None, 0, skewed=skewed)
@@ -193,7 +193,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
         cell = res.cell(r.server, int(r.level))
         item.update(journeys_json(cell))
         if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
-            item["replay"] = replays  # a replayed log: each trial's (`traffic.replay.ReplayDoc`)
+            item["replay"] = replays  # a replayed log: each trial's (`traffic.logreplay.ReplayDoc`)
         if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "mem_peak_bytes") if r[f"{k}_low"] is not None
@@ -227,7 +227,7 @@ def _joined(text: str | None, more: str | None) -> str | None:
     return f"{text} {more}" if text else more
 
 
-def _isnan(v: Any) -> bool:
+def _isnan(v: object) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
@@ -317,7 +317,7 @@ def long_form(header: list[tuple[str, str]], rows: list[list[str]], servers: lis
     return cols, out
 
 
-def _ms(v: Any) -> str:
+def _ms(v: object) -> str:
     return "-" if _isnan(v) else f"{v:,.1f}"
 
 

@@ -158,17 +158,17 @@ class Results:
 
     def cell(self, server: str, level: int) -> list[TrialRecord]:
         """The trials of one server at one level that produced a measurement; a page of a mix (`nginx /x`,
-        `nginx mix`: `store.pages`) its share of its server's."""
+        `nginx mix`: `store.pagecells`) its share of its server's."""
         got = [t for t in self.trials if t["server"] == server and t["level"] == level and t.get("result")]
         if got or server in self.servers:
             return got
-        from .pages import page_cell
+        from .pagecells import page_cell
 
         return page_cell(self.trials, self.servers, server, level)
 
     def has(self, label: str) -> bool:
-        """A label of these results: a server's, or a page of its mix (`store.pages`)."""
-        from .pages import MIX, mix_pages
+        """A label of these results: a server's, or a page of its mix (`store.pagecells`)."""
+        from .pagecells import MIX, mix_pages
 
         server, _, page = label.partition(" ")
         return label in self.servers or (server in self.servers and (page == MIX and bool(mix_pages(

@@ -43,7 +43,7 @@ SUMMARY_COLUMNS = [
 """summary.csv's columns; the `tls_` ones are empty for plain http (and for results stored before https)."""
 
 
-def _atomic_write(path: Path, write: Any) -> None:
+def _atomic_write(path: Path, write: Callable[[str], object]) -> None:
     """Write beside `path`, then rename over it: a reader sees the old file or the new one, never
     half of one. A full disk or a folder gone is a StoreError; the file as it was stays."""
     tmp = ""
@@ -61,7 +61,7 @@ def _atomic_write(path: Path, write: Any) -> None:
         raise
 
 
-def write_json(path: Path, doc: Any) -> None:
+def write_json(path: Path, doc: object) -> None:
     def w(tmp: str) -> None:
         with open(tmp, "w") as f:
             json.dump(doc, f, indent=2, default=_jsonable)

@@ -27,7 +27,8 @@ import time
 
 from .. import protocols
 from ..lab.certs import key_type_of
-from ..lab.pages import client_context, http_get, page_file
+from ..lab.fetch import client_context, http_get
+from ..lab.www import page_file
 from ..lab.render import USER_WWW
 from ..errors import LabError, PrimerError, UsageError
 from ..lab.containers import Deployment
@@ -231,7 +232,7 @@ def _said(dep: Deployment, word: str) -> str:
 
 
 def _context(cafile: str, offer: tuple[str, ...]) -> ssl.SSLContext:
-    """The clients' context for this ALPN offer: the shared HTTP/1.1 one (`pages.client_context`, never changed:
+    """The clients' context for this ALPN offer: the shared HTTP/1.1 one (`fetch.client_context`, never changed:
     readiness and the status pages use it), else one of its own."""
     if offer == ("http/1.1",):
         return client_context(cafile)

@@ -19,7 +19,7 @@ from .. import __version__
 from ..lab import cleanup, containers, dockerhost
 from ..lab.certs import RunCA
 from ..lab.images import build_images
-from ..lab.pages import www_digest
+from ..lab.www import www_digest
 from ..errors import LabError, LoadcmpError, signal_name
 from ..load.limits import check_nofile
 from ..load.workers import Fleet, Stopper

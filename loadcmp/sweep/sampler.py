@@ -6,10 +6,15 @@ passed in (imported only when a study runs), so this stays a few pure functions.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..experiment.tune import Param
 from ..records import TuneTrialDoc
+
+if TYPE_CHECKING:
+    from optuna import Study
+    from optuna.distributions import BaseDistribution
 
 
 def violation(t: TuneTrialDoc) -> float:
@@ -17,13 +22,13 @@ def violation(t: TuneTrialDoc) -> float:
     return 1.0 if t["met"] is False else -1.0
 
 
-def distribution(optuna: Any, p: Param) -> Any:
+def distribution(optuna: ModuleType, p: Param) -> BaseDistribution:
     if p.choices:
         return optuna.distributions.CategoricalDistribution(list(p.choices))
     return optuna.distributions.IntDistribution(p.low, p.high, log=p.log)
 
 
-def importance(optuna: Any, study: Any) -> dict[str, float]:
+def importance(optuna: ModuleType, study: Study) -> dict[str, float]:
     """How much each parameter decides whether a trial is among the best (PED-ANOVA); {} with too few trials."""
     evaluator = optuna.importance.PedAnovaImportanceEvaluator()
     try:

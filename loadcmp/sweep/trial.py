@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from .. import protocols
 from ..lab import containers, dockerhost, planning, render
@@ -48,6 +48,9 @@ from ..experiment.apps import overrides_for, stack_for
 from ..traffic.sessions import prime_journeys
 from ..store.writer import Row, RunWriter, Watch
 from ..units import cpu_list
+
+if TYPE_CHECKING:
+    from docker import DockerClient
 
 
 @dataclass(frozen=True)
@@ -84,7 +87,7 @@ class Sweep:
     """What the trials of one sweep share, set up once by `runner.open_sweep`."""
 
     spec: RunSpec
-    client: Any
+    client: DockerClient
     images: dict[str, str]
     run_id: str
     writer: RunWriter

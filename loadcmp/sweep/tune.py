@@ -19,8 +19,10 @@ from __future__ import annotations
 
 import time
 import warnings
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any, cast
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import ConfigError
 from ..experiment.capacity import CapacitySpec
@@ -38,6 +40,10 @@ from .search import Plan, Probed, search
 from .sampler import distribution, exhausted, importance, space, violation
 from .trial import Planned, Sweep, SweepHooks, run_trial
 
+if TYPE_CHECKING:
+    from optuna import Study, Trial
+    from optuna.distributions import BaseDistribution
+
 STUDY = "study.log"
 """The Optuna journal in the results folder."""
 ASKS = 3
@@ -52,7 +58,7 @@ class Tuner:
     """One study: the baseline, the trials, the comparison; run.json's `tune` kept current."""
 
     def __init__(self, sweep: Sweep, cap: CapacitySpec, tune: TuneSpec, run: TrialRunner | None = None,
-                 clock: Any = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic) -> None:
         self.sweep, self.cap, self.tune, self.run = sweep, cap, tune, run or run_trial
         self.base = sweep.spec
         self.clock = clock
@@ -189,7 +195,7 @@ class Tuner:
         compare = 2 * self.cap.confirm * (self.cap.probe_time + self.base.warmup + 4)
         return self.clock() - self.started + each + compare > self.tune.budget_s
 
-    def study(self, optuna: Any, base: TuneTrialDoc) -> RunStatus:
+    def study(self, optuna: ModuleType, base: TuneTrialDoc) -> RunStatus:
         """Ask, check, measure, tell; until the trials or the budget are spent."""
         study = self._open(optuna, base)
         dists = {p.key: distribution(optuna, p) for p in self.tune.params}
@@ -217,7 +223,7 @@ class Tuner:
         self.doc["importance"] = {} if len(self.tune.params) < 2 or flat or len(met) < 2 else importance(optuna, study)
         return "complete"
 
-    def _open(self, optuna: Any, base: TuneTrialDoc) -> Any:
+    def _open(self, optuna: ModuleType, base: TuneTrialDoc) -> Study:
         """The study from its journal: trials a killed process left running told as failed, and the baseline
         told first (its number has no row of its own: the baseline's row is `base`)."""
         storage = optuna.storages.JournalStorage(
@@ -242,7 +248,8 @@ class Tuner:
                            "row is 'base')")
         return study
 
-    def _ask(self, optuna: Any, study: Any, dists: dict[str, Any], done: list[TuneTrialDoc]) -> TuneTrialDoc | None:
+    def _ask(self, optuna: ModuleType, study: Study, dists: dict[str, BaseDistribution],
+             done: list[TuneTrialDoc]) -> TuneTrialDoc | None:
         """One trial asked of the study and answered: a row (repeat, pruned, measured), or None for settings
         refused or broken before (told again, without a row). `done`: the baseline and the measured trials."""
         ot = study.ask(dists)
@@ -286,7 +293,7 @@ class Tuner:
         self.doc.setdefault("unlisted", {})[str(number)] = why
         self.sweep.writer.set_tune(self.doc)
 
-    def _tell(self, study: Any, ot: Any, t: TuneTrialDoc) -> None:
+    def _tell(self, study: Study, ot: Trial, t: TuneTrialDoc) -> None:
         ot.set_constraint("target", violation(t))  # TPE prefers settings that meet the target (c-TPE)
         study.tell(ot, t["value"])
 

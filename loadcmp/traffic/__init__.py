@@ -14,7 +14,7 @@ read with it).
     mix.py        weighted mixes: `--mix` and `[mix]` parsed and checked, the seeded draw, the load's `Pages`
     logs.py       access logs read whole (nginx's and Apache's combined and common, JSON lines; detected or
                   given), the first bad line named, a few bad lines counted
-    replay.py     an access log made a replay (logs -> replay): what is sent, in which order, when (the `Replay`
+    logreplay.py  an access log made a replay (logs -> logreplay): what is sent, in which order, when (the `Replay`
                   schedule's due times at Nx, the closed loop at max), what each expects, its pages (the top
                   ones, the rest as `other`); a trial's replay in figures (`ReplayDoc`) and words
     journeys.py   journey files (TOML steps with extracts, expects and think times) read and checked whole;
@@ -22,5 +22,5 @@ read with it).
     sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request
                   and as the page `journey/step`; each journey walked once before the load (`prime_journeys`)
 
-Imports go one way: fits -> source -> mix, replay, journeys, sessions; sessions -> journeys; replay -> logs.
+Imports go one way: fits -> source -> mix, logreplay, journeys, sessions; sessions -> journeys; logreplay -> logs.
 """

@@ -112,7 +112,7 @@ def _mix(mix: MixTraffic, run: Beside) -> list[str]:
 
 def _replay(replay: ReplayTraffic, run: Beside) -> list[str]:
     """A replay's log (one line: its first bad line), and what its log overrules."""
-    from .replay import parse_speed, primer_page, warmup_problem
+    from .logreplay import parse_speed, primer_page, warmup_problem
 
     p = Problems()
     plan = p.attempt(lambda: replay.planned)

@@ -23,7 +23,7 @@ from ..errors import UsageError
 from ..load.schedules import Schedule
 from ..load.target import Target
 from .mix import MIX_LABEL, mix_pages, new_seed
-from .replay import DEFAULT_METHODS, ReplayPlan, load_plan, primer_page, replay_doc, replay_schedule, replay_window
+from .logreplay import DEFAULT_METHODS, ReplayPlan, load_plan, primer_page, replay_doc, replay_schedule, replay_window
 
 if TYPE_CHECKING:
     from ..load.pages import Pages
@@ -133,7 +133,7 @@ class MixTraffic(Source):
         return tuple(pg for pg, w in self.weights.items() if w > 0) or (page,), True
 
     def labels(self, labels: list[str]) -> list[str]:
-        # a mix's whole and each of its pages (`nginx[mix]`, `nginx[/?p=1042]`: `store.pages`)
+        # a mix's whole and each of its pages (`nginx[mix]`, `nginx[/?p=1042]`: `store.pagecells`)
         return [f"{label} {page}" for label in labels for page in (MIX_LABEL, *self.weights)]
 
     def page_for(self, given: str | None) -> str | None:
@@ -152,7 +152,7 @@ class MixTraffic(Source):
 
 @dataclass(frozen=True)
 class ReplayTraffic(Source):
-    """An access log replayed (`--replay`): its requests in its order at its own times (`traffic.replay`)."""
+    """An access log replayed (`--replay`): its requests in its order at its own times (`traffic.logreplay`)."""
 
     log: str = ""
     """The log, absolute."""

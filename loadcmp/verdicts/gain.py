@@ -31,7 +31,7 @@ def settings_text(params: dict[str, Any]) -> str:
 
 def ready_block(stack: str, settings: dict[str, Any]) -> str:
     """The settings as an experiment file's `[variants.tuned]` table."""
-    def toml(v: Any) -> str:
+    def toml(v: object) -> str:
         if isinstance(v, bool):
             return "true" if v else "false"
         return str(v) if isinstance(v, int) else '"' + str(v).replace("\\", "\\\\").replace('"', '\\"') + '"'

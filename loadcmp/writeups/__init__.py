@@ -5,6 +5,6 @@ judged, and the page made from them (docs/seeds.md).
     summary.py  per claim: the write-up's words, what was measured, the verdict, the servers' evidence;
                 the summary as JSON and Markdown, and docs/seeds.md with the machine and the date
 
-Imports one way: plan (experiment) and summary (verdicts, report, store) do not import each other;
+Imports one way: plan (experiment, load) and summary (verdicts, report, store, lab) do not import each other;
 the command (`loadcmp.cli.seeds`) runs the sweeps between them.
 """

@@ -4,14 +4,13 @@ pages answer only there). Readiness, the primer and the status-page samplers all
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import os
 import ssl
 from functools import cache
-from pathlib import Path
-from typing import TYPE_CHECKING, Any
-from urllib.parse import unquote
+from typing import TYPE_CHECKING
+
+from .dockerapi import name_of, output_of
 
 if TYPE_CHECKING:
     from docker.models.containers import Container
@@ -67,37 +66,10 @@ def get_inside(container: Container, port: int, path: str, timeout: float = 2.0,
     """One GET on the container's own loopback, through the Docker API (a server on
     another engine's host, whose status pages answer only there); over https with `tls`."""
     cmd = inside_get(port, path, timeout, tls)
-    code, out = container.exec_run(["bash", "-c", cmd], demux=False)
-    head, _, body = (out or b"").partition(b"\r\n\r\n")
+    res = container.exec_run(["bash", "-c", cmd], demux=False)
+    code, out = res.exit_code, output_of(res)
+    head, _, body = out.partition(b"\r\n\r\n")
     first = head.split(b"\r\n", 1)[0].split()
     if code != 0 and not head or len(first) < 2 or not first[1].isdigit():
-        raise OSError(f"no HTTP answer on 127.0.0.1:{port} inside {container.name} (exit {code})")
+        raise OSError(f"no HTTP answer on 127.0.0.1:{port} inside {name_of(container)} (exit {code})")
     return int(first[1]), body
-
-
-INDEXES = ("index.html", "index.php")
-"""What every stack serves for a folder (`index index.html index.php`)."""
-
-
-def page_file(www: Path, page: str) -> Path | None:
-    """The file of the user's pages a request path is served from, or None when there is none.
-
-    `/a/b.php?x=1` -> www/a/b.php; `/` or a folder -> its index.html or index.php. Never outside `www`."""
-    path = unquote(page.split("?", 1)[0].split("#", 1)[0]).lstrip("/")
-    root = www.resolve()
-    target = (root / path).resolve()
-    if target != root and root not in target.parents:
-        return None
-    if target.is_dir():
-        return next((target / i for i in INDEXES if (target / i).is_file()), None)
-    return target if target.is_file() else None
-
-
-def www_digest(www: Path) -> dict[str, Any]:
-    """The user's pages as run.json records them: the folder, how many files, and one hash of every
-    file's path and bytes (so two runs can be shown to have served the same site)."""
-    h = hashlib.sha256()
-    files = sorted(p for p in www.rglob("*") if p.is_file())
-    for p in files:
-        h.update(str(p.relative_to(www)).encode() + b"\0" + hashlib.sha256(p.read_bytes()).digest())
-    return {"path": str(www), "files": len(files), "sha256": h.hexdigest()}

@@ -19,6 +19,7 @@ import tempfile
 import urllib.parse
 from datetime import datetime
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -203,7 +204,7 @@ def _mtime(p: Path) -> int:
         return -1
 
 
-def serve_routes(root: Path, token: str | None, port: int) -> Any:
+def serve_routes(root: Path, token: str | None, port: int) -> Callable[[web.Application], None]:
     """The routes of `loadcmp serve` over `root`."""
     reports = Reports()
     listing = Listing(root)

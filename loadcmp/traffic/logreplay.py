@@ -297,7 +297,7 @@ def primer_page(plan: ReplayPlan) -> str:
 
 
 class ReplayDoc(TypedDict):
-    """A trial of a replayed access log (`traffic.replay.replay_doc`): the log, what was left out, the rates it
+    """A trial of a replayed access log (`traffic.logreplay.replay_doc`): the log, what was left out, the rates it
     asked and got, and the answers as in the log or not."""
 
     file: str

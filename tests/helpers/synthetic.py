@@ -1,4 +1,5 @@
-"""Made-up results folders, written by the store's own writer, for the catalog's tests and its benchmark.
+"""Made-up results folders, written by the store's own writer, for the catalog's tests and its benchmark
+(`bench/catalog_speed.py` imports this file by its path).
 
 `make_runs` writes `n` runs an hour apart, each a few labels x levels x trials with a little
 noise, and, from run `step_at` on, one metric moved by `step` (a fraction: -0.3 is 30 %
@@ -103,7 +104,7 @@ def run_doc(i: int, plan: Plan, stepped: bool, step: float, rng: random.Random) 
 
 def write_run(folder: Path, doc: dict[str, Any]) -> Path:
     """A results folder for `doc`, written by `store.writer.RunWriter` as a run writes one."""
-    from ..store.writer import RunWriter
+    from loadcmp.store.writer import RunWriter
 
     folder.mkdir(parents=True, exist_ok=True)
     timeline, server = [], []
@@ -141,7 +142,7 @@ def make_runs(root: Path, n: int, *, step_at: int | None = None, step: float = 0
 
 def _unfinished(folder: Path, doc: dict[str, Any], alive: bool) -> None:
     """A run left `running`: by this process (alive) or by one that is gone (abandoned)."""
-    from ..lab.provenance import this_host, this_process
+    from loadcmp.lab.provenance import this_host, this_process
 
     doc.update(status="running", owner=this_process() if alive else "999999999:1", host=this_host())
     doc.pop("ended", None)
