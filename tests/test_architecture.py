@@ -336,6 +336,49 @@ def test_the_layers_are_the_ones_architecture_md_draws():
         assert all(m in lines[pkg] for m in modules), f"the drawing's line for {pkg} names {modules}: {lines[pkg]}"
 
 
+def _noted(line: str, names: tuple[str, ...]) -> dict[str, set[str]]:
+    """What a line of the drawing says its packages import: `(imports a, b: why)` of its one package,
+    `(p imports a, b; q imports c)` of several; `the kernel alone` is none. Only the packages' names are kept
+    (`load.limits` is `load`)."""
+    note = line.split("(", 1)[1].rsplit(")", 1)[0] if "(" in line else ""
+    said: dict[str, set[str]] = {}
+    for part in note.split(";"):
+        m = re.match(r"\s*(?:([a-z]+) )?imports ([^:]*)", part)
+        if m and (m[1] or len(names) == 1):
+            said[m[1] or names[0]] = {x.strip().split(".")[0] for x in m[2].split(",")} - {"the kernel alone", ""}
+    return said
+
+
+def _package_imports() -> dict[str, set[str]]:
+    """Each sub-package's imports of the other sub-packages (the kernel left out), as the code has them."""
+    mods = _every_module()
+    out: dict[str, set[str]] = {}
+    for m, p in mods.items():
+        for n in _edges(m, p, set(mods)):
+            if _unit(n) != _unit(m) and _unit(n) not in (*KERNEL, "loadcmp"):
+                out.setdefault(_unit(m), set()).add(_unit(n))
+    return out
+
+
+def test_the_drawing_notes_say_the_real_imports():
+    """Each package's note beside the drawing names exactly the packages it imports (cli may import any):
+    a note that drifts from the code misleads more than no note."""
+    drawn, lines = _drawing()
+    assert _noted("x  (imports a, b.c: why)", ("x",)) == {"x": {"a", "b"}}
+    assert _noted("y, z  (y imports a; z imports b, c)", ("y", "z")) == {"y": {"a"}, "z": {"b", "c"}}
+    real = _package_imports()
+    said: dict[str, set[str]] = {}
+    for names in drawn:
+        for name in names:
+            head = lines[name].split("(", 1)[0]
+            said.update(_noted(lines[name], tuple(n for n in names if re.search(rf"\b{n}\b", head))))
+    packages = [p for names in LAYERS for p in names if p != "cli"]
+    assert set(said) == set(packages), f"a note for every package but cli: {sorted(set(packages) - set(said))}"
+    wrong = [f"{p}: the note says {sorted(said[p])}, the code imports {sorted(real.get(p, set()))}"
+             for p in packages if said[p] != real.get(p, set())]
+    assert not wrong, "; ".join(wrong)
+
+
 def _unlisted() -> list[str]:
     """Modules (.py, .pyx) their package's docstring or ARCHITECTURE.md does not name."""
     arch = (PKG.parent / "ARCHITECTURE.md").read_text()
