@@ -1,10 +1,9 @@
 """Which closed loop runs: compiled, or pure Python.
 
-The compiled one (`_cloop.pyx` and `_ctally.pyx`, built by the install when a C
-compiler is there) does every request's syscalls, parsing and counting in C, with or
-without keep-alive: a new connection per request is otherwise ~60 us of Python per
-request, which holds a client core to 0.65x ab, and keep-alive ~6-8 us, which holds it
-below wrk once the client's core is the limit. Over https the compiled loop is `_ctls.pyx`
+The compiled one (`_cloop.pyx` and `_ctally.pyx` on `_cbase.pyx`, built by the install when
+a C compiler is there) does every request's syscalls, parsing and counting in C, with or
+without keep-alive: the Python a request costs otherwise is what holds a client below ab and
+wrk once the client's core is the limit (docs/benchmark.md measures it). Over https the compiled loop is `_ctls.pyx`
 (a subclass of it calling OpenSSL from C), built only where OpenSSL's headers were found.
 h2 and h2c run `_ch2.pyx` (with `_ch2conn.pyx`, libnghttp2 from C), or else the `h2` package (`h2py`).
 The pure-Python paths are the fallback, kept and tested (`rawclient.RawClient`, and
