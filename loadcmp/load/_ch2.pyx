@@ -3,9 +3,9 @@
 HTTP/2 framed by libnghttp2 (`_ch2.h`), over TLS by OpenSSL from C (`_ctls.h`, ALPN "h2") or in cleartext by
 prior knowledge (h2c); no Python per request.
 
-It builds on `_cbase.CBase` as `_cloop.CLoop` does (one epoll set of its own holds every socket); each read is handed to nghttp2
-(`nghttp2_session_mem_recv`), whose callbacks mark the streams that ended, and the loop then records them
-(`_ctally`), starts as many new streams as ended, and writes what nghttp2 has to send. A stream's outcome:
+It builds on `_cbase.CBase`, as `_cloop.CLoop` does: one epoll set of its own holds every socket. Each read is
+handed to nghttp2 (`nghttp2_session_mem_recv`), whose callbacks mark the streams that ended, and the loop then
+records them (`_ctally`), starts as many new streams as ended, and writes what nghttp2 has to send. A stream's outcome:
 its status's kind; `stream_reset` when the server sent RST_STREAM (its code counted); `goaway` when a GOAWAY's
 last-stream-id left it unprocessed (the closed loop sends a new stream in its place on a new connection,
 counted as `retried`); `reset` when the connection was cut under it; `timeout`. A connection whose session
