@@ -145,12 +145,12 @@ cdef class TLSLoop(CLoop):
     cdef void _readable(self, Client *c) except *:
         """As CLoop's, reading with SSL_read: records OpenSSL holds already are read before the socket again."""
         cdef SSL *s = self.ssl[c - self.clients]
-        cdef int got, err = 0
+        cdef int got, r, err = 0
         while True:
             got = SSL_read(s, self.buf, BUFSIZE)
             if got > 0:
-                got = self._feed(c, got)
-                if got == ANSWERED or (got == PARTIAL and not SSL_has_pending(s)):
+                r = self._feed(c, got)
+                if r == ANSWERED or (r == PARTIAL and not SSL_has_pending(s)):
                     return  # the rest has not come yet (the socket stays readable if it has)
                 continue
             got = tls_result(s, got, &err)
