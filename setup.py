@@ -1,6 +1,6 @@
 """Builds the compiled modules: the fast engine's closed loop (loadcmp/load/_cloop.pyx),
 what it records of each request (_ctally.pyx), its https (_ctls.pyx, OpenSSL from C), and the h2
-engine (_ch2conn.pyx and _ch2.pyx, libnghttp2 from C);
+engine (_ch2conn.pyx and _ch2.pyx, libnghttp2 from C), all on one base (_cbase.pyx);
 everything else about the package is in pyproject.toml.
 
 The modules are optional: without a C compiler, the Python headers, Cython or Linux's
@@ -85,22 +85,25 @@ def extensions() -> list[Extension]:
         return []
     here = "loadcmp/load/"
     tally = [here + f for f in ("_ctally.h", "_ctally.pxd")]
+    base = [here + f for f in ("_cbase.pxd", "_csys.pxd", "_cnet.h")] + tally
+    cloop = [here + f for f in ("_cloop.pxd", "_chttp.h")] + base
+    tls = [here + f for f in ("_cssl.pxd", "_ctls.h")]
     exts = [
         Extension("loadcmp.load._ctally", [here + "_ctally.pyx"], include_dirs=[here], depends=tally,
                   extra_compile_args=["-O2"]),
-        Extension("loadcmp.load._cloop", [here + "_cloop.pyx"], include_dirs=[here],
-                  depends=[here + f for f in ("_chttp.h", "_cnet.h", "_csys.pxd", "_cloop.pxd")] + tally,
+        Extension("loadcmp.load._cbase", [here + "_cbase.pyx"], include_dirs=[here], depends=base,
+                  extra_compile_args=["-O2"]),
+        Extension("loadcmp.load._cloop", [here + "_cloop.pyx"], include_dirs=[here], depends=cloop,
                   extra_compile_args=["-O2"]),
     ]
     if openssl_headers():
-        exts.append(Extension("loadcmp.load._ctls", [here + "_ctls.pyx"], include_dirs=[here],
-                              depends=[here + f for f in ("_ctls.h", "_cloop.pxd", "_csys.pxd", "_chttp.h")] + tally,
+        exts.append(Extension("loadcmp.load._ctls", [here + "_ctls.pyx"], include_dirs=[here], depends=cloop + tls,
                               libraries=["ssl", "crypto"], extra_compile_args=["-O2"]))
     else:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)
     if openssl_headers() and headers_of("nghttp2/nghttp2.h"):
-        h2 = [here + f for f in ("_ch2.h", "_ch2conn.pxd", "_ctls.h", "_csys.pxd")] + tally
+        h2 = [here + f for f in ("_ch2.h", "_ch2conn.pxd")] + tls + base
         for name in ("_ch2conn", "_ch2"):
             exts.append(Extension(f"loadcmp.load.{name}", [here + name + ".pyx"], include_dirs=[here], depends=h2,
                                   libraries=["nghttp2", "ssl", "crypto"], extra_compile_args=["-O2"]))

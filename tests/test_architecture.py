@@ -434,3 +434,84 @@ def test_no_function_is_too_long_or_too_wide():
              for f in oversized(path.read_text(), path.relative_to(PKG.parent).as_posix())]
     assert not found, f"{len(found)} functions over {MAX_FUNCTION_LINES} lines or {MAX_PARAMETERS} parameters: " \
         + "; ".join(found)
+
+
+CYTHON_DEF = re.compile(r"^([ \t]*)(?:async[ \t]+)?(?:c?p?def)[ \t]+(?!(?:class|extern|enum|struct|union)\b)"
+                        r"[^=(\n]*?(\w+)[ \t]*\(")
+
+
+def oversized_cython(source: str, where: str) -> list[str]:
+    """As `oversized`, for a Cython module (def, cdef and cpdef functions), which ast cannot read: a function runs
+    from its `def` to its last line indented deeper; its parameters are the top-level commas of its signature."""
+    lines, found = source.splitlines(), []
+    for i, line in enumerate(lines):
+        if not (m := CYTHON_DEF.match(line)):
+            continue
+        sig, depth, k = "\n".join(lines[i:i + 10])[m.end():], 1, 0
+        while depth and k < len(sig):
+            depth += {"(": 1, "[": 1, ")": -1, "]": -1}.get(sig[k], 0)
+            k += 1
+        params = len([p for p in re.sub(r"\([^()]*\)|\[[^\[\]]*\]", "", sig[:k - 1]).split(",") if p.strip()])
+        indent, end = len(m.group(1).expandtabs()), i
+        for j in range(i + 1, len(lines)):
+            if lines[j].strip():
+                if len(lines[j].expandtabs()) - len(lines[j].lstrip()) <= indent and lines[j].lstrip()[0] not in ")]":
+                    break
+                end = j
+        if end - i + 1 > MAX_FUNCTION_LINES or params > MAX_PARAMETERS:
+            found.append(f"{where}:{i + 1} {m.group(2)} ({end - i + 1} lines, {params} parameters)")
+    return found
+
+
+def test_oversized_cython_finds_long_and_wide_functions():
+    body = "    cdef int x = f(1, 2)\n" * 59
+    assert oversized_cython("cdef void f(self, Client *c) except *:\n" + body + "\ncdef int y = 1\n", "m") == []
+    assert oversized_cython("cdef inline int f(int a):\n" + body + "    return a\n", "m") == \
+        ["m:1 f (61 lines, 1 parameters)"]
+    assert oversized_cython("cdef class C:\n    cpdef g(self, a, b, c, d, e, f, g, h, i, double[:] j=None):\n"
+                            "        pass\n", "m") == ["m:2 g (2 lines, 11 parameters)"]
+
+
+def test_no_compiled_function_is_too_long_or_too_wide():
+    found = [f for path in sorted(PKG.rglob("*.pyx"))
+             for f in oversized_cython(path.read_text(), path.relative_to(PKG.parent).as_posix())]
+    assert not found, f"{len(found)} functions over {MAX_FUNCTION_LINES} lines or {MAX_PARAMETERS} parameters: " \
+        + "; ".join(found)
+
+
+MIN_RUN = 6
+"""Lines (blank lines and comments aside) that, identical and in the same order in two places, are one thing written
+twice: the compiled sources build on `_cbase` and `_cssl` instead."""
+
+
+def repeated_runs(files: dict[str, str]) -> list[str]:
+    """Where each run of MIN_RUN or more identical lines (stripped, comments dropped) is found again in `files`, and
+    where it was first."""
+    first: dict[tuple[str, ...], tuple[str, int]] = {}
+    found = []
+    for name, text in files.items():
+        code = [(s, n) for n, line in enumerate(text.splitlines(), 1)
+                if (s := re.sub(r"[ \t]+#[^\"']*$", "", line).strip()) and not s.startswith("#")]
+        inside = False  # the window before this one repeated too: one longer run
+        for k in range(len(code) - MIN_RUN + 1):
+            run = tuple(s for s, _ in code[k:k + MIN_RUN])
+            where = first.setdefault(run, (name, code[k][1]))
+            again = where[0] != name or code[k][1] - where[1] >= MIN_RUN
+            if again and not inside:
+                found.append(f"{name}:{code[k][1]} repeats {where[0]}:{where[1]}")
+            inside = again
+    return found
+
+
+def test_repeated_runs_finds_a_copy():
+    six = "".join(f"x{i} = now()  # {i}\n" for i in range(6))
+    assert repeated_runs({"a": six, "b": "y = 1\n" + six.replace("  # ", "\n# ")}) == ["b:2 repeats a:1"]
+    assert repeated_runs({"a": six, "b": six.replace("x5", "x9")}) == []
+    assert repeated_runs({"a": six + "y = 1\n" + six}) == ["a:8 repeats a:1"]
+    assert repeated_runs({"a": six + "x6 = 1\n", "b": six + "x6 = 1\n"}) == ["b:1 repeats a:1"]  # one run of 7
+
+
+def test_the_compiled_sources_repeat_no_run_of_lines():
+    files = {f.relative_to(PKG.parent).as_posix(): f.read_text() for ext in ("*.pyx", "*.pxd") for f in PKG.rglob(ext)}
+    found = repeated_runs(files)
+    assert not found, f"{len(found)} runs of {MIN_RUN} lines written twice: " + "; ".join(found)

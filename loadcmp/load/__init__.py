@@ -12,13 +12,14 @@
     compiled.py   which closed loop runs: the compiled one (built from the sources beside it: BUILT_FROM,
                   _cbuilt.pxi) or pure Python
     host.py       the contract between an engine and the loop it hosts (Host ...; Loop), typed; the compiled
-                  modules' stubs (_cloop.pyi, _ctls.pyi, _ch2.pyi, _ch2conn.pyi, _ctally.pyi) name it
-    _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd, _csys.pxd, _chttp.h, _cnet.h): its own
-                  epoll set, a reader of the running loop
+                  modules' stubs (_cloop.pyi, _ctls.pyi, _ch2.pyi, _ch2conn.pyi, _ctally.pyi, _cbase.pyi) name it
+    _cbase.pyx    what every compiled loop builds on (_cbase.pxd): its own epoll set, a reader of the running
+                  loop; the deadline tick, the crash, the stop; the clock and a status's kind, inline
+    _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd, _csys.pxd, _chttp.h, _cnet.h), a CBase
     _ctally.pyx   what the recorder keeps of each request, counted in C (_ctally.pxd, _ctally.h) and handed
                   over once a second, per page too; CRequests: a load's pages' requests and sequence in C
-    _ctls.pyx     https in the compiled loop: TLSLoop, a CLoop over OpenSSL from C (_ctls.h); built where
-                  OpenSSL's headers are
+    _ctls.pyx     https in the compiled loop: TLSLoop, a CLoop over OpenSSL from C (_ctls.h, declared once
+                  in _cssl.pxd for it and _ch2); built where OpenSSL's headers are
     _ch2.pyx      the compiled h2 loop: H2Loop, -c connections x -m streams over libnghttp2 (h2 over TLS
                   with ALPN, h2c by prior knowledge); its connections in _ch2conn.pyx (_ch2conn.pxd, _ch2.h);
                   built where nghttp2's and OpenSSL's headers are

@@ -1,37 +1,13 @@
-# The compiled h2 engine's C declarations (libnghttp2, _ch2.h, the TLS of _ctls.h) and its connections' class
-# (_ch2conn.pyx), which _ch2.pyx's H2Loop subclasses.
+# The compiled h2 engine's C declarations (libnghttp2, _ch2.h; its TLS is _cssl.pxd's) and its connections'
+# class (_ch2conn.pyx), on _cbase.pxd's CBase; _ch2.pyx's H2Loop subclasses it.
 
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
+from ._cbase cimport CBase
 from ._csys cimport *
-from ._ctally cimport CTally
+from ._cssl cimport *
 
 cdef extern from "_ch2.h" nogil:
-    ctypedef struct SSL:
-        pass
-    ctypedef struct tls_fact_t:
-        const char *version
-        const char *cipher
-        int alpn
-        long long n
-    ctypedef struct tls_t:
-        long long full, resumed
-        tls_fact_t facts[8]
-        int nfacts
-    enum: TLS_DONE, TLS_WANT_READ, TLS_WANT_WRITE, TLS_CLOSED, TLS_SYSCALL, TLS_FAILED
-    const char *tls_open(tls_t *, const char *, const char *, int, int, int, int)
-    void tls_close(tls_t *)
-    SSL *tls_new(tls_t *, SSL *, int, const char *, int)
-    int tls_result(SSL *, int, int *)
-    void tls_reason(char *, size_t)
-    void tls_count(tls_t *, SSL *)
-    int SSL_do_handshake(SSL *)
-    int SSL_read(SSL *, void *, int)
-    int SSL_write(SSL *, const void *, int)
-    int SSL_has_pending(const SSL *)
-    void SSL_free(SSL *)
-    void SSL_set_quiet_shutdown(SSL *, int)
-
     ctypedef struct nghttp2_session:
         pass
     ctypedef struct nghttp2_session_callbacks:
@@ -94,23 +70,18 @@ cdef enum:
     BUFSIZE = 262144
 
 
-cdef class H2Conns:
+cdef class H2Conns(CBase):
     cdef h2c_t *conns
     cdef h2stats_t stats
-    cdef int n, m, epfd, counted_inflight
-    cdef CTally tally
+    cdef int m
     cdef unsigned char *buf
-    cdef sockaddr_storage addr
-    cdef socklen_t addrlen
-    cdef int family
     cdef nghttp2_session_callbacks *cb
     cdef nghttp2_nv *nva
     cdef size_t nvlen
     cdef bytes sni
-    cdef double timeout
-    cdef bint stopped, tls_on, h2c
+    cdef bint tls_on, h2c
     cdef tls_t tls
-    cdef object engine, rec, loop, url
+    cdef object url
 
     cdef int _begin(self, h2s_t *s, double t) except -2
     cdef void _open(self, h2c_t *c) except *

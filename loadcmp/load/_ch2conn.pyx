@@ -9,13 +9,13 @@ unfinished: `ok + failures + unfinished == started` holds for streams.
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR
 from libc.math cimport NAN, isnan
 from libc.string cimport memmove, strerror
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.unistd cimport close
+
+from ._cbase cimport K_HTTP_5XX, kind_of_status, now, so_error
 
 from ..errors import WrongProtocol
 from .driver import BACKOFF_S
-from .outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, STREAM_RESET,
-                       TIMEOUT, TLS_ERROR, kind_of_error)
+from .outcomes import GOAWAY, PROTOCOL_ERROR, RESET, STREAM_RESET, TLS_ERROR, kind_of_error
 
 include "_cbuilt.pxi"
 
@@ -24,19 +24,11 @@ cdef extern from "_ch2.h" nogil:
     int h2_preface_ok(const unsigned char *, size_t)
     int h2_spoke(const h2stats_t *)
 
-cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
+cdef int RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
 cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, TLS_ERROR_ = TLS_ERROR
 cdef double RETRY_S = 0.001
 cdef int ONE = 1
 
-
-cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + ts.tv_nsec * 1e-9
-
-cdef inline int kind_of_status(int status) noexcept:
-    return HTTP_5XX_ if status >= 500 else (HTTP_4XX_ if status >= 400 else OK_)
 
 cdef void first_contact(url, const unsigned char *buf, ssize_t got, bint spoke) except *:
     """An h2c connection's first read: bytes that cannot start a SETTINGS frame, or a close before any while no
@@ -101,19 +93,12 @@ cdef class H2Conns:
         self._watch(c, EPOLLOUT)
 
     cdef void _watch(self, h2c_t *c, uint32_t events) except *:
-        cdef epoll_event ev
-        if c.registered == <int>events:
-            return
-        ev.events = events
-        ev.data.u64 = (<uint64_t>c.gen << 32) | <uint64_t>(c - self.conns)
-        if epoll_ctl(self.epfd, EPOLL_CTL_MOD if c.registered else EPOLL_CTL_ADD, c.fd, &ev) != 0:
-            raise OSError(errno, "epoll_ctl: " + strerror(errno).decode())
-        c.registered = events
+        if c.registered != <int>events:
+            c.registered = self._watch_fd(c.fd, c.registered, events,
+                                          (<uint64_t>c.gen << 32) | <uint64_t>(c - self.conns))
 
     cdef void _connected(self, h2c_t *c) except *:
-        cdef int err = 0
-        cdef socklen_t n = sizeof(err)
-        getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &n)
+        cdef int err = so_error(c.fd)
         if err:
             self._failed(c, err)
             return
@@ -326,7 +311,7 @@ cdef class H2Conns:
         phases[1] = (s.t_hs - s.t_up) if self.tls_on else (NAN if isnan(s.t_connect) else 0.0)
         phases[2] = s.t_written - s.t_sent
         phases[3] = s.t_first - s.t_written
-        phases[4] = (t - s.t_first) if kind <= HTTP_5XX_ else NAN
+        phases[4] = (t - s.t_first) if kind <= K_HTTP_5XX else NAN
         self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, -1, 0)
         if self.counted_inflight == 0 and self.tally.spent():
             self.tally.flush()

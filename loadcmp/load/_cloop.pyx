@@ -2,50 +2,32 @@
 """The fast engine's closed loop over http in C: what `rawclient.RawClient` (a new
 connection per request) and the keep-alive callback path of `http1` do, minus Python per request.
 
-The kernel's cost per connection is the same in every client; the ~60 us of Python a
-request on top kept RawClient at ~0.65x ab; with keep-alive, ~6-8 us more a request than
-here (31-37 against 25-29 us) kept the callback path below wrk at 1000 clients. One epoll
-set of our own holds every socket; its fd is one reader of the running loop, and `_drain`
-connects, sends, reads, parses (`_chttp.h`), sends again on a kept connection, and closes
-in C. What the recorder keeps of each request is counted in C as well (`_ctally.pyx`) and
-handed over when a second ends and when the driver asks: no Python runs per request. The
-class's state is declared in `_cloop.pxd`.
+The kernel's cost per connection is the same in every client, so the Python a request costs on
+top is what holds a client below ab and wrk once the client's core is the limit
+(docs/benchmark.md measures it). `CLoop` builds on `_cbase.CBase` (the loop's own epoll set,
+one reader of the running loop; the tick; the stop): each epoll event connects, sends, reads,
+parses (`_chttp.h`), sends again on a kept connection, and closes in C. What the recorder keeps
+of each request is counted in C as well (`_ctally.pyx`) and handed over when a second ends and
+when the driver asks: no Python runs per request. The class's state is declared in `_cloop.pxd`.
 """
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR, ENOBUFS, ENOTCONN
 from libc.math cimport NAN, isnan
 from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset, strerror
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.unistd cimport close
 
+from ._cbase cimport CBase, kind_of_status, now, set_addr, so_error
+
 from .driver import BACKOFF_S
-from .outcomes import (CONNECT_REFUSED, CONNECT_TIMEOUT, HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, TIMEOUT,
-                       kind_of_error)
+from .outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error
 
-cdef enum:
-    MAXEVENTS = 128  # per call of the loop: ~100 us of kernel each, so the loop lags ~13 ms at most
-
-cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, REFUSED_ = CONNECT_REFUSED
-cdef int CTIMEOUT_ = CONNECT_TIMEOUT, RESET_ = RESET, TIMEOUT_ = TIMEOUT, PROTO_ = PROTOCOL_ERROR
-cdef double TICK_S = 0.05  # deadlines checked this often
+cdef int REFUSED_ = CONNECT_REFUSED, CTIMEOUT_ = CONNECT_TIMEOUT, RESET_ = RESET, TIMEOUT_ = TIMEOUT
+cdef int PROTO_ = PROTOCOL_ERROR
 cdef double RETRY_S = 0.001  # a refused connect is tried again this much later, not at once
 cdef int ONE = 1
 
 include "_cbuilt.pxi"
-
-
-cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)  # time.monotonic()'s clock
-    return ts.tv_sec + ts.tv_nsec * 1e-9
-
-cdef inline int kind_of_status(int status) noexcept:
-    return HTTP_5XX_ if status >= 500 else (HTTP_4XX_ if status >= 400 else OK_)
-
-cdef void set_addr(sockaddr_storage *sa, int family, str host, int port, int scope) except *:
-    if addr_set(sa, family, host.encode(), port, scope) != 1:
-        raise ValueError(f"not a numeric address: {host!r}")
 
 
 def parse(chunks, bint head=False):
@@ -63,98 +45,82 @@ def parse(chunks, bint head=False):
     return out
 
 
-cdef class CLoop:
+cdef class CLoop(CBase):
     """Every client of one engine's closed loop (over http, with or without keep-alive)."""
 
-    def __cinit__(self):
-        self.epfd = -1  # __dealloc__ runs after a failed __init__ too
-
     def __init__(self, engine, int clients, loop):
-        self.engine, self.rec, self.loop = engine, engine.rec, loop
-        self.tally = CTally(engine.rec)
-        self.n = clients
+        CBase.__init__(self, engine, clients, loop)
         self.reqs = CRequests(engine.request_list, engine.spec.pages)
-        self.timeout = engine.timeout
         self.is_head = engine.is_head
         self.keepalive = engine.target.keepalive
         self.spread = engine.spec.spread_sources
-        self.family = engine.family
-        set_addr(&self.addr, engine.family, engine.sockaddr[0], engine.sockaddr[1],
-                 engine.sockaddr[3] if len(engine.sockaddr) > 3 else 0)
-        self.addrlen = sizeof(sockaddr_in6) if self.family == AF_INET6 else sizeof(sockaddr_in)
         self.clients = <Client *>calloc(clients, sizeof(Client))
         self.retry = <int *>malloc(clients * sizeof(int))
         self.retry_at = <double *>malloc(clients * sizeof(double))
         self.buf = <char *>malloc(BUFSIZE)
-        self.events = <epoll_event *>malloc(MAXEVENTS * sizeof(epoll_event))
-        if not (self.clients and self.retry and self.retry_at and self.buf and self.events):
+        if not (self.clients and self.retry and self.retry_at and self.buf):
             raise MemoryError()
         for i in range(clients):
             self.clients[i].fd = -1
-        self.epfd = epoll_create1(EPOLL_CLOEXEC)
-        if self.epfd < 0:
-            raise OSError(errno, strerror(errno).decode())
 
     def __dealloc__(self):
         for i in range(self.n if self.clients else 0):
             if self.clients[i].fd >= 0:
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
-        free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.events)
-        if self.epfd >= 0:
-            close(self.epfd)
+        free(self.clients); free(self.retry); free(self.retry_at); free(self.buf)
 
-    # --- the Python side: start, the loop's callbacks, stop -------------------------------
-    def start(self):
-        """Register our epoll fd with the loop and start every client."""
-        self.loop.add_reader(self.epfd, self._drain)
-        self.tick_handle = self.loop.call_later(TICK_S, self._tick)
-        for i in range(self.n):
-            self._start(&self.clients[i])
+    # --- what CBase asks of a loop: a client's start, an epoll event, the deadlines, the stop --
+    cdef void _first(self, int i) except *:
+        self._start(&self.clients[i])
 
-    def _drain(self):
-        cdef int j, got
-        cdef uint64_t d
-        cdef Client *c
-        try:
-            got = epoll_wait(self.epfd, self.events, MAXEVENTS, 0)
-            for j in range(got):
-                d = self.events[j].data.u64
-                c = &self.clients[<uint32_t>d]
-                if c.fd < 0 or c.gen != <uint32_t>(d >> 32):
-                    continue
-                if c.phase == CONNECTING:
-                    self._writable(c)
-                elif c.phase == WAITING or c.phase == DRAINING:
-                    self._readable(c)
-                elif c.phase == HANDSHAKING:
-                    self._handshake(c)
-        except BaseException as e:
-            self._crash(e)
+    cdef void _event(self, uint64_t d, uint32_t events) except *:
+        cdef Client *c = &self.clients[<uint32_t>d]
+        if c.fd < 0 or c.gen != <uint32_t>(d >> 32):
+            return
+        if c.phase == CONNECTING:
+            self._writable(c)
+        elif c.phase == WAITING or c.phase == DRAINING:
+            self._readable(c)
+        elif c.phase == HANDSHAKING:
+            self._handshake(c)
 
-    def _tick(self):
-        """Deadlines (connect_timeout, timeout, a server that never closes)."""
+    cdef void _deadlines(self, double t) except *:
+        """connect_timeout, timeout, a server that never closes."""
         cdef int i
-        cdef double t
         cdef Client *c
-        self.tick_handle = None
-        try:
-            if self.stopped:
-                return
-            t = now()
-            for i in range(self.n):
-                c = &self.clients[i]
-                if CONNECTING <= c.phase <= DRAINING and c.deadline < t:
-                    if c.phase == CONNECTING:
-                        c.t_sent = c.t_intended
-                        self._end(c, CTIMEOUT_, t, 0)
-                    elif c.phase <= WAITING:  # a handshake that stalls is timed out as a request
-                        self._end(c, TIMEOUT_, t, 0)
-                    else:
-                        self._next(c, 0.0)
-            self.tick_handle = self.loop.call_later(TICK_S, self._tick)
-        except BaseException as e:
-            self._crash(e)
+        for i in range(self.n):
+            c = &self.clients[i]
+            if CONNECTING <= c.phase <= DRAINING and c.deadline < t:
+                if c.phase == CONNECTING:
+                    c.t_sent = c.t_intended
+                    self._end(c, CTIMEOUT_, t, 0)
+                elif c.phase <= WAITING:  # a handshake that stalls is timed out as a request
+                    self._end(c, TIMEOUT_, t, 0)
+                else:
+                    self._next(c, 0.0)
+
+    cdef void _unsent(self) except *:
+        """A request still connecting was never sent: the recorder takes it back."""
+        cdef int i
+        cdef Client *c
+        for i in range(self.n):
+            c = &self.clients[i]
+            if CONNECTING <= c.phase <= HANDSHAKING and c.fd >= 0:
+                self.rec.unsent(c.t_intended, <bint>c.counted)
+                c.counted = 0
+
+    cdef void _close_all(self) except *:
+        cdef int i
+        if self.retry_handle is not None:
+            self.retry_handle.cancel()
+            self.retry_handle = None
+        for i in range(self.n):
+            if self.clients[i].fd >= 0:
+                self._close(&self.clients[i])
+            self.clients[i].phase = IDLE
+
+    # --- the Python side: retries, the hand-over ------------------------------------------
 
     def _retry(self):
         """Start the clients whose pause after a refused connect is over."""
@@ -173,39 +139,9 @@ cdef class CLoop:
         except BaseException as e:
             self._crash(e)
 
-    def _crash(self, e):
-        """A bug here must fail the load, not leave it quietly short of clients."""
-        self.abort()
-        self.engine.crashed(e)
-
     def flush(self):
         """Hand what was counted so far to the recorder (the driver's `settle`)."""
         self.tally.flush()
-
-    def abort(self):
-        """The window has closed: every socket shut at once, nothing started again. A
-        request still connecting was never sent: the recorder takes it back (`unsent`)."""
-        cdef int i
-        cdef Client *c
-        if self.stopped:
-            return
-        self.stopped = True
-        for i in range(self.n):
-            c = &self.clients[i]
-            if CONNECTING <= c.phase <= HANDSHAKING and c.fd >= 0:
-                self.rec.unsent(c.t_intended, <bint>c.counted)
-                c.counted = 0
-        self.loop.remove_reader(self.epfd)
-        for h in (self.tick_handle, self.retry_handle):
-            h is not None and h.cancel()
-        self.tick_handle = self.retry_handle = None
-        for i in range(self.n):
-            c = &self.clients[i]
-            if c.fd >= 0:
-                self._close(c)
-            c.phase = IDLE
-        close(self.epfd)
-        self.epfd = -1
 
     # --- one request, in C ----------------------------------------------------------------
     cdef bint _begin(self, Client *c, double t) except -1:
@@ -266,14 +202,9 @@ cdef class CLoop:
         return True
 
     cdef void _watch(self, Client *c, uint32_t events) except *:
-        cdef epoll_event ev
-        ev.events = events
-        ev.data.u64 = (<uint64_t>c.gen << 32) | <uint64_t>(c - self.clients)
-        if c.registered == <int>events:  # keep-alive: already watched for its answer
-            return
-        if epoll_ctl(self.epfd, EPOLL_CTL_MOD if c.registered else EPOLL_CTL_ADD, c.fd, &ev) != 0:
-            raise OSError(errno, "epoll_ctl: " + strerror(errno).decode())
-        c.registered = events
+        if c.registered != <int>events:  # else keep-alive: already watched for its answer
+            c.registered = self._watch_fd(c.fd, c.registered, events,
+                                          (<uint64_t>c.gen << 32) | <uint64_t>(c - self.clients))
 
     cdef bint _send(self, Client *c, bint early) except *:
         """Write the request; False (early only) while the connection is not up yet."""
@@ -296,9 +227,7 @@ cdef class CLoop:
         return True
 
     cdef void _writable(self, Client *c) except *:
-        cdef int err = 0
-        cdef socklen_t n = sizeof(err)
-        getsockopt(c.fd, SOL_SOCKET, SO_ERROR, &err, &n)
+        cdef int err = so_error(c.fd)
         if err:
             self._failed(c, err, 0.0)
             return
@@ -311,51 +240,59 @@ cdef class CLoop:
 
     cdef void _readable(self, Client *c) except *:
         cdef ssize_t got
-        cdef double t
         cdef int r
         while True:
             got = recv(c.fd, self.buf, BUFSIZE, 0)
             if got > 0:
-                if c.phase == DRAINING:
-                    continue
-                t = now()
-                if isnan(c.t_first):
-                    c.t_first = t
-                c.nbytes += got
-                r = resp_feed(&c.resp, self.buf, got)
-                if r == R_BAD:
-                    self._end(c, PROTO_, t, 0)
-                    return
-                if r == R_COMPLETE:
-                    self._record(c, kind_of_status(c.resp.status), t, c.resp.status, t)
-                    if c.resp.keepalive and self.keepalive:
-                        self._again(c, t)
-                        return
-                    if c.resp.nobody or c.resp.keepalive:
-                        self._next(c, 0.0)
-                        return
-                    c.phase = DRAINING  # let the server close first, as webbench reads to EOF
-                    c.deadline = t + 1.0
-                    continue  # its close is usually there already: one wake-up less
-                if got < BUFSIZE:
+                r = self._feed(c, got)
+                if r == ANSWERED or (r == PARTIAL and got < BUFSIZE):
                     return  # the rest has not come yet (the socket stays readable if it has)
             elif got == 0:
-                if c.phase == DRAINING:
-                    self._next(c, 0.0)
-                elif resp_eof(&c.resp) == R_COMPLETE:  # a read-to-close body ended
-                    t = now()
-                    self._end(c, kind_of_status(c.resp.status), t, c.resp.status, t)
-                else:
-                    self._end(c, RESET_, now(), 0)
+                self._cut(c, True)
                 return
             elif errno == EAGAIN:
                 return
             elif errno != EINTR:
-                if c.phase == DRAINING:
-                    self._next(c, 0.0)  # answered in full, then reset: nothing more to record
-                else:
-                    self._end(c, RESET_, now(), 0)
+                self._cut(c, False)
                 return
+
+    cdef int _feed(self, Client *c, Py_ssize_t got) except -1:
+        """The `got` bytes read into `buf`, given to the client's response; what became of them."""
+        cdef double t
+        cdef int r
+        if c.phase == DRAINING:
+            return READ_ON
+        t = now()
+        if isnan(c.t_first):
+            c.t_first = t
+        c.nbytes += got
+        r = resp_feed(&c.resp, self.buf, got)
+        if r == R_BAD:
+            self._end(c, PROTO_, t, 0)
+            return ANSWERED
+        if r != R_COMPLETE:
+            return PARTIAL
+        self._record(c, kind_of_status(c.resp.status), t, c.resp.status, t)
+        if c.resp.keepalive and self.keepalive:
+            self._again(c, t)
+            return ANSWERED
+        if c.resp.nobody or c.resp.keepalive:
+            self._next(c, 0.0)
+            return ANSWERED
+        c.phase = DRAINING  # let the server close first, as webbench reads to EOF (and TLS's close_notify)
+        c.deadline = t + 1.0
+        return READ_ON  # its close is usually there already: one wake-up less
+
+    cdef void _cut(self, Client *c, bint eof) except *:
+        """The server closed the connection (`eof`) or it failed, while the client read."""
+        cdef double t
+        if c.phase == DRAINING:
+            self._next(c, 0.0)  # answered in full, then closed (or reset): nothing more to record
+        elif eof and resp_eof(&c.resp) == R_COMPLETE:  # a read-to-close body ended
+            t = now()
+            self._end(c, kind_of_status(c.resp.status), t, c.resp.status, t)
+        else:
+            self._end(c, RESET_, now(), 0)
 
     # --- endings --------------------------------------------------------------------------
     cdef void _failed(self, Client *c, int err, double later) except *:

@@ -1,10 +1,10 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """What the recorder keeps of each request, counted in C for the compiled loop (`_cloop.pyx`).
 
-`Recorder.start` and `Recorder.done` are Python calls; once a request each, with the
+`Recorder.start` and `Recorder.done` are Python calls: once a request each, with the
 rows handed over in batches and folded into histograms by numpy once a second, they
-cost ~1.4 us a request and stalled the loop for milliseconds at a time, which a fast
-server spent idle. `CTally` counts the starts and -n tickets itself and sums each ended
+cost Python per request and stall the loop while a batch is folded, which a fast server
+spends idle (docs/benchmark.md). `CTally` counts the starts and -n tickets itself and sums each ended
 request into its second (`_ctally.h`); the recorder gets the sums (`add_started`,
 `add_tally`) when a second ends and when the driver asks, at a cost that does not grow
 with the rate.

@@ -20,66 +20,21 @@ counted (`Recorder.tls_error`); a reset or EOF mid-answer is a reset, as over ht
 The certificate check (`_ctls.h`) verifies the chain once and then only a byte-identical leaf.
 """
 
-import ipaddress
-
 from libc.errno cimport ENOBUFS, EINTR
-from libc.math cimport NAN, floor, isnan
+from libc.math cimport NAN, floor
 from libc.stdlib cimport calloc, free
-from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
+from ._cbase cimport now
 from ._cloop cimport *
 from ._csys cimport *
+from ._cssl cimport *
 
-from .outcomes import HTTP_4XX, HTTP_5XX, OK, PROTOCOL_ERROR, RESET, TLS_ERROR
+from .outcomes import TLS_ERROR
 
-cdef extern from "_ctls.h" nogil:
-    ctypedef struct SSL:
-        pass
-    ctypedef struct tls_fact_t:
-        const char *version
-        const char *cipher
-        int alpn
-        long long n
-    ctypedef struct tls_t:
-        void *saved
-        long long full, resumed
-        tls_fact_t facts[8]
-        int nfacts
-    enum: TLS_DONE, TLS_WANT_READ, TLS_WANT_WRITE, TLS_CLOSED, TLS_SYSCALL, TLS_FAILED
-    const char *tls_open(tls_t *, const char *, const char *, int, int, int, int)
-    void tls_close(tls_t *)
-    SSL *tls_new(tls_t *, SSL *, int, const char *, int)
-    int tls_result(SSL *, int, int *)
-    void tls_reason(char *, size_t)
-    void tls_count(tls_t *, SSL *)
-    void ERR_clear_error()
-    int SSL_do_handshake(SSL *)
-    int SSL_read(SSL *, void *, int)
-    int SSL_write(SSL *, const void *, int)
-    int SSL_has_pending(const SSL *)
-    int SSL_is_init_finished(const SSL *)
-    int SSL_shutdown(SSL *)
-    void SSL_free(SSL *)
-    void SSL_set_quiet_shutdown(SSL *, int)
-    int SSL_get_quiet_shutdown(const SSL *)
-
-cdef int OK_ = OK, HTTP_4XX_ = HTTP_4XX, HTTP_5XX_ = HTTP_5XX, RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
 cdef int TLS_ERROR_ = TLS_ERROR
 cdef double RETRY_S = 0.001
 
-ALPN_NAMES = ("", "http/1.1", "h2")
-"""What `tls_fact_t.alpn` numbers: none, HTTP/1.1, HTTP/2."""
-
 include "_cbuilt.pxi"
-
-
-cdef inline double now() noexcept nogil:
-    cdef timespec ts
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return ts.tv_sec + ts.tv_nsec * 1e-9
-
-cdef inline int kind_of_status(int status) noexcept:
-    return HTTP_5XX_ if status >= 500 else (HTTP_4XX_ if status >= 400 else OK_)
 
 
 cdef void free_all(SSL **pool, int n) noexcept:
@@ -108,17 +63,7 @@ cdef class TLSLoop(CLoop):
         if not (self.ssl and self.spare):
             raise MemoryError()
         self.resume = target.tls_resume
-        try:
-            ipaddress.ip_address(target.host)
-            is_ip = True
-        except ValueError:
-            is_ip = False
-        self.sni = None if is_ip else target.host.encode("idna")
-        cdef bytes host = target.host.encode("idna")
-        cdef bytes ca = target.cafile.encode() if target.cafile else b""
-        why = tls_open(&self.tls, <const char *>ca if ca else NULL, host, is_ip, not target.insecure, self.resume > 0, 0)
-        if why != NULL:
-            raise OSError(f"TLS: {why.decode()}")
+        self.sni = tls_start(&self.tls, target, self.resume > 0, False)
 
     def __dealloc__(self):
         free_all(self.ssl, self.n)
@@ -128,16 +73,7 @@ cdef class TLSLoop(CLoop):
     def flush(self):
         """Hand the counts to the recorder: the requests' (CLoop's), then the handshakes'."""
         CLoop.flush(self)
-        cdef tls_t *t = &self.tls
-        if not (t.full or t.resumed):
-            return
-        seen = {}
-        for i in range(t.nfacts):
-            key = (t.facts[i].version.decode(), t.facts[i].cipher.decode(), ALPN_NAMES[t.facts[i].alpn])
-            seen[key] = seen.get(key, 0) + t.facts[i].n
-        full, resumed = t.full, t.resumed
-        t.full = t.resumed = t.nfacts = 0
-        self.rec.add_tls(full, resumed, seen)
+        tls_hand_over(&self.tls, self.rec)
 
     # --- the steps of one request over TLS ---------------------------------------------------
     cdef bint _send(self, Client *c, bint early) except *:
@@ -206,34 +142,14 @@ cdef class TLSLoop(CLoop):
         return True
 
     cdef void _readable(self, Client *c) except *:
+        """As CLoop's, reading with SSL_read: records OpenSSL holds already are read before the socket again."""
         cdef SSL *s = self.ssl[c - self.clients]
         cdef int got, r, err = 0
-        cdef double t
         while True:
             got = SSL_read(s, self.buf, BUFSIZE)
             if got > 0:
-                if c.phase == DRAINING:
-                    continue
-                t = now()
-                if isnan(c.t_first):
-                    c.t_first = t
-                c.nbytes += got
-                r = resp_feed(&c.resp, self.buf, got)
-                if r == R_BAD:
-                    self._end(c, PROTO_, t, 0)
-                    return
-                if r == R_COMPLETE:
-                    self._record(c, kind_of_status(c.resp.status), t, c.resp.status, t)
-                    if c.resp.keepalive and self.keepalive:
-                        self._again(c, t)
-                        return
-                    if c.resp.nobody or c.resp.keepalive:
-                        self._next(c, 0.0)
-                        return
-                    c.phase = DRAINING  # let the server close first (its close_notify is usually here)
-                    c.deadline = t + 1.0
-                    continue
-                if not SSL_has_pending(s):
+                r = self._feed(c, got)
+                if r == ANSWERED or (r == PARTIAL and not SSL_has_pending(s)):
                     return  # the rest has not come yet (the socket stays readable if it has)
                 continue
             got = tls_result(s, got, &err)
@@ -241,15 +157,10 @@ cdef class TLSLoop(CLoop):
                 return
             if got == TLS_SYSCALL and err == EINTR:
                 continue
-            if c.phase == DRAINING:
-                self._next(c, 0.0)  # answered in full, then closed (or reset): nothing more to record
-            elif got == TLS_CLOSED and resp_eof(&c.resp) == R_COMPLETE:  # a read-to-close body ended
-                t = now()
-                self._end(c, kind_of_status(c.resp.status), t, c.resp.status, t)
-            elif got == TLS_FAILED:
+            if got == TLS_FAILED and c.phase != DRAINING:
                 self._tls_failed(c, s, False, 0.0)
             else:
-                self._end(c, RESET_, now(), 0)
+                self._cut(c, got == TLS_CLOSED)
             return
 
     cdef void _tls_failed(self, Client *c, SSL *s, bint eof, double later) except *:

@@ -1,10 +1,9 @@
 """Which closed loop runs: compiled, or pure Python.
 
-The compiled one (`_cloop.pyx` and `_ctally.pyx`, built by the install when a C
-compiler is there) does every request's syscalls, parsing and counting in C, with or
-without keep-alive: a new connection per request is otherwise ~60 us of Python per
-request, which holds a client core to 0.65x ab, and keep-alive ~6-8 us, which holds it
-below wrk once the client's core is the limit. Over https the compiled loop is `_ctls.pyx`
+The compiled one (`_cloop.pyx` and `_ctally.pyx` on `_cbase.pyx`, built by the install when
+a C compiler is there) does every request's syscalls, parsing and counting in C, with or
+without keep-alive: the Python a request costs otherwise is what holds a client below ab and
+wrk once the client's core is the limit (docs/benchmark.md measures it). Over https the compiled loop is `_ctls.pyx`
 (a subclass of it calling OpenSSL from C), built only where OpenSSL's headers were found.
 h2 and h2c run `_ch2.pyx` (with `_ch2conn.pyx`, libnghttp2 from C), or else the `h2` package (`h2engine`).
 The pure-Python paths are the fallback, kept and tested (`rawclient.RawClient`, and
@@ -62,13 +61,13 @@ def cloop_module(https: bool = False) -> ModuleType | None:
     if pure_wanted():
         return None
     try:
-        from . import _cloop, _ctally
+        from . import _cbase, _cloop, _ctally
 
         if https:
             from . import _ctls
     except ImportError:
         return None
-    mods = (_ctally, _cloop, _ctls) if https else (_ctally, _cloop)
+    mods = (_cbase, _ctally, _cloop, _ctls) if https else (_cbase, _ctally, _cloop)
     return mods[-1] if current(*mods) else None
 
 
@@ -77,10 +76,10 @@ def h2_module() -> ModuleType | None:
     if pure_wanted():
         return None
     try:
-        from . import _ch2, _ch2conn, _ctally
+        from . import _cbase, _ch2, _ch2conn, _ctally
     except ImportError:
         return None
-    return _ch2 if current(_ctally, _ch2conn, _ch2) else None
+    return _ch2 if current(_cbase, _ctally, _ch2conn, _ch2) else None
 
 
 def make_cloop(engine: ClosedHost, clients: int, loop: AbstractEventLoop) -> Loop | None:
