@@ -1,11 +1,11 @@
-"""Builds the compiled modules: the fast engine's closed loop (loadcmp/load/_cloop.pyx),
+"""Builds the compiled modules: the fast engine's closed loop (loadcmp/load/h1/_cloop.pyx),
 what it records of each request (_ctally.pyx), its https (_ctls.pyx, OpenSSL from C), and the h2
 engine (_ch2conn.pyx and _ch2.pyx, libnghttp2 from C), all on one base (_cbase.pyx);
 everything else about the package is in pyproject.toml.
 
 The modules are optional: without a C compiler, the Python headers, Cython or Linux's
 epoll, the install goes on without it (one line says so) and loadcmp runs the
-pure-Python loop (loadcmp/load/rawclient.py) instead. Without OpenSSL's headers
+pure-Python loop (loadcmp/load/h1/rawclient.py) instead. Without OpenSSL's headers
 (Debian's libssl-dev) only _ctls is left out (one line says so): https runs the pure-Python loop.
 Without nghttp2's (libnghttp2-dev), or OpenSSL's, the h2 engine is left out: h2 runs the `h2` package.
 
@@ -83,46 +83,58 @@ def extensions() -> list[Extension]:
     except ImportError:
         note("Cython is not installed")
         return []
-    here = "loadcmp/load/"
-    tally = [here + f for f in ("_ctally.h", "_ctally.pxd")]
-    base = [here + f for f in ("_cbase.pxd", "_csys.pxd", "_cnet.h")] + tally
-    cloop = [here + f for f in ("_cloop.pxd", "_chttp.h")] + base
-    tls = [here + f for f in ("_cssl.pxd", "_ctls.h")]
-    exts = [
-        Extension("loadcmp.load._ctally", [here + "_ctally.pyx"], include_dirs=[here], depends=tally,
-                  extra_compile_args=["-O2"]),
-        Extension("loadcmp.load._cbase", [here + "_cbase.pyx"], include_dirs=[here], depends=base,
-                  extra_compile_args=["-O2"]),
-        Extension("loadcmp.load._cloop", [here + "_cloop.pyx"], include_dirs=[here], depends=cloop,
-                  extra_compile_args=["-O2"]),
-    ]
+    tally = at("_ctally.h", "_ctally.pxd")
+    base = at("_cbase.pxd", "_csys.pxd", "_cnet.h") + tally
+    cloop = at("_cloop.pxd", "_chttp.h") + base
+    tls = at("_cssl.pxd", "_ctls.h")
+    exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop)]
     if openssl_headers():
-        exts.append(Extension("loadcmp.load._ctls", [here + "_ctls.pyx"], include_dirs=[here], depends=cloop + tls,
-                              libraries=["ssl", "crypto"], extra_compile_args=["-O2"]))
+        exts.append(compiled("tls", "_ctls", cloop + tls, "ssl", "crypto"))
     else:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)
     if openssl_headers() and headers_of("nghttp2/nghttp2.h"):
-        h2 = [here + f for f in ("_ch2.h", "_ch2conn.pxd")] + tls + base
-        for name in ("_ch2conn", "_ch2"):
-            exts.append(Extension(f"loadcmp.load.{name}", [here + name + ".pyx"], include_dirs=[here], depends=h2,
-                                  libraries=["nghttp2", "ssl", "crypto"], extra_compile_args=["-O2"]))
+        h2 = at("_ch2.h", "_ch2conn.pxd") + tls + base
+        exts += [compiled("h2", name, h2, "nghttp2", "ssl", "crypto") for name in ("_ch2conn", "_ch2")]
     else:
         print("loadcmp: nghttp2's or OpenSSL's headers (libnghttp2-dev, libssl-dev) were not found: h2 runs the "
               "pure-Python `h2` package",
               file=sys.stderr)
-    for ext in exts:
-        ext.depends.append(here + "_cbuilt.pxi")
-        ext.define_macros.append(("LOADCMP_BUILT_FROM", f'"{built_from(here, [*ext.sources, *ext.depends])}"'))
-    return list(cythonize(exts, build_dir="build/cython", quiet=True))
+    rooms = sorted({str(Path(f).parent) for f in at(*SHARED)})
+    return list(cythonize(exts, build_dir="build/cython", quiet=True, include_path=rooms))
 
 
-def built_from(folder: str, files: list[str]) -> str:
-    """What a compiled module is built from, as `BUILT_FROM` (`_cbuilt.pxi`) holds it: each source's path in the
-    module's folder and the start of its SHA-256, which `loadcmp.load.compiled.current` checks before running it."""
+LOAD = Path("loadcmp/load")
+"""The load package: each compiled module sits in its room (h1, tls, h2) or in the compiled core they build on."""
+SHARED = ("_ctally.h", "_ctally.pxd", "_cbase.pxd", "_csys.pxd", "_cnet.h", "_cloop.pxd", "_chttp.h", "_cssl.pxd",
+          "_ctls.h", "_ch2.h", "_ch2conn.pxd", "_cbuilt.pxi")
+"""The headers, declarations and includes the modules share across the rooms (found by name, `at`)."""
+
+
+def at(*names: str) -> list[str]:
+    """Where each shared file is under loadcmp/load (its room), by name."""
+    found = {f.name: str(f) for pattern in ("*.h", "*.pxd", "*.pxi") for f in LOAD.rglob(pattern)}
+    return [found[n] for n in names]
+
+
+def compiled(room: str, name: str, depends: list[str], *libraries: str) -> Extension:
+    """One compiled module of a room: every room holding a shared header is on the include path (a loop's
+    headers sit in its own room, the core's in core/), and it carries what it was built from (`built_from`)."""
+    source = str(LOAD / room / f"{name}.pyx")
+    depends = [*depends, *at("_cbuilt.pxi")]
+    rooms = sorted({str(Path(f).parent) for f in at(*SHARED)})
+    return Extension(f"loadcmp.load.{room}.{name}", [source], include_dirs=rooms, depends=depends,
+                     libraries=list(libraries), extra_compile_args=["-O2"],
+                     define_macros=[("LOADCMP_BUILT_FROM", f'"{built_from([source, *depends])}"')])
+
+
+def built_from(files: list[str]) -> str:
+    """What a compiled module is built from, as `BUILT_FROM` (`_cbuilt.pxi`) holds it: each source's path under
+    loadcmp/load and the start of its SHA-256, which `loadcmp.load.core.compiled.current` checks before running
+    it."""
     import hashlib
 
-    return " ".join(f"{Path(f).relative_to(folder)}:{hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16]}"
+    return " ".join(f"{Path(f).relative_to(LOAD)}:{hashlib.sha256(Path(f).read_bytes()).hexdigest()[:16]}"
                     for f in sorted(set(files)))
 
 

@@ -32,9 +32,9 @@ RUNNER = """
 import json, sys
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.schedules import Closed
-from loadcmp.load.summary import result_doc
+from loadcmp.load.record.summary import result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 from loadcmp.load.engines import engine_path
 from loadcmp.traffic.mix import mix_pages, parse_mix
 url, c, t, ka, mix = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1", sys.argv[5]

@@ -53,7 +53,7 @@ class WebbenchCount(TypedDict):
 
 
 class HistogramDoc(TypedDict):
-    """A mergeable log histogram as stored (see load.recorder.Histogram)."""
+    """A mergeable log histogram as stored (see load.record.histogram.Histogram)."""
 
     base: float
     unit: str

@@ -41,7 +41,7 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 # --- a C compiler and the Python headers: the compiled fast path --------------
-# (loadcmp/load/_cloop.pyx and _ctally.pyx, built by pip below). Optional: without them the
+# (loadcmp/load/h1/_cloop.pyx and _ctally.pyx, built by pip below). Optional: without them the
 # install still succeeds and loadcmp runs its pure-Python loop.
 build_deps=()
 if ! command -v cc >/dev/null 2>&1; then
@@ -75,7 +75,7 @@ if [ ! -f "$stamp" ] || [ -n "$newer" ]; then
     "$VENV/bin/pip" install -q -e '.[test]'
     touch "$stamp"
 fi
-if ! "$VENV/bin/python" -c 'import loadcmp.load._cloop' 2>/dev/null; then
+if ! "$VENV/bin/python" -c 'import loadcmp.load.h1._cloop' 2>/dev/null; then
     log "note: the compiled fast path did not build; loadcmp runs its pure-Python loop (\`$VENV/bin/pip install -v -e .\` says why)"
 fi
 

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 import trustme
 
-from loadcmp.load.outcomes import KINDS
-from loadcmp.load.recorder import Recorder, Result
+from loadcmp.load.record.outcomes import KINDS
+from loadcmp.load.record.recorder import Recorder, Result
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = ROOT / "test-artifacts"
@@ -196,11 +196,11 @@ def tls_faulty(tls_cert: tuple[Path, Path]) -> Iterator[FaultyServer]:
 def loop_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test on both closed loops: the compiled one and the pure-Python fallback
     (LOADCMP_PURE_PYTHON=1, also in the processes it starts)."""
-    from loadcmp.load.compiled import PURE_ENV, cloop_module
+    from loadcmp.load.core.compiled import PURE_ENV, cloop_module
 
     monkeypatch.setenv(PURE_ENV, "1" if request.param == "python" else "0")
     if request.param == "compiled" and cloop_module() is None:
-        pytest.skip("the compiled loop is not built here (loadcmp/load/_cloop.pyx)")
+        pytest.skip("the compiled loop is not built here (loadcmp/load/h1/_cloop.pyx)")
     return str(request.param)
 
 

@@ -17,9 +17,9 @@ import pytest
 
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.schedules import Closed, Ramp, Rate
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 
 pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest)
 

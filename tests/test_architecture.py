@@ -51,7 +51,7 @@ def _imports(name: str, path: Path, known: set[str]) -> set[str]:
 
 
 def _loaded_by_name(tree: ast.Module, known: set[str]) -> set[str]:
-    """The loadcmp modules a module loads by name (`importlib.import_module("loadcmp.load._ctls")`, either branch
+    """The loadcmp modules a module loads by name (`importlib.import_module("loadcmp.load.tls._ctls")`, either branch
     of a conditional name): an import like any other for the layers and the cycles."""
     found = set()
     for node in ast.walk(tree):
@@ -82,8 +82,8 @@ CIMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*)([\w.]*)[ \t]+cimport\b|cimport[
 
 
 def _cimports(name: str, path: Path, known: set[str]) -> set[str]:
-    """The loadcmp modules a Cython file (.pyx, .pxd) cimports: `from ._csys cimport *`, `from loadcmp.load._ctally
-    cimport CTally`, `cimport loadcmp.load._ctally`. Relative names resolve against the file's package, as Cython's
+    """The loadcmp modules a Cython file (.pyx, .pxd) cimports: `from ._csys cimport *`, `from loadcmp.load.core._ctally
+    cimport CTally`, `cimport loadcmp.load.core._ctally`. Relative names resolve against the file's package, as Cython's
     do; a .pxd without its .pyx (declarations only) is a module of its own here."""
     here = name.rsplit(".", 1)[0].split(".")
     found: set[str] = set()
@@ -236,7 +236,8 @@ def test_the_cli_starts_without_the_heavy_libraries():
 
 def test_a_load_worker_does_not_carry_pandas():
     """Every worker process would pay for it in memory and start-up time."""
-    assert _loaded("import loadcmp.load.workers, loadcmp.load.summary", ("pandas", "docker", "matplotlib")) == []
+    assert _loaded("import loadcmp.load.run.workers, loadcmp.load.record.summary",
+                   ("pandas", "docker", "matplotlib")) == []
 
 
 # The layering ARCHITECTURE.md draws ("The packages and how they import"), as the test reads it.
@@ -247,8 +248,8 @@ LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("expe
                                  ("report",), ("store",), ("lab",), ("traffic",), ("load",)]
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
 from a neighbour on its own level (writeups, live and sweep; experiment and catalog; verdicts and observe)."""
-ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.limits",)}
-"""Of a package below it, these reach only the modules named (lab: load.limits, the one reader of the open-file
+ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.run.limits",)}
+"""Of a package below it, these reach only the modules named (lab: load.run.limits, the one reader of the open-file
 limit); the other packages below stay whole."""
 ENTRY = {"loadcmp": (), "__main__": ("cli",)}
 """The root (the version: anyone may import it, it imports nothing) and `python -m loadcmp`."""
@@ -282,12 +283,12 @@ def breaks_layers(importer: str, imported: str) -> bool:
 
 
 def test_the_layer_rule_reads_the_drawing():
-    assert breaks_layers("loadcmp.lab.partfile", "loadcmp.load.outcomes")  # lab reaches load.limits alone
-    assert not breaks_layers("loadcmp.lab.render", "loadcmp.load.limits")
+    assert breaks_layers("loadcmp.lab.partfile", "loadcmp.load.record.outcomes")  # lab reaches load.run.limits alone
+    assert not breaks_layers("loadcmp.lab.render", "loadcmp.load.run.limits")
     assert breaks_layers("loadcmp.load.driver", "loadcmp.lab.stacks")  # upwards
     assert breaks_layers("loadcmp.verdicts.judge", "loadcmp.observe.metrics")  # a neighbour
     assert breaks_layers("loadcmp.writeups.plan", "loadcmp.sweep.runner")
-    assert not breaks_layers("loadcmp.report.plots", "loadcmp.load.outcomes")  # any level below
+    assert not breaks_layers("loadcmp.report.plots", "loadcmp.load.record.outcomes")  # any level below
     assert breaks_layers("loadcmp.units", "loadcmp.records") and not breaks_layers("loadcmp.records", "loadcmp.units")
     assert breaks_layers("loadcmp.errors", "loadcmp.cli.app") and not breaks_layers("loadcmp.sweep.runner", "loadcmp")
     assert not breaks_layers("loadcmp.lab.stacks", "loadcmp.lab.model")  # inside a package: the cycle test's
@@ -339,7 +340,7 @@ def test_the_layers_are_the_ones_architecture_md_draws():
 def _noted(line: str, names: tuple[str, ...]) -> dict[str, set[str]]:
     """What a line of the drawing says its packages import: `(imports a, b: why)` of its one package,
     `(p imports a, b; q imports c)` of several; `the kernel alone` is none. Only the packages' names are kept
-    (`load.limits` is `load`)."""
+    (`load.run.limits` is `load`)."""
     note = line.split("(", 1)[1].rsplit(")", 1)[0] if "(" in line else ""
     said: dict[str, set[str]] = {}
     for part in note.split(";"):

@@ -18,8 +18,8 @@ from loadcmp.errors import UsageError
 from loadcmp.experiment.capacity import CapacitySpec, capacity_spec
 from loadcmp.experiment.spec import RunSpec, load_experiment
 from loadcmp.lab.stacks import configs_dir
-from loadcmp.load.histogram import Histogram
-from loadcmp.load.summary import latency_doc
+from loadcmp.load.record.histogram import Histogram
+from loadcmp.load.record.summary import latency_doc
 from loadcmp.records import TrialRecord
 from loadcmp.store.reader import load_results
 from loadcmp.store.writer import RunWriter, new_run_doc

@@ -96,7 +96,7 @@ def test_help_and_version_exit_0():
 
 
 def test_a_second_ctrl_c_stops_at_once_and_the_handler_is_restored():
-    from loadcmp.load.workers import Stopper
+    from loadcmp.load.run.workers import Stopper
 
     before = signal.getsignal(signal.SIGINT)
     with stop_on_signals(Stopper()) as stopper:
@@ -112,7 +112,7 @@ def test_a_second_ctrl_c_stops_at_once_and_the_handler_is_restored():
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
 def test_sigterm_and_sighup_stop_as_ctrl_c_does_and_a_second_one_at_once(sig):
     from loadcmp.cli.app import StopNow, exit_code_of
-    from loadcmp.load.workers import Stopper
+    from loadcmp.load.run.workers import Stopper
 
     before = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)}
     with stop_on_signals(Stopper()) as stopper:
@@ -166,7 +166,7 @@ def test_a_bench_sent_sigterm_or_sighup_keeps_what_it_measured_and_exits_128_plu
 
 def test_ctrl_c_after_a_load_still_interrupts(faulty):
     """A load must leave no signal handler behind (uvloop's outlived the loop once)."""
-    from loadcmp.load.workers import Stopper, run_load
+    from loadcmp.load.run.workers import Stopper, run_load
     from loadcmp.load.driver import LoadSpec
     from loadcmp.load.target import make_target
     from loadcmp.load.schedules import Closed
@@ -186,7 +186,7 @@ def test_debug_flag_shows_a_crashed_workers_traceback():
     """`--debug` (or LOADCMP_DEBUG=1) is where the one-line bug message points."""
     import logging
 
-    from loadcmp.load.workers import _worker_failed
+    from loadcmp.load.run.workers import _worker_failed
 
     log = logging.getLogger("loadcmp")
     before, level = list(log.handlers), log.level

@@ -1,4 +1,4 @@
-"""The compiled closed loop (loadcmp/load/_cloop.pyx, _chttp.h, _ctally.pyx): its response
+"""The compiled closed loop (loadcmp/load/h1/_cloop.pyx, _chttp.h, _ctally.pyx): its response
 reader at the edges, its counting against the recorder's, the same outcomes as the
 pure-Python loop against misbehaving servers, and how the loop is chosen. The engine tests run on both
 loops too (conftest's loop_path)."""
@@ -14,16 +14,16 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.compiled import PURE_ENV, cloop_module
+from loadcmp.load.core.compiled import PURE_ENV, cloop_module
 from loadcmp.load.engines import engine_path
-from loadcmp.load.histogram import MAX_BUCKET, Histogram
+from loadcmp.load.record.histogram import MAX_BUCKET, Histogram
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.outcomes import KINDS, OK
-from loadcmp.load.recorder import PHASES, Recorder
+from loadcmp.load.record.outcomes import KINDS, OK
+from loadcmp.load.record.recorder import PHASES, Recorder
 from loadcmp.load.schedules import Closed
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 
 COMPLETE, BAD, CUT = 1, -1, 0
 
@@ -158,8 +158,9 @@ def test_a_build_of_older_sources_runs_the_python_loop(monkeypatch):
     if mod is None:
         pytest.skip("the compiled loop is not built here")
     built = dict(item.rsplit(":", 1) for item in mod.BUILT_FROM.split())
-    assert {"_cloop.pyx", "_cloop.pxd", "_chttp.h", "_cbuilt.pxi"} <= set(built), built
-    one_source_changed = mod.BUILT_FROM.replace(built["_cloop.pyx"], "0" * 16)
+    assert {"h1/_cloop.pyx", "h1/_cloop.pxd", "h1/_chttp.h", "core/_cbuilt.pxi", "core/_cbase.pxd"} <= set(built), \
+        built  # each by its path under loadcmp/load: its room's, and the core's it builds on
+    one_source_changed = mod.BUILT_FROM.replace(built["h1/_cloop.pyx"], "0" * 16)
     monkeypatch.setattr(mod, "BUILT_FROM", one_source_changed)
     assert cloop_module() is None and engine_path("fast") == "python"
     monkeypatch.setattr(mod, "BUILT_FROM", "")  # built before modules said what they were built from
@@ -172,7 +173,7 @@ def test_a_source_that_is_not_there_is_not_held_against_a_build(tmp_path):
     """An install without the sources: what cannot be compared runs; what differs does not."""
     import hashlib
 
-    from loadcmp.load.compiled import _same_sources
+    from loadcmp.load.core.compiled import _same_sources
 
     (tmp_path / "a.pyx").write_bytes(b"x = 1\n")
     digest = hashlib.sha256(b"x = 1\n").hexdigest()[:16]
@@ -184,7 +185,7 @@ def test_the_install_built_the_compiled_loop():
     """With a C compiler on the machine, the normal install must have built it."""
     if shutil.which("gcc") is None and shutil.which("cc") is None:
         pytest.skip("no C compiler: the pure-Python loop is what runs here")
-    assert cloop_module() is not None, "pip install -e . did not build loadcmp/load/_cloop.pyx"
+    assert cloop_module() is not None, "pip install -e . did not build loadcmp/load/h1/_cloop.pyx"
 
 
 @pytest.mark.parametrize("flags", [[], ["-k"]], ids=["new-connection", "keep-alive"])
@@ -202,7 +203,7 @@ def test_bench_json_says_which_loop_ran(faulty, loop_path, flags):
 def ctally():
     if cloop_module() is None:
         pytest.skip("the compiled loop is not built here")
-    from loadcmp.load import _ctally
+    from loadcmp.load.core import _ctally
 
     return _ctally.tally
 

@@ -16,12 +16,12 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from test_accounting import seen, settled  # the counting server's own count, read once it has settled
-from loadcmp.load.cluster import DaskFleet
+from loadcmp.load.run.cluster import DaskFleet
 from loadcmp.load.driver import Live, LoadSpec
 from loadcmp.load.schedules import Closed, Rate
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import Stopper, run_load
+from loadcmp.load.run.workers import Stopper, run_load
 
 pytestmark = pytest.mark.slow
 
@@ -169,8 +169,8 @@ def test_a_stop_watch_that_lost_its_scheduler_neither_spins_nor_swallows_the_sto
     import queue
     import threading
 
-    from loadcmp.load import cluster
-    from loadcmp.load.workers import Stopper
+    from loadcmp.load.run import cluster
+    from loadcmp.load.run.workers import Stopper
 
     monkeypatch.setattr(cluster, "SCHEDULER_GONE_S", 1.0)
     event, stopper, done, gone = _GoneScheduler(), Stopper(), threading.Event(), []

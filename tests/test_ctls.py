@@ -17,14 +17,14 @@ from click.testing import CliRunner
 from conftest import FaultyServer
 
 from loadcmp.cli import cli
-from loadcmp.load.compiled import cloop_module
+from loadcmp.load.core.compiled import cloop_module
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.outcomes import tls_reason
-from loadcmp.load.recorder import Result
+from loadcmp.load.record.outcomes import tls_reason
+from loadcmp.load.record.recorder import Result
 from loadcmp.load.schedules import Closed
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 
 
 def _server_context(cert_of: trustme.CA) -> ssl.SSLContext:

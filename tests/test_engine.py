@@ -14,11 +14,11 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.recorder import Result
+from loadcmp.load.record.recorder import Result
 from loadcmp.load.schedules import Closed, Ramp, Rate
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import Stopper, run_load
+from loadcmp.load.run.workers import Stopper, run_load
 
 pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest)
 
@@ -328,7 +328,7 @@ def test_open_file_check_has_one_message(monkeypatch):
     import resource
 
     from loadcmp.errors import LoadError
-    from loadcmp.load import limits
+    from loadcmp.load.run import limits
 
     monkeypatch.setattr(limits.resource, "getrlimit", lambda _: (1024, 1024))
     limits.check_nofile(900, 1)
@@ -342,7 +342,7 @@ def test_open_file_check_has_one_message(monkeypatch):
 def test_a_full_connection_table_is_said(faulty, tmp_path, monkeypatch):
     """Packets the kernel dropped during a load because its connection-tracking table was
     full are said: a dropped SYN waits a second for its retry, which looks like a slow server."""
-    from loadcmp.load import limits, workers
+    from loadcmp.load.run import limits, workers
 
     stat = tmp_path / "nf_conntrack"  # /proc/net/stat/nf_conntrack as this machine's kernel writes it
     stat.write_text("entries  clashres found new invalid ignore delete chainlength insert insert_failed drop "

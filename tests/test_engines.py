@@ -18,7 +18,7 @@ from loadcmp.errors import UsageError
 from loadcmp.experiment.protos import engine_problems
 from loadcmp.load import engines
 from loadcmp.load.driver import Engine, LoadSpec, now
-from loadcmp.load.outcomes import OK, PROTOCOL_ERROR
+from loadcmp.load.record.outcomes import OK, PROTOCOL_ERROR
 from loadcmp.load.schedules import Closed, Ramp
 from loadcmp.load.target import make_target
 
@@ -123,8 +123,8 @@ def ping_protocol() -> Iterator[protocols.Protocol]:
 def test_a_made_up_protocol_runs_from_a_spec_to_a_stored_result(ping_server, ping_protocol, tmp_path: Path):
     from loadcmp import __version__
     from loadcmp.lab.provenance import machine_info
-    from loadcmp.load.summary import result_doc, timeline_rows
-    from loadcmp.load.workers import run_load
+    from loadcmp.load.record.summary import result_doc, timeline_rows
+    from loadcmp.load.run.workers import run_load
     from loadcmp.records import SpecDoc
     from loadcmp.store.reader import load_results
     from loadcmp.store.writer import new_run_doc, save_bench

@@ -23,7 +23,7 @@ from loadcmp.cli import cli
 from loadcmp.export.families import FAMILIES, LATENCY_EDGES, sample_name
 from loadcmp.export.points import Buckets, Series, client_points, server_points
 from loadcmp.export.stored import collect, render
-from loadcmp.load.histogram import BUCKET_BASE, Histogram
+from loadcmp.load.record.histogram import BUCKET_BASE, Histogram
 from tests.helpers import prom
 from tests.test_live import Command, port_is_free
 
@@ -316,7 +316,7 @@ def test_the_grafana_dashboard_queries_only_series_the_endpoint_serves():
 
 
 def _second(ok: int, pages: int = 0):  # type: ignore[no-untyped-def]
-    from loadcmp.load.result import PageSecond, Second
+    from loadcmp.load.record.result import PageSecond, Second
 
     s = Second()
     s.counts[0] = ok

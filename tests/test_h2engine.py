@@ -23,16 +23,16 @@ from helpers.h2server import H2Server
 
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError, WrongProtocol
-from loadcmp.load.compiled import PURE_ENV, h2_module
+from loadcmp.load.core.compiled import PURE_ENV, h2_module
 from loadcmp.load.engines import engine_path
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.h2py import H2Clients, H2Proto, Stream, not_h2c, preface_ok
-from loadcmp.load.outcomes import PROTOCOL_ERROR
-from loadcmp.load.result import Result, StreamTally
+from loadcmp.load.h2.h2py import H2Clients, H2Proto, Stream, not_h2c, preface_ok
+from loadcmp.load.record.outcomes import PROTOCOL_ERROR
+from loadcmp.load.record.result import Result, StreamTally
 from loadcmp.load.schedules import Closed
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 
 
 @pytest.fixture(params=["compiled", "python"])
@@ -40,7 +40,7 @@ def h2_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
     """Each test on both h2 engines: the compiled one and the `h2` package (LOADCMP_PURE_PYTHON=1)."""
     monkeypatch.setenv(PURE_ENV, "1" if request.param == "python" else "0")
     if request.param == "compiled" and h2_module() is None:
-        pytest.skip("the compiled h2 engine is not built here (loadcmp/load/_ch2.pyx)")
+        pytest.skip("the compiled h2 engine is not built here (loadcmp/load/h2/_ch2.pyx)")
     return str(request.param)
 
 

@@ -12,13 +12,13 @@ import trustme
 from helpers.h3server import H3Server
 
 from loadcmp.errors import UsageError
-from loadcmp.load import altsvc
+from loadcmp.load.h3 import altsvc
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.recorder import Result
+from loadcmp.load.record.recorder import Result
 from loadcmp.load.schedules import Closed, Ramp, Rate, Schedule
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import Target, make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 
 
 @pytest.fixture(scope="module")

@@ -18,8 +18,8 @@ from loadcmp.cli import cli
 from loadcmp.lab import containers, planning
 from loadcmp.lab import stacks as st
 from loadcmp.lab.certs import RunCA
-from loadcmp.load.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
-from loadcmp.load.summary import check_invariant
+from loadcmp.load.record.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
+from loadcmp.load.record.summary import check_invariant
 from loadcmp.sweep.primer import quic
 
 pytestmark = pytest.mark.docker

@@ -13,9 +13,9 @@ import pytest
 from loadcmp.errors import ConfigError, PrimerError, UsageError
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.schedules import Closed
-from loadcmp.load.summary import result_doc
+from loadcmp.load.record.summary import result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 from loadcmp.traffic.journeys import Journey, JourneyMix, fill, load_mix, parse_mix, read_journey
 from loadcmp.traffic.sessions import JourneyPlan, prime_journeys
 

@@ -15,9 +15,9 @@ from loadcmp.lab import cleanup
 from loadcmp.lab.apps import get_app
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.schedules import Closed
-from loadcmp.load.summary import result_doc
+from loadcmp.load.record.summary import result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 from loadcmp.report.build import build
 from loadcmp.store.reader import load_results
 from loadcmp.traffic.journeys import load_mix, shipped_journeys

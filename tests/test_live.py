@@ -633,7 +633,7 @@ def test_the_seconds_are_built_only_for_a_live_page(faulty):
     from loadcmp.load.driver import LoadSpec
     from loadcmp.load.schedules import Closed
     from loadcmp.load.target import make_target
-    from loadcmp.load.workers import run_load
+    from loadcmp.load.run.workers import run_load
 
     spec = LoadSpec(make_target(faulty.url("/ok")), Closed(2), duration=3.0)
     plain: list[int] = []

@@ -11,12 +11,12 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.pages import Cursor, Pages
-from loadcmp.load.recorder import Recorder
+from loadcmp.load.pageset import Cursor, Pages
+from loadcmp.load.record.recorder import Recorder
 from loadcmp.load.schedules import Closed, Rate
-from loadcmp.load.summary import check_invariant, result_doc, timeline_rows
+from loadcmp.load.record.summary import check_invariant, result_doc, timeline_rows
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load, split_spec
+from loadcmp.load.run.workers import run_load, split_spec
 from loadcmp.traffic.mix import check_mix, draw, mix_pages, parse_mix, shares
 
 # --- the parser -----------------------------------------------------------------------------
@@ -112,7 +112,7 @@ def test_workers_take_every_nth_position_and_the_c_walk_is_the_python_one():
     assert whole == [pages.order[i % 97] for i in range(200)]  # cycled
     parts = [Cursor(pages.share(i, 2)) for i in range(2)]
     assert [parts[i % 2].next() for i in range(200)] == whole
-    cext = pytest.importorskip("loadcmp.load._ctally")
+    cext = pytest.importorskip("loadcmp.load.core._ctally")
     for share in (pages, pages.share(1, 3)):
         c, py = cext.CRequests(share.encoded(), share), Cursor(share)
         assert c.walk(300) == [py.next() for _ in range(300)]
@@ -134,7 +134,7 @@ def test_a_count_of_requests_over_workers_sends_each_position_once(n, clients, w
     assert sorted(p for _, mine in walks for p in mine) == list(range(n))
     timed = split_spec(LoadSpec(target, Rate(30.0, 6), 10.0, pages=pages), 3)  # for a time: every third
     assert [(s.pages.offset, s.pages.step) for s in timed if s.pages is not None] == [(0, 3), (1, 3), (2, 3)]
-    cext = pytest.importorskip("loadcmp.load._ctally")
+    cext = pytest.importorskip("loadcmp.load.core._ctally")
     for share_pages, mine in walks:  # the compiled loop walks its share as the Python paths do
         assert cext.CRequests(share_pages.encoded(), share_pages).walk(len(mine)) == mine
 
@@ -167,7 +167,7 @@ def test_the_recorder_counts_a_page_and_its_expected_status():
 
 
 def test_the_c_tally_counts_pages_as_the_recorder_does():
-    cext = pytest.importorskip("loadcmp.load._ctally")
+    cext = pytest.importorskip("loadcmp.load.core._ctally")
     nan = float("nan")
     ph = (nan, 0.0, 0.001, 0.002, 0.0)
     events = [100.1, 100.2, 100.3, (0, 200, 100.1, 100.1, 100.2, 10, ph, 0, 200), None,
@@ -230,7 +230,7 @@ def test_a_runs_page_rows_are_read_apart_from_its_own(tmp_path: Path):
 def test_a_finding_names_a_page_of_the_mix_or_the_mix_as_a_whole():
     import pandas as pd
 
-    from loadcmp.load.histogram import Histogram
+    from loadcmp.load.record.histogram import Histogram
     from loadcmp.store.reader import Results
     from loadcmp.verdicts.findings import parse_findings
     from loadcmp.verdicts.judge import evaluate
@@ -263,7 +263,7 @@ def test_a_finding_names_a_page_of_the_mix_or_the_mix_as_a_whole():
 def _paged_trial(trial: int) -> dict:
     """A stored trial of nginx at 10 clients whose load counted two pages, /fast and /slow (as a mix's, a replay's
     or a journey's trials do)."""
-    from loadcmp.load.histogram import Histogram
+    from loadcmp.load.record.histogram import Histogram
 
     pages = [{"page": page, "ok": n, "failed": 0, "failures": {}, "completed": n, "rps": n / 10, "bytes": n,
               "latency_ms": {}, "status_codes": {"200": n}, "share": n / 100} for page, n in (("/fast", 75),

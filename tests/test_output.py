@@ -103,8 +103,8 @@ def test_a_phase_merged_over_trials_has_the_pooled_mean_stdev_and_extremes():
     max as if every request were pooled; percentiles close to the pooled ones (trials of unequal spread)."""
     import numpy as np
 
-    from loadcmp.load.histogram import Histogram
-    from loadcmp.load.summary import latency_doc, merged_phase
+    from loadcmp.load.record.histogram import Histogram
+    from loadcmp.load.record.summary import latency_doc, merged_phase
 
     rng = np.random.default_rng(7)
     parts = [rng.lognormal(-6.0, 0.3, 4000), rng.lognormal(-5.5, 0.6, 1000), rng.lognormal(-6.2, 0.2, 9000)]

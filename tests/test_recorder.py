@@ -1,4 +1,4 @@
-"""Histogram accuracy and merging, the recorder's window arithmetic (loadcmp.load.recorder, summary)."""
+"""Histogram accuracy and merging, the recorder's window arithmetic (loadcmp.load.record.recorder, summary)."""
 
 from __future__ import annotations
 
@@ -7,9 +7,9 @@ import json
 import numpy as np
 import pytest
 
-from loadcmp.load.outcomes import KINDS, OK, TIMEOUT
-from loadcmp.load.recorder import Histogram, Recorder, Result
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.outcomes import KINDS, OK, TIMEOUT
+from loadcmp.load.record.recorder import Histogram, Recorder, Result
+from loadcmp.load.record.summary import check_invariant, result_doc
 
 
 def test_histogram_percentiles_within_one_percent():

@@ -15,7 +15,7 @@ from loadcmp.lab import cleanup
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.schedules import Rate
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 from loadcmp.traffic.logs import read_log
 from loadcmp.traffic.mix import mix_pages
 

@@ -14,9 +14,9 @@ import pytest
 
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.schedules import Closed, Replay
-from loadcmp.load.summary import check_invariant, result_doc
+from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 from loadcmp.traffic.logs import read_log
 from loadcmp.traffic.logreplay import plan_replay, replay_doc, replay_schedule
 

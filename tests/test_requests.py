@@ -18,11 +18,11 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.errors import ConfigError, UsageError
 from loadcmp.load.driver import Live, LoadSpec
-from loadcmp.load.recorder import Recorder, Result
+from loadcmp.load.record.recorder import Recorder, Result
 from loadcmp.load.schedules import Closed, make_schedule, time_cap
-from loadcmp.load.summary import check_invariant, result_doc, timeline_rows
+from loadcmp.load.record.summary import check_invariant, result_doc, timeline_rows
 from loadcmp.load.target import make_target
-from loadcmp.load.workers import run_load
+from loadcmp.load.run.workers import run_load
 
 pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest)
 

@@ -1,4 +1,4 @@
-"""Is the client the bottleneck? The judgement (loadcmp.load.saturation), the
+"""Is the client the bottleneck? The judgement (loadcmp.load.record.saturation), the
 engine's own samples, and what users see: Table 1, --json, comparisons, smoke."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from loadcmp.load.recorder import Recorder
-from loadcmp.load.saturation import ClientSample, ClientUse, Machine, advice, bound_reason
+from loadcmp.load.record.recorder import Recorder
+from loadcmp.load.record.saturation import ClientSample, ClientUse, Machine, advice, bound_reason
 
 
 def use(cpu: float | None, wait: float = 0.0, lag: float = 1.0, worker: int = 0) -> ClientUse:

@@ -39,7 +39,7 @@ def test_a_ramp_says_how_many_users_it_started_by_a_time():
 
 def test_a_ramp_cut_by_the_window_is_said_with_how_far_it_got():
     from loadcmp.load.schedules import Closed, Ramp
-    from loadcmp.load.summary import note_ramp_cut
+    from loadcmp.load.record.summary import note_ramp_cut
 
     doc = {"duration_s": 10.0, "warnings": []}
     note_ramp_cut(doc, Ramp(5000, 50.0, 5.0), 2.0)  # type: ignore[arg-type]

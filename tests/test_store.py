@@ -10,7 +10,7 @@ import pytest
 from helpers.stored import killed_owner
 from loadcmp.errors import StoreError
 from loadcmp.lab.provenance import this_host, this_process
-from loadcmp.load.summary import result_doc
+from loadcmp.load.record.summary import result_doc
 from loadcmp.store.reader import load_results
 from loadcmp.experiment.spec import RunSpec
 from loadcmp.store.writer import RunWriter, new_run_doc

@@ -14,15 +14,15 @@ from loadcmp.errors import StoreError
 
 from loadcmp.lab import render
 from loadcmp.lab import stacks as st
-from loadcmp.load.summary import result_doc, timeline_rows
+from loadcmp.load.record.summary import result_doc, timeline_rows
 from loadcmp.sweep.runner import plan_sweep
 from loadcmp.sweep.trial import Planned
 from loadcmp.experiment.spec import RunSpec
 from loadcmp.store.reader import load_results
 from loadcmp.records import RunDoc, ServerInfo, SpecDoc, TrialRecord, missing_keys
 from loadcmp.store.writer import FORMAT, RunWriter, new_run_doc
-from loadcmp.load.outcomes import OK
-from loadcmp.load.recorder import Recorder, Result
+from loadcmp.load.record.outcomes import OK
+from loadcmp.load.record.recorder import Recorder, Result
 
 
 def simulate(n: int = 50) -> Result:

@@ -16,7 +16,7 @@ import pandas as pd
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.summary import check_invariant
+from loadcmp.load.record.summary import check_invariant
 from loadcmp.observe.evidence import Causes
 from loadcmp.records import TrialRecord
 from loadcmp.report.handshakes import bound_said, errors_said, facts

@@ -24,7 +24,7 @@ from .. import __version__
 from ..errors import Interrupted, LoadcmpError, signal_name
 
 if TYPE_CHECKING:
-    from ..load.workers import Stopper
+    from ..load.run.workers import Stopper
 
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = Interrupted.exit_code
@@ -136,7 +136,7 @@ def _quiet_closed_terminal() -> None:
 def abort_on_signals() -> Iterator[None]:
     """For a command that starts containers and leaves (`up`): SIGTERM or SIGHUP while they start
     raises StopNow at once, so that the start's clean-up removes what it had started."""
-    from ..load.workers import STOP_SIGNALS
+    from ..load.run.workers import STOP_SIGNALS
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         raise StopNow(signum)
@@ -167,7 +167,7 @@ def stop_on_signals(stopper: Stopper) -> Iterator[Stopper]:
     terminal are treated as Ctrl-C is. Library code installs no handler of its own, so
     none can be left behind.
     """
-    from ..load.workers import STOP_SIGNALS
+    from ..load.run.workers import STOP_SIGNALS
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         if signum == signal.SIGHUP:

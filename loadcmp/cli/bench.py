@@ -22,8 +22,8 @@ from .options import LoadFlags, json_option, load_options, writable
 if TYPE_CHECKING:
     from .live import Watchers
     from ..load.driver import LoadSpec
-    from ..load.workers import Stopper
-    from ..load.recorder import Result
+    from ..load.run.workers import Stopper
+    from ..load.record.recorder import Result
     from ..load.schedules import Schedule
     from ..load.target import Target
 
@@ -97,7 +97,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
             raise UsageError(f"{flag} is for https URLs; {url} is plain http")
     plan = _plan(url, target, v, timed="duration" in given)
     writable("--out", out_dir, folder=True)  # before the load: a bad --out found after it would lose what was measured
-    from ..load.workers import Stopper
+    from ..load.run.workers import Stopper
 
     stopper = Stopper()
     with watching(live) as watch:
@@ -108,7 +108,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
         elif feed is not None:
             feed.done("interrupted" if doc["interrupted"] else "complete")
     if as_json:
-        from ..load.summary import timeline_rows
+        from ..load.record.summary import timeline_rows
 
         emit_json({**doc, "timeline": timeline_rows(result)})
     else:
@@ -143,18 +143,18 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
 def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tuple[Result, LoadSummary, float]:
     """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it; and when its window
     started on the wall clock."""
-    from ..load import tls
-    from ..load.cluster import open_fleet
+    from ..load.tls import context as tls
+    from ..load.run.cluster import open_fleet
     from ..load.engines import engine_path
     from ..protocols import get as get_protocol
-    from ..load.saturation import Machine, add_advice
-    from ..load.summary import note_ramp_cut, result_doc
+    from ..load.record.saturation import Machine, add_advice
+    from ..load.record.summary import note_ramp_cut, result_doc
     from ..load.driver import now
-    from ..load.workers import SPAWN_DELAY, run_load
+    from ..load.run.workers import SPAWN_DELAY, run_load
 
     spec, sched, target = plan.load, plan.schedule, plan.target
     if get_protocol(target.proto).transport == "udp":  # found as browsers find it: Alt-Svc, then a QUIC handshake
-        from ..load import altsvc
+        from ..load.h3 import altsvc
 
         target = altsvc.discover(target, spec.timeout)
         err.print(markup("HTTP/3 on UDP port {} (Alt-Svc): {}", target.port, altsvc.probe(target, spec.timeout)))
@@ -199,7 +199,7 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
 
     from .. import __version__
     from ..lab.provenance import git_commit, machine_info
-    from ..load.summary import timeline_rows
+    from ..load.record.summary import timeline_rows
     from ..store.writer import new_run_doc, save_bench
 
     parts = urlsplit(plan.url)

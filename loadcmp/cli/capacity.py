@@ -17,7 +17,7 @@ from .types import COUNT
 if TYPE_CHECKING:
     from ..experiment.capacity import CapacitySpec
     from ..experiment.spec import RunSpec
-    from ..load.workers import Fleet, Stopper
+    from ..load.run.workers import Fleet, Stopper
     from ..store.reader import Results
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import Planned, SweepHooks

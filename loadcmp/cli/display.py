@@ -27,7 +27,7 @@ from ..units import format_bytes, ms
 
 if TYPE_CHECKING:  # the engine (numpy, uvloop) is imported when a load starts
     from ..load.driver import Live
-    from ..load.recorder import Histogram
+    from ..load.record.recorder import Histogram
 
 err = Console(stderr=True, highlight=False)
 out = Console(highlight=False, width=None if sys.stdout.isatty() else 200)

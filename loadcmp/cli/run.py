@@ -24,7 +24,7 @@ from ..traffic.logreplay import trial_lines
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
     from ..load.driver import Live
-    from ..load.workers import Fleet, Stopper
+    from ..load.run.workers import Fleet, Stopper
     from ..store.reader import Results
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import Planned, SweepHooks
@@ -181,11 +181,11 @@ def sweep(spec: RunSpec, *, as_json: bool = False, table: bool = True, drive: Dr
           display: SweepDisplay | None = None, live: LivePage | None = None, command: str = "run") -> SweepOutcome:
     """Run a sweep with a progress display and the command's Ctrl-C handler (and, with --live, the page
     fed by the same hooks), then print its summary (JSON, or Table 1) and where it is stored."""
-    from ..load.workers import Stopper
+    from ..load.run.workers import Stopper
     from ..report.tables import summary_doc
     from ..store.reader import load_results
 
-    from ..load.cluster import open_fleet
+    from ..load.run.cluster import open_fleet
 
     writable("--out", spec.out, folder=True)  # before any engine is asked: a bad path found after loses the run
     host = spec.docker()

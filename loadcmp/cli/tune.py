@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from ..experiment.capacity import CapacitySpec
     from ..experiment.spec import RunSpec
     from ..experiment.tune import TuneSpec
-    from ..load.workers import Fleet, Stopper
+    from ..load.run.workers import Fleet, Stopper
     from ..store.reader import Results
     from ..sweep.runner import SweepOutcome
     from ..sweep.trial import SweepHooks

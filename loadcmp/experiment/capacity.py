@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from ..errors import Problems, UsageError
-from ..load.limits import HEADROOM, UNLIMITED, nofile
+from ..load.run.limits import HEADROOM, UNLIMITED, nofile
 from ..units import MAX_COUNT, parse_duration, parse_percent
 from ..verdicts.slo import Target, parse_slo
 from .spec import RunSpec

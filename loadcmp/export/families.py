@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from ..load.histogram import BUCKET_BASE as RECORDER_BASE
+from ..load.record.histogram import BUCKET_BASE as RECORDER_BASE
 
 Kind = Literal["counter", "gauge", "histogram"]
 

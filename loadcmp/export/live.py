@@ -19,8 +19,8 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
-from ..load.histogram import Histogram
-from ..load.summary import second_row
+from ..load.record.histogram import Histogram
+from ..load.record.summary import second_row
 from ..records import TrialRecord
 from .exposition import families
 from .families import ALL_PAGES

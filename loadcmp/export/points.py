@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..load.histogram import Histogram
+from ..load.record.histogram import Histogram
 from ..records import OUTCOME_KINDS as KINDS, TrialRecord
 from .families import LATENCY_EDGES, QUANTILES
 

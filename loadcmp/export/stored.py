@@ -22,7 +22,7 @@ from prometheus_client.metrics_core import Metric
 from prometheus_client.openmetrics.exposition import generate_latest
 
 from ..errors import StoreError, UsageError
-from ..load.histogram import Histogram
+from ..load.record.histogram import Histogram
 from ..records import TrialRecord
 from ..store.reader import Results, load_results
 from . import Format

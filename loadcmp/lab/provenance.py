@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from .dockerapi import engine_errors
 from ..errors import LabError
-from ..load.limits import nofile
+from ..load.run.limits import nofile
 from ..records import MachineInfo
 from ..units import mem_total
 

@@ -23,7 +23,7 @@ from .model import TLS_PART, App, Role, Stack, StatusPage, configs_dir
 def nofile_limit() -> int:
     """Open files a server process may have: this machine's hard limit, which a
     container cannot exceed (dockerd and runc inherit it), capped at 262144."""
-    from ..load.limits import UNLIMITED, nofile
+    from ..load.run.limits import UNLIMITED, nofile
 
     hard = nofile()[1]
     return 262144 if hard == UNLIMITED else min(262144, hard)

@@ -29,9 +29,9 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ..load.driver import Live
-from ..load.outcomes import KINDS
-from ..load.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
-from ..load.summary import second_row
+from ..load.record.outcomes import KINDS
+from ..load.record.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
+from ..load.record.summary import second_row
 from ..records import RunDoc, TrialRecord
 from ..report.causes import note
 from ..store.reader import causes_of

@@ -6,8 +6,8 @@ schedule's loop (closed clients, ramp users or the open-rate ticker), measures
 share of the requests has been sent and answered. Once a second it
 folds the recorder, samples the client's CPU and event-loop lag, and feeds the
 live line; at the end it warns when the client itself was the bottleneck.
-Subclasses (the engines `engines.py` registers: `http1.FastEngine`, `aio.AiohttpEngine`, `h2engine.H2Engine`,
-`h3.H3Engine`) say how one request goes.
+Subclasses (the engines `engines.py` registers: `h1.engine.FastEngine`, `h1.aio.AiohttpEngine`, `h2.engine.H2Engine`,
+`h3.engine.H3Engine`) say how one request goes.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
 from ..errors import LoadcmpError, LoadError
-from .outcomes import OK, TLS_ERROR
-from .pages import NO_PAGE, Cursor
-from .recorder import Began, Recorder, Result, Second, TlsTally
-from .saturation import ClientSample, ClientUse, thread_times
+from .record.outcomes import OK, TLS_ERROR
+from .pageset import NO_PAGE, Cursor
+from .record.recorder import Began, Recorder, Result, Second, TlsTally
+from .record.saturation import ClientSample, ClientUse, thread_times
 from .schedules import Closed, Ramp, Rate, Replay
 from .spec import DEFAULT_TIMEOUT, Live, LiveFn, LoadSpec, wants_seconds
 

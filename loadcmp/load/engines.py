@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import protocols
 from ..errors import UsageError
-from .compiled import EnginePath, cloop_module, h2_module
+from .core.compiled import EnginePath, cloop_module, h2_module
 
 if TYPE_CHECKING:
     from .driver import Engine
@@ -105,25 +105,25 @@ def engine_path(engine: str, closed: bool = True, https: bool = False,
 
 
 def _fast(spec: LoadSpec, live: LiveFn | None) -> Engine[Any]:
-    from .http1 import FastEngine
+    from .h1.engine import FastEngine
 
     return FastEngine(spec, live)
 
 
 def _aiohttp(spec: LoadSpec, live: LiveFn | None) -> Engine[Any]:
-    from .aio import AiohttpEngine
+    from .h1.aio import AiohttpEngine
 
     return AiohttpEngine(spec, live)
 
 
 def _h2(spec: LoadSpec, live: LiveFn | None) -> Engine[Any]:
-    from .h2engine import H2Engine
+    from .h2.engine import H2Engine
 
     return H2Engine(spec, live)
 
 
 def _h3(spec: LoadSpec, live: LiveFn | None) -> Engine[Any]:
-    from .h3 import H3Engine  # qh3 is imported only for it
+    from .h3.engine import H3Engine  # qh3 is imported only for it
 
     return H3Engine(spec, live)
 

@@ -10,9 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from .pages import Pages
-from .recorder import Second
-from .saturation import CPU_BOUND_PCT, LAG_BOUND_MS
+from .pageset import Pages
+from .record.recorder import Second
+from .record.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
 from .schedules import Schedule
 from .target import Target
 

@@ -18,7 +18,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
-from ..load.outcomes import FAIL_KINDS
+from ..load.record.outcomes import FAIL_KINDS
 from ..records import TrialRecord
 from ..store.reader import Results, result_of
 from .axes import (KIND_COLORS, MiB, WIDTH, Value, bars_note, colors, errplot, finish, has_server_data,

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from ..load.summary import over_trials
+from ..load.record.summary import over_trials
 from ..records import TrialRecord
 from ..store.reader import Results, causes_of, metrics_of
 from ..units import ms
@@ -163,7 +163,7 @@ def failures_by_kind(res: Results) -> pd.DataFrame:
 def summary_doc(res: Results) -> dict[str, Any]:
     """The `--json` summary of a run: §6 keys per server x level, means over the trials with their
     95 % interval (`ci95`, from 3 trials; 2 give `rps_range`), latency pooled over the trials, and
-    the requests' counts, status codes and phases over the trials (`load.summary.over_trials`)."""
+    the requests' counts, status codes and phases over the trials (`load.record.summary.over_trials`)."""
     agg = aggregate(res)
     fk = failures_by_kind(res)
     out = []

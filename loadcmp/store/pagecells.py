@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ..load.summary import page_load_summary
+from ..load.record.summary import page_load_summary
 from ..records import TrialRecord
 from ..traffic.mix import MIX_LABEL as MIX  # the name of a mix as a whole: findings name it so
 

@@ -23,7 +23,7 @@ import pandas as pd
 import pyarrow as pa
 
 from ..errors import StoreError
-from ..load.histogram import Histogram
+from ..load.record.histogram import Histogram
 from ..records import (CapacityDoc, CapacityServerDoc, CauseDoc, LoadSummary, RunDoc, RunStatus, ServerInfo,
                        ServerMetrics, SpecDoc, TrialRecord, missing_keys)
 from .handshakes import HandshakeCost, handshake_cost, spec_tls, tls_of
@@ -399,7 +399,7 @@ def load_results(*paths: Path | str) -> Results:
 
 
 def _pages_apart(tl: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The load's own rows, and those of its pages (a `page` named: `load.summary.page_row`)."""
+    """The load's own rows, and those of its pages (a `page` named: `load.record.summary.page_row`)."""
     if "page" not in tl.columns:
         return tl, pd.DataFrame()
     named = tl["page"].notna()

@@ -19,7 +19,7 @@ from dataclasses import asdict
 from ..experiment.capacity import CapacitySpec
 from ..experiment.spec import RunSpec
 from ..lab import dockerhost
-from ..load.workers import Fleet, Stopper
+from ..load.run.workers import Fleet, Stopper
 from ..records import CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc, RunStatus, TrialRecord
 from ..verdicts.slo import Confirmed, confirm_level, edge_cause, judge_probe
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep

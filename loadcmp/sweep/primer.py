@@ -259,14 +259,14 @@ def quic(dep: Deployment, page: str, timeout: float = 10.0) -> str:
     """--proto h3, before the load: the server's https answer must advertise h3 (Alt-Svc) on the port the load
     uses, and one QUIC handshake there must negotiate QUIC v1 and ALPN h3; what it negotiated, else a
     PrimerError in one line."""
-    from ..load import altsvc
+    from ..load.h3 import altsvc
 
     return altsvc.said(_quic_seen(dep, page, timeout))
 
 
 def _quic_seen(dep: Deployment, page: str, timeout: float = 10.0) -> tuple[str, str, str]:
     """`quic`'s handshake: the (TLS version, cipher, ALPN) it negotiated, else a PrimerError in one line."""
-    from ..load import altsvc
+    from ..load.h3 import altsvc
     from ..load.target import make_target
 
     name = dep.stack.name

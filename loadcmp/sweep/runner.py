@@ -21,8 +21,8 @@ from ..lab.certs import RunCA
 from ..lab.images import build_images
 from ..lab.www import www_digest
 from ..errors import LabError, LoadcmpError, signal_name
-from ..load.limits import check_nofile
-from ..load.workers import Fleet, Stopper
+from ..load.run.limits import check_nofile
+from ..load.run.workers import Fleet, Stopper
 from ..lab.provenance import git_commit, machine_info, this_host, this_process
 from ..records import RunKind, RunStatus
 from ..experiment.spec import RunSpec

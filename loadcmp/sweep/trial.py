@@ -33,10 +33,10 @@ from ..observe.apimetrics import ApiSampler
 from ..errors import DockerUnavailable, LabError
 from ..lab.containers import Deployment
 from ..load.driver import Live, LoadSpec, now
-from ..load.saturation import Machine, add_advice
-from ..load.summary import note_ramp_cut, result_doc, timeline_rows
+from ..load.record.saturation import Machine, add_advice
+from ..load.record.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import make_target
-from ..load.workers import SPAWN_DELAY, Fleet, Stopper, run_load
+from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol

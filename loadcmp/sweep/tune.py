@@ -29,7 +29,7 @@ from ..experiment.capacity import CapacitySpec
 from ..experiment.spec import RunSpec
 from ..experiment.tune import TuneSpec, new_doc as new_tune_doc
 from ..lab import dockerhost
-from ..load.workers import Fleet, Stopper
+from ..load.run.workers import Fleet, Stopper
 from ..records import CapacityDoc, RunStatus, TrialRecord, TuneDoc, TuneGainDoc, TuneSideDoc, TuneTrialDoc
 from ..verdicts.gain import (best_of, gain, name as _name, no_answer, no_trial, not_reached, rps_text as _rps,
                              ready_block, settings_text, side, tied, unreached, valued)

@@ -35,7 +35,7 @@ from ..load.schedules import Closed, Replay, Schedule, time_cap
 from .logs import MIX_WORDS, REPLAY_WORDS, AccessLog, Entry, LogFormat, Wording, printable, read_log
 
 if TYPE_CHECKING:
-    from ..load.pages import Pages
+    from ..load.pageset import Pages
     from ..load.target import Target
 
 DEFAULT_METHODS = ("GET", "HEAD")
@@ -132,7 +132,7 @@ class ReplayPlan:
         """What the engines send: each request on `base`'s server, recorded as its page, expecting its status."""
         from dataclasses import replace
 
-        from ..load.pages import Pages
+        from ..load.pageset import Pages
         root = base.url.split("://", 1)[1].split("/", 1)[0]
         targets = tuple(replace(base, method=r.method, path=r.path, url=f"{base.scheme}://{root}{r.path}", body=b"")
                         for r in self.requests)

@@ -2,7 +2,7 @@
 
 A mix is pages and their weights. The draw happens once, before the load: a seeded sequence of
 `SEQUENCE` page indices (numpy's PCG64, so the same seed gives the same sequence on every machine),
-which every engine walks in order (`load.pages.Cursor`; the compiled loop in C), so a mix costs no
+which every engine walks in order (`load.pageset.Cursor`; the compiled loop in C), so a mix costs no
 Python per request and a run repeats exactly from its stored seed.
 """
 
@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 
 from ..errors import UsageError
-from ..load.pages import MAX_PAGES, Pages
+from ..load.pageset import MAX_PAGES, Pages
 from ..load.target import Target
 
 SEQUENCE = 1 << 18

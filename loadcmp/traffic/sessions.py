@@ -21,11 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import LoadError, PrimerError
-from ..load import tls
+from ..load.tls import context as tls
 from ..load.driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
-from ..load.journeytally import JourneyTally
-from ..load.outcomes import CONNECT_TIMEOUT, KINDS, OK, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
-from ..load.result import Result
+from ..load.record.journeytally import JourneyTally
+from ..load.record.outcomes import (CONNECT_TIMEOUT, KINDS, OK, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error,
+                                   kind_of_status)
+from ..load.record.result import Result
 from ..load.schedules import Closed, Ramp, Rate, Replay
 from ..load.target import Target
 from .journeys import Journey, JourneyMix, Step, fill

@@ -2,7 +2,7 @@
 
 Each kind says what it does for the rest of the house, so that no one outside this package asks which kind
 a run has: the schedule a level runs (`schedule`), the measured window without -t (`window`), the pages the
-engines send in one load (`pages`, a `load.pages.Pages`: the compiled loop never knows which source it runs),
+engines send in one load (`pages`, a `load.pageset.Pages`: the compiled loop never knows which source it runs),
 the pages the primer asks for (`primed`), the journeys a level walks (`walks`) and the engine plan they make
 (`plan`), what a trial adds to its stored result (`result`), the labels findings may name (`labels`), the run's
 page when none is given (`page_for`), and the words the report says of it (`sentence`, `what`, `lines`).
@@ -26,7 +26,7 @@ from .mix import MIX_LABEL, mix_pages, new_seed
 from .logreplay import DEFAULT_METHODS, ReplayPlan, load_plan, primer_page, replay_doc, replay_schedule, replay_window
 
 if TYPE_CHECKING:
-    from ..load.pages import Pages
+    from ..load.pageset import Pages
     from ..records import LoadSummary
     from .journeys import JourneyMix
     from .sessions import JourneyPlan

@@ -19,9 +19,9 @@ import numpy as np
 
 from loadcmp.experiment.capacity import CapacitySpec
 from loadcmp.experiment.spec import RunSpec
-from loadcmp.load.histogram import Histogram
-from loadcmp.load.summary import latency_doc
-from loadcmp.load.workers import Stopper
+from loadcmp.load.record.histogram import Histogram
+from loadcmp.load.record.summary import latency_doc
+from loadcmp.load.run.workers import Stopper
 from loadcmp.records import CauseDoc, LoadSummary, ServerInfo, TrialRecord
 from loadcmp.store.writer import RunWriter, new_run_doc
 from loadcmp.sweep.trial import Planned, Sweep, SweepHooks, TrialOutcome

@@ -1,0 +1,122 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""What every compiled loop shares (`_cbase.pxd` declares it): `CBase`, one epoll set of the loop's own whose fd is
+one reader of the running event loop, the deadline tick, the crash that fails the load, and the stop.
+
+A loop (`_cloop.CLoop`, `_ch2conn.H2Conns`) subclasses it and fills in what differs through virtual C methods: a
+client's first request (`_first`), one epoll event (`_event`: the client or connection is in the event's data), the
+deadlines at a tick (`_deadlines`), and on the stop what was never sent (`_unsent`) and every socket (`_close_all`).
+The clock and an HTTP status's kind are inline C functions in the .pxd, so the loops call them without a call.
+"""
+
+from libc.errno cimport errno
+from libc.stdlib cimport free, malloc
+from libc.string cimport strerror
+from posix.unistd cimport close
+
+from ._csys cimport *
+
+from ..record.outcomes import HTTP_4XX, HTTP_5XX, OK
+
+include "_cbuilt.pxi"
+
+if (K_OK, K_HTTP_4XX, K_HTTP_5XX) != (OK, HTTP_4XX, HTTP_5XX):  # a build of older sources
+    raise ImportError("_cbase.pxd's outcome kinds are not outcomes.py's: build it again (make setup)")
+
+cdef double TICK_S = 0.05  # deadlines checked this often
+
+
+cdef class CBase:
+    """One engine's compiled loop: the epoll set, the tick, the crash, the stop; a subclass runs the requests."""
+
+    def __cinit__(self):
+        self.epfd = -1  # __dealloc__ runs after a failed __init__ too
+
+    def __init__(self, engine, int n, loop):
+        self.engine, self.rec, self.loop = engine, engine.rec, loop
+        self.tally = CTally(engine.rec)
+        self.n, self.timeout, self.family = n, engine.timeout, engine.family
+        set_addr(&self.addr, engine.family, engine.sockaddr[0], engine.sockaddr[1],
+                 engine.sockaddr[3] if len(engine.sockaddr) > 3 else 0)
+        self.addrlen = sizeof(sockaddr_in6) if self.family == AF_INET6 else sizeof(sockaddr_in)
+        self.events = <epoll_event *>malloc(MAXEVENTS * sizeof(epoll_event))
+        if not self.events:
+            raise MemoryError()
+        self.epfd = epoll_create1(EPOLL_CLOEXEC)
+        if self.epfd < 0:
+            raise OSError(errno, strerror(errno).decode())
+
+    def __dealloc__(self):
+        free(self.events)
+        if self.epfd >= 0:
+            close(self.epfd)
+
+    def start(self):
+        """Register our epoll fd with the loop and start every client."""
+        self.loop.add_reader(self.epfd, self._drain)
+        self.tick_handle = self.loop.call_later(TICK_S, self._tick)
+        for i in range(self.n):
+            self._first(i)
+
+    def _drain(self):
+        cdef int j, got
+        try:
+            got = epoll_wait(self.epfd, self.events, MAXEVENTS, 0)
+            for j in range(got):
+                self._event(self.events[j].data.u64, self.events[j].events)
+        except BaseException as e:
+            self._crash(e)
+
+    def _tick(self):
+        """Deadlines (connect_timeout, timeout, a server that never closes), every TICK_S."""
+        self.tick_handle = None
+        try:
+            if self.stopped:
+                return
+            self._deadlines(now())
+            self.tick_handle = self.loop.call_later(TICK_S, self._tick)
+        except BaseException as e:
+            self._crash(e)
+
+    def _crash(self, e):
+        """A bug here must fail the load, not leave it quietly short of clients."""
+        self.abort()
+        self.engine.crashed(e)
+
+    def abort(self):
+        """The window has closed: every socket shut at once, nothing started again. A request not sent yet (its
+        connection still opening) is taken back (`Recorder.unsent`)."""
+        if self.stopped:
+            return
+        self.stopped = True
+        self._unsent()
+        self.loop.remove_reader(self.epfd)
+        if self.tick_handle is not None:
+            self.tick_handle.cancel()
+            self.tick_handle = None
+        self._close_all()
+        close(self.epfd)
+        self.epfd = -1
+
+    cdef int _watch_fd(self, int fd, int registered, uint32_t events, uint64_t data) except -1:
+        """Watch `fd` for `events` (in the set already when `registered`), its events carrying `data`; the events."""
+        cdef epoll_event ev
+        ev.events = events
+        ev.data.u64 = data
+        if epoll_ctl(self.epfd, EPOLL_CTL_MOD if registered else EPOLL_CTL_ADD, fd, &ev) != 0:
+            raise OSError(errno, "epoll_ctl: " + strerror(errno).decode())
+        return <int>events
+
+    cdef void _first(self, int i) except *:
+        pass
+
+    cdef void _event(self, uint64_t data, uint32_t events) except *:
+        pass
+
+    cdef void _deadlines(self, double t) except *:
+        pass
+
+    cdef void _unsent(self) except *:
+        pass
+
+    cdef void _close_all(self) except *:
+        pass

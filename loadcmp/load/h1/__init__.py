@@ -1,0 +1,12 @@
+"""HTTP/1.x: how the fast engine and the aiohttp engine send requests.
+
+    engine.py     FastEngine (uvloop + httptools): the closed loop compiled (_cloop) or in Python, ramp and rate
+                  from coroutines; with conn.py (Conn, Slot: a keep-alive connection and its slot)
+    conn.py       a keep-alive connection and the slot a request waits in
+    rawclient.py  the pure-Python closed loop without keep-alive (a new connection per request, no transports)
+    aio.py        AiohttpEngine (TLS, redirects)
+    _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd and its HTTP/1 response reader _chttp.h), a
+                  CBase of core/; its stub _cloop.pyi
+
+Imports go one way: engine -> conn, rawclient -> the compiled loop (core.compiled picks it) -> ../tls, ../core.
+"""

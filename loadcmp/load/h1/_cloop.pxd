@@ -1,0 +1,42 @@
+# The compiled closed loop's class (_cloop.pyx): its state and its C methods, on _cbase.pxd's CBase;
+# _ctls.pyx's TLSLoop subclasses it (its cdef methods are virtual: plain http runs no TLS branch).
+
+from ..core._cbase cimport CBase
+from ..core._csys cimport *
+from ..core._ctally cimport CRequests
+
+cdef enum:
+    IDLE, CONNECTING, HANDSHAKING, WAITING, DRAINING, BACKOFF  # conn.py's phases (and TLS's), a pause before a retry
+    BUFSIZE = 262144
+
+cdef enum:
+    READ_ON, ANSWERED, PARTIAL  # what `_feed` made of a read: read on, the client moved on, the answer goes on
+
+
+cdef class CLoop(CBase):
+    cdef Client *clients
+    cdef int nretry
+    cdef int *retry  # clients pausing before their next connect, and until when
+    cdef double *retry_at
+    cdef char *buf
+    cdef CRequests reqs  # what each request sends and is recorded as, and their sequence
+    cdef bint is_head, spread, keepalive
+    cdef object retry_handle
+
+    cdef bint _begin(self, Client *c, double t) except -1
+    cdef void _start(self, Client *c) except *
+    cdef void _again(self, Client *c, double t) except *
+    cdef bint _bind(self, Client *c) except *
+    cdef void _watch(self, Client *c, uint32_t events) except *
+    cdef bint _send(self, Client *c, bint early) except *
+    cdef void _writable(self, Client *c) except *
+    cdef void _readable(self, Client *c) except *
+    cdef int _feed(self, Client *c, Py_ssize_t got) except -1
+    cdef void _cut(self, Client *c, bint eof) except *
+    cdef void _handshake(self, Client *c) except *
+    cdef void _close(self, Client *c) except *
+    cdef void _failed(self, Client *c, int err, double later) except *
+    cdef void _end(self, Client *c, int kind, double t, int status, double t_done=*) except *
+    cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *
+    cdef void _next(self, Client *c, double later) except *
+

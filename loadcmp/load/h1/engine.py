@@ -1,0 +1,278 @@
+"""The fast engine: uvloop + asyncio.Protocol + httptools, HTTP/1.x, http and https.
+
+Requests are encoded once; responses are parsed by httptools (Content-Length,
+chunked, read-to-close). Three paths, one per kind of client:
+
+* closed loop, with or without keep-alive: the compiled loop (`compiled.py`, `_cloop.pyx`;
+  over https `_ctls.pyx`, OpenSSL from C), no transports, no Python per request;
+* where it is not built (over https: built without OpenSSL's headers), TLS runs over uvloop's
+  transports: with keep-alive (and over https, also without it) the next request is written
+  straight from the protocol callback
+  (`_answered_then_send_next`), with no coroutine switch in between; without keep-alive
+  `rawclient.RawClient`, one socket driven from the loop's reader and writer callbacks;
+* everything else (ramp, rate): one small coroutine per request (`request`).
+
+h2 and h2c are another engine's (`h2.engine.H2Engine`), under the same `--engine fast`.
+
+Deadlines are not timers: one sweeper expires every slot ten times a second.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from typing import Any
+
+from ..core.compiled import make_cloop
+from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
+from ..driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
+from ..record.outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
+from ... import protocols
+from ...errors import UsageError
+from ..tls import context as tls
+from ..core.host import Loop
+from .rawclient import RawClient
+from ..schedules import Closed
+
+Failure = tuple[int, str | None]
+"""A connection that could not be opened: its kind, and the client's own error if any."""
+
+
+class FastEngine(Engine[Slot]):
+    """uvloop + asyncio.Protocol + httptools: the default."""
+
+    name = "fast"
+
+    def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        if not protocols.get(spec.target.proto).http1:  # never another protocol than the one asked for
+            raise UsageError(f"--proto {spec.target.proto}: the fast engine's HTTP/1.x loops do not speak it")
+        super().__init__(spec, live)
+        self.ssl = tls.context(spec.target)
+        """https: TLS over uvloop's transports (the connect phase then includes the handshake)."""
+        self.request_list = spec.pages.encoded() if spec.pages is not None else (spec.target.encode(),)
+        """Each request's bytes, by index (`Engine.next_request`): the load's one, or its pages'."""
+        self.head_list = tuple(b.startswith(b"HEAD ") for b in self.request_list)
+        """Each request's answer is a head alone (HEAD): a replayed log mixes HEAD with GET."""
+        self.conns: set[Conn] = set()
+        self.slots: set[Slot | RawClient] = set()
+        self.host = spec.target.host
+        self.port = spec.target.port
+        self._sources_used = 0
+        self.raw: list[RawClient] = []
+        self.cloop: Loop | None = None
+        """The compiled closed loop, when it runs (`compiled.make_cloop`)."""
+        info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
+        self.family: int = info[0]
+        self.sockaddr: Any = info[4]
+
+    async def open(self) -> None:
+        self._spawn(self._sweeper())
+
+    async def _sweeper(self) -> None:
+        """Time out what has run past its deadline (0.1 s resolution)."""
+        while True:
+            await asyncio.sleep(0.1)
+            t = now()
+            for slot in list(self.slots):
+                if slot.phase and slot.deadline < t:
+                    slot.expire()
+
+    def local_addr(self) -> tuple[str, int] | None:
+        """The next source address when spreading them (None: the kernel picks)."""
+        if not self.spec.spread_sources:
+            return None
+        self._sources_used += 1
+        return (f"127.0.{(self._sources_used // 250) % 250}.{2 + self._sources_used % 250}", 0)
+
+    def abort_all(self) -> None:
+        """Close every connection with a FIN, not a reset: a request written just
+        before the close is then still read by the server, which counts it as
+        loadcmp does (unfinished); a reset would throw it away unread."""
+        for c in list(self.conns):
+            with contextlib.suppress(Exception):
+                c.transport.close()
+        for r in self.raw:
+            with contextlib.suppress(Exception):
+                r.abandon()
+        if self.cloop is not None:
+            self.cloop.abort()
+
+    def settle(self) -> None:
+        if self.cloop is not None:
+            self.cloop.flush()
+
+    def start_closed(self, schedule: Closed) -> None:
+        cloop = make_cloop(self, schedule.connections, asyncio.get_running_loop())
+        if cloop is not None:
+            self.cloop = cloop
+            cloop.start()
+        elif self.target.keepalive or self.ssl is not None:  # TLS needs transports: a connection per request there too
+            for _ in range(schedule.connections):
+                self._spawn(self._keepalive_client())
+        else:
+            for _ in range(schedule.connections):
+                r = RawClient(self)
+                self.raw.append(r)
+                self.slots.add(r)
+                r.start()
+
+    async def _connect(self, slot: Slot) -> Conn | Failure:
+        """Open a connection for `slot`, or say why it could not be opened."""
+        slot.task = asyncio.current_task()
+        slot.timed_out = False
+        t_connect = now()
+        slot.deadline = t_connect + self.timeout
+        slot.phase = CONNECTING
+        try:
+            _, conn = await asyncio.get_running_loop().create_connection(
+                lambda: Conn(self.conns, self.is_head), self.host, self.port, local_addr=self.local_addr(),
+                ssl=self.ssl, server_hostname=self.host if self.ssl is not None else None,
+            )
+        except asyncio.CancelledError:
+            slot.phase = IDLE
+            if slot.timed_out and self.running:
+                return CONNECT_TIMEOUT, None
+            raise
+        except OSError as e:
+            slot.phase = IDLE
+            return kind_of_error(e)
+        slot.phase = IDLE
+        slot.conn = conn
+        conn.t_connect = t_connect
+        return conn
+
+    async def _connect_for(self, slot: Slot, t_intended: float, counted: bool, t_sent: float,
+                           req: int = 0) -> Conn | None:
+        """A new connection for one request, or None when the request ended without one: its
+        failure recorded (with the back-off after a refusal), or taken back because the window
+        closed while it connected. Both closed loops and every schedule go through here."""
+        rec = self.rec
+        assert rec is not None
+        try:
+            got = await self._connect(slot)
+        except asyncio.CancelledError:
+            rec.unsent(t_intended, counted)  # the load ended while it connected
+            raise
+        if isinstance(got, tuple):
+            slot.conn = None
+            if self._record(counted, got[0], t_intended, t_sent, client_error=got[1], req=req):
+                await asyncio.sleep(BACKOFF_S)
+            return None
+        if self._taken_back(slot, got, t_intended, counted):
+            return None
+        if counted and self.ssl is not None:
+            self._handshake_seen(got.transport)
+        return got
+
+    def _taken_back(self, slot: Slot, conn: Conn, t_intended: float, counted: bool) -> bool:
+        """Connected after the window closed: the request is never sent, and counts as not started."""
+        if self.window_open(now()):
+            return False
+        assert self.rec is not None
+        self.rec.unsent(t_intended, counted)
+        conn.transport.close()
+        slot.conn = None
+        return True
+
+    # closed loop + keep-alive: the callback path -------------------------------
+    async def _keepalive_client(self) -> None:
+        """Connects (and reconnects); the requests go from the callback."""
+        loop = asyncio.get_running_loop()
+        rec = self.rec
+        assert rec is not None
+        slot = Slot()
+        self.slots.add(slot)
+        try:
+            while self.may_start(t := now()):
+                counted = rec.start(t)
+                req = self.next_request()
+                conn = await self._connect_for(slot, t, counted, t, req)
+                if conn is None:
+                    if self.window_open(now()):
+                        continue  # failed: connect again
+                    break
+                conn.closed_fut = loop.create_future()
+                conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
+                self._send_on_open_connection(slot, conn, t, counted, now(), req)
+                await conn.closed_fut
+        finally:
+            self.slots.discard(slot)
+
+    def _send_on_open_connection(self, slot: Slot, conn: Conn, t: float, counted: bool, t_sent: float,
+                                 req: int) -> None:
+        conn.t_intended = t
+        conn.counted = counted
+        conn.req = req
+        conn.is_head = self.head_list[req]
+        slot.deadline = t + self.timeout
+        slot.phase = WAITING
+        conn.send(self.request_list[req], t_sent)
+
+    def _answered_then_send_next(self, slot: Slot, conn: Conn, kind: int) -> None:
+        # The hottest path: the recorder is called inline, not through `_record`, with the
+        # clock read when the data came (`t_rx`) when the answer ended in it.
+        t = conn.t_rx or now()
+        slot.phase = IDLE
+        rec = self.rec
+        assert rec is not None
+        marks = conn.t_connect, conn.t_sent, conn.t_written, conn.t_first or t, t
+        conn.t_connect = NAN  # also after a warm-up request: the next one is on a reused connection
+        if conn.counted:
+            if self.cursor is None:
+                rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks)
+            else:
+                rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks,
+                         *self.page_of(conn.req))
+        if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
+            self._send_on_open_connection(slot, conn, t, rec.start(t), t, self.next_request())
+        elif not conn.closed:
+            conn.transport.close()
+
+    # one request, any schedule --------------------------------------------------
+    async def request(self, t_intended: float, counted: bool, state: Slot | None) -> Slot:
+        """Returns the slot (keeping its connection when it may be reused)."""
+        loop = asyncio.get_running_loop()
+        if state is None:
+            slot = Slot()
+            self.slots.add(slot)
+        else:
+            slot = state
+        t_sent = now()
+        conn = slot.conn if slot.conn is not None and not slot.conn.closed else None
+        req = self.next_request()
+        if conn is None:
+            conn = await self._connect_for(slot, t_intended, counted, t_sent, req)
+            if conn is None:
+                return slot
+        elif self._taken_back(slot, conn, t_intended, counted):
+            return slot
+        fut: asyncio.Future[int] = loop.create_future()
+
+        def answered(c: Conn, kind: int) -> None:
+            if not fut.done():
+                fut.set_result(kind)
+
+        conn.on_done = answered
+        t_sent = now()  # service time starts when the request goes out on an open connection
+        slot.deadline = t_sent + self.timeout
+        slot.phase = WAITING
+        slot.timed_out = False
+        conn.is_head = self.head_list[req]
+        conn.send(self.request_list[req], t_sent)
+        kind = await fut
+        slot.phase = IDLE
+        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.began(), req)
+        if self.target.keepalive and kind <= HTTP_5XX and conn.reusable and not conn.closed:
+            return slot
+        if not conn.closed:
+            conn.transport.close()
+        slot.conn = None
+        return slot
+
+    def reusable(self, state: Slot | None) -> bool:
+        return state is not None and state.conn is not None
+
+    def release(self, state: Slot | None) -> None:
+        if state is not None:
+            self.slots.discard(state)

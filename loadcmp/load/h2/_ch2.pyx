@@ -1,0 +1,190 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The compiled h2 engine: `H2Loop`, -c connections each keeping -m streams in flight (h2load's -c and -m),
+HTTP/2 framed by libnghttp2 (`_ch2.h`), over TLS by OpenSSL from C (`_ctls.h`, ALPN "h2") or in cleartext by
+prior knowledge (h2c); no Python per request.
+
+It builds on `_cbase.CBase`, as `_cloop.CLoop` does: one epoll set of its own holds every socket. Each read is
+handed to nghttp2 (`nghttp2_session_mem_recv`), whose callbacks mark the streams that ended, and the loop then
+records them (`_ctally`), starts as many new streams as ended, and writes what nghttp2 has to send. A stream's outcome:
+its status's kind; `stream_reset` when the server sent RST_STREAM (its code counted); `goaway` when a GOAWAY's
+last-stream-id left it unprocessed (the closed loop sends a new stream in its place on a new connection,
+counted as `retried`); `reset` when the connection was cut under it; `timeout`. A connection whose session
+is over (after a GOAWAY, its last stream done) is closed and a new one opened. The server's own protocol is
+checked: ALPN must choose "h2", and an h2c connection's first bytes must start a SETTINGS frame (nor may it
+close before one while no connection had one), else the load stops with `errors.WrongProtocol`: never the
+wrong protocol measured silently.
+"""
+
+from libc.stdlib cimport calloc, free, malloc
+from posix.unistd cimport close
+
+from ..core._cbase cimport CBase
+from ..core._csys cimport *
+from ._ch2conn cimport *
+
+from ..record.outcomes import CONNECT_TIMEOUT, TIMEOUT
+from ..record.result import StreamTally
+
+cdef extern from "_ch2.h" nogil:
+    ctypedef struct h2other_t:
+        uint32_t code
+        long long n
+    h2other_t *h2_others(h2stats_t *, int *, int)
+    enum: H2_OTHER
+
+cdef int TIMEOUT_ = TIMEOUT, CTIMEOUT_ = CONNECT_TIMEOUT
+
+include "_cbuilt.pxi"
+
+
+cdef class H2Loop(H2Conns):
+    """Every connection of one engine's closed h2 (or h2c) loop."""
+
+    cdef list keep  # the header bytes `nva` points into
+    cdef bytes body
+    cdef object proto
+
+    def __init__(self, engine, int connections, loop):
+        CBase.__init__(self, engine, connections, loop)
+        target = engine.target
+        self.proto, self.url = target.proto, target.url
+        self.h2c = target.scheme == "http"  # h2c: HTTP/2 on a plain port, by prior knowledge
+        self.m = target.streams
+        self.body = target.body
+        self._headers(target.h2_headers())
+        self.cb = h2_callbacks()
+        self.conns = <h2c_t *>calloc(connections, sizeof(h2c_t))
+        self.buf = <unsigned char *>malloc(BUFSIZE)
+        if not (self.cb and self.conns and self.buf):
+            raise MemoryError()
+        for i in range(connections):
+            c = &self.conns[i]
+            c.fd, c.m, c.stats = -1, self.m, &self.stats
+            c.body, c.body_len = <const char *>self.body, len(self.body)
+            c.slots = <h2s_t *>calloc(self.m, sizeof(h2s_t))
+            c.ended = <int *>calloc(self.m * 2 + 2, sizeof(int))
+            if not (c.slots and c.ended):
+                raise MemoryError()
+        self.tls_on = target.scheme == "https"
+        if self.tls_on:
+            self.sni = tls_start(&self.tls, target, False, True)
+
+    def _headers(self, fields):
+        self.keep = [b for kv in fields for b in kv]
+        self.nvlen = len(fields)
+        self.nva = <nghttp2_nv *>calloc(self.nvlen, sizeof(nghttp2_nv))
+        if not self.nva:
+            raise MemoryError()
+        for i, (k, v) in enumerate(fields):
+            self.nva[i].name, self.nva[i].namelen = <unsigned char *><char *>k, len(k)
+            self.nva[i].value, self.nva[i].valuelen = <unsigned char *><char *>v, len(v)
+            self.nva[i].flags = NGHTTP2_NV_FLAG_NONE
+
+    def __dealloc__(self):
+        cdef h2c_t *c
+        for i in range(self.n if self.conns else 0):
+            c = &self.conns[i]
+            if c.fd >= 0:
+                close(c.fd)
+            if c.ssl:
+                SSL_free(c.ssl)
+            if c.sess:
+                nghttp2_session_del(c.sess)
+            free(c.slots); free(c.ended); free(c.out)
+        free(self.conns); free(self.buf); free(self.nva)
+        if self.cb:
+            nghttp2_session_callbacks_del(self.cb)
+        if self.tls_on:
+            tls_close(&self.tls)
+
+    # --- the Python side ----------------------------------------------------------------------
+    def start(self):
+        self.rec.streams = StreamTally(protocol=self.proto)
+        CBase.start(self)
+
+    # --- what CBase asks of a loop: a connection's start, an epoll event, the deadlines, the stop ---
+    cdef void _first(self, int i) except *:
+        self._open(&self.conns[i])
+
+    cdef void _event(self, uint64_t d, uint32_t events) except *:
+        cdef h2c_t *c = &self.conns[<uint32_t>d]
+        if c.fd < 0 or c.gen != <uint32_t>(d >> 32):
+            return
+        if c.phase == CONNECTING:
+            self._connected(c)
+        elif c.phase == HANDSHAKING:
+            self._shake(c)
+        elif c.phase == OPEN:
+            if events & EPOLLOUT and c.out_len:
+                self._flush(c)
+            if c.fd >= 0 and events & (EPOLLIN | EPOLLERR | EPOLLHUP):
+                self._readable(c)
+
+    cdef void _deadlines(self, double t) except *:
+        """A connect or handshake, and each stream (cancelled with RST_STREAM(CANCEL))."""
+        cdef int i, k
+        cdef h2c_t *c
+        cdef h2s_t *s
+        for i in range(self.n):
+            c = &self.conns[i]
+            if c.phase == CONNECTING or c.phase == HANDSHAKING:
+                if c.deadline < t:
+                    self._end_all(c, CTIMEOUT_ if c.phase == CONNECTING else TIMEOUT_, t)
+                    self._reopen(c)
+                continue
+            if c.phase != OPEN:
+                continue
+            for k in range(c.m):
+                s = &c.slots[k]
+                if s.state == S_ACTIVE and not s.end and s.deadline < t:
+                    self._record(s, TIMEOUT_, t, 0)
+                    s.state = S_CANCELLED
+                    if s.id > 0:
+                        nghttp2_submit_rst_stream(c.sess, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_CANCEL)
+            self._pump(c, t)
+
+    cdef void _unsent(self) except *:
+        """A stream not sent yet (its connection still opening) is taken back; the others in flight stay
+        unfinished."""
+        cdef h2c_t *c
+        for i in range(self.n):
+            c = &self.conns[i]
+            if c.phase == CONNECTING or c.phase == HANDSHAKING:
+                for k in range(c.m):
+                    if c.slots[k].state == S_ACTIVE and c.slots[k].counted:
+                        self.rec.unsent(c.slots[k].t_intended, True)
+                        c.slots[k].counted = 0
+                        self.counted_inflight -= 1
+
+    cdef void _close_all(self) except *:
+        for i in range(self.n):
+            self._close(&self.conns[i])
+
+    def flush(self):
+        """Hand the counts to the recorder: the streams' outcomes, the handshakes, the streams' tally."""
+        self.tally.flush()
+        if self.tls_on:
+            tls_hand_over(&self.tls, self.rec)
+        st, s = self.rec.streams, &self.stats
+        if st is None or self.rec.closed:
+            return
+        for i in range(self.n):
+            if self.conns[i].served > s.max_served:
+                s.max_served = self.conns[i].served
+        st.add(StreamTally(self.proto, s.connections, s.streams, s.goaways, s.unprocessed, s.retried, self._resets(),
+                           s.max_concurrent, 0))
+        st.max_concurrent = s.max_concurrent
+        st.max_per_connection = max(st.max_per_connection, s.max_served)
+        s.connections = s.streams = s.goaways = s.unprocessed = s.retried = 0
+        for k in range(H2_CODES):
+            s.resets[k] = 0
+
+    cdef dict _resets(self):
+        """RST_STREAM counts by code name; a code RFC 9113 does not name by its number, never under another's."""
+        cdef int n
+        cdef h2other_t *o = h2_others(&self.stats, &n, 1)
+        cdef long long *r = self.stats.resets
+        got = {nghttp2_http2_strerror(k).decode(): r[k] for k in range(H2_CODES) if r[k]}
+        for k in range(n):
+            got["other" if o[k].code == H2_OTHER else f"0x{o[k].code:x}"] = o[k].n
+        return got

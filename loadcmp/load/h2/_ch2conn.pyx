@@ -1,0 +1,371 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""The compiled h2 engine's connections (`H2Conns`, which `_ch2.H2Loop` drives from the event loop): open one
+(TCP, then TLS with ALPN "h2", or h2c by prior knowledge), keep its streams full, hand what it reads to
+nghttp2 and write what nghttp2 has to send, record each ended stream in C (`_ctally`), and open a new
+connection when one ends (a GOAWAY, a close). Every stream started ends in exactly one outcome or stays
+unfinished: `ok + failures + unfinished == started` holds for streams.
+"""
+
+from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR
+from libc.math cimport NAN, isnan
+from libc.string cimport memmove, strerror
+from posix.unistd cimport close
+
+from ..core._cbase cimport K_HTTP_5XX, kind_of_status, now, so_error
+
+from ...errors import WrongProtocol
+from ..driver import BACKOFF_S
+from ..record.outcomes import GOAWAY, PROTOCOL_ERROR, RESET, STREAM_RESET, TLS_ERROR, kind_of_error
+
+include "_cbuilt.pxi"
+
+cdef extern from "_ch2.h" nogil:
+    void h2_count_reset(h2stats_t *, uint32_t)
+    int h2_preface_ok(const unsigned char *, size_t)
+    int h2_spoke(const h2stats_t *)
+
+cdef int RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
+cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, TLS_ERROR_ = TLS_ERROR
+cdef double RETRY_S = 0.001
+cdef int ONE = 1
+
+
+cdef void first_contact(url, const unsigned char *buf, ssize_t got, bint spoke) except *:
+    """An h2c connection's first read: bytes that cannot start a SETTINGS frame, or a close before any while no
+    connection has had one, mean the server does not speak HTTP/2 there (WrongProtocol), never a load of resets.
+    A close before SETTINGS once one came is a server shedding connections: a reset."""
+    if (got > 0 and not h2_preface_ok(buf, got)) or (got == 0 and not spoke):
+        from .h2py import not_h2c
+        raise not_h2c(url, buf[:got if got < 64 else 64])
+
+
+cdef class H2Conns:
+    """The connections of one h2 load, in C; `_ch2.H2Loop` adds the Python side."""
+
+    def _reopen_later(self, int i):
+        """A connection that failed is opened again after its pause."""
+        try:
+            if not self.stopped and self.conns[i].phase == IDLE and self.conns[i].fd < 0:
+                self._open(&self.conns[i])
+        except BaseException as e:
+            self.engine.crashed(e)
+
+    cdef int _begin(self, h2s_t *s, double t) except -2:
+        """Count a stream's start; -1: none may start now (the window closed, -n spent)."""
+        cdef int got
+        if self.stopped:
+            return -1
+        got = self.tally.start(t)
+        if got < 0:
+            return -1
+        self.counted_inflight += got
+        s.state, s.counted, s.end, s.status, s.code, s.id, s.nbytes = S_ACTIVE, got, 0, 0, 0, 0, 0
+        s.t_intended = s.t_sent = t
+        s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
+        s.deadline = t + self.timeout
+        self.stats.streams += got  # the window's streams, as the outcomes count them (not the warm-up's)
+        if self.stats.owed > 0:  # in place of a stream a GOAWAY left unprocessed
+            self.stats.owed -= 1
+            self.stats.retried += 1
+        return got
+
+    cdef void _open(self, h2c_t *c) except *:
+        """A new connection, its first stream counted from now (so its latency holds the connect)."""
+        cdef double t = now()
+        cdef h2s_t *s = &c.slots[0]
+        c.phase = IDLE
+        if self._begin(s, t) < 0:
+            return
+        c.inflight, c.nended, c.goaway, c.last_id, c.served, c.out_len, c.fresh = 1, 0, 0, 0, 0, 0, 0
+        c.first_read, c.registered = 1, 0
+        s.t_connect = t
+        self.stats.connections += 1
+        c.fd = socket(self.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
+        if c.fd < 0:
+            self._failed(c, errno)
+            return
+        setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &ONE, sizeof(int))
+        if connect(c.fd, <sockaddr *>&self.addr, self.addrlen) != 0 and errno != EINPROGRESS:
+            self._failed(c, errno)
+            return
+        c.phase = CONNECTING
+        c.deadline = t + self.timeout
+        self._watch(c, EPOLLOUT)
+
+    cdef void _watch(self, h2c_t *c, uint32_t events) except *:
+        if c.registered != <int>events:
+            c.registered = self._watch_fd(c.fd, c.registered, events,
+                                          (<uint64_t>c.gen << 32) | <uint64_t>(c - self.conns))
+
+    cdef void _connected(self, h2c_t *c) except *:
+        cdef int err = so_error(c.fd)
+        if err:
+            self._failed(c, err)
+            return
+        c.slots[0].t_up = now()
+        if not self.tls_on:
+            self._ready(c)
+            return
+        c.ssl = tls_new(&self.tls, NULL, c.fd, <const char *>self.sni if self.sni is not None else NULL, 0)
+        if c.ssl == NULL:
+            raise MemoryError()
+        c.phase = HANDSHAKING
+        self._shake(c)
+
+    cdef void _shake(self, h2c_t *c) except *:
+        cdef int err = 0, got
+        cdef char alpn[64]
+        cdef char why[200]
+        cdef h2s_t *s = &c.slots[0]
+        cdef int r = SSL_do_handshake(c.ssl)
+        if r == 1:
+            s.t_hs = now()
+            if not h2_alpn_ok(c.ssl, alpn, sizeof(alpn)):
+                got_alpn = alpn.decode(errors="replace") or "no protocol"
+                raise WrongProtocol(f"{self.url} negotiated {got_alpn} by ALPN, not h2: the server does not speak "
+                                    "HTTP/2 there (loadcmp does not fall back to another protocol)")
+            if s.counted and s.t_hs < self.tally.t_end:
+                tls_count(&self.tls, c.ssl)
+            self._ready(c)
+            return
+        got = tls_result(c.ssl, r, &err)
+        if got == TLS_WANT_READ or got == TLS_WANT_WRITE:
+            self._watch(c, EPOLLIN if got == TLS_WANT_READ else EPOLLOUT)
+        elif got == TLS_SYSCALL:
+            self._failed(c, err)
+        else:
+            tls_reason(why, sizeof(why))
+            SSL_set_quiet_shutdown(c.ssl, 1)
+            if s.counted and now() < self.tally.t_end:
+                self.rec.tls_error("eof during handshake" if got == TLS_CLOSED else why.decode(errors="replace"))
+            self._end_all(c, TLS_ERROR_, now())
+            self._close(c)
+            self.loop.call_later(RETRY_S, self._reopen_later, <int>(c - self.conns))
+
+    cdef void _ready(self, h2c_t *c) except *:
+        """The connection is up (and its TLS): the session, its SETTINGS, the first stream, then the rest."""
+        cdef h2s_t *s = &c.slots[0]
+        if h2_session(c, self.cb) != 0:
+            raise MemoryError()
+        c.phase = OPEN
+        s.t_sent = now()
+        s.id = h2_submit(c, s, self.nva, self.nvlen)
+        if s.id < 0:
+            raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
+        c.fresh = 1
+        self._pump(c, s.t_sent)
+
+    cdef void _fill(self, h2c_t *c, double t) except *:
+        """Start streams until `m` are in flight (fewer when the server allows fewer); none after a GOAWAY."""
+        cdef int k = 0, limit = c.m
+        cdef uint32_t most = nghttp2_session_get_remote_settings(c.sess, NGHTTP2_SETTINGS_MAX_CONCURRENT_STREAMS)
+        cdef h2s_t *s
+        if most < <uint32_t>limit:
+            limit = <int>most
+        while c.inflight < limit and not c.goaway and not self.stopped:
+            while c.slots[k].state != S_FREE:
+                k += 1
+            s = &c.slots[k]
+            if self._begin(s, t) < 0:
+                return
+            s.t_sent = t
+            s.id = h2_submit(c, s, self.nva, self.nvlen)
+            if s.id < 0:
+                raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
+            c.inflight += 1
+            c.fresh += 1
+
+    cdef void _pump(self, h2c_t *c, double t) except *:
+        """After a read or a timer: record what ended, start as many, write; close a finished connection."""
+        self._settle(c, t)
+        if c.phase != OPEN:
+            return
+        if c.inflight == 0 and (c.goaway or not (nghttp2_session_want_read(c.sess) or
+                                                 nghttp2_session_want_write(c.sess))):
+            self._reopen(c)  # a GOAWAY, its last stream done: a new connection
+        elif c.inflight == 0:
+            self._close(c)  # none may start: the window closed, or -n is spent
+
+    cdef void _settle(self, h2c_t *c, double t) except *:
+        cdef int i, k, n
+        cdef h2s_t *s
+        while c.phase == OPEN:
+            n, c.nended = c.nended, 0
+            for i in range(n):
+                s = &c.slots[c.ended[i]]
+                if s.end == H2_END_DONE:
+                    c.served += 1
+                    self._record(s, kind_of_status(s.status), t, s.status)
+                elif s.end == H2_END_RST:
+                    self._record(s, SRESET_, t, 0)
+                elif s.end == H2_END_GOAWAY:
+                    self.stats.owed += 1
+                    self._record(s, GOAWAY_, t, 0)
+                elif s.end == H2_END_ERROR:
+                    self._record(s, PROTO_, t, 0)
+                s.state = S_FREE
+                c.inflight -= 1
+            self._fill(c, t)
+            if not self._flush(c):
+                return
+            if c.fresh:
+                t = now()
+                k = 0
+                while c.fresh and k < c.m:
+                    s = &c.slots[k]
+                    if s.state == S_ACTIVE and isnan(s.t_written):
+                        s.t_written = t
+                        c.fresh -= 1
+                    k += 1
+                c.fresh = 0
+            if not c.nended:
+                return
+
+    cdef bint _flush(self, h2c_t *c) except *:
+        """Write what nghttp2 has to send, gathered into one buffer; False: the connection was lost."""
+        cdef const uint8_t *data
+        cdef ssize_t n
+        cdef int err = 0
+        if c.out_len == 0:  # a write the socket did not take is sent again as it was, before anything new
+            while True:
+                n = nghttp2_session_mem_send(c.sess, &data)
+                if n < 0:
+                    raise RuntimeError(f"nghttp2: {nghttp2_strerror(<int>n).decode()}")
+                if n == 0:
+                    break
+                if h2_keep(c, data, n) != 0:
+                    raise MemoryError()
+        if c.out_len == 0:
+            self._watch(c, EPOLLIN)
+            return True
+        if self.tls_on:
+            n = SSL_write(c.ssl, c.out, <int>c.out_len)
+            if n <= 0:
+                n = tls_result(c.ssl, <int>n, &err)
+                n = 0 if n == TLS_WANT_WRITE or n == TLS_WANT_READ else -1
+        else:
+            n = send(c.fd, c.out, c.out_len, MSG_NOSIGNAL)
+            if n < 0 and (errno == EAGAIN or errno == EINTR):
+                n = 0
+        if n < 0:
+            self._end_all(c, RESET_, now())
+            self._reopen(c)
+            return False
+        if <size_t>n < c.out_len:
+            memmove(c.out, c.out + n, c.out_len - n)
+            c.out_len -= n
+            self._watch(c, EPOLLIN | EPOLLOUT)
+        else:
+            c.out_len = 0
+            self._watch(c, EPOLLIN)
+        return True
+
+    cdef void _readable(self, h2c_t *c) except *:
+        cdef ssize_t got
+        cdef int err = 0, r
+        cdef double t
+        while True:
+            if self.tls_on:
+                got = SSL_read(c.ssl, self.buf, BUFSIZE)
+                if got <= 0:
+                    r = tls_result(c.ssl, <int>got, &err)
+                    got = -2 if r == TLS_WANT_READ or r == TLS_WANT_WRITE else (-3 if r == TLS_SYSCALL and err == EINTR
+                                                                               else (0 if r == TLS_CLOSED else -1))
+            else:
+                got = recv(c.fd, self.buf, BUFSIZE, 0)
+                if got < 0:
+                    got = -2 if errno == EAGAIN else (-3 if errno == EINTR else -1)
+            if got == -3:
+                continue
+            if got == -2:
+                break
+            t = now()
+            if c.first_read and self.h2c:
+                first_contact(self.url, self.buf, got if got > 0 else 0, h2_spoke(&self.stats))
+            if got <= 0:  # closed, or reset: what ended is recorded, the streams still open were cut
+                self._end_all(c, RESET_, t)
+                self._reopen(c)
+                return
+            c.first_read = 0
+            c.t_read = t
+            if nghttp2_session_mem_recv(c.sess, self.buf, got) < 0:
+                self._end_all(c, PROTO_, t)
+                self._reopen(c)
+                return
+            if got < BUFSIZE and not (self.tls_on and SSL_has_pending(c.ssl)):
+                break
+        self._pump(c, now())
+
+    cdef void _record(self, h2s_t *s, int kind, double t, int status) except *:
+        cdef double phases[5]
+        if not s.counted:
+            return
+        s.counted = 0
+        self.counted_inflight -= 1
+        if t < self.tally.t_end:  # the tally counts what the outcomes count: a counted stream ended in the window
+            if kind == SRESET_:
+                h2_count_reset(&self.stats, s.code)
+            elif kind == GOAWAY_:
+                self.stats.unprocessed += 1
+        phases[0] = s.t_up - s.t_connect  # NaN but on a connection's first stream
+        phases[1] = (s.t_hs - s.t_up) if self.tls_on else (NAN if isnan(s.t_connect) else 0.0)
+        phases[2] = s.t_written - s.t_sent
+        phases[3] = s.t_first - s.t_written
+        phases[4] = (t - s.t_first) if kind <= K_HTTP_5XX else NAN
+        self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, -1, 0)
+        if self.counted_inflight == 0 and self.tally.spent():
+            self.tally.flush()
+
+    cdef void _end_all(self, h2c_t *c, int kind, double t) except *:
+        """The connection is lost: what had ended is recorded as it ended, every other stream as `kind`."""
+        cdef int k
+        cdef h2s_t *s
+        for k in range(c.nended):
+            s = &c.slots[c.ended[k]]
+            if s.end == H2_END_DONE:
+                self._record(s, kind_of_status(s.status), t, s.status)
+            elif s.end != H2_END_IGNORE:
+                if s.end == H2_END_GOAWAY:
+                    self.stats.owed += 1
+                self._record(s, SRESET_ if s.end == H2_END_RST else (GOAWAY_ if s.end == H2_END_GOAWAY else PROTO_),
+                             t, 0)
+            s.state = S_FREE
+        c.nended = 0
+        for k in range(c.m):
+            s = &c.slots[k]
+            if s.state == S_ACTIVE:
+                if isnan(s.t_sent) or s.id <= 0:
+                    s.t_sent = s.t_intended
+                self._record(s, kind, t, 0)
+            s.state = S_FREE
+        c.inflight = 0
+
+    cdef void _failed(self, h2c_t *c, int err) except *:
+        """A connect that failed: its stream ends as `kind_of_error` says; a new connection after a pause."""
+        kind, name = kind_of_error(OSError(err, strerror(err).decode()))
+        if c.slots[0].counted and name is not None:
+            self.rec.client_error(name)
+        self._end_all(c, kind, now())
+        self._close(c)
+        self.loop.call_later(BACKOFF_S if name is not None else RETRY_S, self._reopen_later, <int>(c - self.conns))
+
+    cdef void _close(self, h2c_t *c) except *:
+        if c.served > self.stats.max_served:
+            self.stats.max_served = c.served
+        c.served = 0
+        if c.sess != NULL:
+            nghttp2_session_del(c.sess)
+            c.sess = NULL
+        if c.ssl != NULL:
+            SSL_free(c.ssl)
+            c.ssl = NULL
+        if c.fd >= 0:
+            close(c.fd)
+            c.fd = -1
+            c.gen += 1
+        c.phase, c.out_len, c.registered = IDLE, 0, 0
+
+    cdef void _reopen(self, h2c_t *c) except *:
+        self._close(c)
+        if not self.stopped:
+            self._open(c)

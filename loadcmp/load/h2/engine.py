@@ -1,0 +1,59 @@
+"""The h2 engine: h2 (over TLS, ALPN "h2") and h2c (cleartext, by prior knowledge), -c connections each
+keeping -m streams in flight, in the closed schedule only (the protocol table's `schedules`).
+
+Its loop is the compiled one (`_ch2.H2Loop`, over libnghttp2) where it is built and current
+(`compiled.h2_module`), else the `h2` package's (`h2py.H2Clients`, flagged client-bound). Either is a
+`host.Loop` this engine hosts: started with the schedule, flushed once a second, aborted at the window's end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from typing import Any
+
+from ..tls import context as tls
+from ..core.compiled import h2_module
+from ..driver import Engine, LiveFn, LoadSpec
+from ..core.host import Loop
+from ..schedules import Closed
+
+
+class H2Engine(Engine[None]):
+    """HTTP/2 by streams: a loop of -c connections, each with -m streams in flight."""
+
+    name = "h2"
+
+    def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        super().__init__(spec, live)
+        self.ssl = tls.context(spec.target)
+        """https (h2): the fallback's TLS over uvloop's transports; the compiled loop runs OpenSSL from C."""
+        self.host = spec.target.host
+        self.port = spec.target.port
+        self.loop: Loop | None = None
+        info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
+        self.family: int = info[0]
+        self.sockaddr: Any = info[4]
+
+    def start_closed(self, schedule: Closed) -> None:
+        self.loop = make_h2loop(self, schedule.connections, asyncio.get_running_loop())
+        self.loop.start()
+
+    def settle(self) -> None:
+        if self.loop is not None:
+            self.loop.flush()
+
+    def abort_all(self) -> None:
+        if self.loop is not None:
+            self.loop.abort()
+
+
+def make_h2loop(engine: H2Engine, connections: int, loop: asyncio.AbstractEventLoop) -> Loop:
+    """The h2 loop for `engine`'s connections: compiled, or the pure-Python `h2` package's (`h2py`)."""
+    if h2_module() is not None:
+        from ._ch2 import H2Loop
+
+        return H2Loop(engine, connections, loop)
+    from .h2py import H2Clients
+
+    return H2Clients(engine, connections)
