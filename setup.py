@@ -89,7 +89,7 @@ def extensions() -> list[Extension]:
     tls = at("_cssl.pxd", "_ctls.h")
     exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop)]
     if openssl_headers():
-        exts.append(compiled("tls", "_ctls", cloop + tls, "ssl", "crypto"))
+        exts.append(compiled("h1", "_ctls", cloop + tls, "ssl", "crypto"))
     else:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)
@@ -105,7 +105,8 @@ def extensions() -> list[Extension]:
 
 
 LOAD = Path("loadcmp/load")
-"""The load package: each compiled module sits in its room (h1, tls, h2) or in the compiled core they build on."""
+"""The load package: each compiled module sits in its room (h1, h2) or in the compiled core they build on; tls/ holds
+the OpenSSL declarations both rooms share."""
 SHARED = ("_ctally.h", "_ctally.pxd", "_cbase.pxd", "_csys.pxd", "_cnet.h", "_cloop.pxd", "_chttp.h", "_cssl.pxd",
           "_ctls.h", "_ch2.h", "_ch2conn.pxd", "_cbuilt.pxi")
 """The headers, declarations and includes the modules share across the rooms (found by name, `at`)."""

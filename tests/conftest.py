@@ -196,7 +196,8 @@ def tls_faulty(tls_cert: tuple[Path, Path]) -> Iterator[FaultyServer]:
 def loop_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Run a test on both closed loops: the compiled one and the pure-Python fallback
     (LOADCMP_PURE_PYTHON=1, also in the processes it starts)."""
-    from loadcmp.load.core.compiled import PURE_ENV, cloop_module
+    from loadcmp.load.core.compiled import PURE_ENV
+    from loadcmp.load.h1.loops import cloop_module
 
     monkeypatch.setenv(PURE_ENV, "1" if request.param == "python" else "0")
     if request.param == "compiled" and cloop_module() is None:

@@ -14,7 +14,8 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.load.core.compiled import PURE_ENV, cloop_module
+from loadcmp.load.core.compiled import PURE_ENV
+from loadcmp.load.h1.loops import cloop_module
 from loadcmp.load.engines import engine_path
 from loadcmp.load.record.histogram import MAX_BUCKET, Histogram
 from loadcmp.load.driver import LoadSpec

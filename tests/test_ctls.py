@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from conftest import FaultyServer
 
 from loadcmp.cli import cli
-from loadcmp.load.core.compiled import cloop_module
+from loadcmp.load.h1.loops import cloop_module
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.record.outcomes import tls_reason
 from loadcmp.load.record.recorder import Result

@@ -23,7 +23,8 @@ from helpers.h2server import H2Server
 
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError, WrongProtocol
-from loadcmp.load.core.compiled import PURE_ENV, h2_module
+from loadcmp.load.core.compiled import PURE_ENV
+from loadcmp.load.h2.loops import h2_module
 from loadcmp.load.engines import engine_path
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.h2.h2py import H2Clients, H2Proto, Stream, not_h2c, preface_ok

@@ -14,15 +14,16 @@ At the top, the contract every room reads:
 
 The rooms, each with its map in its own docstring:
 
-    h1/           HTTP/1.x: FastEngine (uvloop + httptools, its compiled closed loop _cloop), the aiohttp engine
-    tls/          https: the SSL context and the handshake before a load; the compiled loop over OpenSSL (_ctls)
+    h1/           HTTP/1.x: FastEngine (uvloop + httptools, its compiled closed loops _cloop and, over https,
+                  _ctls), the aiohttp engine
+    tls/          TLS for every engine: the SSL context, the handshake before a load, OpenSSL from C
     h2/           HTTP/2 (h2 over TLS, h2c in cleartext): H2Engine, its compiled loop over libnghttp2, the fallback
     h3/           HTTP/3 over QUIC (qh3), the server's Alt-Svc found first
     core/         what the compiled loops share: the base, the C tally, the host contract, which loop runs
     record/       what happened: outcomes, the recorder, results, histograms, summaries, the client's own load
     run/          where: one load in this process or several, on a Dask cluster; the open-file limit
 
-Imports go one way: run -> engines.py -> h3, h2, h1 -> tls -> core -> driver -> spec -> schedules, pageset -> target;
-every room -> record -> the kernel (no pandas in a load process). Nothing here installs a signal handler in the
-caller's process: the command owns SIGINT (worker processes, ours, ignore it).
+Imports go one way between the rooms: run -> engines.py -> h1, h2, h3 -> tls, core -> driver -> spec -> record
+-> schedules, pageset -> target -> the kernel (no pandas in a load process). Nothing here installs a signal
+handler in the caller's process: the command owns SIGINT (worker processes, ours, ignore it).
 """

@@ -18,7 +18,9 @@ from typing import TYPE_CHECKING, Any, cast
 
 from .. import protocols
 from ..errors import UsageError
-from .core.compiled import EnginePath, cloop_module, h2_module
+from .core.compiled import EnginePath
+from .h1.loops import cloop_module
+from .h2.loops import h2_module
 
 if TYPE_CHECKING:
     from .driver import Engine

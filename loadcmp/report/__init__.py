@@ -36,6 +36,6 @@ role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
 folders read through `store.reader`; a mix's page cells, a trial's TLS facts, the writer's atomic write), the
-load's outcome kinds and its trials' sums (`load.record.summary`), a replay in words (`traffic.logreplay`, for the story),
-and the kernel (records, units, errors).
+load's outcome kinds and its trials' sums (`load.record.summary`), a replay in words (`traffic.logreplay`, for the
+story), and the kernel (records, units, errors).
 """

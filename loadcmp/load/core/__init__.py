@@ -1,7 +1,7 @@
 """The compiled core the loops build on, and which loop runs.
 
-    compiled.py   which loop runs: the compiled one (built from the sources as they are: BUILT_FROM, _cbuilt.pxi)
-                  or pure Python (LOADCMP_PURE_PYTHON=1, or not built)
+    compiled.py   whether a compiled loop runs: built from the sources as they are (BUILT_FROM, _cbuilt.pxi) and
+                  wanted (not LOADCMP_PURE_PYTHON=1); each room asks it of its own loop
     host.py       the contract between an engine and the loop it hosts (Host ...; Loop), typed; the compiled
                   modules' stubs (_cbase.pyi, _ctally.pyi, and each room's) name it
     _cbase.pyx    CBase (_cbase.pxd): its own epoll set, a reader of the running loop; the deadline tick, the
@@ -10,5 +10,5 @@
     _ctally.pyx   what the recorder keeps of each request, counted in C (_ctally.pxd, _ctally.h) and handed
                   over once a second, per page too; CRequests: a load's pages' requests and sequence in C
 
-Imports go one way: compiled -> host -> _cbase, _ctally -> ../record, ../driver.
+Imports go one way: host, compiled; _cbase, _ctally -> ../record; host -> ../spec, ../target (types).
 """

@@ -5,8 +5,11 @@
     conn.py       a keep-alive connection and the slot a request waits in
     rawclient.py  the pure-Python closed loop without keep-alive (a new connection per request, no transports)
     aio.py        AiohttpEngine (TLS, redirects)
+    loops.py      which closed loop runs: the compiled one (over https the TLS one) or the pure-Python clients
     _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd and its HTTP/1 response reader _chttp.h), a
                   CBase of core/; its stub _cloop.pyi
+    _ctls.pyx     TLSLoop: https in the compiled loop, a CLoop whose virtual C methods speak TLS (OpenSSL from C,
+                  ../tls/_ctls.h); built where OpenSSL's headers are; its stub _ctls.pyi
 
-Imports go one way: engine -> conn, rawclient -> the compiled loop (core.compiled picks it) -> ../tls, ../core.
+Imports go one way: engine -> conn, rawclient, loops -> _ctls -> _cloop -> ../tls, ../core.
 """

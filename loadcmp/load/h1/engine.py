@@ -24,7 +24,7 @@ import contextlib
 import socket
 from typing import Any
 
-from ..core.compiled import make_cloop
+from .loops import make_cloop
 from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
 from ..driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
 from ..record.outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error

@@ -2,7 +2,7 @@
 keeping -m streams in flight, in the closed schedule only (the protocol table's `schedules`).
 
 Its loop is the compiled one (`_ch2.H2Loop`, over libnghttp2) where it is built and current
-(`compiled.h2_module`), else the `h2` package's (`h2py.H2Clients`, flagged client-bound). Either is a
+(`h2_module`), else the `h2` package's (`h2py.H2Clients`, flagged client-bound). Either is a
 `host.Loop` this engine hosts: started with the schedule, flushed once a second, aborted at the window's end.
 """
 
@@ -12,11 +12,11 @@ import asyncio
 import socket
 from typing import Any
 
-from ..tls import context as tls
-from ..core.compiled import h2_module
-from ..driver import Engine, LiveFn, LoadSpec
 from ..core.host import Loop
+from ..driver import Engine, LiveFn, LoadSpec
 from ..schedules import Closed
+from ..tls import context as tls
+from .loops import make_h2loop
 
 
 class H2Engine(Engine[None]):
@@ -46,14 +46,3 @@ class H2Engine(Engine[None]):
     def abort_all(self) -> None:
         if self.loop is not None:
             self.loop.abort()
-
-
-def make_h2loop(engine: H2Engine, connections: int, loop: asyncio.AbstractEventLoop) -> Loop:
-    """The h2 loop for `engine`'s connections: compiled, or the pure-Python `h2` package's (`h2py`)."""
-    if h2_module() is not None:
-        from ._ch2 import H2Loop
-
-        return H2Loop(engine, connections, loop)
-    from .h2py import H2Clients
-
-    return H2Clients(engine, connections)

@@ -1,9 +1,10 @@
-"""https: one SSL context per load and a handshake before it, and the compiled loop over OpenSSL.
+"""TLS for every engine: one SSL context per load and a handshake before it, and OpenSSL from C for the
+compiled loops (h1's TLSLoop, h2's connections).
 
-    context.py    the SSL context for both engines (ALPN offers the protocol's row), the handshake before a
-                  load (a server whose ALPN says otherwise stops it there)
-    _ctls.pyx     TLSLoop, a CLoop (h1/) whose virtual C methods speak TLS: OpenSSL from C (_ctls.h, declared
-                  once in _cssl.pxd for it and h2/); built where OpenSSL's headers are; its stub _ctls.pyi
+    context.py    the SSL context (ALPN offers the protocol's row), the handshake before a load (a server whose
+                  ALPN says otherwise stops it there)
+    _ctls.h       the context, the chain's check, the saved sessions, each step's result, in C; declared once
+                  for Cython in _cssl.pxd
 
-Imports go one way: _ctls -> ../h1/_cloop, ../core; context -> the kernel.
+Imports go one way: context -> ../target. The rooms that speak TLS import this one, never the other way.
 """

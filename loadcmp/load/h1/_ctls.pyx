@@ -25,9 +25,9 @@ from libc.math cimport NAN, floor
 from libc.stdlib cimport calloc, free
 
 from ..core._cbase cimport now
-from ..h1._cloop cimport *
+from ._cloop cimport *
 from ..core._csys cimport *
-from ._cssl cimport *
+from ..tls._cssl cimport *
 
 from ..record.outcomes import TLS_ERROR
 
