@@ -23,7 +23,7 @@ from loadcmp.load.record.outcomes import tls_reason
 from loadcmp.load.record.recorder import Result
 from loadcmp.load.schedules import Closed
 from loadcmp.load.record.summary import check_invariant, result_doc
-from loadcmp.load.target import make_target
+from loadcmp.load.target import TlsOptions, make_target
 from loadcmp.load.run.workers import run_load
 
 
@@ -91,7 +91,7 @@ class RawServer:
 
 def load(url: str, cafile: str | None, keepalive: bool = False, resume: float = 0.0, clients: int = 3,
          duration: float = 1.0) -> Result:
-    target = make_target(url, keepalive=keepalive, cafile=cafile, tls_resume=resume)
+    target = make_target(url, keepalive=keepalive, tls=TlsOptions(cafile=cafile, resume=resume))
     return run_load(LoadSpec(target, Closed(clients), duration, timeout=3.0))
 
 

@@ -32,7 +32,7 @@ from loadcmp.load.record.outcomes import PROTOCOL_ERROR
 from loadcmp.load.record.result import Result, StreamTally
 from loadcmp.load.schedules import Closed
 from loadcmp.load.record.summary import check_invariant, result_doc
-from loadcmp.load.target import make_target
+from loadcmp.load.target import TlsOptions, make_target
 from loadcmp.load.run.workers import run_load
 
 
@@ -68,7 +68,8 @@ def servers(ca: trustme.CA) -> Iterator[dict[tuple[str, str], H2Server]]:
 
 
 def load(server: H2Server, proto: str, cafile: str, streams: int = 4, clients: int = 2, timeout: float = 3.0) -> Result:
-    target = make_target(server.url("/"), proto=proto, streams=streams, cafile=cafile if proto == "h2" else None)
+    target = make_target(server.url("/"), proto=proto, streams=streams,
+                         tls=TlsOptions(cafile=cafile if proto == "h2" else None))
     return run_load(LoadSpec(target, Closed(clients), 1.0, timeout=timeout))
 
 
@@ -98,7 +99,7 @@ def test_streams_in_flight_on_each_connection(servers, cafile, h2_path, proto):
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
 def test_the_streams_counted_are_the_windows_not_the_warmups(servers, cafile, h2_path, proto):
     target = make_target(servers[(proto, "ok")].url("/"), proto=proto, streams=4,
-                         cafile=cafile if proto == "h2" else None)
+                         tls=TlsOptions(cafile=cafile if proto == "h2" else None))
     doc, failures, st = _accounted(run_load(LoadSpec(target, Closed(2), 1.0, warmup=0.5, timeout=3.0)))
     assert failures == {} and doc["warmup_requests"] > 20, doc  # the warm-up sent streams, uncounted
     assert st.streams == doc["started"] == doc["ok"] + doc["unfinished"], (st, doc)
@@ -240,7 +241,8 @@ def test_bench_shows_the_streams_and_refuses_bad_input_in_one_line(servers, cafi
 def test_make_target_refuses_what_does_not_fit_the_protocol():
     for kw, said in (({"proto": "h2c", "url": "https://127.0.0.1/"}, "--proto h2c runs over plain http only"),
                      ({"proto": "h3", "url": "http://127.0.0.1/"}, "--proto h3 needs an https:// URL"),
-                     ({"proto": "h2", "url": "https://127.0.0.1/", "tls_resume": 0.5}, "takes no --tls-resume"),
+                     ({"proto": "h2", "url": "https://127.0.0.1/", "tls": TlsOptions(resume=0.5)},
+                      "takes no --tls-resume"),
                      ({"proto": "h2c", "url": "http://127.0.0.1/", "http10": True}, "takes no --http10")):
         with pytest.raises(UsageError, match=said):
             make_target(kw.pop("url"), resolve=False, **kw)

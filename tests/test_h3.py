@@ -17,7 +17,7 @@ from loadcmp.load.driver import LoadSpec
 from loadcmp.load.record.recorder import Result
 from loadcmp.load.schedules import Closed, Ramp, Rate, Schedule
 from loadcmp.load.record.summary import check_invariant, result_doc
-from loadcmp.load.target import Target, make_target
+from loadcmp.load.target import Target, TlsOptions, make_target
 from loadcmp.load.run.workers import run_load
 
 
@@ -29,7 +29,7 @@ def h3(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H3S
 
 
 def target(url: str, cafile: str | None, streams: int = 4) -> Target:
-    return make_target(url, cafile=cafile, proto="h3", streams=streams)
+    return make_target(url, tls=TlsOptions(cafile=cafile), proto="h3", streams=streams)
 
 
 def load(t: Target, schedule: Schedule | None = None, seconds: float = 1.0, workers: int = 1) -> Result:
@@ -143,7 +143,7 @@ def test_a_certificate_that_does_not_verify_over_quic_is_said(h3, tmp_path):
     with pytest.raises(UsageError) as e:
         altsvc.probe(target(h3.url("/ok"), str(path)), 2.0)
     assert "did not verify over QUIC" in str(e.value) and "\n" not in str(e.value)
-    insecure = make_target(h3.url("/ok"), proto="h3", streams=2, insecure=True)
+    insecure = make_target(h3.url("/ok"), proto="h3", streams=2, tls=TlsOptions(insecure=True))
     assert altsvc.probe(insecure, 2.0).startswith("QUIC v1, h3")
 
 

@@ -15,7 +15,7 @@ from loadcmp.load.pageset import Cursor, Pages
 from loadcmp.load.record.recorder import Recorder
 from loadcmp.load.schedules import Closed, Rate
 from loadcmp.load.record.summary import check_invariant, result_doc, timeline_rows
-from loadcmp.load.target import make_target
+from loadcmp.load.target import TlsOptions, make_target
 from loadcmp.load.run.workers import run_load, split_spec
 from loadcmp.traffic.mix import check_mix, draw, mix_pages, parse_mix, shares
 
@@ -297,7 +297,7 @@ def test_the_reports_pages_of_the_mix_are_a_mixs_alone(tmp_path: Path):
 
 @pytest.mark.usefixtures("loop_path")
 def test_a_mix_over_https_counts_each_page(tls_faulty, tls_cert):
-    target = make_target(tls_faulty.url("/ok"), keepalive=True, cafile=str(tls_cert[0]))
+    target = make_target(tls_faulty.url("/ok"), keepalive=True, tls=TlsOptions(cafile=str(tls_cert[0])))
     pages = mix_pages(parse_mix("/ok=1,/404=1"), 2, target)
     doc = result_doc(run_load(LoadSpec(target, Closed(2), 0.6, pages=pages)))
     got = {p["page"]: p for p in doc["pages"]}

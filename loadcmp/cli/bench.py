@@ -82,7 +82,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     -n N and no -t, it sends N requests whatever they take (up to a cap that
     only a lost request reaches: `schedules.time_cap`).
     """
-    from ..load.target import make_target
+    from ..load.target import TlsOptions, make_target
 
     live = LiveFlags.pop(flags)
     insecure, cacert, tls_resume = flags.pop("insecure"), flags.pop("cacert"), flags.pop("tls_resume")
@@ -91,7 +91,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
     v = {**BENCH_DEFAULTS, **given}
     keepalive = v["keepalive"][0] if isinstance(v["keepalive"], tuple) else v["keepalive"]
     target = make_target(url, method=method, headers=headers, body=body, http10=http10, keepalive=keepalive,
-                         insecure=insecure, cafile=cacert, tls_resume=tls_resume, proto=proto, streams=streams)
+                         tls=TlsOptions(insecure, cacert, tls_resume), proto=proto, streams=streams)
     for flag, given_ in (("--tls-resume", tls_resume), ("--cacert", cacert)):
         if given_ and target.scheme != "https":
             raise UsageError(f"{flag} is for https URLs; {url} is plain http")

@@ -8,19 +8,27 @@ from __future__ import annotations
 
 import socket
 from dataclasses import dataclass
-from typing import TypedDict, Unpack
 from urllib.parse import urlsplit
 
 from .. import protocols
 from ..errors import UsageError
 
 
-class MoreOptions(TypedDict, total=False):
-    """make_target's last keywords (kept apart so that its signature stays short)."""
+@dataclass(frozen=True)
+class TlsOptions:
+    """How an https load trusts the server and shakes hands: one value, as a user gives them together
+    (`--insecure`, `--cacert`, `--tls-resume`)."""
 
-    tls_resume: float  #: the share of new connections that resume a TLS session (default 0)
-    proto: str  #: h1 (default), h2, h2c or h3
-    streams: int  #: requests in flight per connection (h2load's -m; default 1)
+    insecure: bool = False
+    """Do not verify the server's certificate (a test server's self-signed one)."""
+    cafile: str | None = None
+    """Verify against this CA file, not the system's."""
+    resume: float = 0.0
+    """The share of new connections that resume a TLS session."""
+
+
+PLAIN = TlsOptions()
+"""The default: the system's CAs, every handshake a full one."""
 
 
 @dataclass(frozen=True)
@@ -95,13 +103,12 @@ def make_target(
     http10: bool = False,
     keepalive: bool = False,
     resolve: bool = True,
-    insecure: bool = False,
-    cafile: str | None = None,
-    **more: Unpack[MoreOptions],
+    tls: TlsOptions = PLAIN,
+    proto: str = protocols.DEFAULT,
+    streams: int = 1,
 ) -> Target:
     """Validate a URL and options into a Target; one-line UsageErrors."""
-    tls_resume, streams = more.get("tls_resume", 0.0), more.get("streams", 1)
-    proto = more.get("proto", protocols.DEFAULT)
+    insecure, cafile, tls_resume = tls.insecure, tls.cafile, tls.resume
     parts = urlsplit(url)
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise UsageError(f"bad URL {url!r}: give an http:// or https:// URL with a host")

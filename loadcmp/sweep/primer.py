@@ -267,13 +267,13 @@ def quic(dep: Deployment, page: str, timeout: float = 10.0) -> str:
 def _quic_seen(dep: Deployment, page: str, timeout: float = 10.0) -> tuple[str, str, str]:
     """`quic`'s handshake: the (TLS version, cipher, ALPN) it negotiated, else a PrimerError in one line."""
     from ..load.h3 import altsvc
-    from ..load.target import make_target
+    from ..load.target import TlsOptions, make_target
 
     name = dep.stack.name
     if dep.plan.cafile is None:
         raise PrimerError(f"{name}: --proto h3 runs over https: add --tls")
-    target = make_target(f"https://{dep.host.address}:{dep.port}{page}", cafile=dep.plan.cafile, proto="h3",
-                         resolve=False)
+    target = make_target(f"https://{dep.host.address}:{dep.port}{page}", tls=TlsOptions(cafile=dep.plan.cafile),
+                         proto="h3", resolve=False)
     try:
         found = altsvc.discover(target, timeout)
         if found.port != dep.port:

@@ -35,7 +35,7 @@ from ..lab.containers import Deployment
 from ..load.driver import Live, LoadSpec, now
 from ..load.record.saturation import Machine, add_advice
 from ..load.record.summary import note_ramp_cut, result_doc, timeline_rows
-from ..load.target import make_target
+from ..load.target import TlsOptions, make_target
 from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
@@ -239,7 +239,7 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
 def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measurement:
     """Warm-up, then the measured window, with the server sampled at 1 Hz."""
     target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive,
-                         resolve=False, cafile=dep.plan.cafile, tls_resume=spec.tls_resume, proto=p.proto,
+                         resolve=False, tls=TlsOptions(cafile=dep.plan.cafile, resume=spec.tls_resume), proto=p.proto,
                          streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
     pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
@@ -287,7 +287,7 @@ def prime_journeys_of(dep: Deployment, p: Planned, spec: RunSpec) -> None:
     walks = spec.traffic.walks(p.level, journeys.shipped(spec.app))
     if walks is not None:
         target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}/", resolve=False,
-                             cafile=dep.plan.cafile)
+                             tls=TlsOptions(cafile=dep.plan.cafile))
         prime_journeys(walks, target, spec.timeout, p.label)
 
 
