@@ -68,7 +68,9 @@ fi
 
 stamp="$VENV/.loadcmp-installed"
 newer=
-[ -f "$stamp" ] && newer=$(find pyproject.toml setup.py loadcmp/load/_c*.pyx loadcmp/load/_c*.pxd loadcmp/load/_c*.h -newer "$stamp")
+# the compiled modules' sources, in load's rooms (h1/, h2/, tls/, core/): a change to any builds them again
+[ -f "$stamp" ] && newer=$(find pyproject.toml setup.py loadcmp/load \( -name '*.pyx' -o -name '*.pxd' -o -name '*.pxi' \
+    -o -name '_c*.h' \) -newer "$stamp")
 if [ ! -f "$stamp" ] || [ -n "$newer" ]; then
     log "installing loadcmp into $VENV"
     "$VENV/bin/pip" install -q --upgrade pip >/dev/null
