@@ -3,8 +3,8 @@
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from .pages import Pages
-from .recorder import Recorder
+from ..pageset import Pages
+from ..record.recorder import Recorder
 
 BUILT_FROM: str
 """As `_cloop.BUILT_FROM`."""

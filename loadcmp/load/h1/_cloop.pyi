@@ -3,7 +3,7 @@
 from asyncio import AbstractEventLoop
 from collections.abc import Iterable
 
-from .host import ClosedHost
+from ..core.host import ClosedHost
 
 BUILT_FROM: str
 """Its sources and their digests when it was built (`_cbuilt.pxi`; `compiled.current`)."""

@@ -2,7 +2,7 @@
 
 from asyncio import AbstractEventLoop
 
-from .host import SocketHost
+from ..core.host import SocketHost
 
 BUILT_FROM: str
 """As `_cloop.BUILT_FROM`."""
