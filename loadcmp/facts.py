@@ -1,5 +1,6 @@
 """What a load's protocol and traffic did, as TypedDicts of run.json: its TLS handshakes, its HTTP/2 or
-HTTP/3 streams, its journeys. Kept apart from records.py (which names them too) so that each stays short.
+HTTP/3 streams, its journeys. These are facts of one protocol or one traffic source, present only when the
+load used it; records.py holds what every load has, and names these where a record carries them.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ class TlsFacts(TypedDict):
 
 
 class StreamFacts(TypedDict):
-    """What the streams of an h2, h2c or h3 load did (`load.result.StreamTally`), beside their outcomes."""
+    """What the streams of an h2, h2c or h3 load did (`load.record.result.StreamTally`), beside their outcomes."""
 
     protocol: str  #: negotiated: "h2", "h2c", "h3"
     connections: int  #: connections opened (a new one after each GOAWAY)

@@ -103,7 +103,8 @@ class Protocol:
         if not wrong:
             return None
         if self.schedules is None:
-            return f"--proto {self.name} runs its own engine (every schedule), not {' nor '.join(wrong)}"
+            own = "QUIC engine" if self.transport == "udp" else "engine"
+            return f"--proto {self.name} runs its own {own} (every schedule), not {' nor '.join(wrong)}"
         loops = f"the {'/'.join(self.engines)} engine's {' or '.join(self.schedules)} loop"
         shape = " (-c connections, -m streams each)" if self.multiplexed else ""
         return f"--proto {self.name} runs {loops}{shape}, not {' nor '.join(wrong)}"

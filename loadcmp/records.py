@@ -23,7 +23,7 @@ RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
 by a process that is gone, killed outright)."""
 OUTCOME_KINDS: tuple[str, ...] = ("ok", "http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset",
                                   "timeout", "protocol_error", "tls_error", "stream_reset", "goaway")
-"""Every way a started request can end (besides `unfinished`), in storage order: `load.outcomes` numbers
+"""Every way a started request can end (besides `unfinished`), in storage order: `load.record.outcomes` numbers
 them, `LoadSummary.failures` counts all but `ok`, and a stack's log causes name the failures they make."""
 FAIL_KINDS: tuple[str, ...] = OUTCOME_KINDS[1:]
 
@@ -184,7 +184,7 @@ class LoadSummary(TypedDict):
     webbench: WebbenchCount
     interrupted: bool
     warnings: list[str]
-    client_bound: NotRequired[bool]  #: the client, not the server, limited the rate (`load.saturation`)
+    client_bound: NotRequired[bool]  #: the client, not the server, limited the rate (`load.record.saturation`)
     client_bound_reason: NotRequired[str | None]  #: what says so: the client's CPU, its event-loop lag
     client_busy_pct: NotRequired[float | None]  #: the busiest load thread's median busy % (on or waiting for a CPU)
     client_wait_pct: NotRequired[float | None]  #: the largest median % a load thread waited for a CPU

@@ -242,7 +242,7 @@ def test_h3_refuses_another_engine_in_one_line():
 
     r = CliRunner().invoke(cli, ["run", "--tls", "--proto", "h3", "--server", "caddy", "--engine", "aiohttp",
                                  "-c", "1", "-t", "1"])
-    assert r.exit_code == 2 and "--proto h3 runs its own engine (every schedule), not --engine aiohttp" in r.output
+    assert r.exit_code == 2 and "--proto h3 runs its own QUIC engine (every schedule), not --engine aiohttp" in r.output
 
 
 def test_the_report_titles_the_streams_section_by_its_protocols():

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from .. import protocols
 from ..errors import Interrupted, LoadError, UsageError
 from ..records import LoadSummary, SpecDoc
 from .app import cli, emit_json, stop_on_signals
@@ -66,7 +67,7 @@ class BenchPlan:
 @click.option("--tls-resume", type=float, default=0.0, show_default=True, metavar="FRACTION",
               help="https: the share of new connections that resume a saved TLS session (0: a full handshake "
                    "each time, as ab; 1: whenever the server allows).")
-@click.option("--proto", default="h1", show_default=True, metavar="h1|h2|h2c|h3",
+@click.option("--proto", default=protocols.DEFAULT, show_default=True, metavar="|".join(protocols.names()),
               help="The protocol: HTTP/1.1, HTTP/2 over TLS (ALPN), HTTP/2 in cleartext (prior knowledge), HTTP/3. "
                    "The load stops with one line when the server negotiates another.")
 @click.option("-m", "--streams", type=int, default=1, show_default=True, metavar="N",

@@ -20,6 +20,7 @@ import click
 
 from ..errors import UsageError
 from ..live import DEFAULT_PORT
+from ..protocols import DEFAULT as DEFAULT_PROTO
 from .app import cli
 from .display import err, markup
 
@@ -115,7 +116,7 @@ class Watchers:
     def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
         self._tell("trial_start", p, i, n, seconds)
 
-    def begin(self, server: str, level: int, trial: int, proto: str = "h1") -> None:
+    def begin(self, server: str, level: int, trial: int, proto: str = DEFAULT_PROTO) -> None:
         self._tell("begin", server, level, trial, proto=proto)
 
     def live(self, lv: Live) -> None:

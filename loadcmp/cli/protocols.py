@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 
+from .. import protocols
 from ..errors import UsageError
 from .flaggroup import FlagGroup, flag
 
@@ -61,7 +62,7 @@ def proto_options(f: F) -> F:
     f = click.option("-m", "--streams", type=int, metavar="N",
                      help="Requests in flight per connection on h2, h2c and h3, as h2load's -m (default 1); "
                           "-c stays the number of connections.")(f)
-    return click.option("--proto", "protos", callback=_protos, metavar="h1|h2|h2c|h3[,...]",
-                        help="The protocol(s) loaded (default h1): h2 over TLS (needs --tls), h2c by prior "
-                             "knowledge on a plain port; several run each server once per protocol "
+    return click.option("--proto", "protos", callback=_protos, metavar="|".join(protocols.names()) + "[,...]",
+                        help=f"The protocol(s) loaded (default {protocols.DEFAULT}): h2 over TLS (needs --tls), h2c "
+                             "by prior knowledge on a plain port; several run each server once per protocol "
                              "(labels like nginx[h2]).")(f)

@@ -27,6 +27,7 @@ from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.fits import Beside, traffic_of
 from ..traffic.source import DEFAULTS, OnePage, Traffic
 from ..units import parse_cluster, parse_cpus
+from ..protocols import DEFAULT as DEFAULT_PROTO
 
 
 @dataclass(frozen=True)
@@ -69,7 +70,7 @@ class RunSpec:
     engine: str = "fast"
     workers: int = 1
     cluster: str | None = None
-    """`local:N` or `tcp://HOST:PORT`: the load's shares on a Dask cluster (`load.cluster`)."""
+    """`local:N` or `tcp://HOST:PORT`: the load's shares on a Dask cluster (`load.run.cluster`)."""
     docker_host: str | None = None
     """Another machine's Docker engine for the stacks (`dockerhost`); None: this machine's."""
     server_address: str | None = None
@@ -94,7 +95,7 @@ class RunSpec:
     """--tls-resume: the share of new connections that resume a TLS session (0: a full handshake each, as ab)."""
     variant_tls: dict[str, bool] = field(default_factory=dict)
     """A label's own `tls` (`[variants.LABEL] tls = ...`), over `tls`."""
-    protos: tuple[str, ...] = ("h1",)
+    protos: tuple[str, ...] = (DEFAULT_PROTO,)
     """--proto: the protocols each label runs (`experiment.protos`); several: labels like `nginx[h2]`."""
     variant_protos: dict[str, tuple[str, ...]] = field(default_factory=dict)
     """A label's own protocols (`[variants.LABEL] proto = ...`), over `protos`."""
@@ -188,7 +189,7 @@ class RunSpec:
         """Whether the run loads more than one protocol (its labels then carry theirs: `nginx[h2]`)."""
         return len({pr for s in self.servers for pr in self.protos_for(s)}) > 1
 
-    def label(self, server: str, keepalive: bool, page: str | None = None, proto: str = "h1") -> str:
+    def label(self, server: str, keepalive: bool, page: str | None = None, proto: str = DEFAULT_PROTO) -> str:
         out = protocols.label_with(server, proto, self.several_protos)
         if len(self.keepalive) > 1:
             out += f"/{'keepalive' if keepalive else 'close'}"

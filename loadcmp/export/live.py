@@ -22,6 +22,7 @@ from prometheus_client.registry import Collector
 from ..load.record.histogram import Histogram
 from ..load.record.summary import second_row
 from ..records import TrialRecord
+from ..protocols import DEFAULT as DEFAULT_PROTO
 from .exposition import families
 from .families import ALL_PAGES
 from .points import Labels, Series, client_points, server_points, trial_labels, trial_points, zero_points
@@ -105,14 +106,14 @@ class Metrics:
     def _labels(self, t: Trial) -> Labels:
         if t.labels is None:
             label, level, n = t.key
-            t.labels = trial_labels(self.run, label, self.protos.get(label, "h1"), level, n)
+            t.labels = trial_labels(self.run, label, self.protos.get(label, DEFAULT_PROTO), level, n)
         return t.labels
 
     def trial_start(self, p: Planned, i: int, n: int, seconds: float) -> None:
         self.begin(p.label, p.level, p.trial, proto=p.proto)
 
     def begin(self, server: str, level: int, trial: int, i: int | None = None, n: int | None = None,
-              proto: str = "h1") -> None:
+              proto: str = DEFAULT_PROTO) -> None:
         """A trial starts. Its values come with its warm-up's first live call: by then the run has its name."""
         with self.lock:
             self.protos[server] = proto
@@ -165,7 +166,7 @@ class Metrics:
             trials: list[TrialRecord] = list(writer.run.get("trials", []))
             for rec in trials[self.seen:]:
                 key = (rec["server"], rec["level"], rec["trial"])
-                proto = (writer.run.get("servers", {}).get(rec["server"]) or {}).get("proto", "h1")
+                proto = (writer.run.get("servers", {}).get(rec["server"]) or {}).get("proto", DEFAULT_PROTO)
                 self.protos.setdefault(rec["server"], proto)
                 t = self.trials.setdefault(key, Trial(key))
                 if t.t0 is None:

@@ -25,6 +25,7 @@ from ..errors import StoreError, UsageError
 from ..load.record.histogram import Histogram
 from ..records import TrialRecord
 from ..store.reader import Results, load_results
+from ..protocols import DEFAULT as DEFAULT_PROTO
 from . import Format
 from .exposition import Hist, Value, families
 from .families import ALL_PAGES, FAMILIES, TRIAL_LABELS
@@ -93,7 +94,7 @@ def add_run(out: Export, res: Results, run: str) -> None:
         if not rec.get("result"):
             continue
         start = clock.start(rec)
-        proto = ((res.run.get("servers") or {}).get(rec["server"]) or {}).get("proto", "h1")
+        proto = ((res.run.get("servers") or {}).get(rec["server"]) or {}).get("proto", DEFAULT_PROTO)
         trial = trial_labels(run, rec["server"], proto, rec["level"], rec["trial"])
         _seconds(out, series, trial, rec, res, start)
         end = start + float(rec["result"]["duration_s"])

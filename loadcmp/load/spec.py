@@ -23,7 +23,7 @@ DEFAULT_TIMEOUT = 10.0
 class OwnEngine(Protocol):
     """What `LoadSpec.traffic` is: a plan that makes its own engine and says what it sends (picklable: workers
     get it). The engine is `driver.Engine`, which imports this module: it is named `object` here, and
-    `workers.make_engine` says which it is."""
+    `engines.make_engine` says which it is."""
 
     def engine(self, spec: LoadSpec, live: LiveFn | None = None) -> object: ...
 

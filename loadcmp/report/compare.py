@@ -1,6 +1,6 @@
 """Ratios between servers per level, and comparison lines that say only what the data supports.
 
-A level where a side was client-bound (`load.saturation`) measured the client's pace
+A level where a side was client-bound (`load.record.saturation`) measured the client's pace
 there; its rate is still a lower bound on what that server serves. So the bound side
 is named the larger when the ratio's interval says so ("served at least 1.89× the
 requests of ..."); any other such level is inconclusive, with the reason and the
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 
 from ..store.reader import Results, metrics_of
 from ..records import LoadSummary, TrialRecord
+from ..protocols import DEFAULT as DEFAULT_PROTO
 from .streams import streams_of
 from .tables import MIN_TRIALS, Estimate, t95
 
@@ -229,7 +230,7 @@ def protocols_in(data: Results) -> dict[str, str] | None:
     protos = {}
     for s in data.servers:
         found = data.info(s)
-        protos[s] = str(found[1].get("proto") or "h1") if found else "h1"
+        protos[s] = str(found[1].get("proto") or DEFAULT_PROTO) if found else DEFAULT_PROTO
     return protos if any(f"[{p}]" in s for s, p in protos.items()) else None
 
 

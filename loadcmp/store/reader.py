@@ -215,7 +215,7 @@ class ClientBound:
 
 
 def client_bound(trials: list[TrialRecord]) -> ClientBound | None:
-    """The first of these trials whose client was the bottleneck (`load.saturation`)."""
+    """The first of these trials whose client was the bottleneck (`load.record.saturation`)."""
     for t in trials:
         r = t.get("result")
         if r and r.get("client_bound"):

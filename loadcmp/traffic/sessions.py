@@ -4,7 +4,7 @@ from a weighted mix) step by step, on aiohttp (the Python path: the client-bound
 Each step is a request counted as any other (the recorder's outcomes, status codes and latency) and also as
 the page `journey/step` (the recorder's pages); each journey started inside the window ends as completed,
 failed at a step (its name and why: a status not expected, an extract that found nothing), or cut by the
-window's close (`load.journeytally`). A journey is a session: its user's cookies are cleared before it
+window's close (`load.record.journeytally`). A journey is a session: its user's cookies are cleared before it
 starts, so an author logs in on every journey. `prime_journeys` walks each journey once before the load,
 so that a journey that cannot complete stops the run with the step named instead of measuring failures.
 """

@@ -13,7 +13,7 @@ claim must hold at each:
   label is not in the results; a side was client-bound at that level and its bound decides
   nothing (below); or too few trials (below).
 
-Client-bound sides. A side the client limited (`load.saturation`) measured the client's pace, not
+Client-bound sides. A side the client limited (`load.record.saturation`) measured the client's pace, not
 the server's. For a throughput metric (`checks.THROUGHPUT`) that is still a lower bound: the server
 serves at least what got through. So the level is judged as usual, and a verdict stands only where
 the bound can give it: that the bound side is the larger (its interval, or the ratio's, lies above

@@ -3,7 +3,7 @@
 "use strict";
 (function () {
   const EVENTS = document.currentScript.dataset.events;
-  // the failure kinds come with `hello` (load.outcomes.KINDS); these only for a stream without them
+  // the failure kinds come with `hello` (load.record.outcomes.KINDS); these only for a stream without them
   const failKinds = () => ((S.hello && S.hello.kinds) || ["ok", "http_4xx", "http_5xx", "connect_refused",
     "connect_timeout", "reset", "timeout", "protocol_error", "tls_error"]).filter((k) => k !== "ok");
   // red is kept for failures and the client-bound signal

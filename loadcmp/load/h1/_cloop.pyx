@@ -1,6 +1,6 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The fast engine's closed loop over http in C: what `rawclient.RawClient` (a new
-connection per request) and the keep-alive callback path of `http1` do, minus Python per request.
+connection per request) and the keep-alive callback path of `engine.py` do, minus Python per request.
 
 The kernel's cost per connection is the same in every client, so the Python a request costs on
 top is what holds a client below ab and wrk once the client's core is the limit

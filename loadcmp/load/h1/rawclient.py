@@ -31,7 +31,7 @@ from ..record.recorder import Began, Recorder
 
 
 class RawHost(Protocol):
-    """What a raw client needs from its engine (`http1.FastEngine`)."""
+    """What a raw client needs from its engine (`h1.engine.FastEngine`)."""
 
     running: bool
     rec: Recorder | None
