@@ -114,8 +114,14 @@ SHARED = ("_ctally.h", "_ctally.pxd", "_cbase.pxd", "_csys.pxd", "_cnet.h", "_cl
 
 def at(*names: str) -> list[str]:
     """Where each shared file is under loadcmp/load (its room), by name."""
-    found = {f.name: str(f) for pattern in ("*.h", "*.pxd", "*.pxi") for f in LOAD.rglob(pattern)}
-    return [found[n] for n in names]
+    found: dict[str, list[str]] = {}
+    for pattern in ("*.h", "*.pxd", "*.pxi"):
+        for f in LOAD.rglob(pattern):
+            found.setdefault(f.name, []).append(str(f))
+    twice = {n: paths for n, paths in found.items() if len(paths) > 1}
+    if twice:  # the C include path and Cython's would find either one
+        raise SystemExit(f"loadcmp: a header or declaration file's name is in two rooms: {twice}")
+    return [found[n][0] for n in names]
 
 
 def compiled(room: str, name: str, depends: list[str], *libraries: str) -> Extension:

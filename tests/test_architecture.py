@@ -230,6 +230,31 @@ def test_no_import_cycle_between_rooms():
     assert cycle is None, "rooms import each other: " + " -> ".join(cycle or [])
 
 
+def _load_order() -> dict[str, int]:
+    """The order loadcmp/load/__init__.py draws between its rooms and top modules ("run -> engines.py -> h1, h2,
+    h3 -> ..."): each name's place, names at one place importing none of each other."""
+    doc = ast.get_docstring(ast.parse((PKG / "load" / "__init__.py").read_text())) or ""
+    chain = " ".join(doc.split("Imports go one way between the rooms:", 1)[1].split("(", 1)[0].split())
+    return {name.strip().removesuffix(".py"): i for i, step in enumerate(chain.split("->"))
+            for name in step.split(",") if name.strip() and name.strip() != "the kernel"}
+
+
+def test_the_rooms_import_in_the_drawn_order():
+    """Inside load, every import between two rooms (or top modules) goes rightward along the drawn order."""
+    order = _load_order()
+    assert {"run", "engines", "h1", "tls", "core", "record", "driver", "target"} <= set(order), order
+    mods = _every_module()
+    known = set(mods)
+
+    def unit(module: str) -> str | None:
+        parts = module.split(".")
+        return parts[2] if parts[:2] == ["loadcmp", "load"] and len(parts) > 2 else None
+
+    against = sorted(f"{m} -> {n}" for m, p in mods.items() if unit(m) for n in _edges(m, p, known)
+                     if unit(n) and unit(n) != unit(m) and not order[unit(m) or ""] < order[unit(n) or ""])
+    assert not against, "against load's drawn order: " + "; ".join(against)
+
+
 def test_importing_a_package_loads_nothing_heavy():
     """A package's __init__ is its table of contents; the heavy libraries load only where used."""
     packages = [p for p in _packages() if p != "loadcmp"]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import shutil
 
 import numpy as np
@@ -187,6 +188,15 @@ def test_the_install_built_the_compiled_loop():
     if shutil.which("gcc") is None and shutil.which("cc") is None:
         pytest.skip("no C compiler: the pure-Python loop is what runs here")
     assert cloop_module() is not None, "pip install -e . did not build loadcmp/load/h1/_cloop.pyx"
+    import sysconfig
+
+    from loadcmp.load.h2.loops import h2_module
+
+    include = [sysconfig.get_config_var("INCLUDEDIR") or "", "/usr/include", "/usr/local/include"]
+    if any(os.path.isfile(os.path.join(d, "openssl", "ssl.h")) for d in include if d):
+        assert cloop_module(https=True) is not None, "OpenSSL's headers are here: _ctls.pyx must be built and current"
+        if any(os.path.isfile(os.path.join(d, "nghttp2", "nghttp2.h")) for d in include if d):
+            assert h2_module() is not None, "nghttp2's headers are here: _ch2.pyx must be built and current"
 
 
 @pytest.mark.parametrize("flags", [[], ["-k"]], ids=["new-connection", "keep-alive"])

@@ -19,7 +19,7 @@ The rooms, each with its map in its own docstring:
     tls/          TLS for every engine: the SSL context, the handshake before a load, OpenSSL from C
     h2/           HTTP/2 (h2 over TLS, h2c in cleartext): H2Engine, its compiled loop over libnghttp2, the fallback
     h3/           HTTP/3 over QUIC (qh3), the server's Alt-Svc found first
-    core/         what the compiled loops share: the base, the C tally, the host contract, which loop runs
+    core/         what the compiled loops share: the base, the C tally, the host contract, whether a build is current
     record/       what happened: outcomes, the recorder, results, histograms, summaries, the client's own load
     run/          where: one load in this process or several, on a Dask cluster; the open-file limit
 

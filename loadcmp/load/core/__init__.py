@@ -1,4 +1,4 @@
-"""The compiled core the loops build on, and which loop runs.
+"""The compiled core the loops build on, the contract between an engine and its loop, and whether a build is current.
 
     compiled.py   whether a compiled loop runs: built from the sources as they are (BUILT_FROM, _cbuilt.pxi) and
                   wanted (not LOADCMP_PURE_PYTHON=1); each room asks it of its own loop

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import logging
 import os
 from pathlib import Path
 from types import ModuleType
@@ -37,7 +38,18 @@ def current(*mods: ModuleType) -> bool:
     sources' digests (`BUILT_FROM`, `_cbuilt.pxi`, written by setup.py): a build of other sources (an editable
     install not built again) still imports, and this tells it apart, with no number to raise by hand. A
     source that is not there (an install without the sources) is not held against it."""
-    return all(_same_sources(str(LOAD), getattr(m, "BUILT_FROM", "")) for m in mods)
+    stale = [m.__name__ for m in mods if not _same_sources(str(LOAD), getattr(m, "BUILT_FROM", ""))]
+    for name in stale:
+        if name not in _SAID:  # once a process: the user's next load runs as fast as before, or says why not
+            _SAID.add(name)
+            log.warning("loadcmp: %s was built from other sources than the package holds now: the pure-Python "
+                        "path runs, slower (build it again: make setup, or pip install -e .)", name)
+    return not stale
+
+
+_SAID: set[str] = set()
+"""The stale modules said so already."""
+log = logging.getLogger("loadcmp")
 
 
 LOAD = Path(__file__).resolve().parent.parent
