@@ -304,7 +304,7 @@ def test_too_many_clients_for_the_file_limit_is_refused_clearly(faulty):
 def test_outcome_table_maps_errors_and_names_the_clients_own():
     import errno
 
-    from loadcmp.load import outcomes as oc
+    from loadcmp.load.record import outcomes as oc
 
     assert oc.kind_of_error(OSError(errno.ECONNREFUSED, "x")) == (oc.CONNECT_REFUSED, None)
     assert oc.kind_of_error(OSError(errno.ETIMEDOUT, "x")) == (oc.CONNECT_TIMEOUT, None)
