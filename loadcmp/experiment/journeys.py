@@ -43,7 +43,7 @@ def _weights(v: Any, where: str) -> str:
     return ",".join(f"{k}={w:g}" for k, w in v.items())
 
 
-def from_table(v: Any) -> dict[str, Any]:
+def from_table(v: object) -> dict[str, object]:
     """`[journeys]` as the keys `journey` (the mix at every level) and `journey_levels` (`traffic.fits.traffic_of`
     reads them)."""
     if not isinstance(v, dict):

@@ -113,7 +113,7 @@ def parse_sets(items: Iterable[str], cat: Catalog) -> tuple[dict[str, Any], dict
     return out_common, out_own
 
 
-def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
+def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
     """An experiment file's `[variants.LABEL]` tables (`stack` of `cat`, optional `set`)."""
     if not isinstance(raw, dict):
         raise ConfigError("expected tables like [variants.tuned] with stack = \"nginx\"")
