@@ -67,5 +67,5 @@ class TrafficFlags(FlagGroup):
         return {k: read.get(k, _same)(v) for k, v in super().given().items()}
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> Any:
     return value

@@ -54,7 +54,7 @@ class Param:
     def log(self) -> bool:
         return self.low is not None and self.high is not None and self.low > 0 and self.high >= LOG_RATIO * self.low
 
-    def holds(self, value: Any) -> bool:
+    def holds(self, value: object) -> bool:
         """Whether a value (the stack's default, say) is one the study could try."""
         if self.choices:
             return value in self.choices

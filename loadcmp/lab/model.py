@@ -60,7 +60,7 @@ class Tunable:
     def section(self) -> str:
         return self.key.split(".", 1)[0]
 
-    def parse(self, raw: Any) -> Any:
+    def parse(self, raw: object) -> Any:
         """Turn a value (a --set string or a TOML value) into this knob's type."""
         d = self.default
         if isinstance(d, bool):

@@ -47,7 +47,7 @@ def part_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in parts_dir().glob("*.toml")))
 
 
-def read_role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i: int,
+def read_role(p: Problems, home: Path, path: Path, text: str, stack: str, r: object, i: int,
               prefix: str = "stack") -> Role | None:
     """One role's table checked (an app's roles too: `prefix` names their images `app-…`)."""
     if not isinstance(r, dict):

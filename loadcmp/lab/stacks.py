@@ -95,7 +95,7 @@ class Catalog:
         tunables that are no stack's (the apps' roles', `apps.tunables`)."""
         return _parse_overrides(self, items, extra or {})
 
-    def _parse_any(self, key: str, raw: Any, extra: Mapping[str, Tunable]) -> tuple[Any, str | None]:
+    def _parse_any(self, key: str, raw: object, extra: Mapping[str, Tunable]) -> tuple[Any, str | None]:
         """A value as the first stack with this key that takes it (a user's stack may type a key otherwise);
         `Stack.effective` parses it again by each chosen stack's own tunable."""
         first: str | None = None

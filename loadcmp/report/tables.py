@@ -231,7 +231,7 @@ def _isnan(v: object) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def _num(v: Any) -> Any:
+def _num(v: object) -> Any:
     if _isnan(v):
         return None
     if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:

@@ -70,7 +70,7 @@ def write_json(path: Path, doc: object) -> None:
     _atomic_write(path, w)
 
 
-def _jsonable(o: Any) -> Any:
+def _jsonable(o: object) -> Any:
     if hasattr(o, "item"):
         return o.item()
     if hasattr(o, "tolist"):
