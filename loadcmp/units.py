@@ -60,6 +60,8 @@ TomlValue: TypeAlias = "str | int | float | bool | datetime.date | datetime.time
 """A value as `tomllib` reads it from a stack, part or experiment file, before it is checked."""
 TomlTable: TypeAlias = "dict[str, TomlValue]"
 """A table of such a file: the whole file, or one `[section]` of it."""
+Setting: TypeAlias = "bool | int | str"
+"""A tunable's value (`lab.model.Tunable`): on/off, a whole number or a string."""
 
 
 def split_number(text: str) -> tuple[float, str] | None:

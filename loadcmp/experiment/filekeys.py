@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..lab import apps as lab_apps
 from ..lab.stacks import Catalog
 from ..traffic.mix import check_mix
-from ..units import MAX_COUNT, TomlTable, TomlValue, parse_duration, parse_levels, parse_memory_cap, parse_rate
+from ..units import MAX_COUNT, Setting, TomlTable, TomlValue, parse_duration, parse_levels, parse_memory_cap, parse_rate
 from ..verdicts.findings import parse_findings
 from . import protos, variants
 from .journeys import from_table
@@ -181,7 +181,7 @@ def _memory_cap(key: str, v: TomlValue, cat: Catalog) -> int:
     return parse_memory_cap(v, key, here=False)  # the machine is known in `validate`
 
 
-def _table(key: str, v: TomlValue, cat: Catalog) -> TomlTable | dict[str, object]:
+def _table(key: str, v: TomlValue, cat: Catalog) -> TomlTable | dict[str, Setting]:
     if not isinstance(v, dict):
         raise _wrong("a table", v)
     if key == "set":

@@ -26,7 +26,7 @@ from ..load import engines
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.fits import Beside, traffic_of
 from ..traffic.source import DEFAULTS, OnePage, Traffic
-from ..units import parse_cluster, parse_cpus
+from ..units import Setting, parse_cluster, parse_cpus
 from ..protocols import DEFAULT as DEFAULT_PROTO
 
 
@@ -84,9 +84,9 @@ class RunSpec:
     server_cpus: str | None = None
     client_cpus: str | None = None
     server_memory: int | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Setting] = field(default_factory=dict)
     """Tunables for every server whose stack has their section."""
-    variant_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variant_settings: dict[str, dict[str, Setting]] = field(default_factory=dict)
     """Tunables of one label, over `settings`."""
     reuse_server: bool = False
     tls: bool = False

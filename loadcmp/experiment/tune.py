@@ -79,7 +79,7 @@ def parse_param(text: str, stack: Stack, where: str = "--param") -> Param:
             raise UsageError(f"{where} {text!r}: {tunable.key} is not a number; list its values: "
                              f"{tunable.key}={','.join(tunable.choices or ('A', 'B'))}")
         try:
-            low, high = (tunable.parse(x) for x in m.groups())
+            low, high = (int(tunable.parse(x)) for x in m.groups())  # a whole number: its default is one
         except ConfigError as e:
             raise UsageError(f"{where} {text!r}: {e}") from None
         if low >= high:

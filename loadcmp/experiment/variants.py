@@ -33,6 +33,7 @@ from ..lab.stacks import Catalog
 from ..load.target import resume_share_error
 from ..errors import ConfigError, Problems, UsageError
 from .protos import parse_protos
+from ..units import Setting
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 """Labels appear in file names, tables and check expressions (`label:rps>100`)."""
@@ -94,11 +95,11 @@ def split_sets(items: Iterable[str]) -> tuple[list[str], dict[str, list[str]]]:
     return common, own
 
 
-def parse_sets(items: Iterable[str], cat: Catalog) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def parse_sets(items: Iterable[str], cat: Catalog) -> tuple[dict[str, Setting], dict[str, dict[str, Setting]]]:
     """`--set` values parsed and typed by the tunables of `cat`'s stacks and the apps'; all bad ones at once."""
     common, own = split_sets(items)
     p = Problems()
-    out_own: dict[str, dict[str, Any]] = {}
+    out_own: dict[str, dict[str, Setting]] = {}
     out_common: dict[str, Any] = {}
     extra = apps.tunables()
     for label, values in [("", common), *own.items()]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from ..protocols import DEFAULT as DEFAULT_PROTOCOL
 from ..errors import ConfigError
+from ..units import Setting
 from . import rules
 
 
@@ -60,7 +61,7 @@ class Tunable:
     def section(self) -> str:
         return self.key.split(".", 1)[0]
 
-    def parse(self, raw: object) -> Any:
+    def parse(self, raw: object) -> Setting:
         """Turn a value (a --set string or a TOML value) into this knob's type."""
         d = self.default
         if isinstance(d, bool):

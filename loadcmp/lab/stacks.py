@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problems, UsageError
+from ..units import Setting
 from .model import Cause, Image, Role, Stack, StatusPage, Tunable, configs_dir, project_root
 from .stackfile import STACK_FILE, load_stack
 
@@ -90,7 +91,7 @@ class Catalog:
         return tuple(out.values())
 
     def parse_overrides(self, items: list[str] | tuple[str, ...] | dict[str, Any],
-                        extra: Mapping[str, Tunable] | None = None) -> dict[str, Any]:
+                        extra: Mapping[str, Tunable] | None = None) -> dict[str, Setting]:
         """`--set k=v` items (or a TOML table) typed by these stacks' tunables; all errors at once. `extra`:
         tunables that are no stack's (the apps' roles', `apps.tunables`)."""
         return _parse_overrides(self, items, extra or {})
@@ -196,7 +197,7 @@ def all_causes() -> tuple[Cause, ...]:
 
 
 def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any],
-                    extra: Mapping[str, Tunable] | None = None) -> dict[str, Any]:
+                    extra: Mapping[str, Tunable] | None = None) -> dict[str, Setting]:
     """`Catalog.parse_overrides` on our stacks and LOADCMP_STACKS' (an app's `set`)."""
     return catalog().parse_overrides(items, extra)
 
