@@ -109,7 +109,7 @@ def _role_image(errs: list[str], home: Path, r: dict[str, Any], tag: str) -> Ima
     return Image(tag + (f"-{suffix}" if suffix else ""), df, home)
 
 
-def _role_files(errs: list[str], home: Path, files: Any) -> dict[str, str]:
+def _role_files(errs: list[str], home: Path, files: object) -> dict[str, str]:
     """A role's `files`: each file under /etc/loadcmp and the template it is rendered from."""
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         errs.append("files must be a table of \"file under /etc/loadcmp\" = \"template\"")
