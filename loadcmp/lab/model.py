@@ -14,7 +14,6 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..protocols import DEFAULT as DEFAULT_PROTOCOL
 from ..errors import ConfigError
@@ -206,7 +205,7 @@ class Role:
     """The arguments of the image's entrypoint."""
     files: tuple[tuple[str, str], ...]
     """(file under /etc/loadcmp, the template that renders it)."""
-    vars: Mapping[str, Any] = field(default_factory=dict)
+    vars: Mapping[str, object] = field(default_factory=dict)
     """Values the templates read as `vars.<name>` (which MPM, how PHP runs)."""
     versions: tuple[tuple[str, str], ...] = ()
     """(program, the command whose first line is its version)."""
@@ -273,9 +272,9 @@ class Stack:
         return tuple(dict.fromkeys(t.section for t in self.tunables.values()))
 
     @property
-    def vars(self) -> dict[str, Any]:
+    def vars(self) -> dict[str, object]:
         """Every role's vars, the front's winning."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for r in self.roles:
             out.update(r.vars)
         return out
