@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problems, UsageError
+from ..units import Setting
 from . import render
 from .model import APP_DIR, App, AppPage, Image, Role, Stack, Tunable, configs_dir
 from .partfile import NAME, Reader, open_toml, read_cause
@@ -142,7 +143,7 @@ def _code(p: Problems, home: Path, path: Path, text: str,
     return packages, code, root, front
 
 
-def _settings(p: Problems, path: Path, text: str, raw: Any, reader: Reader) -> dict[str, Any]:
+def _settings(p: Problems, path: Path, text: str, raw: object, reader: Reader) -> dict[str, Setting]:
     """`set`: the settings the app needs, typed by the stacks' tunables and its own roles'."""
     if not isinstance(raw, dict):
         p.at(path, text, "set", "set must be a table of tunables (KEY = value)")
