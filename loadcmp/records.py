@@ -15,7 +15,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 # what a load's protocol and traffic did live in facts.py; named here too, for the same reason
-from .facts import JourneyDoc, StreamFacts, TlsFacts
+from .facts import JourneyDoc, ReplayDoc, StreamFacts, TlsFacts
 from .units import Setting
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
@@ -219,8 +219,7 @@ class LoadSummary(TypedDict):
     journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
     journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`; its seed: journey_seed)
-    replay: NotRequired[dict[str, Any]]  #: a replayed access log: its rates, the answers as in the log or not
-    #: (`traffic.logreplay.ReplayDoc`)
+    replay: NotRequired[ReplayDoc]  #: a replayed access log: its rates, the answers as in the log or not
 
 
 class RoleMetrics(TypedDict, total=False):
