@@ -29,6 +29,9 @@ CPUs; `5-2` (descending) or an empty set is refused. None means "not pinned".
 
 Cluster addresses (`parse_cluster`): `local:N` (N >= 1 Dask worker processes here)
 or `tcp://HOST:PORT` of a running Dask scheduler.
+
+Such a value's types: `TomlValue` as a stack, part or experiment file gives it, before it is checked;
+`Setting` once a tunable has parsed it (on/off, a whole number or a string).
 """
 
 from __future__ import annotations
