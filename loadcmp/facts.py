@@ -1,11 +1,11 @@
 """What a load's protocol and traffic did, as TypedDicts of run.json: its TLS handshakes, its HTTP/2 or
-HTTP/3 streams, its journeys. These are facts of one protocol or one traffic source, present only when the
-load used it; records.py holds what every load has, and names these where a record carries them.
+HTTP/3 streams, its journeys, its replayed log. These are facts of one protocol or one traffic source, present
+only when the load used it; records.py holds what every load has, and names these where a record carries them.
 """
 
 from __future__ import annotations
 
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 
 class TlsFacts(TypedDict):
@@ -42,3 +42,27 @@ class JourneyDoc(TypedDict):
     cut: int  #: under way when the window closed: neither completed nor failed
     completion_rate: float | None  #: completed / (started - cut); None when none ended
     failed_at: dict[str, int]  #: "step: why" -> journeys that ended there
+
+
+class ReplayDoc(TypedDict):
+    """A trial of a replayed access log (`traffic.logreplay.replay_doc`): the log, what was left out, the rates it
+    asked and got, and the answers as in the log or not."""
+
+    file: str
+    format: str  #: combined, common or json
+    speed: str  #: 1x, 2x, ... or max
+    lines: int  #: the log's lines read
+    sent_in_log: int  #: the log's requests a replay sends (its sequence)
+    distinct: int  #: distinct requests (method, path, status) among them
+    pages: int  #: pages recorded on their own
+    grouped: int  #: further pages recorded together as `other`
+    left_out: dict[str, int]  #: the log's requests not sent, by reason (method, host, not a path, ...)
+    left_out_named: dict[str, list[list[str | int]]]  #: the most frequent of each reason, [what, count]
+    subsecond: bool  #: the log's times finer than a second (else one second's requests spread over it)
+    log_rate: NotRequired[float]  #: at Nx: the log's requests due in the window per second, at this speed
+    sent_rate: NotRequired[float]  #: at Nx: the requests sent in the window per second (dropped ones not)
+    rate_ratio: NotRequired[float]  #: sent_rate / log_rate
+    dropped_peak: NotRequired[int]  #: at Nx: the most requests dropped in one second (the client behind)
+    as_in_log: int  #: answers with the status the log gave
+    differs: int  #: answers with another status (or none: a failure)
+    differing: list[list[str | int]]  #: the pages most often differing: [page, differing, expected]

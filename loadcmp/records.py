@@ -8,13 +8,15 @@ and `HistogramDoc`, need not import pandas.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Literal, NotRequired, TypedDict
 
 # a search's records live in studies.py; they are named here too, as every reader imports from here
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 # what a load's protocol and traffic did live in facts.py; named here too, for the same reason
-from .facts import JourneyDoc, StreamFacts, TlsFacts
+from .facts import JourneyDoc, ReplayDoc, StreamFacts, TlsFacts
+from .units import Setting
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
@@ -136,8 +138,8 @@ class SpecDoc(TypedDict):
     server_cpus: NotRequired[str | None]
     client_cpus: NotRequired[str | None]
     server_memory: NotRequired[int | None]  #: bytes
-    settings: NotRequired[dict[str, Any]]  #: tunables for every server whose stack has their section
-    variant_settings: NotRequired[dict[str, dict[str, Any]]]  #: tunables of one label
+    settings: NotRequired[dict[str, Setting]]  #: tunables for every server whose stack has their section
+    variant_settings: NotRequired[dict[str, dict[str, Setting]]]  #: tunables of one label
     reuse_server: NotRequired[bool]
     findings: NotRequired[list[dict[str, str]]]  #: the write-up's claims (`claim`, `check`)
     name: NotRequired[str]
@@ -217,8 +219,7 @@ class LoadSummary(TypedDict):
     journeys: NotRequired[dict[str, JourneyDoc]]  #: --journey: each journey's completions and failures
     journey_completion: NotRequired[float | None]  #: --journey: completed / (started - cut), all journeys
     journey: NotRequired[str]  #: --journey: the mix this load walked (`reader=80,author=20`; its seed: journey_seed)
-    replay: NotRequired[dict[str, Any]]  #: a replayed access log: its rates, the answers as in the log or not
-    #: (`traffic.logreplay.ReplayDoc`)
+    replay: NotRequired[ReplayDoc]  #: a replayed access log: its rates, the answers as in the log or not
 
 
 class RoleMetrics(TypedDict, total=False):
@@ -268,7 +269,7 @@ class CauseDoc(TypedDict):
     cause: str  #: the stack's cause key (`program.what`, as in `log_evidence`), or `oom`: the same cause across trials
     phrase: str  #: the limit in words (the stack's `[[causes]]` phrase)
     setting: NotRequired[str]  #: the tunable it points to
-    value: NotRequired[Any]  #: that tunable's value in the trial
+    value: NotRequired[Setting]  #: that tunable's value in the trial
     quote: NotRequired[str]  #: the first line of the window that says so, as the server wrote it
     logged: NotRequired[int]  #: the lines of the window that say so
     peak: NotRequired[float]  #: a status column's peak that reached `value` (all workers busy)
@@ -325,7 +326,7 @@ class ServerInfo(TypedDict, total=False):
     php_api: str
     workers: str | None  #: how its server handles connections, in its own word (a role's `vars.workers`)
     busy_limit: str  #: the tunable that caps its busy workers (the stack's `busy_limit`)
-    settings: dict[str, Any]  #: every tunable in effect
+    settings: dict[str, Setting]  #: every tunable in effect
     configs: dict[str, str]  #: rendered config files by path (the user's own as they were, see own_configs)
     own_configs: dict[str, str]  #: `role/name` -> the user's file that ran in its place (--config)
     unmeasured: list[str]  #: what the user's own config kept from being measured, in words
@@ -382,7 +383,7 @@ class RunDoc(TypedDict):
     images: NotRequired[dict[str, str]]
     cluster: NotRequired[dict[str, Any]]  #: --cluster: the Dask scheduler, its workers, their hosts and clock offsets
     docker_host: NotRequired[dict[str, Any]]  #: the engine the stacks ran on, the server address, how measured
-    www: NotRequired[dict[str, Any]]  #: --www: the folder, its file count and a hash of its files (lab.www.www_digest)
+    www: NotRequired[dict[str, str | int]]  #: --www: the folder, its file count, a hash of its files (lab.www)
     ended: NotRequired[str]
     problems: NotRequired[list[str]]
     findings: NotRequired[list[FindingDoc]]  #: the experiment's [[findings]], judged after the run
@@ -405,7 +406,7 @@ class FindingDoc(TypedDict):
     text: str  #: one sentence: the verdict and the figures behind it
 
 
-def missing_keys(doc: dict[str, Any], kind: type) -> list[str]:
+def missing_keys(doc: Mapping[str, object], kind: type) -> list[str]:
     """The keys a TypedDict requires that `doc` lacks (a reader checks before it indexes).
 
     Read from the annotations' text: with postponed annotations, Python 3.11's

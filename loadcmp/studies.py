@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NotRequired, TypedDict
 
+from .units import Setting
+
 
 class CapacityStepDoc(TypedDict):
     """One entry of a capacity search's path: a probe, or a level's confirmation."""
@@ -122,7 +124,7 @@ class TuneDoc(TypedDict):
     clients: int | None  #: rps objective: the level
     params: list[TuneParamDoc]
     search: dict[str, Any]  #: the probes' settings (experiment.capacity.CapacitySpec's, the target as written)
-    base_settings: dict[str, Any]  #: the settings every trial starts from (--set, the variant's)
+    base_settings: dict[str, Setting]  #: the settings every trial starts from (--set, the variant's)
     trials_asked: int | None
     budget_s: float | None
     seed: int | None  #: the sampler's seed (--seed), kept for --resume

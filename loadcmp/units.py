@@ -29,14 +29,19 @@ CPUs; `5-2` (descending) or an empty set is refused. None means "not pinned".
 
 Cluster addresses (`parse_cluster`): `local:N` (N >= 1 Dask worker processes here)
 or `tcp://HOST:PORT` of a running Dask scheduler.
+
+Such a value's types: `TomlValue` as a stack, part or experiment file gives it, before it is checked;
+`Setting` once a tunable has parsed it (on/off, a whole number or a string).
 """
 
 from __future__ import annotations
 
+import datetime
 import math
 import os
 import re
-from typing import overload
+from collections.abc import Sequence
+from typing import TypeAlias, overload
 
 from .errors import UsageError
 
@@ -53,6 +58,13 @@ SIZE_UNITS: dict[str, int] = {
     "k": 1024, "m": 1024**2, "g": 1024**3, "t": 1024**4,
 }
 """Bytes per unit; the empty unit is bytes."""
+
+TomlValue: TypeAlias = "str | int | float | bool | datetime.date | datetime.time | list[TomlValue] | TomlTable"
+"""A value as `tomllib` reads it from a stack, part or experiment file, before it is checked."""
+TomlTable: TypeAlias = "dict[str, TomlValue]"
+"""A table of such a file: the whole file, or one `[section]` of it."""
+Setting: TypeAlias = "bool | int | str"
+"""A tunable's value (`lab.model.Tunable`): on/off, a whole number or a string."""
 
 
 def split_number(text: str) -> tuple[float, str] | None:
@@ -188,7 +200,7 @@ def format_bytes(n: float | None) -> str:
     return f"{n:.1f} GiB"
 
 
-def parse_levels(text: str | int | list[int] | tuple[int, ...]) -> list[int]:
+def parse_levels(text: str | int | Sequence[object]) -> list[int]:
     """'-c 50,100,500' -> [50, 100, 500]; every level must be >= 1, and given once."""
     if isinstance(text, int) and not isinstance(text, bool):
         parts: list[str] = [str(text)]

@@ -47,6 +47,10 @@ class CellKey:
         return f"{self.label}@{self.level} {self.page} ({self.protocol})"
 
 
+DifferenceKind = Literal["setting", "config", "version", "machine", "loadcmp", "page", "spec"]
+"""What part of the set-up a Difference is in."""
+
+
 @dataclass(frozen=True)
 class Difference:
     """One thing that differs in the set-up between two runs (or at a change point).
@@ -54,7 +58,7 @@ class Difference:
     `scope` is a label for what belongs to one server (settings, configs, versions), or ""
     for what belongs to the run (machine, loadcmp version, page hashes)."""
 
-    kind: Literal["setting", "config", "version", "machine", "loadcmp", "page", "spec"]
+    kind: DifferenceKind
     scope: str
     key: str  #: e.g. "fpm.max_children", "web/nginx.conf", "php", "cpu_model"
     before: str | None  #: None: absent in the earlier run

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from .folder import label_page, load
-from .model import Difference
+from .model import Difference, DifferenceKind
 
 MACHINE_KEYS = ("cpu_model", "cores", "kernel")
 """The machine facts that change what a run can measure (its hostname or Python do not)."""
@@ -48,7 +48,7 @@ def _short(text: str) -> str:
     return f"{hashlib.sha256(text.encode()).hexdigest()[:12]} ({len(text.splitlines())} lines)"
 
 
-def _pairs(kind: Any, scope: str, a: Mapping[str, Any], b: Mapping[str, Any],
+def _pairs(kind: DifferenceKind, scope: str, a: Mapping[str, Any], b: Mapping[str, Any],
            keys: tuple[str, ...] | None = None) -> list[Difference]:
     """Each key whose value differs between `a` and `b` (absent on a side: None)."""
     out = []

@@ -13,7 +13,7 @@ from pathlib import PurePath
 from typing import Any
 
 
-def plain(value: Any) -> Any:
+def plain(value: object) -> Any:
     """`value` (a model dataclass, a list of them, ...) as JSON's types; a NaN or an infinity becomes None."""
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return {f.name: plain(getattr(value, f.name)) for f in dataclasses.fields(value)}
@@ -30,6 +30,6 @@ def plain(value: Any) -> Any:
     return str(value)
 
 
-def dumps(value: Any) -> str:
+def dumps(value: object) -> str:
     """One JSON document of `value`, indented."""
     return json.dumps(plain(value), indent=2)

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from ..lab.model import App, Stack, Tunable
     from ..lab.ownconfig import OwnConfig
     from ..lab.stacks import Catalog
+    from ..units import Setting
 
 
 def engine(flags: dict[str, Any] | DockerFlags) -> DockerHost:
@@ -205,7 +206,7 @@ class _Chosen:
     (an app's under the user's), the app, and the user's own config files."""
 
     stack: Stack
-    overrides: dict[str, Any]
+    overrides: dict[str, Setting]
     app: App | None
     own: list[OwnConfig]
 
@@ -236,7 +237,7 @@ def _choose(server: str, setup: SetupFlags) -> _Chosen:
     return _Chosen(stack, overrides, the_app, own)
 
 
-def _tls_errors(stack: Stack, overrides: dict[str, Any], setup: SetupFlags) -> list[str]:
+def _tls_errors(stack: Stack, overrides: dict[str, Setting], setup: SetupFlags) -> list[str]:
     """--tls of a stack that cannot serve https, --tls-resume outside 0..1, tls.* settings without --tls."""
     from ..experiment.variants import TlsAsked, tls_problems
 

@@ -60,12 +60,12 @@ class TrafficFlags(FlagGroup):
         from ..traffic.mix import parse_mix
         from ..traffic.logreplay import parse_methods, parse_speed
 
-        read: dict[str, Callable[[Any], Any]] = {  # the flags whose text is read here; the others are as given
+        read: dict[str, Callable[[str], object]] = {  # the flags whose text is read here; the others are as given
             "mix": lambda text: dict(parse_mix(text)),
             "replay_speed": lambda text: (parse_speed(text), text)[1],  # checked, kept as given
             "replay_methods": parse_methods}
         return {k: read.get(k, _same)(v) for k, v in super().given().items()}
 
 
-def _same(value: Any) -> Any:
+def _same(value: object) -> object:
     return value

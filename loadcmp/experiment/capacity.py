@@ -77,7 +77,7 @@ def default_max(spec: RunSpec, unit: str) -> tuple[int, str]:
                   "or add --workers to go further")
 
 
-def _whole(v: Any, what: str) -> int:
+def _whole(v: object, what: str) -> int:
     if isinstance(v, bool) or not isinstance(v, int):
         raise UsageError(f"{what}: expected a whole number, got {v!r}")
     if not 1 <= v <= MAX_COUNT:

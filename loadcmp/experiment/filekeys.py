@@ -13,7 +13,7 @@ from ..errors import ConfigError
 from ..lab import apps as lab_apps
 from ..lab.stacks import Catalog
 from ..traffic.mix import check_mix
-from ..units import MAX_COUNT, parse_duration, parse_levels, parse_memory_cap, parse_rate
+from ..units import MAX_COUNT, Setting, TomlTable, TomlValue, parse_duration, parse_levels, parse_memory_cap, parse_rate
 from ..verdicts.findings import parse_findings
 from . import protos, variants
 from .journeys import from_table
@@ -77,128 +77,151 @@ KEYS: dict[str, str] = {
 FIELD_OF = {"clients": "levels", "time": "duration", "set": "settings", "stacks": "stack_dirs", "proto": "protos"}
 
 
-def convert(key: str, kind: str, v: Any, cat: Catalog) -> Any:
+def convert(key: str, kind: str, v: TomlValue, cat: Catalog) -> Any:
     """One value of the file as its RunSpec field takes it (`kind`: its type in KEYS); stacks and settings
-    are those of `cat`."""
+    are those of `cat`. Its type is that of the field `kind` names, so it is known only at run time."""
     if kind not in CONVERT:
         raise ConfigError(f"unknown type {kind}")  # pragma: no cover
     return CONVERT[kind](key, v, cat)
 
 
-def _want(cond: bool, what: str, v: Any) -> None:
+def _wrong(what: str, v: object) -> ConfigError:
     """A value of the wrong type, said with what was expected and what was given."""
-    if not cond:
-        raise ConfigError(f"expected {what}, got {type(v).__name__} {v!r}")
+    return ConfigError(f"expected {what}, got {type(v).__name__} {v!r}")
 
 
-def _number(v: Any) -> bool:
+def _number(v: object) -> bool:
     """A TOML number (a bool is not one, though Python counts it as an int)."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
-def _str(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, str), "a string", v)
+def _str(key: str, v: TomlValue, cat: Catalog) -> str:
+    if not isinstance(v, str):
+        raise _wrong("a string", v)
     return v
 
 
-def _int(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, int) and not isinstance(v, bool), "a whole number", v)
-    if v < 1:
-        raise ConfigError(f"must be >= 1, got {v}")
-    if v > MAX_COUNT:
-        raise ConfigError(f"must be at most {MAX_COUNT:,}, got {v}")
-    return v
+def _whole(v: TomlValue) -> int | None:
+    """`v` if it is a whole number (not a bool), else None."""
+    return v if isinstance(v, int) and not isinstance(v, bool) else None
 
 
-def _rate(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, str) or _number(v), "requests per second, like 1000", v)
+def _int(key: str, v: TomlValue, cat: Catalog) -> int:
+    n = _whole(v)
+    if n is None:
+        raise _wrong("a whole number", v)
+    if n < 1:
+        raise ConfigError(f"must be >= 1, got {n}")
+    if n > MAX_COUNT:
+        raise ConfigError(f"must be at most {MAX_COUNT:,}, got {n}")
+    return n
+
+
+def _rate(key: str, v: TomlValue, cat: Catalog) -> float:
+    if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+        raise _wrong("requests per second, like 1000", v)
     return parse_rate(v, key)
 
 
-def _bool(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, bool), "true or false", v)
+def _bool(key: str, v: TomlValue, cat: Catalog) -> bool:
+    if not isinstance(v, bool):
+        raise _wrong("true or false", v)
     return v
 
 
-def _share(key: str, v: Any, cat: Catalog) -> Any:
-    _want(_number(v), "a number from 0 to 1", v)
+def _share(key: str, v: TomlValue, cat: Catalog) -> float:
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        raise _wrong("a number from 0 to 1", v)
     return float(v)  # its range is checked with the flag's (`spec.validate`), in the same words
 
 
-def _bools(key: str, v: Any, cat: Catalog) -> Any:
+def _bools(key: str, v: TomlValue, cat: Catalog) -> tuple[bool, ...]:
     if isinstance(v, bool):
         return (v,)
-    _want(isinstance(v, list) and bool(v) and all(isinstance(x, bool) for x in v), "true, false or a list of them", v)
-    return tuple(dict.fromkeys(v))
+    if not isinstance(v, list) or not v or not all(isinstance(x, bool) for x in v):
+        raise _wrong("true, false or a list of them", v)
+    return tuple(dict.fromkeys(x for x in v if isinstance(x, bool)))
 
 
-def _protos(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, (str, list)), "a protocol or a list of them, like [\"h1\", \"h2\"]", v)
+def _protos(key: str, v: TomlValue, cat: Catalog) -> tuple[str, ...]:
+    if not isinstance(v, (str, list)):
+        raise _wrong("a protocol or a list of them, like [\"h1\", \"h2\"]", v)
     return protos.parse_protos(v)
 
 
-def _names(key: str, v: Any, cat: Catalog) -> Any:
+def _names(key: str, v: TomlValue, cat: Catalog) -> tuple[str, ...]:
     if isinstance(v, str):
         return (v,)
-    _want(isinstance(v, list) and all(isinstance(x, str) for x in v), "a list of names", v)
-    return tuple(v)
+    if not isinstance(v, list) or not all(isinstance(x, str) for x in v):
+        raise _wrong("a list of names", v)
+    return tuple(str(x) for x in v)
 
 
-def _levels(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, (int, list)) and not isinstance(v, bool), "a number or a list of numbers", v)
-    return tuple(parse_levels(v if isinstance(v, int) else [x for x in v]))
+def _levels(key: str, v: TomlValue, cat: Catalog) -> tuple[int, ...]:
+    if isinstance(v, int) and not isinstance(v, bool):
+        return tuple(parse_levels(v))
+    if not isinstance(v, list):
+        raise _wrong("a number or a list of numbers", v)
+    return tuple(parse_levels(v))  # it says which item is wrong
 
 
-def _duration(key: str, v: Any, cat: Catalog, *, allow_zero: bool = True) -> Any:
-    _want(isinstance(v, str) or _number(v), "a duration like \"30s\"", v)
+def _duration(key: str, v: TomlValue, cat: Catalog, *, allow_zero: bool = True) -> float:
+    if not isinstance(v, (str, int, float)) or isinstance(v, bool):
+        raise _wrong("a duration like \"30s\"", v)
     return parse_duration(v, key, allow_zero=allow_zero)
 
 
-def _positive_duration(key: str, v: Any, cat: Catalog) -> Any:
+def _positive_duration(key: str, v: TomlValue, cat: Catalog) -> float:
     return _duration(key, v, cat, allow_zero=False)
 
 
-def _memory_cap(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, (str, int)) and not isinstance(v, bool), "a size like \"512m\"", v)
+def _memory_cap(key: str, v: TomlValue, cat: Catalog) -> int:
+    if not isinstance(v, (str, int)) or isinstance(v, bool):
+        raise _wrong("a size like \"512m\"", v)
     return parse_memory_cap(v, key, here=False)  # the machine is known in `validate`
 
 
-def _table(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, dict), "a table", v)
+def _table(key: str, v: TomlValue, cat: Catalog) -> TomlTable | dict[str, Setting]:
+    if not isinstance(v, dict):
+        raise _wrong("a table", v)
     if key == "set":
         return cat.parse_overrides({k: val for k, val in v.items()}, lab_apps.tunables())
     return v
 
 
-def _mix(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, dict), "a table of page = weight, like \"/\" = 60", v)
+def _mix(key: str, v: TomlValue, cat: Catalog) -> dict[str, float]:
+    if not isinstance(v, dict):
+        raise _wrong("a table of page = weight, like \"/\" = 60", v)
     return dict(check_mix(v, "[mix]"))
 
 
-def _seed(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, int) and not isinstance(v, bool) and v >= 0, "a whole number of 0 or more", v)
-    return v
+def _seed(key: str, v: TomlValue, cat: Catalog) -> int:
+    n = _whole(v)
+    if n is None or n < 0:
+        raise _wrong("a whole number of 0 or more", v)
+    return n
 
 
-def _variants(key: str, v: Any, cat: Catalog) -> Any:
+def _variants(key: str, v: TomlValue, cat: Catalog) -> dict[str, variants.Variant]:
     return variants.parse_variant_tables(v, cat)
 
 
-def _configs(key: str, v: Any, cat: Catalog) -> Any:
-    _want(isinstance(v, list) and all(isinstance(t, dict) for t in v), "[[configs]] tables", v)
-    return v
+def _configs(key: str, v: TomlValue, cat: Catalog) -> list[TomlTable]:
+    if not isinstance(v, list) or not all(isinstance(t, dict) for t in v):
+        raise _wrong("[[configs]] tables", v)
+    return [t for t in v if isinstance(t, dict)]
 
 
-def _fields(key: str, v: Any, cat: Catalog) -> Any:
+def _fields(key: str, v: TomlValue, cat: Catalog) -> dict[str, object]:
     """A table that sets several keys at once (`[journeys]`: `journey` and `journey_levels`)."""
     return from_table(v)
 
 
-def _findings(key: str, v: Any, cat: Catalog) -> Any:
+def _findings(key: str, v: TomlValue, cat: Catalog) -> tuple[dict[str, str], ...]:
     return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
 
 
-CONVERT: dict[str, Callable[[str, Any, Catalog], Any]] = {
+CONVERT: dict[str, Callable[[str, TomlValue, Catalog], object]] = {
     "str": _str, "path": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools,
     "list[str]": _names, "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,

@@ -15,7 +15,6 @@ In a file:
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError, UsageError
 from ..lab import apps
@@ -36,14 +35,14 @@ def shipped(app: str | None) -> dict[str, Path]:
     return shipped_journeys(found.home / JOURNEYS_FOLDER)
 
 
-def _weights(v: Any, where: str) -> str:
+def _weights(v: object, where: str) -> str:
     if not isinstance(v, dict) or not v or not all(isinstance(w, int | float) and not isinstance(w, bool)
                                                    for w in v.values()):
         raise ConfigError(f"{where}: give each journey's weight, like reader = 80, author = 20")
     return ",".join(f"{k}={w:g}" for k, w in v.items())
 
 
-def from_table(v: Any) -> dict[str, Any]:
+def from_table(v: object) -> dict[str, object]:
     """`[journeys]` as the keys `journey` (the mix at every level) and `journey_levels` (`traffic.fits.traffic_of`
     reads them)."""
     if not isinstance(v, dict):

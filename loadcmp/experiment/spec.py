@@ -26,7 +26,7 @@ from ..load import engines
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.fits import Beside, traffic_of
 from ..traffic.source import DEFAULTS, OnePage, Traffic
-from ..units import parse_cluster, parse_cpus
+from ..units import Setting, TomlValue, parse_cluster, parse_cpus
 from ..protocols import DEFAULT as DEFAULT_PROTO
 
 
@@ -84,9 +84,9 @@ class RunSpec:
     server_cpus: str | None = None
     client_cpus: str | None = None
     server_memory: int | None = None
-    settings: dict[str, Any] = field(default_factory=dict)
+    settings: dict[str, Setting] = field(default_factory=dict)
     """Tunables for every server whose stack has their section."""
-    variant_settings: dict[str, dict[str, Any]] = field(default_factory=dict)
+    variant_settings: dict[str, dict[str, Setting]] = field(default_factory=dict)
     """Tunables of one label, over `settings`."""
     reuse_server: bool = False
     tls: bool = False
@@ -171,7 +171,7 @@ class RunSpec:
         """Requests in flight per connection on a protocol (one where it does not multiplex: HTTP/1.1)."""
         return self.streams if get_protocol(proto).multiplexed else 1
 
-    def settings_for(self, label: str) -> dict[str, Any]:
+    def settings_for(self, label: str) -> dict[str, Setting]:
         """The overrides one label's server starts with."""
         return {**self.settings, **self.variant_settings.get(label, {})}
 
@@ -248,7 +248,7 @@ class _FileReader:
             self.catalog = self.problems.attempt(lambda: stacks.catalog(self.fields["stack_dirs"]),
                                                  f"{where}: ") or self.catalog
 
-    def _key(self, key: str, value: Any) -> None:
+    def _key(self, key: str, value: TomlValue) -> None:
         where = _where(self.path, self.text, key)
         kind = KEYS.get(key)
         if kind is None:

@@ -24,7 +24,7 @@ from ..errors import ConfigError, Problems, StoreError, UsageError
 from ..lab.model import Stack, Tunable
 from ..records import TuneDoc
 from ..traffic.source import DEFAULTS
-from ..units import parse_duration
+from ..units import Setting, parse_duration
 from ..verdicts.slo import parse_slo
 from .capacity import CapacitySpec
 from .spec import RunSpec
@@ -46,7 +46,7 @@ class Param:
     key: str
     low: int | None = None
     high: int | None = None
-    choices: tuple[Any, ...] = ()
+    choices: tuple[Setting, ...] = ()
     text: str = ""
     """As the user wrote it (`fpm.max_children=5..200`)."""
 
@@ -54,7 +54,7 @@ class Param:
     def log(self) -> bool:
         return self.low is not None and self.high is not None and self.low > 0 and self.high >= LOG_RATIO * self.low
 
-    def holds(self, value: Any) -> bool:
+    def holds(self, value: object) -> bool:
         """Whether a value (the stack's default, say) is one the study could try."""
         if self.choices:
             return value in self.choices
@@ -79,7 +79,7 @@ def parse_param(text: str, stack: Stack, where: str = "--param") -> Param:
             raise UsageError(f"{where} {text!r}: {tunable.key} is not a number; list its values: "
                              f"{tunable.key}={','.join(tunable.choices or ('A', 'B'))}")
         try:
-            low, high = (tunable.parse(x) for x in m.groups())
+            low, high = (int(tunable.parse(x)) for x in m.groups())  # a whole number: its default is one
         except ConfigError as e:
             raise UsageError(f"{where} {text!r}: {e}") from None
         if low >= high:
@@ -88,7 +88,7 @@ def parse_param(text: str, stack: Stack, where: str = "--param") -> Param:
     values = list(dict.fromkeys(v.strip() for v in raw.split(",") if v.strip()))
     if len(values) < 2:
         raise UsageError(f"{where} {text!r}: give a range LOW..HIGH or two values or more (A,B)")
-    parsed: list[Any] = []
+    parsed: list[Setting] = []
     for v in values:
         try:
             parsed.append(tunable.parse(v))
@@ -184,7 +184,7 @@ def tune_spec(label: str, stack: Stack, table: dict[str, Any], flags: dict[str, 
                     values.get("clients"), values.get("seed"))
 
 
-def new_doc(t: TuneSpec, cap: CapacitySpec, base_settings: dict[str, Any], study: str) -> TuneDoc:
+def new_doc(t: TuneSpec, cap: CapacitySpec, base_settings: dict[str, Setting], study: str) -> TuneDoc:
     """run.json's `tune` of a new study: what it searches, for what, from which settings; no trial yet."""
     unit = cap.unit if t.objective == "capacity" else "req/s"
     return TuneDoc(

@@ -24,7 +24,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
 
 from ..lab import apps, ownconfig, render
 from ..lab.model import TLS_PART, Stack
@@ -33,6 +32,7 @@ from ..lab.stacks import Catalog
 from ..load.target import resume_share_error
 from ..errors import ConfigError, Problems, UsageError
 from .protos import parse_protos
+from ..units import Setting
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
 """Labels appear in file names, tables and check expressions (`label:rps>100`)."""
@@ -44,7 +44,7 @@ class Variant:
 
     label: str
     stack: str
-    settings: Mapping[str, Any]
+    settings: Mapping[str, Setting]
     tls: bool | None = None
     """`tls` of its table: https or not, over the run's; None: the run's."""
     protos: tuple[str, ...] = ()
@@ -94,12 +94,12 @@ def split_sets(items: Iterable[str]) -> tuple[list[str], dict[str, list[str]]]:
     return common, own
 
 
-def parse_sets(items: Iterable[str], cat: Catalog) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+def parse_sets(items: Iterable[str], cat: Catalog) -> tuple[dict[str, Setting], dict[str, dict[str, Setting]]]:
     """`--set` values parsed and typed by the tunables of `cat`'s stacks and the apps'; all bad ones at once."""
     common, own = split_sets(items)
     p = Problems()
-    out_own: dict[str, dict[str, Any]] = {}
-    out_common: dict[str, Any] = {}
+    out_own: dict[str, dict[str, Setting]] = {}
+    out_common: dict[str, Setting] = {}
     extra = apps.tunables()
     for label, values in [("", common), *own.items()]:
         parsed = p.attempt(partial(cat.parse_overrides, values, extra), f"{label}: " if label else "")
@@ -113,7 +113,7 @@ def parse_sets(items: Iterable[str], cat: Catalog) -> tuple[dict[str, Any], dict
     return out_common, out_own
 
 
-def parse_variant_tables(raw: Any, cat: Catalog) -> dict[str, Variant]:
+def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
     """An experiment file's `[variants.LABEL]` tables (`stack` of `cat`, optional `set`)."""
     if not isinstance(raw, dict):
         raise ConfigError("expected tables like [variants.tuned] with stack = \"nginx\"")
@@ -163,7 +163,7 @@ def resolve(names: Iterable[str], chosen: Mapping[str, str], cat: Catalog) -> li
     return list(out.values())
 
 
-def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[str, Mapping[str, Any]],
+def check_sets(servers: list[Variant], common: Mapping[str, Setting], own: Mapping[str, Mapping[str, Setting]],
                cat: Catalog, app_sections: tuple[str, ...] = ()) -> list[str]:
     """What a `--set` asks of servers that cannot take it, in words (empty: all fine); `app_sections`: what
     the run's app adds to every server (its database's)."""
@@ -187,7 +187,7 @@ def check_sets(servers: list[Variant], common: Mapping[str, Any], own: Mapping[s
 
 
 def own_config_errors(configs: list[ownconfig.OwnConfig], chosen: Mapping[str, str],
-                      label_settings: Mapping[str, Mapping[str, Any]], cat: Catalog) -> list[str]:
+                      label_settings: Mapping[str, Mapping[str, Setting]], cat: Catalog) -> list[str]:
     """--config: its label is a chosen server (label -> stack), its role and file are there, its port is
     known, and no --set of that label reaches into a file that is the user's."""
     errors = [f"--config {c.server}:{c.role}: {c.server!r} is not a chosen server ({', '.join(chosen) or 'none'}; "

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, Problems, UsageError
+from ..units import Setting
 from . import render
 from .model import APP_DIR, App, AppPage, Image, Role, Stack, Tunable, configs_dir
 from .partfile import NAME, Reader, open_toml, read_cause
@@ -35,7 +36,7 @@ PACKAGE = re.compile(r"^[a-z0-9][a-z0-9+.-]+$")
 """A Debian package name (Debian policy 5.6.1)."""
 
 
-def _relative(p: Problems, path: Path, text: str, key: str, value: Any, what: str) -> str | None:
+def _relative(p: Problems, path: Path, text: str, key: str, value: object, what: str) -> str | None:
     """A path inside the app (no `..`, not absolute), or None with the problem said."""
     if not isinstance(value, str) or value.startswith("/") or ".." in Path(value).parts:
         p.at(path, text, key, f"{key} must be {what}: a relative path inside the app, without '..'")
@@ -51,7 +52,7 @@ def _strings(p: Problems, path: Path, text: str, doc: dict[str, Any], key: str) 
     return list(v)
 
 
-def _pages(p: Problems, path: Path, text: str, raw: Any) -> list[AppPage]:
+def _pages(p: Problems, path: Path, text: str, raw: object) -> list[AppPage]:
     if not isinstance(raw, list) or not raw or not all(isinstance(x, dict) for x in raw):
         p.at(path, text, "pages", "no [[pages]]: an app names at least one page (name, path, expect)")
         return []
@@ -142,7 +143,7 @@ def _code(p: Problems, home: Path, path: Path, text: str,
     return packages, code, root, front
 
 
-def _settings(p: Problems, path: Path, text: str, raw: Any, reader: Reader) -> dict[str, Any]:
+def _settings(p: Problems, path: Path, text: str, raw: object, reader: Reader) -> dict[str, Setting]:
     """`set`: the settings the app needs, typed by the stacks' tunables and its own roles'."""
     if not isinstance(raw, dict):
         p.at(path, text, "set", "set must be a table of tunables (KEY = value)")
@@ -181,7 +182,7 @@ def _roles(p: Problems, home: Path, path: Path, text: str, doc: dict[str, Any]) 
     return tuple(out), reader
 
 
-def _files(p: Problems, home: Path, path: Path, text: str, raw: Any) -> tuple[tuple[str, str], ...]:
+def _files(p: Problems, home: Path, path: Path, text: str, raw: object) -> tuple[tuple[str, str], ...]:
     """`[files]`: file under /etc/loadcmp = its template beside app.toml, rendered into the web roles."""
     if not isinstance(raw, dict) or not all(isinstance(v, str) for v in raw.values()):
         p.at(path, text, "files", "files must be a table of \"file under /etc/loadcmp\" = \"template\"")

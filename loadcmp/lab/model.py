@@ -14,10 +14,10 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ..protocols import DEFAULT as DEFAULT_PROTOCOL
 from ..errors import ConfigError
+from ..units import Setting
 from . import rules
 
 
@@ -49,7 +49,7 @@ class Tunable:
     """One knob of a server config, with its default and its bounds."""
 
     key: str
-    default: Any
+    default: Setting
     doc: str
     min: int | None = None
     max: int | None = None
@@ -60,7 +60,7 @@ class Tunable:
     def section(self) -> str:
         return self.key.split(".", 1)[0]
 
-    def parse(self, raw: Any) -> Any:
+    def parse(self, raw: object) -> Setting:
         """Turn a value (a --set string or a TOML value) into this knob's type."""
         d = self.default
         if isinstance(d, bool):
@@ -89,7 +89,7 @@ class Tunable:
             raise ConfigError(f"{self.key}: {raw!r} is not a valid value ({self.doc or self.pattern})")
         return s
 
-    def others(self) -> list[Any]:
+    def others(self) -> list[Setting]:
         """A few values it takes besides its default (its bounds, its neighbours, the other choices; none for a
         free string): what `Stack.fixes` tries."""
         d = self.default
@@ -205,7 +205,7 @@ class Role:
     """The arguments of the image's entrypoint."""
     files: tuple[tuple[str, str], ...]
     """(file under /etc/loadcmp, the template that renders it)."""
-    vars: Mapping[str, Any] = field(default_factory=dict)
+    vars: Mapping[str, object] = field(default_factory=dict)
     """Values the templates read as `vars.<name>` (which MPM, how PHP runs)."""
     versions: tuple[tuple[str, str], ...] = ()
     """(program, the command whose first line is its version)."""
@@ -272,9 +272,9 @@ class Stack:
         return tuple(dict.fromkeys(t.section for t in self.tunables.values()))
 
     @property
-    def vars(self) -> dict[str, Any]:
+    def vars(self) -> dict[str, object]:
         """Every role's vars, the front's winning."""
-        out: dict[str, Any] = {}
+        out: dict[str, object] = {}
         for r in self.roles:
             out.update(r.vars)
         return out
@@ -308,7 +308,7 @@ class Stack:
         vals = {k: x.default for k, x in self.tunables.items()}
         return all(any(not rules.evaluate(c.tree, {**vals, key: v}) for c in own) for v in t.others())
 
-    def broken_checks(self, vals: Mapping[str, Any]) -> list[str]:
+    def broken_checks(self, vals: Mapping[str, Setting]) -> list[str]:
         """What the stack's checks say of these values (a rule that cannot be evaluated on them says so too)."""
         out = []
         for c in self.checks:
@@ -319,7 +319,7 @@ class Stack:
                 out.append(f"check {c.rule!r} cannot be evaluated on these settings ({type(e).__name__}: {e})")
         return out
 
-    def effective(self, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    def effective(self, overrides: Mapping[str, object]) -> dict[str, Setting]:
         """The values in effect: the defaults, then the overrides of this stack's own keys (parsed
         again by its own tunable: a user's stack may bound a key differently), then its checks."""
         vals = {k: t.default for k, t in self.tunables.items()}
@@ -378,7 +378,7 @@ class App:
     """Commands run once when a container starts, in APP_DIR as www-data, before its server."""
     ready: str
     """A path that answers 200 once the server is up, without running the app (a static file)."""
-    settings: Mapping[str, Any]
+    settings: Mapping[str, Setting]
     """Tunables it starts with (pool sizes it needs), under the user's --set."""
     pages: tuple[AppPage, ...]
     origin: str = "built-in"

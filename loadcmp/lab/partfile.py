@@ -90,7 +90,7 @@ class Reader:
             else:
                 self.listen.append(rx)
 
-    def _error_log(self, path: Path, t: Any, text: str) -> None:
+    def _error_log(self, path: Path, t: object, text: str) -> None:
         """[error_log]: how the program's config names its error log (program, files, find; root, default,
         always)."""
         if not isinstance(t, dict):
@@ -116,7 +116,7 @@ class Reader:
             self.error_logs.append(ErrorLogFind(t["program"], tuple(files), t["find"], t.get("root"), t.get("default"),
                                                 t.get("always", False)))
 
-    def _tunables(self, path: Path, table: Any, text: str) -> None:
+    def _tunables(self, path: Path, table: object, text: str) -> None:
         if not isinstance(table, dict):
             self.p.at(path, text, "tunables", "tunables must be a table of [tunables.SECTION.NAME] tables")
             return
@@ -176,7 +176,7 @@ class Reader:
             return None
         return tun
 
-    def _status(self, path: Path, table: Any, text: str) -> None:
+    def _status(self, path: Path, table: object, text: str) -> None:
         if not isinstance(table, dict):
             self.p.at(path, text, "status", "status must be a table of [status.KIND] tables")
             return
@@ -216,7 +216,7 @@ def _status_problems(page: dict[str, Any]) -> list[str]:
     return problems + _fields_problems(fmt, page.get("fields"))
 
 
-def _fields_problems(fmt: Any, fields: Any) -> list[str]:
+def _fields_problems(fmt: object, fields: object) -> list[str]:
     """What is wrong with a status page's fields (column = what to read; with format regex, one group each)."""
     if not isinstance(fields, dict) or not fields or not all(
             isinstance(k, str) and IDENT.match(k) and isinstance(v, str) for k, v in fields.items()):

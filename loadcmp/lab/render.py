@@ -6,16 +6,17 @@ run stores exactly that plan, so nothing is derived twice.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 import jinja2
 from jinja2 import meta
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from ..errors import ConfigError, Problems, UsageError
+from ..units import Setting
 from . import ownconfig
 from .certs import Issued
 from .model import TLS_PART, App, Role, Stack, StatusPage, configs_dir
@@ -49,16 +50,16 @@ def environment(stack: Stack, app: App | None = None) -> ImmutableSandboxedEnvir
     return env
 
 
-def _nested(settings: dict[str, Any]) -> dict[str, dict[str, Any]]:
+def _nested(settings: Mapping[str, Setting]) -> dict[str, dict[str, Setting]]:
     """{"a.b": 1} -> {"a": {"b": 1}}: templates read a setting as section.name (nginx.worker_connections)."""
-    out: dict[str, dict[str, Any]] = {}
+    out: dict[str, dict[str, Setting]] = {}
     for k, v in settings.items():
         section, name = k.split(".", 1)
         out.setdefault(section, {})[name] = v
     return out
 
 
-def _fill(env: ImmutableSandboxedEnvironment, name: str, values: dict[str, Any]) -> str:
+def _fill(env: ImmutableSandboxedEnvironment, name: str, values: Mapping[str, object]) -> str:
     """One template rendered; its mistakes as ConfigErrors that name the template file and line."""
     try:
         return env.get_template(name).render(values)
@@ -92,7 +93,7 @@ USER_WWW = "/srv/site"
 """Where the user's own pages (--www) are put, read-only: never mixed with the demo pages."""
 
 
-def render(stack: Stack, settings: dict[str, Any], ports: dict[str, int], bind: str = "127.0.0.1",
+def render(stack: Stack, settings: Mapping[str, Setting], ports: dict[str, int], bind: str = "127.0.0.1",
            nofile: int | None = None, www: str = WWW, app: App | None = None,
            https: Issued | None = None) -> list[Rendered]:
     """Render every role's config files; `ports` maps role name to its port, `bind` is
@@ -147,7 +148,7 @@ class DeploymentPlan:
     exactly this and the run stores exactly this (nothing is re-derived)."""
 
     stack: Stack
-    settings: dict[str, Any]
+    settings: dict[str, Setting]
     ports: dict[str, int]
     """Role name -> port on 127.0.0.1; the front role's is where clients go."""
     rendered: tuple[Rendered, ...]
@@ -198,7 +199,8 @@ class Issuer(Protocol):
     def issue(self, key_type: str) -> Issued: ...
 
 
-def https_of(stack: Stack, settings: dict[str, Any], tls: Issuer | None) -> tuple[dict[str, Any], Issued | None]:
+def https_of(stack: Stack, settings: dict[str, Setting], tls: Issuer | None
+             ) -> tuple[dict[str, Setting], Issued | None]:
     """The settings a run stores and the front role's certificate: with --tls, the stack's `tls.*` settings and a
     certificate of its `tls.key`; without, neither (its templates render no TLS lines, so those settings are
     not in effect). UsageError: --tls asked of a stack that does not list the part `tls`."""
@@ -215,7 +217,7 @@ def no_https(stack: Stack) -> str:
             f"(add it to parts and render its settings in the front role's templates; see docs/writing-a-stack.md)")
 
 
-def render_plan(stack: Stack, overrides: dict[str, Any], ports: dict[str, int], *, bind: str = "127.0.0.1",
+def render_plan(stack: Stack, overrides: Mapping[str, object], ports: dict[str, int], *, bind: str = "127.0.0.1",
                 nofile: int | None = None, www: Path | None = None, own: Sequence[ownconfig.OwnConfig] = (),
                 app: App | None = None, tls: Issuer | None = None) -> DeploymentPlan:
     """The plan for ports already chosen (`planning.plan_deployment` chooses them, and the limits): the settings

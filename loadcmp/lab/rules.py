@@ -69,7 +69,7 @@ def names(tree: ast.expr) -> set[str]:
     return {n for n in out if not any(o != n and o.startswith(n + ".") for o in out)}
 
 
-def evaluate(tree: ast.expr, values: Mapping[str, Any]) -> Any:
+def evaluate(tree: ast.expr, values: Mapping[str, object]) -> Any:
     """The rule's value for these settings."""
     if isinstance(tree, ast.Constant):
         return tree.value
@@ -101,7 +101,7 @@ def evaluate(tree: ast.expr, values: Mapping[str, Any]) -> Any:
 _PLACE = re.compile(r"\{([^{}]+)\}")
 
 
-def fill(text: str, values: Mapping[str, Any]) -> str:
+def fill(text: str, values: Mapping[str, object]) -> str:
     """A check's message with each `{expression}` replaced by its value."""
     def one(m: re.Match[str]) -> str:
         return str(evaluate(parse(m.group(1)), values))

@@ -47,7 +47,7 @@ def part_names() -> tuple[str, ...]:
     return tuple(sorted(p.stem for p in parts_dir().glob("*.toml")))
 
 
-def read_role(p: Problems, home: Path, path: Path, text: str, stack: str, r: Any, i: int,
+def read_role(p: Problems, home: Path, path: Path, text: str, stack: str, r: object, i: int,
               prefix: str = "stack") -> Role | None:
     """One role's table checked (an app's roles too: `prefix` names their images `app-…`)."""
     if not isinstance(r, dict):
@@ -109,7 +109,7 @@ def _role_image(errs: list[str], home: Path, r: dict[str, Any], tag: str) -> Ima
     return Image(tag + (f"-{suffix}" if suffix else ""), df, home)
 
 
-def _role_files(errs: list[str], home: Path, files: Any) -> dict[str, str]:
+def _role_files(errs: list[str], home: Path, files: object) -> dict[str, str]:
     """A role's `files`: each file under /etc/loadcmp and the template it is rendered from."""
     if not isinstance(files, dict) or not all(isinstance(v, str) for v in files.values()):
         errs.append("files must be a table of \"file under /etc/loadcmp\" = \"template\"")

@@ -15,9 +15,9 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 from ..errors import ConfigError, Problems, UsageError
+from ..units import Setting
 from .model import Cause, Image, Role, Stack, StatusPage, Tunable, configs_dir, project_root
 from .stackfile import STACK_FILE, load_stack
 
@@ -89,13 +89,13 @@ class Catalog:
                 out.setdefault(c.key, c)
         return tuple(out.values())
 
-    def parse_overrides(self, items: list[str] | tuple[str, ...] | dict[str, Any],
-                        extra: Mapping[str, Tunable] | None = None) -> dict[str, Any]:
+    def parse_overrides(self, items: list[str] | tuple[str, ...] | Mapping[str, object],
+                        extra: Mapping[str, Tunable] | None = None) -> dict[str, Setting]:
         """`--set k=v` items (or a TOML table) typed by these stacks' tunables; all errors at once. `extra`:
         tunables that are no stack's (the apps' roles', `apps.tunables`)."""
         return _parse_overrides(self, items, extra or {})
 
-    def _parse_any(self, key: str, raw: Any, extra: Mapping[str, Tunable]) -> tuple[Any, str | None]:
+    def _parse_any(self, key: str, raw: object, extra: Mapping[str, Tunable]) -> tuple[Setting | None, str | None]:
         """A value as the first stack with this key that takes it (a user's stack may type a key otherwise);
         `Stack.effective` parses it again by each chosen stack's own tunable."""
         first: str | None = None
@@ -195,13 +195,13 @@ def all_causes() -> tuple[Cause, ...]:
     return catalog().causes()
 
 
-def parse_overrides(items: list[str] | tuple[str, ...] | dict[str, Any],
-                    extra: Mapping[str, Tunable] | None = None) -> dict[str, Any]:
+def parse_overrides(items: list[str] | tuple[str, ...] | Mapping[str, object],
+                    extra: Mapping[str, Tunable] | None = None) -> dict[str, Setting]:
     """`Catalog.parse_overrides` on our stacks and LOADCMP_STACKS' (an app's `set`)."""
     return catalog().parse_overrides(items, extra)
 
 
-def _flat(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
+def _flat(table: Mapping[str, object], prefix: str = "") -> Iterator[tuple[str, object]]:
     """TOML reads an unquoted nginx.worker_connections = 2000 as a nested table: the same setting."""
     for k, v in table.items():
         if isinstance(v, dict):
@@ -210,10 +210,10 @@ def _flat(table: dict[str, Any], prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield f"{prefix}{k}", v
 
 
-def _parse_overrides(cat: Catalog, items: list[str] | tuple[str, ...] | dict[str, Any],
-                     extra: Mapping[str, Tunable]) -> dict[str, Any]:
+def _parse_overrides(cat: Catalog, items: list[str] | tuple[str, ...] | Mapping[str, object],
+                     extra: Mapping[str, Tunable]) -> dict[str, Setting]:
     known = {**cat.tunables(), **extra}
-    pairs: list[tuple[str, Any]] = []
+    pairs: list[tuple[str, object]] = []
     p = Problems()
     if isinstance(items, dict):
         pairs = list(_flat(items))
@@ -222,9 +222,9 @@ def _parse_overrides(cat: Catalog, items: list[str] | tuple[str, ...] | dict[str
             if "=" not in item:
                 p.add(f"--set {item!r}: expected KEY=VALUE, e.g. prefork.MaxRequestWorkers=500")
                 continue
-            k, v = item.split("=", 1)
-            pairs.append((k.strip(), v))
-    out: dict[str, Any] = {}
+            k, text = item.split("=", 1)
+            pairs.append((k.strip(), text))
+    out: dict[str, Setting] = {}
     lower = {k.lower(): k for k in known}
     for k, v in pairs:
         key = known.get(k) and k or lower.get(k.lower())
@@ -234,15 +234,15 @@ def _parse_overrides(cat: Catalog, items: list[str] | tuple[str, ...] | dict[str
             p.add(f"unknown setting {k!r}{hint}")
             continue
         out_v, err = cat._parse_any(key, v, extra)
-        if err is None:
-            out[key] = out_v
-        else:
+        if err is not None:
             p.add(err)
+        elif out_v is not None:  # always, when no error: a key in `known` is some stack's or in `extra`
+            out[key] = out_v
     p.raise_if_any(summary=f"{len(p)} bad settings: " + "; ".join(p.messages))
     return out
 
 
-def effective_settings(stack: Stack, overrides: dict[str, Any]) -> dict[str, Any]:
+def effective_settings(stack: Stack, overrides: Mapping[str, object]) -> dict[str, Setting]:
     """The values in effect for a stack (`Stack.effective`)."""
     return stack.effective(overrides)
 

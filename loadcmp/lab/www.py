@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 from pathlib import Path
-from typing import Any
 from urllib.parse import unquote
 
 
@@ -26,7 +25,7 @@ def page_file(www: Path, page: str) -> Path | None:
     return target if target.is_file() else None
 
 
-def www_digest(www: Path) -> dict[str, Any]:
+def www_digest(www: Path) -> dict[str, str | int]:
     """The user's pages as run.json records them: the folder, how many files, and one hash of every
     file's path and bytes (so two runs can be shown to have served the same site)."""
     h = hashlib.sha256()

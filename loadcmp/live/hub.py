@@ -140,7 +140,7 @@ def encode(event: Event) -> str:
     return json.dumps(_clean(event), default=_plain)
 
 
-def _clean(o: Any) -> Any:
+def _clean(o: object) -> Any:
     """NaN (a figure pandas left missing) as null: JSON has no NaN."""
     if isinstance(o, float):
         return None if o != o else o
@@ -151,7 +151,7 @@ def _clean(o: Any) -> Any:
     return o
 
 
-def _plain(o: Any) -> Any:
+def _plain(o: object) -> Any:
     """numpy numbers and the like as JSON values; NaN (a missing figure) as null."""
     if hasattr(o, "item"):
         v = o.item()

@@ -118,7 +118,7 @@ def _by_key(df: Any) -> dict[tuple[Any, ...], list[Row]]:
             for key, g in df.groupby(list(KEYS), sort=False)}
 
 
-def _plain(v: Any) -> Any:
+def _plain(v: object) -> Any:
     return v.item() if hasattr(v, "item") else v
 
 

@@ -22,6 +22,7 @@ from datetime import datetime
 from typing import Any
 
 from ..errors import LabError
+from ..units import Setting
 from ..lab.containers import Deployment
 from ..lab.stacks import Cause, Stack, all_causes
 from ..records import CauseDoc
@@ -130,12 +131,12 @@ class Seen:
     """The memory cap, bytes."""
 
 
-def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Any]) -> tuple[str, Any] | None:
+def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Setting]) -> tuple[str, Setting] | None:
     key = stack.setting_of(cause)
     return (key, settings[key]) if key is not None and key in settings else None
 
 
-def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Any], peaks: Mapping[str, float],
+def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Setting], peaks: Mapping[str, float],
                      rec: CauseDoc) -> None:
     """What the status pages say about a limit, into its record: a column at its peak reaching the setting
     (all workers busy), or a counter of the server's own that rose (php-fpm's 'max children reached').
@@ -149,7 +150,7 @@ def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Any], pe
         rec["rose"], rec["rose_said"] = peaks[cause.counter], cause.counter_said
 
 
-def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Any], seen: Seen) -> CauseDoc | None:
+def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Setting], seen: Seen) -> CauseDoc | None:
     """One cause as the evidence shows it (its lines logged, the status pages), or None when none points to it."""
     rec = CauseDoc(cause=cause.key, phrase=cause.phrase)
     if s := _setting(cause, stack, settings):
@@ -165,7 +166,7 @@ def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Any], seen: 
     return rec
 
 
-def trial_causes(stack: Stack, settings: Mapping[str, Any], seen: Seen) -> list[CauseDoc]:
+def trial_causes(stack: Stack, settings: Mapping[str, Setting], seen: Seen) -> list[CauseDoc]:
     """The limits the evidence points to, and only those (`report.causes` says them in words)."""
     out = [r for c in stack.causes if (r := cause_record(c, stack, settings, seen))]
     if seen.oom_kills:

@@ -231,7 +231,7 @@ def _isnan(v: object) -> bool:
     return v is None or (isinstance(v, float) and math.isnan(v))
 
 
-def _num(v: Any) -> Any:
+def _num(v: object) -> Any:
     if _isnan(v):
         return None
     if isinstance(v, float) and v.is_integer() and abs(v) < 2**53:
@@ -248,7 +248,7 @@ def per_core(t: TrialRecord) -> float | None:
     return float(r["rps"]) / (cpu / 100)
 
 
-def cell_estimate(res: Results, server: str, level: int, get: Callable[[TrialRecord], Any]) -> Estimate:
+def cell_estimate(res: Results, server: str, level: int, get: Callable[[TrialRecord], float | None]) -> Estimate:
     """One number of a cell's measured trials, as mean, interval (3+ trials) and range."""
     return Estimate.of([v for t in res.cell(server, level) if (v := get(t)) is not None])
 

@@ -18,7 +18,7 @@ import os
 import re
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -70,7 +70,7 @@ def write_json(path: Path, doc: object) -> None:
     _atomic_write(path, w)
 
 
-def _jsonable(o: Any) -> Any:
+def _jsonable(o: object) -> Any:
     if hasattr(o, "item"):
         return o.item()
     if hasattr(o, "tolist"):
@@ -330,12 +330,13 @@ def _write_parquet(path: Path, rows: list[dict[str, Any]]) -> None:
     _atomic_write(path, lambda tmp: df.to_parquet(tmp, index=False))
 
 
-def summary_row(trial: TrialRecord) -> dict[str, Any]:
+def summary_row(trial: TrialRecord) -> dict[str, object]:
     """A trial as one row of summary.csv (and of `Results.summary`)."""
-    s: dict[str, Any] = dict(trial.get("result") or {})
-    lat: dict[str, Any] = dict(s.get("latency_ms") or {})
-    srv: dict[str, Any] = dict(trial.get("server_metrics") or {})
-    wb: dict[str, Any] = dict(s.get("webbench") or {})
+    result = trial.get("result")
+    s: Mapping[str, object] = result or {}
+    lat: Mapping[str, object] = result.get("latency_ms") or {} if result else {}
+    srv: Mapping[str, object] = trial.get("server_metrics") or {}
+    wb: Mapping[str, object] = result.get("webbench") or {} if result else {}
     return {
         "server": trial["server"],
         "level": trial["level"],
@@ -366,7 +367,7 @@ def summary_row(trial: TrialRecord) -> dict[str, Any]:
     }
 
 
-def _tls_columns(trial: TrialRecord) -> dict[str, Any]:
+def _tls_columns(trial: TrialRecord) -> dict[str, int | None]:
     """summary.csv's TLS columns: the full and resumed handshakes and the `tls_error` failures (None: plain)."""
     tls = tls_of(trial)
     if tls is None:

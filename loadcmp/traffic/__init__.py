@@ -16,7 +16,7 @@ read with it).
                   given), the first bad line named, a few bad lines counted
     logreplay.py  an access log made a replay (logs -> logreplay): what is sent, in which order, when (the `Replay`
                   schedule's due times at Nx, the closed loop at max), what each expects, its pages (the top
-                  ones, the rest as `other`); a trial's replay in figures (`ReplayDoc`) and words
+                  ones, the rest as `other`); a trial's replay in figures (`facts.ReplayDoc`) and words
     journeys.py   journey files (TOML steps with extracts, expects and think times) read and checked whole;
                   a weighted mix of them (`--journey reader=80,author=20`), an app's shipped ones by name
     sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request

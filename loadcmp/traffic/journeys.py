@@ -139,7 +139,7 @@ class _Reader:
         line = _key_line(self.text, start, key) if key else start
         self.problems.add(message, self.path, line)
 
-    def step(self, i: int, raw: Any, known: set[str]) -> Step | None:
+    def step(self, i: int, raw: object, known: set[str]) -> Step | None:
         if not isinstance(raw, dict):
             self.bad(i, None, f"step {i + 1} is not a table")
             return None
@@ -174,7 +174,7 @@ class _Reader:
             return None
         return Step(name, str(path), method, body, headers, extracts, expect, think)
 
-    def _body(self, i: int, name: str, body: Any) -> str | tuple[tuple[str, str], ...] | None:
+    def _body(self, i: int, name: str, body: object) -> str | tuple[tuple[str, str], ...] | None:
         if body is None or isinstance(body, str):
             return body
         if isinstance(body, dict) and all(isinstance(v, str | int | float) for v in body.values()):
@@ -182,13 +182,13 @@ class _Reader:
         self.bad(i, "body", f"step {name!r}: body must be a string or a table of form fields")
         return None
 
-    def _headers(self, i: int, name: str, headers: Any) -> tuple[tuple[str, str], ...]:
+    def _headers(self, i: int, name: str, headers: object) -> tuple[tuple[str, str], ...]:
         if isinstance(headers, dict) and all(isinstance(v, str) for v in headers.values()):
             return tuple((str(k), v) for k, v in headers.items())
         self.bad(i, "headers", f"step {name!r}: headers must be a table of strings")
         return ()
 
-    def _extracts(self, i: int, name: str, raw: Any) -> tuple[Extract, ...]:
+    def _extracts(self, i: int, name: str, raw: object) -> tuple[Extract, ...]:
         if not isinstance(raw, dict):
             self.bad(i, "extract", f"step {name!r}: extract must be a table: var = 'regex' or "
                      "var = { cookie = 'name' }")

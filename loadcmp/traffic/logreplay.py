@@ -27,10 +27,10 @@ from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NotRequired, TypedDict, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
-from ..records import LoadSummary
+from ..records import LoadSummary, ReplayDoc
 from ..load.schedules import Closed, Replay, Schedule, time_cap
 from .logs import MIX_WORDS, REPLAY_WORDS, AccessLog, Entry, LogFormat, Wording, printable, read_log
 
@@ -296,35 +296,11 @@ def primer_page(plan: ReplayPlan) -> str:
     return sent.most_common(1)[0][0] if sent else plan.requests[plan.order[0]].path
 
 
-class ReplayDoc(TypedDict):
-    """A trial of a replayed access log (`traffic.logreplay.replay_doc`): the log, what was left out, the rates it
-    asked and got, and the answers as in the log or not."""
-
-    file: str
-    format: str  #: combined, common or json
-    speed: str  #: 1x, 2x, ... or max
-    lines: int  #: the log's lines read
-    sent_in_log: int  #: the log's requests a replay sends (its sequence)
-    distinct: int  #: distinct requests (method, path, status) among them
-    pages: int  #: pages recorded on their own
-    grouped: int  #: further pages recorded together as `other`
-    left_out: dict[str, int]  #: the log's requests not sent, by reason (method, host, not a path, ...)
-    left_out_named: dict[str, list[list[Any]]]  #: the most frequent of each reason, [what, count]
-    subsecond: bool  #: the log's times finer than a second (else one second's requests spread over it)
-    log_rate: NotRequired[float]  #: at Nx: the log's requests due in the window per second, at this speed
-    sent_rate: NotRequired[float]  #: at Nx: the requests sent in the window per second (dropped ones not)
-    rate_ratio: NotRequired[float]  #: sent_rate / log_rate
-    dropped_peak: NotRequired[int]  #: at Nx: the most requests dropped in one second (the client behind)
-    as_in_log: int  #: answers with the status the log gave
-    differs: int  #: answers with another status (or none: a failure)
-    differing: list[list[Any]]  #: the pages most often differing: [page, differing, expected]
-
-
 DIFFERING = 5
 """How many of the pages most often differing from the log a trial names."""
 
 
-def replay_doc(plan: ReplayPlan, summary: LoadSummary, warmup: float, dropped: list[int]) -> dict[str, Any]:
+def replay_doc(plan: ReplayPlan, summary: LoadSummary, warmup: float, dropped: list[int]) -> ReplayDoc:
     """A trial's replay in figures: the log and what was left out, at Nx the rate the log asked in the window and
     the rate sent (`dropped`: the window's dropped requests by second), and the answers as in the log or not."""
     doc = ReplayDoc(file=plan.file, format=plan.format, speed=plan.speed_text(), lines=plan.lines,
@@ -346,7 +322,7 @@ def replay_doc(plan: ReplayPlan, summary: LoadSummary, warmup: float, dropped: l
         if expected > met:
             rows.append((page["page"], expected - met, expected))
     doc["differing"] = [list(r) for r in sorted(rows, key=lambda r: (-r[1], r[0]))[:DIFFERING]]
-    return dict(doc)
+    return doc
 
 
 def trial_lines(result: Mapping[str, Any] | None) -> list[str]:

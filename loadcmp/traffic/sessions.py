@@ -17,8 +17,10 @@ import math
 import random
 import re
 import secrets
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from types import ModuleType, SimpleNamespace
+from typing import TYPE_CHECKING
 
 from ..errors import LoadError, PrimerError
 from ..load.tls import context as tls
@@ -31,6 +33,10 @@ from ..load.schedules import Closed, Ramp, Rate, Replay
 from ..load.target import Target
 from .journeys import Journey, JourneyMix, Step, fill
 
+if TYPE_CHECKING:  # aiohttp: imported by the engine when journeys run
+    from aiohttp import BaseConnector, ClientSession
+    from aiohttp.abc import AbstractCookieJar
+
 
 @dataclass(frozen=True)
 class JourneyPlan:
@@ -42,14 +48,14 @@ class JourneyPlan:
     def engine(self, spec: LoadSpec, live: LiveFn | None = None) -> JourneyEngine:
         return JourneyEngine(spec, live, self)
 
-    def draw(self, worker: int, user: int) -> tuple[random.Random, Any]:
+    def draw(self, worker: int, user: int) -> tuple[random.Random, Callable[[], Journey]]:
         """A user's own seeded draw: its random source, and the next journey it walks (the same seed, worker
         and user give the same sequence)."""
         rng = random.Random(self.seed * 1_000_003 + worker * 100_003 + user)
         journeys, weights = self.mix.journeys, [j.weight for j in self.mix.journeys]
         return rng, lambda: rng.choices(journeys, weights)[0]
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> dict[str, object]:
         return {"journey": self.mix.describe(), "journey_seed": self.seed}
 
 
@@ -66,12 +72,12 @@ class Answer:
     t_first: float = 0.0
 
 
-def _session(aiohttp: Any, connector: Any, timeout: float) -> Any:
+def _session(aiohttp: ModuleType, connector: BaseConnector, timeout: float) -> ClientSession:
     """A virtual user's session: its own cookie jar (`unsafe`: cookies for 127.0.0.1 are kept too)."""
     trace = aiohttp.TraceConfig()
 
-    def mark(name: str) -> Any:
-        async def hook(session: Any, ctx: Any, params: Any) -> None:
+    def mark(name: str) -> Callable[[ClientSession, SimpleNamespace, object], Awaitable[None]]:
+        async def hook(session: ClientSession, ctx: SimpleNamespace, params: object) -> None:
             if isinstance(ctx.trace_request_ctx, dict):
                 ctx.trace_request_ctx.setdefault(name, now())
         return hook
@@ -87,11 +93,12 @@ def _session(aiohttp: Any, connector: Any, timeout: float) -> Any:
     )
 
 
-async def send(aiohttp: Any, session: Any, base: str, step: Step, values: dict[str, str], timeout: float) -> Answer:
+async def send(aiohttp: ModuleType, session: ClientSession, base: str, step: Step, values: dict[str, str],
+               timeout: float) -> Answer:
     """One step's request, its variables filled; every failure an outcome kind."""
     trace: dict[str, float] = {}
     headers = {k: fill(v, values) for k, v in step.headers}
-    data: Any = None
+    data: dict[str, str] | bytes | None = None
     if isinstance(step.body, tuple):
         data = {k: fill(v, values) for k, v in step.body}
     elif step.body is not None:
@@ -119,7 +126,7 @@ async def send(aiohttp: Any, session: Any, base: str, step: Step, values: dict[s
         return Answer(kind, client_error=err, trace=trace)
 
 
-def judge_step(step: Step, answer: Answer, jar: Any, values: dict[str, str]) -> str | None:
+def judge_step(step: Step, answer: Answer, jar: AbstractCookieJar, values: dict[str, str]) -> str | None:
     """Why the journey fails at this step (None: it goes on); the step's extracts land in `values`."""
     got = f"HTTP {answer.status}" if answer.status else f"no answer ({KINDS[answer.kind]})"
     if step.expect is not None and answer.status != step.expect:
@@ -216,7 +223,7 @@ class JourneyEngine(Engine[None]):
             with contextlib.suppress(Exception):
                 await session.close()
 
-    async def _journey(self, session: Any, journey: Journey, values: dict[str, str]) -> None:
+    async def _journey(self, session: ClientSession, journey: Journey, values: dict[str, str]) -> None:
         rec = self.rec
         assert rec is not None
         counted = rec.t0 <= now() < rec.end

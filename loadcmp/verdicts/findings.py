@@ -35,7 +35,6 @@ from __future__ import annotations
 import re
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
 
 from .checks import check_metric, comparable, threshold
 from ..errors import ConfigError, Problems, UsageError
@@ -185,7 +184,7 @@ def check_labels(findings: list[Finding], known: Collection[str], elsewhere: Col
     p.raise_if_any(summary="{n} findings name unknown servers")
 
 
-def parse_findings(raw: list[dict[str, Any]]) -> list[Finding]:
+def parse_findings(raw: object) -> list[Finding]:
     """The `[[findings]]` array of an experiment file: each a string `claim` and `check`;
     every problem at once, as one ConfigError."""
     if not isinstance(raw, list):

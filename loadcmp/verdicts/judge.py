@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from .checks import METRICS, OPS, THROUGHPUT, show
 from .findings import Finding, FindingCheck, Side, labels
@@ -101,6 +101,26 @@ def _decide(value: float, low: float | None, high: float | None, n: int, op: str
                             f"past the threshold by a factor of {MARGIN:g}{clear}; run --trials {MIN_TRIALS} or more")
 
 
+class SideDoc(TypedDict):
+    """One side of a check at one level, as a finding's `values` keeps it."""
+
+    server: str
+    level: int
+    mean: float | None
+    low: float | None
+    high: float | None
+    n: int  #: trials
+    client_bound: NotRequired[bool]  #: present (true) where the client, not the server, set the pace
+
+
+class RatioDoc(TypedDict):
+    """left/right at one level: the ratio of the means and its 95 % interval (None: too few trials)."""
+
+    value: float | None
+    low: float | None
+    high: float | None
+
+
 @dataclass(frozen=True)
 class _Level:
     """One server at one level, judged."""
@@ -108,12 +128,13 @@ class _Level:
     level: int
     verdict: FindingVerdict
     reason: str | None
-    left: dict[str, Any]
-    right: dict[str, Any] | None = None
-    ratio: dict[str, Any] | None = None
+    left: SideDoc
+    right: SideDoc | None = None
+    ratio: RatioDoc | None = None
 
-    def doc(self) -> dict[str, Any]:
-        d = {"level": self.level, "verdict": self.verdict, "reason": self.reason, "left": self.left}
+    def doc(self) -> dict[str, object]:
+        d: dict[str, object] = {"level": self.level, "verdict": self.verdict, "reason": self.reason,
+                                "left": self.left}
         return d if self.right is None else {**d, "right": self.right, "ratio": self.ratio}
 
 
@@ -237,8 +258,7 @@ def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
         rlevel = c.right.levels.low if c.right.levels and c.right.levels.low else level
         sides.append((c.right.label or server, rlevel, _estimate(res, c.right, c.right.label or server, rlevel)))
     bound = [res.client_bound(s, lv) is not None for s, lv, _ in sides]
-    docs = [{"server": s, "level": lv, "mean": e.mean, "low": e.low, "high": e.high, "n": e.n,
-             **({"client_bound": True} if b else {})} for (s, lv, e), b in zip(sides, bound, strict=True)]
+    docs = [_side_doc(s, lv, e, b) for (s, lv, e), b in zip(sides, bound, strict=True)]
     r = ratio(sides[0][2], sides[1][2]) if len(sides) == 2 else None  # compare.ratio(b, a) is b/a
     value, low, high = (r.value, r.low, r.high) if r else (sides[0][2].mean, sides[0][2].low, sides[0][2].high)
     verdict: FindingVerdict = "inconclusive"
@@ -252,7 +272,15 @@ def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
             reason = reason or _wrong(verdict, low)
     if r is None:
         return _Level(level, verdict, reason, docs[0])
-    return _Level(level, verdict, reason, docs[0], docs[1], {"value": r.value, "low": r.low, "high": r.high})
+    return _Level(level, verdict, reason, docs[0], docs[1], RatioDoc(value=r.value, low=r.low, high=r.high))
+
+
+def _side_doc(server: str, level: int, e: Estimate, client_bound: bool) -> SideDoc:
+    """One side's figures; `client_bound` only where it is true, so a plain side's record stays as short."""
+    d = SideDoc(server=server, level=level, mean=e.mean, low=e.low, high=e.high, n=e.n)
+    if client_bound:
+        d["client_bound"] = True
+    return d
 
 
 def _unready(res: Results, sides: list[tuple[str, int, Estimate]], metric: str, bound: list[bool]) -> str | None:
@@ -339,7 +367,7 @@ def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _L
     return f"{verdict}: {lead}{body} {c.op} {target}" + (f" ({reason})" if reason else "")
 
 
-def _bound_text(metric: str, sides: list[dict[str, Any]]) -> str:
+def _bound_text(metric: str, sides: list[SideDoc]) -> str:
     """A client-bound side as the lower bound it is, against the other side's interval."""
     from ..report.compare import bound_text
     from ..report.tables import Estimate

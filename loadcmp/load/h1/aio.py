@@ -7,11 +7,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-from typing import Any
+from collections.abc import Awaitable, Callable
+from types import SimpleNamespace
+from typing import TYPE_CHECKING
 
 from ..tls import context as tls
 from ..driver import BACKOFF_S, Engine, now
 from ..record.outcomes import CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
+
+if TYPE_CHECKING:
+    from aiohttp import ClientSession
 
 
 class AiohttpEngine(Engine[None]):
@@ -29,8 +34,8 @@ class AiohttpEngine(Engine[None]):
         )
         trace = aiohttp.TraceConfig()
 
-        def mark(name: str) -> Any:
-            async def hook(session: Any, ctx: Any, params: Any) -> None:
+        def mark(name: str) -> Callable[[ClientSession, SimpleNamespace, object], Awaitable[None]]:
+            async def hook(session: ClientSession, ctx: SimpleNamespace, params: object) -> None:
                 ctx.trace_request_ctx[name] = now()
             return hook
 

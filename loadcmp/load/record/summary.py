@@ -39,7 +39,11 @@ def latency_doc(h: Histogram) -> LatencyMs:
     )
 
 
-def timeline_rows(result: Result) -> list[dict[str, Any]]:
+Row = dict[str, float | str | None]
+"""A row of timeline.parquet: a second (and a page), its counts, bytes and latency percentiles."""
+
+
+def timeline_rows(result: Result) -> list[Row]:
     """One row per measured second: counts by kind, bytes, latency percentiles. A load of several pages adds a
     row per page and second, named in the `page` column (null in the load's own rows): their counts add up to
     their second's."""
@@ -53,10 +57,10 @@ def timeline_rows(result: Result) -> list[dict[str, Any]]:
     return rows
 
 
-def page_row(i: int, name: str, p: PageSecond) -> dict[str, Any]:
+def page_row(i: int, name: str, p: PageSecond) -> Row:
     """Page `name`'s share of second `i`, with the columns of `second_row` that a page has."""
     h = p.lat_h
-    row: dict[str, Any] = {"second": i, "page": name}
+    row: Row = {"second": i, "page": name}
     for k, kind in enumerate(KINDS):
         row[kind] = p.counts[k]
     row["failed"] = sum(p.counts) - p.counts[OK]
@@ -92,11 +96,11 @@ def pages_doc(result: Result) -> list[PageSummary]:
     return out
 
 
-def second_row(i: int, s: Second) -> dict[str, Any]:
+def second_row(i: int, s: Second) -> Row:
     """Second `i` of the window as timeline.parquet keeps it; the live page takes the same row
     (`driver.Live.closed`) as each second closes."""
     h = s.lat_h
-    row: dict[str, Any] = {"second": i, "started": s.started, "dropped": s.dropped}
+    row: Row = {"second": i, "started": s.started, "dropped": s.dropped}
     for k, name in enumerate(KINDS):
         row[name] = s.counts[k]
     row["failed"] = sum(s.counts) - s.counts[OK] + s.dropped
@@ -144,7 +148,7 @@ def note_ramp_cut(doc: LoadSummary, schedule: Schedule, warmup: float) -> None:
                                    f"{warmup + doc['duration_s']:g} s)")
 
 
-def result_doc(result: Result, extra: Mapping[str, Any] | None = None) -> LoadSummary:
+def result_doc(result: Result, extra: Mapping[str, object] | None = None) -> LoadSummary:
     """The summary of one measurement: counts, rates, latency, webbench counters; then what the client
     says of itself, and how the requests answered.
 

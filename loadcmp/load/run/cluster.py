@@ -21,8 +21,8 @@ import queue
 import threading
 import time
 import uuid
-from collections.abc import Iterator
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import TYPE_CHECKING, Any
 
 from ...errors import LoadcmpError, LoadError, UsageError
 from ...units import parse_cluster
@@ -30,6 +30,9 @@ from ..driver import Live, LiveFn, LoadSpec, now
 from .limits import raise_nofile
 from ..record.recorder import Result
 from .workers import SPAWN_DELAY, Gathered, Stopper, pin, run_here, sum_live
+
+if TYPE_CHECKING:  # distributed: only when a cluster is asked for
+    from distributed import Client, Event, Future, LocalCluster, Queue
 
 log = logging.getLogger("loadcmp")
 
@@ -46,12 +49,19 @@ class DaskFleet:
 
     def __init__(self, address: str) -> None:
         self.address, self.n_local = parse_cluster(address)
-        self.client: Any = None
-        self.local: Any = None
+        self.client: Client | None = None
+        self.local: LocalCluster | None = None
         self.workers: list[str] = []
         self.hosts: dict[str, str] = {}
         self.offsets: dict[str, float] = {}
         """Each worker's wall clock minus ours (seconds), measured before each load."""
+
+    @property
+    def open_client(self) -> Client:
+        """The client, between `with`'s enter and exit (a fleet is used only there)."""
+        if self.client is None:
+            raise LoadError(f"the Dask cluster {self.address} is not open")
+        return self.client
 
     @property
     def size(self) -> int:
@@ -85,7 +95,7 @@ class DaskFleet:
     def refresh(self) -> None:
         """The workers the scheduler has now (a nanny restarts a dead one under a new address),
         their hosts, and the clock offsets of any new ones."""
-        info = self.client.scheduler_info()["workers"]
+        info = self.open_client.scheduler_info()["workers"]
         self.workers = sorted(info)
         self.hosts = {w: info[w].get("host", "") for w in self.workers}
         for w in self.workers:
@@ -106,7 +116,7 @@ class DaskFleet:
     def dashboard(self) -> str | None:
         """The Dask dashboard's address (None when bokeh is missing on the scheduler)."""
         with contextlib.suppress(Exception):
-            return str(self.client.dashboard_link) or None
+            return str(self.open_client.dashboard_link) or None
         return None
 
     def elsewhere(self) -> list[str]:
@@ -133,7 +143,7 @@ class DaskFleet:
     def measure_offset(self, w: str) -> float:
         """A worker's wall clock minus ours, from one round trip (the middle of it)."""
         t0 = time.time()
-        theirs = self.client.run(time.time, workers=[w])[w]
+        theirs = self.open_client.run(time.time, workers=[w])[w]
         t1 = time.time()
         self.offsets[w] = round(theirs - (t0 + t1) / 2, 6)
         return self.offsets[w]
@@ -151,7 +161,7 @@ class DaskFleet:
         t_wall = time.time() + (t_load0 - now())
         futures = {}
         for share, w in zip(shares, self.workers, strict=False):
-            futures[share.worker_index] = (w, self.client.submit(
+            futures[share.worker_index] = (w, self.open_client.submit(
                 _share, share, t_wall + self.offsets[w], cpus, q.name, stop.name, key=f"loadcmp-{tag}-{w}",
                 workers=[w], allow_other_workers=False, pure=False, retries=0))
         try:
@@ -163,8 +173,8 @@ class DaskFleet:
                 with contextlib.suppress(Exception):
                     f.cancel()
 
-    def _gather(self, futures: dict[int, tuple[str, Any]], shares: list[LoadSpec], t_load0: float, q: Any,
-                stop: Any, live: LiveFn | None, stopper: Stopper) -> Gathered:
+    def _gather(self, futures: dict[int, tuple[str, Future]], shares: list[LoadSpec], t_load0: float, q: Queue,
+                stop: Event, live: LiveFn | None, stopper: Stopper) -> Gathered:
         """Wait for every share's result, passing on live lines, a stop, and the loss of a worker."""
         got = Gathered()
         pending = dict(futures)
@@ -193,7 +203,7 @@ class DaskFleet:
                     del pending[i]
             if now() >= next_check and pending:
                 next_check = now() + CHECK_EVERY_S
-                present = set(self.client.scheduler_info()["workers"])
+                present = set(self.open_client.scheduler_info()["workers"])
                 for i, (w, f) in list(pending.items()):
                     if w not in present or f.status in ("cancelled", "lost"):
                         got.lost.append(_lost_text(w, self.hosts.get(w, ""), shares[i], seen.get(i)))
@@ -227,7 +237,7 @@ SCHEDULER_GONE_S = 5.0
 """How long a share's stop watch waits for a scheduler that does not answer before it stops the share."""
 
 
-def forward_live(lines: queue.SimpleQueue[Live | None], q: Any, dropped: list[str]) -> int:
+def forward_live(lines: queue.SimpleQueue[Live | None], q: Queue, dropped: list[str]) -> int:
     """The share's live lines to the scheduler's queue, from a thread (the load's loop must not wait
     for the scheduler); returns how many it did not take, and keeps the first error in `dropped`."""
     lost = 0
@@ -242,7 +252,7 @@ def forward_live(lines: queue.SimpleQueue[Live | None], q: Any, dropped: list[st
     return lost
 
 
-def watch_stop(stop: Any, stopper: Stopper, done: threading.Event, gone: list[str]) -> None:
+def watch_stop(stop: Event, stopper: Stopper, done: threading.Event, gone: list[str]) -> None:
     """Pass the parent's stop (a Dask Event) on to the share. A scheduler that stops answering for
     SCHEDULER_GONE_S stops the share, since nothing it measures could be handed back, and says why
     in `gone`: the watch neither spins on the error nor swallows the stop."""
@@ -298,7 +308,7 @@ def _share(spec: LoadSpec, t_wall: float, cpus: str | None, queue_name: str, sto
 
 
 @contextlib.contextmanager
-def open_fleet(address: str | None, say: Any = None) -> Iterator[DaskFleet | None]:
+def open_fleet(address: str | None, say: Callable[[str], object] | None = None) -> Iterator[DaskFleet | None]:
     """The cluster of `--cluster` for the length of a command (None: no cluster), saying where its dashboard is."""
     if address is None:
         yield None
