@@ -67,7 +67,12 @@ def test_a_log_recorded_from_a_stack_replays_at_its_own_rate_and_at_max(docker_c
     assert rd["speed"] == "1x" and rd["dropped_peak"] == 0 and rd["left_out"] == {}
     if not one.get("client_bound"):
         assert rd["rate_ratio"] == pytest.approx(1.0, abs=0.02), rd  # the log's own rate, within 2 %
-    assert rd["differs"] == 0 and rd["as_in_log"] == one["ok"] + one["status_codes"].get("404", 0)
+    # every answer had the log's status; a request that got no answer at all differs too (CI once met one of
+    # ~1,000, its kind not kept then): allowed only as a rare transport failure, and then named by its kind
+    said = (rd["differing"], one.get("failures"), one["status_codes"])
+    assert rd["as_in_log"] == one["ok"] + one["status_codes"].get("404", 0), said
+    unanswered = sum(n for kind, n in one["failures"].items() if not kind.startswith("http_"))
+    assert rd["differs"] == unanswered and unanswered <= 0.002 * one["started"], said
     assert {p["page"] for p in one["pages"]} >= {page for page, _ in MIX}  # (and the sampler's status pages)
 
     fast = _replay(log, "-c", "20", "--replay-speed", "max")
