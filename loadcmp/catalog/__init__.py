@@ -2,7 +2,8 @@
 
 The results folders stay the truth; the catalog reads their run.json in place (DuckDB) and
 keeps only an index that can be deleted and rebuilt at any time. Its statistics are the
-findings' (`report.tables.Estimate`, `report.compare.ratio`); its change points Apache Otava's.
+findings' (`report.tables.Estimate`, `report.compare.ratio`); its change points proposed by Apache
+Otava and decided by one t-test (steps.py).
 The CLI, the `serve` pages and `smoke --history` show these answers, said one way by words.py,
 tojson.py and trend.py.
 
@@ -11,13 +12,14 @@ tojson.py and trend.py.
     setup.py      what differs between two runs' set-ups (settings, configs, versions, machine ...)
     index.py      the catalog over a results root: every folder listed, the DuckDB index in the cache
     compare.py    two runs cell by cell: ratios, intervals, verdicts
+    steps.py      where a series steps: Otava proposes, Student's t-test decides, a scan finds what it lost
     history.py    a metric over every stored run, its change points; the regressions at one run
     words.py      the answers in words (a value and its interval, a verdict, a change, a difference)
     tojson.py     the answers as JSON, one converter for --json and the serve pages
     trend.py      the trend figure (matplotlib): a metric over the runs, change points marked
     gate.py       smoke --history: each change point for the worse at this run a failed smoke check
 
-Inside the package: model <- folder <- setup, index <- compare, history; words, tojson <- model;
+Inside the package: model <- folder <- setup, index <- compare, history; steps <- history; words, tojson <- model;
 trend <- words; gate <- history, index, words (and verdicts.smoke's Verdict). Importing it loads nothing heavy
 (DuckDB, pandas, scipy, Otava and matplotlib load where used).
 """

@@ -1,21 +1,14 @@
 """`loadcmp history` and `smoke --history`: a metric over every stored run, and where it changed.
 
 Each run's value in a cell is the mean of its measured trials with its 95 % interval
-(`report.tables.Estimate.of`, as every table says it). The change points are Apache
-Otava's (`otava.analysis.compute_change_points`: E-Divisive splits over sliding windows,
-each split kept only when Student's t-test between the segments on either side gives a
-p-value under `MAX_PVALUE`); no threshold on the size of a change is set (`min_magnitude`
-0). `MAX_PVALUE` is 0.001, Otava's own default: on made-up series of 8 runs with 3 %
-noise it finds a 30 % step after run 4 in 198 of 200 series and a change in 3 of 200
-series without one, where 0.01 finds 183 and 24, and 0.05 finds 137 and 73 (the looser
-test splits more and keeps the wrong splits); it finds one new run 30 % off the 20 before
-it in 195 of 200. Noisier runs need a larger step: with 10 % noise a 30 % step is found in
-90 of 200 series and a 50 % one in 189 (a run's mean over its trials has less: 3 trials
-cut it to 58 %). A long series is tested window by window (Otava's `window_len`, `WINDOW`,
-stepping by half of it), and each window is a test at that level: over 1,000 runs of noise,
-40 windows, 0.001 kept a wrong change in 27 of 40 series. So the level is divided by the
-number of windows (`max_pvalue`, Bonferroni's correction; 0.001 up to 25 runs), which kept
-none in those 40, and still finds a 30 % step in them.
+(`report.tables.Estimate.of`, as every table says it). Where the series steps is `steps.steps`:
+Apache Otava's E-Divisive proposes, and Student's t-test between the runs on either side decides at
+`MAX_PVALUE` over the splits a segment could have had; a scan finds what Otava's merge lost on a
+short series. No threshold on the size of a change is set. `MAX_PVALUE` is 0.001, Otava's own
+default: a series without a step shows one with probability at most 0.001 (1 in 1,500 made-up
+series in tests/test_catalog_steps.py), and every step the test decides at that level is found, from
+3 + 3 runs up. A long series is also tested window by window by Otava (`WINDOW`), so the level is
+divided by the number of windows (`max_pvalue`; 0.001 up to 25 runs).
 """
 
 from __future__ import annotations
@@ -33,12 +26,15 @@ from .folder import check_metric, estimates, load, read_doc, trial_rows, value_o
 from .index import Catalog, Filters, Splits, open_catalog
 from .model import METRICS, CellKey, ChangePoint, Difference, History, HistoryQuery, Point, RunEntry, Series, Value
 from .setup import differences_of
+from .steps import RESOLUTION, otava_proposals, steps
 
 MAX_PVALUE = 0.001
 """The most a change point's t-test p-value may be in a series of up to 25 runs (the module's docstring says
 why this one; longer series divide it: `max_pvalue`)."""
 WINDOW = 50
 """Otava's sliding window (its default): runs compared at once when splitting a long series."""
+RULE = "steps-1"
+"""The rule that decides a step (`steps`), in the memo's key: a new rule tests every series again."""
 
 
 def max_pvalue(n: int) -> float:
@@ -83,13 +79,15 @@ Memo = Callable[[str, Callable[[], Splits]], Splits]
 """Keeps a series' splits by key (`Catalog.remembered`)."""
 
 
-def _splits(values: list[float], memo: Memo | None) -> list[list[float]]:
-    """Otava's change points of `values`, each [index, mean before, mean after, p-value]; kept by `memo` under a
-    hash of the values, the test and Otava's version, so an unchanged series is never tested again."""
+def _splits(values: list[float], metric: str, memo: Memo | None) -> list[list[float]]:
+    """The steps of `values` (`steps.steps`: Otava proposes, Student's t-test decides at `max_pvalue`), each
+    [index, mean before, mean after, p-value]; kept by `memo` under a hash of the values, the rule and Otava's
+    version, so an unchanged series is never tested again."""
+    level, resolution = max_pvalue(len(values)), RESOLUTION.get(metric, 0.0)
+
     def compute() -> list[list[float]]:
-        found, _ = _otava()(values, window_len=WINDOW, max_pvalue=max_pvalue(len(values)), min_magnitude=0.0)
-        return [[int(cp.index), float(cp.stats.mean_1), float(cp.stats.mean_2), float(cp.stats.pvalue)]
-                for cp in found]
+        proposed = otava_proposals(_otava(), values, WINDOW, level)
+        return [[s.index, s.before, s.after, s.pvalue] for s in steps(values, level, proposed, resolution)]
 
     if memo is None:
         return compute()
@@ -97,7 +95,7 @@ def _splits(values: list[float], memo: Memo | None) -> list[list[float]]:
         otava = importlib.metadata.version("apache-otava")
     except importlib.metadata.PackageNotFoundError:
         otava = "?"
-    said = json.dumps([otava, WINDOW, max_pvalue(len(values)), values])
+    said = json.dumps([otava, RULE, WINDOW, level, resolution, values])
     return list(memo(hashlib.sha256(said.encode()).hexdigest(), compute))
 
 
@@ -109,7 +107,7 @@ def change_points(cell: CellKey, points: list[Point], metric: str, docs: _Docs |
         return []
     docs = docs or _Docs()
     out = []
-    for index, before, after, pvalue in _splits([v for _, v in known], memo):
+    for index, before, after, pvalue in _splits([v for _, v in known], metric, memo):
         at, before_at = known[int(index)][0], known[int(index) - 1][0]
         direction: Literal["better", "worse"] = "better" if (after > before) == METRICS[metric][1] else "worse"
         change = None if before == 0 else after / before - 1  # Otava's forward_rel_change says 0 there
