@@ -1,6 +1,7 @@
 """The kernel's listen-queue counters (loadcmp/observe/kernel.py): the parser on a copy of this machine's
 /proc/net/netstat, the counters rising under a real full listen queue driven by loadcmp's own engine, and the
-cause they make (configs/every-stack.toml) as a record and a sentence."""
+cause they make (configs/every-stack.toml) as a record and a sentence; with Docker, apache-prefork's own
+queue cut to 8 (`--set apache.ListenBacklog=8`) overflowing and said so."""
 
 from __future__ import annotations
 
@@ -11,6 +12,10 @@ import threading
 import time
 from pathlib import Path
 
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
 from loadcmp.lab.stacks import effective_settings, get_stack
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.run.workers import run_load
@@ -20,6 +25,7 @@ from loadcmp.observe import evidence as ev
 from loadcmp.observe import kernel
 from loadcmp.observe.metrics import summarize
 from loadcmp.report.causes import note
+from loadcmp.store.reader import load_results
 
 NETSTAT = Path(__file__).parent / "fixtures" / "kernel" / "netstat"
 """/proc/net/netstat as this machine had it: TcpExt, IpExt and MPTcpExt, each a line of names then of values."""
@@ -127,10 +133,11 @@ def test_the_windows_overflows_make_the_cause_and_its_sentence() -> None:
     assert rec["also"] == {"prefork.MaxRequestWorkers": 150}
     json.dumps(rec)  # stored as it is
     said = note(rec, {})
-    assert said.startswith("its listen queue was full and the kernel dropped new connections' SYNs "
-                           "(apache.ListenBacklog 511, prefork.MaxRequestWorkers 150) — ")
+    assert said.startswith("its listen queue was full and the kernel turned new connections away until TCP retried "
+                           "them (apache.ListenBacklog 511, prefork.MaxRequestWorkers 150) — ")
     assert ("the listen queue overflowed 2,314 times (the kernel's ListenOverflows; the host's counters: other "
-            "traffic on this machine counts too): those clients' SYNs were retried after 1 s") in said
+            "traffic on this machine counts too): those connections waited for TCP's retry after 1 s (the client's "
+            "SYN, or the server's SYN-ACK, sent again)") in said
     assert said.endswith("no request failed: they waited")
     assert note(rec, {"connect_timeout": 7}).endswith("the failures were 7 connect_timeout")
     # no overflow in the window: no cause; a stack without a backlog setting names its worker limit alone
@@ -140,3 +147,21 @@ def test_the_windows_overflows_make_the_cause_and_its_sentence() -> None:
                              ev.Seen(None, {}, ev.status_peaks(rows, caddy.causes), scope="server"))
     assert "setting" not in rec and rec["also"] == {"fpm.max_children": 5}
     assert "(fpm.max_children 5)" in note(rec, {}) and "the server's own network namespace" in note(rec, {})
+
+
+@pytest.mark.docker
+def test_apache_prefork_with_a_backlog_of_8_overflows_and_says_so(tmp_path, images, docker_client) -> None:
+    """A short run of apache-prefork at 400 clients with `--set apache.ListenBacklog=8`: its rendered config has
+    it, server.parquet has the kernel's columns, and the trial's causes name the overflows with the backlog."""
+    res = CliRunner().invoke(cli, ["run", "--server", "apache-prefork", "--page", "/info.php", "-c", "400", "-t", "3",
+                                   "--warmup", "0.5", "--set", "apache.ListenBacklog=8", "--out", str(tmp_path),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    r = load_results(json.loads(res.stdout)["results_dir"])
+    assert "ListenBacklog 8\n" in "".join(r.run["servers"]["apache-prefork"]["configs"].values())
+    (t,) = r.trials
+    k = t["server_metrics"]["kernel"]
+    assert k["scope"] == "host" and k["listen_overflows"] > 0 and k["somaxconn"] == kernel.somaxconn(), k
+    assert int(r.server["listen_overflows"].sum()) == k["listen_overflows"]
+    (c,) = [c for c in t["causes"] if c["cause"] == "kernel.listen_overflow"]
+    assert c["setting"] == "apache.ListenBacklog" and c["value"] == 8 and c["rose"] == k["listen_overflows"]
