@@ -1,6 +1,7 @@
 """What a load's protocol and traffic did, as TypedDicts of run.json: its TLS handshakes, its HTTP/2 or
 HTTP/3 streams, its journeys, its replayed log. These are facts of one protocol or one traffic source, present
 only when the load used it; records.py holds what every load has, and names these where a record carries them.
+Beside them, the kernel's TCP counters of a trial's window (`KernelDoc`), present where they could be read.
 """
 
 from __future__ import annotations
@@ -66,3 +67,13 @@ class ReplayDoc(TypedDict):
     as_in_log: int  #: answers with the status the log gave
     differs: int  #: answers with another status (or none: a failure)
     differing: list[list[str | int]]  #: the pages most often differing: [page, differing, expected]
+
+
+class KernelDoc(TypedDict, total=False):
+    """The kernel's listen-queue counters over a trial's window (`observe.kernel`), where they could be read."""
+
+    scope: str  #: "host" (host networking: other traffic on the machine counts too) or "server" (its own namespace)
+    somaxconn: int | None  #: the host's net.core.somaxconn, the cap of every listen backlog
+    listen_overflows: int  #: TcpExt ListenOverflows: connections a full accept queue had no room for
+    listen_drops: int  #: TcpExt ListenDrops: SYNs dropped at a listening socket (the overflows among them)
+    syn_retrans: int  #: TcpExt TCPSynRetrans: SYNs sent again after TCP's timeout (1 s, then 3 s)

@@ -15,7 +15,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 # what a load's protocol and traffic did live in facts.py; named here too, for the same reason
-from .facts import JourneyDoc, ReplayDoc, StreamFacts, TlsFacts
+from .facts import JourneyDoc, KernelDoc, ReplayDoc, StreamFacts, TlsFacts
 from .units import Setting
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
@@ -252,6 +252,7 @@ class ServerMetrics(TypedDict, total=False):
     limits: dict[str, list[Any]]
     """A status column a cause reads as a peak -> [the setting it points to, its value]: what the peak is
     measured against (connections in use against max_connections)."""
+    kernel: KernelDoc  #: the kernel's listen-queue counters over the window, their scope and somaxconn
 
 
 class ContainerState(TypedDict):
@@ -274,7 +275,8 @@ class CauseDoc(TypedDict):
     logged: NotRequired[int]  #: the lines of the window that say so
     peak: NotRequired[float]  #: a status column's peak that reached `value` (all workers busy)
     peak_said: NotRequired[str]  #: that peak in the stack's words (`{limit}`: the value)
-    rose: NotRequired[float]  #: how much a counter of the server's own rose in the window
+    rose: NotRequired[float]  #: how much a counter of the server's own (or the kernel's) rose in the window
+    also: NotRequired[dict[str, Setting]]  #: other tunables its words name, with their values (the worker limit)
     rose_said: NotRequired[str]  #: that rise in the stack's words (`{times}`: the rise in words)
     kinds: NotRequired[list[str]]  #: the client failure kinds it makes (the trial's `result.failures`: which were seen)
     oom_kills: NotRequired[int]  #: `oom`: the server processes the kernel killed at the memory cap

@@ -18,7 +18,7 @@ from loadcmp.errors import ConfigError
 from loadcmp.experiment.spec import RunSpec, validate
 from loadcmp.experiment.variants import parse_sets
 from loadcmp.lab import apps, images, render, stacks
-from loadcmp.observe import evidence, metrics, statuspages
+from loadcmp.observe import evidence, kernel, metrics, statuspages
 from loadcmp.report.causes import note
 
 WORDPRESS = stacks.configs_dir() / "apps" / "wordpress"
@@ -215,6 +215,7 @@ def test_a_role_measured_apart_has_its_own_columns_not_the_servers(monkeypatch):
     sampler = metrics.Sampler(dep, t0=metrics.now())
     sampler.cgroups = sampler.sources()
     sampler.apart = {0: "db_"}
+    sampler.kernel = kernel.Counters(None)  # (as start() sets them)
     prev = sampler._read_cgroups()
     assert prev == {"db_cpu_ns": 10**9 // 2, "db_mem_bytes": 500, "cpu_ns": 10**9 // 2, "mem_bytes": 70}
     sampler._sample(0, prev, metrics.now() - 1.0, 0, 0)

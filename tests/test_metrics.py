@@ -6,6 +6,7 @@ from types import SimpleNamespace
 
 import json
 import logging
+import os
 import shutil
 import socket
 import threading
@@ -204,6 +205,7 @@ def test_summarize():
 @dataclass
 class FakeContainer:
     id: str
+    attrs: dict[str, Any] = field(default_factory=lambda: {"State": {"Pid": os.getpid()}})
 
 
 @dataclass
@@ -213,6 +215,11 @@ class FakeDeployment:
 
     stack: Any = field(default_factory=_nginx)
     plan: Any = field(default_factory=lambda: SimpleNamespace(rendered=(), cafile=None))
+    host: Any = field(default_factory=lambda: SimpleNamespace(remote=False))
+
+    @property
+    def front(self) -> FakeContainer:
+        return self.containers[0] if self.containers else FakeContainer("f" * 64)
 
     @property
     def status_pages(self) -> dict[str, Any]:

@@ -117,8 +117,8 @@ class Cause:
 
     key: str
     """Stable name, `program.what`: the key of TrialRecord.log_evidence."""
-    pattern: re.Pattern[str]
-    """Matches the line; its match is what a note quotes."""
+    pattern: re.Pattern[str] | None
+    """Matches the line; its match is what a note quotes. None: no line says it (the kernel's counters do)."""
     phrase: str
     """What it means, in words, naming the limit."""
     setting: str | None = None
@@ -133,6 +133,12 @@ class Cause:
     """A status counter whose rise in the window is evidence too (php-fpm's 'max children reached')."""
     counter_said: str = ""
     """That evidence in words; `{times}` is the rise in words."""
+    total: str | None = None
+    """A server column whose sum over the window is evidence too (the kernel's listen-queue overflows)."""
+    total_said: str = ""
+    """That evidence in words; `{times}` is the sum in words, `{scope}` what the counters cover."""
+    also: str | None = None
+    """Another tunable its words name beside `setting` (`{busy_limit}`: the worker limit behind a full queue)."""
 
 
 @dataclass(frozen=True)
@@ -236,12 +242,13 @@ class Stack:
     """Status columns that count busy workers, the first one present wins."""
     busy_limit: str | None = None
     """The tunable that caps what the first of `busy_workers` counts (all busy: requests queue)."""
+    backlog: str | None = None
+    """The tunable that sets the front's listen backlog (the kernel's accept queue), where its server has one."""
     parts: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     smoke: bool = False
     """One of `loadcmp smoke`'s servers when none are named."""
-    home: Path | None = None
-    """The folder it was read from."""
+    home: Path | None = None  #: the folder it was read from
     origin: str = "built-in"
     """built-in, or the --stacks folder (or LOADCMP_STACKS / experiment file) it came from."""
     listen: tuple[str, ...] = ()
@@ -290,12 +297,15 @@ class Stack:
     def images(self) -> tuple[Image, ...]:
         return tuple(dict.fromkeys(r.image for r in self.roles))
 
-    def setting_of(self, cause: Cause) -> str | None:
-        """The tunable a cause points to, its `{var}`s filled from the roles' vars."""
-        if cause.setting is None:
+    def setting_of(self, cause: Cause, name: str | None = None) -> str | None:
+        """The tunable a cause points to (or `name`, another it names), its `{var}`s filled from the roles' vars
+        and the stack's own `{busy_limit}` and `{backlog}`; None where one is missing."""
+        name = cause.setting if name is None else name
+        if name is None:
             return None
+        own = {k: v for k, v in (("busy_limit", self.busy_limit), ("backlog", self.backlog)) if v}
         try:
-            return cause.setting.format(**self.vars)
+            return name.format(**self.vars, **own)
         except (KeyError, IndexError, ValueError):
             return None
 
@@ -338,8 +348,7 @@ class Stack:
         return vals
 
 
-APP_DIR = "/srv/app"
-"""Where an app's code is in its images."""
+APP_DIR = "/srv/app"  # where an app's code is in its images
 
 
 @dataclass(frozen=True)
@@ -362,8 +371,7 @@ class App:
 
     name: str
     description: str
-    home: Path
-    """The folder it was read from."""
+    home: Path  #: the folder it was read from
     packages: tuple[str, ...]
     """Debian packages installed into each image it runs in."""
     code: str | None

@@ -19,7 +19,8 @@ from .model import FORMATS, Cause, ErrorLogFind, StatusPage, Tunable
 
 TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}
 STATUS_KEYS = {"path", "format", "fields", "find", "role", "command"}
-CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said"}
+CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said", "total",
+              "total_said", "also"}
 ERROR_LOG_KEYS = {"program", "files", "find", "root", "default", "always"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -255,17 +256,17 @@ def read_cause(p: Problems, path: Path, text: str, c: dict[str, Any]) -> Cause |
         errs.append(f"kinds must be a list of failure kinds ({', '.join(FAIL_KINDS)})")
     pattern = None
     try:
-        pattern = re.compile(c.get("pattern") or "")
-        if not c.get("pattern"):
+        pattern = re.compile(c["pattern"]) if c.get("pattern") or "total" not in c else None
+        if not c.get("pattern") and "total" not in c:
             errs.append("pattern (a regex matching the log line) is missing")
     except (re.error, TypeError) as e:
         errs.append(f"pattern does not compile ({e})")
-    for opt in ("setting", "peak", "peak_said", "counter", "counter_said"):
+    for opt in ("setting", "peak", "peak_said", "counter", "counter_said", "total", "total_said", "also"):
         if opt in c and not isinstance(c[opt], str):
             errs.append(f"{opt} must be a string")
-    if errs or pattern is None or not isinstance(key, str):
+    if errs or not isinstance(key, str):
         for m in errs:
             p.at(path, text, spot, f"cause {key if isinstance(key, str) else '?'}: {m}")
         return None
     return Cause(key, pattern, c["phrase"], c.get("setting"), tuple(kinds), c.get("peak"), c.get("peak_said", ""),
-                 c.get("counter"), c.get("counter_said", ""))
+                 c.get("counter"), c.get("counter_said", ""), c.get("total"), c.get("total_said", ""), c.get("also"))

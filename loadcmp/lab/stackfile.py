@@ -3,9 +3,10 @@
 A stack is `<folder>/stack.toml` plus the templates beside it; the folder's name is the
 stack's name. It names the parts it is made of (`configs/parts/<part>.toml`: the tunables,
 checks, log causes, status pages and version commands of one program, shared by every
-stack that runs it) and may add its own of each. Templates are looked up beside the
-stack first, then in `configs/templates/`, so a copied folder works anywhere and a
-template copied into it overrides the shared one. The whole stack is checked when it is
+stack that runs it) and may add its own of each; every stack also gets the causes of
+`configs/every-stack.toml` (what the kernel says of any server: its listen queue overflowing).
+Templates are looked up beside the stack first, then in `configs/templates/`, so a copied
+folder works anywhere and a template copied into it overrides the shared one. The whole stack is checked when it is
 read, its templates rendered once with the defaults, so that a mistake is found before
 any container starts, with its file and line where TOML or Jinja knows it.
 """
@@ -28,8 +29,13 @@ from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
               "status", "tunables", "checks", "causes", "versions", "listen", "error_log", "protocols",
-              "goaway_after"}
+              "goaway_after", "backlog"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
+EVERY_STACK = "every-stack.toml"
+"""In configs/: the causes every stack gets, read before its parts (their settings name the stack's own
+`{backlog}` and `{busy_limit}`)."""
+STACK_NAMES = ("busy_limit", "backlog")
+"""The stack's keys a cause's setting may name as `{busy_limit}`: a stack without one leaves the setting out."""
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 SUMMARY = "{n} problems in stack files"
 
@@ -151,9 +157,11 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         busy_limit=str(doc["busy_limit"]) if isinstance(doc.get("busy_limit"), str) else None,
         protocols=_protocols(p, path, text, doc, parts),
         goaway_after=str(doc["goaway_after"]) if isinstance(doc.get("goaway_after"), str) else None,
+        backlog=str(doc["backlog"]) if isinstance(doc.get("backlog"), str) else None,
     )
-    if stack.goaway_after is not None and stack.goaway_after not in stack.tunables:
-        p.at(path, text, "goaway_after", f"goaway_after {stack.goaway_after!r} is not a tunable of stack {stack.name}")
+    for key in ("goaway_after", "backlog"):
+        if doc.get(key) is not None and getattr(stack, key) not in stack.tunables:
+            p.at(path, text, key, f"{key} {doc[key]!r} is not a tunable of stack {stack.name}")
     checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]
     _check_causes(p, path, text, stack, causes, every_role=len(roles) == len(roles_raw))
@@ -189,6 +197,11 @@ def _parts(p: Problems, path: Path, text: str, doc: dict[str, Any]) -> tuple[Rea
     read (its tunables are then missing, which is said once)."""
     parts = doc.get("parts", [])
     reader = Reader(p)
+    every = configs_dir() / EVERY_STACK
+    if every.is_file() and (got := read_toml(every, p)) is not None:
+        if extra := sorted(set(got[0]) - {"causes"}):
+            p.at(every, got[1], extra[0], f"unknown key(s) {', '.join(extra)} (it holds causes only)")
+        reader.read(every, {"causes": got[0].get("causes", [])}, got[1])
     if not isinstance(parts, list) or not all(isinstance(x, str) for x in parts):
         p.at(path, text, "parts", "parts must be a list of part names")
         parts = []
@@ -216,7 +229,8 @@ def _check_causes(p: Problems, path: Path, text: str, stack: Stack, causes: list
     """Each cause's setting is a tunable of the stack, its columns are its status pages', its keys differ."""
     for cause in causes:
         s = stack.setting_of(cause)
-        if s is None and cause.setting is not None and every_role:  # (else a role is wrong, and said so)
+        if s is None and cause.setting is not None and every_role and not any(
+                "{" + k + "}" in cause.setting for k in STACK_NAMES):  # (else a role is wrong, and said so)
             p.at(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} names a var no role has")
         elif s is not None and s not in stack.tunables and s.split(".")[0] in stack.sections:
             p.at(path, text, cause.key, f"cause {cause.key}: its setting {cause.setting!r} is not a tunable of "
@@ -227,10 +241,11 @@ def _check_causes(p: Problems, path: Path, text: str, stack: Stack, causes: list
         p.at(path, text, dup, f"two causes are called {dup!r} (a part's and the stack's?): keys must differ")
     for cause in causes:
         for col, said, probe in ((cause.peak, cause.peak_said, {"limit": 1}), (cause.counter, cause.counter_said,
-                                                                               {"times": "once"})):
+                                                                               {"times": "once"}),
+                                 (cause.total, cause.total_said, {"times": "once", "scope": "here"})):
             if col is None:
                 continue
-            if col not in columns:
+            if col not in columns and col is not cause.total:  # a total is the sampler's own column
                 p.at(path, text, cause.key, f"cause {cause.key}: {col!r} is not a column of its status pages")
             try:
                 said.format(**probe)

@@ -2,6 +2,8 @@
 
     metrics.py      the 1 Hz sampler: cgroups, `ss`, status pages (and their parsers)
     apimetrics.py   the same figures through the Docker API alone (a remote engine)
+    kernel.py       the kernel's listen-queue counters (ListenOverflows, ListenDrops, TCPSynRetrans) of the
+                    server's network namespace (the host's, with host networking), read each second by metrics.py
     statuspages.py  what mod_status, stub_status and php-fpm's status say: busy workers; a status read
                     by a command in a role's container (an app's database)
     roles.py        the roles measured apart from the server (an app's database) summed up per trial

@@ -6,9 +6,9 @@ the measured window the runner reads each container's lines stamped inside it
 (in its parts and stack file, read into `model.Cause`) say which line means which limit,
 which setting it points to and which client failures it makes. `trial_causes` then keeps a
 limit only where evidence points to it (log lines, workers busy at the cap on the status
-pages, OOM kills), as a record of figures (`records.CauseDoc`: the line it quotes and how
-often, the failure kinds it explains); `report.causes` says it in words. A limit the config
-merely allows is not news.
+pages, the kernel's listen-queue overflows summed over the window (`kernel`), OOM kills), as
+a record of figures (`records.CauseDoc`: the line it quotes and how often, the failure kinds
+it explains); `report.causes` says it in words. A limit the config merely allows is not news.
 
 The patterns were taken from lines the lab's own servers wrote under overload; they
 are checked against those lines in tests/fixtures/logs/.
@@ -27,6 +27,7 @@ from ..lab.containers import Deployment
 from ..lab.stacks import Cause, Stack, all_causes
 from ..records import CauseDoc
 from . import ownlogs
+from .kernel import SCOPE_SAID
 
 OOM_KINDS = ("reset", "http_5xx", "protocol_error", "timeout")
 """The client failures a server process killed at the memory cap makes."""
@@ -64,7 +65,7 @@ class Tally:
             return
         self.lines += 1
         for cause in self.causes:
-            m = cause.pattern.search(text)
+            m = cause.pattern.search(text) if cause.pattern is not None else None
             if m:
                 self.counts[cause.key] = self.counts.get(cause.key, 0) + 1
                 self.quotes.setdefault(cause.key, m.group(0))
@@ -94,14 +95,19 @@ first level of a server kept across levels (reuse_server)."""
 
 
 def status_peaks(samples: Iterable[Mapping[str, Any]], causes: Iterable[Cause]) -> dict[str, float]:
-    """From the 1 Hz status-page samples: the peak of each column a cause reads as a peak (busy
-    workers), and how much each counter it reads rose in the window (php-fpm's 'max children reached')."""
+    """From the 1 Hz samples: the peak of each column a cause reads as a peak (busy workers), how much each
+    counter it reads rose in the window (php-fpm's 'max children reached'), and the sum of each column it reads
+    as a total (the kernel's listen-queue overflows each second)."""
     causes = list(causes)
     peaks = {c.peak for c in causes if c.peak}
     counters = {c.counter for c in causes if c.counter}
+    totals = {c.total for c in causes if c.total}
     out: dict[str, float] = {}
     seen: dict[str, list[float]] = {}
     for row in samples:
+        for key in totals:
+            if isinstance(v := row.get(key), (int, float)) and v == v:
+                out[key] = out.get(key, 0) + v
         for key in peaks | counters:
             v = row.get(key)
             if v is None or v != v:  # NaN: the page did not answer that second
@@ -129,6 +135,8 @@ class Seen:
     oom_kills: int = 0
     memory: int | None = None
     """The memory cap, bytes."""
+    scope: str | None = None
+    """What the kernel's counters cover (`kernel.SCOPE_SAID`'s keys); None: they were not read."""
 
 
 def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Setting]) -> tuple[str, Setting] | None:
@@ -136,18 +144,21 @@ def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Setting]) -> tup
     return (key, settings[key]) if key is not None and key in settings else None
 
 
-def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Setting], peaks: Mapping[str, float],
+def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Setting], seen: Seen,
                      rec: CauseDoc) -> None:
     """What the status pages say about a limit, into its record: a column at its peak reaching the setting
     (all workers busy), or a counter of the server's own that rose (php-fpm's 'max children reached').
 
     A busy count is evidence only where the stack file says so: php-fpm's status page takes a
     worker itself, so all look busy one client short of the cap, and a full pool leaves the page unanswered."""
-    s = _setting(cause, stack, settings)
+    s, peaks = _setting(cause, stack, settings), seen.peaks
     if cause.peak and s and isinstance(s[1], int) and peaks.get(cause.peak, -1) >= s[1]:
         rec["peak"], rec["peak_said"] = peaks[cause.peak], cause.peak_said
     if cause.counter and peaks.get(cause.counter):
         rec["rose"], rec["rose_said"] = peaks[cause.counter], cause.counter_said
+    if cause.total and peaks.get(cause.total):  # a kernel counter's rise: kept as one, its scope said
+        rec["rose"] = peaks[cause.total]
+        rec["rose_said"] = cause.total_said.replace("{scope}", SCOPE_SAID.get(seen.scope or "host", ""))
 
 
 def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Setting], seen: Seen) -> CauseDoc | None:
@@ -155,10 +166,12 @@ def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Setting], se
     rec = CauseDoc(cause=cause.key, phrase=cause.phrase)
     if s := _setting(cause, stack, settings):
         rec["setting"], rec["value"] = s
+    if cause.also and (also := stack.setting_of(cause, cause.also)) is not None and also in settings:
+        rec["also"] = {also: settings[also]}
     t = seen.tally
     if t is not None and t.counts.get(cause.key):
         rec["quote"], rec["logged"] = t.quotes[cause.key], t.counts[cause.key]
-    _status_evidence(cause, stack, settings, seen.peaks, rec)
+    _status_evidence(cause, stack, settings, seen, rec)
     if not ({"logged", "peak", "rose"} & rec.keys()):
         return None
     if cause.kinds:
@@ -189,7 +202,8 @@ class Causes:
 
 
 def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str, int],
-            samples: Iterable[Mapping[str, Any]], oom_kills: int = 0, memory: int | None = None) -> Causes:
+            samples: Iterable[Mapping[str, Any]], oom_kills: int = 0, memory: int | None = None,
+            scope: str | None = None) -> Causes:
     """A running deployment's logs of the window counted by cause, and the causes all the evidence shows.
 
     Called before the containers stop: their logs go with them. A user's own config's error log, in a file of
@@ -204,5 +218,5 @@ def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str,
         warnings += said
         if counted is not None:
             counted.feed_all(lines)
-    seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory)
+    seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory, scope)
     return Causes(None if counted is None else counted.counts, trial_causes(dep.stack, dep.settings, seen), warnings)

@@ -4,7 +4,7 @@ Read straight from the containers' cgroups (CPU time, memory, tasks, OOM
 kills; cgroup v1 or v2, whichever the host has), from the kernel's socket
 table for the server port (by TCP state, counted by `ss` and awk so that
 hundreds of thousands of TIME_WAIT sockets cost no Python time), and from the
-stacks' status pages (busy/idle workers; parsed in statuspages.py).
+stacks' status pages (busy/idle workers; parsed in statuspages.py); the kernel's counters: kernel.py.
 
 Parsing is split from reading: every `parse_*` function is a pure function of the text a file or a page
 holds, tested from fixtures in tests/test_metrics.py. A sample that cannot be read or parsed is not fatal:
@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypedDict, TypeVar
 from ..lab.containers import Deployment
 from ..lab.fetch import http_get
 from ..records import ServerMetrics
+from . import kernel
 from .roles import summarize_apart
 from .statuspages import command_status, parse_page, with_busy_workers
 
@@ -44,9 +45,8 @@ COUNT_BY_STATE = "awk '{c[$1]++} END {for (s in c) print s, c[s]}'"
 now = time.monotonic
 """CLOCK_MONOTONIC, the clock the load client's `t0` is on."""
 
-NO_COUNTS: dict[str, int] = {}
+NO_COUNTS: dict[str, int] = {}  # what a source that failed contributes to a sample (never mutated)
 NO_FIGURES: dict[str, float] = {}
-"""What a source that failed contributes to a sample (never mutated)."""
 
 ServerRow = dict[str, Any]
 """One second of server.parquet: the trial's labels, `second`, and the sampled figures."""
@@ -95,11 +95,9 @@ def count_lines(text: str | None) -> int | None:
     return None if text is None else len(text.splitlines())
 
 
-CGROUP_V1_FILES = {
-    "cpuacct.usage": "cpuacct", "memory.stat": "memory", "memory.usage_in_bytes": "memory",
-    "memory.max_usage_in_bytes": "memory", "memory.failcnt": "memory", "memory.oom_control": "memory",
-    "pids.current": "pids", "cgroup.procs": "pids",
-}
+CGROUP_V1_FILES = {"cpuacct.usage": "cpuacct", "memory.stat": "memory", "memory.usage_in_bytes": "memory",
+                   "memory.max_usage_in_bytes": "memory", "memory.failcnt": "memory", "memory.oom_control": "memory",
+                   "pids.current": "pids", "cgroup.procs": "pids"}
 """cgroup v1 file -> the controller hierarchy it lives in."""
 CGROUP_V2_FILES = ("cpu.stat", "memory.stat", "memory.current", "memory.peak", "memory.events", "pids.current",
                    "cgroup.procs")
@@ -222,8 +220,7 @@ def status_page(dep: Deployment, kind: str, timeout: float = 0.5) -> dict[str, f
     return parse_page(page, body.decode(errors="replace"))
 
 
-MIN_PART_S = 0.2
-"""The shortest last part of a second worth a sample of its own when the load stops inside it."""
+MIN_PART_S = 0.2  # the shortest last part of a second worth a sample of its own when the load stops inside it
 
 
 # --- the sampler ---------------------------------------------------------------------------
@@ -236,8 +233,7 @@ class Sampler:
     dep: Deployment
     t0: float
     labels: dict[str, Any] = field(default_factory=dict)
-    seconds: int | None = None
-    """How many seconds the window has; no sample is taken past it."""
+    seconds: int | None = None  #: how many seconds the window has; no sample is taken past it
     rows: list[ServerRow] = field(default_factory=list)
     on_row: Callable[[ServerRow], None] | None = None
     """Told of each row as it is kept (the live page), from the sampler's thread."""
@@ -252,6 +248,8 @@ class Sampler:
 
     def start(self) -> Sampler:
         self.cgroups = self.sources()
+        self.kernel = self._try("the kernel's TCP counters", partial(kernel.open_counters, self.dep, self._note),
+                                kernel.Counters(None))
         self.apart = {i: f"{r.role.name}_" for i, r in enumerate(self.dep.plan.rendered) if r.role.apart}
         """Container index -> the prefix of its columns, for the roles measured apart (an app's database)."""
         self._thread = threading.Thread(target=self._loop, name="loadcmp-sampler", daemon=True)
@@ -339,6 +337,7 @@ class Sampler:
             self._try(f"resetting the memory peak of {cg.cid[:12]} (mem_peak covers its whole life)", cg.reset_peak,
                       None)
         prev, t_prev = self._read_cgroups(), now()
+        self._try("the kernel's TCP counters", self.kernel.mark, None)
         base_oom, base_hits = prev.get("oom_kills", 0), prev.get("mem_limit_hits", 0)
         k = 0
         while self.seconds is None or k < self.seconds:
@@ -373,6 +372,7 @@ class Sampler:
         for st in TCP_STATES:
             row["tcp_" + st.lower().replace("-", "_")] = states.get(st, 0)
         row["tcp_total"] = sum(states.values())
+        row.update(self._try("the kernel's TCP counters", self.kernel.deltas, NO_COUNTS))
         status: dict[str, float] = {}
         for kind in self.dep.status_pages:
             status.update(self._try(f"{kind} status page", partial(self.status_page, kind), NO_FIGURES))
@@ -384,15 +384,15 @@ class Sampler:
         return cur, t
 
 
-def summarize(rows: list[ServerRow], apart: Iterable[str] = (),
-              limits: Mapping[str, list[Any]] | None = None) -> ServerMetrics:
+def summarize(rows: list[ServerRow], apart: Iterable[str] = (), limits: Mapping[str, list[Any]] | None = None,
+              facts: kernel.KernelDoc | None = None) -> ServerMetrics:
     """The per-trial server figures: cpu_pct, mem_peak_bytes, pids_peak, ...; the roles measured `apart`
-    on their own, with the `limits` their peaks are measured against."""
+    on their own, with the `limits` their peaks are measured against; the kernel's counters with their `facts`."""
     if not rows:
         return {"cpu_pct": None, "mem_peak_bytes": None, "pids_peak": None, "samples": 0}
-    extra: ServerMetrics = {}
+    extra: ServerMetrics = {"kernel": k} if (k := kernel.totals(rows, facts)) else {}
     if apart:
-        extra = {"apart": summarize_apart(rows, apart), "limits": dict(limits or {})}
+        extra.update({"apart": summarize_apart(rows, apart), "limits": dict(limits or {})})
 
     def col(k: str) -> list[float]:
         return [r[k] for r in rows if r.get(k) is not None]

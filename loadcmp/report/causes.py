@@ -33,11 +33,14 @@ def failures_said(kinds: list[str] | tuple[str, ...], failures: Mapping[str, int
 
 
 def head(c: CauseDoc) -> str:
-    """The limit: its phrase, with the tunable and its value ('… (nginx.worker_connections 768)')."""
+    """The limit: its phrase, with the tunable and its value ('… (nginx.worker_connections 768)') and any other
+    its words name ('(apache.ListenBacklog 511, prefork.MaxRequestWorkers 150)')."""
     if c["cause"] == "oom" and "said" not in c:
         memory = c.get("memory")
         return c["phrase"] + (f" of {memory / 2**20:,.0f} MiB" if memory else "")
-    return c["phrase"] + (f" ({c['setting']} {c.get('value')})" if "setting" in c else "")
+    named = ([f"{c['setting']} {c.get('value')}"] if "setting" in c else []) + [f"{k} {v}" for k, v in
+                                                                               c.get("also", {}).items()]
+    return c["phrase"] + (f" ({', '.join(named)})" if named else "")
 
 
 def evidence(c: CauseDoc, failures: Mapping[str, int]) -> str:
@@ -50,7 +53,7 @@ def evidence(c: CauseDoc, failures: Mapping[str, int]) -> str:
         parts.append(f"'{c['quote']}' logged {times(c['logged'])}")
     if "peak" in c and "peak_said" in c:
         parts.append(c["peak_said"].format(limit=c.get("value")))
-    if c.get("rose") and "rose_said" in c:
+    if c.get("rose") and "rose_said" in c:  # (a kernel count's share of connects waiting a SYN retry goes after it)
         parts.append(c["rose_said"].format(times=times(c["rose"])))
     if c.get("oom_kills"):
         parts.append(f"{c['oom_kills']:,} server process(es) killed (the cgroup's oom_kill count)")

@@ -40,8 +40,8 @@ from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
-from ..records import (ContainerState, HistogramDoc, LoadSummary, ServerInfo, ServerMetrics, TrialRecord,
-                       TrialStatus)
+from ..records import (ContainerState, HistogramDoc, KernelDoc, LoadSummary, ServerInfo, ServerMetrics,
+                       TrialRecord, TrialStatus)
 from ..experiment.spec import RunSpec
 from ..experiment import journeys
 from ..experiment.apps import overrides_for, stack_for
@@ -125,6 +125,8 @@ class Measurement:
     """The measured window on the wall clock (epoch seconds), the clock Docker stamps logs with."""
     page_hists: dict[str, HistogramDoc] = field(default_factory=dict)
     """A load of several pages (a mix): each page's latency histogram."""
+    kernel: KernelDoc | None = None
+    """The kernel's counters' scope and somaxconn, read once (`observe.kernel`); None: not read."""
 
 
 @dataclass(frozen=True)
@@ -278,6 +280,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
         sampler_warnings=list(sampler.warnings),
         window=(since, since + summary["duration_s"] + summary.get("teardown_s", 0.0) + evidence.LOG_LAG),
         page_hists={name: result.page_latency(j).to_dict() for j, name in enumerate(result.pages)},
+        kernel=sampler.kernel.facts if sampler.kernel.path is not None else None,
     )
 
 
@@ -302,9 +305,9 @@ def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence
     stack = dep.stack
     limits = {c.peak: [key, dep.settings[key]] for c in stack.causes
               if c.peak and (key := stack.setting_of(c)) is not None and key in dep.settings}
-    server = summarize(m.samples, [r.name for r in stack.roles if r.apart], limits)
+    server = summarize(m.samples, [r.name for r in stack.roles if r.apart], limits, m.kernel)
     found = evidence.examine(dep, m.window, m.summary["failures"], m.samples, server.get("oom_kills", 0),
-                             spec.server_memory)
+                             spec.server_memory, server.get("kernel", {}).get("scope"))
     return Evidence(containers, server, "; ".join(dep.exit_notes(states)) if exited else None, found)
 
 

@@ -204,6 +204,13 @@
       panel(id, id + "-tcp", "server: TCP states", "its port's sockets by TCP state (a log-like scale: " +
         "tens and tens of thousands both show)", states.map((k) => ({ label: k.slice(4) })),
         [x, ...states.map((k) => col(rs, k))], ASINH);
+      if (rs.some((r) => r.listen_overflows != null)) {
+        panel(id, id + "-listen", "server: listen queue", "the kernel's counts each second: connections its full " +
+          "listen queue had no room for, SYNs dropped, SYNs sent again after TCP's 1 s (with host networking the " +
+          "host's counters: other traffic on this machine counts too)",
+          [{ label: "overflows" }, { label: "drops" }, { label: "SYN retries" }],
+          [x, col(rs, "listen_overflows"), col(rs, "listen_drops"), col(rs, "syn_retrans")]);
+      }
       const limit = info.busy_limit_value;
       if (rs.some((r) => r.busy_workers != null)) {
         panel(id, id + "-busy", "server: busy workers", "busy workers from its status page" +
