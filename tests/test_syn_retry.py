@@ -160,6 +160,13 @@ def test_capacity_decides_a_split_edge_within_five_trials_and_says_why(tmp_path)
     assert f"- apache-prefork at {doc['missed']:,}: 1.1 % of requests took ≥ 1 s to connect" in section
     assert "p99 " in section and "rests on them: without them it would be" in section
     assert "listen queue was full" in section
+    from loadcmp.store.reader import load_results
+    from loadcmp.verdicts.findings import parse_findings
+    from loadcmp.verdicts.judge import evaluate
+
+    (f,) = evaluate(load_results(folder), parse_findings([{"claim": "prefork holds p99 under 1 s",
+                                                           "check": f"apache-prefork:p(99)@{doc['missed']} < 1s"}]))
+    assert f.verdict != "supported" and "p99 rests on TCP's 1 s SYN retry: 1.1 % of requests" in f.text
 
 
 def test_a_fake_search_counts_trials_only_where_it_confirms():

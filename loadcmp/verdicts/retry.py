@@ -2,7 +2,7 @@
 percentile over its target, the verdict says so, and a level whose trials split on it is judged on their share.
 
 A full listen queue drops SYNs; each such client sends its SYN again after 1 s (then 2 s more), so its request
-takes a second more. A check `p99<X` with X under 1 s allows 1 % of the requests over X: a trial where 1 % or
+takes a second more. A check `p99<X` with X of 1 s or less allows 1 % of the requests over X: a trial where 1 % or
 more waited for the retry misses it, one where fewer did may meet it, and nothing lies between. Such trials are
 two modes, and a t interval over their percentiles straddles the target however many there are.
 
@@ -27,8 +27,7 @@ from typing import Literal, Protocol
 from ..records import TrialRecord
 from ..report.connects import pct, pooled
 from ..units import ms
-from .checks import measure
-
+from .checks import OPS, measure
 
 
 class Check(Protocol):
@@ -44,6 +43,19 @@ class Check(Protocol):
     def q(self) -> float | None: ...
 
     def passes(self, measured: float) -> bool: ...
+
+@dataclass(frozen=True)
+class Bound:
+    """A finding's `p(99) < 1s` on one label as such a check (`judge`: a finding has no `passes`)."""
+
+    metric: str
+    q: float | None
+    op: str
+    value: float
+
+    def passes(self, measured: float) -> bool:
+        return OPS[self.op](measured, self.value)
+
 
 RETRIES = ((1000.0, 1), (3000.0, 3))
 """(a target in ms up to which the retry puts a request over it, the retry's delay in s): a connect that waited
