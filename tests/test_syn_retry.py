@@ -186,3 +186,26 @@ def test_a_fake_search_counts_trials_only_where_it_confirms():
     found = search(Plan(250, 4000, "the open-file limit", 0.1, 2.0, 3, 9), probe, confirm)
     assert found.kind == "unsure" and max(w for _, w in asked) == 5
     assert any("the level is at the edge" in n for n in found.notes)
+
+
+def test_tune_says_the_retry_where_a_trial_misses_for_it(monkeypatch, tmp_path):
+    from loadcmp.store.writer import RunWriter, new_run_doc
+    from loadcmp.sweep import runner, tune
+    from loadcmp.sweep.trial import Sweep
+
+    def open_sweep(spec: RunSpec, progress: Any, stopper: Any, images: Any, fleet: Any, kind: str,
+                   reopen: str | None = None) -> Sweep:
+        doc = new_run_doc("tune", spec.name or "tune", spec.to_dict(), {"cores": 2}, "test")
+        return Sweep(spec, None, {}, "run-test", RunWriter.create(spec.out, spec.name or "tune", doc), stopper,
+                     progress)
+
+    monkeypatch.setattr(tune, "open_sweep", open_sweep)
+    monkeypatch.setattr(tune, "run_trial", RetryModel({}))
+    monkeypatch.setattr(runner, "clean_up", lambda sweep: None)
+    res = CliRunner().invoke(cli, ["tune", "--server", "nginx", "--slo", "p99<1s", "--seed", "7", "-c", "800",
+                                   "--param", "fpm.max_children=5..100", "--trials", "2", "--out", str(tmp_path),
+                                   "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)["tune"]
+    base = doc["trials"][0]
+    assert base["met"] is False and "p99 rests on TCP's 1 s SYN retry: 1.2 % of requests took ≥ 1 s" in base["text"]
