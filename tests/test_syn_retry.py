@@ -158,7 +158,7 @@ def test_capacity_decides_a_split_edge_within_five_trials_and_says_why(tmp_path)
     md = (tmp_path / "rep" / "report.md").read_text()
     section = md.split("### Connects TCP's SYN retry delayed")[1].split("\n## ")[0]
     assert f"- apache-prefork at {doc['missed']:,}: 1.1 % of requests took ≥ 1 s to connect" in section
-    assert "p99 " in section and "rests on them: without them it would be" in section
+    assert "; p99 1,0" in section and " ms, without them 39" in section
     assert "listen queue was full" in section
     from loadcmp.store.reader import load_results
     from loadcmp.verdicts.findings import parse_findings

@@ -63,7 +63,7 @@ def cell_line(data: Results, server: str, level: int) -> str | None:
     h = pooled_latency(cell)
     p99, without = h.percentile(99), h.percentile(99, without_top=s["over_1s"])
     if s["share_1s"] >= 0.01 and p99 is not None and without is not None:
-        text += f"; p99 {ms(p99, 1):,.1f} ms rests on them: without them it would be {ms(without, 1):,.1f} ms"
+        text += f"; p99 {ms(p99, 1):,.1f} ms, without them {ms(without, 1):,.1f} ms"
     return text + "."
 
 
