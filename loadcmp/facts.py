@@ -1,7 +1,8 @@
 """What a load's protocol and traffic did, as TypedDicts of run.json: its TLS handshakes, its HTTP/2 or
 HTTP/3 streams, its journeys, its replayed log. These are facts of one protocol or one traffic source, present
 only when the load used it; records.py holds what every load has, and names these where a record carries them.
-Beside them, the kernel's TCP counters of a trial's window (`KernelDoc`), present where they could be read.
+Beside them, the two figures of a full listen queue: the connects TCP's SYN retry delayed (`SlowConnects`, the
+client's) and the kernel's TCP counters of the window (`KernelDoc`, where they could be read).
 """
 
 from __future__ import annotations
@@ -77,3 +78,22 @@ class KernelDoc(TypedDict, total=False):
     listen_overflows: int  #: TcpExt ListenOverflows: connections a full accept queue had no room for
     listen_drops: int  #: TcpExt ListenDrops: SYNs dropped at a listening socket (the overflows among them)
     syn_retrans: int  #: TcpExt TCPSynRetrans: SYNs sent again after TCP's timeout (1 s, then 3 s)
+
+
+RETRY_1S = 0.9
+"""Seconds from which a connect counts as one SYN retry: TCP's initial retransmission timeout is 1 s (RFC 6298),
+so a SYN the server's full listen queue dropped is sent again after about 1 s."""
+RETRY_3S = 2.7
+"""Seconds from which a connect counts as two SYN retries: 1 s, then 2 s more (the timeout doubles)."""
+
+
+class SlowConnects(TypedDict):
+    """The requests whose connect took about one TCP initial retransmission timeout or more (their SYN was sent
+    again after 1 s: the server's listen queue was full), and about three (sent a third time, after 1 s + 2 s).
+    A slow connect delays its connection's first request by as much, so the shares are of the requests timed."""
+
+    requests: int  #: the responses timed (the latency percentiles' count): the shares' denominator
+    over_1s: int  #: connects of RETRY_1S (0.9 s) or more
+    over_3s: int  #: connects of RETRY_3S (2.7 s) or more (counted in over_1s too)
+    share_1s: float  #: over_1s / requests
+    share_3s: float  #: over_3s / requests

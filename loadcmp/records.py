@@ -15,7 +15,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 # what a load's protocol and traffic did live in facts.py; named here too, for the same reason
-from .facts import JourneyDoc, KernelDoc, ReplayDoc, StreamFacts, TlsFacts
+from .facts import JourneyDoc, KernelDoc, ReplayDoc, SlowConnects, StreamFacts, TlsFacts
 from .units import Setting
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
@@ -209,6 +209,7 @@ class LoadSummary(TypedDict):
     status_codes: NotRequired[dict[str, int]]  #: responses by exact status code, e.g. {"200": 9120, "404": 3}
     phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), write, wait (first byte), read
     connections_opened: NotRequired[int | None]  #: connections the answered requests opened (keep-alive: few)
+    slow_connects: NotRequired[SlowConnects]  #: the requests TCP's SYN retry delayed by 1 s and 3 s (facts.py)
     bytes_per_response: NotRequired[float | None]  #: bytes received per response, head included
     lost: NotRequired[list[str]]  #: shares whose worker died or left (the load is partial), in words
     cluster: NotRequired[dict[str, Any]]  #: bench --cluster: the Dask scheduler, its workers, their clock offsets

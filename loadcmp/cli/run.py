@@ -110,6 +110,9 @@ class SweepDisplay:
             msg += _NEXT + markup("{}", edges)
         for line in trial_lines(r):
             msg += _NEXT + markup("{}", line)
+        from ..report.connects import trial_line as slow_line  # the store's reader (pandas): once a trial ended
+        if slow := slow_line(r):
+            msg += _NEXT + markup("[yellow]{}[/yellow]", slow)
         if r and r["failed"] > r["ok"]:
             failures = ", ".join(f"{k} {v:,}" for k, v in r["failures"].items() if v)
             msg += _NEXT + markup("failures: {}", failures)

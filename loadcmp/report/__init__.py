@@ -7,6 +7,8 @@
     story.py          the findings in plain sentences: who served more, where failures begin, what the
                       servers used and why they failed, from their own evidence
     causes.py         the servers' evidence in words: the one place a trial's cause records become sentences
+    connects.py       the connects TCP's SYN retry delayed: a trial's and a cell's share of requests that took
+                      about 1 s and 3 s to connect (a full listen queue), and what they did to p99
     role_usage.py     what the roles measured apart from a server (an app's database) used, per level, and
                       the server's CPU beside theirs, each against the cores they share
     compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
@@ -31,7 +33,8 @@
     axes.py           what every figure shares: style, colours per server, axes, error bars, legends
 
 Imports go one way: build -> documents -> plots -> level_figures, tune -> axes -> tables -> capacity;
-plots -> story -> role_usage, compare -> tables -> causes; setup -> tables; documents -> tls -> tables -> handshakes;
+plots -> story -> role_usage, compare -> tables -> causes;
+story -> connects; setup -> tables; documents -> tls -> tables -> handshakes;
 role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the

@@ -20,6 +20,7 @@ from ..store.reader import Results, causes_of, cpu_of_its_cpus, metrics_of
 from ..traffic.logreplay import replay_lines
 from ..units import format_bytes, ms
 from .causes import by_cause, evidence, head
+from .connects import slow_connects
 from .handshakes import errors_said
 from .role_usage import apart_lines, used
 from .streams import clients
@@ -388,6 +389,7 @@ def replayed(data: Results) -> list[str]:
 
 SECTIONS = (("Requests served", throughput), ("Where failures begin", failures),
             ("What the servers used", resources), ("Why, from the servers' own evidence", causes),
+            ("Connects TCP's SYN retry delayed", slow_connects),
             ("The access log replayed", replayed))
 
 

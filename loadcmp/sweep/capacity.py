@@ -147,7 +147,8 @@ class Prober:
         if final and found.missed is not None and found.kind in ("capacity", "at_least", "below_start", "unsure"):
             at = self.trials(found.missed)
             judged = [j for t in at if (j := judge_probe(self.cap.target, t)) is not None]
-            evidence = edge_cause(at, self.sweep.writer.run["servers"].get(self.label), os.cpu_count(), judged)
+            evidence = edge_cause(at, self.sweep.writer.run["servers"].get(self.label), os.cpu_count(), judged,
+                                  self.cap.target)
         doc = CapacityServerDoc(
             kind=found.kind if final else "searching", level=found.level, missed=found.missed,
             path=[CapacityStepDoc(level=s.level, stage=s.stage, met=s.met, client_bound=s.client_bound, text=s.text)
@@ -179,8 +180,11 @@ def sentence(label: str, found: Found, cap: CapacitySpec, cause: str | None, str
         return f"{label}: below {up or cap.start:,} {unit}: the target is missed at the first level{why}"
     if found.kind == "unsure":
         at = " and ".join(f"{x:,}" for x in found.undecided)
+        settled = [c for x in found.undecided if (c := found.confirmed.get(x)) is not None and c.settled]
+        over = (f"over {settled[0].n} trials: {settled[0].settled}" if settled else
+                f"over {cap.most_trials} trials (--max-confirm)")
         return (f"{label}: unsure, {between(lv, up, found.undecided[0], unit)}: the confirmation at {at} stayed "
-                f"unsure over {cap.most_trials} trials (--max-confirm){why}")
+                f"unsure {over}{why}")
     if found.kind == "not_reached" and lv is not None:
         return f"{label}: at least {lv:,} {unit}: the target was met at every level up to {lv:,} ({cap.max_reason})"
     if found.kind == "interrupted":

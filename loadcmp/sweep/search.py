@@ -14,7 +14,9 @@ The way, as MLRsearch and k6's breakpoint tests walk it:
    `confirm` trials. When a confirmation disagrees with the probe, the search says so and goes
    on from there (below a level that confirms missed, above one that confirms met). A confirmation
    that cannot decide (an interval straddles the target) gets one more trial at a time, up to
-   `max_confirm`; one still undecided there ends the search `unsure`, never as a capacity.
+   `max_confirm`, unless it says why more would not decide it (`Confirmed.settled`: trials split on
+   TCP's SYN retry whose pooled share sits on what the target allows); one still undecided ends the
+   search `unsure`, never as a capacity.
 
 What it ends with (`Found.kind`):
 
@@ -174,7 +176,7 @@ class Search:
             c = self._confirm(level, wanted)
             if c is None:
                 raise _Stopped
-            more = c.verdict == "unsure" and wanted < self.plan.max_confirm
+            more = c.verdict == "unsure" and c.settled is None and wanted < self.plan.max_confirm
             self.found.confirmed[level] = c
             self.found.path.append(Step(level, "confirm", None if c.verdict == "unsure" else c.verdict == "met",
                                         c.client_bound is not None, f"{c.verdict} over {c.n} trials: {c.text}"
@@ -270,8 +272,9 @@ class Search:
         high = min((lv for lv, ok in words.items() if not ok and lv > max(levels)), default=None)
         at = " and ".join(f"{c.level:,} ({c.n} trials)" for c in undecided)
         self.found.undecided = levels
-        return self._end("unsure", low, high, f"the confirmation at {at} stayed unsure: an interval straddles the "
-                         f"target, and --max-confirm {self.plan.max_confirm} allows no more trials; the edge lies "
+        why = "; ".join(c.settled for c in undecided if c.settled) or (
+            f"an interval straddles the target, and --max-confirm {self.plan.max_confirm} allows no more trials")
+        return self._end("unsure", low, high, f"the confirmation at {at} stayed unsure: {why}; the edge lies "
                          f"{between(low, high, levels[0])}")
 
     def _disagree(self, level: int, said: str, then: str) -> None:

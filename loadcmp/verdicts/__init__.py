@@ -5,5 +5,6 @@
     findings.py  the findings grammar (levels, server against server)
     judge.py     findings judged on stored results: verdicts and the rule for few trials
     slo.py       a capacity search's target: a probe against it, a level confirmed, what broke at the edge
+    retry.py     a latency check against TCP's SYN retry: a percentile resting on it, a level split on it
     gain.py      a tuning study's answer: the best against the baseline in words, the block to paste
 """

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from .checks import METRICS, OPS, THROUGHPUT, show
 from .findings import Finding, FindingCheck, Side, labels
+from .retry import Bound, rests_on
 from ..records import FindingDoc, FindingVerdict
 
 if TYPE_CHECKING:  # pandas: only when results are judged
@@ -270,6 +271,9 @@ def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
             verdict, reason = decide(value, low, high, min(e.n for _, _, e in sides), c.op, c.value, open_)
             reason = _undecided(sides, bound, c.right is not None) if reason == UNDECIDED else reason
             reason = reason or _wrong(verdict, low)
+    if r is None and verdict != "supported" and (why := rests_on(Bound(c.left.metric, c.left.q, c.op, c.value),
+                                                                 res.cell(server, level))):
+        reason = f"{reason}; {why}" if reason else why  # a latency over its threshold for TCP's SYN retry
     if r is None:
         return _Level(level, verdict, reason, docs[0])
     return _Level(level, verdict, reason, docs[0], docs[1], RatioDoc(value=r.value, low=r.low, high=r.high))

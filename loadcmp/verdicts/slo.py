@@ -7,7 +7,9 @@ commas: `--slo 'p99<500ms, failed_rate<1%'`. It is every server's, so a check na
 - `confirm_level`: a level's trials (3 or more) judged with 95 % intervals, by the rule findings
   use (`judge.decide`): met when every check's interval lies on the target's side, missed when
   one lies entirely on the wrong side, unsure otherwise. A probe is one trial and may be noise;
-  this is what the search's answer rests on.
+  this is what the search's answer rests on. A latency check whose trials split into two modes on TCP's
+  SYN retry is judged on their pooled share of requests that waited for it (`retry.split`), and a check
+  missed because of it says so (`retry.rests_on`), as a probe's does.
 - `edge_cause`: what broke at the first missed level, only from what the trials stored:
   the checks it missed, an OOM or a dead server, the notes the servers' own evidence made (log
   causes, all workers busy, OOM kills), the server's CPU at its cores' limit, the client's limit.
@@ -25,6 +27,7 @@ from ..records import ServerInfo, TrialRecord
 from ..report.causes import note
 from ..units import cpu_list
 from .checks import measure, show
+from .retry import rests_on, split
 
 if TYPE_CHECKING:  # smoke reads Table 1 (pandas): imported when a target is parsed
     from .smoke import Check
@@ -74,11 +77,13 @@ class Judged:
     """Each check's value, as people read it."""
     missed: list[str]
     """The checks not met, with their values: `p(99)<500ms (812.3ms)`."""
+    retry: tuple[str, ...] = ()
+    """Those missed because of TCP's SYN retry, in words (`retry.rests_on`)."""
 
     @property
     def text(self) -> str:
         if self.missed:
-            return "missed " + ", ".join(self.missed)
+            return "missed " + ", ".join(self.missed) + "".join(f" — {w}" for w in self.retry)
         return "met " + ", ".join(f"{c} ({v})" for c, v in self.measured.items())
 
 
@@ -86,14 +91,15 @@ def judge_probe(target: Target, trial: TrialRecord) -> Judged | None:
     """Whether one trial met every check (None: nothing was measured)."""
     if not trial.get("result"):
         return None
-    measured, missed = {}, []
+    measured, missed, retry = {}, [], []
     for c in target.checks:
         v = measure(c.metric, c.q, [trial])
         shown = show(c.metric, v)
         measured[c.name] = shown
         if v is None or not c.passes(v):
             missed.append(f"{c.name} ({shown})")
-    return Judged(not missed, measured, missed)
+            retry += [why] if (why := rests_on(c, [trial])) else []
+    return Judged(not missed, measured, missed, tuple(retry))
 
 
 @dataclass(frozen=True)
@@ -120,6 +126,8 @@ class Confirmed:
     checks: list[CheckEstimate] = field(default_factory=list)
     client_bound: str | None = None
     """Why the client limited one of these trials, or None."""
+    settled: str | None = None
+    """Unsure, and why more trials would not decide it (`retry.split`: a level at the SYN retry's edge)."""
 
     @property
     def text(self) -> str:
@@ -133,6 +141,7 @@ def confirm_level(target: Target, level: int, trials: list[TrialRecord]) -> Conf
 
     ran = [t for t in trials if t.get("result")]
     out: list[CheckEstimate] = []
+    settles: list[str | None] = []  #: each unsure check's reason why more trials would not decide it
     for c in target.checks:
         values = [measure(c.metric, c.q, [t]) for t in ran]
         finite = [v for v in values if v is not None and math.isfinite(v)]
@@ -142,23 +151,33 @@ def confirm_level(target: Target, level: int, trials: list[TrialRecord]) -> Conf
         e = estimate(c.metric, finite)
         if e.mean is None:
             out.append(CheckEstimate(c.name, None, None, None, 0, "unsure", "not measured"))
+            settles.append(None)
             continue
         said, _ = decide(e.mean, e.low, e.high, e.n, c.op, c.value)
         one: Verdict = "met" if said == "supported" else "missed" if said == "not supported" else "unsure"
         shown = show(c.metric, e.mean) + (f" ({show(c.metric, e.low)}–{show(c.metric, e.high)})"
                                           if e.low is not None and e.high is not None else f" (n={e.n})")
+        if one == "unsure" and (two := split(c, ran)) is not None:  # two modes on TCP's SYN retry
+            one, shown = two.verdict, f"{shown}; {two.shown}"
+            settles += [two.settled] if one == "unsure" else []
+        elif one == "unsure":
+            settles.append(None)
+        elif one == "missed" and (why := rests_on(c, ran)) is not None:
+            shown += f"; {why}"
         out.append(CheckEstimate(c.name, e.mean, e.low, e.high, e.n, one, shown))
     verdicts = {c.verdict for c in out}
     verdict: Verdict = "missed" if "missed" in verdicts else "met" if verdicts == {"met"} else "unsure"
     bound = client_bound(ran)
-    return Confirmed(level, verdict, len(ran), out, None if bound is None else bound.reason)
+    settled = "; ".join(str(x) for x in settles) if settles and all(settles) and verdict == "unsure" else None
+    return Confirmed(level, verdict, len(ran), out, None if bound is None else bound.reason, settled)
 
 
 def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | None,
-               judged: list[Judged]) -> list[str]:
+               judged: list[Judged], target: Target | None = None) -> list[str]:
     """What broke at the first missed level, strongest evidence first; never a guess.
 
-    `cores`: the machine's CPUs, for a server not pinned to a set of them."""
+    `cores`: the machine's CPUs, for a server not pinned to a set of them; `target`: its checks missed because
+    of TCP's SYN retry are said once, over the level's trials pooled."""
     from ..store.reader import causes_of, cpu_of_its_cpus  # pandas: only when results are read
 
     out: list[str] = []
@@ -194,6 +213,9 @@ def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | 
             for k, n in (r["failures"] if r else {}).items():
                 failures[k] = failures.get(k, 0) + n
         seen = ", ".join(f"{n:,} {k}" for k, n in sorted(failures.items(), key=lambda kv: -kv[1]) if n)
-        head = "the target was missed: " + ", ".join(missed) + (f"; failures: {seen}" if seen else "")
+        retry = [w for c in (target.checks if target else ()) if (w := rests_on(c, [t for t in trials
+                                                                                    if t.get("result")]))]
+        head = ("the target was missed: " + ", ".join(missed) + "".join(f" — {w}" for w in retry)
+                + (f"; failures: {seen}" if seen else ""))
         out.append(head if out else head + " (no server evidence names a limit)")
     return list(dict.fromkeys(out))

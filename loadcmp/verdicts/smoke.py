@@ -31,6 +31,7 @@ from .. import units
 from .checks import METRICS as METRICS  # re-exported: the metrics a smoke check names
 from .checks import OPS, check_metric, show
 from .checks import threshold as _threshold
+from .retry import rests_on
 from ..errors import Problems, UsageError
 from ..report.tables import notes, table1
 from ..store.reader import Results, client_bound
@@ -142,6 +143,8 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
             ok = c.passes(v)
             bound = client_bound(mine)
             msg = f"{label}: {c.name}: measured {c.show(v)}" + ("" if ok else " — not met")
+            if not ok and (why := rests_on(c, mine)):
+                msg += f": {why}"
             if bound is not None:
                 msg += f" (client-bound: {bound.reason})"
             out.append(Verdict(label, c.name, v, c.show(v), ok, msg,

@@ -83,12 +83,18 @@ class Histogram:
             self.sq_s + other.sq_s,
         )
 
-    def percentile(self, q: float) -> float | None:
-        """The q-th percentile (0..100) in seconds, or None when empty."""
-        n = self.count
-        if n == 0:
+    def at_least(self, s: float) -> int:
+        """How many values are `s` seconds or more (those of the bucket holding `s` counted: within 1 %)."""
+        first = min(math.floor(math.log(max(s * 1e6, 1.0)) / _LOG_BASE), MAX_BUCKET)
+        return int(self.cnt[self.idx >= first].sum())
+
+    def percentile(self, q: float, without_top: int = 0) -> float | None:
+        """The q-th percentile (0..100) in seconds, or None when empty; `without_top`: of the values left when
+        that many of the largest are set aside (what a percentile would be without a slow few)."""
+        n = self.count - max(0, without_top)
+        if n <= 0:
             return None
-        if q >= 100:
+        if q >= 100 and not without_top:
             return self.max_s
         if q <= 0:
             return self.min_s

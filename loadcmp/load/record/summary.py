@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, cast
 
+from ...facts import RETRY_1S, RETRY_3S, SlowConnects
 from ...records import JourneyDoc, LatencyMs, LoadSummary, PageSummary, StreamFacts, TlsFacts, WebbenchCount
 from ...units import ms
 from . import saturation
@@ -234,12 +235,22 @@ def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> No
     doc["status_codes"] = {str(code): n for code, n in sorted(result.status_codes.items())}
     doc["phases_ms"] = {name: latency_doc(result.phases.get(name, Histogram())) for name in PHASES}
     doc["connections_opened"] = result.phases["connect"].count if "connect" in result.phases else None
+    if "connect" in result.phases:
+        doc["slow_connects"] = slow_connects(result.phases["connect"], responses)
     doc["bytes_per_response"] = round(doc["bytes"] / responses, 1) if responses else None
     doc["tls"] = tls_doc(result.tls)
     if result.tls is not None:
         doc["tls_errors"] = dict(sorted(result.tls.errors.items(), key=lambda kv: -kv[1]))
     if result.streams is not None:
         doc["streams"] = streams_doc(result.streams)
+
+
+def slow_connects(connect: Histogram, requests: int) -> SlowConnects:
+    """The connects TCP's SYN retry delayed (`facts.SlowConnects`), read from the connect phase's histogram."""
+    over_1s, over_3s = connect.at_least(RETRY_1S), connect.at_least(RETRY_3S)
+    return SlowConnects(requests=requests, over_1s=over_1s, over_3s=over_3s,
+                        share_1s=round(over_1s / requests, 6) if requests else 0.0,
+                        share_3s=round(over_3s / requests, 6) if requests else 0.0)
 
 
 def add_journeys(doc: LoadSummary, tally: JourneyTally) -> None:
