@@ -18,6 +18,7 @@ from click.testing import CliRunner
 from loadcmp.cli import cli
 from loadcmp.lab.stacks import effective_settings, get_stack
 from loadcmp.load.driver import LoadSpec
+from loadcmp.load.record.summary import slow_connects
 from loadcmp.load.run.workers import run_load
 from loadcmp.load.schedules import Closed
 from loadcmp.load.target import make_target
@@ -109,6 +110,11 @@ def test_a_full_listen_queue_is_counted_and_its_connects_wait_for_the_syn_retry(
     slow = sum(n for lo_ms, _, n in result.phases["connect"].buckets_ms() if lo_ms >= 900)
     assert slow >= 1, result.phases["connect"].buckets_ms()
     assert rose["syn_retrans"] >= slow and rose["listen_drops"] >= slow, (rose, slow)
+    # the client's share, as the trial stores it: those connects, each request after one timed ≥ 1 s more than
+    # the server's own second (a request whose last ACK was dropped waits as long without a slow connect)
+    doc = slow_connects(result.phases["connect"], result.latency().count)
+    assert doc["over_1s"] == slow and doc["share_1s"] == pytest.approx(slow / result.latency().count, abs=1e-6)
+    assert result.latency().at_least(1.9) >= slow
     assert result.counts()["ok"] >= 1
 
 
@@ -133,6 +139,8 @@ def test_the_windows_overflows_make_the_cause_and_its_sentence() -> None:
     assert rec["also"] == {"prefork.MaxRequestWorkers": 150}
     json.dumps(rec)  # stored as it is
     said = note(rec, {})
+    waited = note(rec, {}, {"requests": 5094, "over_1s": 235, "over_3s": 0, "share_1s": 0.046134, "share_3s": 0.0})
+    assert "sent again): 4.6 % of requests took ≥ 1 s to connect; no request failed: they waited" in waited
     assert said.startswith("its listen queue was full and the kernel turned new connections away until TCP retried "
                            "them (apache.ListenBacklog 511, prefork.MaxRequestWorkers 150) — ")
     assert ("the listen queue overflowed 2,314 times (the kernel's ListenOverflows; the host's counters: other "

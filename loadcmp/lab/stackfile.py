@@ -242,7 +242,8 @@ def _check_causes(p: Problems, path: Path, text: str, stack: Stack, causes: list
     for cause in causes:
         for col, said, probe in ((cause.peak, cause.peak_said, {"limit": 1}), (cause.counter, cause.counter_said,
                                                                                {"times": "once"}),
-                                 (cause.total, cause.total_said, {"times": "once", "scope": "here"})):
+                                 (cause.total, cause.total_said, {"times": "once", "scope": "here",
+                                                                            "slow": ""})):
             if col is None:
                 continue
             if col not in columns and col is not cause.total:  # a total is the sampler's own column

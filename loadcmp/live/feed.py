@@ -83,7 +83,7 @@ def stored(rec: TrialRecord, timeline: list[Row], server: list[Row]) -> Event:
     """A trial as stored: its status and why, its causes in words, client-bound, and its rows."""
     r: Mapping[str, Any] = rec.get("result") or {}
     failures = r.get("failures", {})
-    causes = [note(c, failures) for c in causes_of(rec)]
+    causes = [note(c, failures, r.get("slow_connects")) for c in causes_of(rec)]
     return {"type": "stored", "key": {"server": rec["server"], "level": rec["level"], "trial": rec["trial"]},
             "status": rec["status"], "reason": rec.get("reason"), "rps": r.get("rps"), "ok": r.get("ok"),
             "failed": r.get("failed"), "client_bound": bool(r.get("client_bound")),

@@ -10,7 +10,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
+from ..facts import SlowConnects
 from ..records import CauseDoc, TrialRecord
+from .connects import share_said
 
 def times(n: float) -> str:
     """'once', '1,234 times'."""
@@ -43,9 +45,10 @@ def head(c: CauseDoc) -> str:
     return c["phrase"] + (f" ({', '.join(named)})" if named else "")
 
 
-def evidence(c: CauseDoc, failures: Mapping[str, int]) -> str:
-    """What shows the limit (the line quoted, the status pages, the kernel's count), then the failures it
-    explains among the trial's (`result.failures`); '' when an older note said nothing after its limit."""
+def evidence(c: CauseDoc, failures: Mapping[str, int], slow: SlowConnects | None = None) -> str:
+    """What shows the limit (the line quoted, the status pages, the kernel's count, with the trial's `slow`
+    connects where its words place them: `{slow}`), then the failures it explains among the trial's
+    (`result.failures`); '' when an older note said nothing after its limit."""
     if "said" in c:
         return c["said"]
     parts = []
@@ -53,17 +56,18 @@ def evidence(c: CauseDoc, failures: Mapping[str, int]) -> str:
         parts.append(f"'{c['quote']}' logged {times(c['logged'])}")
     if "peak" in c and "peak_said" in c:
         parts.append(c["peak_said"].format(limit=c.get("value")))
-    if c.get("rose") and "rose_said" in c:  # (a kernel count's share of connects waiting a SYN retry goes after it)
-        parts.append(c["rose_said"].format(times=times(c["rose"])))
+    if c.get("rose") and "rose_said" in c:
+        waited = f": {share_said(slow)}" if slow and slow["over_1s"] else ""
+        parts.append(c["rose_said"].format(times=times(c["rose"]), slow=waited))
     if c.get("oom_kills"):
         parts.append(f"{c['oom_kills']:,} server process(es) killed (the cgroup's oom_kill count)")
     tail = failures_said(c["kinds"], failures) if c.get("kinds") else ""
     return "; ".join(parts + ([tail] if tail else []))
 
 
-def note(c: CauseDoc, failures: Mapping[str, int]) -> str:
+def note(c: CauseDoc, failures: Mapping[str, int], slow: SlowConnects | None = None) -> str:
     """The whole note: the limit — what shows it; the failures it explains."""
-    said = evidence(c, failures)
+    said = evidence(c, failures, slow)
     return head(c) + (f" — {said}" if said else "")
 
 

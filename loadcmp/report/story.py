@@ -353,7 +353,7 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
         for first, trial, levels, n in by_cause((t, causes_of(t)) for t in data.of_server(s)):
             total = sum(1 for t in data.of_server(s) if t["level"] in levels and t.get("result"))
             where = _levels(sorted(levels), data.levels) + (f" ({n} of {total} trials)" if total > 1 else "")
-            said = evidence(first, trial["result"]["failures"])
+            said = evidence(first, trial["result"]["failures"], trial["result"].get("slow_connects"))
             out.append(f"{s}: {head(first)} {where}" + (f" — {'for example ' if total > 1 else ''}{said}"
                                                          if said else "") + ".")
         cpu = _saturated(data, s)

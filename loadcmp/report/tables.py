@@ -389,7 +389,7 @@ def notes(res: Results) -> list[str]:
     same: dict[tuple[str, int, str], list[tuple[int, str]]] = {}
     for t in res.trials:
         for c in causes_of(t):
-            said = note(c, t["result"]["failures"])
+            said = note(c, t["result"]["failures"], t["result"].get("slow_connects"))
             same.setdefault((t["server"], t["level"], c["cause"]), []).append((t["trial"], said))
     for (server, level, _), seen in same.items():
         trials = len(res.cell(server, level))

@@ -185,7 +185,7 @@ def edge_cause(trials: list[TrialRecord], info: ServerInfo | None, cores: int | 
         if t["status"] in ("oom", "server_died") and t.get("reason"):
             out.append(str(t["reason"]))
     for t in trials:
-        out += [note(c, t["result"]["failures"]) for c in causes_of(t)]
+        out += [note(c, t["result"]["failures"], t["result"].get("slow_connects")) for c in causes_of(t)]
     pinned = info.get("cpus") if info else None
     cpus = len(cpu_list(pinned)) if pinned else cores
     for t in trials:
