@@ -318,7 +318,8 @@ def test_max_confirm_below_confirm_is_refused():
     with pytest.raises(UsageError, match="--max-confirm 2 is below --confirm 3"):
         capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 3, "max_confirm": 2})
     assert capacity_spec(RunSpec(servers=("nginx",)), {"max_confirm": 7}, {"slo": parse_slo(SLO)}).most_trials == 7
-    assert capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 2}).most_trials == 6
+    assert capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 2}).most_trials == 5
+    assert capacity_spec(RunSpec(servers=("nginx",)), {}, {"slo": parse_slo(SLO), "confirm": 7}).most_trials == 7
 
 
 # --- the report, --json and findings, from a stored search -------------------------------------------
