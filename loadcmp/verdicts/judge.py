@@ -271,8 +271,8 @@ def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
             verdict, reason = decide(value, low, high, min(e.n for _, _, e in sides), c.op, c.value, open_)
             reason = _undecided(sides, bound, c.right is not None) if reason == UNDECIDED else reason
             reason = reason or _wrong(verdict, low)
-    if r is None and verdict != "supported" and (why := rests_on(Bound(c.left.metric, c.left.q, c.op, c.value),
-                                                                 res.cell(server, level))):
+    threshold = Bound(c.left.metric, c.left.q, c.op, c.value) if r is None and c.right is None else None
+    if threshold and verdict != "supported" and (why := rests_on(threshold, res.cell(server, level))):
         reason = f"{reason}; {why}" if reason else why  # a latency over its threshold for TCP's SYN retry
     if r is None:
         return _Level(level, verdict, reason, docs[0])

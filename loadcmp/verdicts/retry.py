@@ -3,19 +3,21 @@ percentile over its target, the verdict says so, and a level whose trials split 
 
 A full listen queue drops SYNs; each such client sends its SYN again after 1 s (then 2 s more), so its request
 takes a second more. A check `p99<X` with X of 1 s or less allows 1 % of the requests over X: a trial where 1 % or
-more waited for the retry misses it, one where fewer did may meet it, and nothing lies between. Such trials are
+more waited for the retry misses it, one where fewer did may meet it, and little lies between. Such trials are
 two modes, and a t interval over their percentiles straddles the target however many there are.
 
-`rests_on`: the check is missed over these trials, more of their requests waited for the retry than the
+`rests_on`: the check is missed over these trials pooled, more of their requests waited for the retry than the
 percentile allows, and without those requests it would be met. `split`: a level's trials fall in both modes
 (some missed and resting on the retry, the others met with a share under the allowance); the level is judged on
-the share of its requests pooled over its trials, the one figure the level's pooled percentile rests on. Its
-95 % interval is Wilson's on the pooled counts: the question is the share of the level's requests, and the
-requests are the sample. Slow connects come in bursts (when the queue is full), so this interval is narrower
-than one over trials; a t interval over the trials' shares would need ten or more trials wherever the share is
-within a fifth of the allowance, the cost this judgement saves. Where the pooled interval still straddles the
-allowance after `SETTLE` trials, the level is at the edge: more trials would narrow it only slowly, and the
-level stays unsure with that said.
+the share of its requests that waited, pooled over its trials, the one figure the level's pooled percentile
+rests on. Its 95 % interval takes the trial as the unit: whether a trial's clients wait for the retry is
+decided a trial at a time (the queue is full for a while, or not), so its requests are no independent sample
+and an interval over them (Wilson's) would be far too narrow. The pooled share's variance across the trials
+(the ratio estimator's) with t's k-1 degrees of freedom decides met or missed; a verdict against the majority
+of the trials is never given. The share is continuous where the trials' percentiles jump by a second, so it
+decides in a few trials where an interval over the percentiles straddles the target however many there are.
+Where it still contains the allowance after `SETTLE` trials, the level is at the edge and stays unsure with
+that said.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from ..facts import SlowConnects
 from ..records import TrialRecord
 from ..report.connects import pct, pooled
 from ..units import ms
@@ -61,8 +64,7 @@ RETRIES = ((1000.0, 1), (3000.0, 3))
 """(a target in ms up to which the retry puts a request over it, the retry's delay in s): a connect that waited
 1 s for the retry, and the request after it, take more than 1 s."""
 SETTLE = 5
-"""Trials after which a split level whose pooled share still straddles the allowance stays unsure."""
-Z95 = 1.959964
+"""Trials after which a split level whose share's interval still contains the allowance stays unsure."""
 
 
 @dataclass(frozen=True)
@@ -74,19 +76,25 @@ class Tail:
     allowed: float  #: the share of requests the percentile allows over its target
     slow: int  #: requests whose connect waited for that retry
     requests: int
+    each: tuple[tuple[int, int], ...] = ()  #: (slow, requests) of each trial: the interval's sample
 
     @property
     def share(self) -> float:
         return self.slow / self.requests if self.requests else 0.0
 
     def interval(self) -> tuple[float, float]:
-        """Wilson's 95 % interval of the share."""
-        n, p = self.requests, self.share
-        if not n:
+        """The share's 95 % interval with the trial as the unit (whether a trial's clients wait for the retry is
+        decided a trial at a time, not a request at a time): the pooled share's variance across the trials (the
+        ratio estimator's, k/(k-1) sum((slow_i - share n_i)^2) / (sum n)^2), with t's k-1 degrees of freedom.
+        Fewer than 2 trials: nothing is known (0 to 1)."""
+        from scipy import stats  # loaded where a level is judged
+
+        k, n, p = len(self.each), self.requests, self.share
+        if k < 2 or not n:
             return 0.0, 1.0
-        mid = (p + Z95 ** 2 / (2 * n)) / (1 + Z95 ** 2 / n)
-        half = Z95 / (1 + Z95 ** 2 / n) * math.sqrt(p * (1 - p) / n + Z95 ** 2 / (4 * n * n))
-        return max(0.0, mid - half), min(1.0, mid + half)
+        var = k / (k - 1) * sum((slow - p * m) ** 2 for slow, m in self.each) / n ** 2
+        half = float(stats.t.ppf(0.975, k - 1)) * math.sqrt(var)
+        return max(0.0, p - half), min(1.0, p + half)
 
 
 def tail(check: Check, trials: list[TrialRecord]) -> Tail | None:
@@ -98,8 +106,11 @@ def tail(check: Check, trials: list[TrialRecord]) -> Tail | None:
     s = pooled(trials)
     if delay is None or s is None or not s["requests"]:
         return None
-    return Tail(f"p{check.q:g}", delay, (100 - check.q) / 100, s["over_1s"] if delay == 1 else s["over_3s"],
-                s["requests"])
+    def slow(d: SlowConnects) -> int:
+        return d["over_1s"] if delay == 1 else d["over_3s"]
+
+    each = tuple((slow(d), d["requests"]) for t in trials if (r := t.get("result")) and (d := r.get("slow_connects")))
+    return Tail(f"p{check.q:g}", delay, (100 - check.q) / 100, slow(s), s["requests"], each)
 
 
 def said(t: Tail, share: str | None = None, how: str = "rests on") -> str:
@@ -156,12 +167,16 @@ def split(check: Check, trials: list[TrialRecord]) -> Split | None:
         return None
     low, high = whole.interval()
     verdict: Verdict = "missed" if low >= whole.allowed else "met" if high < whole.allowed else "unsure"
-    side = {"missed": "more than", "met": "less than", "unsure": "around"}[verdict]
+    against = verdict != "unsure" and (verdict == "met") != (len(under) > len(over))
+    if against:  # never met while most of its trials missed, nor missed while most met
+        verdict = "unsure"
+    side = ("; its trials disagree with it, so nothing is decided against" if against else
+            {"missed": "; more than", "met": "; less than", "unsure": "; around"}[verdict])
     shown = (said(whole, pct_range(low, high), "rests on" if verdict == "missed" else "turns on")
-             + f" (95 % interval, {len(ran)} trials pooled: {len(over)} over the target, {len(under)} under), "
+             + f" (95 % interval over {len(ran)} trials: {len(over)} over the target, {len(under)} under)"
              f"{side} the {pct(whole.allowed)} {whole.name} allows")
     settled = None
     if verdict == "unsure" and len(ran) >= SETTLE:
-        settled = (f"at {len(ran)} trials the share of requests that waited for TCP's {whole.delay} s SYN retry "
-                   f"still sits on the {pct(whole.allowed)} {whole.name} allows: the level is at the edge")
+        settled = (f"the share of requests that waited for TCP's {whole.delay} s SYN retry has a 95 % interval "
+                   f"that still contains the {pct(whole.allowed)} {whole.name} allows: the level is at the edge")
     return Split(verdict, shown, settled)
