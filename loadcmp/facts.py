@@ -77,7 +77,7 @@ class KernelDoc(TypedDict, total=False):
     somaxconn: int | None  #: the host's net.core.somaxconn, the cap of every listen backlog
     listen_overflows: int  #: TcpExt ListenOverflows: connections a full accept queue had no room for
     listen_drops: int  #: TcpExt ListenDrops: SYNs dropped at a listening socket (the overflows among them)
-    syn_retrans: int  #: TcpExt TCPSynRetrans: SYNs sent again after TCP's timeout (1 s, then 3 s)
+    syn_retrans: int  #: TcpExt TCPSynRetrans: SYNs and SYN-ACKs sent again after TCP's timeout (1 s, then 3 s)
 
 
 RETRY_1S = 0.9

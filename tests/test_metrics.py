@@ -205,7 +205,8 @@ def test_summarize():
 @dataclass
 class FakeContainer:
     id: str
-    attrs: dict[str, Any] = field(default_factory=lambda: {"State": {"Pid": os.getpid()}})
+    attrs: dict[str, Any] = field(default_factory=lambda: {"State": {"Pid": os.getpid()},
+                                                           "HostConfig": {"NetworkMode": "host"}})
 
 
 @dataclass

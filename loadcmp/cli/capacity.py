@@ -56,7 +56,8 @@ REFUSED = {
               help="Stack to search (repeatable, or 'all'); LABEL=STACK searches a stack under a label of its own.")
 @search_options(start="The first level probed (default 10 clients, or 10 requests/s).",
                 confirm="Trials at the level found and at the one above (default 3).")
-@click.option("--max-confirm", type=COUNT, help="Trials an unsure confirmation may grow to (default 5, or --confirm if more).")
+@click.option("--max-confirm", type=COUNT,
+              help="Trials an unsure confirmation may grow to (default 5, or --confirm if more).")
 @load_options_but(*REFUSED)
 @setup_options
 @live_options

@@ -138,7 +138,7 @@ class Cause:
     total_said: str = ""
     """That evidence in words; `{times}` is the sum in words, `{scope}` what the counters cover."""
     also: str | None = None
-    """Another tunable its words name beside `setting` (`{busy_limit}`: the worker limit behind a full queue)."""
+    """Another tunable its words name beside `setting` (`{accept_limit}`: the worker limit behind a full queue)."""
 
 
 @dataclass(frozen=True)
@@ -242,8 +242,8 @@ class Stack:
     """Status columns that count busy workers, the first one present wins."""
     busy_limit: str | None = None
     """The tunable that caps what the first of `busy_workers` counts (all busy: requests queue)."""
-    backlog: str | None = None
-    """The tunable that sets the front's listen backlog (the kernel's accept queue), where its server has one."""
+    backlog: str | None = None  #: the tunable of the front's listen backlog (the kernel's accept queue), if any
+    accept_limit: str | None = None  #: the tunable whose limit, all busy, stops the front accepting (a process each)
     parts: tuple[str, ...] = ()
     aliases: tuple[str, ...] = ()
     smoke: bool = False
@@ -299,11 +299,11 @@ class Stack:
 
     def setting_of(self, cause: Cause, name: str | None = None) -> str | None:
         """The tunable a cause points to (or `name`, another it names), its `{var}`s filled from the roles' vars
-        and the stack's own `{busy_limit}` and `{backlog}`; None where one is missing."""
+        and the stack's own `{busy_limit}`, `{backlog}` and `{accept_limit}`; None where one is missing."""
         name = cause.setting if name is None else name
         if name is None:
             return None
-        own = {k: v for k, v in (("busy_limit", self.busy_limit), ("backlog", self.backlog)) if v}
+        own = {k: v for k in ("busy_limit", "backlog", "accept_limit") if (v := getattr(self, k))}
         try:
             return name.format(**self.vars, **own)
         except (KeyError, IndexError, ValueError):

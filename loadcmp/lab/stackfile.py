@@ -29,12 +29,12 @@ from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
               "status", "tunables", "checks", "causes", "versions", "listen", "error_log", "protocols",
-              "goaway_after", "backlog"}
+              "goaway_after", "backlog", "accept_limit"}
 PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
 EVERY_STACK = "every-stack.toml"
 """In configs/: the causes every stack gets, read before its parts (their settings name the stack's own
-`{backlog}` and `{busy_limit}`)."""
-STACK_NAMES = ("busy_limit", "backlog")
+`{backlog}`, `{busy_limit}` and `{accept_limit}`)."""
+STACK_NAMES = ("busy_limit", "backlog", "accept_limit")
 """The stack's keys a cause's setting may name as `{busy_limit}`: a stack without one leaves the setting out."""
 ROLE_KEYS = {"name", "image", "dockerfile", "command", "files", "vars", "versions", "ready"}
 SUMMARY = "{n} problems in stack files"
@@ -158,9 +158,10 @@ def load_stack(home: Path, origin: str = "built-in") -> Stack:
         protocols=_protocols(p, path, text, doc, parts),
         goaway_after=str(doc["goaway_after"]) if isinstance(doc.get("goaway_after"), str) else None,
         backlog=str(doc["backlog"]) if isinstance(doc.get("backlog"), str) else None,
+        accept_limit=str(doc["accept_limit"]) if isinstance(doc.get("accept_limit"), str) else None,
     )
-    for key in ("goaway_after", "backlog"):
-        if doc.get(key) is not None and getattr(stack, key) not in stack.tunables:
+    for key in ("goaway_after", "backlog", "accept_limit"):  # (a part that could not be read is said already)
+        if doc.get(key) is not None and getattr(stack, key) not in stack.tunables and not unread:
             p.at(path, text, key, f"{key} {doc[key]!r} is not a tunable of stack {stack.name}")
     checks = [ch for f, t, raw in reader.checks if (ch := _check(p, f, t, raw, stack)) is not None]
     causes = [ca for f, t, raw in reader.causes if (ca := read_cause(p, f, t, raw)) is not None]

@@ -25,6 +25,7 @@ from ..errors import LabError
 from ..units import Setting
 from ..lab.containers import Deployment
 from ..lab.stacks import Cause, Stack, all_causes
+from ..facts import KernelDoc
 from ..records import CauseDoc
 from . import ownlogs
 from .kernel import SCOPE_SAID
@@ -137,6 +138,11 @@ class Seen:
     """The memory cap, bytes."""
     scope: str | None = None
     """What the kernel's counters cover (`kernel.SCOPE_SAID`'s keys); None: they were not read."""
+    somaxconn: int | None = None
+    """The host's net.core.somaxconn, which cuts every listen backlog."""
+    slow: int = 0
+    """The client's connects that waited for TCP's SYN retry (`SlowConnects.over_1s`): the host's counters are
+    this server's only where the client saw what they count."""
 
 
 def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Setting]) -> tuple[str, Setting] | None:
@@ -156,7 +162,10 @@ def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Setting]
         rec["peak"], rec["peak_said"] = peaks[cause.peak], cause.peak_said
     if cause.counter and peaks.get(cause.counter):
         rec["rose"], rec["rose_said"] = peaks[cause.counter], cause.counter_said
-    if cause.total and peaks.get(cause.total):  # a kernel counter's rise: kept as one, its scope said
+    # a kernel counter's rise: kept as one, its scope said; the host's counters count any listener's queue, so
+    # there it is this server's only where its own client saw it (a slow connect, or a failure the cause makes)
+    mine = seen.scope != "host" or seen.slow > 0 or any(seen.failures.get(k) for k in cause.kinds)
+    if cause.total and peaks.get(cause.total) and mine:
         rec["rose"] = peaks[cause.total]
         rec["rose_said"] = cause.total_said.replace("{scope}", SCOPE_SAID.get(seen.scope or "host", ""))
 
@@ -168,6 +177,8 @@ def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Setting], se
         rec["setting"], rec["value"] = s
     if cause.also and (also := stack.setting_of(cause, cause.also)) is not None and also in settings:
         rec["also"] = {also: settings[also]}
+    if cause.total and s and isinstance(s[1], int) and seen.somaxconn and s[1] > seen.somaxconn:
+        rec["also"] = {**rec.get("also", {}), "net.core.somaxconn (which cuts it)": seen.somaxconn}
     t = seen.tally
     if t is not None and t.counts.get(cause.key):
         rec["quote"], rec["logged"] = t.quotes[cause.key], t.counts[cause.key]
@@ -203,8 +214,9 @@ class Causes:
 
 def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str, int],
             samples: Iterable[Mapping[str, Any]], oom_kills: int = 0, memory: int | None = None,
-            scope: str | None = None) -> Causes:
-    """A running deployment's logs of the window counted by cause, and the causes all the evidence shows.
+            kernel: KernelDoc | None = None, slow: int = 0) -> Causes:
+    """A running deployment's logs of the window counted by cause, and the causes all the evidence shows (the
+    kernel's counters with their facts, and the client's `slow` connects that tie them to this server).
 
     Called before the containers stop: their logs go with them. A user's own config's error log, in a file of
     its own, is read too (`ownlogs`)."""
@@ -218,5 +230,6 @@ def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str,
         warnings += said
         if counted is not None:
             counted.feed_all(lines)
-    seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory, scope)
+    seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory,
+                (kernel or {}).get("scope"), (kernel or {}).get("somaxconn"), slow)
     return Causes(None if counted is None else counted.counts, trial_causes(dep.stack, dep.settings, seen), warnings)

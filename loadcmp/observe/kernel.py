@@ -2,11 +2,13 @@
 
 No server logs a connection its listen queue had no room for. The kernel counts it: `TcpExt: ListenOverflows`
 (the accept queue was full) and `ListenDrops` (a SYN dropped at the listening socket, those among them), and
-`TCPSynRetrans` counts the SYNs sent again after TCP's retransmission timeout (1 s, then 3 s) by the clients
-of that network namespace. The counters are read from `/proc/<pid>/net/netstat` of the front container's main
-process (the pid the engine reports), which is that process's network namespace. The lab's containers run
-with host networking, so that namespace is the host's, shared with loadcmp's own client and any other
-traffic on the machine: the figures say so (`SCOPE_SAID`). A remote engine's processes cannot be read from
+`TCPSynRetrans` counts the SYNs and SYN-ACKs sent again after TCP's retransmission timeout (1 s, then 3 s) in
+that network namespace (a client's retried SYN, a server's retried SYN-ACK). The counters are read from
+`/proc/<pid>/net/netstat` of the front container's main process (the pid the engine reports), which is that
+process's network namespace; its scope is the container's network mode (`host`: the host's). The lab's
+containers run with host networking, so that namespace is the host's, shared with loadcmp's own client and
+any other traffic on the machine: the figures say so (`SCOPE_SAID`), and a cause takes them as this server's
+only where its own client saw them (`evidence`). A remote engine's processes cannot be read from
 here, and the host's counters would be another machine's: the figures are then left out, and why said once.
 
 Parsing is a pure function of the file's text (`parse_netstat`), tested on a copy of a real one in
@@ -17,7 +19,6 @@ tests/test_kernel.py. The sampler (`metrics.Sampler`) keeps the per-second delta
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,11 +71,6 @@ def somaxconn() -> int | None:
         return None
 
 
-def same_namespace(pid: int) -> bool:
-    """Whether process `pid` shares this process's network namespace (host networking: the host's)."""
-    return os.readlink(PROC / str(pid) / "ns" / "net") == os.readlink(PROC / "self" / "ns" / "net")
-
-
 @dataclass
 class Counters:
     """Where the counters are read (None: they are not) and the last reading, for the per-second deltas."""
@@ -113,7 +109,7 @@ def open_counters(dep: Deployment, note: Callable[[str], None]) -> Counters:
         pid = int(dep.front.attrs["State"]["Pid"])
         path = PROC / str(pid) / "net" / "netstat"
         counters(path.read_text())
-        scope = "host" if same_namespace(pid) else "server"
+        scope = "host" if dep.front.attrs["HostConfig"]["NetworkMode"] == "host" else "server"
     except (OSError, KeyError, TypeError, ValueError) as e:
         note(f"the kernel's TCP counters of the server's process {pid or '?'} could not be read "
              f"({type(e).__name__}: {e}): the host's are read instead")
@@ -128,5 +124,6 @@ def totals(rows: Iterable[Mapping[str, Any]], facts: KernelDoc | None) -> Kernel
         return None
     doc = KernelDoc(**facts)
     for col in COUNTERS.values():
-        doc[col] = int(sum(v for r in rows if isinstance(v := r.get(col), (int, float)) and v == v))  # type: ignore[literal-required]
+        if any(col in r for r in rows):  # a counter this kernel does not have is left out, not said to be 0
+            doc[col] = int(sum(v for r in rows if isinstance(v := r.get(col), (int, float)) and v == v))  # type: ignore[literal-required]
     return doc

@@ -33,7 +33,7 @@
     axes.py           what every figure shares: style, colours per server, axes, error bars, legends
 
 Imports go one way: build -> documents -> plots -> level_figures, tune -> axes -> tables -> capacity;
-plots -> story -> role_usage, compare -> tables -> causes;
+plots -> story -> role_usage, compare -> tables -> causes -> connects;
 story -> connects; setup -> tables; documents -> tls -> tables -> handshakes;
 role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys;

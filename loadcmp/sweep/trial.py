@@ -307,7 +307,8 @@ def collect_evidence(spec: RunSpec, dep: Deployment, m: Measurement) -> Evidence
               if c.peak and (key := stack.setting_of(c)) is not None and key in dep.settings}
     server = summarize(m.samples, [r.name for r in stack.roles if r.apart], limits, m.kernel)
     found = evidence.examine(dep, m.window, m.summary["failures"], m.samples, server.get("oom_kills", 0),
-                             spec.server_memory, server.get("kernel", {}).get("scope"))
+                             spec.server_memory, server.get("kernel"),
+                             slow["over_1s"] if (slow := m.summary.get("slow_connects")) else 0)
     return Evidence(containers, server, "; ".join(dep.exit_notes(states)) if exited else None, found)
 
 
