@@ -45,6 +45,7 @@ class Plan:
     traffic: tuple[tuple[str, Any], ...] = ()  #: run.json's flat traffic keys given, e.g. (("mix", {...}), ("seed", 7))
     app: str | None = None
     duration: float = DURATION  #: the spec's measured seconds (the per-second tables keep DURATION rows)
+    pages: tuple[tuple[str, float], ...] = ()  #: a load of several pages: each trial's ok split by these weights
 
 
 def _config(setting: str, value: Any) -> str:
@@ -76,11 +77,25 @@ def _trial(label: str, level: int, k: int, plan: Plan, factor: dict[str, float],
               "service_ms": _latency(p50), "webbench": {"susceed": ok, "failed": 0, "pages_per_min": rps * 60,
                                                         "bytes_per_s": rps * 1000},
               "interrupted": False, "warnings": []}
+    if plan.pages:
+        result["pages"] = _split(ok, plan.pages, result["latency_ms"])
     metrics = {"cpu_pct": round(rps * cpu_ms / 10, 3), "mem_peak_bytes": int(40e6 * factor["mem_peak"]
                                                                               * (1 + plan.noise * rng.gauss(0, 1))),
                "samples": int(DURATION)}
     return {"server": label, "level": level, "trial": k, "stack": label, "keepalive": False, "status": "ok",
             "reason": None, "page": plan.page, "result": result, "server_metrics": metrics}
+
+
+def _split(ok: int, weights: tuple[tuple[str, float], ...], latency: dict[str, float]) -> list[dict[str, Any]]:
+    """A load's `pages` (`records.PageSummary`): its ok requests split by weight, the last page taking the rest."""
+    total, out, left = sum(w for _, w in weights), [], ok
+    for i, (page, w) in enumerate(weights):
+        n = left if i == len(weights) - 1 else int(ok * w / total)
+        left -= n
+        out.append({"page": page, "ok": n, "failed": 0, "failures": {}, "completed": n, "share": round(n / ok, 4),
+                    "rps": round(n / DURATION, 3), "bytes": n * 1000, "status_codes": {"200": n},
+                    "latency_ms": latency})
+    return out
 
 
 def _seconds(t: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
