@@ -147,3 +147,22 @@ def test_an_older_index_is_built_again(tmp_path):
     con.close()
     with open_catalog(root) as cat:
         assert SCHEMA != "3" and len({cell for _, cell, _ in cat.values("rps")}) == 2
+
+
+def test_a_stored_bench_s_cell_is_its_protocol_and_streams():
+    """`bench --out` keeps the protocol and -m in its one trial's result, not in `servers` nor the spec."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc
+    from loadcmp.catalog.folder import cell_key
+
+    doc = run_doc(0, Plan(labels=("127.0.0.1:8443",), tls=True), False, 0.0, random.Random(0))
+    doc["kind"] = "bench"
+    for key in ("protos", "streams"):
+        doc["spec"].pop(key)
+    for info in doc["servers"].values():
+        info.pop("proto"), info.pop("negotiated")
+    t = doc["trials"][0]
+    assert cell_key(t, doc).workload() == "https"
+    t["result"].update(proto="h2", streams_asked=8)
+    assert cell_key(t, doc).workload() == "h2, 8 streams"

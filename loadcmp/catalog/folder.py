@@ -132,17 +132,23 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     return found, doc or {}
 
 
-def asked_of(doc: Mapping[str, Any], label: str) -> tuple[str, str]:
+def asked_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> tuple[str, str]:
     """The protocol a label asked for and the one its server negotiated ("": not said), as run.json's `servers`
-    keep them; an older run's label without them: its spec's one protocol, or the one its name carries
-    (`nginx[h2]`), else HTTP/1.1."""
+    keep them; a bench's, as its trial's result keeps it (`proto`); an older run's label without them: its spec's
+    one protocol, or the one its name carries (`nginx[h2]`), else HTTP/1.1."""
     info = (doc.get("servers") or {}).get(label) or {}
     spec = doc.get("spec") or {}
-    asked = info.get("proto")
+    asked = info.get("proto") or _bench(t, "proto")
     if not asked:
         own = list((spec.get("variant_protos") or {}).get(label) or spec.get("protos") or [])
         asked = own[0] if len(own) == 1 else next((p for p in own if f"[{p}]" in label), protocols.DEFAULT)
     return str(asked), str(info.get("negotiated") or "")
+
+
+def _bench(t: TrialRecord | None, key: str) -> Any:
+    """A key `bench` keeps in its one trial's result beside the summary (`proto`, `streams_asked`); None: none."""
+    result = t.get("result") if t is not None else None
+    return cast(Mapping[str, Any], result).get(key) if result else None
 
 
 def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
@@ -152,7 +158,7 @@ def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
     from ..store.handshakes import tls_of
 
     label = str(t["server"])
-    asked, negotiated = asked_of(doc, label)
+    asked, negotiated = asked_of(doc, label, t)
     result = t.get("result")
     tally = result.get("streams") if result else None
     negotiated = negotiated or str(tally["protocol"] if tally else "")
@@ -168,10 +174,13 @@ def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
     return "https" if "tls" in ((doc.get("servers") or {}).get(label) or {}) else "http"
 
 
-def streams_of(doc: Mapping[str, Any], label: str) -> int:
-    """The requests a label kept in flight per connection: -m where its protocol multiplexes, else one."""
-    row = protocols.find(asked_of(doc, label)[0])
-    return int((doc.get("spec") or {}).get("streams") or 1) if row is not None and row.multiplexed else 1
+def streams_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> int:
+    """The requests a label kept in flight per connection: -m where its protocol multiplexes (a bench's as its
+    trial keeps it), else one."""
+    row = protocols.find(asked_of(doc, label, t)[0])
+    if row is None or not row.multiplexed:
+        return 1
+    return int((doc.get("spec") or {}).get("streams") or _bench(t, "streams_asked") or 1)
 
 
 def traffic_said(doc: Mapping[str, Any], level: int | None = None) -> str:
@@ -245,7 +254,7 @@ def cell_key(t: TrialRecord, doc: Mapping[str, Any]) -> CellKey:
     (protocol, streams, traffic, app)."""
     label = str(t["server"])
     page = t.get("page") or label_page(doc, label) or ""
-    return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc), streams_of(doc, label),
+    return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc), streams_of(doc, label, t),
                    traffic_said(doc, int(t["level"])), app_of(doc, label))
 
 

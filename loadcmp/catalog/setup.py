@@ -126,7 +126,7 @@ def _pages(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
 def _sent(doc: Mapping[str, Any], label: str) -> dict[str, Any]:
     """What a label sent, as its cells name it: protocol (of its first measured trial), streams, app."""
     t = next((t for t in measured(doc) if t["server"] == label), cast("TrialRecord", {"server": label}))
-    return {"protocol": protocol_of(t, doc), "streams": streams_of(doc, label), "app": app_of(doc, label) or None}
+    return {"protocol": protocol_of(t, doc), "streams": streams_of(doc, label, t), "app": app_of(doc, label) or None}
 
 
 def workload(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
