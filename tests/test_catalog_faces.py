@@ -35,7 +35,8 @@ def test_the_json_is_the_model_with_paths_as_strings():
     assert doc["differences"][0] == {"kind": "setting", "scope": "nginx", "key": "fpm.max_children", "before": "40",
                                      "after": "8", "diff": ""}
     assert doc["rows"][0]["deltas"][0]["verdict"] == "worse" and doc["rows"][0]["setup_differs"] is True
-    assert doc["only_a"] == [{"label": "caddy", "level": 50, "page": "/index.html", "protocol": "http"}]
+    assert doc["only_a"] == [{"label": "caddy", "level": 50, "page": "/index.html", "protocol": "http", "streams": 1,
+                             "traffic": "", "app": ""}]
     h = json.loads(tojson.dumps(history()))
     assert h["series"][0]["change_points"][0]["index"] == 4
     assert tojson.plain(float("nan")) is None

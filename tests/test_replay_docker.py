@@ -48,7 +48,7 @@ def _replay(log: Path, *args: str) -> dict:
                                    "--out", str(log.parent / "results"), *args])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
-    (row,) = doc["results"]
+    (row,) = [r for r in doc["results"] if r["page"] == "mix"]  # the whole; the log's pages after it
     (trial,) = json.loads((Path(doc["results_dir"]) / "run.json").read_text())["trials"]
     assert row["replay"] == [trial["result"]["replay"]]
     return trial["result"]

@@ -12,6 +12,7 @@ overlap, a stricter test than the ratio's.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -103,7 +104,7 @@ def _no_shared_cell(a: Path, b: Path, cells_a: list[CellKey], cells_b: list[Cell
     hint = ""
     if len(labels_a) == len(labels_b) == 1 and labels_a != labels_b:
         hint = f" (to compare the two labels as one: --pair {labels_a[0]}={labels_b[0]})"
-    return UsageError(f"{a} and {b} share no cell (label x level x page x protocol): "
+    return UsageError(f"{a} and {b} share no cell (label x level x page x workload): "
                       f"A has {some(cells_a)}; B has {some(cells_b)}{hint}")
 
 
@@ -112,9 +113,11 @@ def _differs(cell: CellKey, diffs: list[Difference]) -> bool:
 
 
 def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison:
-    """Run B against run A: the set-up differences first, then a row per shared cell. `pair` (label of A, label of
-    B) compares two labels of other names as one (a tuned variant against the defaults' label). A one-line
-    UsageError for a folder that is not a results folder, and for two runs that share no cell."""
+    """Run B against run A: the set-up differences first (what was sent first of all), then a row per shared cell.
+    `pair` (label of A, label of B) compares two labels of other names as one (a tuned variant against the
+    defaults' label). Two runs that sent other workloads share no row: their differences and each side's cells.
+    A one-line UsageError for a folder that is not a results folder, and for two runs that share no cell and sent
+    the same workload (other labels, other levels)."""
     ea, doc_a = _loaded(Path(a))
     eb, doc_b = _loaded(Path(b))
     cells_a, cells_b = _estimates(ea.path, doc_a), _estimates(eb.path, doc_b)
@@ -123,18 +126,17 @@ def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison
             if label not in {c.label for c in cells}:
                 known = ", ".join(sorted({c.label for c in cells})) or "none"
                 raise UsageError(f"--pair: run {side} has no label {label!r} (its labels: {known})")
-        cells_b = {(CellKey(pair[0], c.level, c.page, c.protocol) if c.label == pair[1] else c): v
-                   for c, v in cells_b.items()}
+        cells_b = {_relabel(c, pair): v for c, v in cells_b.items()}
     shared = sorted(set(cells_a) & set(cells_b))
-    if not shared:
-        raise _no_shared_cell(Path(a), Path(b), sorted(cells_a), sorted(cells_b))
     diffs = differences_of(doc_a, doc_b)
     if pair is not None:
         diffs = [d for d in diffs if d.key != "server" or d.scope not in pair]
-        diffs = diffs + _paired(pair, doc_a, doc_b)
+        diffs = _first(diffs + _paired(pair, doc_a, doc_b))
+    if not shared and not any(d.kind == "workload" for d in diffs):
+        raise _no_shared_cell(Path(a), Path(b), sorted(cells_a), sorted(cells_b))
     bound_a, bound_b = _bound(doc_a), _bound(doc_b)
     if pair is not None:
-        bound_b = {CellKey(pair[0], c.level, c.page, c.protocol) if c.label == pair[1] else c for c in bound_b}
+        bound_b = {_relabel(c, pair) for c in bound_b}
     rows = []
     for cell in shared:
         bound = _sides(cell, bound_a, bound_b)
@@ -144,10 +146,21 @@ def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison
                       only_b=sorted(set(cells_b) - set(shared)))
 
 
+def _relabel(cell: CellKey, pair: tuple[str, str]) -> CellKey:
+    """B's cell of `pair`'s B label under A's label."""
+    return replace(cell, label=pair[0]) if cell.label == pair[1] else cell
+
+
+def _first(diffs: list[Difference]) -> list[Difference]:
+    """What was sent first (`setup.workload`), the rest in their order."""
+    return sorted(diffs, key=lambda d: d.kind != "workload")
+
+
 def _paired(pair: tuple[str, str], doc_a: dict[str, Any], doc_b: dict[str, Any]) -> list[Difference]:
     """The differences of A's label against B's label of another name, said under A's label."""
     def side(doc: dict[str, Any], label: str) -> dict[str, Any]:
         trials = [{**t, "server": pair[0]} for t in doc.get("trials") or [] if t.get("server") == label]
-        return {"servers": {pair[0]: (doc.get("servers") or {}).get(label) or {}}, "trials": trials}
+        return {"servers": {pair[0]: (doc.get("servers") or {}).get(label) or {}}, "trials": trials,
+                "spec": doc.get("spec") or {}}
 
-    return differences_of(side(doc_a, pair[0]), side(doc_b, pair[1]))
+    return [d for d in differences_of(side(doc_a, pair[0]), side(doc_b, pair[1])) if d.scope == pair[0]]

@@ -18,6 +18,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from .. import protocols
 from ..errors import UsageError
 from ..records import RunDoc, SpecDoc, TrialRecord, missing_keys
 from .model import METRICS, CellKey, RunEntry, RunState, Value
@@ -33,7 +34,7 @@ SKEWED = frozenset({"p50", "p99"})
 """The metrics whose intervals are taken on the log scale (the latencies, as `report.tables.LATENCY`)."""
 
 Row = dict[str, Any]
-"""A measured trial: path, label, stack, level, page, protocol, trial, then one value per metric (or None)."""
+"""A measured trial: path, stack, its cell's fields (`CELL_COLUMNS`), trial, then one value per metric (or None)."""
 
 
 def read_doc(path: Path, text: str | None = None) -> tuple[dict[str, Any] | None, str | None]:
@@ -131,16 +132,68 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     return found, doc or {}
 
 
+def asked_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> tuple[str, str]:
+    """The protocol a label asked for and the one its server negotiated ("": not said), as run.json's `servers`
+    keep them; a bench's, as its trial's result keeps it (`proto`); an older run's label without them: its spec's
+    one protocol, or the one its name carries (`nginx[h2]`), else HTTP/1.1."""
+    info = (doc.get("servers") or {}).get(label) or {}
+    spec = doc.get("spec") or {}
+    asked = info.get("proto") or _bench(t, "proto")
+    if not asked:
+        own = list((spec.get("variant_protos") or {}).get(label) or spec.get("protos") or [])
+        asked = own[0] if len(own) == 1 else next((p for p in own if f"[{p}]" in label), protocols.DEFAULT)
+    return str(asked), str(info.get("negotiated") or "")
+
+
+def _bench(t: TrialRecord | None, key: str) -> Any:
+    """A key `bench` keeps in its one trial's result beside the summary (`proto`, `streams_asked`); None: none."""
+    result = t.get("result") if t is not None else None
+    return cast(Mapping[str, Any], result).get(key) if result else None
+
+
 def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
-    """"https" when the trial (its TLS facts), its label's spec or its primed handshake says TLS; else "http"."""
+    """A trial's protocol as its cell names it: HTTP/1.1 as "https" when the trial (its TLS facts), its label's spec
+    or its primed handshake says TLS, else "http"; another protocol by its name as asked (h2, h2c, h3), with
+    " as X" where the server negotiated X instead (the primer's, else the trial's stream tally)."""
     from ..store.handshakes import tls_of
 
-    if tls_of(t):
-        return "https"
-    spec, label = doc.get("spec") or {}, t["server"]
-    if (spec.get("variant_tls") or {}).get(label, spec.get("tls", False)):
+    label = str(t["server"])
+    asked, negotiated = asked_of(doc, label, t)
+    result = t.get("result")
+    tally = result.get("streams") if result else None
+    negotiated = negotiated or str(tally["protocol"] if tally else "")
+    row = protocols.find(asked)
+    same = not negotiated or negotiated == asked or (row is not None and row.http1 and negotiated in row.alpn)
+    if not same:
+        return f"{asked} as {negotiated}"
+    if row is not None and not row.http1:
+        return asked
+    spec = doc.get("spec") or {}
+    if tls_of(t) or (spec.get("variant_tls") or {}).get(label, spec.get("tls", False)):
         return "https"
     return "https" if "tls" in ((doc.get("servers") or {}).get(label) or {}) else "http"
+
+
+def streams_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> int:
+    """The requests a label kept in flight per connection: -m where its protocol multiplexes (a bench's as its
+    trial keeps it), else one."""
+    row = protocols.find(asked_of(doc, label, t)[0])
+    if row is None or not row.multiplexed:
+        return 1
+    return int((doc.get("spec") or {}).get("streams") or _bench(t, "streams_asked") or 1)
+
+
+def traffic_said(doc: Mapping[str, Any], level: int | None = None) -> str:
+    """A run's traffic and its parameters in a cell's words (`Source.said`; "": one page), at `level`."""
+    from ..traffic.fits import traffic_of
+
+    return traffic_of(doc.get("spec") or {})[0].said(level)
+
+
+def app_of(doc: Mapping[str, Any], label: str) -> str:
+    """The application a label's pages ran on ("": none): its own, else the run's."""
+    info = (doc.get("servers") or {}).get(label) or {}
+    return str(info.get("app") or (doc.get("spec") or {}).get("app") or "")
 
 
 def _number(v: Any) -> float | None:
@@ -171,8 +224,7 @@ def trial_rows(path: Path, doc: Mapping[str, Any]) -> list[Row]:
     rows = []
     for t in measured(doc):
         cell = cell_key(t, doc)
-        rows.append({"path": str(path), "label": cell.label, "stack": str(t.get("stack") or ""),
-                     "level": cell.level, "page": cell.page, "protocol": cell.protocol,
+        rows.append({"path": str(path), "stack": str(t.get("stack") or ""), **cell_row(cell),
                      "trial": int(t.get("trial") or 0), **figures(t)})
     return rows
 
@@ -198,14 +250,26 @@ def label_page(doc: Mapping[str, Any], label: str) -> str | None:
 
 
 def cell_key(t: TrialRecord, doc: Mapping[str, Any]) -> CellKey:
-    """A trial's cell: its label, level, page (its own, else its label's: `label_page`) and protocol."""
+    """A trial's cell: its label, level, page (its own, else its label's: `label_page`) and the workload sent
+    (protocol, streams, traffic, app)."""
     label = str(t["server"])
     page = t.get("page") or label_page(doc, label) or ""
-    return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc))
+    return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc), streams_of(doc, label, t),
+                   traffic_said(doc, int(t["level"])), app_of(doc, label))
+
+
+CELL_COLUMNS = ("label", "level", "page", "protocol", "streams", "traffic", "app")
+"""A cell's fields as a row (and the index) names them, in `CellKey`'s order."""
+
+
+def cell_row(cell: CellKey) -> dict[str, Any]:
+    """A cell as the columns of a row (`CELL_COLUMNS`)."""
+    return {c: getattr(cell, c) for c in CELL_COLUMNS}
 
 
 def cell_of(row: Mapping[str, Any]) -> CellKey:
-    return CellKey(row["label"], int(row["level"]), row["page"], row["protocol"])
+    return CellKey(row["label"], int(row["level"]), row["page"], row["protocol"], int(row["streams"]),
+                   row["traffic"], row["app"])
 
 
 def estimates(rows: Iterable[Mapping[str, Any]], metric: str) -> dict[CellKey, Estimate]:

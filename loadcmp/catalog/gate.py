@@ -56,12 +56,11 @@ def regression_verdict(metric: str, cp: ChangePoint) -> Verdict:
 def _fewest(root: Path, run: Path) -> tuple[int, str]:
     """The fewest stored runs (other than `run`) that measured one of `run`'s cells, and that cell: a cell no
     stored run shares has no history to be judged against, whatever else the root holds."""
-    from .folder import cell_key, load, measured
+    from .folder import cell_key, cell_row, load, measured
     from .index import open_catalog
 
     doc = load(run)[1]
     cells = sorted({cell_key(t, doc) for t in measured(doc)})
     with open_catalog(root) as cat:
-        counts = [(len(cat.values("rps", exclude=run, label=c.label, level=c.level, page=c.page,
-                                  protocol=c.protocol)), c.text()) for c in cells]
+        counts = [(len(cat.values("rps", exclude=run, **cell_row(c))), c.text()) for c in cells]
     return min(counts) if counts else (0, "")

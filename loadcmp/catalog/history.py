@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import LoadcmpError, UsageError
-from .folder import check_metric, estimates, load, read_doc, trial_rows, value_of
+from .folder import cell_row, check_metric, estimates, load, read_doc, trial_rows, value_of
 from .index import Catalog, Filters, Splits, open_catalog
 from .model import METRICS, CellKey, ChangePoint, Difference, History, HistoryQuery, Point, RunEntry, Series, Value
 from .setup import differences_of
@@ -141,8 +141,7 @@ def history(root: Path, q: HistoryQuery, rebuild: bool = False) -> History:
 
 def _series_with(cat: Catalog, cell: CellKey, metric: str, run: Path, last: Point) -> list[Point]:
     """The cell's points of the root's runs other than `run`, then `last`."""
-    found = cat.values(metric, exclude=run, label=cell.label, level=cell.level, page=cell.page,
-                       protocol=cell.protocol)
+    found = cat.values(metric, exclude=run, **cell_row(cell))
     return [*_points(found, {r.path: r for r in cat.runs}).get(cell, []), last]
 
 

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..errors import UsageError
-from .folder import check_metric, entry, judge, started_of, state_of, values
+from .folder import CELL_COLUMNS, cell_row, check_metric, entry, judge, started_of, state_of, values
 from .model import METRICS, CellKey, RunEntry, Value
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog", "run_folders"]
 
-SCHEMA = "3"
+SCHEMA = "4"
 """The index's own format: an index of another is dropped and rebuilt. Raised whenever what a cell keeps, or
 how its Values are made, changes (an unchanged folder is never read again)."""
 
@@ -44,7 +44,8 @@ RUNS = {"folder": "VARCHAR", "mtime_ns": "BIGINT", "size": "BIGINT", "state": "V
         "run_id": "VARCHAR", "kind": "VARCHAR", "started": "VARCHAR", "sort_key": "DOUBLE", "reason": "VARCHAR",
         "status": "VARCHAR", "owner": "VARCHAR", "host": "VARCHAR", "hostname": "VARCHAR"}
 CELLS = {"folder": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR", "level": "INTEGER", "page": "VARCHAR",
-         "protocol": "VARCHAR", **{f"{m}_{k}": "DOUBLE" for m in METRICS for k in ("mean", "low", "high")},
+         "protocol": "VARCHAR", "streams": "INTEGER", "traffic": "VARCHAR", "app": "VARCHAR",
+         **{f"{m}_{k}": "DOUBLE" for m in METRICS for k in ("mean", "low", "high")},
          **{f"{m}_n": "INTEGER" for m in METRICS}}
 """A run's cell: each metric's Value over its measured trials, made when the run is indexed (`folder.values`:
 the report's Estimate), so that a warm query needs neither the trials nor pandas."""
@@ -53,8 +54,8 @@ SPLITS = {"key": "VARCHAR PRIMARY KEY", "found": "VARCHAR"}
 imports neither Otava nor scipy (most of a fresh process's time)."""
 Splits = list[list[float]]
 """A series' change points as Otava finds them, each [index, mean before, mean after, p-value]."""
-FILTERS = ("label", "stack", "level", "page", "protocol")
-"""What `Catalog.values` selects cells by (the columns of `CELLS` a history's filters name)."""
+FILTERS = ("label", "stack", "level", "page", "protocol", "streams", "traffic", "app")
+"""What `Catalog.values` selects cells by (the columns of `CELLS`: a history's filters, or one cell's all)."""
 
 
 class Filters(TypedDict, total=False):
@@ -65,6 +66,9 @@ class Filters(TypedDict, total=False):
     level: int | None
     page: str | None
     protocol: str | None
+    streams: int | None
+    traffic: str | None
+    app: str | None
 
 
 MEASURED = ("complete", "interrupted")
@@ -96,7 +100,7 @@ class Catalog:
     def values(self, metric: str, *, exclude: Path | None = None,
                **match: Unpack[Filters]) -> list[tuple[Path, CellKey, Value]]:
         """Each cell's Value of `metric` in the complete and interrupted runs, oldest run first: where each key of
-        `match` (label, stack, level, page, protocol) equals its value, when not None; `exclude`: a folder left
+        `match` (`FILTERS`) equals its value, when not None; `exclude`: a folder left
         out."""
         check_metric(metric)  # a column's name: only one of METRICS
         if unknown := set(match) - set(FILTERS):
@@ -106,12 +110,12 @@ class Catalog:
         if exclude is not None:
             where.append("c.folder <> ?")
             args.append(_key(self.root.resolve(), Path(exclude).resolve()))
-        sql = (f"SELECT c.folder, label, level, page, protocol, {metric}_mean, {metric}_low, {metric}_high, "
+        cols = ", ".join(CELL_COLUMNS)
+        sql = (f"SELECT c.folder, {cols}, {metric}_mean, {metric}_low, {metric}_high, "
                f"{metric}_n FROM cells c JOIN runs r USING (folder) WHERE r.state IN {MEASURED} "
-               f"{''.join(' AND ' + w for w in where)} ORDER BY r.sort_key, c.folder, label, level, page, protocol")
-        return [(self.root if folder == "." else self.root / folder, CellKey(label, level, page, protocol),
-                 Value(mean, low, high, n))
-                for folder, label, level, page, protocol, mean, low, high, n in self.con.execute(sql, args).fetchall()]
+               f"{''.join(' AND ' + w for w in where)} ORDER BY r.sort_key, c.folder, {cols}")
+        return [(self.root if rec[0] == "." else self.root / rec[0], CellKey(*rec[1:8]), Value(*rec[8:]))
+                for rec in self.con.execute(sql, args).fetchall()]
 
     def close(self) -> None:
         self.con.close()
@@ -264,9 +268,8 @@ def _index(con: DuckDBPyConnection, root: Path, fresh: list[Path], stamps: dict[
                      "run_id": e.run_id, "kind": e.kind, "started": e.started, "sort_key": started_of(f, doc)[1],
                      "reason": e.reason, **_owner(doc)})
         for cell, (stack, vals) in values(rows).items():
-            cells.append({"folder": key, "label": cell.label, "stack": stack, "level": cell.level, "page": cell.page,
-                          "protocol": cell.protocol, **{f"{m}_{k}": getattr(v, k) for m, v in vals.items()
-                                                        for k in ("mean", "low", "high", "n")}})
+            cells.append({"folder": key, "stack": stack, **cell_row(cell),
+                          **{f"{m}_{k}": getattr(v, k) for m, v in vals.items() for k in ("mean", "low", "high", "n")}})
     for name, cols, recs in (("runs", RUNS, runs), ("cells", CELLS, cells)):
         if recs:
             arrow = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64()}

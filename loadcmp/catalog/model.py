@@ -2,7 +2,9 @@
 
 `compare` (two runs, cell by cell) and `history` (one metric over every stored run,
 with its change points) return these; the CLI, the `serve` pages and `smoke --history`
-only render them. A cell is what two runs can share: label x level x page x protocol.
+only render them. A cell is what two runs can share: label x level x page x the workload sent (the protocol as
+asked and negotiated, the streams per connection, the traffic source with its parameters, the app), so that two
+workloads never share a row of compare nor a series of history.
 """
 
 from __future__ import annotations
@@ -36,19 +38,32 @@ class RunEntry:
 
 @dataclass(frozen=True, order=True)
 class CellKey:
-    """What two runs can share."""
+    """What two runs can share: a label at a level on a page, with the workload that was sent."""
 
     label: str
     level: int
     page: str
-    protocol: str  #: "http" or "https" (the scheme; h2/h3 add their own names)
+    protocol: str
+    """HTTP/1.1 as "http" or "https"; else the protocol asked, "h2", "h2c", "h3", with " as X" where the server
+    negotiated X instead."""
+    streams: int = 1  #: requests in flight per connection (-m on h2, h2c, h3; 1 on HTTP/1.1)
+    traffic: str = ""  #: the traffic source and its parameters, `traffic.source.Source.said` ("": one page)
+    app: str = ""  #: the application the pages ran on (--app; "": none)
+
+    def workload(self) -> str:
+        """What was sent, in words: `h2, 4 streams; mix /a=60,/b=40 seed 7; app wordpress`."""
+        bits = [self.protocol + (f", {self.streams} streams" if self.streams != 1 else "")]
+        bits += [self.traffic] if self.traffic else []
+        bits += [f"app {self.app}"] if self.app else []
+        return "; ".join(bits)
 
     def text(self) -> str:
-        return f"{self.label}@{self.level} {self.page} ({self.protocol})"
+        return f"{self.label}@{self.level} {self.page} ({self.workload()})"
 
 
-DifferenceKind = Literal["setting", "config", "version", "machine", "loadcmp", "page", "spec"]
-"""What part of the set-up a Difference is in."""
+DifferenceKind = Literal["workload", "setting", "config", "version", "machine", "loadcmp", "page", "spec"]
+"""What part of the set-up a Difference is in; `workload`: what was sent (a cell's protocol, streams, traffic or
+app), said first."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,9 @@
 
 `compare` lists these first and every change point names them (between the run before it
 and the run at it), so both say the same thing in the same words. A value is compared as
-its text (`_said`): 5 and "5" are one setting, as a user reads them.
+its text (`_said`): 5 and "5" are one setting, as a user reads them. What was sent (the
+workload a cell names: its traffic, and each label's protocol, streams and app) comes first,
+in the cell's own words (`workload`).
 """
 
 from __future__ import annotations
@@ -14,18 +16,22 @@ import re
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
-from .folder import label_page, load
+from .folder import app_of, label_page, load, measured, protocol_of, streams_of, traffic_said
 from .model import Difference, DifferenceKind
+
+if TYPE_CHECKING:
+    from ..records import TrialRecord
 
 MACHINE_KEYS = ("cpu_model", "cores", "kernel")
 """The machine facts that change what a run can measure (its hostname or Python do not)."""
 
-SPEC_KEYS = ("duration", "warmup", "schedule", "keepalive", "tls", "tls_resume", "timeout", "engine", "workers",
+SPEC_KEYS = ("duration", "warmup", "schedule", "keepalive", "tls_resume", "timeout", "engine", "workers",
              "requests", "ramp_up", "pace", "rate", "max_inflight", "server_cpus", "client_cpus", "server_memory",
              "docker_host", "cluster", "reuse_server")
-"""The spec keys that change what is measured (the levels, labels and pages are the cells themselves)."""
+"""The spec keys that change what is measured (the levels, labels, pages and workloads are the cells themselves:
+TLS is in a cell's protocol, `workload` says it)."""
 
 PORT_AT = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\]):(\d{2,5})\b")
 """A port written beside the loopback address in a rendered config (a back-end's, a front's)."""
@@ -106,7 +112,6 @@ def _label(label: str, a: Mapping[str, Any] | None, b: Mapping[str, Any] | None,
     out += _pairs("setting", label, a.get("settings") or {}, b.get("settings") or {})
     out += _configs(label, a.get("configs") or {}, b.get("configs") or {}, ports)
     out += _pairs("version", label, a.get("versions") or {}, b.get("versions") or {})
-    out += _pairs("page", label, a, b, ("app",))
     out += _pairs("page", label, {"page": pages[0]}, {"page": pages[1]})  # a label's page, else the spec's
     return out
 
@@ -115,14 +120,35 @@ def _pages(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
     """The user's pages (--www) as their digest, and the run's pages."""
     www_a, www_b = a.get("www") or {}, b.get("www") or {}
     out = _pairs("page", "", {"www": www_a.get("sha256")}, {"www": www_b.get("sha256")})
-    spec_a, spec_b = a.get("spec") or {}, b.get("spec") or {}
-    return out + _pairs("page", "", spec_a, spec_b, ("app",))
+    return out
+
+
+def _sent(doc: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """What a label sent, as its cells name it: protocol (of its first measured trial), streams, app."""
+    t = next((t for t in measured(doc) if t["server"] == label), cast("TrialRecord", {"server": label}))
+    return {"protocol": protocol_of(t, doc), "streams": streams_of(doc, label, t), "app": app_of(doc, label) or None}
+
+
+def workload(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
+    """What was sent that differs: the traffic (in a cell's words; the keys themselves where the words agree,
+    a replayed log of the same name elsewhere), then each label of both runs' protocol, streams and app."""
+    from ..traffic.fits import traffic_of
+
+    out = _pairs("workload", "", {"traffic": traffic_said(a) or None}, {"traffic": traffic_said(b) or None})
+    if not out:
+        out = _pairs("workload", "", traffic_of(a.get("spec") or {})[0].fields(),
+                     traffic_of(b.get("spec") or {})[0].fields())
+    servers_a, servers_b = a.get("servers") or {}, b.get("servers") or {}
+    for label in [s for s in servers_a if s in servers_b]:
+        out += _pairs("workload", label, _sent(a, label), _sent(b, label), ("protocol", "streams", "app"))
+    return out
 
 
 def differences_of(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
-    """What differs from run.json `a` to run.json `b`: the run's (machine, loadcmp, pages, spec) first,
-    then each label's, labels in A's order then B's own."""
-    out = _pairs("machine", "", a.get("machine") or {}, b.get("machine") or {}, MACHINE_KEYS)
+    """What differs from run.json `a` to run.json `b`: what was sent first (`workload`), then the run's (machine,
+    loadcmp, pages, spec), then each label's, labels in A's order then B's own."""
+    out = workload(a, b)
+    out += _pairs("machine", "", a.get("machine") or {}, b.get("machine") or {}, MACHINE_KEYS)
     out += _pairs("loadcmp", "", a, b, ("loadcmp_version",))
     out += _pages(a, b)
     out += _pairs("spec", "", a.get("spec") or {}, b.get("spec") or {}, SPEC_KEYS)

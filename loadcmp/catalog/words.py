@@ -13,6 +13,10 @@ NAMES = {"rps": "req/s", "p50": "p50", "p99": "p99", "failed_rate": "failed rate
 """Each metric's name in a heading."""
 
 
+NO_ROW = "no cell in common: the runs sent other workloads (what differs, above), so no row compares them"
+"""A comparison without a row: two runs whose cells all differ in what was sent."""
+
+
 def unit(metric: str) -> str:
     return METRICS[metric][0] if metric in METRICS else ""
 

@@ -59,6 +59,10 @@ def show_comparison(c: Comparison, full_diff: bool = False) -> None:
     show_differences(c.differences, full_diff)
     for table in metric_tables(c):
         out.print(table)
+    if not c.rows:
+        from ..catalog.words import NO_ROW
+
+        out.print("\n" + NO_ROW, soft_wrap=True)
     if any(r.setup_differs for r in c.rows):
         out.print("* the set-up of this cell differs between the runs (above)")
     if any(r.client_bound for r in c.rows):

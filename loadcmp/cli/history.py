@@ -29,7 +29,7 @@ is imported, so that `--help` answers at once."""
 @click.option("--stack", help="Only labels that ran this stack.")
 @click.option("--level", type=int, help="Only this level (clients or rate).")
 @click.option("--page", help="Only this page, e.g. /index.html.")
-@click.option("--protocol", help="Only this protocol (http, https).")
+@click.option("--protocol", help="Only this protocol (http, https: HTTP/1.1 without and with TLS; h2, h2c, h3).")
 @click.option("--figure", type=click.Path(dir_okay=False, path_type=Path), help="Write the trend figure (PNG) here.")
 @click.option("--rebuild", is_flag=True, help="Rebuild the index of RESULTS_DIR from the folders first.")
 @json_option

@@ -86,7 +86,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     said = _history(history_dir, run.path, verdicts)
     passed = all(o.passed for o in verdicts)
     write_outputs(verdicts, res, passed, elapsed, junit, summary, said)
-    _print(verdicts, passed, elapsed, as_json, run.path)
+    _print(verdicts, passed, elapsed, as_json, run.path, res)
     raise_for_status(run)
     _raise_for(res, verdicts)
 
@@ -216,14 +216,26 @@ def _pages(given: tuple[str, ...], listed: list[str], users_file: bool, app_flag
     return None if users_file else tuple(listed) or None
 
 
-def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool, path: str) -> None:
+def smoke_doc(verdicts: list[Verdict], passed: bool, elapsed: float, res: Results | None,
+              path: str) -> dict[str, Any]:
+    """`smoke --json`: the verdict, each check's, and the run's rows (`report.tables.summary_doc`'s; none
+    without `res`)."""
+    from ..report.tables import summary_doc
+
+    return {"passed": passed, "results_dir": path, "elapsed_s": round(elapsed, 1),
+            "checks": [{"server": o.server, "check": o.check, "kind": o.kind, "measured": o.measured,
+                        "shown": o.shown, "passed": o.passed, "message": o.message,
+                        "client_bound": o.client_bound_reason is not None,
+                        "client_bound_reason": o.client_bound_reason}
+                       for o in verdicts],
+            "results": summary_doc(res)["results"] if res is not None else []}
+
+
+def _print(verdicts: list[Verdict], passed: bool, elapsed: float, as_json: bool, path: str,
+           res: Results | None = None) -> None:
+    """The checks on stdout: as JSON (`smoke_doc`, with the rows of `res`), else as a table."""
     if as_json:
-        emit_json({"passed": passed, "results_dir": path, "elapsed_s": round(elapsed, 1),
-                   "checks": [{"server": o.server, "check": o.check, "kind": o.kind, "measured": o.measured,
-                               "shown": o.shown, "passed": o.passed, "message": o.message,
-                               "client_bound": o.client_bound_reason is not None,
-                               "client_bound_reason": o.client_bound_reason}
-                              for o in verdicts]})
+        emit_json(smoke_doc(verdicts, passed, elapsed, res, path))
         return
     t = PlainTable(title=f"smoke checks ({elapsed:.0f} s)", title_justify="left")
     for c in ("server", "check", "measured", "verdict"):

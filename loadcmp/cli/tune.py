@@ -146,7 +146,6 @@ def _resumed(st: StudyFlags, besides: list[str]) -> tuple[RunSpec, CapacitySpec,
 def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: str | None,
           live: LivePage | None = None) -> SweepOutcome:
     """The study with the sweep's display and Ctrl-C handler, then its summary (JSON, or the table)."""
-    from ..report.tables import summary_doc
     from ..store.reader import load_results
 
     def drive(s: RunSpec, hooks: SweepHooks, stopper: Stopper, fleet: Fleet | None) -> SweepOutcome:
@@ -167,12 +166,18 @@ def study(spec: RunSpec, cap: CapacitySpec, t: TuneSpec, as_json: bool, resume: 
                     display=CapacityDisplay(cap.unit), live=live, command="tune")
     res = load_results(outcome.path)
     if as_json:
-        from ..report.tune import tune_json
-
-        emit_json({**summary_doc(res), "tune": tune_json(res)})
+        emit_json(tune_output(res))
     else:
         print_tune(res)
     return outcome
+
+
+def tune_output(res: Results) -> dict[str, Any]:
+    """`tune --json`: the run's rows and the study (`report.tune.tune_json`)."""
+    from ..report.tables import summary_doc
+    from ..report.tune import tune_json
+
+    return {**summary_doc(res), "tune": tune_json(res)}
 
 
 def print_tune(res: Results) -> None:

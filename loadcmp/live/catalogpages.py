@@ -19,7 +19,7 @@ from aiohttp import web
 
 from ..catalog.model import METRICS, Comparison, HistoryQuery
 from ..catalog.tojson import plain
-from ..catalog.words import NAMES, cell_text, delta_text, difference_text, plus_minus, verdict_text
+from ..catalog.words import NAMES, NO_ROW, cell_text, delta_text, difference_text, plus_minus, verdict_text
 from ..errors import UsageError
 
 Names = Callable[[], Awaitable[list[str]]]
@@ -137,6 +137,8 @@ def comparison_html(c: Comparison | None) -> str:
             for r, d in rows)
         parts.append(f"<h3>{e(NAMES[metric])}</h3><table class='runs'><thead><tr><th>cell</th><th>A</th><th>B</th>"
                      f"<th>B against A</th><th>verdict</th></tr></thead><tbody>{body}</tbody></table>")
+    if not c.rows:
+        parts.append(f"<p>{e(NO_ROW)}</p>")
     if any(r.setup_differs for r in c.rows):
         parts.append("<p>* the set-up of this cell differs between the runs</p>")
     if any(r.client_bound for r in c.rows):

@@ -13,6 +13,8 @@
                       the server's CPU beside theirs, each against the cores they share
     compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
     tables.py         Table 1 (per server x level: means and 95 % intervals), `--json`'s rows, the legend
+    jsonrows.py       a `--json` row's keys (the contract's), its `proto` and `page`, and a load of several
+                      pages' rows, one per page after the whole
     tls.py            https: the TLS handshakes table (per second, resumed share, per core, handshake time,
                       tls_error) and what each label negotiated
     streams.py        h2/h2c: the streams table (per connection, GOAWAY, RST_STREAM, the server's max
@@ -36,7 +38,7 @@ Imports go one way: build -> documents -> plots -> level_figures, tune -> axes -
 plots -> story -> role_usage, compare -> tables -> causes -> connects;
 story -> connects; setup -> tables; documents -> tls -> tables -> handshakes;
 role_usage -> tables; documents -> streams; documents -> mixes;
-documents -> tables -> journeys;
+documents -> tables -> journeys; tables -> jsonrows;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
 folders read through `store.reader`; a mix's page cells, a trial's TLS facts, the writer's atomic write), the
 load's outcome kinds and its trials' sums (`load.record.summary`), a replay in words (`traffic.logreplay`, for the

@@ -22,6 +22,7 @@ from .capacity import capacity_json
 from .causes import note
 from .handshakes import bound_said, facts
 from .journeys import journeys_json
+from .jsonrows import page_rows, whole
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -161,15 +162,17 @@ def failures_by_kind(res: Results) -> pd.DataFrame:
 
 
 def summary_doc(res: Results) -> dict[str, Any]:
-    """The `--json` summary of a run: §6 keys per server x level, means over the trials with their
+    """The `--json` summary of a run: the contract's keys (`jsonrows.ROW_KEYS`) per server x level, each page
+    of a load of several pages after its whole (`jsonrows.page_rows`), means over the trials with their
     95 % interval (`ci95`, from 3 trials; 2 give `rps_range`), latency pooled over the trials, and
     the requests' counts, status codes and phases over the trials (`load.record.summary.over_trials`)."""
     agg = aggregate(res)
     fk = failures_by_kind(res)
     out = []
     for _, r in agg.iterrows():
-        item: dict[str, Any] = {"server": r.server, "level": int(r.level), "trials": int(r.trials),
-                                "measured_trials": int(r.measured), "status": r.statuses, "reason": r.reason}
+        item: dict[str, Any] = {"server": r.server, "level": int(r.level), **whole(res, r.server, int(r.level)),
+                                "trials": int(r.trials), "measured_trials": int(r.measured), "status": r.statuses,
+                                "reason": r.reason}
         for k in ("ok", "failed", "unfinished", "rps", "duration_s", "bytes", "cpu_pct", "mem_peak_bytes",
                   "pids_peak", "failed_rate"):
             item[k] = _num(r[k])
@@ -201,7 +204,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
         elif r.measured == 2:
             est = cell_estimate(res, r.server, int(r.level), rps)
             item["rps_range"] = [est.least, est.most]
-        out.append(item)
+        out += [item, *page_rows(res, r.server, int(r.level))]  # a load of several pages: each page after it
     doc = {"results_dir": str(res.path), "status": res.status, "name": res.name,
            "servers": res.servers, "levels": res.levels, "results": out, "problems": res.problems,
            "findings": [f for run in res.runs for f in run.doc.get("findings", [])]}

@@ -5,7 +5,8 @@ a run has: the schedule a level runs (`schedule`), the measured window without -
 engines send in one load (`pages`, a `load.pageset.Pages`: the compiled loop never knows which source it runs),
 the pages the primer asks for (`primed`), the journeys a level walks (`walks`) and the engine plan they make
 (`plan`), what a trial adds to its stored result (`result`), the labels findings may name (`labels`), the run's
-page when none is given (`page_for`), and the words the report says of it (`sentence`, `what`, `lines`).
+page when none is given (`page_for`), the words the report says of it (`sentence`, `what`, `lines`), and what it
+is as part of a catalog's cell (`said`: two runs of other traffic never share a cell).
 
 run.json keeps the flat keys it always had (`mix`, `seed`, `replay`, `replay_speed`, `replay_methods`,
 `log_format`, `journey`, `journey_levels`): `fields` writes them and `fits.traffic_of` reads them back, so
@@ -105,6 +106,11 @@ class Source:
         """The source in words, one line per run, for the report's section of it."""
         return []
 
+    def said(self, level: int | None = None) -> str:
+        """The source and its parameters as a catalog's cell names them ("": one page); `level`: at that level
+        (None: at every level)."""
+        return ""
+
 
 @dataclass(frozen=True)
 class OnePage(Source):
@@ -143,6 +149,9 @@ class MixTraffic(Source):
 
     def drawn(self) -> Self:
         return self if self.seed is not None else replace(self, seed=new_seed())
+
+    def said(self, level: int | None = None) -> str:
+        return f"mix {','.join(f'{p}={w:g}' for p, w in self.weights.items())} seed {self.seed}"
 
     def lines(self, run: str) -> list[str]:
         pages = ", ".join(f"{p} ({w:g})" for p, w in self.weights.items())
@@ -203,6 +212,10 @@ class ReplayTraffic(Source):
     def what(self) -> str | None:
         return "the log's pages"
 
+    def said(self, level: int | None = None) -> str:
+        methods = "" if tuple(self.methods) == tuple(DEFAULT_METHODS) else f" ({','.join(self.methods)})"
+        return f"replay {Path(self.log).name}{methods} at {self.speed}"
+
 
 @dataclass(frozen=True)
 class JourneyTraffic(Source):
@@ -225,6 +238,11 @@ class JourneyTraffic(Source):
     def at(self, level: int) -> str:
         """The mix one level runs, as given."""
         return self.levels.get(str(level), self.mix)
+
+    def said(self, level: int | None = None) -> str:
+        mix = self.at(level) if level is not None else self.mix + "".join(
+            f", at {lv}: {m}" for lv, m in sorted(self.levels.items()))
+        return f"journeys {mix} seed {self.seed or 0}"
 
     def walks(self, level: int, shipped: Mapping[str, Path]) -> JourneyMix | None:
         from .journeys import load_mix

@@ -6,6 +6,9 @@ noise, and, from run `step_at` on, one metric moved by `step` (a fraction: -0.3 
 less) with a set-up difference at that run (`setting` set to `setting_after`). It adds
 broken, abandoned and running folders on request. The figures hang together as a closed
 loop's do: req/s x latency = clients, the server's CPU per request fixed, memory flat.
+A plan also says what was sent, as run.json keeps it: the protocol asked (and negotiated), TLS, `-m`,
+the traffic's flat keys (`traffic.source.DEFAULTS`: a mix, a journey, a replay and its speed) and the app;
+`start` numbers runs on from an earlier call's, so that runs of several plans share one root.
 """
 
 from __future__ import annotations
@@ -35,6 +38,14 @@ class Plan:
     setting: str = "fpm.max_children"
     before: int = 8
     after: int = 4
+    proto: str = "h1"  #: --proto, stored as each label's `proto` and `negotiated`
+    negotiated: str = ""  #: what the server spoke ("": as asked)
+    tls: bool = False
+    streams: int = 1  #: -m
+    traffic: tuple[tuple[str, Any], ...] = ()  #: run.json's flat traffic keys given, e.g. (("mix", {...}), ("seed", 7))
+    app: str | None = None
+    duration: float = DURATION  #: the spec's measured seconds (the per-second tables keep DURATION rows)
+    pages: tuple[tuple[str, float], ...] = ()  #: a load of several pages: each trial's ok split by these weights
 
 
 def _config(setting: str, value: Any) -> str:
@@ -42,10 +53,12 @@ def _config(setting: str, value: Any) -> str:
 
 
 def _server(label: str, plan: Plan, value: Any) -> dict[str, Any]:
-    return {"stack": label, "description": f"{label}, made up", "settings": {plan.setting: value,
+    info = {"stack": label, "description": f"{label}, made up", "settings": {plan.setting: value,
             "php.opcache": True}, "configs": {"web/php-fpm.conf": _config(plan.setting, value),
             "web/nginx.conf": "worker_processes auto;\n"}, "versions": {"nginx": "nginx/1.22.1", "php": "PHP 8.2.0"},
-            "keepalive": False, "page": plan.page, "cpus": "1", "memory_bytes": None}
+            "keepalive": False, "page": plan.page, "cpus": "1", "memory_bytes": None,
+            "proto": plan.proto, "negotiated": plan.negotiated or plan.proto}
+    return {**info, **({"app": plan.app} if plan.app else {})}
 
 
 def _latency(ms: float) -> dict[str, float]:
@@ -64,11 +77,25 @@ def _trial(label: str, level: int, k: int, plan: Plan, factor: dict[str, float],
               "service_ms": _latency(p50), "webbench": {"susceed": ok, "failed": 0, "pages_per_min": rps * 60,
                                                         "bytes_per_s": rps * 1000},
               "interrupted": False, "warnings": []}
+    if plan.pages:
+        result["pages"] = _split(ok, plan.pages, result["latency_ms"])
     metrics = {"cpu_pct": round(rps * cpu_ms / 10, 3), "mem_peak_bytes": int(40e6 * factor["mem_peak"]
                                                                               * (1 + plan.noise * rng.gauss(0, 1))),
                "samples": int(DURATION)}
     return {"server": label, "level": level, "trial": k, "stack": label, "keepalive": False, "status": "ok",
             "reason": None, "page": plan.page, "result": result, "server_metrics": metrics}
+
+
+def _split(ok: int, weights: tuple[tuple[str, float], ...], latency: dict[str, float]) -> list[dict[str, Any]]:
+    """A load's `pages` (`records.PageSummary`): its ok requests split by weight, the last page taking the rest."""
+    total, out, left = sum(w for _, w in weights), [], ok
+    for i, (page, w) in enumerate(weights):
+        n = left if i == len(weights) - 1 else int(ok * w / total)
+        left -= n
+        out.append({"page": page, "ok": n, "failed": 0, "failures": {}, "completed": n, "share": round(n / ok, 4),
+                    "rps": round(n / DURATION, 3), "bytes": n * 1000, "status_codes": {"200": n},
+                    "latency_ms": latency})
+    return out
 
 
 def _seconds(t: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
@@ -93,8 +120,9 @@ def run_doc(i: int, plan: Plan, stepped: bool, step: float, rng: random.Random) 
     trials = [_trial(label, level, k, plan, factor, rng)
               for k in range(1, plan.trials + 1) for level in plan.levels for label in plan.labels]
     spec = {"servers": list(plan.labels), "stacks": {x: x for x in plan.labels}, "levels": list(plan.levels),
-            "duration": DURATION, "warmup": 1.0, "page": plan.page, "schedule": "closed", "keepalive": [False],
-            "timeout": 10.0, "engine": "fast", "workers": 1, "trials": plan.trials, "name": f"synthetic-{i}"}
+            "duration": plan.duration, "warmup": 1.0, "page": plan.page, "schedule": "closed", "keepalive": [False],
+            "timeout": 10.0, "engine": "fast", "workers": 1, "trials": plan.trials, "name": f"synthetic-{i}",
+            "tls": plan.tls, "protos": [plan.proto], "streams": plan.streams, "app": plan.app, **dict(plan.traffic)}
     return {"format": 1, "kind": "run", "name": f"synthetic-{i}", "status": "complete", "spec": spec,
             "loadcmp_version": "0.1.0", "started": started.strftime("%Y-%m-%dT%H:%M:%S%z"),
             "run_id": f"synthetic{i:06d}", "ended": (started + timedelta(minutes=5)).strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -117,9 +145,10 @@ def write_run(folder: Path, doc: dict[str, Any]) -> Path:
 
 
 def make_runs(root: Path, n: int, *, step_at: int | None = None, step: float = 0.0, seed: int = 0,
-              plan: Plan | None = None, broken: int = 0, abandoned: int = 0, running: int = 0,
+              plan: Plan | None = None, broken: int = 0, abandoned: int = 0, running: int = 0, start: int = 0,
               **fields: Any) -> list[Path]:
-    """`n` complete runs under `root` (oldest first, named so), a step at run `step_at` (0-based), and the
+    """`n` complete runs under `root` (oldest first, named so, numbered from `start`), a step from run number
+    `step_at` on, and the
     extra folders asked for after them: broken (no run.json; not JSON; another format, in turn), abandoned
     (a `running` run whose process is gone) and running (owned by this process). `fields` are `Plan`'s, laid
     over `plan` (labels=("nginx", "apache"), levels=(10, 50), trials=2 ...). Returns the runs' folders."""
@@ -127,7 +156,7 @@ def make_runs(root: Path, n: int, *, step_at: int | None = None, step: float = 0
     rng = random.Random(seed)
     root.mkdir(parents=True, exist_ok=True)
     paths = [write_run(root / f"run-{i:05d}", run_doc(i, plan, step_at is not None and i >= step_at, step, rng))
-             for i in range(n)]
+             for i in range(start, start + n)]
     for j in range(broken):
         folder = root / f"broken-{j:03d}"
         folder.mkdir(exist_ok=True)

@@ -5,7 +5,10 @@
   const UNITS = { rps: "req/s", p50: "ms", p99: "ms", failed_rate: "%", cpu_per_request: "ms", mem_peak: "MiB" };
   const scale = (metric, v) => (v == null ? null : metric === "mem_peak" ? v / 1048576 : v);
   const el = (tag, text, cls) => { const n = document.createElement(tag); if (text) n.textContent = text; if (cls) n.className = cls; return n; };
-  const cellText = (c) => `${c.label}@${c.level} ${c.page} (${c.protocol})`;
+  // a cell's workload in model.CellKey.workload's words: `h2, 4 streams; mix /a=60,/b=40 seed 7; app wordpress`
+  const workload = (c) => [c.protocol + (c.streams && c.streams !== 1 ? `, ${c.streams} streams` : ""),
+    ...(c.traffic ? [c.traffic] : []), ...(c.app ? [`app ${c.app}`] : [])].join("; ");
+  const cellText = (c) => `${c.label}@${c.level} ${c.page} (${workload(c)})`;
   const fmt = (v) => (v == null ? "-" : Math.abs(v) >= 100 ? v.toLocaleString("en", { maximumFractionDigits: 0 }) : v.toFixed(2));
   const diffText = (d) => (d.scope ? `${d.scope}: ` : "") + d.key + " " + (d.kind === "config" && d.before != null && d.after != null
     ? "changed" : `${d.before ?? "(none)"} → ${d.after ?? "(none)"}`);

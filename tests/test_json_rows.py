@@ -1,0 +1,85 @@
+"""`--json` rows carry what the contract says: the keys ARCHITECTURE.md lists (read there, the one place), `proto`
+per label, and for a load of several pages (a mix, journeys) one row per page after the whole, whose counts add
+up to the whole's. Every command that prints rows (`run`, `smoke`, `capacity`, `tune`) is checked, over made-up
+results folders and the stored capacity fixture (no Docker)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from helpers.synthetic import make_runs
+from loadcmp.report.jsonrows import ROW_KEYS
+from loadcmp.report.tables import summary_doc
+from loadcmp.store.reader import load_results
+
+ROOT = Path(__file__).parent.parent
+FIXTURES = Path(__file__).parent / "fixtures"
+MIX = (("/index.html", 60.0), ("/info.php", 40.0))
+STEPS = (("reader/home", 50.0), ("reader/post", 30.0), ("reader/comment", 20.0))
+
+
+def contract_keys() -> list[str]:
+    """The keys ARCHITECTURE.md's contract says every `--json` row carries."""
+    text = (ROOT / "ARCHITECTURE.md").read_text()
+    said = re.search(r"`--json` rows \([^)]*\) carry: (.*?)\.\s", text, re.S)
+    assert said, "ARCHITECTURE.md names no keys of --json rows"
+    return re.findall(r"`(\w+)`", said[1])
+
+
+def every_command(path: Path) -> dict[str, list[dict]]:
+    """Each command's `results` rows for one results folder, made by the function the command prints."""
+    from loadcmp.cli.smoke import smoke_doc
+    from loadcmp.cli.tune import tune_output
+
+    res = load_results(path)
+    return {"run": summary_doc(res)["results"], "smoke": smoke_doc([], True, 1.0, res, str(path))["results"],
+            "tune": tune_output(res)["results"]}
+
+
+def test_the_code_keeps_the_contract_s_keys():
+    assert contract_keys() == list(ROW_KEYS) and {"proto", "page"} <= set(ROW_KEYS)
+
+
+def test_every_command_s_rows_carry_the_contract_s_keys(tmp_path):
+    keys = contract_keys()
+    [mixed] = make_runs(tmp_path, 1, pages=MIX, labels=("nginx", "apache"), trials=3)
+    capacity = summary_doc(load_results(FIXTURES / "capacity-2x"))
+    assert capacity.get("capacity") and capacity["results"]
+    commands = {**every_command(mixed), "capacity": capacity["results"]}
+    for command, rows in commands.items():
+        assert rows, command
+        for row in rows:
+            missing = [k for k in keys if k not in row]
+            assert not missing, (command, row["server"], row["page"], missing)
+    assert {r["proto"] for r in capacity["results"]} == {"h1"}  # a run stored before labels kept theirs
+
+
+def test_a_label_s_protocol_is_a_key(tmp_path):
+    [run] = make_runs(tmp_path, 1, labels=("caddy",), proto="h2", tls=True, streams=4)
+    rows = every_command(run)
+    assert {(c, r["server"], r["proto"]) for c, rs in rows.items() for r in rs} == {
+        ("run", "caddy", "h2"), ("smoke", "caddy", "h2"), ("tune", "caddy", "h2")}
+    assert all(r["page"] == "/index.php" for rs in rows.values() for r in rs)
+
+
+@pytest.mark.parametrize("pages", [MIX, STEPS], ids=["mix", "journey"])
+def test_each_page_has_its_row_and_the_pages_add_up_to_the_whole(tmp_path, pages):
+    [run] = make_runs(tmp_path, 1, pages=pages, labels=("nginx", "apache"), levels=(5, 20), trials=3)
+    for command, rows in every_command(run).items():
+        wholes = [r for r in rows if r["page"] == "mix"]
+        assert [(r["server"], r["level"]) for r in wholes] == [(s, lv) for s in ("nginx", "apache") for lv in (5, 20)]
+        for whole in wholes:
+            at = rows.index(whole)
+            own = rows[at + 1:at + 1 + len(pages)]
+            assert [r["page"] for r in own] == [p for p, _ in pages], command
+            assert {(r["server"], r["level"], r["proto"]) for r in own} == {(whole["server"], whole["level"], "h1")}
+            assert sum(r["totals"]["ok"] for r in own) == whole["totals"]["ok"] > 0
+            assert sum(r["ok"] for r in own) == pytest.approx(whole["ok"], abs=0.01)
+            assert sum(r["failed"] for r in own) == whole["failed"] == 0
+            assert sum(r["share"] for r in own) == pytest.approx(1.0, abs=0.001)
+            assert all(r["trials"] == whole["measured_trials"] == 3 and r["latency_ms"]["p50"] > 0 for r in own)
+    plain = summary_doc(load_results(make_runs(tmp_path / "one", 1)[0]))["results"]
+    assert [r["page"] for r in plain] == ["/index.php"]  # one page: no row per page
