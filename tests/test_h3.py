@@ -71,15 +71,35 @@ def test_a_reset_stream_is_counted_by_its_error_code(h3, cafile):
     assert check_invariant(doc)
 
 
-def test_goaway_ends_the_streams_it_did_not_process_and_a_new_connection_follows(h3, cafile):
+def test_a_request_a_goaway_left_unprocessed_is_sent_again_on_a_new_connection(h3, cafile):
     doc = result_doc(load(target(h3.url("/goaway"), cafile)))
     streams = doc["streams"]
     assert streams is not None and streams["goaways"] > 0
-    assert streams["goaway_unprocessed"] >= doc["failures"]["goaway"] > 0  # the tally counts the close's too
-    assert doc["ok"] > 0 and doc["failed"] == doc["failures"]["goaway"]
+    assert doc["ok"] > 0 and doc["failed"] == 0, doc["failures"]  # none is a failure: each was sent again
+    assert streams["goaway_unprocessed"] >= streams["retried"] > 0  # the tally counts the close's too
+    assert streams["streams"] == doc["started"]  # a resend is the same request, counted once
     assert streams["connections"] > 2  # each GOAWAY's connection drained, then replaced
     assert streams["max_per_connection"] < 5  # the server processes four requests of a connection, then says GOAWAY
     assert check_invariant(doc)
+
+
+def test_with_n_each_request_is_answered_once_and_the_server_processed_each(h3, cafile):
+    before = h3.answered.get("200", 0)
+    doc = result_doc(load(target(h3.url("/goaway"), cafile), Closed(2, requests=300), seconds=30.0))
+    streams = doc["streams"]
+    assert doc["started"] == doc["ok"] == 300 and doc["failed"] == 0, doc["failures"]
+    assert h3.answered.get("200", 0) - before == 300  # the server's own count: no request twice, none lost
+    assert streams is not None and streams["retried"] == streams["goaway_unprocessed"] > 0
+
+
+def test_a_server_that_processes_nothing_ends_each_request_as_goaway(h3, cafile):
+    from loadcmp.load.h3.engine import SENDS
+
+    doc = result_doc(load(target(h3.url("/goaway-all"), cafile, streams=1), Closed(1, requests=3), seconds=30.0))
+    streams = doc["streams"]
+    assert doc["failed"] == doc["failures"]["goaway"] == 3 and not doc["ok"]  # sent SENDS times each, never processed
+    assert streams is not None and streams["retried"] == 3 * (SENDS - 1)
+    assert streams["goaway_unprocessed"] == 3 * SENDS and streams["connections"] == 3 * SENDS
 
 
 @pytest.mark.parametrize("schedule", [Ramp(6, 0.3, 0.02), Rate(300.0, 8)], ids=["ramp", "rate"])

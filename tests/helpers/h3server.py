@@ -3,9 +3,11 @@ over TCP on the same port number that advertises it by Alt-Svc, as Caddy does.
 
     GET /ok              200 with a short body
     GET /missing         404
+    GET /other           200 (a mix's second page)
     GET /reset           the stream reset (RESET_STREAM, H3_INTERNAL_ERROR): no answer
     GET /goaway          200, but every `goaway_every`-th request of a connection is answered by a GOAWAY
                          naming its own stream: it and every later stream are never processed
+    GET /goaway-all      a GOAWAY naming its own stream, on every connection (a server shutting down): none answered
 
 `alpn` other than h3 makes a QUIC server that does not speak HTTP/3; `quic=False` none at all (only TCP);
 `alt_svc` is the Alt-Svc header the TCP side sends ("" for none; `{port}` is the server's port).
@@ -55,13 +57,14 @@ class _H3(QuicConnectionProtocol):
         if path == b"/reset":
             self._quic.reset_stream(sid, ErrorCode.H3_INTERNAL_ERROR)
             return
-        if path == b"/goaway" and self.seen % self.server.goaway_every == 0:
+        if path == b"/goaway-all" or path == b"/goaway" and self.seen % self.server.goaway_every == 0:
             self.goaway = sid
             control = self.h3._local_control_stream_id
             assert control is not None
             self._quic.send_stream_data(control, encode_frame(FrameType.GOAWAY, encode_uint_var(sid)))
             return
         status = b"404" if path == b"/missing" else b"200"
+        self.server.answered[status.decode()] = self.server.answered.get(status.decode(), 0) + 1
         self.h3.send_headers(sid, [(b":status", status), (b"content-length", str(len(BODY)).encode())])
         self.h3.send_data(sid, BODY, end_stream=True)
 
@@ -91,6 +94,8 @@ class H3Server:
         cert.private_key_pem.write_to_path(self.keyfile)
         self.alpn, self.quic, self.alt_svc, self.goaway_every = alpn, quic, alt_svc, goaway_every
         self.requests = 0
+        self.answered: dict[str, int] = {}
+        """Responses sent, by status: what the server processed, as its access log would say."""
         self.port = 0
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()
