@@ -102,6 +102,42 @@ def test_a_server_that_processes_nothing_ends_each_request_as_goaway(h3, cafile)
     assert streams["goaway_unprocessed"] == 3 * SENDS and streams["connections"] == 3 * SENDS
 
 
+def _mix(h3, cafile: str, streams: int = 4):
+    from loadcmp.traffic.mix import mix_pages, parse_mix
+
+    t = target(h3.url("/ok"), cafile, streams)
+    return t, mix_pages(parse_mix("/ok=60,/missing=30,/other=10"), 5, t)
+
+
+def test_a_mix_over_h3_sends_the_sequence_and_counts_each_page(h3, cafile):
+    t, pages = _mix(h3, cafile)
+    doc = result_doc(run_load(LoadSpec(t, Closed(2, requests=600), 30.0, timeout=3.0, pages=pages)))
+    assert check_invariant(doc) and doc["ok"] + doc["failed"] == 600
+    got = {p["page"]: p for p in doc["pages"]}
+    want = {name: sum(1 for i in pages.order[:600] if i == j) for j, name in enumerate(pages.names)}
+    assert {page: p["completed"] for page, p in got.items()} == want  # the drawn sequence's first 600, in full
+    assert got["/missing"]["status_codes"] == {"404": want["/missing"]} and got["/other"]["ok"] == want["/other"]
+
+
+def test_a_mix_and_a_replay_hold_the_open_rate_over_h3(h3, cafile, tmp_path):
+    from loadcmp.traffic.logreplay import plan_replay, replay_schedule
+    from loadcmp.traffic.logs import read_log
+
+    t, pages = _mix(h3, cafile, streams=8)
+    doc = result_doc(run_load(LoadSpec(t, Rate(200.0, 100), 2.0, timeout=3.0, pages=pages)))
+    assert check_invariant(doc) and doc["dropped"] == 0 and abs(doc["started"] - 400) <= 4, doc["started"]
+    assert sum(p["completed"] for p in doc["pages"]) == doc["completed"]
+    log = tmp_path / "access.log"
+    line = '127.0.0.1 - - [26/Nov/2026:01:24:{s:02d} +0000] "GET {path} HTTP/1.1" {status} 5 "-" "-"'
+    log.write_text("\n".join(line.format(s=s, path=path, status=status) for s in range(2)
+                             for path, status in [("/ok", 200)] * 40 + [("/missing", 200)] * 10) + "\n")
+    plan = plan_replay(read_log(log), 1.0)
+    result = run_load(LoadSpec(t, replay_schedule(plan, 50), 2.0, timeout=3.0, pages=plan.pages(t)))
+    assert [s.started for s in result.seconds] == [50, 50]  # each second the log's own requests
+    got = {p["page"]: p for p in result_doc(result)["pages"]}
+    assert got["/ok"]["as_expected"] == 80 and got["/missing"]["expected"] == 20 and not got["/missing"]["as_expected"]
+
+
 @pytest.mark.parametrize("schedule", [Ramp(6, 0.3, 0.02), Rate(300.0, 8)], ids=["ramp", "rate"])
 def test_every_schedule_runs_over_h3(h3, cafile, schedule):
     doc = result_doc(load(target(h3.url("/ok"), cafile, streams=2), schedule))
