@@ -138,6 +138,45 @@ def test_a_mix_and_a_replay_hold_the_open_rate_over_h3(h3, cafile, tmp_path):
     assert got["/ok"]["as_expected"] == 80 and got["/missing"]["expected"] == 20 and not got["/missing"]["as_expected"]
 
 
+JOURNEY = """
+[[steps]]
+name = "login"
+method = "POST"
+path = "/login"
+body = { user = "{user}" }
+expect = 200
+extract = { sid = { cookie = "sid" } }
+
+[[steps]]
+name = "home"
+path = "/home"
+extract = { said = "hello (u[0-9]+)" }
+
+[[steps]]
+name = "again"
+path = "/home?as={said}"
+expect = 200
+"""
+
+
+def test_journeys_over_h3_keep_each_users_cookies_and_follow_the_redirect(h3, cafile, tmp_path):
+    from loadcmp.traffic.h3journeys import H3JourneyEngine
+    from loadcmp.traffic.source import JourneyTraffic
+
+    (tmp_path / "login.toml").write_text(JOURNEY)
+    plan = JourneyTraffic(str(tmp_path / "login.toml")).plan(3, 0, {}, "h3")
+    spec = LoadSpec(target(h3.url("/"), cafile), Closed(3), 1.0, timeout=3.0, traffic=plan)
+    assert plan is not None and isinstance(plan.engine(spec), H3JourneyEngine)
+    doc = result_doc(run_load(spec))
+    j = doc["journeys"]["login"]
+    assert j["completed"] > 10 and j["failed"] == 0 and doc["failed"] == 0, (j, doc["failures"])
+    steps = {p["page"]: p for p in doc["pages"]}
+    assert steps["login/login"]["status_codes"] == {"200": steps["login/login"]["completed"]}  # after the 302
+    assert steps["login/again"]["as_expected"] == steps["login/again"]["completed"] > 10
+    assert doc["streams"] is not None and doc["streams"]["connections"] == 3  # a connection per user
+    assert check_invariant(doc)
+
+
 @pytest.mark.parametrize("schedule", [Ramp(6, 0.3, 0.02), Rate(300.0, 8)], ids=["ramp", "rate"])
 def test_every_schedule_runs_over_h3(h3, cafile, schedule):
     doc = result_doc(load(target(h3.url("/ok"), cafile, streams=2), schedule))

@@ -4,6 +4,8 @@ over TCP on the same port number that advertises it by Alt-Svc, as Caddy does.
     GET /ok              200 with a short body
     GET /missing         404
     GET /other           200 (a mix's second page)
+    POST /login          user=NAME: a 302 to /home that sets the cookie sid=uNAME
+    GET /home            200 "hello uNAME" with that cookie, 403 without
     GET /reset           the stream reset (RESET_STREAM, H3_INTERNAL_ERROR): no answer
     GET /goaway          200, but every `goaway_every`-th request of a connection is answered by a GOAWAY
                          naming its own stream: it and every later stream are never processed
@@ -19,13 +21,14 @@ import asyncio
 import socket
 import ssl
 import threading
+from urllib.parse import parse_qs
 from typing import Any
 
 import trustme
 from qh3.asyncio import serve
 from qh3.asyncio.protocol import QuicConnectionProtocol
 from qh3.h3.connection import ErrorCode, FrameType, H3Connection, encode_frame
-from qh3.h3.events import HeadersReceived
+from qh3.h3.events import DataReceived, HeadersReceived
 from qh3.quic.configuration import QuicConfiguration
 from qh3.quic.events import QuicEvent
 
@@ -42,12 +45,40 @@ class _H3(QuicConnectionProtocol):
         self.h3 = H3Connection(self._quic)
         self.seen = 0
         self.goaway: int | None = None
+        self.asked: dict[int, tuple[dict[bytes, bytes], bytearray]] = {}
 
     def quic_event_received(self, event: QuicEvent) -> None:
         for ev in self.h3.handle_event(event):
-            if isinstance(ev, HeadersReceived) and not ev.stream_id % 4:
-                self._answer(ev.stream_id, dict(ev.headers).get(b":path", b"/"))
+            if isinstance(ev, HeadersReceived | DataReceived) and not ev.stream_id % 4:
+                self._take(ev)
         self.transmit()
+
+    def _take(self, ev: HeadersReceived | DataReceived) -> None:
+        """A request's fields and body as they come; answered once its stream ends."""
+        if isinstance(ev, HeadersReceived):
+            self.asked[ev.stream_id] = (dict(ev.headers), bytearray())
+        elif ev.stream_id in self.asked:
+            self.asked[ev.stream_id][1].extend(ev.data)
+        if ev.stream_ended and ev.stream_id in self.asked:
+            fields, body = self.asked.pop(ev.stream_id)
+            if not self._session(ev.stream_id, fields, bytes(body)):
+                self._answer(ev.stream_id, fields.get(b":path", b"/"))
+
+    def _session(self, sid: int, fields: dict[bytes, bytes], body: bytes) -> bool:
+        """The pages of a journey: /login (POST user=NAME: a cookie, then a redirect home) and /home."""
+        path = fields.get(b":path", b"/")
+        if path == b"/login" and fields.get(b":method") == b"POST":
+            user = parse_qs(body.decode()).get("user", ["?"])[0]
+            self.h3.send_headers(sid, [(b":status", b"302"), (b"location", b"/home"),
+                                       (b"set-cookie", f"sid=u{user}; Path=/".encode())], end_stream=True)
+            return True
+        if path == b"/home":
+            sid_cookie = fields.get(b"cookie", b"").decode().partition("sid=")[2].split(";")[0]
+            said = f"hello {sid_cookie}\n".encode()
+            self.h3.send_headers(sid, [(b":status", b"200" if sid_cookie else b"403")])
+            self.h3.send_data(sid, said, end_stream=True)
+            return True
+        return False
 
     def _answer(self, sid: int, path: bytes) -> None:
         self.seen += 1

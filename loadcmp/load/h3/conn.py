@@ -56,6 +56,9 @@ class Stream:
     status: int = 0
     nbytes: int = 0
     t_first: float = 0.0
+    body: bytearray | None = None
+    """The answer's body and header fields, kept only when asked for (a journey's step reads them)."""
+    fields: list[tuple[bytes, bytes]] | None = None
 
 
 class Conn(QuicConnectionProtocol):
@@ -153,10 +156,14 @@ class Conn(QuicConnectionProtocol):
                 stream.t_first = now()
                 stream.status = int(dict(ev.headers).get(b":status", b"0"))
             stream.nbytes += sum(len(k) + len(v) for k, v in ev.headers)
+            if stream.fields is not None:
+                stream.fields += ev.headers
             if ev.stream_ended:
                 self._end(ev.stream_id, kind_of_status(stream.status) if stream.status else PROTOCOL_ERROR)
         elif isinstance(ev, DataReceived):
             stream.nbytes += len(ev.data)
+            if stream.body is not None:
+                stream.body += ev.data
             if ev.stream_ended:
                 self._end(ev.stream_id, kind_of_status(stream.status) if stream.status else PROTOCOL_ERROR)
         elif isinstance(ev, StreamReset):
@@ -185,10 +192,11 @@ class Conn(QuicConnectionProtocol):
         if self.goaway is not None and not self.streams and not self.gone:
             self.close()  # drained after a GOAWAY: the next request opens a new connection
 
-    async def send(self, headers: list[tuple[bytes, bytes]], body: bytes, counted: bool = True
+    async def send(self, headers: list[tuple[bytes, bytes]], body: bytes, counted: bool = True, keep: bool = False
                    ) -> tuple[int, Stream]:
         """One request on a new stream, once the server's stream limit allows it; Refused when the connection
-        went away (or said GOAWAY) while it waited. The tally counts it when the outcomes do (`counted`)."""
+        went away (or said GOAWAY) while it waited. The tally counts it when the outcomes do (`counted`); the
+        answer's fields and body are kept when asked (`keep`)."""
         quic = self._quic
         while quic.get_next_available_stream_id() // 4 >= quic.max_concurrent_bidi_streams:
             self.room.clear()
@@ -196,7 +204,8 @@ class Conn(QuicConnectionProtocol):
             if not self.takes_streams:
                 raise Refused(GOAWAY if self.goaway is not None else RESET, "the connection ended")
         sid = quic.get_next_available_stream_id()
-        stream = Stream(asyncio.get_running_loop().create_future())
+        stream = Stream(asyncio.get_running_loop().create_future(), body=bytearray() if keep else None,
+                        fields=[] if keep else None)
         self.streams[sid] = stream
         self.h3.send_headers(sid, headers, end_stream=not body)
         if body:

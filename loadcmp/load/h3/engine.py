@@ -18,6 +18,7 @@ import asyncio
 import math
 import socket
 from dataclasses import dataclass
+from typing import Any
 
 from ..driver import BACKOFF_S, Engine, now
 from ..record.outcomes import CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, TIMEOUT
@@ -55,32 +56,35 @@ class Sending:
     sends: int = 0
 
 
-def request_fields(target: Target) -> tuple[list[tuple[bytes, bytes]], bytes]:
+Fields = list[tuple[bytes, bytes]]
+"""A request's HTTP/3 header fields, as qh3 takes them."""
+
+
+def request_fields(target: Target) -> tuple[Fields, bytes]:
     """A request's HTTP/3 header fields (HTTP/2's rules: lower-case names, no connection-specific fields) and
     its body."""
     return target.h2_headers(), target.body
 
 
-class H3Engine(Engine[Slot]):
-    """HTTP/3 over QUIC: the closed loop runs `-m` clients on each of `-c` connections; the ramp and the rate
-    put each request on the least busy of at most `-c` connections."""
+class Connections:
+    """A load's QUIC connections, one per `Slot`, for the engine that drives them (its window, its recorder):
+    each request sent on its slot's connection until the server processes it."""
 
-    name = "h3"
+    def __init__(self, engine: Engine[Any]) -> None:
+        self.engine = engine
+        self.slots: list[Slot] = []
 
     async def open(self) -> None:
-        target = self.target
+        """The server's UDP address, the QUIC configuration, and the tally the recorder reports."""
+        engine, target = self.engine, self.engine.target
         self.cfg = quic_config(target)
         infos = await asyncio.get_running_loop().getaddrinfo(target.host, target.port, type=socket.SOCK_DGRAM)
         self.addr = udp_address(infos)
         self.tally = StreamTally(protocol=ALPN)
-        assert self.rec is not None
-        self.rec.streams = self.tally
-        self.slots: list[Slot] = []
-        pages = self.spec.pages
-        self.requests = [request_fields(t) for t in (pages.targets if pages is not None else (target,))]
-        """Each request's fields by its index (`next_request`), encoded once."""
+        assert engine.rec is not None
+        engine.rec.streams = self.tally
 
-    async def close(self) -> None:
+    def close(self) -> None:
         for slot in self.slots:
             if slot.conn is not None:
                 slot.conn.abort()
@@ -92,36 +96,19 @@ class H3Engine(Engine[Slot]):
             if slot.conn is not None:
                 slot.conn.abort()
 
-    def start_closed(self, schedule: Closed) -> None:
-        for _ in range(schedule.connections):
-            slot = Slot()
-            self.slots.append(slot)
-            for _ in range(self.target.streams):
-                self._spawn(self._stream_client(slot))
+    def new_slot(self) -> Slot:
+        slot = Slot()
+        self.slots.append(slot)
+        return slot
 
-    async def _stream_client(self, slot: Slot) -> None:
-        rec = self.rec
-        assert rec is not None
-        while self.may_start(t := now()):
-            await self.request(t, rec.start(t), slot)
-
-    def _least_busy(self) -> Slot:
-        """The ramp's and the rate's request: the connection with the fewest requests out, a new one while
-        every open one has some and fewer than -c are open."""
-        free = min(self.slots, key=lambda s: s.inflight, default=None)
-        if free is None or free.inflight and len(self.slots) < self.spec.schedule.connections:
-            free = Slot()
-            self.slots.append(free)
-        return free
-
-    async def _conn(self, slot: Slot, counted: bool) -> tuple[Conn, bool]:
+    async def conn(self, slot: Slot, counted: bool) -> tuple[Conn, bool]:
         """The slot's connection, a new one when it has none that takes streams; True: this request opened it."""
         conn = slot.conn
         if conn is not None and conn.takes_streams:
             return conn, False
         first = slot.opening is None
         if first:
-            slot.opening = asyncio.ensure_future(open_conn(self.addr, self.cfg, self.tally, self.timeout))
+            slot.opening = asyncio.ensure_future(open_conn(self.addr, self.cfg, self.tally, self.engine.timeout))
         task = slot.opening
         assert task is not None
         try:
@@ -130,28 +117,29 @@ class H3Engine(Engine[Slot]):
             if slot.opening is task and task.done():
                 slot.opening = None
         slot.conn = conn
-        if first and counted and self.rec is not None:
-            self.rec.add_tls(int(not conn.resumed), int(conn.resumed), {conn.seen: 1})
+        rec = self.engine.rec
+        if first and counted and rec is not None:
+            rec.add_tls(int(not conn.resumed), int(conn.resumed), {conn.seen: 1})
         return conn, first
 
-    async def _until_processed(self, slot: Slot, req: int, counted: bool, s: Sending) -> int:
-        """Send request `req` until the server processes it: after a GOAWAY that left it unprocessed, again on
-        the slot's next connection (each resend in `streams.retried`), at most `SENDS` times. Its outcome kind;
-        UNSENT when the window closed while its first connection opened."""
-        fields, body = self.requests[req]
+    async def until_processed(self, slot: Slot, fields: Fields, body: bytes, counted: bool, s: Sending,
+                              keep: bool = False) -> int:
+        """Send a request until the server processes it: after a GOAWAY that left it unprocessed, again on the
+        slot's next connection (each resend in `streams.retried`), at most `SENDS` times. Its outcome kind;
+        UNSENT when the window closed while its first connection opened. `keep`: its answer's fields and body."""
         for _ in range(SENDS):
             t0 = now()
-            conn, opened = await self._conn(slot, counted)
+            conn, opened = await self.conn(slot, counted)
             s.conn, s.t_connect = conn, t0 if opened else math.nan
-            if not self.window_open(now()):  # the window closed while it connected
+            if not self.engine.window_open(now()):  # the window closed while it connected
                 if s.sends:
                     return GOAWAY  # sent, never processed: the recorder leaves it unfinished
-                assert self.rec is not None
-                self.rec.unsent(s.t_sent, counted)  # t_sent: still the intended start
+                assert self.engine.rec is not None
+                self.engine.rec.unsent(s.t_sent, counted)  # t_sent: still the intended start
                 return UNSENT
             t_sent = now()
             try:
-                s.sid, s.stream = await conn.send(fields, body, counted and not s.sends)
+                s.sid, s.stream = await conn.send(fields, body, counted and not s.sends, keep)
             except Refused as e:
                 if e.kind != GOAWAY:
                     raise
@@ -165,26 +153,71 @@ class H3Engine(Engine[Slot]):
                 return kind
         return GOAWAY
 
+    async def timed(self, slot: Slot, fields: Fields, body: bytes, counted: bool, s: Sending,
+                    keep: bool = False) -> tuple[int, str | None]:
+        """`until_processed` within the engine's timeout: the outcome kind, and the client's own error if any
+        (`Engine._record`'s). A request the load's end cancels before it went out is taken back."""
+        try:
+            async with asyncio.timeout(self.engine.timeout):
+                return await self.until_processed(slot, fields, body, counted, s, keep), None
+        except TimeoutError:
+            if s.sends and s.conn is not None:
+                s.conn.cancel(s.sid)
+            return (TIMEOUT if s.sends else CONNECT_TIMEOUT), None
+        except Refused as e:
+            return e.kind, e.own
+        except asyncio.CancelledError:
+            if not s.sends and self.engine.rec is not None:
+                self.engine.rec.unsent(s.t_sent, counted)
+            raise
+
+
+class H3Engine(Engine[Slot]):
+    """HTTP/3 over QUIC: the closed loop runs `-m` clients on each of `-c` connections; the ramp and the rate
+    put each request on the least busy of at most `-c` connections."""
+
+    name = "h3"
+
+    async def open(self) -> None:
+        self.h3 = Connections(self)
+        await self.h3.open()
+        pages = self.spec.pages
+        self.requests = [request_fields(t) for t in (pages.targets if pages is not None else (self.target,))]
+        """Each request's fields by its index (`next_request`), encoded once."""
+
+    async def close(self) -> None:
+        self.h3.close()
+
+    def abort_all(self) -> None:
+        self.h3.abort_all()
+
+    def start_closed(self, schedule: Closed) -> None:
+        for _ in range(schedule.connections):
+            slot = self.h3.new_slot()
+            for _ in range(self.target.streams):
+                self._spawn(self._stream_client(slot))
+
+    async def _stream_client(self, slot: Slot) -> None:
+        rec = self.rec
+        assert rec is not None
+        while self.may_start(t := now()):
+            await self.request(t, rec.start(t), slot)
+
+    def _least_busy(self) -> Slot:
+        """The ramp's and the rate's request: the connection with the fewest requests out, a new one while
+        every open one has some and fewer than -c are open."""
+        free = min(self.h3.slots, key=lambda s: s.inflight, default=None)
+        if free is None or free.inflight and len(self.h3.slots) < self.spec.schedule.connections:
+            free = self.h3.new_slot()
+        return free
+
     async def request(self, t_intended: float, counted: bool, state: Slot | None) -> Slot | None:
         slot = state if state is not None else self._least_busy()
         req = self.next_request()
         s = Sending(t_intended)
-        reason: str | None = None
         slot.inflight += 1
         try:
-            async with asyncio.timeout(self.timeout):
-                kind = await self._until_processed(slot, req, counted, s)
-        except TimeoutError:
-            kind = TIMEOUT if s.sends else CONNECT_TIMEOUT
-            if s.sends and s.conn is not None:
-                s.conn.cancel(s.sid)
-        except Refused as e:
-            kind, reason = e.kind, e.own
-        except asyncio.CancelledError:
-            if not s.sends:
-                assert self.rec is not None
-                self.rec.unsent(t_intended, counted)
-            raise
+            kind, reason = await self.h3.timed(slot, *self.requests[req], counted, s)
         finally:
             slot.inflight -= 1
         if kind == UNSENT:
