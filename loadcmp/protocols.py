@@ -141,7 +141,7 @@ H2 = register(Protocol("h2", "h2 (HTTP/2 over TLS)", "tcp", "required", ("h2", "
                        schedules=("closed",), sources=("page",)))
 H2C = register(Protocol("h2c", "h2c (cleartext HTTP/2)", "tcp", "refused", (), True,
                         schedules=("closed",), sources=("page",)))
-H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True, sources=("page",)))
+H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True))
 DEFAULT = H1.name
 """The protocol of a run that names none."""
 

@@ -71,14 +71,111 @@ def test_a_reset_stream_is_counted_by_its_error_code(h3, cafile):
     assert check_invariant(doc)
 
 
-def test_goaway_ends_the_streams_it_did_not_process_and_a_new_connection_follows(h3, cafile):
+def test_a_request_a_goaway_left_unprocessed_is_sent_again_on_a_new_connection(h3, cafile):
     doc = result_doc(load(target(h3.url("/goaway"), cafile)))
     streams = doc["streams"]
     assert streams is not None and streams["goaways"] > 0
-    assert streams["goaway_unprocessed"] >= doc["failures"]["goaway"] > 0  # the tally counts the close's too
-    assert doc["ok"] > 0 and doc["failed"] == doc["failures"]["goaway"]
+    assert doc["ok"] > 0 and doc["failed"] == 0, doc["failures"]  # none is a failure: each was sent again
+    assert streams["goaway_unprocessed"] >= streams["retried"] > 0  # the tally counts the close's too
+    assert streams["streams"] == doc["started"]  # a resend is the same request, counted once
     assert streams["connections"] > 2  # each GOAWAY's connection drained, then replaced
     assert streams["max_per_connection"] < 5  # the server processes four requests of a connection, then says GOAWAY
+    assert check_invariant(doc)
+
+
+def test_with_n_each_request_is_answered_once_and_the_server_processed_each(h3, cafile):
+    before = h3.answered.get("200", 0)
+    doc = result_doc(load(target(h3.url("/goaway"), cafile), Closed(2, requests=300), seconds=30.0))
+    streams = doc["streams"]
+    assert doc["started"] == doc["ok"] == 300 and doc["failed"] == 0, doc["failures"]
+    assert h3.answered.get("200", 0) - before == 300  # the server's own count: no request twice, none lost
+    assert streams is not None and streams["retried"] == streams["goaway_unprocessed"] > 0
+
+
+def test_a_server_that_processes_nothing_ends_each_request_as_goaway(h3, cafile):
+    from loadcmp.load.h3.engine import SENDS
+
+    doc = result_doc(load(target(h3.url("/goaway-all"), cafile, streams=1), Closed(1, requests=3), seconds=30.0))
+    streams = doc["streams"]
+    assert doc["failed"] == doc["failures"]["goaway"] == 3 and not doc["ok"]  # sent SENDS times each, never processed
+    assert streams is not None and streams["retried"] == 3 * (SENDS - 1)
+    assert streams["goaway_unprocessed"] == 3 * SENDS and streams["connections"] == 3 * SENDS
+
+
+def _mix(h3, cafile: str, streams: int = 4):
+    from loadcmp.traffic.mix import mix_pages, parse_mix
+
+    t = target(h3.url("/ok"), cafile, streams)
+    return t, mix_pages(parse_mix("/ok=60,/missing=30,/other=10"), 5, t)
+
+
+def test_a_mix_over_h3_sends_the_sequence_and_counts_each_page(h3, cafile):
+    t, pages = _mix(h3, cafile)
+    doc = result_doc(run_load(LoadSpec(t, Closed(2, requests=600), 30.0, timeout=3.0, pages=pages)))
+    assert check_invariant(doc) and doc["ok"] + doc["failed"] == 600
+    got = {p["page"]: p for p in doc["pages"]}
+    want = {name: sum(1 for i in pages.order[:600] if i == j) for j, name in enumerate(pages.names)}
+    assert {page: p["completed"] for page, p in got.items()} == want  # the drawn sequence's first 600, in full
+    assert got["/missing"]["status_codes"] == {"404": want["/missing"]} and got["/other"]["ok"] == want["/other"]
+
+
+def test_a_mix_and_a_replay_hold_the_open_rate_over_h3(h3, cafile, tmp_path):
+    from loadcmp.traffic.logreplay import plan_replay, replay_schedule
+    from loadcmp.traffic.logs import read_log
+
+    t, pages = _mix(h3, cafile, streams=8)
+    # the warm-up opens the connections: here each handshake costs the server this process's CPU too
+    doc = result_doc(run_load(LoadSpec(t, Rate(200.0, 20), 2.0, warmup=1.5, timeout=3.0, pages=pages)))
+    assert check_invariant(doc) and abs(doc["started"] - 400) <= 8, doc  # due within 2 %
+    assert doc["dropped"] <= 8, doc  # and sent within 2 %
+    assert sum(p["completed"] for p in doc["pages"]) == doc["completed"]
+    log = tmp_path / "access.log"
+    line = '127.0.0.1 - - [26/Nov/2026:01:24:{s:02d} +0000] "GET {path} HTTP/1.1" {status} 5 "-" "-"'
+    log.write_text("\n".join(line.format(s=s, path=path, status=status) for s in range(2)
+                             for path, status in [("/ok", 200)] * 40 + [("/missing", 200)] * 10) + "\n")
+    plan = plan_replay(read_log(log), 1.0)
+    result = run_load(LoadSpec(t, replay_schedule(plan, 50), 2.0, timeout=3.0, pages=plan.pages(t)))
+    assert [s.started for s in result.seconds] == [50, 50]  # each second the log's own requests
+    got = {p["page"]: p for p in result_doc(result)["pages"]}
+    assert got["/ok"]["as_expected"] == 80 and got["/missing"]["expected"] == 20 and not got["/missing"]["as_expected"]
+
+
+JOURNEY = """
+[[steps]]
+name = "login"
+method = "POST"
+path = "/login"
+body = { user = "{user}" }
+expect = 200
+extract = { sid = { cookie = "sid" } }
+
+[[steps]]
+name = "home"
+path = "/home"
+extract = { said = "hello (u[0-9]+)" }
+
+[[steps]]
+name = "again"
+path = "/home?as={said}"
+expect = 200
+"""
+
+
+def test_journeys_over_h3_keep_each_users_cookies_and_follow_the_redirect(h3, cafile, tmp_path):
+    from loadcmp.traffic.h3journeys import H3JourneyEngine
+    from loadcmp.traffic.source import JourneyTraffic
+
+    (tmp_path / "login.toml").write_text(JOURNEY)
+    plan = JourneyTraffic(str(tmp_path / "login.toml")).plan(3, 0, {}, "h3")
+    spec = LoadSpec(target(h3.url("/"), cafile), Closed(3), 1.0, timeout=3.0, traffic=plan)
+    assert plan is not None and isinstance(plan.engine(spec), H3JourneyEngine)
+    doc = result_doc(run_load(spec))
+    j = doc["journeys"]["login"]
+    assert j["completed"] > 10 and j["failed"] == 0 and doc["failed"] == 0, (j, doc["failures"])
+    steps = {p["page"]: p for p in doc["pages"]}
+    assert steps["login/login"]["status_codes"] == {"200": steps["login/login"]["completed"]}  # after the 302
+    assert steps["login/again"]["as_expected"] == steps["login/again"]["completed"] > 10
+    assert doc["streams"] is not None and doc["streams"]["connections"] == 3  # a connection per user
     assert check_invariant(doc)
 
 

@@ -79,3 +79,25 @@ def test_a_run_over_h3_on_caddy(images, tmp_path: Path):
     assert rep.exit_code == 0, rep.output
     md = (folder / "report" / "report.md").read_text()
     assert "## HTTP/3 streams" in md and "| caddy | h3 |" in md
+
+
+def test_a_mix_and_a_journey_over_h3_on_caddy(images, tmp_path: Path):
+    journey = tmp_path / "visit.toml"
+    journey.write_text('[[steps]]\nname = "front"\npath = "/index.html"\nexpect = 200\n'
+                       '[[steps]]\nname = "info"\npath = "/info.php"\nextract = { php = "PHP Version ([0-9.]+)" }\n'
+                       '[[steps]]\nname = "image"\npath = "/image-50k.jpg?php={php}"\nexpect = 200\n')
+    mix = ["--mix", "/index.html=60,/info.php=30,/image-50k.jpg=10", "--seed", "3"]
+    for source in (mix, ["--journey", str(journey)]):
+        out = tmp_path / source[0].strip("-")
+        res = CliRunner().invoke(cli, ["run", "--tls", "--proto", "h3", "--server", "caddy", "-c", "4", "-t", "3",
+                                       *source, "--json", "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        row = json.loads(res.stdout)["results"][0]
+        assert row["ok"] > 100 and row["failed"] == 0, row
+        result = json.loads((next(out.iterdir()) / "run.json").read_text())["trials"][0]["result"]
+        pages = {p["page"]: p["completed"] for p in result["pages"]}
+        assert result["streams"]["protocol"] == "h3" and sum(pages.values()) == result["completed"]
+        if source[0] == "--journey":  # each user walks the three steps in order: the same count each, ± a cut one
+            assert result["journeys"]["visit"]["failed"] == 0 and max(pages.values()) - min(pages.values()) <= 4
+        else:
+            assert pages["/index.html"] > pages["/info.php"] > pages["/image-50k.jpg"] > 0

@@ -121,9 +121,9 @@ def test_engine_schedule_and_source_refusals() -> None:
     assert h3.run_error("aiohttp", "rate") == ("--proto h3 runs its own QUIC engine (every schedule), "
                                                "not --engine aiohttp")
     assert h1.run_error("aiohttp", "ramp") is h2.run_error("fast", "closed") is None
-    assert h2.source_error("--mix") == ("--mix runs over HTTP/1.1 (--proto h1): the h2 engine sends one request, "
-                                        "the same each time; drop --proto h2 or --mix")
-    assert h1.source_error("--journey") is None
+    assert h2.source_error("--mix") == ("--mix runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): the h2 "
+                                        "engine sends one request, the same each time; drop --proto h2 or --mix")
+    assert h1.source_error("--journey") is h3.source_error("--journey") is h3.source_error("--replay") is None
 
 
 REFUSALS = ["needs an https:// URL", "runs over plain http only", "runs over TLS only", "is on a plain port",

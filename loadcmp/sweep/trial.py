@@ -245,7 +245,7 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
                          streams=spec.streams_for(p.proto))
     schedule = spec.schedule_for(p.level)
     pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
-    traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app))
+    traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app), p.proto)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
                     pages=pages, traffic=traffic)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)

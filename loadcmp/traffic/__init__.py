@@ -21,6 +21,8 @@ read with it).
                   a weighted mix of them (`--journey reader=80,author=20`), an app's shipped ones by name
     sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request
                   and as the page `journey/step`; each journey walked once before the load (`prime_journeys`)
+    h3journeys.py the journey engine over HTTP/3: a QUIC connection per user (load.h3), its cookies and redirects
 
-Imports go one way: fits -> source -> mix, logreplay, journeys, sessions; sessions -> journeys; logreplay -> logs.
+Imports go one way: fits -> source -> mix, logreplay, journeys, sessions, h3journeys; h3journeys -> sessions
+-> journeys; logreplay -> logs.
 """

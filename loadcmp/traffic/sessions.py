@@ -1,5 +1,6 @@
 """The journey engine: `-c` virtual users, each with its own cookie jar, each looping a journey (or one drawn
-from a weighted mix) step by step, on aiohttp (the Python path: the client-bound flag says when it limits).
+from a weighted mix) step by step, on aiohttp (the Python path: the client-bound flag says when it limits); over
+HTTP/3 on QUIC connections instead (`h3journeys`).
 
 Each step is a request counted as any other (the recorder's outcomes, status codes and latency) and also as
 the page `journey/step` (the recorder's pages); each journey started inside the window ends as completed,
@@ -20,8 +21,9 @@ import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from types import ModuleType, SimpleNamespace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from .. import protocols
 from ..errors import LoadError, PrimerError
 from ..load.tls import context as tls
 from ..load.driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
@@ -46,6 +48,9 @@ class JourneyPlan:
     seed: int = 0
 
     def engine(self, spec: LoadSpec, live: LiveFn | None = None) -> JourneyEngine:
+        """The users on aiohttp's connections; over QUIC `h3journeys.H3JourneyPlan`'s engine runs them."""
+        if protocols.get(spec.target.proto).transport == "udp":
+            raise LoadError("journeys over QUIC run on h3journeys.H3JourneyPlan's engine, not on aiohttp's")
         return JourneyEngine(spec, live, self)
 
     def draw(self, worker: int, user: int) -> tuple[random.Random, Callable[[], Journey]]:
@@ -209,7 +214,7 @@ class JourneyEngine(Engine[None]):
         """User `user` of this process, `number` of the whole load: `{user}` is that, so that with --workers
         each user still has an account of its own (the WordPress author journeys log in as one)."""
         _, pick = self.plan.draw(self.spec.worker_index, user)
-        session = _session(self.aiohttp, self.connector, self.timeout)
+        session = self._new_session()
         iteration = 0
         try:
             while self.may_start(now()):
@@ -223,7 +228,15 @@ class JourneyEngine(Engine[None]):
             with contextlib.suppress(Exception):
                 await session.close()
 
-    async def _journey(self, session: ClientSession, journey: Journey, values: dict[str, str]) -> None:
+    def _new_session(self) -> Any:
+        """A virtual user's session: its own cookie jar (`cookie_jar`), ended by `close()`."""
+        return _session(self.aiohttp, self.connector, self.timeout)
+
+    async def _send(self, session: Any, step: Step, values: dict[str, str], t: float, counted: bool) -> Answer:
+        """One step's request in the user's session, started at `t` (`counted`: the recorder counts it)."""
+        return await send(self.aiohttp, session, self.base, step, values, self.timeout)
+
+    async def _journey(self, session: Any, journey: Journey, values: dict[str, str]) -> None:
         rec = self.rec
         assert rec is not None
         counted = rec.t0 <= now() < rec.end
@@ -234,7 +247,7 @@ class JourneyEngine(Engine[None]):
             if not self.may_start(t):
                 return
             req_counted = rec.start(t)
-            answer = await send(self.aiohttp, session, self.base, step, values, self.timeout)
+            answer = await self._send(session, step, values, t, req_counted)
             if now() >= rec.end:  # answered after the window closed: the recorder leaves it unfinished, and so
                 return            # the journey is cut, neither completed nor failed
             why = judge_step(step, answer, session.cookie_jar, values)

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Self
 
+from .. import protocols
 from ..errors import UsageError
 from ..load.schedules import Schedule
 from ..load.target import Target
@@ -74,8 +75,10 @@ class Source:
         """The journeys each virtual user walks at a level (None: the source has none)."""
         return None
 
-    def plan(self, level: int, trial: int, shipped: Mapping[str, Path]) -> JourneyPlan | None:
-        """What the load of one level and trial is handed as `LoadSpec.traffic` (None: the engines' own)."""
+    def plan(self, level: int, trial: int, shipped: Mapping[str, Path], proto: str = protocols.DEFAULT
+             ) -> JourneyPlan | None:
+        """What the load of one level and trial over `proto` is handed as `LoadSpec.traffic` (None: the engines'
+        own)."""
         return None
 
     def result(self, summary: LoadSummary, warmup: float, dropped: list[int]) -> dict[str, Any]:
@@ -249,11 +252,17 @@ class JourneyTraffic(Source):
 
         return load_mix(self.at(level), shipped)
 
-    def plan(self, level: int, trial: int, shipped: Mapping[str, Path]) -> JourneyPlan | None:
+    def plan(self, level: int, trial: int, shipped: Mapping[str, Path], proto: str = protocols.DEFAULT
+             ) -> JourneyPlan | None:
         from .journeys import load_mix
         from .sessions import JourneyPlan  # the load's engine: only when a trial runs
 
-        return JourneyPlan(load_mix(self.at(level), shipped), (self.seed or 0) * 1000 + trial)
+        mix, seed = load_mix(self.at(level), shipped), (self.seed or 0) * 1000 + trial
+        if protocols.get(proto).transport == "udp":  # over QUIC: qh3's connections, not aiohttp's
+            from .h3journeys import H3JourneyPlan
+
+            return H3JourneyPlan(mix, seed)
+        return JourneyPlan(mix, seed)
 
 
 Traffic = OnePage | MixTraffic | ReplayTraffic | JourneyTraffic

@@ -3,9 +3,13 @@ over TCP on the same port number that advertises it by Alt-Svc, as Caddy does.
 
     GET /ok              200 with a short body
     GET /missing         404
+    GET /other           200 (a mix's second page)
+    POST /login          user=NAME: a 302 to /home that sets the cookie sid=uNAME
+    GET /home            200 "hello uNAME" with that cookie, 403 without
     GET /reset           the stream reset (RESET_STREAM, H3_INTERNAL_ERROR): no answer
     GET /goaway          200, but every `goaway_every`-th request of a connection is answered by a GOAWAY
                          naming its own stream: it and every later stream are never processed
+    GET /goaway-all      a GOAWAY naming its own stream, on every connection (a server shutting down): none answered
 
 `alpn` other than h3 makes a QUIC server that does not speak HTTP/3; `quic=False` none at all (only TCP);
 `alt_svc` is the Alt-Svc header the TCP side sends ("" for none; `{port}` is the server's port).
@@ -17,13 +21,14 @@ import asyncio
 import socket
 import ssl
 import threading
+from urllib.parse import parse_qs
 from typing import Any
 
 import trustme
 from qh3.asyncio import serve
 from qh3.asyncio.protocol import QuicConnectionProtocol
 from qh3.h3.connection import ErrorCode, FrameType, H3Connection, encode_frame
-from qh3.h3.events import HeadersReceived
+from qh3.h3.events import DataReceived, HeadersReceived
 from qh3.quic.configuration import QuicConfiguration
 from qh3.quic.events import QuicEvent
 
@@ -40,12 +45,40 @@ class _H3(QuicConnectionProtocol):
         self.h3 = H3Connection(self._quic)
         self.seen = 0
         self.goaway: int | None = None
+        self.asked: dict[int, tuple[dict[bytes, bytes], bytearray]] = {}
 
     def quic_event_received(self, event: QuicEvent) -> None:
         for ev in self.h3.handle_event(event):
-            if isinstance(ev, HeadersReceived) and not ev.stream_id % 4:
-                self._answer(ev.stream_id, dict(ev.headers).get(b":path", b"/"))
+            if isinstance(ev, HeadersReceived | DataReceived) and not ev.stream_id % 4:
+                self._take(ev)
         self.transmit()
+
+    def _take(self, ev: HeadersReceived | DataReceived) -> None:
+        """A request's fields and body as they come; answered once its stream ends."""
+        if isinstance(ev, HeadersReceived):
+            self.asked[ev.stream_id] = (dict(ev.headers), bytearray())
+        elif ev.stream_id in self.asked:
+            self.asked[ev.stream_id][1].extend(ev.data)
+        if ev.stream_ended and ev.stream_id in self.asked:
+            fields, body = self.asked.pop(ev.stream_id)
+            if not self._session(ev.stream_id, fields, bytes(body)):
+                self._answer(ev.stream_id, fields.get(b":path", b"/"))
+
+    def _session(self, sid: int, fields: dict[bytes, bytes], body: bytes) -> bool:
+        """The pages of a journey: /login (POST user=NAME: a cookie, then a redirect home) and /home."""
+        path = fields.get(b":path", b"/")
+        if path == b"/login" and fields.get(b":method") == b"POST":
+            user = parse_qs(body.decode()).get("user", ["?"])[0]
+            self.h3.send_headers(sid, [(b":status", b"302"), (b"location", b"/home"),
+                                       (b"set-cookie", f"sid=u{user}; Path=/".encode())], end_stream=True)
+            return True
+        if path == b"/home":
+            sid_cookie = fields.get(b"cookie", b"").decode().partition("sid=")[2].split(";")[0]
+            said = f"hello {sid_cookie}\n".encode()
+            self.h3.send_headers(sid, [(b":status", b"200" if sid_cookie else b"403")])
+            self.h3.send_data(sid, said, end_stream=True)
+            return True
+        return False
 
     def _answer(self, sid: int, path: bytes) -> None:
         self.seen += 1
@@ -55,13 +88,14 @@ class _H3(QuicConnectionProtocol):
         if path == b"/reset":
             self._quic.reset_stream(sid, ErrorCode.H3_INTERNAL_ERROR)
             return
-        if path == b"/goaway" and self.seen % self.server.goaway_every == 0:
+        if path == b"/goaway-all" or path == b"/goaway" and self.seen % self.server.goaway_every == 0:
             self.goaway = sid
             control = self.h3._local_control_stream_id
             assert control is not None
             self._quic.send_stream_data(control, encode_frame(FrameType.GOAWAY, encode_uint_var(sid)))
             return
         status = b"404" if path == b"/missing" else b"200"
+        self.server.answered[status.decode()] = self.server.answered.get(status.decode(), 0) + 1
         self.h3.send_headers(sid, [(b":status", status), (b"content-length", str(len(BODY)).encode())])
         self.h3.send_data(sid, BODY, end_stream=True)
 
@@ -91,6 +125,8 @@ class H3Server:
         cert.private_key_pem.write_to_path(self.keyfile)
         self.alpn, self.quic, self.alt_svc, self.goaway_every = alpn, quic, alt_svc, goaway_every
         self.requests = 0
+        self.answered: dict[str, int] = {}
+        """Responses sent, by status: what the server processed, as its access log would say."""
         self.port = 0
         self.loop = asyncio.new_event_loop()
         self._ready = threading.Event()

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from ...errors import UsageError
 from ..tls import context as tls
-from .engine import ALPN, Conn, Refused, open_conn, quic_config, udp_address
+from .conn import ALPN, Conn, Refused, open_conn, quic_config, udp_address
 from ..record.outcomes import CONNECT_TIMEOUT, TLS_ERROR
 from ..record.result import StreamTally
 from ..target import Target

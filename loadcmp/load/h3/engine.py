@@ -3,271 +3,35 @@
 qh3 (a maintained fork of aioquic) keeps aioquic's sans-I/O API but runs packet protection, TLS (rustls)
 and QPACK in native code, and its wheels carry all of it: a request costs the client tens of µs of CPU
 where aioquic's Python TLS and packet layer cost several times that, and this engine is client-bound long
-before Caddy is. Everything above the library is here: the streams' outcomes, the connections' ends, the
-tally. Every stream ends as exactly one outcome: a response (by status), `stream_reset` (RESET_STREAM from
-the server, by its error code), `goaway` (at or above an HTTP/3 GOAWAY's stream id: never processed),
-`reset` or `protocol_error` (the connection closed under it), `timeout`, or `unfinished` at the close.
+before Caddy is. Everything above the library is here: the requests (one page, or a load's `Pages`: a mix,
+a replay), their connections, and the tally; one connection's streams are `conn.Conn`'s.
 
-Each connection's handshake must negotiate QUIC v1 and ALPN h3 (`Conn._shaken`); before a load `altsvc`
-finds the server's h3 port and makes one handshake, so that a server that does not speak HTTP/3 is refused
-in one line, never measured over another protocol.
+A request a GOAWAY left unprocessed (RFC 9114 §5.2: at or above the stream id it names, so the server never
+saw it) is sent again on a new connection, as browsers do: it is counted once, as what its last send got, and
+each resend in `streams.retried`; only one left unprocessed `SENDS` times in a row ends as `goaway`. A stream
+reset and a connection closed under its streams stay failures.
 """
 
 from __future__ import annotations
 
 import asyncio
-import logging
 import math
 import socket
-import ssl
 from dataclasses import dataclass
 from typing import Any
 
-from qh3.asyncio.protocol import QuicConnectionProtocol
-from qh3.h3.connection import ErrorCode, H3Connection
-from qh3.h3.events import DataReceived, GoawayReceived, H3Event, HeadersReceived, StreamReset
-from qh3.quic.configuration import QuicConfiguration
-from qh3.quic.connection import QuicConnection
-from qh3.quic.events import ConnectionTerminated, HandshakeCompleted, QuicEvent
-from qh3.quic.packet import QuicProtocolVersion
-from qh3.tls import CipherSuite
-
 from ..driver import BACKOFF_S, Engine, now
-from ..record.outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, PROTOCOL_ERROR, RESET, STREAM_RESET, TIMEOUT,
-                       TLS_ERROR, kind_of_error, kind_of_status, tls_reason)
+from ..record.outcomes import CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, TIMEOUT
 from ..record.result import StreamTally
 from ..schedules import Closed
 from ..target import Target
+from .conn import ALPN, Conn, Refused, Stream, open_conn, quic_config, udp_address
 
-ALPN = "h3"
-QUIC_V1 = QuicProtocolVersion.VERSION_1
-CRYPTO_ERROR = 0x100
-"""QUIC's CRYPTO_ERROR range (0x100 + the TLS alert): a handshake the TLS layer refused."""
-CLEAN_CLOSE = (0, ErrorCode.H3_NO_ERROR)
-"""A connection closed with no error: its streams in flight were cut off (`reset`), not malformed."""
-
-
-class Refused(Exception):
-    """A connection that could not be opened: the outcome of the streams that waited for it, and why (`own`:
-    the client's own error, EMFILE and the like, or a tls_error's reason, as `Engine._record` takes them)."""
-
-    def __init__(self, kind: int, reason: str, own: str | None = None) -> None:
-        super().__init__(reason)
-        self.kind, self.reason = kind, reason
-        self.own = own if own is not None else (tls_reason(reason) if kind == TLS_ERROR else None)
-
-
-@dataclass
-class Stream:
-    """One request on a connection, until it ends: `end` gets its outcome kind."""
-
-    end: asyncio.Future[int]
-    status: int = 0
-    nbytes: int = 0
-    t_first: float = 0.0
-
-
-class Conn(QuicConnectionProtocol):
-    """One QUIC connection speaking HTTP/3: the streams waiting for their answers, and what ended them."""
-
-    def __init__(self, quic: QuicConnection, tally: StreamTally) -> None:
-        super().__init__(quic)
-        self.h3 = H3Connection(quic)
-        self.tally = tally
-        self.streams: dict[int, Stream] = {}
-        self.ready: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        """The handshake's end: None when it negotiated h3 over QUIC v1, else `Refused`."""
-        self.seen: tuple[str, str, str] = ("", "", "")
-        self.resumed = False
-        self.goaway: int | None = None
-        """The stream id of the server's GOAWAY: streams at or above it were never processed."""
-        self.gone = False
-        self.served = 0
-        self.room = asyncio.Event()
-        self._flush: asyncio.Handle | None = None
-        self.udp: asyncio.BaseTransport
-
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        super().connection_made(transport)
-        self.udp = transport
-
-    def abort(self) -> None:
-        """Close now: CONNECTION_CLOSE sent if the connection was up, the socket closed."""
-        if not self.gone:
-            self.gone = True
-            self.close()
-        self.udp.close()
-
-    @property
-    def takes_streams(self) -> bool:
-        """May a new request go out on this connection (no GOAWAY, not closed)?"""
-        return self.goaway is None and not self.gone
-
-    def datagram_received(self, data: bytes | str, addr: Any) -> None:
-        super().datagram_received(data, addr)
-        self.room.set()  # the server's MAX_STREAMS came with it, if any
-
-    def quic_event_received(self, event: QuicEvent) -> None:
-        if isinstance(event, HandshakeCompleted):
-            self._shaken(event)
-        elif isinstance(event, ConnectionTerminated):
-            self._terminated(event)
-            return
-        for ev in self.h3.handle_event(event):
-            self._h3_event(ev)
-
-    def _shaken(self, event: HandshakeCompleted) -> None:
-        version = self._quic._version  # qh3 has no public accessor for the version negotiated
-        cipher = self._quic.get_cipher()
-        suite = f"TLS_{CipherSuite(cipher).name}" if cipher is not None else ""
-        self.seen = ("TLSv1.3", suite, event.alpn_protocol or "")
-        self.resumed = event.session_resumed
-        self.tally.max_concurrent = self._quic.max_concurrent_bidi_streams  # its initial_max_streams_bidi
-        if event.alpn_protocol != ALPN or version != QUIC_V1:
-            why = f"the handshake negotiated ALPN {event.alpn_protocol or 'none'} over QUIC version {version:#x}"
-            self._fail_ready(Refused(PROTOCOL_ERROR, why))
-            self.close()
-        elif not self.ready.done():
-            self.ready.set_result(None)
-
-    def _fail_ready(self, why: Refused) -> None:
-        if not self.ready.done():
-            self.ready.set_exception(why)
-            self.ready.exception()  # retrieved here: a connect that timed out first never awaits it
-
-    def _terminated(self, event: ConnectionTerminated) -> None:
-        self.gone = True
-        code, phrase = event.error_code, event.reason_phrase
-        if not self.ready.done():
-            crypto = CRYPTO_ERROR <= code < CRYPTO_ERROR + 0x100
-            self._fail_ready(Refused(TLS_ERROR, phrase or f"alert {code - CRYPTO_ERROR}") if crypto
-                             else Refused(RESET, phrase or f"connection closed ({code:#x})"))
-        kind = RESET if code in CLEAN_CLOSE else PROTOCOL_ERROR
-        for stream in self.streams.values():
-            if not stream.end.done():
-                stream.end.set_result(kind)
-        self.streams.clear()
-        self.room.set()
-        asyncio.get_running_loop().call_soon(self.udp.close)  # its datagrams are done with
-
-    def _h3_event(self, ev: H3Event) -> None:
-        if isinstance(ev, GoawayReceived):
-            self._goaway(ev.stream_id)
-            return
-        stream = self.streams.get(getattr(ev, "stream_id", -1))
-        if stream is None:
-            return
-        if isinstance(ev, HeadersReceived):
-            if not stream.status:
-                stream.t_first = now()
-                stream.status = int(dict(ev.headers).get(b":status", b"0"))
-            stream.nbytes += sum(len(k) + len(v) for k, v in ev.headers)
-            if ev.stream_ended:
-                self._end(ev.stream_id, kind_of_status(stream.status) if stream.status else PROTOCOL_ERROR)
-        elif isinstance(ev, DataReceived):
-            stream.nbytes += len(ev.data)
-            if ev.stream_ended:
-                self._end(ev.stream_id, kind_of_status(stream.status) if stream.status else PROTOCOL_ERROR)
-        elif isinstance(ev, StreamReset):
-            try:
-                code = ErrorCode(ev.error_code).name
-            except ValueError:
-                code = f"{ev.error_code:#x}"
-            self.tally.reset(code)
-            self._end(ev.stream_id, STREAM_RESET)
-
-    def _goaway(self, stream_id: int) -> None:
-        self.tally.goaways += 1
-        self.goaway = stream_id if self.goaway is None else min(self.goaway, stream_id)
-        for sid in [s for s in self.streams if s >= stream_id]:
-            self.tally.goaway_unprocessed += 1
-            self._end(sid, GOAWAY)
-        self.room.set()
-
-    def _end(self, sid: int, kind: int) -> None:
-        stream = self.streams.pop(sid)
-        if not stream.end.done():
-            stream.end.set_result(kind)
-        if kind <= HTTP_5XX:
-            self.served += 1
-            self.tally.max_per_connection = max(self.tally.max_per_connection, self.served)
-        if self.goaway is not None and not self.streams and not self.gone:
-            self.close()  # drained after a GOAWAY: the next request opens a new connection
-
-    async def send(self, headers: list[tuple[bytes, bytes]], body: bytes, counted: bool = True
-                   ) -> tuple[int, Stream]:
-        """One request on a new stream, once the server's stream limit allows it; Refused when the connection
-        went away (or said GOAWAY) while it waited. The tally counts it when the outcomes do (`counted`)."""
-        quic = self._quic
-        while quic.get_next_available_stream_id() // 4 >= quic.max_concurrent_bidi_streams:
-            self.room.clear()
-            await self.room.wait()
-            if not self.takes_streams:
-                raise Refused(GOAWAY if self.goaway is not None else RESET, "the connection ended")
-        sid = quic.get_next_available_stream_id()
-        stream = Stream(asyncio.get_running_loop().create_future())
-        self.streams[sid] = stream
-        self.h3.send_headers(sid, headers, end_stream=not body)
-        if body:
-            self.h3.send_data(sid, body, end_stream=True)
-        self.tally.streams += counted
-        if self._flush is None:  # one flush for every stream written in this pass of the loop
-            self._flush = asyncio.get_running_loop().call_soon(self._flush_now)
-        return sid, stream
-
-    def _flush_now(self) -> None:
-        self._flush = None
-        self.transmit()
-
-    def cancel(self, sid: int) -> None:
-        """A stream given up (its timeout): the server is told to stop, and its answer is ignored."""
-        if self.streams.pop(sid, None) is not None and not self.gone:
-            self._quic.reset_stream(sid, ErrorCode.H3_REQUEST_CANCELLED)
-            self._quic.stop_stream(sid, ErrorCode.H3_REQUEST_CANCELLED)
-            self.transmit()
-
-
-def udp_address(infos: list[Any]) -> tuple[str, int]:
-    """The first address `getaddrinfo` gave, as a UDP socket takes it."""
-    host, port = infos[0][4][:2]
-    return str(host), int(port)
-
-
-def quic_config(target: Target) -> QuicConfiguration:
-    """The client's QUIC configuration: QUIC v1, ALPN h3, the certificate checked against the target's CA (or
-    the system's; none with --insecure). qh3 completes no handshake without `server_name`."""
-    logging.getLogger("quic").setLevel(logging.ERROR)  # qh3 warns of every close by the server: an outcome here
-    cfg = QuicConfiguration(is_client=True, alpn_protocols=[ALPN], server_name=target.host,
-                            supported_versions=[QUIC_V1])
-    if target.insecure:
-        cfg.verify_mode = ssl.CERT_NONE
-    elif target.cafile:
-        cfg.load_verify_locations(cafile=target.cafile)
-    return cfg
-
-
-async def open_conn(addr: tuple[str, int], cfg: QuicConfiguration, tally: StreamTally, timeout: float) -> Conn:
-    """A new QUIC connection on a UDP socket of its own, its handshake done within `timeout` and checked;
-    Refused otherwise."""
-    loop = asyncio.get_running_loop()
-    family = socket.AF_INET6 if ":" in addr[0] else socket.AF_INET
-    try:
-        _, conn = await loop.create_datagram_endpoint(lambda: Conn(QuicConnection(configuration=cfg), tally),
-                                                      family=family, remote_addr=None, local_addr=None)
-    except OSError as e:
-        kind, own = kind_of_error(e)
-        raise Refused(kind, str(e), own) from None
-    try:
-        conn.connect(addr)
-        await asyncio.wait_for(conn.ready, timeout)
-    except TimeoutError:
-        conn.abort()
-        raise Refused(CONNECT_TIMEOUT, f"no QUIC handshake within {timeout:g} s") from None
-    except BaseException:
-        conn.abort()
-        raise
-    tally.connections += 1
-    return conn
+SENDS = 8
+"""How often one request is sent before a GOAWAY that leaves it unprocessed again is its outcome (`goaway`):
+a server that says GOAWAY at every connection's first stream is not retried until the request's timeout."""
+UNSENT = -1
+"""`_until_processed`: the window closed while the request's connection opened; it never went out."""
 
 
 @dataclass
@@ -280,28 +44,47 @@ class Slot:
     inflight: int = 0
 
 
-class H3Engine(Engine[Slot]):
-    """HTTP/3 over QUIC: the closed loop runs `-m` clients on each of `-c` connections; the ramp and the rate
-    put each request on the least busy of at most `-c` connections."""
+@dataclass
+class Sending:
+    """One request on its way: the connection and stream its last send went out on, and its marks."""
 
-    name = "h3"
+    t_sent: float
+    t_connect: float = math.nan
+    conn: Conn | None = None
+    sid: int = -1
+    stream: Stream | None = None
+    sends: int = 0
+
+
+Fields = list[tuple[bytes, bytes]]
+"""A request's HTTP/3 header fields, as qh3 takes them."""
+
+
+def request_fields(target: Target) -> tuple[Fields, bytes]:
+    """A request's HTTP/3 header fields (HTTP/2's rules: lower-case names, no connection-specific fields) and
+    its body."""
+    return target.h2_headers(), target.body
+
+
+class Connections:
+    """A load's QUIC connections, one per `Slot`, for the engine that drives them (its window, its recorder):
+    each request sent on its slot's connection until the server processes it."""
+
+    def __init__(self, engine: Engine[Any]) -> None:
+        self.engine = engine
+        self.slots: list[Slot] = []
 
     async def open(self) -> None:
-        target = self.target
+        """The server's UDP address, the QUIC configuration, and the tally the recorder reports."""
+        engine, target = self.engine, self.engine.target
         self.cfg = quic_config(target)
         infos = await asyncio.get_running_loop().getaddrinfo(target.host, target.port, type=socket.SOCK_DGRAM)
         self.addr = udp_address(infos)
         self.tally = StreamTally(protocol=ALPN)
-        assert self.rec is not None
-        self.rec.streams = self.tally
-        self.slots: list[Slot] = []
-        authority = target.host if target.port == 443 else f"{target.host}:{target.port}"
-        skip = {"host", "connection", "keep-alive", "transfer-encoding", "upgrade"}
-        self.headers = [(b":method", target.method.encode()), (b":scheme", b"https"),
-                        (b":authority", authority.encode()), (b":path", target.path.encode())]
-        self.headers += [(k.lower().encode(), v.encode()) for k, v in target.headers if k.lower() not in skip]
+        assert engine.rec is not None
+        engine.rec.streams = self.tally
 
-    async def close(self) -> None:
+    def close(self) -> None:
         for slot in self.slots:
             if slot.conn is not None:
                 slot.conn.abort()
@@ -313,10 +96,104 @@ class H3Engine(Engine[Slot]):
             if slot.conn is not None:
                 slot.conn.abort()
 
+    def new_slot(self) -> Slot:
+        slot = Slot()
+        self.slots.append(slot)
+        return slot
+
+    async def conn(self, slot: Slot, counted: bool) -> tuple[Conn, bool]:
+        """The slot's connection, a new one when it has none that takes streams; True: this request opened it."""
+        conn = slot.conn
+        if conn is not None and conn.takes_streams:
+            return conn, False
+        first = slot.opening is None
+        if first:
+            slot.opening = asyncio.ensure_future(open_conn(self.addr, self.cfg, self.tally, self.engine.timeout))
+        task = slot.opening
+        assert task is not None
+        try:
+            conn = await asyncio.shield(task)
+        finally:
+            if slot.opening is task and task.done():
+                slot.opening = None
+        slot.conn = conn
+        rec = self.engine.rec
+        if first and counted and rec is not None:
+            rec.add_tls(int(not conn.resumed), int(conn.resumed), {conn.seen: 1})
+        return conn, first
+
+    async def until_processed(self, slot: Slot, fields: Fields, body: bytes, counted: bool, s: Sending,
+                              keep: bool = False) -> int:
+        """Send a request until the server processes it: after a GOAWAY that left it unprocessed, again on the
+        slot's next connection (each resend in `streams.retried`), at most `SENDS` times. Its outcome kind;
+        UNSENT when the window closed while its first connection opened. `keep`: its answer's fields and body."""
+        for _ in range(SENDS):
+            t0 = now()
+            conn, opened = await self.conn(slot, counted)
+            s.conn, s.t_connect = conn, t0 if opened else math.nan
+            if not self.engine.window_open(now()):  # the window closed while it connected
+                if s.sends:
+                    return GOAWAY  # sent, never processed: the recorder leaves it unfinished
+                assert self.engine.rec is not None
+                self.engine.rec.unsent(s.t_sent, counted)  # t_sent: still the intended start
+                return UNSENT
+            t_sent = now()
+            try:
+                s.sid, s.stream = await conn.send(fields, body, counted and not s.sends, keep)
+            except Refused as e:
+                if e.kind != GOAWAY:
+                    raise
+                continue  # the connection said GOAWAY while this request waited for a stream: never sent
+            s.t_sent = t_sent
+            if s.sends:
+                self.tally.retried += 1
+            s.sends += 1
+            kind = await s.stream.end
+            if kind != GOAWAY:
+                return kind
+        return GOAWAY
+
+    async def timed(self, slot: Slot, fields: Fields, body: bytes, counted: bool, s: Sending,
+                    keep: bool = False) -> tuple[int, str | None]:
+        """`until_processed` within the engine's timeout: the outcome kind, and the client's own error if any
+        (`Engine._record`'s). A request the load's end cancels before it went out is taken back."""
+        try:
+            async with asyncio.timeout(self.engine.timeout):
+                return await self.until_processed(slot, fields, body, counted, s, keep), None
+        except TimeoutError:
+            if s.sends and s.conn is not None:
+                s.conn.cancel(s.sid)
+            return (TIMEOUT if s.sends else CONNECT_TIMEOUT), None
+        except Refused as e:
+            return e.kind, e.own
+        except asyncio.CancelledError:
+            if not s.sends and self.engine.rec is not None:
+                self.engine.rec.unsent(s.t_sent, counted)
+            raise
+
+
+class H3Engine(Engine[Slot]):
+    """HTTP/3 over QUIC: the closed loop runs `-m` clients on each of `-c` connections; the ramp and the rate
+    put each request on the least busy of at most `-c` connections."""
+
+    name = "h3"
+
+    async def open(self) -> None:
+        self.h3 = Connections(self)
+        await self.h3.open()
+        pages = self.spec.pages
+        self.requests = [request_fields(t) for t in (pages.targets if pages is not None else (self.target,))]
+        """Each request's fields by its index (`next_request`), encoded once."""
+
+    async def close(self) -> None:
+        self.h3.close()
+
+    def abort_all(self) -> None:
+        self.h3.abort_all()
+
     def start_closed(self, schedule: Closed) -> None:
         for _ in range(schedule.connections):
-            slot = Slot()
-            self.slots.append(slot)
+            slot = self.h3.new_slot()
             for _ in range(self.target.streams):
                 self._spawn(self._stream_client(slot))
 
@@ -329,68 +206,26 @@ class H3Engine(Engine[Slot]):
     def _least_busy(self) -> Slot:
         """The ramp's and the rate's request: the connection with the fewest requests out, a new one while
         every open one has some and fewer than -c are open."""
-        free = min(self.slots, key=lambda s: s.inflight, default=None)
-        if free is None or free.inflight and len(self.slots) < self.spec.schedule.connections:
-            free = Slot()
-            self.slots.append(free)
+        free = min(self.h3.slots, key=lambda s: s.inflight, default=None)
+        if free is None or free.inflight and len(self.h3.slots) < self.spec.schedule.connections:
+            free = self.h3.new_slot()
         return free
-
-    async def _conn(self, slot: Slot, counted: bool) -> tuple[Conn, bool]:
-        """The slot's connection, a new one when it has none that takes streams; True: this request opened it."""
-        conn = slot.conn
-        if conn is not None and conn.takes_streams:
-            return conn, False
-        first = slot.opening is None
-        if first:
-            slot.opening = asyncio.ensure_future(open_conn(self.addr, self.cfg, self.tally, self.timeout))
-        task = slot.opening
-        assert task is not None
-        try:
-            conn = await asyncio.shield(task)
-        finally:
-            if slot.opening is task and task.done():
-                slot.opening = None
-        slot.conn = conn
-        if first and counted and self.rec is not None:
-            self.rec.add_tls(int(not conn.resumed), int(conn.resumed), {conn.seen: 1})
-        return conn, first
 
     async def request(self, t_intended: float, counted: bool, state: Slot | None) -> Slot | None:
         slot = state if state is not None else self._least_busy()
+        req = self.next_request()
+        s = Sending(t_intended)
         slot.inflight += 1
-        t_connect, t_sent, sent, stream, conn = math.nan, t_intended, False, None, None
-        reason: str | None = None
-        sid = -1
         try:
-            async with asyncio.timeout(self.timeout):
-                t0 = now()
-                conn, opened = await self._conn(slot, counted)
-                t_connect = t0 if opened else math.nan
-                if not self.window_open(now()):  # the window closed while it connected: never sent
-                    assert self.rec is not None
-                    self.rec.unsent(t_intended, counted)
-                    return state
-                t_sent = now()
-                sid, stream = await conn.send(self.headers, self.target.body, counted)
-                sent = True
-                kind = await stream.end
-        except TimeoutError:
-            kind = TIMEOUT if sent else CONNECT_TIMEOUT
-            if sent and conn is not None:
-                conn.cancel(sid)
-        except Refused as e:
-            kind, reason = e.kind, e.own
-        except asyncio.CancelledError:
-            if not sent:
-                assert self.rec is not None
-                self.rec.unsent(t_intended, counted)
-            raise
+            kind, reason = await self.h3.timed(slot, *self.requests[req], counted, s)
         finally:
             slot.inflight -= 1
+        if kind == UNSENT:
+            return state
+        stream = s.stream
         status = stream.status if stream is not None and kind <= HTTP_5XX else 0
-        began = (t_connect, t_sent, t_sent, stream.t_first) if status and stream is not None else None
+        began = (s.t_connect, s.t_sent, s.t_sent, stream.t_first) if status and stream is not None else None
         nbytes = stream.nbytes if stream is not None else 0
-        if self._record(counted, kind, t_intended, t_sent, nbytes, reason, status, began):
+        if self._record(counted, kind, t_intended, s.t_sent, nbytes, reason, status, began, req):
             await asyncio.sleep(BACKOFF_S)
         return state
-
