@@ -115,7 +115,7 @@ class Protocol:
         if source in self.sources:
             return None
         over = " or ".join(f"{p.words} (--proto {p.name})" for p in carriers(source))
-        return (f"{flag} runs over {over}: the {self.name} engine sends one request, the same each time; "
+        return (f"{flag} runs over {over}: the {self.name} engine does not carry {flag}; "
                 f"drop --proto {self.name} or {flag}")
 
 
@@ -138,9 +138,9 @@ def unregister(name: str) -> None:
 H1 = register(Protocol("h1", "HTTP/1.1", "tcp", "either", ("http/1.1",), False,
                        engines=("fast", "aiohttp"), http1=True))
 H2 = register(Protocol("h2", "h2 (HTTP/2 over TLS)", "tcp", "required", ("h2", "http/1.1"), True,
-                       schedules=("closed",), sources=("page",)))
+                       schedules=("closed",), sources=("page", "mix", "replay")))
 H2C = register(Protocol("h2c", "h2c (cleartext HTTP/2)", "tcp", "refused", (), True,
-                        schedules=("closed",), sources=("page",)))
+                        schedules=("closed",), sources=("page", "mix", "replay")))
 H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True, sources=("page",)))
 DEFAULT = H1.name
 """The protocol of a run that names none."""

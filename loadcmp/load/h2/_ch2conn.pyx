@@ -64,9 +64,13 @@ cdef class H2Conns:
         s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
         s.deadline = t + self.timeout
         self.stats.streams += got  # the window's streams, as the outcomes count them (not the warm-up's)
-        if self.stats.owed > 0:  # in place of a stream a GOAWAY left unprocessed
-            self.stats.owed -= 1
+        if got and self.owed_n:  # a stream a graceful GOAWAY left unprocessed, sent again as it was
+            s.req = self.owed_reqs[self.owed_at]
+            self.owed_at = (self.owed_at + 1) % self.owed_cap
+            self.owed_n -= 1
             self.stats.retried += 1
+        else:
+            s.req = self.reqs.next()  # the next request of the sequence (the warm-up's too), as the h1 loop takes it
         return got
 
     cdef void _open(self, h2c_t *c) except *:
@@ -77,6 +81,7 @@ cdef class H2Conns:
         if self._begin(s, t) < 0:
             return
         c.inflight, c.nended, c.goaway, c.last_id, c.served, c.out_len, c.fresh = 1, 0, 0, 0, 0, 0, 0
+        c.goaway_code = 0
         c.first_read, c.registered = 1, 0
         s.t_connect = t
         self.stats.connections += 1
@@ -149,11 +154,15 @@ cdef class H2Conns:
             raise MemoryError()
         c.phase = OPEN
         s.t_sent = now()
-        s.id = h2_submit(c, s, self.nva, self.nvlen)
-        if s.id < 0:
-            raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
+        self._submit(c, s)
         c.fresh = 1
         self._pump(c, s.t_sent)
+
+    cdef void _submit(self, h2c_t *c, h2s_t *s) except *:
+        """Slot `s`'s request to nghttp2: its header fields and body, by its index."""
+        s.id = h2_submit(c, s, self.nvas[s.req], self.nvlens[s.req], self.reqs.data[s.req], self.reqs.size[s.req])
+        if s.id < 0:
+            raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
 
     cdef void _fill(self, h2c_t *c, double t) except *:
         """Start streams until `m` are in flight (fewer when the server allows fewer); none after a GOAWAY."""
@@ -169,9 +178,7 @@ cdef class H2Conns:
             if self._begin(s, t) < 0:
                 return
             s.t_sent = t
-            s.id = h2_submit(c, s, self.nva, self.nvlen)
-            if s.id < 0:
-                raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
+            self._submit(c, s)
             c.inflight += 1
             c.fresh += 1
 
@@ -199,8 +206,7 @@ cdef class H2Conns:
                 elif s.end == H2_END_RST:
                     self._record(s, SRESET_, t, 0)
                 elif s.end == H2_END_GOAWAY:
-                    self.stats.owed += 1
-                    self._record(s, GOAWAY_, t, 0)
+                    self._unprocessed(c, s, t)
                 elif s.end == H2_END_ERROR:
                     self._record(s, PROTO_, t, 0)
                 s.state = S_FREE
@@ -312,9 +318,26 @@ cdef class H2Conns:
         phases[2] = s.t_written - s.t_sent
         phases[3] = s.t_first - s.t_written
         phases[4] = (t - s.t_first) if kind <= K_HTTP_5XX else NAN
-        self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, -1, 0)
+        self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, self.reqs.page_of[s.req],
+                       self.reqs.expect[s.req])
         if self.counted_inflight == 0 and self.tally.spent():
             self.tally.flush()
+
+    cdef void _unprocessed(self, h2c_t *c, h2s_t *s, double t) except *:
+        """A stream a GOAWAY left unprocessed. With NO_ERROR the server closed gracefully and never saw it (RFC
+        9113 §6.8): it is sent again on a new connection, as browsers do, its start taken back with its -n ticket
+        and the next one counted as `retried`. With an error code it is a `goaway` failure."""
+        if c.goaway_code != NGHTTP2_NO_ERROR or not s.counted or t >= self.tally.t_end:
+            self._record(s, GOAWAY_, t, 0)
+            return
+        s.counted = 0
+        self.counted_inflight -= 1
+        self.stats.unprocessed += 1
+        self.stats.streams -= 1
+        self.tally.take_back(s.t_intended)
+        if self.owed_n < self.owed_cap:  # (never full: at most every slot's stream is owed at once)
+            self.owed_reqs[(self.owed_at + self.owed_n) % self.owed_cap] = s.req
+            self.owed_n += 1
 
     cdef void _end_all(self, h2c_t *c, int kind, double t) except *:
         """The connection is lost: what had ended is recorded as it ended, every other stream as `kind`."""
@@ -324,11 +347,10 @@ cdef class H2Conns:
             s = &c.slots[c.ended[k]]
             if s.end == H2_END_DONE:
                 self._record(s, kind_of_status(s.status), t, s.status)
+            elif s.end == H2_END_GOAWAY:
+                self._unprocessed(c, s, t)
             elif s.end != H2_END_IGNORE:
-                if s.end == H2_END_GOAWAY:
-                    self.stats.owed += 1
-                self._record(s, SRESET_ if s.end == H2_END_RST else (GOAWAY_ if s.end == H2_END_GOAWAY else PROTO_),
-                             t, 0)
+                self._record(s, SRESET_ if s.end == H2_END_RST else PROTO_, t, 0)
             s.state = S_FREE
         c.nended = 0
         for k in range(c.m):
