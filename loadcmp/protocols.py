@@ -85,9 +85,12 @@ class Protocol:
         return None
 
     def option_error(self, flag: str) -> str | None:
-        """An HTTP/1-only option (`--http10`, `--tls-resume`) asked of this protocol, in one line; None: it takes it."""
-        if self.http1:
+        """An option (`--http10`, `--tls-resume`) this protocol does not take, in one line; None: it takes it.
+        `--tls-resume` is TLS over TCP's: h1's and h2's new connections resume a saved session."""
+        if self.http1 or (flag == "--tls-resume" and self.transport == "tcp" and self.tls == "required"):
             return None
+        if flag == "--tls-resume" and self.tls == "refused":
+            return f"--proto {self.name} takes no --tls-resume: {self.words} runs without TLS"
         return (f"--proto {self.name} takes no {flag}: that is HTTP/1's (an {self.name} connection shakes hands "
                 "once and carries many streams)")
 

@@ -72,7 +72,8 @@ cdef class H2Loop(H2Conns):
                 raise MemoryError()
         self.tls_on = target.scheme == "https"
         if self.tls_on:
-            self.sni = tls_start(&self.tls, target, False, True)
+            self.resume = target.tls_resume
+            self.sni = tls_start(&self.tls, target, self.resume > 0, True)
 
     def _headers(self, requests):
         """Each request's header fields as nghttp2 takes them (`nvas[i]`, `nvlens[i]`), made once per load."""

@@ -83,6 +83,8 @@ cdef class H2Conns(CBase):
     cdef size_t *nvlens
     cdef bytes sni
     cdef bint tls_on, h2c
+    cdef double resume  # --tls-resume: the share of new connections that offer a saved session
+    cdef long long offers
     cdef tls_t tls
     cdef object url
 
@@ -90,11 +92,13 @@ cdef class H2Conns(CBase):
     cdef void _open(self, h2c_t *c) except *
     cdef void _watch(self, h2c_t *c, uint32_t events) except *
     cdef void _connected(self, h2c_t *c) except *
+    cdef bint _offer(self) except *
     cdef void _shake(self, h2c_t *c) except *
     cdef void _ready(self, h2c_t *c) except *
     cdef void _submit(self, h2c_t *c, h2s_t *s) except *
     cdef void _fill(self, h2c_t *c, double t) except *
     cdef void _pump(self, h2c_t *c, double t) except *
+    cdef void _ended_well(self, h2c_t *c) except *
     cdef bint _flush(self, h2c_t *c) except *
     cdef void _readable(self, h2c_t *c) except *
     cdef void _settle(self, h2c_t *c, double t) except *

@@ -7,7 +7,7 @@ unfinished: `ok + failures + unfinished == started` holds for streams.
 """
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR
-from libc.math cimport NAN, isnan
+from libc.math cimport NAN, floor, isnan
 from libc.string cimport memmove, strerror
 from posix.unistd cimport close
 
@@ -111,11 +111,22 @@ cdef class H2Conns:
         if not self.tls_on:
             self._ready(c)
             return
-        c.ssl = tls_new(&self.tls, NULL, c.fd, <const char *>self.sni if self.sni is not None else NULL, 0)
+        c.ssl = tls_new(&self.tls, NULL, c.fd, <const char *>self.sni if self.sni is not None else NULL,
+                        self._offer())
         if c.ssl == NULL:
             raise MemoryError()
         c.phase = HANDSHAKING
         self._shake(c)
+
+    cdef bint _offer(self) except *:
+        """Whether a new connection offers the saved session: of those made while one is saved, the share
+        --tls-resume says, spread evenly as the h1 TLS loop spreads them (`_ctls.pyx`), so the counts are exact."""
+        cdef long long k
+        if self.resume <= 0.0 or self.tls.saved == NULL:
+            return False
+        k = self.offers
+        self.offers += 1
+        return floor((k + 1) * self.resume) > floor(k * self.resume)
 
     cdef void _shake(self, h2c_t *c) except *:
         cdef int err = 0, got
@@ -189,9 +200,19 @@ cdef class H2Conns:
             return
         if c.inflight == 0 and (c.goaway or not (nghttp2_session_want_read(c.sess) or
                                                  nghttp2_session_want_write(c.sess))):
+            self._ended_well(c)
             self._reopen(c)  # a GOAWAY, its last stream done: a new connection
         elif c.inflight == 0:
+            self._ended_well(c)
             self._close(c)  # none may start: the window closed, or -n is spent
+
+    cdef void _ended_well(self, h2c_t *c) except *:
+        """A connection that ends after a good exchange keeps its TLS session resumable (a quiet shutdown: OpenSSL
+        marks a session whose connection is freed without one as not to be resumed), as the h1 TLS loop's
+        close_notify does; nothing is sent."""
+        if c.ssl != NULL and SSL_is_init_finished(c.ssl):
+            SSL_set_quiet_shutdown(c.ssl, 1)
+            SSL_shutdown(c.ssl)
 
     cdef void _settle(self, h2c_t *c, double t) except *:
         cdef int i, k, n
