@@ -81,3 +81,9 @@ def test_journeys_run_over_http_1_1_only(tmp_path, source):
     assert r.exit_code == 2 and not (tmp_path / "results").exists(), r.output
     assert (f"{source} runs over HTTP/1.1 (--proto h1): the h2 engine does not carry {source}; "
             f"drop --proto h2 or {source}") in r.output
+
+
+def test_a_paced_replay_over_h2_is_refused_before_anything_starts(tmp_path):
+    """A replay at 1x runs the replay schedule, which h2 does not run (at max it is the closed loop's)."""
+    said = _refused(tmp_path, ["--replay", _log(tmp_path), "--replay-speed", "1x", "--proto", "h2", "--tls"])
+    assert "--replay-speed 1x: --proto h2 runs the fast engine's closed loop" in said, said
