@@ -125,9 +125,10 @@ def _retried_all(st: StreamTally, doc: dict) -> None:
     most -c x -m), and are neither failures nor among the started."""
     assert st.goaway_unprocessed - 2 * 4 <= st.retried <= st.goaway_unprocessed and st.retried > 0, st
     assert doc["started"] == doc["ok"] + doc["unfinished"], doc
-    # the streams tally as `started`: but a connection opening at the window's close (each of -c at most), its
-    # first stream taken back after the tally was handed over
-    assert 0 <= st.streams - doc["started"] <= 2, (st, doc)
+    # the streams tally as `started`, but for a connection opening at the window's close (each of -c at most):
+    # its first stream taken back after the compiled loop's tally was handed over, or counted started and never
+    # submitted by the fallback
+    assert abs(st.streams - doc["started"]) <= 2, (st, doc)
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
