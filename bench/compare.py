@@ -37,7 +37,8 @@ those; `--rows http` only the plain ones. Then the h2 rows (`h2_rows`): the same
 h2c, h2load against `loadcmp bench --proto h2|h2c -m M` at -c 50 -m 10 and -c 1000 -m 1 (`--rows h2`).
 
 Then the mix rows (`mix_rows`): one page against a 3-page weighted mix of pages nginx answers alike, in
-rounds of A B, then B A (the bar: the mix at >= 0.95x one page). `--rows mix` runs only those.
+rounds of A B, then B A (the bar: the mix at >= 0.95x one page), over HTTP/1.1 (`--rows mix`) and over h2 at
+-c 50 -m 10 (`--rows mix-h2`).
 """
 
 from __future__ import annotations
@@ -251,13 +252,13 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=15000)
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
-    ap.add_argument("--rows", default="http,https,h2,mix", help="which rows: http (and the big closed loop), https, "
-                    "h2 (h2 and h2c against h2load), mix (a 3-page mix against one page), comma-separated "
-                    "(default all four)")
+    ap.add_argument("--rows", default="http,https,h2,mix,mix-h2", help="which rows: http (and the big closed "
+                    "loop), https, h2 (h2 and h2c against h2load), mix (a 3-page mix against one page), mix-h2 (the "
+                    "same over h2), comma-separated (default all five)")
     args = ap.parse_args()
     rows_asked = set(args.rows.split(","))
-    if not rows_asked or rows_asked - {"http", "https", "h2", "mix"}:
-        sys.exit(f"--rows {args.rows}: give http, https, h2, mix or several, comma-separated")
+    if not rows_asked or rows_asked - {"http", "https", "h2", "mix", "mix-h2"}:
+        sys.exit(f"--rows {args.rows}: give http, https, h2, mix, mix-h2 or several, comma-separated")
     if args.live:
         if not Path(CHROMIUM).exists():
             sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
@@ -283,10 +284,11 @@ def main() -> None:
             import h2_rows
 
             h2_rows.print_h2_ratios(h2_rows.h2_rows(stack, overrides, Path(tmp), args.time, args.rounds, args.page))
-        if "mix" in rows_asked:
+        if rows_asked & {"mix", "mix-h2"}:
             import mix_rows
 
-            mix_rows.mix_rows(stack, overrides, levels[:1], args.time, args.rounds)
+            protos = tuple(p for p, row in (("h1", "mix"), ("h2", "mix-h2")) if row in rows_asked)
+            mix_rows.mix_rows(stack, overrides, levels[:1], args.time, args.rounds, protos)
     if BROWSER:
         BROWSER[0].close()
 

@@ -85,9 +85,12 @@ class Protocol:
         return None
 
     def option_error(self, flag: str) -> str | None:
-        """An HTTP/1-only option (`--http10`, `--tls-resume`) asked of this protocol, in one line; None: it takes it."""
-        if self.http1:
+        """An option (`--http10`, `--tls-resume`) this protocol does not take, in one line; None: it takes it.
+        `--tls-resume` is TLS over TCP's: h1's and h2's new connections resume a saved session."""
+        if self.http1 or (flag == "--tls-resume" and self.transport == "tcp" and self.tls == "required"):
             return None
+        if flag == "--tls-resume" and self.tls == "refused":
+            return f"--proto {self.name} takes no --tls-resume: {self.words} runs without TLS"
         return (f"--proto {self.name} takes no {flag}: that is HTTP/1's (an {self.name} connection shakes hands "
                 "once and carries many streams)")
 
@@ -115,7 +118,7 @@ class Protocol:
         if source in self.sources:
             return None
         over = " or ".join(f"{p.words} (--proto {p.name})" for p in carriers(source))
-        return (f"{flag} runs over {over}: the {self.name} engine sends one request, the same each time; "
+        return (f"{flag} runs over {over}: the {self.name} engine does not carry {flag}; "
                 f"drop --proto {self.name} or {flag}")
 
 
@@ -138,9 +141,9 @@ def unregister(name: str) -> None:
 H1 = register(Protocol("h1", "HTTP/1.1", "tcp", "either", ("http/1.1",), False,
                        engines=("fast", "aiohttp"), http1=True))
 H2 = register(Protocol("h2", "h2 (HTTP/2 over TLS)", "tcp", "required", ("h2", "http/1.1"), True,
-                       schedules=("closed",), sources=("page",)))
+                       schedules=("closed",), sources=("page", "mix", "replay")))
 H2C = register(Protocol("h2c", "h2c (cleartext HTTP/2)", "tcp", "refused", (), True,
-                        schedules=("closed",), sources=("page",)))
+                        schedules=("closed",), sources=("page", "mix", "replay")))
 H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True))
 DEFAULT = H1.name
 """The protocol of a run that names none."""

@@ -257,7 +257,7 @@ def test_the_report_shows_streams_goaway_every_n_and_a_trial_stopped_for_its_pro
     (folder / "run.json").write_text(json.dumps(run))
     text = markdown_page(compose(load_results(folder)))
     assert "## HTTP/2 streams" in text
-    assert "| 10 | nginx | h2 | 950.0 | 22 | 12 | 36 | REFUSED_STREAM 2 | 128 | 1,000 |" in text
+    assert "| 10 | nginx | h2 | 950.0 | 22 | 12 | 36 | 36 | REFUSED_STREAM 2 | 128 | 1,000 |" in text
     assert "nginx: asked for h2, the server negotiated h2" in text
     assert "apache-prefork: asked for h2, the server negotiated http/1.1" in text
     assert "apache-prefork at 50 clients was not measured: apache-prefork: asked for h2, ALPN chose http/1.1" in text

@@ -121,14 +121,15 @@ def test_engine_schedule_and_source_refusals() -> None:
     assert h3.run_error("aiohttp", "rate") == ("--proto h3 runs its own QUIC engine (every schedule), "
                                                "not --engine aiohttp")
     assert h1.run_error("aiohttp", "ramp") is h2.run_error("fast", "closed") is None
-    assert h2.source_error("--mix") == ("--mix runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): the h2 "
-                                        "engine sends one request, the same each time; drop --proto h2 or --mix")
+    assert h2.source_error("--journey") == ("--journey runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): "
+                                            "the h2 engine does not carry --journey; drop --proto h2 or --journey")
+    assert h2.source_error("--mix") is h2.source_error("--replay") is None
     assert h1.source_error("--journey") is h3.source_error("--journey") is h3.source_error("--replay") is None
 
 
 REFUSALS = ["needs an https:// URL", "runs over plain http only", "runs over TLS only", "is on a plain port",
             "that is HTTP/1's", "the stacks that do:", "one request in flight per connection",
-            "-m/--streams must be", "unknown protocol", "protocols must include", "the same each time",
+            "-m/--streams must be", "unknown protocol", "protocols must include", "engine does not carry",
             "runs its own "]
 
 

@@ -77,12 +77,11 @@ def test_the_protocol_table_says_which_protocols_carry_a_source():
         assert problems(MixTraffic({"/a": 1.0}, 1), Beside(protos=("h1", "hx"))) == []
         assert problems(OnePage(), Beside(protos=("hx",))) == []
         said = problems(JourneyTraffic("reader", {"x": "reader"}), Beside(protos=("hx",), shipped={}))
-        assert ("--journey runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): the hx engine sends one "
-                "request, the same each time; "
-                "drop --proto hx or --journey") in said
+        assert ("--journey runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): the hx engine does not carry "
+                "--journey; drop --proto hx or --journey") in said
         assert "[journeys.levels] 'x': a level is a number of clients, like 20" in said
         carriers = [p.name for p in protocols.carriers(MixTraffic.kind)]
-        assert carriers == ["h1", "h3", row.name]
+        assert carriers == ["h1", "h2", "h2c", "h3", row.name]
     finally:
         protocols.unregister("hx")
 

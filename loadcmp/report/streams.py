@@ -1,9 +1,9 @@
 """The report's HTTP/2 section (HTTP/3's too, titled by the protocols it holds: `titled`): per label and level,
 how the streams went (`LoadSummary.streams`, the engine's tally): streams per connection, connections, GOAWAYs
-and the streams above their last-stream-id, RST_STREAMs by code, the server's SETTINGS_MAX_CONCURRENT_STREAMS
-and the most requests one connection served; then in words what each label asked for and negotiated (the
-primer's check, `ServerInfo.negotiated`), a trial stopped for its protocol with its reason, and a GOAWAY every
-N requests named with the tunable that sets N.
+and the streams above their last-stream-id (and those of them retried), RST_STREAMs by code, the server's
+SETTINGS_MAX_CONCURRENT_STREAMS and the most requests one connection served; then in words what each label asked
+for and negotiated (the primer's check, `ServerInfo.negotiated`), a trial stopped for its protocol with its reason,
+and a GOAWAY every N requests named with the tunable that sets N.
 
 Only a run that asked for a protocol other than HTTP/1.1 has this section: an h1 run's report is as it was.
 """
@@ -16,11 +16,12 @@ from .. import protocols
 from ..records import StreamFacts, TrialRecord
 from ..store.reader import Results
 
-HEADER = ["clients", "server", "protocol", "streams/connection", "connections", "GOAWAY", "unprocessed",
+HEADER = ["clients", "server", "protocol", "streams/connection", "connections", "GOAWAY", "unprocessed", "retried",
           "RST_STREAM", "max concurrent", "most on one connection"]
 LEGEND = ("streams/connection: the streams the window started per connection opened (-m streams at once, a new "
           "connection after each GOAWAY or cut); connections, GOAWAY, unprocessed (streams above a GOAWAY's "
-          "last-stream-id, never processed) and RST_STREAM (by error code): per trial, the mean over the trials; "
+          "last-stream-id, never processed), retried (those sent again on a new connection after a graceful GOAWAY, "
+          "as browsers do: not failures) and RST_STREAM (by error code): per trial, the mean over the trials; "
           "max concurrent: the server's SETTINGS_MAX_CONCURRENT_STREAMS (0: none sent); most on one connection: "
           "the most requests one connection served.")
 
@@ -93,7 +94,8 @@ def stream_rows(data: Results) -> tuple[list[str], list[list[str]]]:
             rows.append([f"{level:,}", s, proto, f"{_per_trial(cell, lambda f: f['streams_per_connection']):,.1f}",
                          f"{_per_trial(cell, lambda f: f['connections']):,.0f}",
                          f"{_per_trial(cell, lambda f: f['goaways']):,.0f}",
-                         f"{_per_trial(cell, lambda f: f['goaway_unprocessed']):,.0f}", _resets(cell),
+                         f"{_per_trial(cell, lambda f: f['goaway_unprocessed']):,.0f}",
+                         f"{_per_trial(cell, lambda f: f.get('retried', 0)):,.0f}", _resets(cell),
                          f"{max(f['max_concurrent'] for f in cell):,}",
                          f"{max(f['max_per_connection'] for f in cell):,}"])
     return (HEADER, rows) if rows else ([], [])

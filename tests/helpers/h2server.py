@@ -6,12 +6,15 @@ refuse      RST_STREAM(REFUSED_STREAM) on every third stream, answers the rest
 refuse:0x1a the same with RST_STREAM's code 0x1a, one RFC 9113 does not name
 every:N     answers N streams on a connection, then a GOAWAY naming the N-th and a close (nginx's
             keepalive_requests): streams sent past it are unprocessed
-low         waits for 4 streams, answers the first, then a GOAWAY naming the first and a close
+low         waits for 4 streams, answers the first, then a GOAWAY(NO_ERROR) naming the first and a close
+low:0x2     the same with the GOAWAY's error code 0x2 (INTERNAL_ERROR): its unprocessed streams are failures
 graceful    waits for 4 streams, sends a GOAWAY naming the second, then still answers the first two and closes
             (nginx's graceful GOAWAY): the two above are unprocessed, the two below ok
 stall       never answers every third stream (the client times it out and cancels it)
 cut         answers the first 2 streams of a connection, then closes it under the streams in flight
 h1          speaks HTTP/1.1 only (TLS: ALPN http/1.1; cleartext: an HTTP/1.1 400 to the preface)
+
+Every answer's status is the path's when it is one (`/404`: 404), else 200; `paths` counts the answers by path.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ class H2Server:
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self.answered = 0
+        self.paths: dict[bytes, int] = {}
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -78,6 +82,7 @@ class H2Conn(asyncio.Protocol):
         self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
         self.served = 0
         self.waiting: list[int] = []
+        self.path: dict[int, bytes] = {}
         self.done = False
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -96,6 +101,7 @@ class H2Conn(asyncio.Protocol):
             return
         for ev in events:
             if isinstance(ev, h2.events.RequestReceived):
+                self.path[ev.stream_id] = dict(ev.headers).get(b":path", b"/")
                 self._request(ev.stream_id)
             if self.done:
                 break
@@ -105,10 +111,13 @@ class H2Conn(asyncio.Protocol):
                 self.transport.close()
 
     def _answer(self, sid: int) -> None:
-        self.h2.send_headers(sid, [(b":status", b"200"), (b"content-length", str(len(BODY)).encode())])
+        path = self.path.pop(sid, b"/")
+        status = path[1:] if path[1:].isdigit() and len(path) == 4 else b"200"
+        self.h2.send_headers(sid, [(b":status", status), (b"content-length", str(len(BODY)).encode())])
         self.h2.send_data(sid, BODY, end_stream=True)
         self.served += 1
         self.server.answered += 1
+        self.server.paths[path] = self.server.paths.get(path, 0) + 1
 
     def _request(self, sid: int) -> None:
         how = self.server.how
@@ -121,11 +130,11 @@ class H2Conn(asyncio.Protocol):
             if self.served == int(how.split(":")[1]):
                 self.h2.close_connection(last_stream_id=sid)
                 self.done = True
-        elif how == "low":
+        elif how.startswith("low"):
             self.waiting.append(sid)
             if len(self.waiting) == 4:
                 self._answer(self.waiting[0])
-                self.h2.close_connection(last_stream_id=self.waiting[0])
+                self.h2.close_connection(int(how[4:], 16) if ":" in how else 0, last_stream_id=self.waiting[0])
                 self.done = True
         elif how == "graceful":
             self.waiting.append(sid)

@@ -57,5 +57,6 @@ cdef class CTally:
     cdef int end(self, int kind, int status, double t_intended, double t_sent, double t, int64_t nbytes,
                  const double *phases, int page, int expect) except -1
     cdef bint spent(self) noexcept
+    cdef void take_back(self, double t) except *
     cpdef flush(self)
     cdef tuple _pages(self)

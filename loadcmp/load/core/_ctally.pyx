@@ -90,6 +90,15 @@ cdef class CTally:
         """Every -n ticket is taken."""
         return 0 <= self.requests <= self.started
 
+    cdef void take_back(self, double t) except *:
+        """A counted start at `t` that never reached the server (h2: a graceful GOAWAY left its stream
+        unprocessed, to be sent again): uncounted, and its -n ticket given back (`Recorder.unsent`)."""
+        self.started -= 1
+        if self.start_n and min(<int64_t>(t - self.t0), self.nsec - 1) == self.start_sec:
+            self.start_n -= 1  # not handed over yet
+        else:
+            self.rec.unsent(t, True)
+
     cpdef flush(self):
         """Hand what was counted to the recorder: the starts first, so nothing ends before it began."""
         cdef tally_t *t = self.t

@@ -4,7 +4,8 @@
  * A connection keeps up to `m` streams in flight (h2load's -m), each in a slot. The callbacks note a
  * stream's status and bytes, and when it ends, how: its answer complete (H2_END_DONE), reset by the
  * server (RST_STREAM, H2_END_RST with its code), left unprocessed by a GOAWAY whose last-stream-id is
- * below it (H2_END_GOAWAY: nghttp2 closes those itself, or never sends their HEADERS), or cut
+ * below it (H2_END_GOAWAY: nghttp2 closes those itself, or never sends their HEADERS; the GOAWAY's code
+ * decides whether they are retried or failed), or cut
  * (H2_END_ERROR). An ended slot's index goes on the connection's `ended` list, which the loop empties
  * after each read: no Python runs in a callback.
  */
@@ -31,7 +32,7 @@ typedef struct {
 } h2other_t;
 
 typedef struct {
-    long long connections, streams, goaways, unprocessed, retried, owed;
+    long long connections, streams, goaways, unprocessed, retried;
     long long resets[H2_CODES];
     long long max_concurrent, max_served;
     h2other_t others[H2_OTHERS]; /* RST_STREAM codes with no name: never counted under a named one's */
@@ -66,17 +67,19 @@ static h2other_t *h2_others(h2stats_t *st, int *n, int clear) {
 
 typedef struct {
     int32_t id;
-    int state, counted, status, end;
+    int state, counted, status, end, req; /* req: the request it sends, by index (a load of pages) */
     uint32_t code;
     double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline;
     int64_t nbytes;
-    size_t body_off;
+    const char *body; /* the request's body, sent from body_off on */
+    size_t body_len, body_off;
 } h2s_t;
 
 typedef struct {
     int fd, phase, registered, m, inflight, nended, goaway, first_read, fresh;
     uint32_t gen;
     int32_t last_id;
+    uint32_t goaway_code; /* the GOAWAY's error code: NO_ERROR, its unprocessed streams are retried */
     long long served;
     double t_read, deadline; /* t_read: when the bytes being handed to nghttp2 were read */
     SSL *ssl;
@@ -86,8 +89,6 @@ typedef struct {
     unsigned char *out; /* bytes nghttp2 gave that the socket has not taken yet */
     size_t out_len, out_cap;
     h2stats_t *stats;
-    const char *body;
-    size_t body_len;
 } h2c_t;
 
 static h2s_t *h2_slot(h2c_t *c, int32_t id) {
@@ -135,7 +136,7 @@ static int h2_on_frame_recv(nghttp2_session *ss, const nghttp2_frame *f, void *u
     size_t i;
     if (f->hd.type == NGHTTP2_GOAWAY) {
         c->stats->goaways++;
-        c->goaway = 1, c->last_id = f->goaway.last_stream_id;
+        c->goaway = 1, c->last_id = f->goaway.last_stream_id, c->goaway_code = f->goaway.error_code;
     } else if (f->hd.type == NGHTTP2_RST_STREAM && (s = h2_slot(c, f->hd.stream_id)) != NULL) {
         s->code = f->rst_stream.error_code; /* counted by its code when its end is recorded */
         h2_ended(c, s, H2_END_RST);
@@ -177,13 +178,13 @@ static int h2_on_not_send(nghttp2_session *ss, const nghttp2_frame *f, int err, 
 static ssize_t h2_body(nghttp2_session *ss, int32_t id, uint8_t *buf, size_t len, uint32_t *flags,
                        nghttp2_data_source *src, void *ud) {
     (void)ss, (void)src;
-    h2c_t *c = (h2c_t *)ud;
-    h2s_t *s = h2_slot(c, id);
-    size_t off = s ? s->body_off : c->body_len, n = c->body_len - off < len ? c->body_len - off : len;
-    memcpy(buf, c->body + off, n);
-    if (s)
+    h2s_t *s = h2_slot((h2c_t *)ud, id);
+    size_t size = s ? s->body_len : 0, off = s ? s->body_off : 0, n = size - off < len ? size - off : len;
+    if (n) {
+        memcpy(buf, s->body + off, n);
         s->body_off += n;
-    if (off + n >= c->body_len)
+    }
+    if (off + n >= size)
         *flags |= NGHTTP2_DATA_FLAG_EOF;
     return (ssize_t)n;
 }
@@ -212,13 +213,13 @@ static int h2_session(h2c_t *c, nghttp2_session_callbacks *cb) {
     return 0;
 }
 
-/* Submit one request on slot `s`; its stream id, or a negative nghttp2 error. */
-static int32_t h2_submit(h2c_t *c, h2s_t *s, const nghttp2_nv *nva, size_t nvlen) {
+/* Submit one request on slot `s`, its header fields and body; its stream id, or a negative nghttp2 error. */
+static int32_t h2_submit(h2c_t *c, h2s_t *s, const nghttp2_nv *nva, size_t nvlen, const char *body, size_t len) {
     nghttp2_data_provider dp;
     dp.source.ptr = NULL;
     dp.read_callback = h2_body;
-    s->body_off = 0;
-    return nghttp2_submit_request(c->sess, NULL, nva, nvlen, c->body_len ? &dp : NULL, s);
+    s->body, s->body_len, s->body_off = body, len, 0;
+    return nghttp2_submit_request(c->sess, NULL, nva, nvlen, len ? &dp : NULL, s);
 }
 
 /* Keep `n` more bytes to send (the socket took only part); -1: out of memory. */

@@ -6,9 +6,10 @@ prior knowledge (h2c); no Python per request.
 It builds on `_cbase.CBase`, as `_cloop.CLoop` does: one epoll set of its own holds every socket. Each read is
 handed to nghttp2 (`nghttp2_session_mem_recv`), whose callbacks mark the streams that ended, and the loop then
 records them (`_ctally`), starts as many new streams as ended, and writes what nghttp2 has to send. A stream's outcome:
-its status's kind; `stream_reset` when the server sent RST_STREAM (its code counted); `goaway` when a GOAWAY's
-last-stream-id left it unprocessed (the closed loop sends a new stream in its place on a new connection,
-counted as `retried`); `reset` when the connection was cut under it; `timeout`. A connection whose session
+its status's kind; `stream_reset` when the server sent RST_STREAM (its code counted); above a GOAWAY's
+last-stream-id, unprocessed: after a graceful GOAWAY (NO_ERROR) no outcome, its start taken back and a new
+stream sent in its place on a new connection (counted as `retried`), after one with an error code `goaway`;
+`reset` when the connection was cut under it; `timeout`. A connection whose session
 is over (after a GOAWAY, its last stream done) is closed and a new one opened. The server's own protocol is
 checked: ALPN must choose "h2", and an h2c connection's first bytes must start a SETTINGS frame (nor may it
 close before one while no connection had one), else the load stops with `errors.WrongProtocol`: never the
@@ -20,6 +21,7 @@ from posix.unistd cimport close
 
 from ..core._cbase cimport CBase
 from ..core._csys cimport *
+from ..core._ctally cimport CRequests
 from ._ch2conn cimport *
 
 from ..record.outcomes import CONNECT_TIMEOUT, TIMEOUT
@@ -40,8 +42,8 @@ include "_cbuilt.pxi"
 cdef class H2Loop(H2Conns):
     """Every connection of one engine's closed h2 (or h2c) loop."""
 
-    cdef list keep  # the header bytes `nva` points into
-    cdef bytes body
+    cdef list keep  # the header bytes `nvas` point into
+    cdef int nreq  # how many: `nvas` holds one per request
     cdef object proto
 
     def __init__(self, engine, int connections, loop):
@@ -50,35 +52,47 @@ cdef class H2Loop(H2Conns):
         self.proto, self.url = target.proto, target.url
         self.h2c = target.scheme == "http"  # h2c: HTTP/2 on a plain port, by prior knowledge
         self.m = target.streams
-        self.body = target.body
-        self._headers(target.h2_headers())
+        pages = engine.spec.pages
+        targets = pages.targets if pages is not None else (target,)
+        self.reqs = CRequests(tuple(t.body for t in targets), pages)  # the bodies: HTTP/2 frames the rest
+        self._headers([t.h2_headers() for t in targets])
         self.cb = h2_callbacks()
         self.conns = <h2c_t *>calloc(connections, sizeof(h2c_t))
         self.buf = <unsigned char *>malloc(BUFSIZE)
-        if not (self.cb and self.conns and self.buf):
+        self.owed_cap = connections * self.m
+        self.owed_reqs = <int *>malloc(self.owed_cap * sizeof(int))
+        if not (self.cb and self.conns and self.buf and self.owed_reqs):
             raise MemoryError()
         for i in range(connections):
             c = &self.conns[i]
             c.fd, c.m, c.stats = -1, self.m, &self.stats
-            c.body, c.body_len = <const char *>self.body, len(self.body)
             c.slots = <h2s_t *>calloc(self.m, sizeof(h2s_t))
             c.ended = <int *>calloc(self.m * 2 + 2, sizeof(int))
             if not (c.slots and c.ended):
                 raise MemoryError()
         self.tls_on = target.scheme == "https"
         if self.tls_on:
-            self.sni = tls_start(&self.tls, target, False, True)
+            self.resume = target.tls_resume
+            self.sni = tls_start(&self.tls, target, self.resume > 0, True)
 
-    def _headers(self, fields):
-        self.keep = [b for kv in fields for b in kv]
-        self.nvlen = len(fields)
-        self.nva = <nghttp2_nv *>calloc(self.nvlen, sizeof(nghttp2_nv))
-        if not self.nva:
+    def _headers(self, requests):
+        """Each request's header fields as nghttp2 takes them (`nvas[i]`, `nvlens[i]`), made once per load."""
+        cdef nghttp2_nv *nva
+        self.keep = [b for fields in requests for kv in fields for b in kv]
+        self.nvas = <nghttp2_nv **>calloc(len(requests), sizeof(nghttp2_nv *))
+        self.nvlens = <size_t *>calloc(len(requests), sizeof(size_t))
+        if not (self.nvas and self.nvlens):
             raise MemoryError()
-        for i, (k, v) in enumerate(fields):
-            self.nva[i].name, self.nva[i].namelen = <unsigned char *><char *>k, len(k)
-            self.nva[i].value, self.nva[i].valuelen = <unsigned char *><char *>v, len(v)
-            self.nva[i].flags = NGHTTP2_NV_FLAG_NONE
+        self.nreq = len(requests)
+        for r, fields in enumerate(requests):
+            nva = self.nvas[r] = <nghttp2_nv *>calloc(len(fields), sizeof(nghttp2_nv))
+            if not nva:
+                raise MemoryError()
+            self.nvlens[r] = len(fields)
+            for i, (k, v) in enumerate(fields):
+                nva[i].name, nva[i].namelen = <unsigned char *><char *>k, len(k)
+                nva[i].value, nva[i].valuelen = <unsigned char *><char *>v, len(v)
+                nva[i].flags = NGHTTP2_NV_FLAG_NONE
 
     def __dealloc__(self):
         cdef h2c_t *c
@@ -91,7 +105,9 @@ cdef class H2Loop(H2Conns):
             if c.sess:
                 nghttp2_session_del(c.sess)
             free(c.slots); free(c.ended); free(c.out)
-        free(self.conns); free(self.buf); free(self.nva)
+        for i in range(self.nreq if self.nvas else 0):
+            free(self.nvas[i])
+        free(self.conns); free(self.buf); free(self.nvas); free(self.nvlens); free(self.owed_reqs)
         if self.cb:
             nghttp2_session_callbacks_del(self.cb)
         if self.tls_on:
@@ -153,6 +169,7 @@ cdef class H2Loop(H2Conns):
                 for k in range(c.m):
                     if c.slots[k].state == S_ACTIVE and c.slots[k].counted:
                         self.rec.unsent(c.slots[k].t_intended, True)
+                        self.stats.streams -= 1
                         c.slots[k].counted = 0
                         self.counted_inflight -= 1
 

@@ -4,6 +4,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
 
 from ..core._cbase cimport CBase
+from ..core._ctally cimport CRequests
 from ..core._csys cimport *
 from ..tls._cssl cimport *
 
@@ -33,12 +34,12 @@ cdef extern from "_ch2.h" nogil:
     enum: H2_END_DONE, H2_END_RST, H2_END_GOAWAY, H2_END_ERROR, H2_END_IGNORE
     enum: H2_CODES
     ctypedef struct h2stats_t:
-        long long connections, streams, goaways, unprocessed, retried, owed
+        long long connections, streams, goaways, unprocessed, retried
         long long resets[14]
         long long max_concurrent, max_served
     ctypedef struct h2s_t:
         int32_t id
-        int state, counted, status, end
+        int state, counted, status, end, req
         uint32_t code
         double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline
         int64_t nbytes
@@ -46,6 +47,7 @@ cdef extern from "_ch2.h" nogil:
         int fd, phase, registered, m, inflight, nended, goaway, first_read, fresh
         uint32_t gen
         int32_t last_id
+        uint32_t goaway_code
         long long served
         double t_read, deadline
         SSL *ssl
@@ -55,11 +57,9 @@ cdef extern from "_ch2.h" nogil:
         unsigned char *out
         size_t out_len, out_cap
         h2stats_t *stats
-        const char *body
-        size_t body_len
     nghttp2_session_callbacks *h2_callbacks()
     int h2_session(h2c_t *, nghttp2_session_callbacks *)
-    int32_t h2_submit(h2c_t *, h2s_t *, const nghttp2_nv *, size_t)
+    int32_t h2_submit(h2c_t *, h2s_t *, const nghttp2_nv *, size_t, const char *, size_t)
     int h2_keep(h2c_t *, const unsigned char *, size_t)
     int h2_alpn_ok(SSL *, char *, size_t)
     uint32_t nghttp2_session_get_remote_settings(nghttp2_session *, int)
@@ -76,10 +76,15 @@ cdef class H2Conns(CBase):
     cdef int m
     cdef unsigned char *buf
     cdef nghttp2_session_callbacks *cb
-    cdef nghttp2_nv *nva
-    cdef size_t nvlen
+    cdef CRequests reqs  # each request's body, the page it is recorded as, and their sequence (`pages.Pages`)
+    cdef nghttp2_nv **nvas  # each request's header fields, by index
+    cdef int *owed_reqs  # the requests a graceful GOAWAY left unprocessed, to send again (a ring of n x m)
+    cdef int owed_at, owed_n, owed_cap
+    cdef size_t *nvlens
     cdef bytes sni
     cdef bint tls_on, h2c
+    cdef double resume  # --tls-resume: the share of new connections that offer a saved session
+    cdef long long offers
     cdef tls_t tls
     cdef object url
 
@@ -87,14 +92,18 @@ cdef class H2Conns(CBase):
     cdef void _open(self, h2c_t *c) except *
     cdef void _watch(self, h2c_t *c, uint32_t events) except *
     cdef void _connected(self, h2c_t *c) except *
+    cdef bint _offer(self) except *
     cdef void _shake(self, h2c_t *c) except *
     cdef void _ready(self, h2c_t *c) except *
+    cdef void _submit(self, h2c_t *c, h2s_t *s) except *
     cdef void _fill(self, h2c_t *c, double t) except *
     cdef void _pump(self, h2c_t *c, double t) except *
+    cdef void _ended_well(self, h2c_t *c) except *
     cdef bint _flush(self, h2c_t *c) except *
     cdef void _readable(self, h2c_t *c) except *
     cdef void _settle(self, h2c_t *c, double t) except *
     cdef void _record(self, h2s_t *s, int kind, double t, int status) except *
+    cdef void _unprocessed(self, h2c_t *c, h2s_t *s, double t) except *
     cdef void _end_all(self, h2c_t *c, int kind, double t) except *
     cdef void _failed(self, h2c_t *c, int err) except *
     cdef void _close(self, h2c_t *c) except *

@@ -7,7 +7,7 @@ unfinished: `ok + failures + unfinished == started` holds for streams.
 """
 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR
-from libc.math cimport NAN, isnan
+from libc.math cimport NAN, floor, isnan
 from libc.string cimport memmove, strerror
 from posix.unistd cimport close
 
@@ -64,9 +64,13 @@ cdef class H2Conns:
         s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
         s.deadline = t + self.timeout
         self.stats.streams += got  # the window's streams, as the outcomes count them (not the warm-up's)
-        if self.stats.owed > 0:  # in place of a stream a GOAWAY left unprocessed
-            self.stats.owed -= 1
+        if got and self.owed_n:  # a stream a graceful GOAWAY left unprocessed, sent again as it was
+            s.req = self.owed_reqs[self.owed_at]
+            self.owed_at = (self.owed_at + 1) % self.owed_cap
+            self.owed_n -= 1
             self.stats.retried += 1
+        else:
+            s.req = self.reqs.next()  # the next request of the sequence (the warm-up's too), as the h1 loop takes it
         return got
 
     cdef void _open(self, h2c_t *c) except *:
@@ -77,6 +81,7 @@ cdef class H2Conns:
         if self._begin(s, t) < 0:
             return
         c.inflight, c.nended, c.goaway, c.last_id, c.served, c.out_len, c.fresh = 1, 0, 0, 0, 0, 0, 0
+        c.goaway_code = 0
         c.first_read, c.registered = 1, 0
         s.t_connect = t
         self.stats.connections += 1
@@ -106,11 +111,22 @@ cdef class H2Conns:
         if not self.tls_on:
             self._ready(c)
             return
-        c.ssl = tls_new(&self.tls, NULL, c.fd, <const char *>self.sni if self.sni is not None else NULL, 0)
+        c.ssl = tls_new(&self.tls, NULL, c.fd, <const char *>self.sni if self.sni is not None else NULL,
+                        self._offer())
         if c.ssl == NULL:
             raise MemoryError()
         c.phase = HANDSHAKING
         self._shake(c)
+
+    cdef bint _offer(self) except *:
+        """Whether a new connection offers the saved session: of those made while one is saved, the share
+        --tls-resume says, spread evenly as the h1 TLS loop spreads them (`_ctls.pyx`), so the counts are exact."""
+        cdef long long k
+        if self.resume <= 0.0 or self.tls.saved == NULL:
+            return False
+        k = self.offers
+        self.offers += 1
+        return floor((k + 1) * self.resume) > floor(k * self.resume)
 
     cdef void _shake(self, h2c_t *c) except *:
         cdef int err = 0, got
@@ -149,11 +165,15 @@ cdef class H2Conns:
             raise MemoryError()
         c.phase = OPEN
         s.t_sent = now()
-        s.id = h2_submit(c, s, self.nva, self.nvlen)
-        if s.id < 0:
-            raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
+        self._submit(c, s)
         c.fresh = 1
         self._pump(c, s.t_sent)
+
+    cdef void _submit(self, h2c_t *c, h2s_t *s) except *:
+        """Slot `s`'s request to nghttp2: its header fields and body, by its index."""
+        s.id = h2_submit(c, s, self.nvas[s.req], self.nvlens[s.req], self.reqs.data[s.req], self.reqs.size[s.req])
+        if s.id < 0:
+            raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
 
     cdef void _fill(self, h2c_t *c, double t) except *:
         """Start streams until `m` are in flight (fewer when the server allows fewer); none after a GOAWAY."""
@@ -169,9 +189,7 @@ cdef class H2Conns:
             if self._begin(s, t) < 0:
                 return
             s.t_sent = t
-            s.id = h2_submit(c, s, self.nva, self.nvlen)
-            if s.id < 0:
-                raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
+            self._submit(c, s)
             c.inflight += 1
             c.fresh += 1
 
@@ -182,9 +200,19 @@ cdef class H2Conns:
             return
         if c.inflight == 0 and (c.goaway or not (nghttp2_session_want_read(c.sess) or
                                                  nghttp2_session_want_write(c.sess))):
+            self._ended_well(c)
             self._reopen(c)  # a GOAWAY, its last stream done: a new connection
         elif c.inflight == 0:
+            self._ended_well(c)
             self._close(c)  # none may start: the window closed, or -n is spent
+
+    cdef void _ended_well(self, h2c_t *c) except *:
+        """A connection that ends after a good exchange keeps its TLS session resumable (a quiet shutdown: OpenSSL
+        marks a session whose connection is freed without one as not to be resumed), as the h1 TLS loop's
+        close_notify does; nothing is sent."""
+        if c.ssl != NULL and SSL_is_init_finished(c.ssl):
+            SSL_set_quiet_shutdown(c.ssl, 1)
+            SSL_shutdown(c.ssl)
 
     cdef void _settle(self, h2c_t *c, double t) except *:
         cdef int i, k, n
@@ -199,8 +227,7 @@ cdef class H2Conns:
                 elif s.end == H2_END_RST:
                     self._record(s, SRESET_, t, 0)
                 elif s.end == H2_END_GOAWAY:
-                    self.stats.owed += 1
-                    self._record(s, GOAWAY_, t, 0)
+                    self._unprocessed(c, s, t)
                 elif s.end == H2_END_ERROR:
                     self._record(s, PROTO_, t, 0)
                 s.state = S_FREE
@@ -312,9 +339,26 @@ cdef class H2Conns:
         phases[2] = s.t_written - s.t_sent
         phases[3] = s.t_first - s.t_written
         phases[4] = (t - s.t_first) if kind <= K_HTTP_5XX else NAN
-        self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, -1, 0)
+        self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, self.reqs.page_of[s.req],
+                       self.reqs.expect[s.req])
         if self.counted_inflight == 0 and self.tally.spent():
             self.tally.flush()
+
+    cdef void _unprocessed(self, h2c_t *c, h2s_t *s, double t) except *:
+        """A stream a GOAWAY left unprocessed. With NO_ERROR the server closed gracefully and never saw it (RFC
+        9113 §6.8): it is sent again on a new connection, as browsers do, its start taken back with its -n ticket
+        and the next one counted as `retried`. With an error code it is a `goaway` failure."""
+        if c.goaway_code != NGHTTP2_NO_ERROR or not s.counted or t >= self.tally.t_end:
+            self._record(s, GOAWAY_, t, 0)
+            return
+        s.counted = 0
+        self.counted_inflight -= 1
+        self.stats.unprocessed += 1
+        self.stats.streams -= 1
+        self.tally.take_back(s.t_intended)
+        if self.owed_n < self.owed_cap:  # (never full: at most every slot's stream is owed at once)
+            self.owed_reqs[(self.owed_at + self.owed_n) % self.owed_cap] = s.req
+            self.owed_n += 1
 
     cdef void _end_all(self, h2c_t *c, int kind, double t) except *:
         """The connection is lost: what had ended is recorded as it ended, every other stream as `kind`."""
@@ -324,11 +368,10 @@ cdef class H2Conns:
             s = &c.slots[c.ended[k]]
             if s.end == H2_END_DONE:
                 self._record(s, kind_of_status(s.status), t, s.status)
+            elif s.end == H2_END_GOAWAY:
+                self._unprocessed(c, s, t)
             elif s.end != H2_END_IGNORE:
-                if s.end == H2_END_GOAWAY:
-                    self.stats.owed += 1
-                self._record(s, SRESET_ if s.end == H2_END_RST else (GOAWAY_ if s.end == H2_END_GOAWAY else PROTO_),
-                             t, 0)
+                self._record(s, SRESET_ if s.end == H2_END_RST else PROTO_, t, 0)
             s.state = S_FREE
         c.nended = 0
         for k in range(c.m):

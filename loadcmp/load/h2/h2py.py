@@ -2,8 +2,9 @@
 (`_ch2.pyx`, over libnghttp2) was not built, or LOADCMP_PURE_PYTHON=1 asks for it.
 
 It keeps the compiled loop's contract (`host.Loop` of an `host.H2Host`; -c connections each with -m streams in
-flight; the same outcomes: `stream_reset` for RST_STREAM, `goaway` for a stream above a GOAWAY's
-last-stream-id, while those at or below it are still read to their end; `reset` for a connection cut under
+flight; the same outcomes: `stream_reset` for RST_STREAM, a stream above a GOAWAY's last-stream-id retried
+after a graceful one and `goaway` after one with an error code, while those at or below it are still read to
+their end; `reset` for a connection cut under
 its streams; a new connection after a GOAWAY), but runs
 Python for every frame: the `h2` package is orders of magnitude slower than nghttp2 by its maintainer's
 account, so every load it runs is flagged client-bound (`StreamTally.pure_python`, `saturation.PURE_H2`).
@@ -15,6 +16,7 @@ import asyncio
 import contextlib
 import math
 import ssl
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -29,6 +31,7 @@ from ...errors import WrongProtocol
 from ...protocols import H2
 from ..driver import BACKOFF_S, now
 from ..core.host import H2Host
+from ..pageset import Cursor
 from ..record.outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, PROTOCOL_ERROR, RESET, STREAM_RESET, TIMEOUT,
                                kind_of_error, kind_of_status)
 from ..record.result import StreamTally
@@ -43,6 +46,8 @@ class Stream:
 
     t_intended: float
     counted: bool
+    req: int = 0
+    """The request it sends, by index (`H2Clients.requests`; a load of pages walks their sequence)."""
     t_connect: float = NAN
     t_sent: float = NAN
     t_first: float = NAN
@@ -132,9 +137,10 @@ class H2Proto(asyncio.Protocol):
     def _submit(self, s: Stream) -> None:
         sid = self.h2.get_next_available_stream_id()
         s.t_sent = now() if math.isnan(s.t_sent) else s.t_sent
-        self.h2.send_headers(sid, self.owner.headers, end_stream=not self.owner.body)
-        if self.owner.body:
-            self.h2.send_data(sid, self.owner.body, end_stream=True)
+        headers, body = self.owner.requests[s.req]
+        self.h2.send_headers(sid, headers, end_stream=not body)
+        if body:
+            self.h2.send_data(sid, body, end_stream=True)
         self.streams[sid] = s
         self.owner.tally.streams += s.counted  # the window's streams, as the outcomes count them
 
@@ -193,8 +199,7 @@ class H2Proto(asyncio.Protocol):
             o.tally.goaways += 1
             self.goaway = ev.last_stream_id if ev.last_stream_id is not None else 0
             for k in [k for k in self.streams if k > self.goaway]:
-                o.owed += 1
-                o.record(self.streams.pop(k), GOAWAY, t, 0)
+                o.unprocessed(self.streams.pop(k), int(ev.error_code or 0), t)
         elif isinstance(ev, h2.events.RemoteSettingsChanged):
             o.spoke = True
             got = ev.changed_settings.get(h2.settings.SettingCodes.MAX_CONCURRENT_STREAMS)
@@ -233,10 +238,14 @@ class H2Clients:
         t, rec = engine.target, engine.rec
         assert rec is not None  # the load has begun: its loop is built in the closed schedule's start
         self.engine, self.rec, self.n, self.m, self.timeout = engine, rec, connections, t.streams, engine.timeout
-        self.url, self.h2c, self.body = t.url, t.scheme == "http", t.body  # h2c: HTTP/2 on a plain port
-        self.headers = t.h2_headers()
+        self.url, self.h2c = t.url, t.scheme == "http"  # h2c: HTTP/2 on a plain port
+        pages = engine.spec.pages
+        self.requests = [(p.h2_headers(), p.body) for p in (pages.targets if pages is not None else (t,))]
+        """Each request's header fields and body, by index."""
+        self.cursor = Cursor(pages) if pages is not None else None
         self.tally = StreamTally(protocol=t.proto, pure_python=True)
-        self.owed = 0
+        self.owed: deque[int] = deque()
+        """The requests a graceful GOAWAY left unprocessed, to send again."""
         self.spoke = False
         """A SETTINGS came on some connection: a close before one later is a reset, not a server without h2c."""
         self.protos: set[H2Proto] = set()
@@ -249,10 +258,23 @@ class H2Clients:
 
     def new_stream(self, t: float) -> Stream:
         """A stream started at `t`: counted by the recorder, and as sent in place of an unprocessed one."""
-        if self.owed:
-            self.owed -= 1
+        counted = self.rec.start(t)
+        if self.owed and counted:  # a stream a graceful GOAWAY left unprocessed, sent again as it was
             self.tally.retried += 1
-        return Stream(t, self.rec.start(t))
+            return Stream(t, counted, self.owed.popleft())
+        return Stream(t, counted, self.cursor.next() if self.cursor is not None else 0)
+
+    def unprocessed(self, s: Stream, code: int, t: float) -> None:
+        """A stream a GOAWAY left unprocessed: retried after a graceful one (NO_ERROR), as `_ch2conn` does (its
+        start taken back with its -n ticket); a `goaway` failure after one with an error code."""
+        if code != h2.errors.ErrorCodes.NO_ERROR or not s.counted or t >= self.rec.end:
+            self.record(s, GOAWAY, t, 0)
+            return
+        s.counted = False
+        self.rec.unsent(s.t_intended, True)
+        self.tally.goaway_unprocessed += 1
+        self.tally.streams -= 1
+        self.owed.append(s.req)
 
     def record(self, s: Stream, kind: int, t: float, status: int) -> None:
         if not s.counted:
@@ -263,11 +285,9 @@ class H2Clients:
                 self.tally.reset(s.code)
             elif kind == GOAWAY:
                 self.tally.goaway_unprocessed += 1
-        if kind > HTTP_5XX:
-            self.rec.done(kind, s.t_intended, s.t_intended, t, s.nbytes)
-            return
-        self.rec.done(kind, s.t_intended, s.t_intended, t, s.nbytes, status,
-                      (s.t_connect, s.t_sent, s.t_sent, s.t_first, t))
+        page, expect = (self.cursor.page_of[s.req], self.cursor.expect[s.req]) if self.cursor is not None else (-1, 0)
+        marks = (s.t_connect, s.t_sent, s.t_sent, s.t_first, t) if kind <= HTTP_5XX else None
+        self.rec.done(kind, s.t_intended, s.t_intended, t, s.nbytes, status, marks, page, expect)
 
     async def _client(self) -> None:
         loop = asyncio.get_running_loop()
