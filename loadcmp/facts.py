@@ -28,8 +28,8 @@ class StreamFacts(TypedDict):
     streams: int  #: streams started in the window, as `started` counts them (not the warm-up's)
     streams_per_connection: float  #: streams / connections
     goaways: int  #: GOAWAY frames received
-    goaway_unprocessed: int  #: streams above a GOAWAY's last-stream-id, never processed (outcome goaway)
-    retried: int  #: of those, sent again on a new connection (each a new started stream)
+    goaway_unprocessed: int  #: streams a GOAWAY left unprocessed (the server never processed them)
+    retried: int  #: of those, sent again on a new connection (a graceful GOAWAY's; the rest are `goaway` failures)
     resets: dict[str, int]  #: RST_STREAM by error-code name, e.g. {"REFUSED_STREAM": 3} (outcome stream_reset)
     max_concurrent: int  #: the server's SETTINGS_MAX_CONCURRENT_STREAMS as last seen; 0: none sent
     max_per_connection: int  #: the most requests one connection served

@@ -75,9 +75,10 @@ class StreamTally:
     goaways: int = 0
     """GOAWAY frames received."""
     goaway_unprocessed: int = 0
-    """Streams above a GOAWAY's last-stream-id: the server never processed them (outcome `goaway`)."""
+    """Streams a GOAWAY left unprocessed (h2: above its last-stream-id; h3: at or above its stream id)."""
     retried: int = 0
-    """Of those, how many the client sent again on a new connection (each a new started stream)."""
+    """Of those, how many the client sent again on a new connection: a graceful GOAWAY's, the request counted once
+    (the rest end as `goaway` failures)."""
     resets: dict[str, int] = field(default_factory=dict)
     """RST_STREAM frames received, by error-code name ("REFUSED_STREAM", "CANCEL", ...; outcome `stream_reset`)."""
     max_concurrent: int = 0
