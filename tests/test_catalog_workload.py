@@ -74,19 +74,30 @@ def test_a_mix_against_journeys_names_the_traffic_before_the_duration(tmp_path):
     c = compare(a, b)
     assert c.rows == [] and len(c.only_a) == len(c.only_b) == 1
     said = [(d.kind, d.key, d.before, d.after) for d in c.differences]
-    assert said[0] == ("workload", "traffic", "mix /=60,/?p=1=40 seed 7", "journeys reader=80,author=20 seed 0")
+    assert said[0] == ("workload", "traffic", "mix /=60,/?p=1=40", "journeys reader=80,author=20")
     assert ("spec", "duration", "8.0", "10.0") in said and said.index(("spec", "duration", "8.0", "10.0")) > 0
-    assert c.only_a[0].text() == "nginx@5 / (http; mix /=60,/?p=1=40 seed 7; app wordpress)"
-    assert c.only_b[0].text() == "nginx@5 / (http; journeys reader=80,author=20 seed 0; app wordpress)"
+    assert c.only_a[0].text() == "nginx@5 / (http; mix /=60,/?p=1=40; app wordpress)"
+    assert c.only_b[0].text() == "nginx@5 / (http; journeys reader=80,author=20; app wordpress)"
     out = loadcmp("compare", a, b)[1]
-    assert out.index("traffic mix /=60,/?p=1=40 seed 7 → journeys reader=80,author=20 seed 0") < out.index("duration")
+    assert out.index("traffic mix /=60,/?p=1=40 → journeys reader=80,author=20") < out.index("duration")
 
 
 def test_the_same_workload_still_shares_its_row(tmp_path):
     a, b = make_runs(tmp_path / "r", 2, traffic=MIX, **WP)
     c = compare(a, b)
-    assert [r.cell.traffic for r in c.rows] == ["mix /=60,/?p=1=40 seed 7"]
+    assert [r.cell.traffic for r in c.rows] == ["mix /=60,/?p=1=40"]
     assert not [d for d in c.differences if d.kind == "workload"]
+
+
+def test_a_mix_drawn_with_another_seed_is_the_same_cell_and_its_seed_a_difference(tmp_path):
+    """Each run without --seed draws its own: the same weights stay one series, the seed said as a setting."""
+    [a] = make_runs(tmp_path / "r", 1, traffic=MIX, **WP)
+    [b] = make_runs(tmp_path / "r", 1, start=1, traffic=(*MIX[:-1], ("seed", 12)), **WP)
+    c = compare(a, b)
+    assert [r.cell.traffic for r in c.rows] == ["mix /=60,/?p=1=40"] and not c.only_a and not c.only_b
+    assert [(d.kind, d.key, d.before, d.after) for d in c.differences] == [("spec", "seed", "7", "12")]
+    (series,) = history(tmp_path / "r", HistoryQuery("rps")).series
+    assert len(series.points) == 2
 
 
 def test_an_app_is_part_of_the_cell(tmp_path):

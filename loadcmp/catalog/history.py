@@ -7,8 +7,10 @@ Apache Otava's E-Divisive proposes, and Student's t-test between the runs on eit
 short series. No threshold on the size of a change is set. `MAX_PVALUE` is 0.001, Otava's own
 default: a series without a step shows one with probability at most 0.001 (1 in 1,500 made-up
 series in tests/test_catalog_steps.py), and every step the test decides at that level is found, from
-3 + 3 runs up. A long series is also tested window by window by Otava (`WINDOW`), so the level is
-divided by the number of windows (`max_pvalue`; 0.001 up to 25 runs).
+3 + 3 runs up. Every metric has a resolution under which the test's variance never goes (`steps.RESOLUTION`).
+A long series is also proposed window by window by Otava (`WINDOW`), and the level is divided by the number
+of windows for both (`max_pvalue`; 0.001 up to 25 runs): more than the steps' own correction needs, kept so that
+a history of hundreds of runs is as sure of each step as a short one.
 """
 
 from __future__ import annotations
@@ -29,16 +31,16 @@ from .setup import differences_of
 from .steps import RESOLUTION, otava_proposals, steps
 
 MAX_PVALUE = 0.001
-"""The most a change point's t-test p-value may be in a series of up to 25 runs (the module's docstring says
-why this one; longer series divide it: `max_pvalue`)."""
+"""The level a series' steps are decided at, over the splits each could have had (the module's docstring says
+why this one; a series longer than 25 runs divides it: `max_pvalue`)."""
 WINDOW = 50
 """Otava's sliding window (its default): runs compared at once when splitting a long series."""
-RULE = "steps-1"
+RULE = "steps-2"
 """The rule that decides a step (`steps`), in the memo's key: a new rule tests every series again."""
 
 
 def max_pvalue(n: int) -> float:
-    """The p-value a change point in a series of `n` runs must beat: `MAX_PVALUE` over Otava's windows."""
+    """The level of a series of `n` runs: `MAX_PVALUE` over Otava's windows (for its proposals and the steps)."""
     return MAX_PVALUE / max(1, math.ceil(n / (WINDOW // 2)))
 
 
@@ -83,7 +85,7 @@ def _splits(values: list[float], metric: str, memo: Memo | None) -> list[list[fl
     """The steps of `values` (`steps.steps`: Otava proposes, Student's t-test decides at `max_pvalue`), each
     [index, mean before, mean after, p-value]; kept by `memo` under a hash of the values, the rule and Otava's
     version, so an unchanged series is never tested again."""
-    level, resolution = max_pvalue(len(values)), RESOLUTION.get(metric, 0.0)
+    level, resolution = max_pvalue(len(values)), RESOLUTION.get(metric, (0.0, 0.0))
 
     def compute() -> list[list[float]]:
         proposed = otava_proposals(_otava(), values, WINDOW, level)

@@ -51,7 +51,7 @@ class CellKey:
     app: str = ""  #: the application the pages ran on (--app; "": none)
 
     def workload(self) -> str:
-        """What was sent, in words: `h2, 4 streams; mix /a=60,/b=40 seed 7; app wordpress`."""
+        """What was sent, in words: `h2, 4 streams; mix /a=60,/b=40; app wordpress`."""
         bits = [self.protocol + (f", {self.streams} streams" if self.streams != 1 else "")]
         bits += [self.traffic] if self.traffic else []
         bits += [f"app {self.app}"] if self.app else []

@@ -29,9 +29,10 @@ MACHINE_KEYS = ("cpu_model", "cores", "kernel")
 
 SPEC_KEYS = ("duration", "warmup", "schedule", "keepalive", "tls_resume", "timeout", "engine", "workers",
              "requests", "ramp_up", "pace", "rate", "max_inflight", "server_cpus", "client_cpus", "server_memory",
-             "docker_host", "cluster", "reuse_server")
+             "docker_host", "cluster", "reuse_server", "seed")
 """The spec keys that change what is measured (the levels, labels, pages and workloads are the cells themselves:
-TLS is in a cell's protocol, `workload` says it)."""
+TLS is in a cell's protocol, `workload` says it). A mix's or journeys' seed draws another sequence of the same
+workload: a difference of the set-up, never another cell (each run without `--seed` draws its own)."""
 
 PORT_AT = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\]):(\d{2,5})\b")
 """A port written beside the loopback address in a rendered config (a back-end's, a front's)."""
@@ -135,9 +136,10 @@ def workload(a: Mapping[str, Any], b: Mapping[str, Any]) -> list[Difference]:
     from ..traffic.fits import traffic_of
 
     out = _pairs("workload", "", {"traffic": traffic_said(a) or None}, {"traffic": traffic_said(b) or None})
-    if not out:
-        out = _pairs("workload", "", traffic_of(a.get("spec") or {})[0].fields(),
-                     traffic_of(b.get("spec") or {})[0].fields())
+    if not out:  # (the seed is said with the spec's keys: another draw of the same workload)
+        fields = [{k: v for k, v in traffic_of(d.get("spec") or {})[0].fields().items() if k != "seed"}
+                  for d in (a, b)]
+        out = _pairs("workload", "", fields[0], fields[1])
     servers_a, servers_b = a.get("servers") or {}, b.get("servers") or {}
     for label in [s for s in servers_a if s in servers_b]:
         out += _pairs("workload", label, _sent(a, label), _sent(b, label), ("protocol", "streams", "app"))

@@ -26,9 +26,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-RESOLUTION: dict[str, float] = {"p50": 0.01, "p99": 0.01}
-"""A metric's relative resolution: the latency histograms' buckets are 1 % wide (`load.record.histogram`);
-the other metrics are means of exact counts (0)."""
+RESOLUTION: dict[str, tuple[float, float]] = {
+    "p50": (0.01, 0.0), "p99": (0.01, 0.0),  # the latency histograms' buckets are 1 % wide (load.record.histogram)
+    "rps": (0.001, 0.0), "cpu_per_request": (0.001, 0.0),  # a rate schedule's exact 500.0 req/s, run after run
+    "failed_rate": (0.0, 0.01),  # percent: one failure in 10,000 requests
+    "mem_peak": (0.0, 4096.0),  # bytes: a page of memory
+}
+"""A metric's resolution, (relative, absolute): what a run's value is known to. Runs that read the same value
+(the same bucket, the same rate, no failure) have no variance, and Student's t says p = 0 for any move then; the
+test's variance never goes under what rounding to this resolution makes."""
 
 
 @dataclass(frozen=True)
@@ -41,16 +47,18 @@ class Step:
     pvalue: float
 
 
-def ttest(left: Sequence[float], right: Sequence[float], resolution: float = 0.0) -> float:
+def ttest(left: Sequence[float], right: Sequence[float], resolution: float | tuple[float, float] = 0.0) -> float:
     """Student's two-sided t-test of two groups of runs (pooled variance, so one side may be a single run), with
-    the variance floored at the rounding `resolution` makes. 1.0 where it cannot be told (fewer than 3 runs)."""
+    the variance floored at the rounding `resolution` makes (relative, or (relative, absolute)). 1.0 where it
+    cannot be told (fewer than 3 runs)."""
+    relative, absolute = resolution if isinstance(resolution, tuple) else (resolution, 0.0)
     n1, n2 = len(left), len(right)
     if n1 < 1 or n2 < 1 or n1 + n2 < 3:
         return 1.0
     m1, m2 = sum(left) / n1, sum(right) / n2
     sq = sum((v - m1) ** 2 for v in left) + sum((v - m2) ** 2 for v in right)
     level = (sum(map(abs, left)) + sum(map(abs, right))) / (n1 + n2)
-    var = max(sq / (n1 + n2 - 2), (resolution * level) ** 2 / 12)
+    var = max(sq / (n1 + n2 - 2), (relative * level) ** 2 / 12, absolute ** 2 / 12)
     if var == 0:
         return 1.0 if m1 == m2 else 0.0
     from scipy import stats  # loaded where used: importing the catalog loads nothing heavy
@@ -64,12 +72,12 @@ def _bounds(cuts: list[int], k: int, n: int) -> tuple[int, int]:
     return max((c for c in cuts if c < k), default=0), min((c for c in cuts if c > k), default=n)
 
 
-def _judged(values: Sequence[float], lo: int, k: int, hi: int, resolution: float) -> float:
+def _judged(values: Sequence[float], lo: int, k: int, hi: int, resolution: tuple[float, float]) -> float:
     """A split's p-value times the splits its segment could have had (Bonferroni): it stands under the level."""
     return ttest(values[lo:k], values[k:hi], resolution) * max(1, hi - lo - 1)
 
 
-def _scan(values: Sequence[float], cuts: list[int], level: float, resolution: float) -> None:
+def _scan(values: Sequence[float], cuts: list[int], level: float, resolution: tuple[float, float]) -> None:
     """Adds to `cuts` the best split of each segment between them while one stands, segment by segment."""
     edges = [0, *sorted(cuts), len(values)]
     todo = list(itertools.pairwise(edges))
@@ -83,10 +91,12 @@ def _scan(values: Sequence[float], cuts: list[int], level: float, resolution: fl
             todo += [(lo, k), (k, hi)]
 
 
-def steps(values: Sequence[float], level: float, proposed: Sequence[int] = (), resolution: float = 0.0) -> list[Step]:
+def steps(values: Sequence[float], level: float, proposed: Sequence[int] = (),
+          resolution: float | tuple[float, float] = 0.0) -> list[Step]:
     """The splits of `values` that stand at `level`: `proposed` ones first (Otava's), strongest first, then the
     scan's; each with the means of the runs on either side up to its neighbours, and its t-test's p-value."""
     n, cuts = len(values), list[int]()
+    resolution = resolution if isinstance(resolution, tuple) else (resolution, 0.0)
     strongest = sorted({k for k in proposed if 0 < k < n},
                        key=lambda k: ttest(values[:k], values[k:], resolution))
     for k in strongest:

@@ -154,7 +154,7 @@ class MixTraffic(Source):
         return self if self.seed is not None else replace(self, seed=new_seed())
 
     def said(self, level: int | None = None) -> str:
-        return f"mix {','.join(f'{p}={w:g}' for p, w in self.weights.items())} seed {self.seed}"
+        return f"mix {','.join(f'{p}={w:g}' for p, w in self.weights.items())}"  # (a seed is a setting, not a load)
 
     def lines(self, run: str) -> list[str]:
         pages = ", ".join(f"{p} ({w:g})" for p, w in self.weights.items())
@@ -245,7 +245,7 @@ class JourneyTraffic(Source):
     def said(self, level: int | None = None) -> str:
         mix = self.at(level) if level is not None else self.mix + "".join(
             f", at {lv}: {m}" for lv, m in sorted(self.levels.items()))
-        return f"journeys {mix} seed {self.seed or 0}"
+        return f"journeys {mix}"
 
     def walks(self, level: int, shipped: Mapping[str, Path]) -> JourneyMix | None:
         from .journeys import load_mix
