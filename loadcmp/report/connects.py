@@ -72,5 +72,7 @@ def slow_connects(data: Results) -> list[str]:
     out = [line for s in data.servers for lv in data.levels if (line := cell_line(data, s, lv))]
     if out:
         out.append("A connect of about 1 s is a SYN the server dropped and the client sent again after TCP's initial "
-                   "retransmission timeout (3 s: dropped twice); the server's listen queue was full.")
+                   "retransmission timeout, 1 s (about 3 s: dropped twice, the timeout doubled); the server's listen "
+                   "queue was full. The kernel's overflow count is larger: it counts every drop, retries included, "
+                   "and a handshake's last ACK dropped delays the request instead of the connect.")
     return out

@@ -156,7 +156,9 @@ def load_sentence(r: Run) -> str:
     target = spec.get("url") if r.doc["kind"] == "bench" else traffic.what() or f"page {spec['page']}"
     if spec_tls(spec)[0] and r.doc["kind"] != "bench":  # a bench's URL says https itself
         target = f"{target} over https"
-    conn = " and ".join("over kept-alive connections" if k else "on a new connection per request"
+    streamed = all((row := protocols.find(p)) is not None and row.multiplexed
+                   for p in spec.get("protos", [protocols.DEFAULT]))  # streams share a connection whatever -k says
+    conn = " and ".join("over kept-alive connections" if k or streamed else "on a new connection per request"
                         for k in spec["keepalive"])
     if spec.get("requests"):
         span = f"{spec.get('requests'):,} requests per trial (stopped by time after {spec['duration']:,.0f} s at most)"

@@ -156,6 +156,9 @@ class MixTraffic(Source):
     def said(self, level: int | None = None) -> str:
         return f"mix {','.join(f'{p}={w:g}' for p, w in self.weights.items())}"  # (a seed is a setting, not a load)
 
+    def what(self) -> str | None:
+        return "a mix of " + ", ".join(f"{p} ({w:g})" for p, w in self.weights.items())
+
     def lines(self, run: str) -> list[str]:
         pages = ", ".join(f"{p} ({w:g})" for p, w in self.weights.items())
         return [f"{run}: a mix of {pages}, drawn with seed {self.seed} (the same seed sends the same sequence: "
@@ -241,6 +244,9 @@ class JourneyTraffic(Source):
     def at(self, level: int) -> str:
         """The mix one level runs, as given."""
         return self.levels.get(str(level), self.mix)
+
+    def what(self) -> str | None:
+        return f"the pages of the journeys {self.mix}" + (", other journeys at some levels" if self.levels else "")
 
     def said(self, level: int | None = None) -> str:
         mix = self.at(level) if level is not None else self.mix + "".join(
