@@ -177,3 +177,14 @@ def test_a_stored_bench_s_cell_is_its_protocol_and_streams():
     assert cell_key(t, doc).workload() == "https"
     t["result"].update(proto="h2", streams_asked=8)
     assert cell_key(t, doc).workload() == "h2, 8 streams"
+
+
+def test_the_same_cell_under_another_label_is_named_with_the_pair_that_joins_it(tmp_path):
+    """A run of two labels over h2 against one of a single label: the error names the label that sent the same
+    workload, so `--pair` joins them."""
+    [a] = make_runs(tmp_path / "r", 1, **{**H2, "labels": ("caddy[h2]", "apache[h2]")})
+    [b] = make_runs(tmp_path / "r", 1, start=1, **H2)
+    res = CliRunner().invoke(cli, ["compare", str(a), str(b)])
+    assert res.exit_code == 2 and "(to compare the two labels as one: --pair caddy[h2]=caddy)" in res.output
+    code, out = loadcmp("compare", a, b, "--pair", "caddy[h2]=caddy")
+    assert code == 0 and "caddy" in out

@@ -102,8 +102,12 @@ def _no_shared_cell(a: Path, b: Path, cells_a: list[CellKey], cells_b: list[Cell
 
     labels_a, labels_b = sorted({c.label for c in cells_a}), sorted({c.label for c in cells_b})
     hint = ""
-    if len(labels_a) == len(labels_b) == 1 and labels_a != labels_b:
-        hint = f" (to compare the two labels as one: --pair {labels_a[0]}={labels_b[0]})"
+    same = sorted(((x.label, y.label) for x in cells_a for y in cells_b  # the same cell under two labels,
+                   if x.label != y.label and replace(x, label=y.label) == y),  # one stack's first (nginx[h2]: nginx)
+                  key=lambda pair: pair[0].split("[")[0] != pair[1].split("[")[0])
+    if same or (len(labels_a) == len(labels_b) == 1 and labels_a != labels_b):
+        one, other = same[0] if same else (labels_a[0], labels_b[0])
+        hint = f" (to compare the two labels as one: --pair {one}={other})"
     return UsageError(f"{a} and {b} share no cell (label x level x page x workload): "
                       f"A has {some(cells_a)}; B has {some(cells_b)}{hint}")
 
