@@ -53,10 +53,19 @@ def test_the_counters_of_a_process_here_are_read_and_scoped_by_its_network_mode(
     notes: list[str] = []
     for mode, scope in (("host", "host"), ("bridge", "server")):
         front = SimpleNamespace(attrs={"State": {"Pid": os.getpid()}, "HostConfig": {"NetworkMode": mode}})
-        dep = SimpleNamespace(host=SimpleNamespace(remote=False), front=front)
+        dep = SimpleNamespace(host=SimpleNamespace(remote=False), front=front,
+                              stack=SimpleNamespace(backlog="apache.ListenBacklog"),
+                              settings={"apache.ListenBacklog": 511})
         c = kernel.open_counters(dep, notes.append)  # type: ignore[arg-type]
         assert c.path == Path("/proc") / str(os.getpid()) / "net" / "netstat" and c.facts["scope"] == scope
     assert notes == []
+    host = SimpleNamespace(attrs={"State": {"Pid": os.getpid()}, "HostConfig": {"NetworkMode": "host"}})
+    over = SimpleNamespace(host=SimpleNamespace(remote=False), front=host, stack=SimpleNamespace(backlog="b.x"),
+                           settings={"b.x": kernel.somaxconn() + 1})
+    kernel.open_counters(over, notes.append)  # type: ignore[arg-type]
+    assert notes == [f"b.x {kernel.somaxconn() + 1:,} is more than the kernel's net.core.somaxconn "
+                     f"{kernel.somaxconn():,}: the kernel cuts it to {kernel.somaxconn():,}"]
+    notes.clear()
     remote = SimpleNamespace(host=SimpleNamespace(remote=True), front=None)
     assert kernel.open_counters(remote, notes.append).path is None and len(notes) == 1  # type: ignore[arg-type]
 

@@ -215,6 +215,7 @@ class FakeDeployment:
     containers: list[FakeContainer] = field(default_factory=list)
 
     stack: Any = field(default_factory=_nginx)
+    settings: dict[str, Any] = field(default_factory=dict)
     plan: Any = field(default_factory=lambda: SimpleNamespace(rendered=(), cafile=None))
     host: Any = field(default_factory=lambda: SimpleNamespace(remote=False))
 

@@ -114,7 +114,11 @@ def open_counters(dep: Deployment, note: Callable[[str], None]) -> Counters:
         note(f"the kernel's TCP counters of the server's process {pid or '?'} could not be read "
              f"({type(e).__name__}: {e}): the host's are read instead")
         path, scope = HOST_NETSTAT, "host"
-    return Counters(path, KernelDoc(scope=scope, somaxconn=somaxconn()))
+    cap, key = somaxconn(), dep.stack.backlog
+    asked = dep.settings.get(key) if key else None
+    if cap and isinstance(asked, int) and asked > cap and scope == "host":
+        note(f"{key} {asked:,} is more than the kernel's net.core.somaxconn {cap:,}: the kernel cuts it to {cap:,}")
+    return Counters(path, KernelDoc(scope=scope, somaxconn=cap))
 
 
 def totals(rows: Iterable[Mapping[str, Any]], facts: KernelDoc | None) -> KernelDoc | None:
