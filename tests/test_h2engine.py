@@ -226,6 +226,19 @@ def test_a_retried_requests_deadline_runs_from_its_first_start(ca, cafile, h2_pa
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_requests_body_goes_out_whole_and_alone(ca, cafile, h2_path, proto):
+    """A POST's body over streams: the server reads each request's body bytes, no more."""
+    server = H2Server("ok", _context(ca, ["h2"]) if proto == "h2" else None).start()
+    try:
+        target = make_target(server.url("/"), method="POST", body="a body of 20 bytes..", proto=proto, streams=2,
+                             tls=TlsOptions(cafile=cafile if proto == "h2" else None))
+        doc = result_doc(run_load(LoadSpec(target, Closed(2, requests=6), 10.0, timeout=3.0)))
+    finally:
+        server.stop()
+    assert doc["ok"] == 6 and server.received == 6 * 20, (doc["failures"], server.received)
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
 def test_a_mix_walks_its_pages_over_streams(ca, cafile, h2_path, proto):
     """A mix over h2: each stream sends the next page of the drawn sequence, each page is recorded with its own
     statuses, the pages add up to the load, and the server answered each page as often as it was recorded."""

@@ -42,6 +42,8 @@ class H2Server:
         self.port = 0
         self.answered = 0
         self.connections = 0
+        self.received = 0
+        """The request bodies' bytes read (DATA frames)."""
         self.paths: dict[bytes, int] = {}
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -109,6 +111,9 @@ class H2Conn(asyncio.Protocol):
             if isinstance(ev, h2.events.RequestReceived):
                 self.path[ev.stream_id] = dict(ev.headers).get(b":path", b"/")
                 self._request(ev.stream_id)
+            elif isinstance(ev, h2.events.DataReceived):
+                self.server.received += len(ev.data)
+                self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
             if self.done:
                 break
         if not self.transport.is_closing():

@@ -281,7 +281,9 @@ static int32_t h2_submit(h2c_t *c, h2s_t *s, const nghttp2_nv *nva, size_t nvlen
     nghttp2_data_provider dp;
     dp.source.ptr = NULL;
     dp.read_callback = h2_body;
-    s->body, s->body_len, s->body_off = body, len, 0;
+    s->body = body; /* three statements: a comma here would assign only the last one */
+    s->body_len = len;
+    s->body_off = 0;
     return nghttp2_submit_request(c->sess, NULL, nva, nvlen, len ? &dp : NULL, s);
 }
 
