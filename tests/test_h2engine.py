@@ -29,7 +29,7 @@ from loadcmp.load.h2.loops import h2_module
 from loadcmp.load.engines import engine_path
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.h2.h2py import H2Clients, H2Proto, Stream, not_h2c, preface_ok
-from loadcmp.load.record.outcomes import PROTOCOL_ERROR
+from loadcmp.load.record.outcomes import PROTOCOL_ERROR, SENDS
 from loadcmp.load.record.result import Result, StreamTally
 from loadcmp.load.schedules import Closed
 from loadcmp.load.record.summary import check_invariant, result_doc
@@ -141,7 +141,9 @@ def test_goaway_every_n_requests_opens_a_new_connection(servers, cafile, h2_path
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
 def test_a_graceful_goaway_with_a_low_last_stream_id_retries_the_streams_above(servers, cafile, h2_path, proto):
-    doc, failures, st = _accounted(load(servers[(proto, "low")], proto, cafile))
+    # one connection: the oldest owed request goes first, so each moves up a stream a connection and is answered
+    # by its 4th send; two sharing them (8 in flight, 1 answered a connection) may send one `SENDS` times
+    doc, failures, st = _accounted(load(servers[(proto, "low")], proto, cafile, clients=1))
     assert failures == {} and st.max_per_connection == 1, (failures, st)
     assert abs(st.goaway_unprocessed - 3 * doc["ok"]) <= 3 * 2, (doc["ok"], st)  # 3 of each connection's 4
     _retried_all(st, doc)
@@ -178,6 +180,62 @@ def test_n_requests_are_n_answered_whatever_the_goaways_left_unprocessed(ca, caf
     doc, failures, st = _accounted(r)
     assert failures == {} and doc["ok"] == doc["started"] == 400 == server.answered, (doc, server.answered)
     assert st.goaway_unprocessed > 0 and st.retried == st.goaway_unprocessed, st
+
+
+def _against(ca, cafile: str, proto: str, how: str, streams: int, schedule: Closed,
+             timeout: float = 3.0) -> tuple[dict, StreamTally]:
+    """A load of `schedule` (its -n) against a server of its own that misbehaves as `how` says."""
+    server = H2Server(how, _context(ca, ["h2"]) if proto == "h2" else None).start()
+    try:
+        target = make_target(server.url("/"), proto=proto, streams=streams,
+                             tls=TlsOptions(cafile=cafile if proto == "h2" else None))
+        r = run_load(LoadSpec(target, schedule, 10.0, timeout=timeout))
+    finally:
+        server.stop()
+    doc = result_doc(r)
+    assert check_invariant(doc) and r.streams is not None, doc
+    return doc, r.streams
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_server_that_processes_nothing_ends_each_request_as_goaway(ca, cafile, h2_path, proto):
+    """GOAWAY(NO_ERROR) naming no stream on every connection: each request is sent `SENDS` times, then ends as
+    `goaway` (as over h3), and -n finishes."""
+    doc, st = _against(ca, cafile, proto, "none", 2, Closed(2, requests=6))
+    assert doc["started"] == doc["failed"] == doc["failures"]["goaway"] == 6 and not doc["ok"], doc
+    assert st.retried == 6 * (SENDS - 1) and st.goaway_unprocessed == 6 * SENDS, st
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_retried_requests_latency_holds_its_wait_for_the_goaway(ca, cafile, h2_path, proto):
+    """The first connection's GOAWAY(NO_ERROR) names no stream 300 ms after its first request: its 4 requests are
+    answered on the next connection, each timed from its first intended start (as over h3)."""
+    doc, st = _against(ca, cafile, proto, "late:300", 4, Closed(1, requests=4))
+    assert doc["ok"] == 4 and st.retried == st.goaway_unprocessed == 4, (doc, st)
+    assert doc["latency_ms"]["min"] >= 300, doc["latency_ms"]
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_retried_requests_deadline_runs_from_its_first_start(ca, cafile, h2_path, proto):
+    """A GOAWAY(NO_ERROR) naming no stream 300 ms after each connection's first request, --timeout 0.5 s: each
+    request times out on a resend, 0.5 s after its first start, before a GOAWAY leaves it unprocessed `SENDS`
+    times."""
+    doc, st = _against(ca, cafile, proto, "none:300", 1, Closed(1, requests=2), timeout=0.5)
+    assert {k: n for k, n in doc["failures"].items() if n} == {"timeout": 2} and not doc["ok"], doc["failures"]
+    assert 2 <= st.retried < 2 * (SENDS - 1), st
+
+
+@pytest.mark.parametrize("proto", ["h2", "h2c"])
+def test_a_requests_body_goes_out_whole_and_alone(ca, cafile, h2_path, proto):
+    """A POST's body over streams: the server reads each request's body bytes, no more."""
+    server = H2Server("ok", _context(ca, ["h2"]) if proto == "h2" else None).start()
+    try:
+        target = make_target(server.url("/"), method="POST", body="a body of 20 bytes..", proto=proto, streams=2,
+                             tls=TlsOptions(cafile=cafile if proto == "h2" else None))
+        doc = result_doc(run_load(LoadSpec(target, Closed(2, requests=6), 10.0, timeout=3.0)))
+    finally:
+        server.stop()
+    assert doc["ok"] == 6 and server.received == 6 * 20, (doc["failures"], server.received)
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])

@@ -93,7 +93,7 @@ def test_with_n_each_request_is_answered_once_and_the_server_processed_each(h3, 
 
 
 def test_a_server_that_processes_nothing_ends_each_request_as_goaway(h3, cafile):
-    from loadcmp.load.h3.engine import SENDS
+    from loadcmp.load.record.outcomes import SENDS
 
     doc = result_doc(load(target(h3.url("/goaway-all"), cafile, streams=1), Closed(1, requests=3), seconds=30.0))
     streams = doc["streams"]

@@ -11,6 +11,9 @@ low:0x2     the same with the GOAWAY's error code 0x2 (INTERNAL_ERROR): its unpr
 graceful    waits for 4 streams, sends a GOAWAY naming the second, then still answers the first two and closes
             (nginx's graceful GOAWAY): the two above are unprocessed, the two below ok
 stall       never answers every third stream (the client times it out and cancels it)
+none        a GOAWAY(NO_ERROR) naming no stream at a connection's first request, and a close: it processes nothing
+none:MS     the same, MS ms after the connection's first request
+late:MS     the first connection as none:MS, every later one answered
 cut         answers the first 2 streams of a connection, then closes it under the streams in flight
 h1          speaks HTTP/1.1 only (TLS: ALPN http/1.1; cleartext: an HTTP/1.1 400 to the preface)
 
@@ -38,6 +41,9 @@ class H2Server:
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self.answered = 0
+        self.connections = 0
+        self.received = 0
+        """The request bodies' bytes read (DATA frames)."""
         self.paths: dict[bytes, int] = {}
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
@@ -84,6 +90,8 @@ class H2Conn(asyncio.Protocol):
         self.waiting: list[int] = []
         self.path: dict[int, bytes] = {}
         self.done = False
+        self.first = server.connections == 0
+        server.connections += 1
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         assert isinstance(transport, asyncio.Transport)
@@ -103,6 +111,9 @@ class H2Conn(asyncio.Protocol):
             if isinstance(ev, h2.events.RequestReceived):
                 self.path[ev.stream_id] = dict(ev.headers).get(b":path", b"/")
                 self._request(ev.stream_id)
+            elif isinstance(ev, h2.events.DataReceived):
+                self.server.received += len(ev.data)
+                self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
             if self.done:
                 break
         if not self.transport.is_closing():
@@ -140,12 +151,34 @@ class H2Conn(asyncio.Protocol):
             self.waiting.append(sid)
             if len(self.waiting) == 4:
                 self._graceful(*self.waiting[:2])
+        elif how.startswith("none") or (how.startswith("late") and self.first):
+            self._away(sid, how)
         elif how == "cut" and self.served == 2:
             self.transport.write(self.h2.data_to_send())
             self.transport.abort()
             self.done = True
         else:
             self._answer(sid)
+
+    def _away(self, sid: int, how: str) -> None:
+        """`none`, `late`: a GOAWAY(NO_ERROR) naming no stream at the first request, or after the pause `how`
+        names, then a close; every stream is unprocessed."""
+        self.waiting.append(sid)
+        if len(self.waiting) > 1:
+            return
+        if ":" not in how:
+            self.h2.close_connection(0, last_stream_id=0)
+            self.done = True
+            return
+        self.server.loop.call_later(int(how.split(":")[1]) / 1000, self._away_now)
+
+    def _away_now(self) -> None:
+        if self.transport.is_closing():
+            return
+        self.h2.close_connection(0, last_stream_id=0)
+        self.transport.write(self.h2.data_to_send())
+        self.transport.close()
+        self.done = True
 
     def _graceful(self, *below: int) -> None:
         """A GOAWAY naming the last of `below`, then their answers after it: framed by hand, as the `h2`

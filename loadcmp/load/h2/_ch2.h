@@ -68,12 +68,75 @@ static h2other_t *h2_others(h2stats_t *st, int *n, int clear) {
 typedef struct {
     int32_t id;
     int state, counted, status, end, req; /* req: the request it sends, by index (a load of pages) */
+    int sends; /* how often its request was sent, this send included (a graceful GOAWAY's resends) */
     uint32_t code;
     double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline;
+    double t_counted; /* when its start was counted (its -n ticket's second); t_intended: its request's first */
     int64_t nbytes;
     const char *body; /* the request's body, sent from body_off on */
     size_t body_len, body_off;
 } h2s_t;
+
+/* The requests a graceful GOAWAY left unprocessed, to send again: each one's request, how often it was sent and
+ * its first intended start, in a min-heap of -c x -m by that start (never full: at most every slot's stream is
+ * owed at once). The oldest goes first: nghttp2 closes a GOAWAY's streams in no set order, and a request sent
+ * again behind newer ones could be left unprocessed SENDS times by a server that processes few. */
+typedef struct {
+    int req, sends;
+    double t_intended;
+} h2owe_t;
+
+typedef struct {
+    h2owe_t *heap;
+    int n, cap;
+} h2owed_t;
+
+static int h2_owed_new(h2owed_t *o, int cap) {
+    o->n = 0;
+    o->cap = cap;
+    o->heap = (h2owe_t *)calloc((size_t)cap, sizeof(h2owe_t));
+    return o->heap ? 0 : -1;
+}
+
+static void h2_owed_free(h2owed_t *o) {
+    free(o->heap);
+    o->heap = NULL;
+}
+
+/* Owe stream `s`'s request: sent again later as it was, from its first intended start. */
+static void h2_owe(h2owed_t *o, const h2s_t *s) {
+    int k = o->n, up;
+    if (o->n == o->cap)
+        return;
+    o->n++;
+    for (; k > 0 && o->heap[up = (k - 1) / 2].t_intended > s->t_intended; k = up)
+        o->heap[k] = o->heap[up];
+    o->heap[k].req = s->req;
+    o->heap[k].sends = s->sends;
+    o->heap[k].t_intended = s->t_intended;
+}
+
+/* The oldest owed request onto stream `s` (its request, its sends so far plus this one, its first intended
+ * start); 0: none is owed. */
+static int h2_take_owed(h2owed_t *o, h2s_t *s) {
+    h2owe_t last;
+    int k = 0, c;
+    if (o->n == 0)
+        return 0;
+    s->req = o->heap[0].req;
+    s->sends = o->heap[0].sends + 1;
+    s->t_intended = o->heap[0].t_intended;
+    last = o->heap[--o->n];
+    for (; (c = 2 * k + 1) < o->n; k = c) {
+        if (c + 1 < o->n && o->heap[c + 1].t_intended < o->heap[c].t_intended)
+            c++;
+        if (last.t_intended <= o->heap[c].t_intended)
+            break;
+        o->heap[k] = o->heap[c];
+    }
+    o->heap[k] = last;
+    return 1;
+}
 
 typedef struct {
     int fd, phase, registered, m, inflight, nended, goaway, first_read, fresh;
@@ -218,7 +281,9 @@ static int32_t h2_submit(h2c_t *c, h2s_t *s, const nghttp2_nv *nva, size_t nvlen
     nghttp2_data_provider dp;
     dp.source.ptr = NULL;
     dp.read_callback = h2_body;
-    s->body, s->body_len, s->body_off = body, len, 0;
+    s->body = body; /* three statements: a comma here would assign only the last one */
+    s->body_len = len;
+    s->body_off = 0;
     return nghttp2_submit_request(c->sess, NULL, nva, nvlen, len ? &dp : NULL, s);
 }
 

@@ -7,8 +7,9 @@ It builds on `_cbase.CBase`, as `_cloop.CLoop` does: one epoll set of its own ho
 handed to nghttp2 (`nghttp2_session_mem_recv`), whose callbacks mark the streams that ended, and the loop then
 records them (`_ctally`), starts as many new streams as ended, and writes what nghttp2 has to send. A stream's outcome:
 its status's kind; `stream_reset` when the server sent RST_STREAM (its code counted); above a GOAWAY's
-last-stream-id, unprocessed: after a graceful GOAWAY (NO_ERROR) no outcome, its start taken back and a new
-stream sent in its place on a new connection (counted as `retried`), after one with an error code `goaway`;
+last-stream-id, unprocessed: after a graceful GOAWAY (NO_ERROR) no outcome, its start taken back and its request
+sent again on a new connection (counted as `retried`, timed from its first intended start), `goaway` after one
+with an error code or once sent `record.outcomes.SENDS` times;
 `reset` when the connection was cut under it; `timeout`. A connection whose session
 is over (after a GOAWAY, its last stream done) is closed and a new one opened. The server's own protocol is
 checked: ALPN must choose "h2", and an h2c connection's first bytes must start a SETTINGS frame (nor may it
@@ -59,9 +60,7 @@ cdef class H2Loop(H2Conns):
         self.cb = h2_callbacks()
         self.conns = <h2c_t *>calloc(connections, sizeof(h2c_t))
         self.buf = <unsigned char *>malloc(BUFSIZE)
-        self.owed_cap = connections * self.m
-        self.owed_reqs = <int *>malloc(self.owed_cap * sizeof(int))
-        if not (self.cb and self.conns and self.buf and self.owed_reqs):
+        if not (self.cb and self.conns and self.buf) or h2_owed_new(&self.owed, connections * self.m) != 0:
             raise MemoryError()
         for i in range(connections):
             c = &self.conns[i]
@@ -107,7 +106,8 @@ cdef class H2Loop(H2Conns):
             free(c.slots); free(c.ended); free(c.out)
         for i in range(self.nreq if self.nvas else 0):
             free(self.nvas[i])
-        free(self.conns); free(self.buf); free(self.nvas); free(self.nvlens); free(self.owed_reqs)
+        free(self.conns); free(self.buf); free(self.nvas); free(self.nvlens)
+        h2_owed_free(&self.owed)
         if self.cb:
             nghttp2_session_callbacks_del(self.cb)
         if self.tls_on:
@@ -168,7 +168,7 @@ cdef class H2Loop(H2Conns):
             if c.phase == CONNECTING or c.phase == HANDSHAKING:
                 for k in range(c.m):
                     if c.slots[k].state == S_ACTIVE and c.slots[k].counted:
-                        self.rec.unsent(c.slots[k].t_intended, True)
+                        self.rec.unsent(c.slots[k].t_counted, True)
                         self.stats.streams -= 1
                         c.slots[k].counted = 0
                         self.counted_inflight -= 1

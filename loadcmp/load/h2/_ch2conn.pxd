@@ -39,9 +39,9 @@ cdef extern from "_ch2.h" nogil:
         long long max_concurrent, max_served
     ctypedef struct h2s_t:
         int32_t id
-        int state, counted, status, end, req
+        int state, counted, status, end, req, sends
         uint32_t code
-        double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline
+        double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline, t_counted
         int64_t nbytes
     ctypedef struct h2c_t:
         int fd, phase, registered, m, inflight, nended, goaway, first_read, fresh
@@ -57,7 +57,13 @@ cdef extern from "_ch2.h" nogil:
         unsigned char *out
         size_t out_len, out_cap
         h2stats_t *stats
+    ctypedef struct h2owed_t:
+        int n
     nghttp2_session_callbacks *h2_callbacks()
+    int h2_owed_new(h2owed_t *, int)
+    void h2_owed_free(h2owed_t *)
+    void h2_owe(h2owed_t *, const h2s_t *)
+    int h2_take_owed(h2owed_t *, h2s_t *)
     int h2_session(h2c_t *, nghttp2_session_callbacks *)
     int32_t h2_submit(h2c_t *, h2s_t *, const nghttp2_nv *, size_t, const char *, size_t)
     int h2_keep(h2c_t *, const unsigned char *, size_t)
@@ -78,8 +84,7 @@ cdef class H2Conns(CBase):
     cdef nghttp2_session_callbacks *cb
     cdef CRequests reqs  # each request's body, the page it is recorded as, and their sequence (`pages.Pages`)
     cdef nghttp2_nv **nvas  # each request's header fields, by index
-    cdef int *owed_reqs  # the requests a graceful GOAWAY left unprocessed, to send again (a ring of n x m)
-    cdef int owed_at, owed_n, owed_cap
+    cdef h2owed_t owed  # the requests a graceful GOAWAY left unprocessed, to send again (`_ch2.h`)
     cdef size_t *nvlens
     cdef bytes sni
     cdef bint tls_on, h2c

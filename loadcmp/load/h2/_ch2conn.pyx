@@ -15,7 +15,7 @@ from ..core._cbase cimport K_HTTP_5XX, kind_of_status, now, so_error
 
 from ...errors import WrongProtocol
 from ..driver import BACKOFF_S
-from ..record.outcomes import GOAWAY, PROTOCOL_ERROR, RESET, STREAM_RESET, TLS_ERROR, kind_of_error
+from ..record.outcomes import GOAWAY, PROTOCOL_ERROR, RESET, SENDS, STREAM_RESET, TLS_ERROR, kind_of_error
 
 include "_cbuilt.pxi"
 
@@ -25,7 +25,7 @@ cdef extern from "_ch2.h" nogil:
     int h2_spoke(const h2stats_t *)
 
 cdef int RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
-cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, TLS_ERROR_ = TLS_ERROR
+cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, TLS_ERROR_ = TLS_ERROR, SENDS_ = SENDS
 cdef double RETRY_S = 0.001
 cdef int ONE = 1
 
@@ -60,17 +60,16 @@ cdef class H2Conns:
             return -1
         self.counted_inflight += got
         s.state, s.counted, s.end, s.status, s.code, s.id, s.nbytes = S_ACTIVE, got, 0, 0, 0, 0, 0
-        s.t_intended = s.t_sent = t
+        s.t_intended = s.t_sent = s.t_counted = t
         s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
-        s.deadline = t + self.timeout
         self.stats.streams += got  # the window's streams, as the outcomes count them (not the warm-up's)
-        if got and self.owed_n:  # a stream a graceful GOAWAY left unprocessed, sent again as it was
-            s.req = self.owed_reqs[self.owed_at]
-            self.owed_at = (self.owed_at + 1) % self.owed_cap
-            self.owed_n -= 1
+        # a request a graceful GOAWAY left unprocessed goes first, as it was, from its first intended start (its
+        # latency holds the wait, its deadline runs from there); else the sequence's next (the warm-up's too)
+        if got and h2_take_owed(&self.owed, s):
             self.stats.retried += 1
         else:
-            s.req = self.reqs.next()  # the next request of the sequence (the warm-up's too), as the h1 loop takes it
+            s.req, s.sends = self.reqs.next(), 1
+        s.deadline = s.t_intended + self.timeout
         return got
 
     cdef void _open(self, h2c_t *c) except *:
@@ -347,18 +346,16 @@ cdef class H2Conns:
     cdef void _unprocessed(self, h2c_t *c, h2s_t *s, double t) except *:
         """A stream a GOAWAY left unprocessed. With NO_ERROR the server closed gracefully and never saw it (RFC
         9113 §6.8): it is sent again on a new connection, as browsers do, its start taken back with its -n ticket
-        and the next one counted as `retried`. With an error code it is a `goaway` failure."""
-        if c.goaway_code != NGHTTP2_NO_ERROR or not s.counted or t >= self.tally.t_end:
+        and the next one counted as `retried`. With an error code, or sent `SENDS` times, it is a `goaway` failure."""
+        if c.goaway_code != NGHTTP2_NO_ERROR or not s.counted or t >= self.tally.t_end or s.sends >= SENDS_:
             self._record(s, GOAWAY_, t, 0)
             return
         s.counted = 0
         self.counted_inflight -= 1
         self.stats.unprocessed += 1
         self.stats.streams -= 1
-        self.tally.take_back(s.t_intended)
-        if self.owed_n < self.owed_cap:  # (never full: at most every slot's stream is owed at once)
-            self.owed_reqs[(self.owed_at + self.owed_n) % self.owed_cap] = s.req
-            self.owed_n += 1
+        self.tally.take_back(s.t_counted)  # the second its start was counted in
+        h2_owe(&self.owed, s)
 
     cdef void _end_all(self, h2c_t *c, int kind, double t) except *:
         """The connection is lost: what had ended is recorded as it ended, every other stream as `kind`."""
@@ -378,7 +375,7 @@ cdef class H2Conns:
             s = &c.slots[k]
             if s.state == S_ACTIVE:
                 if isnan(s.t_sent) or s.id <= 0:
-                    s.t_sent = s.t_intended
+                    s.t_sent = s.t_counted
                 self._record(s, kind, t, 0)
             s.state = S_FREE
         c.inflight = 0

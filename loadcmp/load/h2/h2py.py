@@ -3,20 +3,21 @@
 
 It keeps the compiled loop's contract (`host.Loop` of an `host.H2Host`; -c connections each with -m streams in
 flight; the same outcomes: `stream_reset` for RST_STREAM, a stream above a GOAWAY's last-stream-id retried
-after a graceful one and `goaway` after one with an error code, while those at or below it are still read to
-their end; `reset` for a connection cut under
-its streams; a new connection after a GOAWAY), but runs
-Python for every frame: the `h2` package is orders of magnitude slower than nghttp2 by its maintainer's
-account, so every load it runs is flagged client-bound (`StreamTally.pure_python`, `saturation.PURE_H2`).
+after a graceful one (timed from its first start, `goaway` once sent `SENDS` times) and `goaway` after one with an
+error code, while those at or below it are still read to their end; `reset` for a connection cut under its
+streams; a new connection after a GOAWAY), but runs Python for every frame: the `h2` package is orders of
+magnitude slower than nghttp2 by its maintainer's account, so every load it runs is flagged client-bound
+(`StreamTally.pure_python`, `saturation.PURE_H2`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import heapq
+import itertools
 import math
 import ssl
-from collections import deque
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -32,8 +33,8 @@ from ...protocols import H2
 from ..driver import BACKOFF_S, now
 from ..core.host import H2Host
 from ..pageset import Cursor
-from ..record.outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, PROTOCOL_ERROR, RESET, STREAM_RESET, TIMEOUT,
-                               kind_of_error, kind_of_status)
+from ..record.outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, PROTOCOL_ERROR, RESET, SENDS, STREAM_RESET,
+                               TIMEOUT, kind_of_error, kind_of_status)
 from ..record.result import StreamTally
 
 NAN = math.nan
@@ -48,6 +49,11 @@ class Stream:
     counted: bool
     req: int = 0
     """The request it sends, by index (`H2Clients.requests`; a load of pages walks their sequence)."""
+    sends: int = 1
+    """How often its request was sent, this send included (a graceful GOAWAY's resends: at most `SENDS`)."""
+    t_counted: float = NAN
+    """When its start was counted (its -n ticket's second); `t_intended` is its request's first (a resend's
+    latency holds the wait). NaN: `t_intended`."""
     t_connect: float = NAN
     t_sent: float = NAN
     t_first: float = NAN
@@ -55,6 +61,10 @@ class Stream:
     nbytes: int = 0
     code: str = ""
     """RST_STREAM's error code, by name."""
+
+    def __post_init__(self) -> None:
+        if math.isnan(self.t_counted):
+            self.t_counted = self.t_intended
 
 
 def code_name(code: int) -> str:
@@ -244,8 +254,10 @@ class H2Clients:
         """Each request's header fields and body, by index."""
         self.cursor = Cursor(pages) if pages is not None else None
         self.tally = StreamTally(protocol=t.proto, pure_python=True)
-        self.owed: deque[int] = deque()
-        """The requests a graceful GOAWAY left unprocessed, to send again."""
+        self.owed: list[tuple[float, int, Stream]] = []
+        """The streams a graceful GOAWAY left unprocessed, their requests to send again: a heap by first intended
+        start, the oldest first (as `_ch2.h`'s h2_owe), then by when they were owed."""
+        self.owing = itertools.count()
         self.spoke = False
         """A SETTINGS came on some connection: a close before one later is a reset, not a server without h2c."""
         self.protos: set[H2Proto] = set()
@@ -259,22 +271,24 @@ class H2Clients:
     def new_stream(self, t: float) -> Stream:
         """A stream started at `t`: counted by the recorder, and as sent in place of an unprocessed one."""
         counted = self.rec.start(t)
-        if self.owed and counted:  # a stream a graceful GOAWAY left unprocessed, sent again as it was
+        if self.owed and counted:  # a graceful GOAWAY left it unprocessed: sent again as it was, from its first start
             self.tally.retried += 1
-            return Stream(t, counted, self.owed.popleft())
+            was = heapq.heappop(self.owed)[2]
+            return Stream(was.t_intended, counted, was.req, was.sends + 1, t)
         return Stream(t, counted, self.cursor.next() if self.cursor is not None else 0)
 
     def unprocessed(self, s: Stream, code: int, t: float) -> None:
         """A stream a GOAWAY left unprocessed: retried after a graceful one (NO_ERROR), as `_ch2conn` does (its
-        start taken back with its -n ticket); a `goaway` failure after one with an error code."""
-        if code != h2.errors.ErrorCodes.NO_ERROR or not s.counted or t >= self.rec.end:
+        start taken back with its -n ticket); a `goaway` failure after one with an error code, or once sent `SENDS`
+        times."""
+        if code != h2.errors.ErrorCodes.NO_ERROR or not s.counted or t >= self.rec.end or s.sends >= SENDS:
             self.record(s, GOAWAY, t, 0)
             return
         s.counted = False
-        self.rec.unsent(s.t_intended, True)
+        self.rec.unsent(s.t_counted, True)
         self.tally.goaway_unprocessed += 1
         self.tally.streams -= 1
-        self.owed.append(s.req)
+        heapq.heappush(self.owed, (s.t_intended, next(self.owing), s))
 
     def record(self, s: Stream, kind: int, t: float, status: int) -> None:
         if not s.counted:
@@ -308,7 +322,7 @@ class H2Clients:
                 await asyncio.sleep(BACKOFF_S if name is not None else 0.001)
                 continue
             except asyncio.CancelledError:
-                self.rec.unsent(first.t_intended, first.counted)
+                self.rec.unsent(first.t_counted, first.counted)
                 raise
             self.protos.add(proto)
             await proto.closed

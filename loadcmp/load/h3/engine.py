@@ -8,8 +8,8 @@ a replay), their connections, and the tally; one connection's streams are `conn.
 
 A request a GOAWAY left unprocessed (RFC 9114 §5.2: at or above the stream id it names, so the server never
 saw it) is sent again on a new connection, as browsers do: it is counted once, as what its last send got, and
-each resend in `streams.retried`; only one left unprocessed `SENDS` times in a row ends as `goaway`. A stream
-reset and a connection closed under its streams stay failures.
+each resend in `streams.retried`; only one left unprocessed `SENDS` times in a row (`record.outcomes`) ends as
+`goaway`. A stream reset and a connection closed under its streams stay failures.
 """
 
 from __future__ import annotations
@@ -21,15 +21,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..driver import BACKOFF_S, Engine, now
-from ..record.outcomes import CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, TIMEOUT
+from ..record.outcomes import CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, SENDS, TIMEOUT
 from ..record.result import StreamTally
 from ..schedules import Closed
 from ..target import Target
 from .conn import ALPN, Conn, Refused, Stream, open_conn, quic_config, udp_address
 
-SENDS = 8
-"""How often one request is sent before a GOAWAY that leaves it unprocessed again is its outcome (`goaway`):
-a server that says GOAWAY at every connection's first stream is not retried until the request's timeout."""
 UNSENT = -1
 """`_until_processed`: the window closed while the request's connection opened; it never went out."""
 

@@ -23,6 +23,10 @@ contract, so they live in the kernel (`records`), where a stack's causes can nam
 RESPONSE_KINDS = (OK, HTTP_4XX, HTTP_5XX)
 """Kinds with a complete response, hence a latency (all kinds <= HTTP_5XX)."""
 
+SENDS = 8
+"""How often one request is sent (h2, h2c, h3) before a graceful GOAWAY that leaves it unprocessed again is its
+outcome (`goaway`): a server that says GOAWAY to every stream is not retried until the request's timeout."""
+
 ERROR_KINDS: dict[type[BaseException], int] = {
     ConnectionRefusedError: CONNECT_REFUSED,
     ConnectionResetError: RESET,
