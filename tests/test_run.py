@@ -291,8 +291,11 @@ def test_a_stack_on_another_engine_is_measured_through_the_docker_api(tmp_path, 
     assert m["samples"] >= 3, m
     for key in ("cpu_pct", "mem_peak_bytes", "pids_peak", "procs_peak", "tcp_peak", "busy_workers_peak"):
         assert m[key] is not None and m[key] > 0, (key, m)
-    # a status page that a busy Apache did not answer within its second is said, and is no failure here
+    # a status page that a busy Apache did not answer within its second is said, and is no failure here; the
+    # kernel's counters of another machine cannot be read from this one, and that is said once
+    unread = "server sampling: the kernel's TCP counters (listen queue overflows) are not read: the engine runs on " \
+             "another machine"
     others = [w for w in trial.get("warnings", []) if "status page answered nothing" not in w]
-    assert not others, others
+    assert others == [unread] and "kernel" not in m, others
     left = docker_client.containers.list(all=True, filters={"label": f"loadcmp.run={run['run_id']}"})
     assert not left, [c.name for c in left]
