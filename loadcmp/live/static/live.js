@@ -206,7 +206,7 @@
         [x, ...states.map((k) => col(rs, k))], ASINH);
       if (rs.some((r) => r.listen_overflows != null)) {
         panel(id, id + "-listen", "server: listen queue", "the kernel's counts each second: connections its full " +
-          "listen queue had no room for, SYNs dropped, SYNs sent again after TCP's 1 s (with host networking the " +
+          "listen queue had no room for, SYNs dropped, SYNs and SYN-ACKs sent again after TCP's 1 s (with host networking the " +
           "host's counters: other traffic on this machine counts too)",
           [{ label: "overflows" }, { label: "drops" }, { label: "SYN/SYN-ACK retries" }],
           [x, col(rs, "listen_overflows"), col(rs, "listen_drops"), col(rs, "syn_retrans")]);
