@@ -30,18 +30,17 @@ method = "POST"
 path = "/login"
 body = { user = "{user}" }
 expect = 200
-extract = { sid = { cookie = "sid" } }
 
 [[steps]]
 name = "home"
 path = "/home"
-extract = { nonce = 'name="nonce" value="([^"]+)"' }
+extract = { nonce = 'name="nonce" value="([^"]+)"', sid = { cookie = "sid" } }
 
 [[steps]]
 name = "comment"
 method = "POST"
 path = "/comment"
-body = { nonce = "{nonce}", text = "hi {unique}" }
+body = { nonce = "{nonce}", text = "{sid} says hi {unique}" }
 expect = 200
 """
 
@@ -97,6 +96,7 @@ def test_a_journey_over_http2_keeps_each_users_cookies_follows_redirects_and_ext
     assert steps["j/login"]["status_codes"] == {"200": steps["j/login"]["completed"]}  # after its 302
     assert steps["j/comment"]["as_expected"] == steps["j/comment"]["completed"] > 10  # after its 303, nonce matched
     assert site.users == {"0", "1", "2"} and len(set(site.comments)) == len(site.comments) >= j["completed"]
+    assert {c.split()[0] for c in site.comments} == {"u0", "u1", "u2"}  # the cookie's value, extracted
     assert site.statuses.get(403, 0) == 0  # no step went without its user's cookie
     st = doc["streams"]
     assert st["protocol"] == proto and st["connections"] == 3 and st["streams"] == doc["started"]

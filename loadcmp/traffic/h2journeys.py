@@ -40,14 +40,11 @@ WINDOW = (1 << 30) - 1
 
 @dataclass
 class Stream:
-    """One request on a connection, until it ends: `end` gets its outcome kind."""
+    """One request on a connection until it ends (`end` gets its outcome kind), and what came back (`got`)."""
 
     end: asyncio.Future[int]
-    status: int = 0
-    nbytes: int = 0
-    t_first: float = 0.0
-    fields: Fields = field(default_factory=list)
-    body: bytearray = field(default_factory=bytearray)
+    got: Reply = field(default_factory=lambda: Reply(0))
+    chunks: list[bytes] = field(default_factory=list)
 
 
 class Conn(asyncio.Protocol):
@@ -138,19 +135,19 @@ class Conn(asyncio.Protocol):
         sid = getattr(ev, "stream_id", 0)
         s = self.streams.get(sid) if sid else None
         if isinstance(ev, h2.events.ResponseReceived) and s is not None:
-            s.t_first = now()
-            s.fields = [(bytes(k), bytes(v)) for k, v in ev.headers]
-            s.status = int(dict(s.fields).get(b":status", b"0"))
-            s.nbytes += sum(len(k) + len(v) for k, v in ev.headers)
+            r = s.got
+            r.t_first, r.fields = now(), [(bytes(k), bytes(v)) for k, v in ev.headers]
+            r.status = int(dict(r.fields).get(b":status", b"0"))
+            r.nbytes += sum(len(k) + len(v) for k, v in ev.headers)
         elif isinstance(ev, h2.events.DataReceived) and s is not None:
-            s.nbytes += len(ev.data)
-            s.body += ev.data
+            s.got.nbytes += len(ev.data)
+            s.chunks.append(ev.data)
             self.h2.acknowledge_received_data(ev.flow_controlled_length, sid)
         elif isinstance(ev, h2.events.StreamEnded) and s is not None:
             self.served += 1
             self.engine.stream_tally.max_per_connection = max(self.engine.stream_tally.max_per_connection,
                                                              self.served)
-            self._end(sid, kind_of_status(s.status) if s.status else PROTOCOL_ERROR)
+            self._end(sid, kind_of_status(s.got.status) if s.got.status else PROTOCOL_ERROR)
         elif isinstance(ev, h2.events.StreamReset) and s is not None:
             if ev.remote_reset:
                 self.engine.stream_tally.reset(code_name(ev.error_code))
@@ -286,6 +283,7 @@ class H2JourneyEngine(HopEngine[Line]):
 
     @staticmethod
     def _reply(kind: int, s: Stream, trace: dict[str, float]) -> Reply:
-        if not s.status or kind > HTTP_5XX:
+        if not s.got.status or kind > HTTP_5XX:
             return Reply(kind, trace=trace)
-        return Reply(kind, None, s.status, s.fields, bytes(s.body), s.nbytes, s.t_first, trace)
+        s.got.kind, s.got.body, s.got.trace = kind, b"".join(s.chunks), trace
+        return s.got

@@ -14,15 +14,12 @@ stream before it, then a close (`unprocessed` counts them), as nginx's `keepaliv
 
 from __future__ import annotations
 
-import asyncio
 import gzip
 import ssl
 from urllib.parse import parse_qs
 
-import h2.config
-import h2.connection
 import h2.events
-from helpers.h2server import H2Server
+from helpers.h2server import H2Conn, H2Server
 
 
 class H2Site(H2Server):
@@ -37,49 +34,37 @@ class H2Site(H2Server):
         self.statuses: dict[int, int] = {}
 
 
-class SiteConn(asyncio.Protocol):
-    """One connection of the site: each request answered once its stream ends."""
+class SiteConn(H2Conn):
+    """One connection of the site: `H2Conn`'s, each request answered once its stream ends (its body read)."""
 
     def __init__(self, server: H2Server) -> None:
+        super().__init__(server)
         assert isinstance(server, H2Site)
         self.site = server
-        self.h2 = h2.connection.H2Connection(h2.config.H2Configuration(client_side=False, header_encoding=None))
         self.asked: dict[int, tuple[dict[bytes, bytes], bytearray]] = {}
         self.seen = 0
-        self.done = False
-        server.connections += 1
+        receive = self.h2.receive_data
+        self.h2.receive_data = lambda data: self._take(receive(data))  # type: ignore[method-assign]
 
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.transport = transport
-        self.h2.initiate_connection()
-        transport.write(self.h2.data_to_send())
-
-    def data_received(self, data: bytes) -> None:
-        if self.done:
-            return
-        try:
-            events = self.h2.receive_data(data)
-        except Exception:  # noqa: BLE001 - a test server: a broken peer just loses its connection
-            self.transport.close()
-            return
+    def _take(self, events: list[h2.events.Event]) -> list[h2.events.Event]:
+        """The events `H2Conn.data_received` goes on with, their requests' fields and bodies kept first."""
         for ev in events:
             if isinstance(ev, h2.events.RequestReceived):
                 self.asked[ev.stream_id] = (dict(ev.headers), bytearray())
             elif isinstance(ev, h2.events.DataReceived) and ev.stream_id in self.asked:
                 self.asked[ev.stream_id][1].extend(ev.data)
-                self.h2.acknowledge_received_data(ev.flow_controlled_length, ev.stream_id)
-            if getattr(ev, "stream_ended", None) is not None and ev.stream_id in self.asked:
-                self._request(ev.stream_id, *self.asked.pop(ev.stream_id))
-        self._flush()
+            if getattr(ev, "stream_ended", None) is not None and ev.stream_id in self.asked and not self.done:
+                self._site(ev.stream_id, *self.asked.pop(ev.stream_id))
+        return events
+
+    def _request(self, sid: int) -> None:
+        """Answered at its stream's end (`_site`), not at its headers."""
 
     def _flush(self) -> None:
         if not self.transport.is_closing():
             self.transport.write(self.h2.data_to_send())
-            if self.done:
-                self.transport.close()
 
-    def _request(self, sid: int, fields: dict[bytes, bytes], body: bytearray) -> None:
+    def _site(self, sid: int, fields: dict[bytes, bytes], body: bytearray) -> None:
         self.seen += 1
         if self.site.goaway_every and self.seen % self.site.goaway_every == 0:
             self.site.unprocessed += 1
@@ -96,24 +81,24 @@ class SiteConn(asyncio.Protocol):
         elif path == "/login" and method == b"POST":
             self.site.users.add(form.get("user", "?"))
             cookie = f"sid=u{form.get('user')}; Path=/".encode()
-            self._answer(sid, 302, [(b"location", b"/home"), (b"set-cookie", cookie)])
+            self._reply(sid, 302, [(b"location", b"/home"), (b"set-cookie", cookie)])
         elif path.startswith("/home"):
             page = f'hello {sess}\n<form><input name="nonce" value="n-{sess}"></form>\n'.encode()
-            self._answer(sid, 200 if sess else 403, [(b"content-encoding", b"gzip")], gzip.compress(page))
+            self._reply(sid, 200 if sess else 403, [(b"content-encoding", b"gzip")], gzip.compress(page))
         elif path == "/comment" and method == b"POST" and sess and form.get("nonce") == f"n-{sess}":
             self.site.comments.append(form.get("text", ""))
-            self._answer(sid, 303, [(b"location", b"/home?posted")])
+            self._reply(sid, 303, [(b"location", b"/home?posted")])
         else:
-            self._answer(sid, 403 if path == "/comment" else 404, [])
+            self._reply(sid, 403 if path == "/comment" else 404, [])
 
     def _later(self, sid: int, status: int, head: list[tuple[bytes, bytes]]) -> None:
         try:
-            self._answer(sid, status, head)
+            self._reply(sid, status, head)
         except Exception:  # noqa: BLE001 - a test server: the client gave the stream up (its timeout)
             return
         self._flush()
 
-    def _answer(self, sid: int, status: int, head: list[tuple[bytes, bytes]], body: bytes = b"") -> None:
+    def _reply(self, sid: int, status: int, head: list[tuple[bytes, bytes]], body: bytes = b"") -> None:
         self.site.statuses[status] = self.site.statuses.get(status, 0) + 1
         self.site.answered += 1
         self.h2.send_headers(sid, [(b":status", str(status).encode()), *head], end_stream=not body)
