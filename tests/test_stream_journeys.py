@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 import trustme
+from helpers.h2server import H2Server
 from helpers.h2site import H2Site
 from helpers.h3server import H3Server
 
 from loadcmp import protocols
+from loadcmp.errors import WrongProtocol
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.schedules import Closed
@@ -71,7 +73,7 @@ def site(proto: str, ca: trustme.CA, request: pytest.FixtureRequest) -> Iterator
     s.stop()
 
 
-def _journeys(site: H2Site, proto: str, cafile: str, tmp: Path, text: str, users: int = 3, seconds: float = 1.0,
+def _journeys(site: H2Server, proto: str, cafile: str, tmp: Path, text: str, users: int = 3, seconds: float = 2.0,
               timeout: float = 3.0) -> dict:
     (tmp / "j.toml").write_text(text)
     plan = JourneyTraffic(str(tmp / "j.toml")).plan(users, 0, {}, proto)
@@ -91,10 +93,10 @@ def test_the_protocol_table_carries_journeys_over_every_protocol():
 def test_a_journey_over_http2_keeps_each_users_cookies_follows_redirects_and_extracts(site, proto, cafile, tmp_path):
     doc = _journeys(site, proto, cafile, tmp_path, JOURNEY)
     j = doc["journeys"]["j"]
-    assert j["completed"] > 10 and j["failed"] == 0 and doc["failed"] == 0, (j, doc["failures"])
+    assert j["completed"] > 5 and j["failed"] == 0 and doc["failed"] == 0, (j, doc["failures"])
     steps = {p["page"]: p for p in doc["pages"]}
     assert steps["j/login"]["status_codes"] == {"200": steps["j/login"]["completed"]}  # after its 302
-    assert steps["j/comment"]["as_expected"] == steps["j/comment"]["completed"] > 10  # after its 303, nonce matched
+    assert steps["j/comment"]["as_expected"] == steps["j/comment"]["completed"] > 5  # after its 303, nonce matched
     assert site.users == {"0", "1", "2"} and len(set(site.comments)) == len(site.comments) >= j["completed"]
     assert {c.split()[0] for c in site.comments} == {"u0", "u1", "u2"}  # the cookie's value, extracted
     assert site.statuses.get(403, 0) == 0  # no step went without its user's cookie
@@ -113,6 +115,29 @@ def test_a_graceful_goaway_mid_journey_is_retried_on_a_new_connection(site, prot
     assert st["goaway_unprocessed"] - 3 <= st["retried"] <= st["goaway_unprocessed"] <= site.unprocessed
     assert st["goaways"] <= st["connections"] <= site.connections <= st["connections"] + 3  # + those the end cut
     assert st["streams"] == doc["started"]  # a retried stream counted once, as its last send got
+
+
+@pytest.mark.parametrize("site", [{"goaway_every": 4, "goaway_code": 2}], indirect=True)
+def test_a_goaway_with_an_error_code_fails_the_step_it_left_unprocessed(site, proto, cafile, tmp_path):
+    doc = _journeys(site, proto, cafile, tmp_path, JOURNEY)
+    st, failed_at = doc["streams"], doc["journeys"]["j"]["failed_at"]
+    assert doc["failures"]["goaway"] == doc["failed"] == sum(failed_at.values()) > 5, doc["failures"]
+    assert all("no answer (goaway)" in why for why in failed_at) and st["retried"] == 0
+    assert doc["failed"] <= st["goaway_unprocessed"] <= site.unprocessed
+
+
+def test_a_server_that_does_not_speak_http2_stops_the_journeys_in_one_line(proto, ca, cafile, tmp_path):
+    ctx = None
+    if proto == "h2":
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ca.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)
+        ctx.set_alpn_protocols(["http/1.1"])
+    server = H2Server("h1", ctx).start()
+    try:
+        with pytest.raises(WrongProtocol, match="does not speak (HTTP/2|cleartext HTTP/2) there"):
+            _journeys(server, proto, cafile, tmp_path, JOURNEY)
+    finally:
+        server.stop()
 
 
 @pytest.mark.parametrize("site", [{"hop_ms": 300}], indirect=True)

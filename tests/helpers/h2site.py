@@ -9,7 +9,8 @@ and h2c:
     GET  /hop/N      after `hop_ms`, a 302 to /hop/N-1 (/hop/0: 200): a step whose redirects take N x hop_ms
 
 With `goaway_every` N, every N-th request of a connection is left unprocessed: a GOAWAY(NO_ERROR) naming the
-stream before it, then a close (`unprocessed` counts them), as nginx's `keepalive_requests` ends a connection.
+stream before it, then a close (`unprocessed` counts them), as nginx's `keepalive_requests` ends a connection;
+`goaway_code` gives that GOAWAY an error code.
 """
 
 from __future__ import annotations
@@ -25,9 +26,10 @@ from helpers.h2server import H2Conn, H2Server
 class H2Site(H2Server):
     """The site, started with `start()` (over TLS with an `ssl_context` offering h2, else h2c)."""
 
-    def __init__(self, ssl_context: ssl.SSLContext | None = None, goaway_every: int = 0, hop_ms: int = 300) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None, goaway_every: int = 0, goaway_code: int = 0,
+                 hop_ms: int = 300) -> None:
         super().__init__("site", ssl_context, SiteConn)
-        self.goaway_every, self.hop_ms = goaway_every, hop_ms
+        self.goaway_every, self.goaway_code, self.hop_ms = goaway_every, goaway_code, hop_ms
         self.unprocessed = 0
         self.users: set[str] = set()
         self.comments: list[str] = []
@@ -68,7 +70,7 @@ class SiteConn(H2Conn):
         self.seen += 1
         if self.site.goaway_every and self.seen % self.site.goaway_every == 0:
             self.site.unprocessed += 1
-            self.h2.close_connection(0, last_stream_id=sid - 2)
+            self.h2.close_connection(self.site.goaway_code, last_stream_id=sid - 2)
             self.done = True
             return
         path, method = fields.get(b":path", b"/").decode(), fields.get(b":method", b"GET")
