@@ -121,10 +121,15 @@ def test_engine_schedule_and_source_refusals() -> None:
     assert h3.run_error("aiohttp", "rate") == ("--proto h3 runs its own QUIC engine (every schedule), "
                                                "not --engine aiohttp")
     assert h1.run_error("aiohttp", "ramp") is h2.run_error("fast", "closed") is None
-    assert h2.source_error("--journey") == ("--journey runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): "
-                                            "the h2 engine does not carry --journey; drop --proto h2 or --journey")
-    assert h2.source_error("--mix") is h2.source_error("--replay") is None
-    assert h1.source_error("--journey") is h3.source_error("--journey") is h3.source_error("--replay") is None
+    assert all(p.source_error(f) is None for p in (h1, h2, h3) for f in ("--page", "--mix", "--replay", "--journey"))
+    one = protocols.register(Protocol("h1p", "one page only", "tcp", "either", (), False, sources=("page",)))
+    try:
+        assert one.source_error("--journey") == (
+            "--journey runs over HTTP/1.1 (--proto h1) or h2 (HTTP/2 over TLS) (--proto h2) or h2c (cleartext HTTP/2) "
+            "(--proto h2c) or h3 (HTTP/3) (--proto h3): the h1p engine does not carry --journey; drop --proto h1p or "
+            "--journey")
+    finally:
+        protocols.unregister("h1p")
 
 
 REFUSALS = ["needs an https:// URL", "runs over plain http only", "runs over TLS only", "is on a plain port",

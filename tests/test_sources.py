@@ -73,17 +73,6 @@ def test_pages_in_a_file_are_named_as_the_files_key(tmp_path):
     assert "--replay and pages = [...]" in said and "--pages" not in said
 
 
-@pytest.mark.parametrize("source", ["--journey"])
-def test_journeys_run_over_http_1_1_and_h3_only(tmp_path, source):
-    given = {"--mix": ["/a=1"], "--replay": [_log(tmp_path)], "--journey": ["reader", "--app", "wordpress"]}[source]
-    r = CliRunner().invoke(cli, ["run", "--server", "nginx", source, *given, "--proto", "h2", "--tls",
-                                 "--out", str(tmp_path / "results")])
-    assert r.exit_code == 2 and not (tmp_path / "results").exists(), r.output
-    assert (f"{source} runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): the h2 engine does not carry "
-            f"{source}; "
-            f"drop --proto h2 or {source}") in r.output
-
-
 def test_a_paced_replay_over_h2_is_refused_before_anything_starts(tmp_path):
     """A replay at 1x runs the replay schedule, which h2 does not run (at max it is the closed loop's)."""
     said = _refused(tmp_path, ["--replay", _log(tmp_path), "--replay-speed", "1x", "--proto", "h2", "--tls"])

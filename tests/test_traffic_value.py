@@ -69,6 +69,13 @@ def test_every_clash_and_idle_flag_is_said_at_once():
                     "[journeys.levels] gives the mix by level: give the mix at every level too ([journeys])"]
 
 
+def test_journeys_fit_every_protocol(tmp_path):
+    (tmp_path / "reader.toml").write_text('[[steps]]\npath = "/"\n')
+    journeys = JourneyTraffic("reader")
+    for proto in protocols.names():
+        assert problems(journeys, Beside(protos=(proto,), shipped={"reader": tmp_path / "reader.toml"})) == []
+
+
 def test_the_protocol_table_says_which_protocols_carry_a_source():
     """A made-up protocol whose row carries a mix (and not a replay): the mix runs over it, the replay is refused
     in the table's words, naming both carriers."""
@@ -77,8 +84,9 @@ def test_the_protocol_table_says_which_protocols_carry_a_source():
         assert problems(MixTraffic({"/a": 1.0}, 1), Beside(protos=("h1", "hx"))) == []
         assert problems(OnePage(), Beside(protos=("hx",))) == []
         said = problems(JourneyTraffic("reader", {"x": "reader"}), Beside(protos=("hx",), shipped={}))
-        assert ("--journey runs over HTTP/1.1 (--proto h1) or h3 (HTTP/3) (--proto h3): the hx engine does not carry "
-                "--journey; drop --proto hx or --journey") in said
+        assert ("--journey runs over HTTP/1.1 (--proto h1) or h2 (HTTP/2 over TLS) (--proto h2) or h2c (cleartext "
+                "HTTP/2) (--proto h2c) or h3 (HTTP/3) (--proto h3): the hx engine does not carry --journey; drop "
+                "--proto hx or --journey") in said
         assert "[journeys.levels] 'x': a level is a number of clients, like 20" in said
         carriers = [p.name for p in protocols.carriers(MixTraffic.kind)]
         assert carriers == ["h1", "h2", "h2c", "h3", row.name]

@@ -21,8 +21,12 @@ read with it).
                   a weighted mix of them (`--journey reader=80,author=20`), an app's shipped ones by name
     sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request
                   and as the page `journey/step`; each journey walked once before the load (`prime_journeys`)
-    h3journeys.py the journey engine over HTTP/3: a QUIC connection per user (load.h3), its cookies and redirects
+    hops.py       a step over h2, h2c or h3 read as aiohttp reads it over HTTP/1.1: the fields it sends, cookies,
+                  redirects, decoding, one timeout for the whole step; the stream itself is the engine's (`_hop`)
+    h2journeys.py the journey engine over h2 and h2c: an HTTP/2 connection per user (the `h2` package), a graceful
+                  GOAWAY's unprocessed stream sent again on a new one
+    h3journeys.py the journey engine over HTTP/3: a QUIC connection per user (load.h3)
 
-Imports go one way: fits -> source -> mix, logreplay, journeys, sessions, h3journeys; h3journeys -> sessions
--> journeys; logreplay -> logs.
+Imports go one way: fits -> source -> mix, logreplay, journeys, sessions, h2journeys, h3journeys; h2journeys,
+h3journeys -> hops -> sessions -> journeys; logreplay -> logs.
 """

@@ -1,6 +1,6 @@
 """The journey engine: `-c` virtual users, each with its own cookie jar, each looping a journey (or one drawn
 from a weighted mix) step by step, on aiohttp (the Python path: the client-bound flag says when it limits); over
-HTTP/3 on QUIC connections instead (`h3journeys`).
+h2 and h2c on HTTP/2 connections instead (`h2journeys`), over HTTP/3 on QUIC connections (`h3journeys`).
 
 Each step is a request counted as any other (the recorder's outcomes, status codes and latency) and also as
 the page `journey/step` (the recorder's pages); each journey started inside the window ends as completed,
@@ -48,9 +48,11 @@ class JourneyPlan:
     seed: int = 0
 
     def engine(self, spec: LoadSpec, live: LiveFn | None = None) -> JourneyEngine:
-        """The users on aiohttp's connections; over QUIC `h3journeys.H3JourneyPlan`'s engine runs them."""
-        if protocols.get(spec.target.proto).transport == "udp":
-            raise LoadError("journeys over QUIC run on h3journeys.H3JourneyPlan's engine, not on aiohttp's")
+        """The users on aiohttp's connections; over h2 and h2c `h2journeys.H2JourneyPlan`'s engine runs them, over
+        QUIC `h3journeys.H3JourneyPlan`'s."""
+        if protocols.get(spec.target.proto).multiplexed:
+            raise LoadError(f"journeys over {spec.target.proto} run on their own plan's engine (h2journeys, "
+                            "h3journeys), not on aiohttp's")
         return JourneyEngine(spec, live, self)
 
     def draw(self, worker: int, user: int) -> tuple[random.Random, Callable[[], Journey]]:

@@ -264,10 +264,15 @@ class JourneyTraffic(Source):
         from .sessions import JourneyPlan  # the load's engine: only when a trial runs
 
         mix, seed = load_mix(self.at(level), shipped), (self.seed or 0) * 1000 + trial
-        if protocols.get(proto).transport == "udp":  # over QUIC: qh3's connections, not aiohttp's
+        row = protocols.get(proto)
+        if row.transport == "udp":  # over QUIC: qh3's connections, not aiohttp's
             from .h3journeys import H3JourneyPlan
 
             return H3JourneyPlan(mix, seed)
+        if row.multiplexed:  # h2, h2c: the `h2` package's connections
+            from .h2journeys import H2JourneyPlan
+
+            return H2JourneyPlan(mix, seed)
         return JourneyPlan(mix, seed)
 
 

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import ssl
 import threading
+from collections.abc import Callable
 
 import h2.config
 import h2.connection
@@ -36,8 +37,10 @@ BODY = b"hello over h2\n"
 
 
 class H2Server:
-    def __init__(self, how: str, ssl_context: ssl.SSLContext | None = None) -> None:
-        self.how, self.ssl = how, ssl_context
+    def __init__(self, how: str, ssl_context: ssl.SSLContext | None = None,
+                 conn: Callable[[H2Server], asyncio.Protocol] | None = None) -> None:
+        self.how, self.ssl, self.conn = how, ssl_context, conn
+        """`conn`: another server's connections on this one's thread (h2site's)."""
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self.answered = 0
@@ -58,7 +61,7 @@ class H2Server:
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        factory = (lambda: H1Only()) if self.how == "h1" else (lambda: H2Conn(self))
+        factory = (lambda: H1Only()) if self.how == "h1" else (lambda: (self.conn or H2Conn)(self))
         server = self.loop.run_until_complete(
             self.loop.create_server(factory, "127.0.0.1", 0, backlog=1024, ssl=self.ssl))
         self.port = server.sockets[0].getsockname()[1]

@@ -6,6 +6,7 @@ over TCP on the same port number that advertises it by Alt-Svc, as Caddy does.
     GET /other           200 (a mix's second page)
     POST /login          user=NAME: a 302 to /home that sets the cookie sid=uNAME
     GET /home            200 "hello uNAME" with that cookie, 403 without
+    GET /hop/N           after `hop_ms`, a 302 to /hop/N-1 (/hop/0: 200): a step whose redirects take N x hop_ms
     GET /reset           the stream reset (RESET_STREAM, H3_INTERNAL_ERROR): no answer
     GET /goaway          200, but every `goaway_every`-th request of a connection is answered by a GOAWAY
                          naming its own stream: it and every later stream are never processed
@@ -72,6 +73,11 @@ class _H3(QuicConnectionProtocol):
             self.h3.send_headers(sid, [(b":status", b"302"), (b"location", b"/home"),
                                        (b"set-cookie", f"sid=u{user}; Path=/".encode())], end_stream=True)
             return True
+        if path.startswith(b"/hop/"):
+            n = int(path[5:])
+            head = [(b":status", b"302"), (b"location", b"/hop/%d" % (n - 1))] if n else [(b":status", b"200")]
+            self._loop.call_later(self.server.hop_ms / 1000, self._later, sid, head)
+            return True
         if path == b"/home":
             sid_cookie = fields.get(b"cookie", b"").decode().partition("sid=")[2].split(";")[0]
             said = f"hello {sid_cookie}\n".encode()
@@ -79,6 +85,13 @@ class _H3(QuicConnectionProtocol):
             self.h3.send_data(sid, said, end_stream=True)
             return True
         return False
+
+    def _later(self, sid: int, head: list[tuple[bytes, bytes]]) -> None:
+        try:
+            self.h3.send_headers(sid, head, end_stream=True)
+        except Exception:  # noqa: BLE001 - a test server: the client gave the stream up (its timeout)
+            return
+        self.transmit()
 
     def _answer(self, sid: int, path: bytes) -> None:
         self.seen += 1
@@ -125,6 +138,7 @@ class H3Server:
         cert.private_key_pem.write_to_path(self.keyfile)
         self.alpn, self.quic, self.alt_svc, self.goaway_every = alpn, quic, alt_svc, goaway_every
         self.requests = 0
+        self.hop_ms = 300
         self.answered: dict[str, int] = {}
         """Responses sent, by status: what the server processed, as its access log would say."""
         self.port = 0

@@ -151,11 +151,12 @@ class Connections:
         return GOAWAY
 
     async def timed(self, slot: Slot, fields: Fields, body: bytes, counted: bool, s: Sending,
-                    keep: bool = False) -> tuple[int, str | None]:
-        """`until_processed` within the engine's timeout: the outcome kind, and the client's own error if any
-        (`Engine._record`'s). A request the load's end cancels before it went out is taken back."""
+                    keep: bool = False, within: float | None = None) -> tuple[int, str | None]:
+        """`until_processed` within the engine's timeout (or `within` seconds: what a journey's step has left): the
+        outcome kind, and the client's own error if any (`Engine._record`'s). A request the load's end cancels
+        before it went out is taken back."""
         try:
-            async with asyncio.timeout(self.engine.timeout):
+            async with asyncio.timeout(self.engine.timeout if within is None else max(within, 0.0)):
                 return await self.until_processed(slot, fields, body, counted, s, keep), None
         except TimeoutError:
             if s.sends and s.conn is not None:
