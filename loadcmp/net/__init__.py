@@ -8,6 +8,6 @@ the conditions seen, and what the proxy costs.
     cost.py        the proxy's CPU over the window, per request; network-bound
     path.py        all of it around one load: `open_path` -> NetPath (the port the engine is handed), its facts
 
-Inside, imports go one way: path -> cost, seen, toxiproxy -> conditions, netem. `load` never imports this
+Inside, imports go one way: path -> cost, seen, toxiproxy -> conditions -> netem. `load` never imports this
 package: the sweep and bench hand the engine the proxy's address.
 """

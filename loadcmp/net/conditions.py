@@ -8,12 +8,14 @@ Everything a user can get wrong is a one-line UsageError here, before anything s
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import UsageError
 from ..lab.model import configs_dir
 from ..protocols import get as get_protocol
+from . import netem
 from ..units import parse_bitrate, parse_duration, parse_percent
 
 KEYS = ("rtt", "jitter", "rate", "rate-up", "loss")
@@ -120,3 +122,18 @@ def refuse(spec: NetSpec, proto: str, netem: str | None) -> None:
             raise UsageError(f"--net loss= needs the kernel's netem, and {netem}")
         raise UsageError("--net loss= drops packets, which only netem does: loadcmp applies its conditions with "
                          "Toxiproxy (a TCP proxy, lossless), so leave loss= out")
+
+
+def net_problems(labels: Mapping[str, tuple[str | None, tuple[str, ...]]]) -> list[str]:
+    """Each label's (net, protocols) checked whole: the problems, each said once (`experiment.spec.validate`)."""
+    out: list[str] = []
+    for net, protos in labels.values():
+        if net is None:
+            continue
+        try:
+            spec = parse_net(net)
+            for proto in protos:
+                refuse(spec, proto, netem.missing() if spec.loss else None)
+        except UsageError as e:
+            out += [m for m in e.messages if m not in out]
+    return out

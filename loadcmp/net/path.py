@@ -7,15 +7,19 @@ from __future__ import annotations
 
 import math
 import os
+import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
+from typing import Any, cast
 
 from ..errors import LoadError
 from ..facts import NetFacts
+from ..load.target import Target
+from ..records import LoadSummary
+from ..units import cpu_list
 from .conditions import NetSpec
-from .cost import ProxyWatch, judge
+from .cost import ProxyUse, ProxyWatch, judge
 from .seen import Seen, measure, probe_server
 from .toxiproxy import Toxiproxy
 
@@ -51,15 +55,21 @@ class NetPath:
     seen: Seen
     cpus: int
     watch: ProxyWatch | None = None
+    use: ProxyUse | None = None
 
     def watch_from(self, begin: float) -> None:
         """Sample the proxy's CPU from `begin` (the window's start, on `time.monotonic`) until `facts`."""
         self.watch = ProxyWatch(self.proxy.pid, begin)
         self.watch.start()
 
+    def end_window(self) -> None:
+        """The window is over: the proxy's use up to now is kept (before the proxy stops)."""
+        if self.watch is not None and self.use is None:
+            self.use = self.watch.stop()
+
     def facts(self, completed: int) -> NetFacts:
-        """Asked, seen, and the proxy's cost for the requests that ended in the window."""
-        use = self.watch.stop() if self.watch is not None else None
+        """Asked, seen, and the proxy's cost for the requests that ended in the window (`end_window` first)."""
+        use = self.use
         asked = self.spec.describe()
         seen = {"rtt_ms": round(self.seen.rtt_s * 1e3, 2), "rtt_spread_ms": round(self.seen.rtt_spread_s * 1e3, 2),
                 "rate_bps": _round(self.seen.rate_bps), "rate_up_bps": _round(self.seen.rate_up_bps)}
@@ -104,3 +114,52 @@ def open_path(spec: NetSpec, upstream: tuple[str, int], cpus: list[int] | None) 
         yield NetPath(spec, tp, port, seen, len(cpus) if cpus else (len(os.sched_getaffinity(0)) or 1))
     finally:
         tp.stop()
+
+
+def via_proxy(target: Target, port: int) -> Target:
+    """The target as the engine is handed it: the proxy's address on 127.0.0.1, the server's own name kept in
+    the Host header (h2: :authority) unless the user gave one."""
+    default = 443 if target.scheme == "https" else 80
+    authority = target.host + (f":{target.port}" if target.port != default else "")
+    headers = target.headers
+    if not any(k.lower() == "host" for k, _ in headers):
+        headers = (("Host", authority), *headers)
+    return replace(target, url=f"{target.scheme}://127.0.0.1:{port}{target.path}", host="127.0.0.1", port=port,
+                   headers=headers)
+
+
+@contextmanager
+def maybe_path(spec: NetSpec | None, target: Target, cpus: str | None) -> Iterator[NetPath | None]:
+    """`open_path` to the target's server, pinned to the client's CPUs (`--client-cpus`); None without --net."""
+    if spec is None:
+        yield None
+        return
+    try:
+        addr = socket.getaddrinfo(target.host, target.port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    except (socket.gaierror, IndexError):
+        raise LoadError(f"--net: cannot resolve {target.host} to an IPv4 address for the proxy") from None
+    with open_path(spec, (str(addr), target.port), cpu_list(cpus) if cpus else None) as path:
+        yield path
+
+
+def add_net(doc: LoadSummary, facts: NetFacts) -> None:
+    """`--net`'s facts into a load's summary: `net`, a warning for each figure seen off the one asked, and
+    network-bound said as client-bound too (the verdicts then read the figures as a lower bound)."""
+    d = cast(dict[str, Any], doc)
+    d["net"] = facts
+    d["warnings"] = [*doc["warnings"], *(f"--net {facts['asked']['spec']}: {x}" for x in facts["differs"])]
+    if facts["network_bound"]:
+        reason = facts.get("network_bound_reason", "")
+        d["client_bound"] = True
+        d["client_bound_reason"] = "; ".join(x for x in ("network-bound: " + reason, doc.get("client_bound_reason"))
+                                             if x)
+
+
+def seen_words(path: NetPath) -> str:
+    """The conditions seen before the window, in a line (the console's)."""
+    s = path.seen
+    out = f"round trip seen {s.rtt_s * 1e3:,.1f} ms (asked {path.spec.rtt_s * 1e3:g} ms)"
+    for what, got, asked in (("down", s.rate_bps, path.spec.rate_bps), ("up", s.rate_up_bps, path.spec.rate_up_bps)):
+        if asked:
+            out += f", rate {what} {(got or 0) / 1e6:,.3g} Mbit/s (asked {asked / 1e6:g})"
+    return out
