@@ -7,7 +7,8 @@ the conditions seen, and what the proxy costs.
     seen.py        the probe: a round trip and the rates measured through a sibling proxy before the window
     cost.py        the proxy's CPU over the window, per request; network-bound
     path.py        all of it around one load: `open_path` -> NetPath (the port the engine is handed), its facts
+    words.py       the facts in words, for the console and the report (from a stored summary)
 
-Inside, imports go one way: path -> cost, seen, toxiproxy -> conditions -> netem. `load` never imports this
-package: the sweep and bench hand the engine the proxy's address.
+Inside, imports go one way: path -> cost, seen, toxiproxy -> conditions -> netem; words stands alone.
+`load` never imports this package: the sweep and bench hand the engine the proxy's address.
 """

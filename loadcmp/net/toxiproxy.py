@@ -107,7 +107,8 @@ class Toxiproxy:
             with urllib.request.urlopen(req, timeout=5) as r:
                 raw = r.read()
         except urllib.error.HTTPError as e:
-            raise LoadError(f"toxiproxy {method} {path}: {e.code} {e.read().decode(errors='replace').strip()}") from None
+            said = e.read().decode(errors="replace").strip()
+            raise LoadError(f"toxiproxy {method} {path}: {e.code} {said}") from None
         except (OSError, urllib.error.URLError) as e:
             raise LoadError(f"toxiproxy {method} {path}: {e}") from None
         try:

@@ -21,7 +21,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -37,6 +37,8 @@ from ..load.record.saturation import Machine, add_advice
 from ..load.record.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import TlsOptions, make_target
 from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
+from ..net.conditions import parse_net
+from ..net.path import add_net, maybe_path, seen_words, via_proxy
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
@@ -253,19 +255,29 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration),
                                                            on_row=sweep.progress.sample, warmup=spec.warmup)
-    try:
-        sampler.start()
-        # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
-        result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
-                          stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
-    finally:
-        samples = sampler.stop()
+    net = spec.net_for(p.server)
+    with maybe_path(parse_net(net) if net else None, target, spec.client_cpus) as netp:
+        if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
+            load = replace(load, target=via_proxy(target, netp.port))
+            sweep.progress.say(f"{p.label}: --net {net}, {seen_words(netp)}")
+            netp.watch_from(start_at + spec.warmup)
+        try:
+            sampler.start()
+            # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
+            result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
+                              stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
+        finally:
+            samples = sampler.stop()
+            if netp is not None:
+                netp.end_window()
     summary = result_doc(result, {
         "schedule": {**schedule.describe(), "keepalive": p.keepalive},
         "engine": "journey (aiohttp)" if traffic else spec.engine, **(traffic.describe() if traffic else {}),
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
+    if netp is not None:
+        add_net(summary, netp.facts(summary["completed"]))
     cast(dict[str, Any], summary).update(spec.traffic.result(summary, spec.warmup, [s.dropped for s in result.seconds]))
     # the servers' CPUs are this machine's only on this machine's engine
     server_cpus = 0 if dep.host.remote else len(cpu_list(spec.server_cpus)) if spec.server_cpus else None
