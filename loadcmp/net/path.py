@@ -93,7 +93,8 @@ def differs(spec: NetSpec, seen: Seen) -> list[str]:
              ("rate up", (spec.rate_up_bps or 0) / 1e6, (seen.rate_up_bps or 0) / 1e6, "Mbit/s")]
     for what, asked, got, unit in pairs:
         if asked > 0 and abs(got - asked) > DIFFERS * asked:
-            out.append(f"{what} seen {got:,.3g} {unit} against {asked:,.3g} asked ({(got - asked) / asked:+.0%})")
+            off = (got - asked) / asked
+            out.append(f"{what} seen {got:,.3g} {unit} against {asked:,.3g} {unit} asked ({off:+.0%})")
     return out
 
 
