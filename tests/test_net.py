@@ -102,6 +102,8 @@ def test_a_figure_seen_more_than_ten_percent_off_is_said():
     assert differs(spec, Seen(0.105, 0.0, 9.5e6, None)) == []
     said = differs(spec, Seen(0.125, 0.0, 5e6, None))
     assert len(said) == 2 and said[0].startswith("round trip seen 125 ms against 100 ms asked (+25%)")
+    assert differs(parse_net("rtt=1ms"), Seen(0.00128, 0.0, None, None)) == []  # loopback's own 0.2 ms
+    assert differs(parse_net("rtt=1ms"), Seen(0.0021, 0.0, None, None)) != []
 
 
 # --- files and variants ----------------------------------------------------------------------------------------

@@ -97,6 +97,6 @@ def judge(facts: NetFacts, use: ProxyUse, completed: int) -> None:
     if busy is not None and busy >= BOUND_PCT:
         facts["network_bound"] = True
         facts["network_bound_reason"] = (
-            f"the --net proxy (toxiproxy) was busy {busy:.0f}% of its {cpus} CPU{'s' if cpus > 1 else ''}, on them "
-            f"or waiting for them (median per second; network-bound from {BOUND_PCT:.0f}%): it, not the server, "
-            "set the rate")
+            f"the --net proxy (toxiproxy) was busy {busy:.0f}% of its {cpus} CPU{'s' if cpus > 1 else ''}, "
+            f"{'on them or waiting for them' if cpus > 1 else 'on it or waiting for it'} (median per second; "
+            f"network-bound from {BOUND_PCT:.0f}%): it, not the server, set the rate")

@@ -25,6 +25,8 @@ from .toxiproxy import Toxiproxy
 
 DIFFERS = 0.10
 """A figure seen this far from the one asked (as a share of it) is said in the report."""
+RTT_FLOOR_MS = 0.5
+"""...and a round trip only when it is this far off too: loopback and the proxy themselves take about 0.2 ms."""
 
 
 def toxics(spec: NetSpec) -> list[dict[str, Any]]:
@@ -86,13 +88,14 @@ def _round(v: float | None) -> float | None:
 
 
 def differs(spec: NetSpec, seen: Seen) -> list[str]:
-    """Each figure seen more than DIFFERS from the one asked, in words (a round trip of 0 asked: none)."""
+    """Each figure seen more than DIFFERS from the one asked (a round trip: and RTT_FLOOR_MS), in words (a
+    figure not asked, or of 0: none)."""
     out = []
-    pairs = [("round trip", spec.rtt_s * 1e3, seen.rtt_s * 1e3, "ms"),
-             ("rate down", (spec.rate_bps or 0) / 1e6, (seen.rate_bps or 0) / 1e6, "Mbit/s"),
-             ("rate up", (spec.rate_up_bps or 0) / 1e6, (seen.rate_up_bps or 0) / 1e6, "Mbit/s")]
-    for what, asked, got, unit in pairs:
-        if asked > 0 and abs(got - asked) > DIFFERS * asked:
+    pairs = [("round trip", spec.rtt_s * 1e3, seen.rtt_s * 1e3, "ms", RTT_FLOOR_MS),
+             ("rate down", (spec.rate_bps or 0) / 1e6, (seen.rate_bps or 0) / 1e6, "Mbit/s", 0.0),
+             ("rate up", (spec.rate_up_bps or 0) / 1e6, (seen.rate_up_bps or 0) / 1e6, "Mbit/s", 0.0)]
+    for what, asked, got, unit, floor in pairs:
+        if asked > 0 and abs(got - asked) > max(DIFFERS * asked, floor):
             off = (got - asked) / asked
             out.append(f"{what} seen {got:,.3g} {unit} against {asked:,.3g} {unit} asked ({off:+.0%})")
     return out
