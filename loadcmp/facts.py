@@ -2,7 +2,8 @@
 HTTP/3 streams, its journeys, its replayed log. These are facts of one protocol or one traffic source, present
 only when the load used it; records.py holds what every load has, and names these where a record carries them.
 Beside them, the two figures of a full listen queue: the connects TCP's SYN retry delayed (`SlowConnects`, the
-client's) and the kernel's TCP counters of the window (`KernelDoc`, where they could be read).
+client's) and the kernel's TCP counters of the window (`KernelDoc`, where they could be read). And `--net`'s: the path
+asked and seen and its proxy's cost (`NetFacts`), with the keys of the spec and of a summary that carry them.
 """
 
 from __future__ import annotations
@@ -113,3 +114,16 @@ class NetFacts(TypedDict):
     proxy_cpus: int  #: the CPUs it may run on
     network_bound: bool  #: the proxy, not the server, limited the rate (then `client_bound` too)
     network_bound_reason: NotRequired[str]
+
+
+class NetFields(TypedDict):
+    """run.json's `spec` keys of `--net` (SpecDoc has them: it is this with the rest)."""
+
+    net: NotRequired[str | None]  #: --net: the network between the clients and every server; None: loopback
+    variant_net: NotRequired[dict[str, str]]  #: a label's own `net` ([variants.LABEL] net), over `net`
+
+
+class NetResult(TypedDict):
+    """A load's summary key of `--net` (LoadSummary has it: it is this with the rest)."""
+
+    net: NotRequired[NetFacts]  #: --net: the path asked and seen, and the proxy's cost

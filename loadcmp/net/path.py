@@ -11,7 +11,7 @@ import socket
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
-from typing import Any, cast
+from typing import Any
 
 from ..errors import LoadError
 from ..facts import NetFacts
@@ -149,14 +149,13 @@ def maybe_path(spec: NetSpec | None, target: Target, cpus: str | None) -> Iterat
 def add_net(doc: LoadSummary, facts: NetFacts) -> None:
     """`--net`'s facts into a load's summary: `net`, a warning for each figure seen off the one asked, and
     network-bound said as client-bound too (the verdicts then read the figures as a lower bound)."""
-    d = cast(dict[str, Any], doc)
-    d["net"] = facts
-    d["warnings"] = [*doc["warnings"], *(f"--net {facts['asked']['spec']}: {x}" for x in facts["differs"])]
+    doc["net"] = facts
+    doc["warnings"] = [*doc["warnings"], *(f"--net {facts['asked']['spec']}: {x}" for x in facts["differs"])]
     if facts["network_bound"]:
         reason = facts.get("network_bound_reason", "")
-        d["client_bound"] = True
-        d["client_bound_reason"] = "; ".join(x for x in ("network-bound: " + reason, doc.get("client_bound_reason"))
-                                             if x)
+        doc["client_bound"] = True
+        doc["client_bound_reason"] = "; ".join(x for x in ("network-bound: " + reason, doc.get("client_bound_reason"))
+                                               if x)
 
 
 def seen_words(path: NetPath) -> str:
