@@ -226,18 +226,43 @@ def test_a_round_trip_of_100ms_is_in_every_response_and_stored_asked_and_seen(fa
 
 
 @NEEDS_PROXY
-@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a CPU apart from the server's")
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a CPU for the proxy apart from the client's")
 def test_a_proxy_given_too_little_cpu_is_network_bound(fast_server):
-    """The proxy pinned with the client to CPU 0, where a busy loop runs too: it waits for its CPU as much as it
-    runs, and is flagged; the verdicts then read the figures as a lower bound (client-bound)."""
+    """The proxy on CPU 0, where a busy loop runs too, the client on CPU 1: the proxy waits for its CPU as much as
+    it runs, and is flagged."""
     busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {0}))
     try:
-        res = CliRunner().invoke(cli, ["bench", f"http://127.0.0.1:{fast_server}/", "--net", "rtt=0ms", "-c", "50",
-                                       "-t", "3s", "-k", "--client-cpus", "0", "--json"])
+        with open_path(parse_net("rtt=0ms"), ("127.0.0.1", fast_server), [0]) as p:
+            p.watch_from(time.monotonic() + 0.5)
+            res = CliRunner().invoke(cli, ["bench", f"http://127.0.0.1:{p.port}/", "-c", "50", "-t", "3s", "-k",
+                                           "--client-cpus", "1", "--json"])
+            p.end_window()
     finally:
         busy.kill()
         busy.wait()
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout[res.stdout.index("{"):])
-    assert doc["net"]["network_bound"] is True and doc["net"]["proxy_busy_pct"] >= 90
+    facts = p.facts(doc["completed"])
+    assert facts["network_bound"] is True and (facts["proxy_busy_pct"] or 0) >= 90, facts
+    assert facts["proxy_cpu_us"] is not None and facts["proxy_cpus"] == 1
+
+
+def test_network_bound_is_said_as_client_bound_too():
+    """So that verdicts read the figures as a lower bound, as for a saturated client."""
+    from loadcmp.net.cost import ProxyUse, judge
+    from loadcmp.net.path import add_net
+
+    from loadcmp.facts import NetFacts
+
+    spec = parse_net("rtt=10ms")
+    facts = NetFacts(asked=spec.describe(), seen={"rtt_ms": 10.2}, differs=[], proxy="toxiproxy 2.5.0",
+                     proxy_cpu_us=None, proxy_cpu_pct=None, proxy_busy_pct=None, proxy_cpus=1, network_bound=False)
+    judge(facts, ProxyUse(cpu_s=0.6, elapsed_s=1.0, busy_pct=97.0), 1000)
+    assert facts["network_bound"] and facts["proxy_cpu_us"] == 600.0 and facts["proxy_cpu_pct"] == 60.0
+    doc = {"warnings": [], "client_bound": False, "client_bound_reason": None}
+    add_net(doc, facts)
     assert doc["client_bound"] is True and doc["client_bound_reason"].startswith("network-bound: the --net proxy")
+    calm = NetFacts(**{**facts, "network_bound": False})
+    calm.pop("network_bound_reason")
+    judge(calm, ProxyUse(cpu_s=0.1, elapsed_s=1.0, busy_pct=30.0), 1000)
+    assert not calm["network_bound"]

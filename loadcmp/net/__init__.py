@@ -9,6 +9,6 @@ the conditions seen, and what the proxy costs.
     path.py        all of it around one load: `open_path` -> NetPath (the port the engine is handed), its facts
     words.py       the facts in words, for the console and the report (from a stored summary)
 
-Inside, imports go one way: path -> cost, seen, toxiproxy -> conditions -> netem; words stands alone.
+Inside, imports go one way: path -> cost, seen -> conditions -> toxiproxy, netem; words stands alone.
 `load` never imports this package: the sweep and bench hand the engine the proxy's address.
 """

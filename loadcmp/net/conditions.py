@@ -15,7 +15,7 @@ from pathlib import Path
 from ..errors import UsageError
 from ..lab.model import configs_dir
 from ..protocols import get as get_protocol
-from . import netem
+from . import netem, toxiproxy
 from ..units import parse_bitrate, parse_duration, parse_percent
 
 KEYS = ("rtt", "jitter", "rate", "rate-up", "loss")
@@ -113,10 +113,12 @@ def _profile(name: str) -> NetSpec:
 
 
 def refuse(spec: NetSpec, proto: str, netem: str | None) -> None:
-    """What no path can carry: UDP (Toxiproxy is a TCP proxy), and a loss without netem (`netem`: why it is
-    missing, None when the kernel has it)."""
+    """What no path can carry: UDP (Toxiproxy is a TCP proxy), a path without toxiproxy-server built, and a loss
+    without netem (`netem`: why it is missing, None when the kernel has it)."""
     if (why := get_protocol(proto).net_error()) is not None:
         raise UsageError(why)
+    if toxiproxy.binary() is None:
+        raise UsageError(toxiproxy.MISSING)
     if spec.loss:
         if netem is not None:
             raise UsageError(f"--net loss= needs the kernel's netem, and {netem}")

@@ -29,6 +29,8 @@ from ..errors import LoadError, UsageError
 BINARY = "toxiproxy-server"
 OWNER = "LOADCMP_NET_OWNER"
 """The environment variable that marks a toxiproxy-server as loadcmp's (its value: the owner's pid)."""
+MISSING = ("--net needs toxiproxy-server (Toxiproxy 2.5.0): run `make setup` (scripts/setup.sh builds it with Go), "
+           "or put it on PATH")
 READY_S = 5.0
 """How long its API has to answer after the start."""
 
@@ -77,8 +79,7 @@ class Toxiproxy:
         """Start a server on 127.0.0.1 and wait for its API (LoadError when it does not answer)."""
         exe = binary()
         if exe is None:
-            raise UsageError("--net needs toxiproxy-server (Toxiproxy 2.5.0): run `make setup` (scripts/setup.sh "
-                             "builds it with Go), or put it on PATH")
+            raise UsageError(MISSING)
         port = free_port()
         env = {**os.environ, OWNER: str(os.getpid())}
         proc = subprocess.Popen([exe, "-host", "127.0.0.1", "-port", str(port)], env=env, stdin=subprocess.DEVNULL,
