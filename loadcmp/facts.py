@@ -2,7 +2,8 @@
 HTTP/3 streams, its journeys, its replayed log. These are facts of one protocol or one traffic source, present
 only when the load used it; records.py holds what every load has, and names these where a record carries them.
 Beside them, the two figures of a full listen queue: the connects TCP's SYN retry delayed (`SlowConnects`, the
-client's) and the kernel's TCP counters of the window (`KernelDoc`, where they could be read).
+client's) and the kernel's TCP counters of the window (`KernelDoc`, where they could be read). And `--net`'s: the path
+asked and seen and its proxy's cost (`NetFacts`), with the keys of the spec and of a summary that carry them.
 """
 
 from __future__ import annotations
@@ -97,3 +98,32 @@ class SlowConnects(TypedDict):
     over_3s: int  #: connects of RETRY_3S (2.7 s) or more (counted in over_1s too)
     share_1s: float  #: over_1s / requests
     share_3s: float  #: over_3s / requests
+
+
+class NetFacts(TypedDict):
+    """`--net`: the conditions asked of the path and those seen through its proxy before the window
+    (`loadcmp.net`), and what the proxy cost over the window."""
+
+    asked: dict[str, float | str | None]  #: spec, profile, rtt_ms, jitter_ms, rate_bps, rate_up_bps, loss
+    seen: dict[str, float | None]  #: rtt_ms, rtt_spread_ms, rate_bps, rate_up_bps: measured at low load
+    differs: list[str]  #: each figure seen more than 10 % from the one asked, in words
+    proxy: str  #: "toxiproxy 2.5.0"
+    proxy_cpu_us: float | None  #: the proxy's CPU microseconds per request that ended in the window
+    proxy_cpu_pct: float | None  #: its CPU over the window (100 = one core)
+    proxy_busy_pct: float | None  #: median per second of its threads on a CPU or waiting for one, over its CPUs
+    proxy_cpus: int  #: the CPUs it may run on
+    network_bound: bool  #: the proxy, not the server, limited the rate (then `client_bound` too)
+    network_bound_reason: NotRequired[str]
+
+
+class NetFields(TypedDict):
+    """run.json's `spec` keys of `--net` (SpecDoc has them: it is this with the rest)."""
+
+    net: NotRequired[str | None]  #: --net: the network between the clients and every server; None: loopback
+    variant_net: NotRequired[dict[str, str]]  #: a label's own `net` ([variants.LABEL] net), over `net`
+
+
+class NetResult(TypedDict):
+    """A load's summary key of `--net` (LoadSummary has it: it is this with the rest)."""
+
+    net: NotRequired[NetFacts]  #: --net: the path asked and seen, and the proxy's cost

@@ -112,6 +112,12 @@ class Protocol:
         shape = " (-c connections, -m streams each)" if self.multiplexed else ""
         return f"--proto {self.name} runs {loops}{shape}, not {' nor '.join(wrong)}"
 
+    def net_error(self) -> str | None:
+        """`--net` on this protocol, refused in one line where its transport is not TCP (Toxiproxy carries TCP)."""
+        if self.transport == "tcp":
+            return None
+        return f"--proto {self.name} takes no --net: {self.words} runs over UDP, and the --net proxy carries TCP only"
+
     def source_error(self, flag: str) -> str | None:
         """A traffic source (given as its flag, `--mix`) this protocol does not carry, in one line."""
         source = {"--page": "page", "--mix": "mix", "--replay": "replay", "--journey": "journeys"}.get(flag, flag)

@@ -20,6 +20,9 @@ Sizes (`parse_size`, returns bytes)
 Rates (`parse_rate`, returns requests per second)
     a finite number > 0, optionally written `1000/s`; `nan`, `inf`, `0` are refused.
 
+Bit rates (`parse_bitrate`, returns bits per second)
+    bit, kbit, mbit, gbit — powers of 1000, as tc writes them: `10mbit` = 10 000 000 bits/s; > 0.
+
 Percentages (`parse_percent`, returns a ratio): `20%` or `20` -> 0.2.
 
 Levels (`parse_levels`): `50,100,500` — whole numbers >= 1, at least one.
@@ -150,6 +153,20 @@ def parse_rate(text: str | int | float, what: str = "rate") -> float:
     if not math.isfinite(value) or value <= 0:
         raise UsageError(f"bad {what} {text!r}: must be a finite number of requests per second above 0")
     return value
+
+
+BITRATE_UNITS: dict[str, float] = {"bit": 1.0, "kbit": 1e3, "mbit": 1e6, "gbit": 1e9}
+
+
+def parse_bitrate(text: str | int | float, what: str = "rate") -> float:
+    """'10mbit', '384kbit', '1.5mbit' -> bits per second: finite and > 0."""
+    parts = None if isinstance(text, (bool, int, float)) else split_number(str(text))
+    mult = None if parts is None else BITRATE_UNITS.get(parts[1])
+    if parts is None or mult is None:
+        raise UsageError(f"bad {what} {text!r}: use a number with bit, kbit, mbit or gbit, like 10mbit or 384kbit")
+    if parts[0] <= 0:
+        raise UsageError(f"bad {what} {text!r}: must be above 0")
+    return parts[0] * mult
 
 
 def parse_percent(text: str, what: str = "percentage") -> float:

@@ -81,6 +81,23 @@ if ! "$VENV/bin/python" -c 'import loadcmp.load.h1._cloop' 2>/dev/null; then
     log "note: the compiled fast path did not build; loadcmp runs its pure-Python loop (\`$VENV/bin/pip install -v -e .\` says why)"
 fi
 
+# --- Toxiproxy: the proxy `--net` puts between the clients and the server (loadcmp/net/) ---------------------
+# Built once from the Go module proxy into the venv's bin (about a minute), as toxiproxy-server; skipped when built.
+TOXIPROXY_VERSION=v2.5.0
+if [ ! -x "$VENV/bin/toxiproxy-server" ] || ! grep -q "$TOXIPROXY_VERSION" "$VENV/.toxiproxy-version" 2>/dev/null; then
+    GO=$(command -v go || echo /usr/local/go/bin/go)
+    if [ -x "$GO" ]; then
+        log "building toxiproxy-server $TOXIPROXY_VERSION (go install, about a minute)"
+        gobin=$(mktemp -d)
+        GOBIN="$gobin" "$GO" install "github.com/Shopify/toxiproxy/v2/cmd/server@$TOXIPROXY_VERSION"
+        mv "$gobin/server" "$VENV/bin/toxiproxy-server"
+        rmdir "$gobin"
+        echo "$TOXIPROXY_VERSION" >"$VENV/.toxiproxy-version"
+    else
+        log "note: no Go toolchain: toxiproxy-server is not built, and --net refuses to run"
+    fi
+fi
+
 # --- tools the benchmarks and the report, live-page and https tests use -------
 # (the live page's tests drive this chromium through Playwright, installed by pip above: no browser is downloaded;
 # h2load, of nghttp2-client: the https rows of bench/compare.py run `h2load --h1`, its h2 rows plain h2load;

@@ -251,11 +251,14 @@ def label_page(doc: Mapping[str, Any], label: str) -> str | None:
 
 def cell_key(t: TrialRecord, doc: Mapping[str, Any]) -> CellKey:
     """A trial's cell: its label, level, page (its own, else its label's: `label_page`) and the workload sent
-    (protocol, streams, traffic, app)."""
+    (protocol, streams, traffic, app); a load through `--net` has its conditions in the traffic (`net dsl`), so
+    that it never shares a cell with a loopback one."""
     label = str(t["server"])
     page = t.get("page") or label_page(doc, label) or ""
-    return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc), streams_of(doc, label, t),
-                   traffic_said(doc, int(t["level"])), app_of(doc, label))
+    net = (cast(dict[str, Any], t.get("result") or {}).get("net") or {}).get("asked", {}).get("spec")
+    traffic = "; ".join(x for x in (traffic_said(doc, int(t["level"])), f"net {net}" if net else "") if x)
+    return CellKey(label, int(t["level"]), str(page), protocol_of(t, doc), streams_of(doc, label, t), traffic,
+                   app_of(doc, label))
 
 
 CELL_COLUMNS = ("label", "level", "page", "protocol", "streams", "traffic", "app")

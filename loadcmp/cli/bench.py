@@ -27,11 +27,12 @@ if TYPE_CHECKING:
     from ..load.record.recorder import Result
     from ..load.schedules import Schedule
     from ..load.target import Target
+    from ..net.conditions import NetSpec
 
 BENCH_DEFAULTS: dict[str, Any] = {
     "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
     "timeout": 10.0, "engine": "fast", "workers": 1, "cluster": None, "client_cpus": None,
-    "ramp_up": None, "pace": None, "rate": None, "max_inflight": None,
+    "ramp_up": None, "pace": None, "rate": None, "max_inflight": None, "net": None,
 }
 """What `bench` does when a flag is not given (ab and webbench: no keep-alive, no warm-up)."""
 
@@ -51,6 +52,8 @@ class BenchPlan:
     cluster: str | None
     requests: int | None
     started: str
+    net: NetSpec | None = None
+    """--net: the conditions of the path (a Toxiproxy between the engine and the server); None: direct."""
 
 
 @cli.command()
@@ -138,7 +141,19 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
         duration = time_cap(v["requests"], clients, v["timeout"])
     load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
     return BenchPlan(url, target, sched, load, clients, v["workers"], v["client_cpus"], v["cluster"], v["requests"],
-                     time.strftime("%Y-%m-%dT%H:%M:%S%z"))
+                     time.strftime("%Y-%m-%dT%H:%M:%S%z"), _net(v["net"], target.proto))
+
+
+def _net(text: str | None, proto: str) -> NetSpec | None:
+    """--net parsed and checked against the protocol and the kernel (UsageError: nothing is started)."""
+    if text is None:
+        return None
+    from ..net import netem
+    from ..net.conditions import parse_net, refuse
+
+    spec = parse_net(text)
+    refuse(spec, proto, netem.missing() if spec.loss else None)
+    return spec
 
 
 def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tuple[Result, LoadSummary, float]:
@@ -152,6 +167,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
     from ..load.record.summary import note_ramp_cut, result_doc
     from ..load.driver import now
     from ..load.run.workers import SPAWN_DELAY, run_load
+    from ..net.path import add_net, maybe_path, seen_words, via_proxy
 
     spec, sched, target = plan.load, plan.schedule, plan.target
     if get_protocol(target.proto).transport == "udp":  # found as browsers find it: Alt-Svc, then a QUIC handshake
@@ -162,7 +178,10 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         spec = replace(spec, target=target)
     else:
         tls.probe(target, spec.timeout)
-    with open_fleet(plan.cluster, say) as fleet:
+    with maybe_path(plan.net, target, plan.client_cpus) as netp, open_fleet(plan.cluster, say) as fleet:
+        if netp is not None:
+            spec = replace(spec, target=via_proxy(target, netp.port))
+            err.print(markup("--net {} (toxiproxy on 127.0.0.1:{}): {}", netp.spec.text, netp.port, seen_words(netp)))
         if fleet is not None:
             fleet.check_reach(target.host)
         if feed is not None:
@@ -171,10 +190,14 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         window_start = time.time() - now() + start_at + spec.warmup  # the wall clock: it stamps the seconds
         with stop_on_signals(stopper), LiveLine(f"{plan.url} ") as line:
             live = line if feed is None else tee(line, feed)
+            if netp is not None:
+                netp.watch_from(start_at + spec.warmup)
             result = run_load(spec, workers=plan.workers, cpus=plan.client_cpus, live=live, stopper=stopper,
                               fleet=fleet, start_at=start_at)
         cluster = fleet.describe() if fleet is not None else None
         used = len(cluster["workers"]) if cluster is not None else plan.workers
+        if netp is not None:
+            netp.end_window()
     path = engine_path(spec.engine, sched.kind == "closed", target.scheme == "https", target.proto)
     doc = result_doc(result, {
         "url": plan.url, "engine": spec.engine, "workers": used,
@@ -186,6 +209,8 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         **({"lost": result.lost} if result.lost else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
+    if netp is not None:
+        add_net(doc, netp.facts(doc["completed"]))
     if target.tls_resume and path == "python":
         doc["warnings"].append("the pure-Python loop offers no saved TLS session (asyncio cannot): every handshake "
                                "was full whatever --tls-resume says")

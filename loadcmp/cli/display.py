@@ -23,6 +23,7 @@ from rich.table import Table
 from rich.text import Text, TextType
 
 from ..records import LatencyMs, LoadSummary, ScheduleDoc, StreamFacts, TrialRecord
+from ..net.words import rows as net_rows
 from ..units import format_bytes, ms
 
 if TYPE_CHECKING:  # the engine (numpy, uvloop) is imported when a load starts
@@ -181,6 +182,8 @@ def _counts_table(doc: LoadSummary) -> Table:
         t.add_row("streams", streams_text(st))
     if (client := _client_text(doc)) is not None:
         t.add_row("client", client)
+    for what, value in net_rows(cast(dict[str, Any], doc).get("net")):  # --net: the path asked and seen
+        t.add_row(what, value)
     wb = doc["webbench"]
     t.add_row("webbench would print",
               f"Speed={wb['pages_per_min']:,.0f} pages/min, {wb['bytes_per_s']:,.0f} bytes/sec; "

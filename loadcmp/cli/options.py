@@ -49,6 +49,7 @@ class LoadFlags(FlagGroup):
     workers: int | None = flag("--workers")
     cluster: str | None = flag("--cluster")
     client_cpus: str | None = flag("--client-cpus")
+    net: str | None = flag("--net")
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by RunSpec field name (keep-alive as the spec's tuple of settings)."""
@@ -110,7 +111,20 @@ def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
                      help="Share the clients over a Dask cluster: N worker processes here, or a running scheduler "
                           "(env LOADCMP_CLUSTER)."),
         click.option("--client-cpus", type=CPUS, metavar="CPUS", help="Pin the client processes to these CPUs."),
+        click.option("--net", callback=_net, metavar="SPEC|PROFILE",
+                     help="Put a network between the clients and the server (a Toxiproxy on 127.0.0.1): "
+                          "rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit, or a profile: lan, cable, dsl, 4g, 3g, "
+                          "wan."),
     ]
+
+
+def _net(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """--net checked as soon as it is read (one line, exit 2, nothing started); kept as typed."""
+    if value is not None:
+        from ..net.conditions import parse_net
+
+        parse_net(value)
+    return value
 
 
 def server_options(f: F) -> F:

@@ -333,3 +333,7 @@ def down(run_id: str | None, **flags: Any) -> None:
     with answering(host):
         names = cleanup.down(docker_client(host), run_id=run_id)
     click.echo(f"removed {len(names)} container(s)" + (": " + ", ".join(names) if names else ""), err=True)
+    from ..net.toxiproxy import end_strays
+
+    if ended := end_strays():  # a --net proxy whose loadcmp was killed outright
+        click.echo(f"ended {len(ended)} stray toxiproxy-server(s): pid {', '.join(map(str, ended))}", err=True)

@@ -59,6 +59,7 @@ KEYS: dict[str, str] = {
     "tlskey": "str",
     "server_cpus": "str",
     "client_cpus": "str",
+    "net": "net",
     "server_memory": "memory cap",
     "reuse_server": "bool",
     "tls": "bool",
@@ -121,6 +122,15 @@ def _rate(key: str, v: TomlValue, cat: Catalog) -> float:
     if not isinstance(v, (str, int, float)) or isinstance(v, bool):
         raise _wrong("requests per second, like 1000", v)
     return parse_rate(v, key)
+
+
+def _net(key: str, v: TomlValue, cat: Catalog) -> str:
+    if not isinstance(v, str):
+        raise _wrong("a profile or keys, like \"dsl\" or \"rtt=80ms,rate=10mbit\"", v)
+    from ..net.conditions import parse_net
+
+    parse_net(v)
+    return v
 
 
 def _bool(key: str, v: TomlValue, cat: Catalog) -> bool:
@@ -226,6 +236,6 @@ CONVERT: dict[str, Callable[[str, TomlValue, Catalog], object]] = {
     "list[str]": _names, "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
     "table": _table, "variants": _variants, "fields": _fields, "configs": _configs, "findings": _findings,
-    "mix": _mix, "seed": _seed,
+    "mix": _mix, "seed": _seed, "net": _net,
 }
 """Each type of KEYS and the function that checks a value of it and converts it (key, value, catalog)."""

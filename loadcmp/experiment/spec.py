@@ -18,6 +18,7 @@ from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
 from . import apps, protos as protocols, sources, variants
 from .filekeys import FIELD_OF, KEYS, convert
+from ..net.conditions import net_problems
 from ..errors import ConfigError, Problems, UsageError, line_of
 from ..protocols import get as get_protocol
 from ..records import SpecDoc
@@ -83,6 +84,10 @@ class RunSpec:
     """The CA, this client's certificate and key (paths: run.json keeps them, never what they hold)."""
     server_cpus: str | None = None
     client_cpus: str | None = None
+    net: str | None = None
+    """--net: the network between the clients and every server (`loadcmp.net`: a profile or keys); None: loopback."""
+    variant_net: dict[str, str] = field(default_factory=dict)
+    """A label's own `net` (`[variants.LABEL] net = ...`), over `net`."""
     server_memory: int | None = None
     settings: dict[str, Setting] = field(default_factory=dict)
     """Tunables for every server whose stack has their section."""
@@ -166,6 +171,10 @@ class RunSpec:
     def protos_for(self, label: str) -> tuple[str, ...]:
         """The protocols a label runs."""
         return self.variant_protos.get(label, self.protos)
+
+    def net_for(self, label: str) -> str | None:
+        """The network between a label's clients and its server (None: loopback)."""
+        return self.variant_net.get(label, self.net)
 
     def streams_for(self, proto: str) -> int:
         """Requests in flight per connection on a protocol (one where it does not multiplex: HTTP/1.1)."""
@@ -275,6 +284,7 @@ class _FileReader:
             fields["variant_settings"] = {v.label: dict(v.settings) for v in conv.values() if v.settings}
             fields["variant_tls"] = {v.label: v.tls for v in conv.values() if v.tls is not None}
             fields["variant_protos"] = {v.label: v.protos for v in conv.values() if v.protos}
+            fields["variant_net"] = {v.label: v.net for v in conv.values() if v.net}
         else:
             fields[FIELD_OF.get(key, key)] = conv
 
@@ -338,6 +348,7 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
                                       spec.streams, cat))
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
+    p.extend(net_problems({v.label: (spec.net_for(v.label), spec.protos_for(v.label)) for v in servers}))
     p.extend(said)
     p.extend(sources.source_errors(spec.traffic, spec.fit()))
     p.raise_if_any()
@@ -346,7 +357,8 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
     return replace(spec, servers=labels, traffic=spec.traffic.drawn(), stacks={v.label: v.stack for v in servers},
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
                    variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels},
-                   variant_protos={k: v for k, v in spec.variant_protos.items() if k in labels})
+                   variant_protos={k: v for k, v in spec.variant_protos.items() if k in labels},
+                   variant_net={k: v for k, v in spec.variant_net.items() if k in labels})
 
 
 def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:

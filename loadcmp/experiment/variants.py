@@ -49,6 +49,20 @@ class Variant:
     """`tls` of its table: https or not, over the run's; None: the run's."""
     protos: tuple[str, ...] = ()
     """`proto` of its table: the protocols it runs, over the run's; empty: the run's."""
+    net: str | None = None
+    """`net` of its table: the network between its clients and it (`loadcmp.net`), over the run's."""
+
+
+def _net_of(label: str, v: object) -> str | None:
+    """A variant's `net`: a profile or keys, checked as --net's (`loadcmp.net.conditions`)."""
+    if v is None:
+        return None
+    if not isinstance(v, str):
+        raise ConfigError(f"[variants.{label}].net must be a profile or keys, like \"dsl\" or \"rtt=80ms\"")
+    from ..net.conditions import parse_net
+
+    parse_net(v)
+    return v
 
 
 def check_label(label: str) -> None:
@@ -124,10 +138,11 @@ def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
             check_label(label)
             if not isinstance(table, dict):
                 raise ConfigError(f"[variants.{label}] must be a table with stack = \"...\"")
-            extra = set(table) - {"stack", "set", "tls", "proto"}
+            extra = set(table) - {"stack", "set", "tls", "proto", "net"}
             if extra:
                 raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} "
-                                  "(known: stack, set, tls, proto)")
+                                  "(known: stack, set, tls, proto, net)")
+            net = _net_of(label, table.get("net"))
             if not isinstance(table.get("tls", False), bool):
                 raise ConfigError(f"[variants.{label}].tls must be true or false")
             if not isinstance(table.get("stack"), str):
@@ -137,7 +152,8 @@ def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
             if not isinstance(sets, dict):
                 raise ConfigError(f"[variants.{label}].set must be a table of settings")
             protos = parse_protos(table["proto"]) if "proto" in table else ()
-            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"), protos)
+            out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"), protos,
+                                 net)
         except UsageError as e:
             p.extend(m if m.startswith("[variants.") else f"[variants.{label}]: {m}" for m in e.messages)
     p.raise_if_any(summary="{n} bad variants")

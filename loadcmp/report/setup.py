@@ -8,9 +8,10 @@ None, nan or a raw dict.
 from __future__ import annotations
 
 
-from typing import Any
+from typing import Any, cast
 
 from .. import protocols
+from ..net.words import path_text, proxy_text
 from ..records import MachineInfo, ScheduleDoc, ServerInfo, SpecDoc
 from ..store.reader import Results, Run, result_of, spec_tls
 from ..traffic.fits import traffic_of
@@ -71,7 +72,18 @@ def setup_rows(data: Results) -> list[tuple[str, str]]:
                 rows.append((name, "runs your own " + ", ".join(f"{k} ({v})" for k, v in s["own_configs"].items())
                              + "; its settings there are yours, not loadcmp's"))
             rows += [(name, f"not measured: {m}") for m in s.get("unmeasured", [])]
+        rows += _net_rows(r)
     return rows
+
+
+def _net_rows(r: Run) -> list[tuple[str, str]]:
+    """--net: each trial's path, asked and seen, and what its proxy cost."""
+    out = []
+    for t in r.doc["trials"]:
+        if net := cast(dict[str, Any], result_of(t) or {}).get("net"):
+            proxy = proxy_text(net)
+            out.append(("net", f"{t['server']} at {t['level']:,}: {path_text(net)}" + (f"; {proxy}" if proxy else "")))
+    return out
 
 
 def machine_line(m: MachineInfo) -> str:

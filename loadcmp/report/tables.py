@@ -10,7 +10,7 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import pandas as pd
 
@@ -197,6 +197,8 @@ def summary_doc(res: Results) -> dict[str, Any]:
         item.update(journeys_json(cell))
         if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
             item["replay"] = replays  # a replayed log: each trial's (`traffic.logreplay.ReplayDoc`)
+        if nets := [n for t in cell if (n := cast(dict[str, Any], t.get("result") or {}).get("net"))]:
+            item["net"] = nets  # --net: each trial's path asked and seen, its proxy's cost (`facts.NetFacts`)
         if r.measured >= MIN_TRIALS:
             item["ci95"] = {k: [_num(r[f"{k}_low"]), _num(r[f"{k}_high"])]
                             for k in ("ok", "failed", "rps", "mem_peak_bytes") if r[f"{k}_low"] is not None

@@ -6,7 +6,8 @@
     handshake         --tls: one handshake, checked: version, cipher, ALPN, the chain (`loadcmp.sweep.primer`),
                       its facts added to the label's set-up
     prime             a few requests: the page must be the page expected (`loadcmp.sweep.primer`)
-    measure           warm-up, then the measured window, the server sampled at 1 Hz
+    measure           warm-up, then the measured window, the server sampled at 1 Hz (--net: through its proxy,
+                      started first, `loadcmp.net`)
     collect_evidence  Docker's container state, the server's figures, what the servers logged
     judge             all of it -> one TrialRecord (status and reason in words)
     stop              remove the containers (unless the server is reused)
@@ -21,7 +22,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,8 +36,10 @@ from ..lab.containers import Deployment
 from ..load.driver import Live, LoadSpec, now
 from ..load.record.saturation import Machine, add_advice
 from ..load.record.summary import note_ramp_cut, result_doc, timeline_rows
-from ..load.target import TlsOptions, make_target
+from ..load.target import Target, TlsOptions, make_target
 from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
+from ..net.conditions import parse_net
+from ..net.path import NetPath, add_net, maybe_path, seen_words, via_proxy
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
@@ -243,6 +246,16 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     target = make_target(f"{dep.plan.scheme}://{dep.host.address}:{dep.port}{p.page}", keepalive=p.keepalive,
                          resolve=False, tls=TlsOptions(cafile=dep.plan.cafile, resume=spec.tls_resume), proto=p.proto,
                          streams=spec.streams_for(p.proto))
+    net = spec.net_for(p.server)
+    with maybe_path(parse_net(net) if net else None, target, spec.client_cpus) as netp:  # --net: the proxy first
+        if netp is not None:
+            sweep.progress.say(f"{p.label}: --net {net}, {seen_words(netp)}")
+        return _window(sweep, dep, p, spec, target, netp)
+
+
+def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Target,
+            netp: NetPath | None) -> Measurement:
+    """The load to `target` (through `netp`'s proxy, when given), its warm-up and its window, the server sampled."""
     schedule = spec.schedule_for(p.level)
     pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
     traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app), p.proto)
@@ -253,6 +266,9 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration),
                                                            on_row=sweep.progress.sample, warmup=spec.warmup)
+    if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
+        load = replace(load, target=via_proxy(target, netp.port))
+        netp.watch_from(start_at + spec.warmup)
     try:
         sampler.start()
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
@@ -260,12 +276,16 @@ def measure(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec) -> Measure
                           stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
     finally:
         samples = sampler.stop()
+        if netp is not None:
+            netp.end_window()
     summary = result_doc(result, {
         "schedule": {**schedule.describe(), "keepalive": p.keepalive},
         "engine": "journey (aiohttp)" if traffic else spec.engine, **(traffic.describe() if traffic else {}),
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
+    if netp is not None:
+        add_net(summary, netp.facts(summary["completed"]))
     cast(dict[str, Any], summary).update(spec.traffic.result(summary, spec.warmup, [s.dropped for s in result.seconds]))
     # the servers' CPUs are this machine's only on this machine's engine
     server_cpus = 0 if dep.host.remote else len(cpu_list(spec.server_cpus)) if spec.server_cpus else None

@@ -1,0 +1,141 @@
+"""What `--net SPEC` asks of the path: a round trip, its jitter, a rate each way, a loss (netem only).
+
+SPEC is `rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit` (durations and bit rates in `loadcmp.units`'s
+grammar), or the name of a profile: a TOML file in `configs/net/` with the same keys and its source.
+Everything a user can get wrong is a one-line UsageError here, before anything starts.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..errors import UsageError
+from ..lab.model import configs_dir
+from ..protocols import get as get_protocol
+from . import netem, toxiproxy
+from ..units import parse_bitrate, parse_duration, parse_percent
+
+KEYS = ("rtt", "jitter", "rate", "rate-up", "loss")
+"""The keys of a SPEC and of a profile's file."""
+
+
+@dataclass(frozen=True)
+class NetSpec:
+    """The conditions asked of the path between the clients and the server."""
+
+    text: str
+    """As given (a profile's name, or the keys): what the report and a catalog cell name."""
+    rtt_s: float = 0.0
+    """The round trip added: half of it each way."""
+    jitter_s: float = 0.0
+    """The round trip's spread: half of it each way (Toxiproxy adds up to +-jitter to each chunk's delay)."""
+    rate_bps: float | None = None
+    """Downstream (server -> client) bits per second; None: no limit."""
+    rate_up_bps: float | None = None
+    """Upstream (client -> server) bits per second; None: no limit."""
+    loss: float = 0.0
+    """Packets lost, as a ratio: only netem drops packets (a TCP proxy cannot)."""
+    profile: str | None = None
+    """The profile's name when one was named."""
+    source: str | None = None
+    """Where the profile's figures come from."""
+
+    def describe(self) -> dict[str, float | str | None]:
+        """The conditions asked, as run.json and `--json` keep them (ms and bits per second)."""
+        return {"spec": self.text, "profile": self.profile, "rtt_ms": round(self.rtt_s * 1e3, 3),
+                "jitter_ms": round(self.jitter_s * 1e3, 3), "rate_bps": self.rate_bps,
+                "rate_up_bps": self.rate_up_bps, "loss": self.loss}
+
+
+def profiles_dir() -> Path:
+    return configs_dir() / "net"
+
+
+def profile_names() -> list[str]:
+    """The profiles in `configs/net/`, sorted."""
+    return sorted(p.stem for p in profiles_dir().glob("*.toml"))
+
+
+def parse_net(text: str) -> NetSpec:
+    """A SPEC or a profile's name, checked whole (UsageError, one line)."""
+    s = text.strip()
+    if not s:
+        raise UsageError("--net: give a profile or keys like rtt=80ms,rate=10mbit")
+    if "=" not in s:
+        return _profile(s)
+    pairs: dict[str, str] = {}
+    for item in s.split(","):
+        key, eq, value = item.partition("=")
+        key = key.strip().lower()
+        if not eq or key not in KEYS:
+            raise UsageError(f"--net: unknown key {key!r} in {text!r} (known: {', '.join(KEYS)}; "
+                             f"or a profile: {', '.join(profile_names())})")
+        if key in pairs:
+            raise UsageError(f"--net: {key} given twice in {text!r}")
+        pairs[key] = value.strip()
+    return _of(s, pairs)
+
+
+def _of(text: str, pairs: dict[str, str], profile: str | None = None, source: str | None = None) -> NetSpec:
+    """The spec of checked keys (`what` names the value in a message)."""
+    def dur(key: str) -> float:
+        return parse_duration(pairs[key], f"--net {key}") if key in pairs else 0.0
+
+    def rate(key: str) -> float | None:
+        return parse_bitrate(pairs[key], f"--net {key}") if key in pairs else None
+
+    loss = parse_percent(pairs["loss"], "--net loss") if "loss" in pairs else 0.0
+    if not 0.0 <= loss <= 1.0:
+        raise UsageError(f"bad --net loss {pairs['loss']!r}: must be from 0% to 100%")
+    spec = NetSpec(text, dur("rtt"), dur("jitter"), rate("rate"), rate("rate-up"), loss, profile, source)
+    if spec.jitter_s > spec.rtt_s:
+        raise UsageError(f"--net jitter {pairs['jitter']} is more than the rtt ({pairs.get('rtt', '0')}): "
+                         "a delay cannot go below zero")
+    return spec
+
+
+def _profile(name: str) -> NetSpec:
+    """A profile of `configs/net/`: its keys, checked as a SPEC's, and its source."""
+    key = name.lower()
+    path = profiles_dir() / f"{key}.toml"
+    if key != Path(key).name or not path.is_file():
+        raise UsageError(f"--net: unknown profile {name!r} (known: {', '.join(profile_names())}; "
+                         "or keys like rtt=80ms,rate=10mbit)")
+    try:
+        doc = tomllib.loads(path.read_text())
+    except (OSError, tomllib.TOMLDecodeError) as e:
+        raise UsageError(f"--net: profile {path} cannot be read: {e}") from None
+    pairs = {k: str(v) for k, v in doc.items() if k in KEYS}
+    return _of(key, pairs, profile=key, source=str(doc.get("source", "")) or None)
+
+
+def refuse(spec: NetSpec, proto: str, netem: str | None) -> None:
+    """What no path can carry: UDP (Toxiproxy is a TCP proxy), a path without toxiproxy-server built, and a loss
+    without netem (`netem`: why it is missing, None when the kernel has it)."""
+    if (why := get_protocol(proto).net_error()) is not None:
+        raise UsageError(why)
+    if toxiproxy.binary() is None:
+        raise UsageError(toxiproxy.MISSING)
+    if spec.loss:
+        if netem is not None:
+            raise UsageError(f"--net loss= needs the kernel's netem, and {netem}")
+        raise UsageError("--net loss= drops packets, which only netem does: loadcmp applies its conditions with "
+                         "Toxiproxy (a TCP proxy, lossless), so leave loss= out")
+
+
+def net_problems(labels: Mapping[str, tuple[str | None, tuple[str, ...]]]) -> list[str]:
+    """Each label's (net, protocols) checked whole: the problems, each said once (`experiment.spec.validate`)."""
+    out: list[str] = []
+    for net, protos in labels.values():
+        if net is None:
+            continue
+        try:
+            spec = parse_net(net)
+            for proto in protos:
+                refuse(spec, proto, netem.missing() if spec.loss else None)
+        except UsageError as e:
+            out += [m for m in e.messages if m not in out]
+    return out

@@ -1,0 +1,168 @@
+"""The path with `--net`'s conditions: one toxiproxy-server, the load's proxy to the server and the probe's,
+the conditions seen, and the proxy's CPU over the window. The sweep and bench hold it around the load and hand
+the engine the proxy's address (the load itself never knows).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..errors import LoadError
+from ..facts import NetFacts
+from ..load.target import Target
+from ..records import LoadSummary
+from ..units import cpu_list
+from .conditions import NetSpec
+from .cost import ProxyUse, ProxyWatch, judge
+from .seen import Seen, measure, probe_server
+from .toxiproxy import Toxiproxy
+
+DIFFERS = 0.10
+"""A figure seen this far from the one asked (as a share of it) is said in the report."""
+RTT_FLOOR_MS = 0.5
+"""...and a round trip only when it is this far off too: loopback and the proxy themselves take about 0.2 ms."""
+
+
+def toxics(spec: NetSpec) -> list[dict[str, Any]]:
+    """Toxiproxy's toxics for a spec: half the round trip (and of its jitter) each way; the rates as bandwidth
+    toxics in KB/s (1000 bytes), as Toxiproxy takes them."""
+    out: list[dict[str, Any]] = []
+    rtt_ms, jitter_ms = round(spec.rtt_s * 1e3), round(spec.jitter_s * 1e3)
+    down_ms, down_j = math.ceil(rtt_ms / 2), math.ceil(jitter_ms / 2)
+    for stream, lat, jit in (("downstream", down_ms, down_j), ("upstream", rtt_ms - down_ms, jitter_ms - down_j)):
+        if lat or jit:
+            out.append({"name": f"latency_{stream}", "type": "latency", "stream": stream, "toxicity": 1.0,
+                        "attributes": {"latency": lat, "jitter": jit}})
+    for stream, bps in (("downstream", spec.rate_bps), ("upstream", spec.rate_up_bps)):
+        if bps:
+            out.append({"name": f"bandwidth_{stream}", "type": "bandwidth", "stream": stream, "toxicity": 1.0,
+                        "attributes": {"rate": max(1, round(bps / 8000))}})
+    return out
+
+
+@dataclass
+class NetPath:
+    """A running path: where the clients connect, what was seen, the proxy watched over the window."""
+
+    spec: NetSpec
+    proxy: Toxiproxy
+    port: int
+    """The load's proxy on 127.0.0.1: the address the engine is handed."""
+    seen: Seen
+    cpus: int
+    watch: ProxyWatch | None = None
+    use: ProxyUse | None = None
+
+    def watch_from(self, begin: float) -> None:
+        """Sample the proxy's CPU from `begin` (the window's start, on `time.monotonic`) until `facts`."""
+        self.watch = ProxyWatch(self.proxy.pid, begin)
+        self.watch.start()
+
+    def end_window(self) -> None:
+        """The window is over: the proxy's use up to now is kept (before the proxy stops)."""
+        if self.watch is not None and self.use is None:
+            self.use = self.watch.stop()
+
+    def facts(self, completed: int) -> NetFacts:
+        """Asked, seen, and the proxy's cost for the requests that ended in the window (`end_window` first)."""
+        use = self.use
+        asked = self.spec.describe()
+        seen = {"rtt_ms": round(self.seen.rtt_s * 1e3, 2), "rtt_spread_ms": round(self.seen.rtt_spread_s * 1e3, 2),
+                "rate_bps": _round(self.seen.rate_bps), "rate_up_bps": _round(self.seen.rate_up_bps)}
+        out = NetFacts(asked=asked, seen=seen, differs=differs(self.spec, self.seen), proxy="toxiproxy 2.5.0",
+                       proxy_cpu_us=None, proxy_cpu_pct=None, proxy_busy_pct=None, proxy_cpus=self.cpus,
+                       network_bound=False)
+        if use is not None:
+            judge(out, use, completed)
+        return out
+
+
+def _round(v: float | None) -> float | None:
+    return None if v is None else round(v)
+
+
+def differs(spec: NetSpec, seen: Seen) -> list[str]:
+    """Each figure seen more than DIFFERS from the one asked (a round trip: and RTT_FLOOR_MS), in words (a
+    figure not asked, or of 0: none)."""
+    out = []
+    pairs = [("round trip", spec.rtt_s * 1e3, seen.rtt_s * 1e3, "ms", RTT_FLOOR_MS),
+             ("rate down", (spec.rate_bps or 0) / 1e6, (seen.rate_bps or 0) / 1e6, "Mbit/s", 0.0),
+             ("rate up", (spec.rate_up_bps or 0) / 1e6, (seen.rate_up_bps or 0) / 1e6, "Mbit/s", 0.0)]
+    for what, asked, got, unit, floor in pairs:
+        if asked > 0 and abs(got - asked) > max(DIFFERS * asked, floor):
+            off = (got - asked) / asked
+            out.append(f"{what} seen {got:,.3g} {unit} against {asked:,.3g} {unit} asked ({off:+.0%})")
+    return out
+
+
+@contextmanager
+def open_path(spec: NetSpec, upstream: tuple[str, int], cpus: list[int] | None) -> Iterator[NetPath]:
+    """Start the proxy pinned to `cpus` (None: not pinned), carrying to `upstream`, measure the conditions seen,
+    and stop it when the block ends, whatever way."""
+    tp = Toxiproxy.start(cpus)
+    try:
+        port = tp.proxy("load", upstream, toxics(spec))
+        with probe_server() as probe:
+            pport = tp.proxy("probe", probe, toxics(spec))
+            try:
+                seen = measure(spec, pport)
+            except OSError as e:
+                raise LoadError(f"--net: the proxy did not carry the probe's connection: {e}") from None
+        tp.call("DELETE", "/proxies/probe")
+        yield NetPath(spec, tp, port, seen, len(cpus) if cpus else (len(os.sched_getaffinity(0)) or 1))
+    finally:
+        tp.stop()
+
+
+def via_proxy(target: Target, port: int) -> Target:
+    """The target as the engine is handed it: the proxy's address on 127.0.0.1, the server's own name kept in
+    the Host header (h2: :authority) unless the user gave one."""
+    default = 443 if target.scheme == "https" else 80
+    authority = target.host + (f":{target.port}" if target.port != default else "")
+    headers = target.headers
+    if not any(k.lower() == "host" for k, _ in headers):
+        headers = (("Host", authority), *headers)
+    return replace(target, url=f"{target.scheme}://127.0.0.1:{port}{target.path}", host="127.0.0.1", port=port,
+                   headers=headers)
+
+
+@contextmanager
+def maybe_path(spec: NetSpec | None, target: Target, cpus: str | None) -> Iterator[NetPath | None]:
+    """`open_path` to the target's server, pinned to the client's CPUs (`--client-cpus`); None without --net."""
+    if spec is None:
+        yield None
+        return
+    try:
+        addr = socket.getaddrinfo(target.host, target.port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
+    except (socket.gaierror, IndexError):
+        raise LoadError(f"--net: cannot resolve {target.host} to an IPv4 address for the proxy") from None
+    with open_path(spec, (str(addr), target.port), cpu_list(cpus) if cpus else None) as path:
+        yield path
+
+
+def add_net(doc: LoadSummary, facts: NetFacts) -> None:
+    """`--net`'s facts into a load's summary: `net`, a warning for each figure seen off the one asked, and
+    network-bound said as client-bound too (the verdicts then read the figures as a lower bound)."""
+    doc["net"] = facts
+    doc["warnings"] = [*doc["warnings"], *(f"--net {facts['asked']['spec']}: {x}" for x in facts["differs"])]
+    if facts["network_bound"]:
+        reason = facts.get("network_bound_reason", "")
+        doc["client_bound"] = True
+        doc["client_bound_reason"] = "; ".join(x for x in ("network-bound: " + reason, doc.get("client_bound_reason"))
+                                               if x)
+
+
+def seen_words(path: NetPath) -> str:
+    """The conditions seen before the window, in a line (the console's)."""
+    s = path.seen
+    out = f"round trip seen {s.rtt_s * 1e3:,.1f} ms (asked {path.spec.rtt_s * 1e3:g} ms)"
+    for what, got, asked in (("down", s.rate_bps, path.spec.rate_bps), ("up", s.rate_up_bps, path.spec.rate_up_bps)):
+        if asked:
+            out += f", rate {what} {(got or 0) / 1e6:,.3g} Mbit/s (asked {asked / 1e6:g})"
+    return out

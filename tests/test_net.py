@@ -1,0 +1,268 @@
+"""--net: the SPEC and its profiles, the toxics it asks of Toxiproxy, the refusals (one line, exit 2, no proxy
+left), and, with a real toxiproxy-server (built by `make setup`), a load through it: the round trip it adds,
+the rate it allows, the conditions seen stored beside those asked, and the proxy found to be the bottleneck when
+it is given too little CPU."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.errors import UsageError
+from loadcmp.net import netem
+from loadcmp.net.conditions import net_problems, parse_net, profile_names, refuse
+from loadcmp.net.path import differs, open_path, toxics
+from loadcmp.net.seen import Seen
+from loadcmp.net.toxiproxy import binary, strays
+
+NEEDS_PROXY = pytest.mark.skipif(binary() is None, reason="toxiproxy-server is not built (make setup builds it)")
+
+
+def _mine() -> list[int]:
+    """toxiproxy-servers this test process started that still run."""
+    out = []
+    for d in Path("/proc").glob("[0-9]*"):
+        try:
+            if Path(os.readlink(d / "exe")).name == "toxiproxy-server" and \
+                    f"LOADCMP_NET_OWNER={os.getpid()}".encode() in (d / "environ").read_bytes():
+                out.append(int(d.name))
+        except OSError:
+            continue
+    return out
+
+
+# --- the SPEC and its profiles ---------------------------------------------------------------------------------
+
+def test_a_spec_reads_its_keys_in_the_units_grammar():
+    s = parse_net("rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit")
+    assert (s.rtt_s, s.jitter_s, s.rate_bps, s.rate_up_bps, s.loss) == (0.08, 0.01, 10e6, 2e6, 0.0)
+    assert parse_net("rate=384kbit").rate_bps == 384_000 and parse_net("rate=1.5mbit").rate_bps == 1_500_000
+
+
+@pytest.mark.parametrize("name", ["lan", "cable", "dsl", "4g", "3g", "wan"])
+def test_every_profile_is_data_with_its_source(name):
+    s = parse_net(name)
+    assert s.profile == name and s.rtt_s > 0 and s.source
+    assert name in profile_names()
+
+
+def test_the_dsl_profile_is_webpagetests():
+    s = parse_net("dsl")
+    assert (s.rtt_s, s.rate_bps, s.rate_up_bps) == (0.05, 1.5e6, 384e3) and "WebPageTest" in (s.source or "")
+
+
+@pytest.mark.parametrize(("spec", "said"), [
+    ("rtt=-5ms", "bad --net rtt '-5ms'"),
+    ("mars", "unknown profile 'mars' (known: 3g, 4g, cable, dsl, lan, wan"),
+    ("rtt=5ms,delay=3ms", "unknown key 'delay'"),
+    ("rate=10mb", "use a number with bit, kbit, mbit or gbit"),
+    ("rate=0kbit", "must be above 0"),
+    ("rtt=10ms,jitter=20ms", "a delay cannot go below zero"),
+    ("rtt=5ms,rtt=6ms", "rtt given twice"),
+])
+def test_a_bad_spec_is_one_usage_error(spec, said):
+    with pytest.raises(UsageError) as e:
+        parse_net(spec)
+    assert said in str(e.value) and "\n" not in str(e.value)
+
+
+def test_udp_and_a_loss_without_netem_are_refused():
+    with pytest.raises(UsageError, match="runs over UDP"):
+        refuse(parse_net("rtt=10ms"), "h3", None)
+    with pytest.raises(UsageError, match="this kernel has no sch_netem"):
+        refuse(parse_net("loss=1%"), "h1", "this kernel has no sch_netem")
+    refuse(parse_net("rtt=10ms"), "h2", None)
+    said = net_problems({"a": ("rtt=1ms", ("h1", "h3")), "b": (None, ("h3",)), "c": ("rtt=2ms", ("h3",))})
+    assert len(said) == 1 and said[0].startswith("--proto h3 takes no --net:") and "UDP" in said[0]
+
+
+def test_the_toxics_split_the_round_trip_and_take_rates_in_kb_per_second():
+    t = {x["name"]: x for x in toxics(parse_net("rtt=101ms,jitter=10ms,rate=1mbit,rate-up=384kbit"))}
+    assert t["latency_downstream"]["attributes"] == {"latency": 51, "jitter": 5}
+    assert t["latency_upstream"]["attributes"] == {"latency": 50, "jitter": 5}
+    assert t["bandwidth_downstream"]["attributes"] == {"rate": 125} and t["bandwidth_downstream"]["stream"] == \
+        "downstream"
+    assert t["bandwidth_upstream"]["attributes"] == {"rate": 48}
+    assert toxics(parse_net("rtt=0ms")) == []
+
+
+def test_a_figure_seen_more_than_ten_percent_off_is_said():
+    spec = parse_net("rtt=100ms,rate=10mbit")
+    assert differs(spec, Seen(0.105, 0.0, 9.5e6, None)) == []
+    said = differs(spec, Seen(0.125, 0.0, 5e6, None))
+    assert len(said) == 2 and said[0].startswith("round trip seen 125 ms against 100 ms asked (+25%)")
+    assert differs(parse_net("rtt=1ms"), Seen(0.00128, 0.0, None, None)) == []  # loopback's own 0.2 ms
+    assert differs(parse_net("rtt=1ms"), Seen(0.0021, 0.0, None, None)) != []
+
+
+# --- files and variants ----------------------------------------------------------------------------------------
+
+def test_net_in_a_file_and_in_a_variant(tmp_path):
+    from loadcmp.experiment.spec import load_experiment
+
+    f = tmp_path / "e.toml"
+    f.write_text('servers = ["nginx", "slow"]\nnet = "dsl"\n[variants.slow]\nstack = "nginx"\nnet = "rtt=200ms"\n')
+    fields, _ = load_experiment(f)
+    assert fields["net"] == "dsl" and fields["variant_net"] == {"slow": "rtt=200ms"}
+    f.write_text('servers = ["nginx"]\nnet = "mars"\n')
+    with pytest.raises(UsageError) as e:
+        load_experiment(f)
+    assert "e.toml:2: net: --net: unknown profile 'mars'" in str(e.value)
+
+
+def test_a_cell_names_its_net_conditions():
+    from loadcmp.catalog.folder import cell_key
+
+    doc = {"spec": {"page": "/"}, "servers": {}}
+    plain = {"server": "nginx", "level": 10, "page": "/", "result": {"warnings": []}}
+    netted = {**plain, "result": {"warnings": [], "net": {"asked": {"spec": "4g"}}}}
+    a, b = cell_key(plain, doc), cell_key(netted, doc)
+    assert a != b and "net 4g" in b.workload() and "net" not in a.workload()
+
+
+# --- bad input on the command line -----------------------------------------------------------------------------
+
+def _one_line(res) -> str:
+    assert res.exit_code == 2, res.output
+    assert "Traceback" not in res.output
+    lines = [x for x in res.output.strip().splitlines() if x.strip()]
+    assert len(lines) == 1, res.output
+    return lines[0]
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["http://127.0.0.1:1/", "--net", "rtt=-5ms"], "bad --net rtt '-5ms'"),
+    (["http://127.0.0.1:1/", "--net", "mars"], "known: 3g, 4g, cable, dsl, lan, wan"),
+    (["https://127.0.0.1:1/", "--proto", "h3", "--net", "rtt=10ms"], "runs over UDP"),
+])
+def test_bench_refuses_in_one_line_and_starts_no_proxy(args, said):
+    res = CliRunner().invoke(cli, ["bench", *args, "-t", "1"])
+    assert said in _one_line(res)
+    assert _mine() == []
+
+
+def test_a_loss_is_refused_where_the_kernel_has_no_netem():
+    why = netem.missing()
+    if why is None:
+        pytest.skip("this kernel has sch_netem: the netem path's own tests apply")
+    res = CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "--net", "rtt=10ms,loss=1%", "-t", "1"])
+    assert "no sch_netem" in _one_line(res) and _mine() == []
+
+
+def test_run_refuses_net_over_h3_with_the_rest():
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--proto", "h3", "--tls", "--net", "dsl", "-t", "1"])
+    assert res.exit_code == 2 and "takes no --net" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.skipif(netem.missing() is not None, reason=f"netem path: {netem.missing()}")
+def test_the_netem_probe_finds_it():
+    assert netem.missing() is None
+
+
+# --- a real toxiproxy ------------------------------------------------------------------------------------------
+
+class _Big(http.server.BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    body = b"z" * 250_000
+
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(self.body)))
+        self.end_headers()
+        self.wfile.write(self.body)
+
+    def log_message(self, *a: object) -> None:
+        pass
+
+
+@pytest.fixture()
+def big_page() -> Iterator[int]:
+    srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Big)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+    yield int(srv.server_address[1])
+    srv.shutdown()
+    srv.server_close()
+
+
+@NEEDS_PROXY
+def test_the_path_carries_the_rate_asked_and_stops(big_page):
+    import urllib.request
+
+    with open_path(parse_net("rtt=20ms,rate=10mbit,rate-up=2mbit"), ("127.0.0.1", big_page), None) as p:
+        pid = p.proxy.pid
+        assert abs(p.seen.rate_bps / 10e6 - 1) < 0.10 and abs((p.seen.rate_up_bps or 0) / 2e6 - 1) < 0.10
+        assert p.seen.rtt_s >= 0.020
+        t0 = time.perf_counter()
+        with urllib.request.urlopen(f"http://127.0.0.1:{p.port}/", timeout=30) as r:
+            assert len(r.read()) == 250_000
+        took = time.perf_counter() - t0
+    assert took >= 0.9 * (250_000 * 8 / 10e6 + 0.020)  # 0.2 s at 10 Mbit/s, and the round trip
+    assert not Path(f"/proc/{pid}").exists() or Path(f"/proc/{pid}/stat").read_text().split()[2] == "Z"
+
+
+@NEEDS_PROXY
+def test_a_round_trip_of_100ms_is_in_every_response_and_stored_asked_and_seen(fast_server):
+    url = f"http://127.0.0.1:{fast_server}/"
+    res = CliRunner().invoke(cli, ["bench", url, "--net", "rtt=100ms", "-c", "10", "-t", "3s", "-k", "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    assert doc["ok"] > 0 and doc["latency_ms"]["p50"] >= 100.0  # a 100 ms round trip cannot answer sooner
+    assert doc["latency_ms"]["min"] >= 99.0
+    net = doc["net"]
+    assert net["asked"]["rtt_ms"] == 100.0 and 99.0 <= net["seen"]["rtt_ms"] < 200.0
+    assert net["proxy_cpu_us"] is not None and net["network_bound"] is False
+    assert _mine() == [] and strays() == []
+
+
+@NEEDS_PROXY
+@pytest.mark.skipif((os.cpu_count() or 1) < 2, reason="needs a CPU for the proxy apart from the client's")
+def test_a_proxy_given_too_little_cpu_is_network_bound(fast_server):
+    """The proxy on CPU 0, where a busy loop runs too, the client on CPU 1: the proxy waits for its CPU as much as
+    it runs, and is flagged."""
+    busy = subprocess.Popen([sys.executable, "-c", "while True: pass"], preexec_fn=lambda: os.sched_setaffinity(0, {0}))
+    try:
+        with open_path(parse_net("rtt=0ms"), ("127.0.0.1", fast_server), [0]) as p:
+            p.watch_from(time.monotonic() + 0.5)
+            res = CliRunner().invoke(cli, ["bench", f"http://127.0.0.1:{p.port}/", "-c", "50", "-t", "3s", "-k",
+                                           "--client-cpus", "1", "--json"])
+            p.end_window()
+    finally:
+        busy.kill()
+        busy.wait()
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    facts = p.facts(doc["completed"])
+    assert facts["network_bound"] is True and (facts["proxy_busy_pct"] or 0) >= 90, facts
+    assert facts["proxy_cpu_us"] is not None and facts["proxy_cpus"] == 1
+
+
+def test_network_bound_is_said_as_client_bound_too():
+    """So that verdicts read the figures as a lower bound, as for a saturated client."""
+    from loadcmp.net.cost import ProxyUse, judge
+    from loadcmp.net.path import add_net
+
+    from loadcmp.facts import NetFacts
+
+    spec = parse_net("rtt=10ms")
+    facts = NetFacts(asked=spec.describe(), seen={"rtt_ms": 10.2}, differs=[], proxy="toxiproxy 2.5.0",
+                     proxy_cpu_us=None, proxy_cpu_pct=None, proxy_busy_pct=None, proxy_cpus=1, network_bound=False)
+    judge(facts, ProxyUse(cpu_s=0.6, elapsed_s=1.0, busy_pct=97.0), 1000)
+    assert facts["network_bound"] and facts["proxy_cpu_us"] == 600.0 and facts["proxy_cpu_pct"] == 60.0
+    doc = {"warnings": [], "client_bound": False, "client_bound_reason": None}
+    add_net(doc, facts)
+    assert doc["client_bound"] is True and doc["client_bound_reason"].startswith("network-bound: the --net proxy")
+    calm = NetFacts(**{**facts, "network_bound": False})
+    calm.pop("network_bound_reason")
+    judge(calm, ProxyUse(cpu_s=0.1, elapsed_s=1.0, busy_pct=30.0), 1000)
+    assert not calm["network_bound"]
