@@ -7,7 +7,8 @@ client's) and the kernel's TCP counters of the window (`KernelDoc`, where they c
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
 
 
 class TlsFacts(TypedDict):
@@ -97,3 +98,23 @@ class SlowConnects(TypedDict):
     over_3s: int  #: connects of RETRY_3S (2.7 s) or more (counted in over_1s too)
     share_1s: float  #: over_1s / requests
     share_3s: float  #: over_3s / requests
+
+
+class EventDoc(TypedDict):
+    """One event fired in a trial's measured window (`--event`, `loadcmp.events`), its times in seconds into the
+    window on the load's clock; kept in run.json's trial as `events` (read back with `events_of`)."""
+
+    asked: str  #: as given: "every 4s reload"
+    action: str  #: the stack's action: "reload", "restart web", "pause db"
+    role: str  #: the role it was done to
+    at_s: float  #: when it was due
+    start_s: float  #: when it was fired
+    end_s: float  #: when its command returned, or its container was back
+    ok: bool
+    said: str | None  #: why it failed, in one line; None: it did not
+    evidence: list[str]  #: the servers' own lines about it, quoted (the command's output first)
+
+
+def events_of(trial: Mapping[str, Any]) -> list[EventDoc]:
+    """A stored trial's events (none: a trial without `--event`)."""
+    return list(trial.get("events") or [])
