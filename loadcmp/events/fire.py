@@ -156,3 +156,8 @@ def stamp(line: str) -> tuple[float | None, str]:
         return (datetime.fromisoformat(head).timestamp(), rest) if sep else (None, line)
     except ValueError:
         return None, line
+
+
+def failures(docs: list[EventDoc]) -> list[str]:
+    """The events that failed, one line each (a trial's warnings: the run goes on)."""
+    return [f"event {d['asked']!r} at {d['start_s']:g} s failed: {d['said']}" for d in docs if not d["ok"]]
