@@ -31,6 +31,8 @@ BACK_S = 30.0
 """How long a restarted container may take to be running again before the event failed."""
 LOG_AFTER_S = 2.0
 """Seconds after an event's end whose log lines may still be about it (a graceful restart's children)."""
+EARLY_S = 0.1
+"""A line stamped this much before an event's start may still be its own (Docker's clock against the load's)."""
 QUOTES = 4
 """The most lines quoted per event."""
 
@@ -127,17 +129,20 @@ class Firer:
         with self._lock:
             done = sorted(self.done, key=lambda d: d[0]["start_s"])
         patterns = {a.name: a.evidence for _, _, a in self.planned}
-        for doc, out in done:
-            doc["evidence"] = quote(self.dep, doc, out, patterns.get(doc["action"]), self.wall0)
+        for i, (doc, out) in enumerate(done):  # a line is one event's: the next one's start ends this one's time
+            until = min([doc["end_s"] + LOG_AFTER_S, *(d["start_s"] for d, _ in done[i + 1:i + 2])])
+            doc["evidence"] = quote(self.dep, doc, out, patterns.get(doc["action"]), self.wall0, until)
         return [doc for doc, _ in done]
 
 
-def quote(dep: Deployment, doc: EventDoc, out: str, pattern: str | None, wall0: float) -> list[str]:
-    """The lines about one event: its command's output, then the servers' lines its pattern matches in its time."""
+def quote(dep: Deployment, doc: EventDoc, out: str, pattern: str | None, wall0: float, until_s: float
+          ) -> list[str]:
+    """The lines about one event: its command's output, then the servers' lines its pattern matches from its start
+    to `until_s` (seconds into the window)."""
     said = [x.strip() for x in out.splitlines() if x.strip()][:QUOTES]
     if not pattern:
         return said
-    since, until = wall0 + doc["start_s"] - 0.5, wall0 + doc["end_s"] + LOG_AFTER_S
+    since, until = wall0 + doc["start_s"] - EARLY_S, wall0 + max(until_s, doc["start_s"])
     rx = re.compile(pattern)
     try:
         for line in dep.log_lines(since, until):
