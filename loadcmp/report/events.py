@@ -1,10 +1,10 @@
-"""--event: what each event fired in a trial cost, from what was stored per second, never from live state.
-
-Each event's window starts at the second it fired in and ends when the server was back: the first second from
-then whose successful requests are within 10 % of the mean of the 5 s before it (the recovery time, counted from
-when it fired; at least until its command returned). Over that window: the requests that failed, by kind
-(timeline.parquet), the p99 against the 5 s before, and the server's memory and processes (server.parquet) against
-before. The section "Events" and `--json`'s `events` (per server x level) say it.
+"""--event: what each event fired in a trial cost, from what was stored per second, never from live state. Each
+event's window starts at the second it fired in and lasts until 2 s after its command returned (a server acts on a
+signal in its own time), or, when throughput fell in that time below 90 % of the mean of the 5 s before it, until
+it was back there (the recovery time, counted from when it fired); the next event's second ends it. Over that
+window: the requests that failed, by kind (timeline.parquet), the p99 against the 5 s before, and the server's
+memory and processes (server.parquet) against before. The section "Events" and `--json`'s `events` (per server x
+level) say it.
 """
 
 from __future__ import annotations
@@ -22,11 +22,14 @@ BEFORE_S = 5
 """The seconds before an event its cost is measured against."""
 BACK = 0.9
 """Throughput is back at this share of the seconds before's."""
+GRACE_S = 2
+"""Seconds after an event's command returned in which its effect is still its own."""
 
 LEGEND = ("fired: seconds into the window (asked: its time); took: until its command returned or its container "
-          "was back; failed: requests that failed from its second until the server was back, by kind; recovery: "
-          "from when it fired until a whole second served within 10 % of the mean of the 5 s before ('< 1 s': "
-          "its own second did); p99, memory and processes: the 5 s before against the event's window (the peak).")
+          "was back; failed: requests that failed in its window (its second until 2 s after it returned, or until "
+          "the server was back), by kind; recovery: from when it fired until a whole second served within 10 % of "
+          "the mean of the 5 s before ('< 1 s': no second fell below it); p99, memory and processes: the 5 s "
+          "before against the event's window (the peak).")
 
 
 class EventCost(TypedDict):
@@ -67,25 +70,36 @@ def _peak(col: pd.Series) -> float | None:
     return float(col.max()) if len(col) else None
 
 
-def recovery(ok: pd.Series, start_s: float, end_s: float) -> tuple[float | None, int]:
-    """(seconds from `start_s` until throughput was back, the last second of the event's window), from a
-    trial's successful requests per second (indexed by second)."""
+def recovery(ok: pd.Series, start_s: float, end_s: float, until: int | None = None) -> tuple[float | None, int]:
+    """(seconds from `start_s` until throughput was back, the last second of the event's window), from a trial's
+    successful requests per second (indexed by second). The event may dent throughput from its second until
+    GRACE_S after its command returned (a server acts on a signal in its own time), before the next event's
+    second (`until`): 0.0 when no second there fell below BACK of the mean of the BEFORE_S before it; None when
+    none came back, or none was before it to compare."""
     s0 = int(math.floor(start_s))
+    last = max(s0, int(math.floor(end_s)) + GRACE_S)
+    if until is not None:
+        last = max(s0, min(last, until - 1))
     before = ok[(ok.index >= s0 - BEFORE_S) & (ok.index < s0)]
-    last = max(s0, int(math.floor(end_s)))
     if before.empty or before.mean() <= 0:
         return None, last
-    base = float(before.mean())
-    for s in sorted(i for i in ok.index if i >= s0):
-        if ok[s] >= BACK * base:
-            return round(max(0.0, s - start_s), 3), max(last, s)
-    return None, int(ok.index.max())
+    low = BACK * float(before.mean())
+    seconds = sorted(i for i in ok.index if i >= s0)
+    dip = next((s for s in seconds if s <= last and ok[s] < low), None)
+    if dip is None:
+        return 0.0, last
+    back = next((s for s in seconds if s > dip and ok[s] >= low), None)
+    if back is None:
+        return None, max(last, int(ok.index.max()))
+    return round(back - start_s, 3), max(last, back - 1)
 
 
-def cost(ev: EventDoc, trial: int, timeline: pd.DataFrame, server: pd.DataFrame) -> EventCost:
-    """One event's cost from its trial's rows of timeline.parquet and server.parquet."""
+def cost(ev: EventDoc, trial: int, timeline: pd.DataFrame, server: pd.DataFrame, until: int | None = None
+         ) -> EventCost:
+    """One event's cost from its trial's rows of timeline.parquet and server.parquet (`until`: the next event's
+    second, where this one's window ends)."""
     tl = timeline.set_index("second").sort_index()
-    back, last = recovery(tl["ok"], ev["start_s"], ev["end_s"])
+    back, last = recovery(tl["ok"], ev["start_s"], ev["end_s"], until)
     s0 = int(math.floor(ev["start_s"]))
     during = tl[(tl.index >= s0) & (tl.index <= last)]
     before = tl[(tl.index >= s0 - BEFORE_S) & (tl.index < s0)]
@@ -116,7 +130,9 @@ def cell_costs(res: Results, server: str, level: int) -> list[EventCost]:
     out = []
     for t in res.cell(server, level):
         tl, sv = _rows(res.timeline, server, level, t["trial"]), _rows(res.server, server, level, t["trial"])
-        out += [cost(ev, t["trial"], tl, sv) for ev in events_of(t)]
+        evs = sorted(events_of(t), key=lambda e: e["start_s"])
+        nexts = [int(math.floor(e["start_s"])) for e in evs[1:]] + [None]
+        out += [cost(ev, t["trial"], tl, sv, nxt) for ev, nxt in zip(evs, nexts, strict=True)]
     return out
 
 
