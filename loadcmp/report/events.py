@@ -1,5 +1,6 @@
-"""--event: what each event fired in a trial cost, from what was stored per second, never from live state. Each
-event's window starts at the second it fired in and lasts until 2 s after its command returned (a server acts on a
+"""--event: what each event fired in a trial cost, from what was stored per second, never from live state.
+
+Each event's window starts at the second it fired in and lasts until 2 s after its command returned (a server acts on a
 signal in its own time), or, when throughput fell in that time below 90 % of the mean of the 5 s before it, until
 it was back there (the recovery time, counted from when it fired); the next event's second ends it. Over that
 window: the requests that failed, by kind (timeline.parquet), the p99 against the 5 s before, and the server's
