@@ -132,8 +132,9 @@ def cell_costs(res: Results, server: str, level: int) -> list[EventCost]:
     for t in res.cell(server, level):
         tl, sv = _rows(res.timeline, server, level, t["trial"]), _rows(res.server, server, level, t["trial"])
         evs = sorted(events_of(t), key=lambda e: e["start_s"])
-        nexts = [int(math.floor(e["start_s"])) for e in evs[1:]] + [None]
-        out += [cost(ev, t["trial"], tl, sv, nxt) for ev, nxt in zip(evs, nexts, strict=True)]
+        for i, ev in enumerate(evs):  # the next event's second ends this one's window
+            out.append(cost(ev, t["trial"], tl, sv, int(math.floor(evs[i + 1]["start_s"])) if i + 1 < len(evs)
+                            else None))
     return out
 
 
