@@ -6,7 +6,8 @@
     handshake         --tls: one handshake, checked: version, cipher, ALPN, the chain (`loadcmp.sweep.primer`),
                       its facts added to the label's set-up
     prime             a few requests: the page must be the page expected (`loadcmp.sweep.primer`)
-    measure           warm-up, then the measured window, the server sampled at 1 Hz
+    measure           warm-up, then the measured window, the server sampled at 1 Hz (--event: its events fired
+                      in it, `loadcmp.events.fire`)
     collect_evidence  Docker's container state, the server's figures, what the servers logged
     judge             all of it -> one TrialRecord (status and reason in words)
     stop              remove the containers (unless the server is reused)
