@@ -8,7 +8,8 @@ asked and seen and its proxy's cost (`NetFacts`), with the keys of the spec and 
 
 from __future__ import annotations
 
-from typing import NotRequired, TypedDict
+from collections.abc import Mapping
+from typing import Any, NotRequired, TypedDict
 
 
 class TlsFacts(TypedDict):
@@ -127,3 +128,23 @@ class NetResult(TypedDict):
     """A load's summary key of `--net` (LoadSummary has it: it is this with the rest)."""
 
     net: NotRequired[NetFacts]  #: --net: the path asked and seen, and the proxy's cost
+
+
+class EventDoc(TypedDict):
+    """One event fired in a trial's measured window (`--event`, `loadcmp.events`), its times in seconds into the
+    window on the load's clock; kept in run.json's trial as `events` (read back with `events_of`)."""
+
+    asked: str  #: as given: "every 4s reload"
+    action: str  #: the stack's action: "reload", "restart web", "pause db"
+    role: str  #: the role it was done to
+    at_s: float  #: when it was due
+    start_s: float  #: when it was fired
+    end_s: float  #: when its command returned, or its container was back
+    ok: bool
+    said: str | None  #: why it failed, in one line; None: it did not
+    evidence: list[str]  #: the servers' own lines about it, quoted (the command's output first)
+
+
+def events_of(trial: Mapping[str, Any]) -> list[EventDoc]:
+    """A stored trial's events (none: a trial without `--event`)."""
+    return list(trial.get("events") or [])

@@ -289,10 +289,10 @@ def test_a_load_worker_does_not_carry_pandas():
 KERNEL = ("records", "studies", "facts", "protocols", "units", "errors")
 """The shared kernel at the top of loadcmp/, in its own order: each imports only those after it."""
 LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment", "catalog", "export"),
-                                 ("verdicts", "observe"),
+                                 ("verdicts", "observe", "events"),
                                  ("report",), ("store", "net"), ("lab",), ("traffic",), ("load",)]
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
-from a neighbour on its own level (writeups, live and sweep; experiment and catalog; verdicts and observe)."""
+from a neighbour on its own level (writeups, live and sweep; experiment and catalog; verdicts, observe and events)."""
 ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.run.limits",)}
 """Of a package below it, these reach only the modules named (lab: load.run.limits, the one reader of the open-file
 limit); the other packages below stay whole."""

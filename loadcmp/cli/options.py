@@ -127,6 +127,13 @@ def _net(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
     return value
 
 
+def event_option(f: F) -> F:
+    """--event 'AT ACTION' (repeatable): a reload, restart, killed worker or paused role in every trial (run, smoke)."""
+    return click.option("--event", "events", multiple=True, metavar="'AT ACTION'",
+                        help="Fire an event in each trial's window: '5s reload', 'every 5s reload', '8s pause db 3s' "
+                             "(repeatable; the stack's actions: `loadcmp servers`, docs/events.md).")(f)
+
+
 def server_options(f: F) -> F:
     """CPU set, memory cap and tunables of the server containers (up, run)."""
     f = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",

@@ -14,7 +14,7 @@ from .app import cli, emit_json, stop_on_signals
 from .display import PlainTable, edges_note, err, markup, out, p99_text, say, status_text, warn
 from .live import LiveFlags, LivePage, live_options, watching, with_feed
 from .types import COUNT
-from .options import LoadFlags, SetupFlags, load_options, setup_options, writable
+from .options import LoadFlags, SetupFlags, event_option, load_options, setup_options, writable
 from .traffic import TrafficFlags, traffic_options
 from ..errors import Interrupted, LoadcmpError, WrongProtocol
 from ..records import TrialRecord
@@ -247,6 +247,7 @@ def raise_for_status(outcome: SweepOutcome) -> None:
 @click.option("--server", "servers_", multiple=True, metavar="[LABEL=]STACK",
               help="Stack to run (repeatable, or 'all'); LABEL=STACK runs a stack under a label of its own.")
 @load_options
+@event_option
 @click.option("--trials", type=COUNT, help="Repeat every server x level this many times.")
 @click.option("--journey", metavar="NAME|FILE|NAME=W,...",
               help="Virtual users walk this journey (the app's by name, or a file), or a weighted mix of them; "
@@ -263,10 +264,10 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, j
     from ..experiment.flags import build_spec
 
     load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
-    traffic = TrafficFlags.pop(flags)
+    traffic, events = TrafficFlags.pop(flags), flags.pop("events")
     setup.check_out()
     given = {**load.given(), **setup.fields_with(servers_), **traffic.given(), **({"trials": trials} if trials else {}),
-             **journey_flag(journey)}
+             **journey_flag(journey), **({"events": events} if events else {})}
     spec = build_spec(experiment, given)
     with watching(live) as watch:
         raise_for_status(sweep(spec, as_json=as_json, live=watch))

@@ -11,8 +11,8 @@ from rich.text import Text
 
 from .app import cli, emit_json
 from .display import PlainTable, markup, out, say
-from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_options, json_option, load_options,
-                      proto_options, stacks_option, tls_options, writable, www_option)
+from .options import (LoadFlags, SetupFlags, app_option, config_option, docker_options, event_option, json_option,
+                      load_options, proto_options, stacks_option, tls_options, writable, www_option)
 from .live import LiveFlags, live_options, watching
 from .run import raise_for_status, sweep
 from ..errors import ConfigError, LabError, StoreError, ThresholdFailed, UsageError, WrongProtocol
@@ -30,6 +30,7 @@ SMOKE_KEYS = {"pages", "checks"}
 @click.option("--server", "servers_", multiple=True,
               help="Stacks to check (default: the file's servers, else every stack marked smoke = true).")
 @load_options
+@event_option
 @tls_options
 @proto_options
 @stacks_option
@@ -58,6 +59,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     from ..verdicts.smoke import parse_checks, parse_percent, write_outputs
 
     history_dir: str | None = flags.pop("history_dir")
+    events: tuple[str, ...] = flags.pop("events")
     load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
     setup.check_out()  # first: a bad path found after the run would lose it and its verdicts
     for flag, file in (("--junit", junit), ("--summary", summary)):
@@ -75,7 +77,7 @@ def smoke(experiment: str | None, servers_: tuple[str, ...], pages: tuple[str, .
     chosen = _pages(pages, table.get("pages", []), experiment is not None, setup.app)
     file_dirs = tuple(fields.get("stack_dirs", ()))  # a file's own stacks may be named by --server and --set
     given = {**load.given(), **setup.fields_with(tuple(servers_), file_dirs),
-             **({"pages": chosen} if chosen is not None else {})}
+             **({"pages": chosen} if chosen is not None else {}), **({"events": events} if events else {})}
     spec = build_spec(path, given)
     say(f"checks, from {_shown(source or path)}: {', '.join(texts)}")
     t = time.monotonic()

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..errors import ConfigError
+from ..events.plan import parse as parse_event
 from ..lab import apps as lab_apps
 from ..lab.stacks import Catalog
 from ..traffic.mix import check_mix
@@ -69,6 +70,7 @@ KEYS: dict[str, str] = {
     "set": "table",
     "variants": "variants",
     "findings": "findings",
+    "events": "events",
     "smoke": "table",
     "capacity": "table",
     "tune": "table",
@@ -231,11 +233,25 @@ def _findings(key: str, v: TomlValue, cat: Catalog) -> tuple[dict[str, str], ...
     return tuple({"claim": f.claim, "check": f.check.text} for f in parse_findings(v))
 
 
+def _events(key: str, v: TomlValue, cat: Catalog) -> tuple[str, ...]:
+    """`[[events]]` (`at` or `every`, and `action`) or a list of `--event` strings, as `--event` values."""
+    items = v if isinstance(v, list) else [v]
+    out = []
+    for t in items:
+        if isinstance(t, dict) and set(t) in ({"at", "action"}, {"every", "action"}):
+            when = f"every {t['every']}" if "every" in t else str(t["at"])
+            t = f"{when} {t['action']}"
+        if not isinstance(t, str):
+            raise _wrong("[[events]] tables of at (or every) and action, like at = \"5s\", action = \"reload\"", t)
+        out.append(parse_event(t).text)
+    return tuple(out)
+
+
 CONVERT: dict[str, Callable[[str, TomlValue, Catalog], object]] = {
     "str": _str, "path": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools,
     "list[str]": _names, "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
     "table": _table, "variants": _variants, "fields": _fields, "configs": _configs, "findings": _findings,
-    "mix": _mix, "seed": _seed, "net": _net,
+    "mix": _mix, "seed": _seed, "net": _net, "events": _events,
 }
 """Each type of KEYS and the function that checks a value of it and converts it (key, value, catalog)."""

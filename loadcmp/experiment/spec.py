@@ -20,6 +20,7 @@ from . import apps, protos as protocols, sources, variants
 from .filekeys import FIELD_OF, KEYS, convert
 from ..net.conditions import net_problems
 from ..errors import ConfigError, Problems, UsageError, line_of
+from ..events.actions import spec_problems as event_problems
 from ..protocols import get as get_protocol
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
@@ -107,6 +108,8 @@ class RunSpec:
     streams: int = 1
     """-m/--streams: requests in flight per connection on h2, h2c and h3 (h1: one)."""
     findings: tuple[dict[str, str], ...] = ()
+    events: tuple[str, ...] = ()
+    """--event, [[events]]: 'AT ACTION' fired in every trial's window (`loadcmp.events`)."""
     """The write-up's claims (`claim`, `check`), judged on the results after the run."""
     name: str = ""
     description: str = ""
@@ -349,6 +352,11 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
     p.extend(net_problems({v.label: (spec.net_for(v.label), spec.protos_for(v.label)) for v in servers}))
+    if spec.events and not page_problems:  # each label's stack as it runs each page (an app's roles with it)
+        app = p.attempt(lambda: apps.app_of(spec))
+        on = {f"{v.label} {page}" if len(spec.all_pages) > 1 else v.label: lab_apps.on_stack(a, cat.get(v.stack))
+              if (a := lab_apps.applies(app, page)) else cat.get(v.stack) for v in servers for page in spec.all_pages}
+        p.extend(event_problems(spec.events, on, spec.duration))
     p.extend(said)
     p.extend(sources.source_errors(spec.traffic, spec.fit()))
     p.raise_if_any()

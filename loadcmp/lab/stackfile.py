@@ -29,8 +29,8 @@ from .partfile import IDENT, NAME, Reader, open_toml, read_cause, read_toml
 STACK_FILE = "stack.toml"
 STACK_KEYS = {"description", "order", "php_api", "parts", "aliases", "smoke", "busy_workers", "busy_limit", "roles",
               "status", "tunables", "checks", "causes", "versions", "listen", "error_log", "protocols",
-              "goaway_after", "backlog", "accept_limit"}
-PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log"}
+              "goaway_after", "backlog", "accept_limit", "events"}
+PART_KEYS = {"status", "tunables", "checks", "causes", "versions", "listen", "error_log", "events"}
 EVERY_STACK = "every-stack.toml"
 """In configs/: the causes every stack gets, read before its parts (their settings name the stack's own
 `{backlog}`, `{busy_limit}` and `{accept_limit}`)."""

@@ -26,6 +26,8 @@
                       the page journey/step
     handshakes.py     a cell's TLS in words and figures: tls_error by reason, a client-bound cell's CPU per
                       handshake on each side, its facts for `--json`
+    events.py         --event: each event's cost from the stored seconds (failures by kind, recovery, p99,
+                      memory and processes against the 5 s before), the Events section and `--json`'s `events`
     setup.py          the set-up section (what ran, where, with which settings) and the warnings
     capacity.py       a capacity search's table and lines, from run.json's `capacity`
     tune.py           a tuning study's table and lines and its history figure, from run.json's `tune`
@@ -38,7 +40,7 @@ Imports go one way: build -> documents -> plots -> level_figures, tune -> axes -
 plots -> story -> role_usage, compare -> tables -> causes -> connects;
 story -> connects; setup -> tables; documents -> tls -> tables -> handshakes;
 role_usage -> tables; documents -> streams; documents -> mixes;
-documents -> tables -> journeys; tables -> jsonrows;
+documents -> tables -> journeys; tables -> jsonrows; build, documents, tables -> events;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
 folders read through `store.reader`; a mix's page cells, a trial's TLS facts, the writer's atomic write), the
 load's outcome kinds and its trials' sums (`load.record.summary`), a replay in words (`traffic.logreplay`, for the

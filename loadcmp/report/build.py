@@ -27,6 +27,7 @@ from .story import story
 from .tables import CLIENT_BOUND_MARK, legend, table1
 from .streams import stream_lines, stream_rows
 from .journeys import journey_rows, step_rows
+from .events import event_lines, event_rows
 from .tls import tls_lines, tls_rows
 from .mixes import mix_lines, mix_rows
 
@@ -155,7 +156,8 @@ def compose(data: Results, level: int | None = None, svg: bool = False) -> Repor
                   capacity_lines=tuple(capacity_lines(data)), tune=tune_rows(data), tune_lines=tuple(tune_lines(data)),
                   tls=tls_rows(data), tls_lines=tuple(tls_lines(data)), streams=stream_rows(data),
                   stream_lines=tuple(stream_lines(data)), mix=mix_rows(data), mix_lines=tuple(mix_lines(data)),
-                  journeys=journey_rows(data, CLIENT_BOUND_MARK), journey_steps=step_rows(data))
+                  journeys=journey_rows(data, CLIENT_BOUND_MARK), journey_steps=step_rows(data),
+                  events=event_rows(data), event_lines=tuple(event_lines(data)))
 
 
 def _write(r: Report, out: Path, formats: set[str]) -> dict[str, Path]:

@@ -20,6 +20,7 @@ from .tables import long_form
 from .streams import titled
 from .journeys import LEGEND as JOURNEY_LEGEND
 from .mixes import LEGEND as MIX_LEGEND
+from .events import LEGEND as EVENTS_LEGEND
 from .tls import LEGEND as TLS_LEGEND
 
 
@@ -55,6 +56,8 @@ class Report:
     mix_lines: tuple[str, ...] = ()  #: a mix: its pages, weights and seed
     journeys: tuple[list[str], list[list[str]]] = ([], [])  #: --journey: completion per journey; none: empty
     journey_steps: tuple[list[str], list[list[str]]] = ([], [])  #: --journey: each step as a page
+    events: tuple[list[str], list[list[str]]] = ([], [])  #: --event: each event and its cost; none: empty
+    event_lines: tuple[str, ...] = ()  #: --event: each event's evidence quoted, a failed one's reason
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -173,6 +176,7 @@ def html_page(r: Report) -> str:
     title, legend = titled(r.streams[1])
     parts += _section_html(title, r.streams, legend, r.stream_lines)
     parts += _journeys_html(r)
+    parts += _section_html("Events", r.events, EVENTS_LEGEND, r.event_lines)
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
@@ -253,6 +257,7 @@ def markdown(r: Report) -> str:
     if r.journeys[1]:
         parts += ["## Journeys", "", _md_table(*r.journeys), "", _md_table(*r.journey_steps), "",
                   f"*{JOURNEY_LEGEND}*", ""]
+    parts += _section_md("Events", r.events, EVENTS_LEGEND, r.event_lines)
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]

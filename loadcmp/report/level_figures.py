@@ -11,6 +11,7 @@ from matplotlib.ticker import FuncFormatter, MaxNLocator, NullLocator
 
 from typing import TYPE_CHECKING
 
+from ..facts import events_of
 from ..store.reader import Results, metrics_of
 from ..units import ms
 from .axes import MiB, WIDTH, auto_y, colors, finish, legend_below, plain_log, plt
@@ -68,6 +69,9 @@ def timeline(data: Results, level: int, trial: int | None = None,
         lat_values += _client_lines(axes[0], axes[1], data, (s, level, trial), col[s])
         if shown:
             _server_lines(axes[2:], shown, apart, data, (s, level, trial), col[s])
+        for ev in (e for t in data.cell(s, level) if t["trial"] == trial for e in events_of(t)):  # --event's
+            for ax in axes:
+                ax.axvline(ev["start_s"], color=col[s], lw=0.9, ls=(0, (1, 2)))
     _label_axes(axes, shown, lat_values)
     below = "client side above, server side below" if shown else f"client side ({unsampled})"
     fig = finish(fig, f"Timeline at {level:,} clients (trial {trial}): {below}")

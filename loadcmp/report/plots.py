@@ -19,6 +19,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ..load.record.outcomes import FAIL_KINDS
+from ..facts import events_of
 from ..records import TrialRecord
 from ..store.reader import Results, result_of
 from .axes import (KIND_COLORS, MiB, WIDTH, Value, bars_note, colors, errplot, finish, has_server_data,
@@ -308,7 +309,8 @@ def _timeline(data: Results, lv: int) -> Drawn:
     fig = timeline(data, lv, unsampled="server.parquet could not be read" if unread["server"] and
                    data.server.empty else "the server was not sampled")
     caption = (f"Second by second at {lv:,} clients (trial {first_trial(data, lv)}): throughput, failures and "
-               "latency" + (", with the server's CPU, memory and sockets below." if not data.server.empty else "."))
+               "latency" + (", with the server's CPU, memory and sockets below." if not data.server.empty else ".")
+               + (" Dotted upright lines: each --event as it fired." if any(events_of(t) for t in data.trials) else ""))
     if fig is None and unread["timeline"]:
         why = f"not drawn: {unread['timeline']}"
         return Drawn("3-timeline", caption, None, f"Second by second at {lv:,} clients, {why}: the per-second "

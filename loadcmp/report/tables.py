@@ -22,6 +22,7 @@ from .capacity import capacity_json
 from .causes import note
 from .handshakes import bound_said, facts
 from .journeys import journeys_json
+from .events import events_json
 from .jsonrows import page_rows, whole
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
@@ -195,6 +196,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
             item["tls"] = tls
         cell = res.cell(r.server, int(r.level))
         item.update(journeys_json(cell))
+        item.update(events_json(res, r.server, int(r.level)))
         if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
             item["replay"] = replays  # a replayed log: each trial's (`traffic.logreplay.ReplayDoc`)
         if nets := [n for t in cell if (n := cast(dict[str, Any], t.get("result") or {}).get("net"))]:

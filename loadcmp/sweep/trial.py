@@ -7,7 +7,7 @@
                       its facts added to the label's set-up
     prime             a few requests: the page must be the page expected (`loadcmp.sweep.primer`)
     measure           warm-up, then the measured window, the server sampled at 1 Hz (--net: through its proxy,
-                      started first, `loadcmp.net`)
+                      started first, `loadcmp.net`; --event: its events fired in it, `loadcmp.events.fire`)
     collect_evidence  Docker's container state, the server's figures, what the servers logged
     judge             all of it -> one TrialRecord (status and reason in words)
     stop              remove the containers (unless the server is reused)
@@ -30,6 +30,8 @@ from .. import protocols
 from ..lab import containers, dockerhost, planning, render
 from ..lab.certs import RunCA
 from ..observe import evidence, ownlogs
+from ..events import fire
+from ..facts import EventDoc
 from ..observe.apimetrics import ApiSampler
 from ..errors import DockerUnavailable, LabError
 from ..lab.containers import Deployment
@@ -130,6 +132,8 @@ class Measurement:
     """A load of several pages (a mix): each page's latency histogram."""
     kernel: KernelDoc | None = None
     """The kernel's counters' scope and somaxconn, read once (`observe.kernel`); None: not read."""
+    events: list[EventDoc] = field(default_factory=list)
+    """--event: what each event fired in the window did (`loadcmp.events.fire`)."""
 
 
 @dataclass(frozen=True)
@@ -269,8 +273,10 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
         load = replace(load, target=via_proxy(target, netp.port))
         netp.watch_from(start_at + spec.warmup)
+    firer = fire.Firer(dep, fire.plan(spec.events, dep.stack, spec.duration), start_at + spec.warmup, since)
     try:
         sampler.start()
+        firer.start()
         # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
         result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
                           stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
@@ -278,6 +284,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
         samples = sampler.stop()
         if netp is not None:
             netp.end_window()
+        fired = firer.finish()
     summary = result_doc(result, {
         "schedule": {**schedule.describe(), "keepalive": p.keepalive},
         "engine": "journey (aiohttp)" if traffic else spec.engine, **(traffic.describe() if traffic else {}),
@@ -301,6 +308,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
         window=(since, since + summary["duration_s"] + summary.get("teardown_s", 0.0) + evidence.LOG_LAG),
         page_hists={name: result.page_latency(j).to_dict() for j, name in enumerate(result.pages)},
         kernel=sampler.kernel.facts if sampler.kernel.path is not None else None,
+        events=fired,
     )
 
 
@@ -369,7 +377,9 @@ def judge(spec: RunSpec, p: Planned, dep: Deployment, ready_s: float | None, m: 
         record["log_evidence"] = ev.found.log_evidence
     if ev.found.causes:
         record["causes"] = ev.found.causes
-    warnings = [*m.summary["warnings"], *m.sampler_warnings, *ev.found.warnings]
+    warnings = [*m.summary["warnings"], *m.sampler_warnings, *ev.found.warnings, *fire.failures(m.events)]
+    if m.events:  # kept beside the record's fields (records.py is full): read back by `facts.events_of`
+        cast(dict[str, Any], record)["events"] = m.events
     if warnings:
         record["warnings"] = warnings
     return record

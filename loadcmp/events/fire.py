@@ -1,0 +1,168 @@
+"""The events of one trial fired beside its load, timed on the load's clock, and quoted from the servers' logs.
+
+`Firer.start` waits in a thread of its own for each event's time (CLOCK_MONOTONIC, the load client's `t0`
+clock) and runs each in a thread (Docker's calls block: a restart takes seconds, and the next event stays on
+time). `Firer.finish`, after the load, waits for those still running and reads the servers' lines of each
+event's time (`lab.Deployment.log_lines`) for its evidence: what its command printed, then the lines its
+action's `evidence` pattern matches. An event that fails is said in one line (`EventDoc.said`); the load goes on.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING
+
+from ..errors import LabError
+from ..facts import EventDoc
+from ..lab.dockerapi import engine_errors, output_of
+from .actions import Action, resolve
+from .plan import Asked, parse
+
+if TYPE_CHECKING:
+    from ..lab.containers import Deployment
+    from ..lab.stacks import Stack
+
+clock = time.monotonic
+BACK_S = 30.0
+"""How long a restarted container may take to be running again before the event failed."""
+LOG_AFTER_S = 2.0
+"""Seconds after an event's end whose log lines may still be about it (a graceful restart's children)."""
+EARLY_S = 0.1
+"""A line stamped this much before an event's start may still be its own (Docker's clock against the load's)."""
+QUOTES = 4
+"""The most lines quoted per event."""
+
+Planned = tuple[float, Asked, Action]
+
+
+def plan(texts: tuple[str, ...], stack: Stack, window: float) -> list[Planned]:
+    """Each firing of a run's events on this stack, in time order (the spec was validated: no error here)."""
+    out = []
+    for text in texts:
+        asked = parse(text)
+        action = resolve(stack, asked)
+        out += [(at, asked, action) for at in asked.times(window)]
+    return sorted(out, key=lambda x: x[0])
+
+
+def run_action(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:
+    """Do one action now: (ok, why not in one line, what its command printed)."""
+    c = dep.container_of(a.role)
+    try:
+        with engine_errors(dep.host.name):
+            if a.docker is None:
+                res = c.exec_run(list(a.exec))
+                out = output_of(res).decode("utf-8", "replace")
+                if res.exit_code != 0:
+                    last = next((x for x in reversed(out.splitlines()) if x.strip()), "")
+                    return False, f"{' '.join(a.exec)} exited {res.exit_code}" + (f": {last}" if last else ""), out
+                return True, None, out
+            if a.docker == "pause":
+                c.pause()
+                time.sleep(a.hold)
+                c.unpause()
+            else:
+                c.restart(timeout=10)
+            return _back(dep, a)
+    except LabError as e:
+        return False, str(e), ""
+
+
+def _back(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:
+    """Whether the role's container is running again (within BACK_S)."""
+    c, until = dep.container_of(a.role), clock() + BACK_S
+    while True:
+        c.reload()
+        if c.attrs.get("State", {}).get("Status") == "running":
+            return True, None, ""
+        if clock() > until:
+            return False, f"the {a.role} container was not back within {BACK_S:g} s", ""
+        time.sleep(0.1)
+
+
+class Firer:
+    """Fires one trial's planned events from `t0` (the window's start on `clock`), and keeps what each did."""
+
+    def __init__(self, dep: Deployment, planned: list[Planned], t0: float, wall0: float,
+                 run: Callable[[Deployment, Action], tuple[bool, str | None, str]] = run_action) -> None:
+        self.dep, self.planned, self.t0, self.wall0, self.run = dep, planned, t0, wall0, run
+        self.done: list[tuple[EventDoc, str]] = []
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._timer = threading.Thread(target=self._schedule, name="loadcmp-events", daemon=True)
+
+    def start(self) -> None:
+        if self.planned:
+            self._timer.start()
+
+    def _schedule(self) -> None:
+        for at, asked, action in self.planned:
+            if self._stop.wait(max(0.0, self.t0 + at - clock())):
+                return  # the load ended first (a stop request): the rest are not fired
+            t = threading.Thread(target=self._fire, args=(at, asked, action), daemon=True)
+            self._threads.append(t)
+            t.start()
+
+    def _fire(self, at: float, asked: Asked, a: Action) -> None:
+        start = clock() - self.t0
+        try:
+            ok, said, out = self.run(self.dep, a)
+        except LabError as e:
+            ok, said, out = False, str(e), ""
+        doc = EventDoc(asked=asked.text, action=a.name, role=a.role, at_s=round(at, 3), start_s=round(start, 3),
+                       end_s=round(clock() - self.t0, 3), ok=ok, said=said, evidence=[])
+        with self._lock:
+            self.done.append((doc, out))
+
+    def finish(self) -> list[EventDoc]:
+        """After the load: those still running waited for, each event's evidence quoted; in time order."""
+        self._stop.set()
+        if self._timer.is_alive():
+            self._timer.join()
+        for t in self._threads:
+            t.join(BACK_S + 15)
+        with self._lock:
+            done = sorted(self.done, key=lambda d: d[0]["start_s"])
+        patterns = {a.name: a.evidence for _, _, a in self.planned}
+        for i, (doc, out) in enumerate(done):  # a line is one event's: the next one's start ends this one's time
+            until = min([doc["end_s"] + LOG_AFTER_S, *(d["start_s"] for d, _ in done[i + 1:i + 2])])
+            doc["evidence"] = quote(self.dep, doc, out, patterns.get(doc["action"]), self.wall0, until)
+        return [doc for doc, _ in done]
+
+
+def quote(dep: Deployment, doc: EventDoc, out: str, pattern: str | None, wall0: float, until_s: float
+          ) -> list[str]:
+    """The lines about one event: its command's output, then the servers' lines its pattern matches from its start
+    to `until_s` (seconds into the window)."""
+    said = [x.strip() for x in out.splitlines() if x.strip()][:QUOTES]
+    if not pattern:
+        return said
+    since, until = wall0 + doc["start_s"] - EARLY_S, wall0 + max(until_s, doc["start_s"])
+    rx = re.compile(pattern)
+    try:
+        for line in dep.log_lines(since, until):
+            at, text = stamp(line)
+            if at is not None and since <= at <= until and rx.search(text) and len(said) < QUOTES:
+                said.append(text.strip())
+    except LabError as e:
+        said.append(f"(the servers' logs could not be read: {e})")
+    return said
+
+
+def stamp(line: str) -> tuple[float | None, str]:
+    """Docker's RFC 3339 timestamp (`docker logs -t`) split off a line: (epoch seconds or None, the rest)."""
+    head, sep, rest = line.partition(" ")
+    try:
+        return (datetime.fromisoformat(head).timestamp(), rest) if sep else (None, line)
+    except ValueError:
+        return None, line
+
+
+def failures(docs: list[EventDoc]) -> list[str]:
+    """The events that failed, one line each (a trial's warnings: the run goes on)."""
+    return [f"event {d['asked']!r} at {d['start_s']:g} s failed: {d['said']}" for d in docs if not d["ok"]]

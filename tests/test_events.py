@@ -1,0 +1,183 @@
+"""Events in a trial (`--event`): read, checked against each stack's data, fired on time, and costed from stored
+seconds (docs/events.md)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timezone
+
+import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
+from loadcmp.errors import UsageError
+from loadcmp.events import actions, fire
+from loadcmp.events.plan import parse, timing_problems
+from loadcmp.facts import EventDoc
+from loadcmp.lab.stacks import catalog
+from loadcmp.load.record.outcomes import KINDS
+from loadcmp.report.events import cost, recovery
+
+SERVERS = {"reload": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "lighttpd"],
+           "restart": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy", "lighttpd"],
+           "reload php": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy",
+                          "lighttpd"]}
+
+
+def test_at_and_every_are_read_and_give_the_times_inside_the_window():
+    a = parse("3s reload")
+    assert (a.at, a.every, a.action, a.times(12)) == (3.0, None, "reload", [3.0])
+    e = parse("every 4s reload php")
+    assert (e.action, e.times(12)) == ("reload php", [4.0, 8.0])  # 12 s is the window's end: not inside it
+    p = parse("8s pause db 3s")
+    assert (p.action, p.hold, p.words) == ("pause db", 3.0, ("pause", "db", "3s"))
+    assert parse("500ms kill worker").at == 0.5
+
+
+@pytest.mark.parametrize("text", ["reload", "every reload", "x reload", "every 0s reload", "1s pause db",
+                                  "1s pause db soon"])
+def test_an_event_that_is_not_at_action_is_refused_in_one_line(text):
+    with pytest.raises(UsageError) as e:
+        parse(text)
+    assert "\n" not in str(e.value) and ("--event" in str(e.value))
+
+
+def test_an_event_after_the_window_is_a_problem():
+    assert timing_problems(parse("20s reload"), 12) == ["--event '20s reload': 20 s is not inside the 12 s window"]
+    assert timing_problems(parse("every 15s reload"), 12)
+    assert not timing_problems(parse("every 5s reload"), 12)
+
+
+def test_every_stack_s_actions_are_well_formed_and_each_server_has_its_own():
+    cat = catalog()
+    for name in cat.names():
+        stack = cat.get(name)
+        assert actions.data_problems(stack) == [], name
+        for a in actions.names(stack):
+            if "DURATION" in a:
+                continue
+            got = actions.resolve(stack, parse(f"1s {a}"))
+            assert got.role in [r.name for r in stack.roles] and (got.exec or got.docker), (name, a)
+    for action, servers in SERVERS.items():
+        for name in servers:
+            assert action in actions.names(cat.get(name)), (name, action)
+    # nginx-apache: nginx's reload on its front, Apache's (and so mod_php's) on its backend
+    na = cat.get("nginx-apache")
+    assert actions.resolve(na, parse("1s reload")).exec[0] == "nginx"
+    assert actions.resolve(na, parse("1s reload php")).role == "backend"
+
+
+def test_a_stack_without_the_command_refuses_it_and_a_generic_action_needs_the_role():
+    caddy = catalog().get("caddy")
+    with pytest.raises(UsageError, match="caddy has no command for 'reload' in its data"):
+        actions.resolve(caddy, parse("1s reload"))
+    with pytest.raises(UsageError, match="caddy has no role 'db'"):
+        actions.resolve(caddy, parse("1s pause db 2s"))
+    got = actions.resolve(caddy, parse("1s pause web 2s"))
+    assert (got.docker, got.hold, got.role) == ("pause", 2.0, "web")
+
+
+def test_malformed_events_tables_are_said():
+    said = actions.table_problems("x.toml", {"reload": {"exec": "nginx -s reload"}, "restart": {"docker": "kill"},
+                                             "a": {"exec": ["true"], "docker": "restart", "when": 1},
+                                             "pause web": {"docker": "restart"}})
+    assert any("exec must be a command as a list" in s for s in said)
+    assert any("docker must be one of restart" in s for s in said)
+    assert any("unknown key(s) when" in s for s in said) and any("one of them" in s for s in said)
+    assert any("pause is every stack's own" in s for s in said)
+
+
+@pytest.mark.parametrize("event,said", [("2s frobnicate", "no command for 'frobnicate'"),
+                                        ("20s reload", "not inside the 5 s window"),
+                                        ("1s pause db 2s", "has no role 'db'")])
+def test_bad_events_stop_the_run_in_one_line_before_anything_starts(tmp_path, event, said):
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-t", "5s", "--event", event,
+                                   "--out", str(tmp_path)])
+    assert res.exit_code == 2 and "Traceback" not in res.output, res.output
+    assert said in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert not any(tmp_path.iterdir())  # no results folder: nothing ran
+
+
+def test_experiment_files_take_events_tables(tmp_path):
+    from loadcmp.experiment.spec import load_experiment
+
+    f = tmp_path / "x.toml"
+    f.write_text('servers = ["nginx"]\n[[events]]\nat = "3s"\naction = "reload"\n'
+                 '[[events]]\nevery = "5s"\naction = "reload php"\n')
+    fields, _ = load_experiment(str(f))
+    assert fields["events"] == ("3s reload", "every 5s reload php")
+
+
+def test_events_fire_within_100_ms_of_their_time_even_beside_a_slow_one():
+    stack = catalog().get("nginx")
+    planned = fire.plan(("every 0.3s reload", "0.45s restart"), stack, 1.0)
+    seen: list[float] = []
+
+    def slow(dep, a):  # a restart takes long; the events after it stay on time (a thread each)
+        seen.append(time.monotonic())
+        time.sleep(0.5 if a.name == "restart" else 0.01)
+        return True, None, "said"
+
+    wall0 = time.time() + 0.05
+
+    class Logs:  # the containers' lines as Docker gives them, stamped: nginx's at 0.35 s, another server's at 5 s
+        def log_lines(self, since, until):
+            for at, text in ((0.35, "[notice] 1#1: signal 1 (SIGHUP) received, reconfiguring"), (5.0, "reconfiguring")):
+                yield datetime.fromtimestamp(wall0 + at, timezone.utc).isoformat() + " " + text
+
+    f = fire.Firer(Logs(), planned, time.monotonic() + 0.05, wall0, run=slow)  # type: ignore[arg-type]
+    f.start()
+    time.sleep(1.2)
+    docs = f.finish()
+    assert [d["at_s"] for d in docs] == [0.3, 0.45, 0.6, 0.9]
+    for d in docs:
+        assert 0 <= d["start_s"] - d["at_s"] < 0.1, d
+        assert d["ok"] and d["evidence"][0] == "said"
+    # the line stamped in the first reload's time is its evidence; the one seconds later is no event's
+    assert docs[0]["evidence"][1:] == ["[notice] 1#1: signal 1 (SIGHUP) received, reconfiguring"]
+    assert all(len(d["evidence"]) == 1 for d in docs[2:])
+    restart = next(d for d in docs if d["action"] == "restart")
+    assert restart["end_s"] - restart["start_s"] >= 0.49  # (each rounded to the ms)
+
+
+def test_a_failed_event_is_one_line_of_the_trial():
+    doc = EventDoc(asked="3s reload", action="reload", role="web", at_s=3.0, start_s=3.01, end_s=3.2, ok=False,
+                   said="nginx -s reload exited 1: bad config", evidence=[])
+    assert fire.failures([doc]) == ["event '3s reload' at 3.01 s failed: nginx -s reload exited 1: bad config"]
+
+
+def _timeline(ok: list[int], failed_at: dict[int, dict[str, int]], p99: list[float]) -> pd.DataFrame:
+    rows = []
+    for i, n in enumerate(ok):
+        row = {"second": i, "ok": n, "dropped": 0, "p99_ms": p99[i], **{k: 0 for k in KINDS if k != "ok"}}
+        row.update(failed_at.get(i, {}))
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def test_an_event_s_cost_from_a_made_up_timeline():
+    # 100/s for 6 s, a reload at 6.3 s: 20 ok and resets in its second, 60 the next, back to 95 at second 8
+    ok = [100] * 6 + [20, 60, 95, 100, 100]
+    tl = _timeline(ok, {6: {"reset": 30, "http_5xx": 5}, 7: {"reset": 2}}, [10.0] * 6 + [300.0, 120.0] + [10.0] * 3)
+    sv = pd.DataFrame({"second": range(11), "mem_bytes": [2**20] * 6 + [3 * 2**20] * 2 + [2**20] * 3,
+                       "procs": [5] * 6 + [9, 7] + [5] * 3})
+    ev = EventDoc(asked="6.3s reload", action="reload", role="web", at_s=6.3, start_s=6.3, end_s=6.5, ok=True,
+                  said=None, evidence=["signal process started"])
+    c = cost(ev, 1, tl, sv)
+    assert c["recovery_s"] == pytest.approx(1.7)  # second 8 is the first back within 10 %: 8 - 6.3
+    assert c["failures"] == {"http_5xx": 5, "reset": 32} and c["failed"] == 37
+    assert (c["p99_before_ms"], c["p99_during_ms"]) == (10.0, 300.0)
+    assert (c["mem_before_bytes"], c["mem_peak_bytes"]) == (2**20, 3 * 2**20)
+    assert (c["procs_before"], c["procs_peak"]) == (5, 9)
+    assert c["took_s"] == pytest.approx(0.2) and c["evidence"] == ["signal process started"]
+
+
+def test_recovery_is_under_a_second_when_its_own_second_kept_up_and_none_when_never_back():
+    ok = pd.Series([100, 100, 100, 95, 100, 100, 100])
+    assert recovery(ok, 3.2, 3.4) == (0.0, 5)  # its second and 2 s after its command returned
+    assert recovery(ok, 3.2, 3.4, until=4) == (0.0, 3)  # the next event's second ends its window
+    assert recovery(pd.Series([100, 100, 10, 10, 10]), 2.0, 2.1) == (None, 4)
+    # a server that acts on the signal a second after the command returned: the dip is still the event's
+    late = pd.Series([100] * 5 + [100, 100, 30, 100, 100])
+    assert recovery(late, 5.5, 5.7) == (2.5, 7)
