@@ -83,3 +83,29 @@ def test_each_page_has_its_row_and_the_pages_add_up_to_the_whole(tmp_path, pages
             assert all(r["trials"] == whole["measured_trials"] == 3 and r["latency_ms"]["p50"] > 0 for r in own)
     plain = summary_doc(load_results(make_runs(tmp_path / "one", 1)[0]))["results"]
     assert [r["page"] for r in plain] == ["/index.php"]  # one page: no row per page
+
+
+def test_an_h2_row_carries_its_tls_and_streams_facts(tmp_path):
+    """A window over h2 whose connections all came from the warm-up saw no handshake: its row still names the TLS
+    the load ran over (the primer's), and every h2 row carries its streams' tally as the stored result has it."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+
+    doc = run_doc(0, Plan(labels=("nginx",), proto="h2", tls=True, streams=10, trials=2), False, 0.0,
+                  random.Random(0))
+    doc["servers"]["nginx"]["tls"] = {"version": "TLSv1.3", "cipher": "TLS_AES_128_GCM_SHA256", "alpn": "h2",
+                                      "chain_ok": True, "key": "ecdsa-p256"}
+    for k, t in enumerate(doc["trials"]):
+        t["result"]["tls"] = {"version": "", "cipher": "", "alpn": "", "full": 0, "resumed": 0}
+        t["result"]["streams"] = {"protocol": "h2", "connections": 20, "streams": 4000, "streams_per_connection": 200.0,
+                                  "goaways": 2 * k, "goaway_unprocessed": 10 * k, "retried": 10 * k,
+                                  "resets": {"REFUSED_STREAM": 2}, "max_concurrent": 128, "max_per_connection": 1000}
+    rows = every_command(write_run(tmp_path / "h2", doc))
+    for command, (row, *_) in rows.items():
+        assert (row["tls"]["version"], row["tls"]["alpn"], row["tls"]["seen_by"], row["tls"]["full"]) == (
+            "TLSv1.3", "h2", "primer", 0), command
+        assert row["streams"] == {"protocol": "h2", "connections": 20, "streams": 4000, "streams_per_connection": 200,
+                                  "goaways": 1, "goaway_unprocessed": 5, "retried": 5,
+                                  "resets": {"REFUSED_STREAM": 2}, "max_concurrent": 128,
+                                  "max_per_connection": 1000}, command

@@ -10,7 +10,8 @@ Only a run that asked for a protocol other than HTTP/1.1 has this section: an h1
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from .. import protocols
 from ..records import StreamFacts, TrialRecord
@@ -47,6 +48,26 @@ def facts_of(t: TrialRecord) -> StreamFacts | None:
 
 def _per_trial(cell: list[StreamFacts], get: Callable[[StreamFacts], float]) -> float:
     return sum(get(f) for f in cell) / len(cell)
+
+
+def streams_json(trials: list[TrialRecord]) -> dict[str, Any] | None:
+    """A cell's stream tally for `--json` (its `streams`): the negotiated protocol, the counts as means per trial
+    (as the section's table shows them), the resets by code per trial, and the most of `max_concurrent` and
+    `max_per_connection`; None for an HTTP/1.1 cell."""
+    cell = [f for t in trials if (f := facts_of(t)) is not None]
+    if not cell:
+        return None
+    keys = ("connections", "streams", "streams_per_connection", "goaways", "goaway_unprocessed", "retried")
+    resets: dict[str, float] = {}
+    for f in cell:
+        for code, n in (f.get("resets") or {}).items():
+            resets[code] = resets.get(code, 0) + n / len(cell)
+    return {"protocol": cell[0]["protocol"],
+            **{k: round(sum(float(cast(Mapping[str, Any], f).get(k) or 0) for f in cell) / len(cell), 1)
+               for k in keys},
+            "resets": {code: round(n, 1) for code, n in sorted(resets.items())},
+            "max_concurrent": max(f["max_concurrent"] for f in cell),
+            "max_per_connection": max(f["max_per_connection"] for f in cell)}
 
 
 def _resets(cell: list[StreamFacts]) -> str:

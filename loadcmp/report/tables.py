@@ -23,6 +23,7 @@ from .causes import note
 from .handshakes import bound_said, facts
 from .journeys import journeys_json
 from .jsonrows import page_rows, whole
+from .streams import streams_json
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -191,9 +192,11 @@ def summary_doc(res: Results) -> dict[str, Any]:
         if bound is not None:
             item["client_bound_reason"] = bound.reason
             item["client_advice"] = _joined(bound.advice, bound_said(bound))
-        if (tls := facts(res.cell(r.server, int(r.level)))) is not None:
+        cell, info = res.cell(r.server, int(r.level)), res.info(r.server)
+        if (tls := facts(cell, info[1].get("tls") if info else None)) is not None:
             item["tls"] = tls
-        cell = res.cell(r.server, int(r.level))
+        if (streams := streams_json(cell)) is not None:
+            item["streams"] = streams
         item.update(journeys_json(cell))
         if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
             item["replay"] = replays  # a replayed log: each trial's (`traffic.logreplay.ReplayDoc`)
