@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog", "run_folders"]
 
-SCHEMA = "4"
+SCHEMA = "5"
 """The index's own format: an index of another is dropped and rebuilt. Raised whenever what a cell keeps, or
 how its Values are made, changes (an unchanged folder is never read again)."""
 
