@@ -65,9 +65,27 @@ def test_a_label_s_protocol_is_a_key(tmp_path):
     assert all(r["page"] == "/index.php" for rs in rows.values() for r in rs)
 
 
+def failing(doc: dict, per_page: int = 3) -> dict:
+    """A run.json whose pages each failed `per_page` x (their place + 1) requests (http_5xx) per trial, beside
+    their ok, the whole's failures their sum."""
+    for t in doc["trials"]:
+        r = t["result"]
+        for i, p in enumerate(r["pages"]):
+            p["failed"], p["failures"] = per_page * (i + 1) + t["trial"], {"http_5xx": per_page * (i + 1) + t["trial"]}
+        failed = sum(p["failed"] for p in r["pages"])
+        r.update(failed=failed, failures={"http_5xx": failed}, started=r["started"] + failed,
+                 failed_rate=failed / (r["ok"] + failed))
+    return doc
+
+
 @pytest.mark.parametrize("pages", [MIX, STEPS], ids=["mix", "journey"])
 def test_each_page_has_its_row_and_the_pages_add_up_to_the_whole(tmp_path, pages):
-    [run] = make_runs(tmp_path, 1, pages=pages, labels=("nginx", "apache"), levels=(5, 20), trials=3)
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+
+    plan = Plan(pages=pages, labels=("nginx", "apache"), levels=(5, 20), trials=3)
+    run = write_run(tmp_path / "run", failing(run_doc(0, plan, False, 0.0, random.Random(0))))
     for command, rows in every_command(run).items():
         wholes = [r for r in rows if r["page"] == "mix"]
         assert [(r["server"], r["level"]) for r in wholes] == [(s, lv) for s in ("nginx", "apache") for lv in (5, 20)]
@@ -78,7 +96,9 @@ def test_each_page_has_its_row_and_the_pages_add_up_to_the_whole(tmp_path, pages
             assert {(r["server"], r["level"], r["proto"]) for r in own} == {(whole["server"], whole["level"], "h1")}
             assert sum(r["totals"]["ok"] for r in own) == whole["totals"]["ok"] > 0
             assert sum(r["ok"] for r in own) == pytest.approx(whole["ok"], abs=0.01)
-            assert sum(r["failed"] for r in own) == whole["failed"] == 0
+            assert sum(r["failed"] for r in own) == pytest.approx(whole["failed"], abs=0.01) and whole["failed"] > 0
+            assert sum(r["totals"]["failed"] for r in own) == whole["totals"]["failed"] > 0
+            assert sum(r["failures"]["http_5xx"] for r in own) == pytest.approx(whole["failures"]["http_5xx"])
             assert sum(r["share"] for r in own) == pytest.approx(1.0, abs=0.001)
             assert all(r["trials"] == whole["measured_trials"] == 3 and r["latency_ms"]["p50"] > 0 for r in own)
     plain = summary_doc(load_results(make_runs(tmp_path / "one", 1)[0]))["results"]
