@@ -100,7 +100,8 @@ def test_each_page_has_its_row_and_the_pages_add_up_to_the_whole(tmp_path, pages
             assert sum(r["totals"]["failed"] for r in own) == whole["totals"]["failed"] > 0
             assert sum(r["failures"]["http_5xx"] for r in own) == pytest.approx(whole["failures"]["http_5xx"])
             assert sum(r["share"] for r in own) == pytest.approx(1.0, abs=0.001)
-            assert all(r["trials"] == whole["measured_trials"] == 3 and r["latency_ms"]["p50"] > 0 for r in own)
+            assert all((r["trials"], r["measured_trials"]) == (whole["trials"], whole["measured_trials"]) == (3, 3)
+                       and r["latency_ms"]["p50"] > 0 for r in own)
     plain = summary_doc(load_results(make_runs(tmp_path / "one", 1)[0]))["results"]
     assert [r["page"] for r in plain] == ["/index.php"]  # one page: no row per page
 
@@ -129,3 +130,20 @@ def test_an_h2_row_carries_its_tls_and_streams_facts(tmp_path):
                                   "goaways": 1, "goaway_unprocessed": 5, "retried": 5,
                                   "resets": {"REFUSED_STREAM": 2}, "max_concurrent": 128,
                                   "max_per_connection": 1000}, command
+
+
+def test_a_page_row_s_trials_are_its_whole_s(tmp_path):
+    """A trial that measured nothing (its server did not start) is one of the whole's `trials` and not of its
+    `measured_trials`: so too for each of its pages."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+
+    doc = run_doc(0, Plan(pages=MIX, trials=3), False, 0.0, random.Random(0))
+    lost = doc["trials"][2]
+    lost.update(status="error", reason="the server did not start")
+    del lost["result"], lost["server_metrics"]
+    rows = summary_doc(load_results(write_run(tmp_path / "run", doc)))["results"]
+    assert [(r["page"], r["trials"], r["measured_trials"]) for r in rows] == [
+        ("mix", 3, 2), ("/index.html", 3, 2), ("/info.php", 3, 2)]
+    assert rows[1]["totals"]["trials"] == 2  # the sums are over the measured ones

@@ -58,8 +58,10 @@ def _mean(values: list[float]) -> float | int | None:
 
 def page_rows(res: Results, label: str, level: int) -> list[dict[str, Any]]:
     """One row per page of a cell's loads (none for a load of one page): the page's figures in each trial,
-    their means, its latency pooled over the trials' requests, and `totals` summed as the whole's are."""
+    their means, its latency pooled over the trials' requests, and `totals` summed as the whole's are. Its
+    `trials` and `measured_trials` are the whole's: the trials run, and those measured that the means are over."""
     out = []
+    ran = sum(1 for t in res.trials if t["server"] == label and t["level"] == level)  # the whole's `trials`
     for page in pages_of(res, label, level):
         name = page_label(label, page)
         docs = [t["result"] for t in res.cell(name, level)]
@@ -73,7 +75,7 @@ def page_rows(res: Results, label: str, level: int) -> list[dict[str, Any]]:
             k: _mean([float(v) for d in said if (v := d["latency_ms"].get(k)) is not None])
             for k in docs[0]["latency_ms"]}  # no histogram stored: the trials' mean of each
         row: dict[str, Any] = {"server": label, "level": level, "proto": proto_of(res, label), "page": page,
-                               "trials": len(docs), **{k: _mean(v) for k, v in counts.items()},
+                               "trials": ran, "measured_trials": len(docs), **{k: _mean(v) for k, v in counts.items()},
                                "failures": {k: _mean([float(d["failures"].get(k, 0)) for d in docs]) for k in kinds},
                                "share": _mean([float(p["share"]) for t in res.cell(label, level)
                                                for p in t["result"].get("pages") or [] if p["page"] == page]),
