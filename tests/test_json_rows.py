@@ -147,3 +147,20 @@ def test_a_page_row_s_trials_are_its_whole_s(tmp_path):
     assert [(r["page"], r["trials"], r["measured_trials"]) for r in rows] == [
         ("mix", 3, 2), ("/index.html", 3, 2), ("/info.php", 3, 2)]
     assert rows[1]["totals"]["trials"] == 2  # the sums are over the measured ones
+
+
+def test_a_row_s_protocol_is_the_catalog_s(tmp_path):
+    """An older run whose labels kept no `proto` (two protocols, named by the labels): a row says the protocol its
+    label carries, as the catalog's cell does; one reader (`jsonrows.asked_of`) answers both."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+    from loadcmp.catalog.folder import cell_key
+
+    doc = run_doc(0, Plan(labels=("nginx[h1]", "nginx[h2]"), tls=True, streams=4), False, 0.0, random.Random(0))
+    doc["spec"]["protos"] = ["h1", "h2"]
+    for info in doc["servers"].values():
+        del info["proto"], info["negotiated"]
+    rows = summary_doc(load_results(write_run(tmp_path / "run", doc)))["results"]
+    assert [(r["server"], r["proto"]) for r in rows] == [("nginx[h1]", "h1"), ("nginx[h2]", "h2")]
+    assert {t["server"]: cell_key(t, doc).protocol for t in doc["trials"]} == {"nginx[h1]": "https", "nginx[h2]": "h2"}

@@ -132,29 +132,11 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     return found, doc or {}
 
 
-def asked_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> tuple[str, str]:
-    """The protocol a label asked for and the one its server negotiated ("": not said), as run.json's `servers`
-    keep them; a bench's, as its trial's result keeps it (`proto`); an older run's label without them: its spec's
-    one protocol, or the one its name carries (`nginx[h2]`), else HTTP/1.1."""
-    info = (doc.get("servers") or {}).get(label) or {}
-    spec = doc.get("spec") or {}
-    asked = info.get("proto") or _bench(t, "proto")
-    if not asked:
-        own = list((spec.get("variant_protos") or {}).get(label) or spec.get("protos") or [])
-        asked = own[0] if len(own) == 1 else next((p for p in own if f"[{p}]" in label), protocols.DEFAULT)
-    return str(asked), str(info.get("negotiated") or "")
-
-
-def _bench(t: TrialRecord | None, key: str) -> Any:
-    """A key `bench` keeps in its one trial's result beside the summary (`proto`, `streams_asked`); None: none."""
-    result = t.get("result") if t is not None else None
-    return cast(Mapping[str, Any], result).get(key) if result else None
-
-
 def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
     """A trial's protocol as its cell names it: HTTP/1.1 as "https" when the trial (its TLS facts), its label's spec
     or its primed handshake says TLS, else "http"; another protocol by its name as asked (h2, h2c, h3), with
     " as X" where the server negotiated X instead (the primer's, else the trial's stream tally)."""
+    from ..report.jsonrows import asked_of
     from ..store.handshakes import tls_of
 
     label = str(t["server"])
@@ -177,10 +159,12 @@ def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
 def streams_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> int:
     """The requests a label kept in flight per connection: -m where its protocol multiplexes (a bench's as its
     trial keeps it), else one."""
+    from ..report.jsonrows import asked_of, bench_key
+
     row = protocols.find(asked_of(doc, label, t)[0])
     if row is None or not row.multiplexed:
         return 1
-    return int((doc.get("spec") or {}).get("streams") or _bench(t, "streams_asked") or 1)
+    return int((doc.get("spec") or {}).get("streams") or bench_key(t, "streams_asked") or 1)
 
 
 def traffic_said(doc: Mapping[str, Any], level: int | None = None) -> str:

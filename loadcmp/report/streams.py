@@ -16,6 +16,7 @@ from typing import Any, cast
 from .. import protocols
 from ..records import StreamFacts, TrialRecord
 from ..store.reader import Results
+from .jsonrows import proto_of
 
 HEADER = ["clients", "server", "protocol", "streams/connection", "connections", "GOAWAY", "unprocessed", "retried",
           "RST_STREAM", "max concurrent", "most on one connection"]
@@ -81,7 +82,7 @@ def _resets(cell: list[StreamFacts]) -> str:
 def streams_of(data: Results, label: str) -> int:
     """The requests a label's connections each kept in flight: -m on h2, h2c and h3, one on HTTP/1.1."""
     found = data.info(label)
-    if found is None or not _multiplexed(found[1].get("proto", protocols.DEFAULT)):
+    if found is None or not _multiplexed(proto_of(data, label)):
         return 1
     return int(found[0].doc["spec"].get("streams") or 1)
 
