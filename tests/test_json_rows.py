@@ -151,7 +151,7 @@ def test_a_page_row_s_trials_are_its_whole_s(tmp_path):
 
 def test_a_row_s_protocol_is_the_catalog_s(tmp_path):
     """An older run whose labels kept no `proto` (two protocols, named by the labels): a row says the protocol its
-    label carries, as the catalog's cell does; one reader (`jsonrows.asked_of`) answers both."""
+    label carries, as the catalog's cell does; one reader (`protocols.asked_of`) answers both."""
     import random
 
     from helpers.synthetic import Plan, run_doc, write_run

@@ -132,15 +132,20 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     return found, doc or {}
 
 
+def bench_key(t: TrialRecord | None, key: str) -> Any:
+    """A key `bench` keeps in its one trial's result beside the summary (`streams_asked`); None: none."""
+    result = t.get("result") if t is not None else None
+    return cast(Mapping[str, Any], result).get(key) if result else None
+
+
 def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
     """A trial's protocol as its cell names it: HTTP/1.1 as "https" when the trial (its TLS facts), its label's spec
     or its primed handshake says TLS, else "http"; another protocol by its name as asked (h2, h2c, h3), with
     " as X" where the server negotiated X instead (the primer's, else the trial's stream tally)."""
-    from ..report.jsonrows import asked_of
     from ..store.handshakes import tls_of
 
     label = str(t["server"])
-    asked, negotiated = asked_of(doc, label, t)
+    asked, negotiated = protocols.asked_of(doc, label, t)
     result = t.get("result")
     tally = result.get("streams") if result else None
     negotiated = negotiated or str(tally["protocol"] if tally else "")
@@ -159,9 +164,7 @@ def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
 def streams_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> int:
     """The requests a label kept in flight per connection: -m where its protocol multiplexes (a bench's as its
     trial keeps it), else one."""
-    from ..report.jsonrows import asked_of, bench_key
-
-    row = protocols.find(asked_of(doc, label, t)[0])
+    row = protocols.find(protocols.asked_of(doc, label, t)[0])
     if row is None or not row.multiplexed:
         return 1
     return int((doc.get("spec") or {}).get("streams") or bench_key(t, "streams_asked") or 1)

@@ -15,7 +15,6 @@ from typing import Any, cast
 
 from .. import protocols
 from ..load.record.summary import over_trials
-from ..records import TrialRecord
 from ..store.pagecells import MIX, page_label
 from ..store.reader import Results
 from ..units import ms
@@ -26,32 +25,12 @@ ROW_KEYS = ("server", "level", "proto", "page", "trials", "ok", "failed", "failu
 keys" names them; tests/test_json_rows.py reads them there)."""
 
 
-def asked_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> tuple[str, str]:
-    """The protocol a label asked for and the one its server negotiated ("": not said), as run.json's `servers`
-    keep them; a bench's, as its trial's result keeps it (`proto`); an older run's label without them: its spec's
-    one protocol, or the one its name carries (`nginx[h2]`), else HTTP/1.1. The one reader of a label's protocol:
-    `--json` rows, the report and the catalog's cells all ask it."""
-    info = (doc.get("servers") or {}).get(label) or {}
-    spec = doc.get("spec") or {}
-    asked = info.get("proto") or bench_key(t, "proto")
-    if not asked:
-        own = list((spec.get("variant_protos") or {}).get(label) or spec.get("protos") or [])
-        asked = own[0] if len(own) == 1 else next((p for p in own if f"[{p}]" in label), protocols.DEFAULT)
-    return str(asked), str(info.get("negotiated") or "")
-
-
-def bench_key(t: TrialRecord | None, key: str) -> Any:
-    """A key `bench` keeps in its one trial's result beside the summary (`proto`, `streams_asked`); None: none."""
-    result = t.get("result") if t is not None else None
-    return cast(Mapping[str, Any], result).get(key) if result else None
-
-
 def proto_of(res: Results, label: str) -> str:
-    """The protocol a label of a results folder asked for (`asked_of` over its run's run.json and first trial)."""
+    """The protocol a label of a results folder asked for (`protocols.asked_of` over its run.json and first trial)."""
     found = res.info(label)
     if found is None:
         return protocols.DEFAULT
-    return asked_of(found[0].doc, label, next((t for t in res.trials if t["server"] == label), None))[0]
+    return protocols.asked_of(found[0].doc, label, next((t for t in res.trials if t["server"] == label), None))[0]
 
 
 def pages_of(res: Results, label: str, level: int) -> list[str]:
