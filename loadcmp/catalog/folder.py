@@ -280,17 +280,30 @@ def estimates(rows: Iterable[Mapping[str, Any]], metric: str) -> dict[CellKey, E
     return {cell: Estimate.of(v, skewed=metric in SKEWED) for cell, v in values.items()}
 
 
-def values(rows: list[Row]) -> dict[CellKey, tuple[str, dict[str, Value]]]:
-    """Each cell of one run's rows: its stack and every metric's Value."""
+def values(rows: list[Row], bound: set[CellKey] | frozenset[CellKey] = frozenset()
+           ) -> dict[CellKey, tuple[str, dict[str, Value]]]:
+    """Each cell of one run's rows: its stack and every metric's Value (client-bound: the cells of `bound`)."""
     per_metric = {m: estimates(rows, m) for m in METRICS}
     stacks = {cell_of(row): row["stack"] for row in rows}
-    return {cell: (stacks[cell], {m: value_of(per_metric[m][cell]) for m in METRICS}) for cell in stacks}
+    return {cell: (stacks[cell], {m: value_of(per_metric[m][cell], cell in bound) for m in METRICS})
+            for cell in stacks}
 
 
-def value_of(e: Estimate) -> Value:
+def value_of(e: Estimate, client_bound: bool = False) -> Value:
     """An Estimate as the catalog says it: the mean and its 95 % interval (from 3 trials on, else None)."""
     interval = e.interval
-    return Value(e.mean, interval[0] if interval else None, interval[1] if interval else None, e.n)
+    return Value(e.mean, interval[0] if interval else None, interval[1] if interval else None, e.n, client_bound)
+
+
+def bound_cells(doc: Mapping[str, Any]) -> set[CellKey]:
+    """The cells of a run where the client limited a trial (`store.reader.client_bound`): compare's rows and
+    history's points mark them."""
+    from ..store.reader import client_bound
+
+    cells: dict[CellKey, list[TrialRecord]] = {}
+    for t in measured(doc):
+        cells.setdefault(cell_key(t, doc), []).append(t)
+    return {cell for cell, trials in cells.items() if client_bound(trials) is not None}
 
 
 def check_metric(metric: str) -> None:
