@@ -18,6 +18,7 @@ from ..load.record.summary import over_trials
 from ..store.pagecells import MIX, page_label
 from ..store.reader import Results
 from ..units import ms
+from .mixes import sent_of
 
 ROW_KEYS = ("server", "level", "proto", "page", "trials", "ok", "failed", "failures", "unfinished", "started",
             "rps", "duration_s", "bytes", "latency_ms", "webbench")
@@ -61,9 +62,13 @@ def _mean(values: list[float]) -> float | int | None:
 def page_rows(res: Results, label: str, level: int) -> list[dict[str, Any]]:
     """One row per page of a cell's loads (none for a load of one page): the page's figures in each trial,
     their means, its latency pooled over the trials' requests, and `totals` summed as the whole's are. Its
-    `trials` and `measured_trials` are the whole's: the trials run, and those measured that the means are over."""
+    `trials` and `measured_trials` are the whole's: the trials run, and those measured that the means are over.
+    A mix's page also says what its window sent (`mixes.sent_of`): `sent` per trial and `sent_share`, beside
+    `share`, of the requests answered."""
     out = []
     ran = sum(1 for t in res.trials if t["server"] == label and t["level"] == level)  # the whole's `trials`
+    found = res.info(label)
+    spec: Mapping[str, Any] = found[0].doc["spec"] if found else {}
     for page in pages_of(res, label, level):
         name = page_label(label, page)
         docs = [t["result"] for t in res.cell(name, level)]
@@ -84,5 +89,9 @@ def page_rows(res: Results, label: str, level: int) -> list[dict[str, Any]]:
                                "latency_ms": latency,
                                "webbench": {"susceed": _mean([float(d["webbench"]["susceed"]) for d in docs]),
                                             "failed": _mean([float(d["webbench"]["failed"]) for d in docs])}}
+        if sent := [s for t in res.cell(label, level) if (s := sent_of(spec, t)) is not None]:
+            total = sum(sum(s.values()) for s in sent)
+            row["sent"] = _mean([float(s.get(page, 0)) for s in sent])
+            row["sent_share"] = round(sum(s.get(page, 0) for s in sent) / total, 6) if total else None
         out.append({**row, **over_trials(docs)})
     return out
