@@ -99,9 +99,10 @@ class Protocol:
         those = f"the stacks that do: {', '.join(speakers)}" if speakers else "no stack does"
         return f"--proto {self.name}: {who} does not speak {self.words}; {those}"
 
-    def run_error(self, engine: str, schedule: str) -> str | None:
-        """An engine or a schedule this protocol does not run with, in one line; None: it does."""
-        wrong = ([f"--schedule {schedule}"] if self.schedules is not None and schedule not in self.schedules
+    def run_error(self, engine: str, schedule: str, flag: str = "") -> str | None:
+        """An engine or a schedule this protocol does not run with, in one line; None: it does. `flag`: the flag
+        that asked for the schedule, where it is not `--schedule` (a replay's is `--replay-speed Nx`)."""
+        wrong = ([flag or f"--schedule {schedule}"] if self.schedules is not None and schedule not in self.schedules
                  else []) + ([f"--engine {engine}"] if engine not in self.engines else [])
         if not wrong:
             return None
