@@ -164,3 +164,26 @@ def test_a_row_s_protocol_is_the_catalog_s(tmp_path):
     rows = summary_doc(load_results(write_run(tmp_path / "run", doc)))["results"]
     assert [(r["server"], r["proto"]) for r in rows] == [("nginx[h1]", "h1"), ("nginx[h2]", "h2")]
     assert {t["server"]: cell_key(t, doc).protocol for t in doc["trials"]} == {"nginx[h1]": "https", "nginx[h2]": "h2"}
+
+
+def test_an_h2_report_speaks_of_connections_and_streams(tmp_path):
+    """An h2 run at -c 20 -m 10: its level is 20 connections × 10 streams wherever the report names it (memory,
+    the handshakes), and its handshakes are said per connection, or said absent from a window that made none."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+    from loadcmp.report.story import resources
+    from loadcmp.report.tls import tls_lines
+
+    doc = run_doc(0, Plan(labels=("nginx",), levels=(20,), proto="h2", tls=True, streams=10, trials=2), False, 0.0,
+                  random.Random(0))
+    doc["servers"]["nginx"]["tls"] = {"version": "TLSv1.3", "cipher": "TLS_AES_128_GCM_SHA256", "alpn": "h2"}
+    for t, shakes in zip(doc["trials"], (78, 0), strict=True):
+        t["tls"] = {"version": "TLSv1.3" if shakes else "", "cipher": "", "alpn": "", "full": shakes, "resumed": 0}
+    data = load_results(write_run(tmp_path / "h2", doc))
+    said = " ".join(resources(data) + tls_lines(data))
+    assert "at 20 connections × 10 streams)" in said and "at 20 clients" not in said, said
+    assert "nginx at 20 connections × 10 streams: 39 TLS handshakes per trial for" in said, said
+    doc["trials"][0]["tls"]["full"] = 0
+    quiet = " ".join(tls_lines(load_results(write_run(tmp_path / "kept", doc))))
+    assert "no TLS handshake in the window: its connections were opened in the warm-up" in quiet, quiet

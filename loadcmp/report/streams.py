@@ -89,8 +89,13 @@ def streams_of(data: Results, label: str) -> int:
 
 def clients(data: Results, label: str, level: int) -> str:
     """A level of a label in words: '20 clients', or '20 connections × 4 streams' where each carries -m."""
+    return f"{level:,} {unit_of(data, label)}"
+
+
+def unit_of(data: Results, label: str) -> str:
+    """What a label's level counts: 'clients', or 'connections × 4 streams' where each carries -m."""
     m = streams_of(data, label)
-    return f"{level:,} clients" if m == 1 else f"{level:,} connections × {m} streams"
+    return "clients" if m == 1 else f"connections × {m} streams"
 
 
 def asked_protocols(data: Results) -> dict[str, tuple[str, str]]:
@@ -133,7 +138,8 @@ def stream_lines(data: Results) -> list[str]:
            "primer's check before the load)." for s, (asked, got) in protos.items() if _multiplexed(asked)]
     for t in data.trials:
         if t["status"] == "wrong_protocol":
-            out.append(f"{t['server']} at {t['level']:,} clients was not measured: {t.get('reason', '')}.")
+            out.append(f"{t['server']} at {clients(data, t['server'], t['level'])} was not measured: "
+                       f"{t.get('reason', '')}.")
     for level in data.levels:
         for s in data.servers:
             out += _goaway_line(data, s, level)
@@ -153,9 +159,9 @@ def _goaway_line(data: Results, s: str, level: int) -> list[str]:
     value = info["settings"].get(knob) if info and knob else None
     said = (f": its per-connection limit {knob} = {value:,}" if knob and isinstance(value, int) else
             "; the stack names no tunable for it")
-    return [f"{s} at {level:,} clients: the server sent {goaways:,.0f} GOAWAY per trial, closing connections after "
-            f"at most {most:,} requests each{said}; every new connection costs the client its handshake and "
-            "window again."]
+    return [f"{s} at {clients(data, s, level)}: the server sent {goaways:,.0f} GOAWAY per trial, closing "
+            f"connections after at most {most:,} requests each{said}; every new connection costs the client its "
+            "handshake and window again."]
 
 
 def _multiplexed(proto: str) -> bool:
