@@ -90,3 +90,12 @@ def test_a_paced_replay_over_h2_is_refused_before_anything_starts(tmp_path):
     assert ("--replay: --proto h2 runs the fast engine's closed loop (-c connections, -m streams each), not "
             "--replay-speed 1x, the log's own timing (--replay-speed max runs the closed loop)") in said, said
     assert "--schedule replay" not in said  # --schedule has no such choice: the flag named is the one given
+
+
+@pytest.mark.parametrize("tls", [[], ["--tls"]], ids=["plain", "tls"])
+def test_journeys_refuse_tls_resume_and_do_not_advise_tls(tmp_path, tls):
+    """Journeys' users keep their own connections and resume no TLS session: --tls-resume with them is refused
+    with or without --tls, and adding --tls is never the advice (it would not make them resume)."""
+    said = _refused(tmp_path, ["--journey", "reader", "--app", "wordpress", "--tls-resume", "0.5", *tls])
+    assert "--tls-resume 0.5: --journey's users keep their own connections and resume no TLS session" in said, said
+    assert "add --tls" not in said
