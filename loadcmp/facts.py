@@ -53,6 +53,7 @@ class ReplayDoc(TypedDict):
     asked and got, and the answers as in the log or not."""
 
     file: str
+    sha256: NotRequired[str]  #: the log file's content hash (a catalog's cell names it, short)
     format: str  #: combined, common or json
     speed: str  #: 1x, 2x, ... or max
     lines: int  #: the log's lines read

@@ -13,9 +13,9 @@ both read it.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 from .errors import UsageError
 
@@ -99,9 +99,10 @@ class Protocol:
         those = f"the stacks that do: {', '.join(speakers)}" if speakers else "no stack does"
         return f"--proto {self.name}: {who} does not speak {self.words}; {those}"
 
-    def run_error(self, engine: str, schedule: str) -> str | None:
-        """An engine or a schedule this protocol does not run with, in one line; None: it does."""
-        wrong = ([f"--schedule {schedule}"] if self.schedules is not None and schedule not in self.schedules
+    def run_error(self, engine: str, schedule: str, flag: str = "") -> str | None:
+        """An engine or a schedule this protocol does not run with, in one line; None: it does. `flag`: the flag
+        that asked for the schedule, where it is not `--schedule` (a replay's is `--replay-speed Nx`)."""
+        wrong = ([flag or f"--schedule {schedule}"] if self.schedules is not None and schedule not in self.schedules
                  else []) + ([f"--engine {engine}"] if engine not in self.engines else [])
         if not wrong:
             return None
@@ -215,3 +216,17 @@ def _plain() -> str:
 def _over_tls() -> str:
     """The protocols that run over TLS, as a hint."""
     return "use --proto " + " or ".join(p.name for p in _TABLE.values() if p.tls == "required")
+
+
+def asked_of(doc: Mapping[str, Any], label: str, trial: Mapping[str, Any] | None = None) -> tuple[str, str]:
+    """The protocol a label of a stored run asked for and the one its server negotiated ("": not said), as
+    run.json's `servers` keep them; a bench's, as its trial's result keeps it (`proto`); an older run's label
+    without them: its spec's one protocol, or the one its name carries (`nginx[h2]`), else HTTP/1.1. The one
+    reader of a label's protocol: `--json` rows, the report and the catalog's cells all ask it."""
+    info = (doc.get("servers") or {}).get(label) or {}
+    spec = doc.get("spec") or {}
+    asked = info.get("proto") or ((trial or {}).get("result") or {}).get("proto")
+    if not asked:
+        own = list((spec.get("variant_protos") or {}).get(label) or spec.get("protos") or [])
+        asked = own[0] if len(own) == 1 else next((p for p in own if f"[{p}]" in label), DEFAULT)
+    return str(asked), str(info.get("negotiated") or "")

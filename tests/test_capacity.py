@@ -194,9 +194,9 @@ def test_the_papers_experiment_has_a_capacity_table():
 
 
 @pytest.mark.parametrize("args, needle", [
-    (["-c", "10"], "-c/--clients: the search finds the level itself"),
-    (["-t", "30s"], "a probe lasts --probe-time"),
-    (["--schedule", "rate", "--rate", "100"], "the search finds the rate itself"),
+    (["--slo", "p99<1s", "-c", "10"], "-c/--clients: the search finds the level itself"),
+    (["--slo", "p99<1s", "-t", "30s"], "a probe lasts --probe-time"),
+    (["--slo", "p99<1s", "--schedule", "rate", "--rate", "100"], "the search finds the rate itself"),
     (["--slo", "p99<1s, rps"], "bad check"),
     (["--slo", "p(99)<5 parsecs"], "unknown unit 'parsecs'"),
     (["--slo", "p99<1s", "--resolution", "0%"], "--resolution: must be above 0%"),
@@ -210,6 +210,22 @@ def test_bad_inputs_are_one_line_and_exit_2(args, needle):
     assert res.exit_code == 2, res.output
     said = [x for x in res.output.strip().splitlines() if x.strip()]
     assert len(said) == 1 and needle in said[0] and said[0].startswith("error: "), res.output
+
+
+def test_every_problem_is_said_at_once():
+    """As `validate` does: the flags the search sets itself, a bad target, a bad resolution and bounds that
+    contradict, each a line under one error, exit 2, nothing started."""
+    res = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "-c", "10", "-t", "5s", "--slo", "p99<<1s",
+                                   "--resolution", "200%", "--start", "500", "--max", "5", "--confirm", "4",
+                                   "--max-confirm", "2"])
+    assert res.exit_code == 2, res.output
+    said = [x.strip() for x in res.output.strip().splitlines() if x.strip()]
+    assert said[0] == "error: 6 problems:" and len(said) == 7, res.output
+    for needle in ("-c/--clients: the search finds", "-t/--time: a probe lasts", "--slo: bad check 'p99<<1s'",
+                   "--resolution: must be above 0%", "--start 500 is above the most", "--max-confirm 2 is below"):
+        assert sum(needle in line for line in said[1:]) == 1, (needle, res.output)
+    bad_only = CliRunner().invoke(cli, ["capacity", "--server", "nginx", "--slo", "p99<<1s"]).output
+    assert "no target" not in bad_only  # a target given and refused is not a target missing
 
 
 def test_a_bad_capacity_table_is_one_line_and_exit_2(tmp_path):

@@ -192,6 +192,8 @@ def test_the_ports_each_run_picked_are_no_difference():
     assert differences_of(doc(40659, 41001, 2), doc(35123, 39999, 2)) == []
     (d,) = differences_of(doc(40659, 41001, 2), doc(35123, 39999, 4))
     assert d.kind == "config" and d.key == "web/nginx.conf" and "-workers 2;" in d.diff and "+workers 4;" in d.diff
+    hunks = [line for line in d.diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
+    assert hunks == ["-workers 2;", "+workers 4;"], d.diff  # the ports each run picked are in no hunk
 
 
 def test_a_run_whose_labels_kept_no_page_has_the_specs_page_and_no_page_difference(tmp_path: Path):

@@ -132,3 +132,31 @@ def test_a_change_from_zero_is_said_from_0_not_plus_0_percent():
     (cp,) = change_points(cell, points, "failed_rate")
     assert (cp.index, cp.before, cp.direction, cp.change) == (5, 0.0, "worse", None)
     assert "from 0, worse" in change_text("failed_rate", cp)
+
+
+def test_a_client_bound_run_keeps_its_mark_in_the_history(tmp_path: Path):
+    """A run whose client limited a cell is marked in history as compare marks it: in the JSON (`client_bound`),
+    the terminal's table (‡ and its legend) and the figure (a hollow mark, named in the legend)."""
+    import json
+
+    from click.testing import CliRunner
+
+    from loadcmp.catalog.trend import trend_figure
+    from loadcmp.cli import cli
+
+    root = tmp_path / "r"
+    paths = make_runs(root, 3)
+    doc = json.loads((paths[1] / "run.json").read_text())
+    doc["trials"][0]["result"].update(client_bound=True, client_bound_reason="the client's CPU was full")
+    (paths[1] / "run.json").write_text(json.dumps(doc))
+    h = history(root, HistoryQuery("rps"))
+    (series,) = h.series
+    assert [p.value.client_bound for p in series.points] == [False, True, False]
+    out = CliRunner().invoke(cli, ["history", str(root)]).output
+    rows = [line for line in out.splitlines() if "run-0000" in line]
+    assert ["‡" in line for line in rows] == [False, True, False], out
+    assert "‡ client-bound: the client limited that run's req/s" in out
+    listed = json.loads(CliRunner().invoke(cli, ["history", str(root), "--json"]).output)
+    assert [p["value"]["client_bound"] for p in listed["series"][0]["points"]] == [False, True, False]
+    fig = trend_figure(h)
+    assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == ["‡ client-bound (req/s a lower bound)"]

@@ -188,3 +188,32 @@ def test_the_same_cell_under_another_label_is_named_with_the_pair_that_joins_it(
     assert res.exit_code == 2 and "(to compare the two labels as one: --pair caddy[h2]=caddy)" in res.output
     code, out = loadcmp("compare", a, b, "--pair", "caddy[h2]=caddy")
     assert code == 0 and "caddy" in out
+
+
+def test_two_logs_of_one_name_are_two_cells(tmp_path):
+    """Two different logs, both called access.log, replayed at 1x: each run's trials keep their log's content hash
+    (`load_plan` reads it), and history keeps the two apart, each named by its hash, short."""
+    import hashlib
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+    from loadcmp.traffic.logreplay import load_plan
+
+    root = tmp_path / "r"
+    line = '127.0.0.1 - - [26/Nov/2026:01:13:3{s} +0000] "GET /{p} HTTP/1.1" 200 10 "-" "x"\n'
+    digests = []
+    for i, page in enumerate(("a", "b")):
+        log = tmp_path / page / "access.log"
+        log.parent.mkdir()
+        log.write_text("".join(line.format(s=s, p=page) for s in range(5)))
+        plan = load_plan(str(log), None, "1x", ("GET", "HEAD"))
+        assert plan.sha256 == hashlib.sha256(log.read_bytes()).hexdigest()
+        digests.append(plan.sha256)
+        doc = run_doc(i, Plan(traffic=(("replay", str(log)), ("replay_speed", "1x")), page="/"), False, 0.0,
+                      random.Random(i))
+        for t in doc["trials"]:
+            t["result"]["replay"] = {"file": "access.log", "sha256": plan.sha256}
+        write_run(root / f"run-{i:05d}", doc)
+    h = history(root, HistoryQuery("rps", page="/", level=10))
+    assert sorted((s.cell.traffic, len(s.points)) for s in h.series) == sorted(
+        (f"replay access.log at 1x (log sha256 {d[:8]})", 1) for d in digests)

@@ -102,6 +102,19 @@ def test_a_server_that_processes_nothing_ends_each_request_as_goaway(h3, cafile)
     assert streams["goaway_unprocessed"] == 3 * SENDS and streams["connections"] == 3 * SENDS
 
 
+def test_the_warm_up_s_unprocessed_streams_are_not_counted(h3, cafile):
+    """Each counted request that fails as `goaway` was left unprocessed SENDS times and sent again SENDS - 1 times;
+    one still out at the close less: a warm-up as long as the window would double both counts."""
+    from loadcmp.load.record.outcomes import SENDS
+
+    spec = LoadSpec(target(h3.url("/goaway-all"), cafile, streams=1), Closed(1), 1.0, warmup=1.0, timeout=3.0)
+    doc = result_doc(run_load(spec))
+    streams, failed = doc["streams"], doc["failures"]["goaway"]
+    assert streams is not None and failed > 2 and doc["warmup_requests"] > 2, doc
+    assert failed * SENDS <= streams["goaway_unprocessed"] <= (failed + doc["unfinished"]) * SENDS, streams
+    assert failed * (SENDS - 1) <= streams["retried"] <= (failed + doc["unfinished"]) * (SENDS - 1), streams
+
+
 def _mix(h3, cafile: str, streams: int = 4):
     from loadcmp.traffic.mix import mix_pages, parse_mix
 

@@ -65,9 +65,27 @@ def test_a_label_s_protocol_is_a_key(tmp_path):
     assert all(r["page"] == "/index.php" for rs in rows.values() for r in rs)
 
 
+def failing(doc: dict, per_page: int = 3) -> dict:
+    """A run.json whose pages each failed `per_page` x (their place + 1) requests (http_5xx) per trial, beside
+    their ok, the whole's failures their sum."""
+    for t in doc["trials"]:
+        r = t["result"]
+        for i, p in enumerate(r["pages"]):
+            p["failed"], p["failures"] = per_page * (i + 1) + t["trial"], {"http_5xx": per_page * (i + 1) + t["trial"]}
+        failed = sum(p["failed"] for p in r["pages"])
+        r.update(failed=failed, failures={"http_5xx": failed}, started=r["started"] + failed,
+                 failed_rate=failed / (r["ok"] + failed))
+    return doc
+
+
 @pytest.mark.parametrize("pages", [MIX, STEPS], ids=["mix", "journey"])
 def test_each_page_has_its_row_and_the_pages_add_up_to_the_whole(tmp_path, pages):
-    [run] = make_runs(tmp_path, 1, pages=pages, labels=("nginx", "apache"), levels=(5, 20), trials=3)
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+
+    plan = Plan(pages=pages, labels=("nginx", "apache"), levels=(5, 20), trials=3)
+    run = write_run(tmp_path / "run", failing(run_doc(0, plan, False, 0.0, random.Random(0))))
     for command, rows in every_command(run).items():
         wholes = [r for r in rows if r["page"] == "mix"]
         assert [(r["server"], r["level"]) for r in wholes] == [(s, lv) for s in ("nginx", "apache") for lv in (5, 20)]
@@ -78,8 +96,94 @@ def test_each_page_has_its_row_and_the_pages_add_up_to_the_whole(tmp_path, pages
             assert {(r["server"], r["level"], r["proto"]) for r in own} == {(whole["server"], whole["level"], "h1")}
             assert sum(r["totals"]["ok"] for r in own) == whole["totals"]["ok"] > 0
             assert sum(r["ok"] for r in own) == pytest.approx(whole["ok"], abs=0.01)
-            assert sum(r["failed"] for r in own) == whole["failed"] == 0
+            assert sum(r["failed"] for r in own) == pytest.approx(whole["failed"], abs=0.01) and whole["failed"] > 0
+            assert sum(r["totals"]["failed"] for r in own) == whole["totals"]["failed"] > 0
+            assert sum(r["failures"]["http_5xx"] for r in own) == pytest.approx(whole["failures"]["http_5xx"])
             assert sum(r["share"] for r in own) == pytest.approx(1.0, abs=0.001)
-            assert all(r["trials"] == whole["measured_trials"] == 3 and r["latency_ms"]["p50"] > 0 for r in own)
+            assert all((r["trials"], r["measured_trials"]) == (whole["trials"], whole["measured_trials"]) == (3, 3)
+                       and r["latency_ms"]["p50"] > 0 for r in own)
     plain = summary_doc(load_results(make_runs(tmp_path / "one", 1)[0]))["results"]
     assert [r["page"] for r in plain] == ["/index.php"]  # one page: no row per page
+
+
+def test_an_h2_row_carries_its_tls_and_streams_facts(tmp_path):
+    """A window over h2 whose connections all came from the warm-up saw no handshake: its row still names the TLS
+    the load ran over (the primer's), and every h2 row carries its streams' tally as the stored result has it."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+
+    doc = run_doc(0, Plan(labels=("nginx",), proto="h2", tls=True, streams=10, trials=2), False, 0.0,
+                  random.Random(0))
+    doc["servers"]["nginx"]["tls"] = {"version": "TLSv1.3", "cipher": "TLS_AES_128_GCM_SHA256", "alpn": "h2",
+                                      "chain_ok": True, "key": "ecdsa-p256"}
+    for k, t in enumerate(doc["trials"]):
+        t["result"]["tls"] = {"version": "", "cipher": "", "alpn": "", "full": 0, "resumed": 0}
+        t["result"]["streams"] = {"protocol": "h2", "connections": 20, "streams": 4000, "streams_per_connection": 200.0,
+                                  "goaways": 2 * k, "goaway_unprocessed": 10 * k, "retried": 10 * k,
+                                  "resets": {"REFUSED_STREAM": 2}, "max_concurrent": 128, "max_per_connection": 1000}
+    rows = every_command(write_run(tmp_path / "h2", doc))
+    for command, (row, *_) in rows.items():
+        assert (row["tls"]["version"], row["tls"]["alpn"], row["tls"]["seen_by"], row["tls"]["full"]) == (
+            "TLSv1.3", "h2", "primer", 0), command
+        assert row["streams"] == {"protocol": "h2", "connections": 20, "streams": 4000, "streams_per_connection": 200,
+                                  "goaways": 1, "goaway_unprocessed": 5, "retried": 5,
+                                  "resets": {"REFUSED_STREAM": 2}, "max_concurrent": 128,
+                                  "max_per_connection": 1000}, command
+
+
+def test_a_page_row_s_trials_are_its_whole_s(tmp_path):
+    """A trial that measured nothing (its server did not start) is one of the whole's `trials` and not of its
+    `measured_trials`: so too for each of its pages."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+
+    doc = run_doc(0, Plan(pages=MIX, trials=3), False, 0.0, random.Random(0))
+    lost = doc["trials"][2]
+    lost.update(status="error", reason="the server did not start")
+    del lost["result"], lost["server_metrics"]
+    rows = summary_doc(load_results(write_run(tmp_path / "run", doc)))["results"]
+    assert [(r["page"], r["trials"], r["measured_trials"]) for r in rows] == [
+        ("mix", 3, 2), ("/index.html", 3, 2), ("/info.php", 3, 2)]
+    assert rows[1]["totals"]["trials"] == 2  # the sums are over the measured ones
+
+
+def test_a_row_s_protocol_is_the_catalog_s(tmp_path):
+    """An older run whose labels kept no `proto` (two protocols, named by the labels): a row says the protocol its
+    label carries, as the catalog's cell does; one reader (`protocols.asked_of`) answers both."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+    from loadcmp.catalog.folder import cell_key
+
+    doc = run_doc(0, Plan(labels=("nginx[h1]", "nginx[h2]"), tls=True, streams=4), False, 0.0, random.Random(0))
+    doc["spec"]["protos"] = ["h1", "h2"]
+    for info in doc["servers"].values():
+        del info["proto"], info["negotiated"]
+    rows = summary_doc(load_results(write_run(tmp_path / "run", doc)))["results"]
+    assert [(r["server"], r["proto"]) for r in rows] == [("nginx[h1]", "h1"), ("nginx[h2]", "h2")]
+    assert {t["server"]: cell_key(t, doc).protocol for t in doc["trials"]} == {"nginx[h1]": "https", "nginx[h2]": "h2"}
+
+
+def test_an_h2_report_speaks_of_connections_and_streams(tmp_path):
+    """An h2 run at -c 20 -m 10: its level is 20 connections × 10 streams wherever the report names it (memory,
+    the handshakes), and its handshakes are said per connection, or said absent from a window that made none."""
+    import random
+
+    from helpers.synthetic import Plan, run_doc, write_run
+    from loadcmp.report.story import resources
+    from loadcmp.report.tls import tls_lines
+
+    doc = run_doc(0, Plan(labels=("nginx",), levels=(20,), proto="h2", tls=True, streams=10, trials=2), False, 0.0,
+                  random.Random(0))
+    doc["servers"]["nginx"]["tls"] = {"version": "TLSv1.3", "cipher": "TLS_AES_128_GCM_SHA256", "alpn": "h2"}
+    for t, shakes in zip(doc["trials"], (78, 0), strict=True):
+        t["tls"] = {"version": "TLSv1.3" if shakes else "", "cipher": "", "alpn": "", "full": shakes, "resumed": 0}
+    data = load_results(write_run(tmp_path / "h2", doc))
+    said = " ".join(resources(data) + tls_lines(data))
+    assert "at 20 connections × 10 streams)" in said and "at 20 clients" not in said, said
+    assert "nginx at 20 connections × 10 streams: 39 TLS handshakes per trial for" in said, said
+    doc["trials"][0]["tls"]["full"] = 0
+    quiet = " ".join(tls_lines(load_results(write_run(tmp_path / "kept", doc))))
+    assert "no TLS handshake in the window: its connections were opened in the warm-up" in quiet, quiet

@@ -289,8 +289,8 @@ def test_the_reports_pages_of_the_mix_are_a_mixs_alone(tmp_path: Path):
         return mix_rows(Results([run], trials, pd.DataFrame(), pd.DataFrame(), ["nginx"]))[1]  # type: ignore[arg-type]
 
     mixed = rows({"mix": {"/fast": 3.0, "/slow": 1.0}, "seed": 1})
-    assert [(r[2], r[3], r[4], r[5]) for r in mixed] == [("/fast", "75%", "75", "75.0%"),
-                                                         ("/slow", "25%", "25", "25.0%")]
+    assert [(r[2], r[3], r[4], r[5], r[6]) for r in mixed] == [("/fast", "75%", "-", "75", "75.0%"),
+                                                               ("/slow", "25%", "-", "25", "25.0%")]  # sent: not known
     assert rows({"replay": "/var/log/access.log"}) == [] and rows({"journey": "reader"}) == []  # their pages: no mix's
     assert pagecells.MIX is MIX_LABEL  # one name for the mix as a whole
 
@@ -303,3 +303,22 @@ def test_a_mix_over_https_counts_each_page(tls_faulty, tls_cert):
     got = {p["page"]: p for p in doc["pages"]}
     assert got["/ok"]["status_codes"] == {"200": got["/ok"]["completed"]} and got["/404"]["completed"] > 5
     assert got["/ok"]["completed"] + got["/404"]["completed"] == doc["completed"]
+
+
+@pytest.mark.usefixtures("loop_path")
+def test_the_sent_shares_are_the_positions_the_window_took(faulty):
+    """What a window sent per page (`report.mixes.sent_of`: the drawn sequence's positions after the warm-up's),
+    against what it answered: every page sent at least what it answered, and at most the requests still out at the
+    close more (nearly all of them the slow page's); the pages' sent add up to the load's started."""
+    from loadcmp.report.mixes import sent_of
+
+    target = make_target(faulty.url("/ok"), keepalive=True)
+    mix = {"/ok": 70.0, "/slow?ms=200": 30.0}
+    pages = mix_pages(tuple(mix.items()), 11, target)
+    doc = result_doc(run_load(LoadSpec(target, Closed(8), 1.0, warmup=0.5, pages=pages)))
+    sent = sent_of({"mix": mix, "seed": 11}, {"result": doc})  # type: ignore[typeddict-item]
+    assert sent is not None and doc["warmup_requests"] > 50 and doc["failed"] == 0, doc
+    done = {p["page"]: p["completed"] for p in doc["pages"]}
+    assert sum(sent.values()) == doc["started"]
+    assert 0 <= sent["/slow?ms=200"] - done["/slow?ms=200"] <= 8, (sent, done)  # most still out are the slow's
+    assert 0 <= sent["/ok"] - done["/ok"] <= 3, (sent, done)  # an /ok is out for µs: a shifted walk is off by tens

@@ -76,4 +76,15 @@ def test_pages_in_a_file_are_named_as_the_files_key(tmp_path):
 def test_a_paced_replay_over_h2_is_refused_before_anything_starts(tmp_path):
     """A replay at 1x runs the replay schedule, which h2 does not run (at max it is the closed loop's)."""
     said = _refused(tmp_path, ["--replay", _log(tmp_path), "--replay-speed", "1x", "--proto", "h2", "--tls"])
-    assert "--replay-speed 1x: --proto h2 runs the fast engine's closed loop" in said, said
+    assert ("--replay: --proto h2 runs the fast engine's closed loop (-c connections, -m streams each), not "
+            "--replay-speed 1x, the log's own timing (--replay-speed max runs the closed loop)") in said, said
+    assert "--schedule replay" not in said  # --schedule has no such choice: the flag named is the one given
+
+
+@pytest.mark.parametrize("tls", [[], ["--tls"]], ids=["plain", "tls"])
+def test_journeys_refuse_tls_resume_and_do_not_advise_tls(tmp_path, tls):
+    """Journeys' users keep their own connections and resume no TLS session: --tls-resume with them is refused
+    with or without --tls, and adding --tls is never the advice (it would not make them resume)."""
+    said = _refused(tmp_path, ["--journey", "reader", "--app", "wordpress", "--tls-resume", "0.5", *tls])
+    assert "--tls-resume 0.5: --journey's users keep their own connections and resume no TLS session" in said, said
+    assert "add --tls" not in said

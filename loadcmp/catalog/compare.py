@@ -17,12 +17,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
-from .folder import cell_key, estimates, load, measured, trial_rows, value_of
+from .folder import bound_cells, estimates, load, trial_rows, value_of
 from .model import METRICS, CellKey, CompareRow, Comparison, Difference, MetricDelta, Verdict
 from .setup import differences_of
 
 if TYPE_CHECKING:
-    from ..records import TrialRecord
     from ..report.tables import Estimate
 
 
@@ -64,16 +63,6 @@ def delta(metric: str, a: Estimate, b: Estimate, bound: str = "") -> MetricDelta
     v = verdict(metric, a, b, r.low, r.high)
     return MetricDelta(metric, value_of(a), value_of(b), r.value, r.low, r.high,
                        one_sided(v, bound) if metric == "rps" else v)
-
-
-def _bound(doc: dict[str, Any]) -> set[CellKey]:
-    """The cells where the client limited a trial (`store.reader.client_bound`)."""
-    from ..store.reader import client_bound
-
-    cells: dict[CellKey, list[TrialRecord]] = {}
-    for t in measured(doc):
-        cells.setdefault(cell_key(t, doc), []).append(t)
-    return {cell for cell, trials in cells.items() if client_bound(trials) is not None}
 
 
 def _sides(cell: CellKey, bound_a: set[CellKey], bound_b: set[CellKey]) -> str:
@@ -138,7 +127,7 @@ def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison
         diffs = _first(diffs + _paired(pair, doc_a, doc_b))
     if not shared and not any(d.kind == "workload" for d in diffs):
         raise _no_shared_cell(Path(a), Path(b), sorted(cells_a), sorted(cells_b))
-    bound_a, bound_b = _bound(doc_a), _bound(doc_b)
+    bound_a, bound_b = bound_cells(doc_a), bound_cells(doc_b)
     if pair is not None:
         bound_b = {_relabel(c, pair) for c in bound_b}
     rows = []

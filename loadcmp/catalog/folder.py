@@ -132,21 +132,8 @@ def load(path: Path, broken_ok: bool = False) -> tuple[RunEntry, dict[str, Any]]
     return found, doc or {}
 
 
-def asked_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> tuple[str, str]:
-    """The protocol a label asked for and the one its server negotiated ("": not said), as run.json's `servers`
-    keep them; a bench's, as its trial's result keeps it (`proto`); an older run's label without them: its spec's
-    one protocol, or the one its name carries (`nginx[h2]`), else HTTP/1.1."""
-    info = (doc.get("servers") or {}).get(label) or {}
-    spec = doc.get("spec") or {}
-    asked = info.get("proto") or _bench(t, "proto")
-    if not asked:
-        own = list((spec.get("variant_protos") or {}).get(label) or spec.get("protos") or [])
-        asked = own[0] if len(own) == 1 else next((p for p in own if f"[{p}]" in label), protocols.DEFAULT)
-    return str(asked), str(info.get("negotiated") or "")
-
-
-def _bench(t: TrialRecord | None, key: str) -> Any:
-    """A key `bench` keeps in its one trial's result beside the summary (`proto`, `streams_asked`); None: none."""
+def bench_key(t: TrialRecord | None, key: str) -> Any:
+    """A key `bench` keeps in its one trial's result beside the summary (`streams_asked`); None: none."""
     result = t.get("result") if t is not None else None
     return cast(Mapping[str, Any], result).get(key) if result else None
 
@@ -158,7 +145,7 @@ def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
     from ..store.handshakes import tls_of
 
     label = str(t["server"])
-    asked, negotiated = asked_of(doc, label, t)
+    asked, negotiated = protocols.asked_of(doc, label, t)
     result = t.get("result")
     tally = result.get("streams") if result else None
     negotiated = negotiated or str(tally["protocol"] if tally else "")
@@ -177,17 +164,26 @@ def protocol_of(t: TrialRecord, doc: Mapping[str, Any]) -> str:
 def streams_of(doc: Mapping[str, Any], label: str, t: TrialRecord | None = None) -> int:
     """The requests a label kept in flight per connection: -m where its protocol multiplexes (a bench's as its
     trial keeps it), else one."""
-    row = protocols.find(asked_of(doc, label, t)[0])
+    row = protocols.find(protocols.asked_of(doc, label, t)[0])
     if row is None or not row.multiplexed:
         return 1
-    return int((doc.get("spec") or {}).get("streams") or _bench(t, "streams_asked") or 1)
+    return int((doc.get("spec") or {}).get("streams") or bench_key(t, "streams_asked") or 1)
 
 
 def traffic_said(doc: Mapping[str, Any], level: int | None = None) -> str:
-    """A run's traffic and its parameters in a cell's words (`Source.said`; "": one page), at `level`."""
+    """A run's traffic and its parameters in a cell's words (`Source.said`; "": one page), at `level`; a replayed
+    log's with its content hash, short (two logs of one name are two workloads; a run stored before the hash was
+    kept says none)."""
     from ..traffic.fits import traffic_of
 
-    return traffic_of(doc.get("spec") or {})[0].said(level)
+    said = traffic_of(doc.get("spec") or {})[0].said(level)
+    digest = next((str(r["replay"]["sha256"]) for t in measured(doc)
+                   if "sha256" in (r := cast(Mapping[str, Any], t["result"])).get("replay", {})), "")
+    return f"{said} (log sha256 {digest[:SHORT_HASH]})" if digest else said
+
+
+SHORT_HASH = 8
+"""The hex digits of a log's hash a cell shows: enough to tell a user's logs apart."""
 
 
 def app_of(doc: Mapping[str, Any], label: str) -> str:
@@ -287,17 +283,30 @@ def estimates(rows: Iterable[Mapping[str, Any]], metric: str) -> dict[CellKey, E
     return {cell: Estimate.of(v, skewed=metric in SKEWED) for cell, v in values.items()}
 
 
-def values(rows: list[Row]) -> dict[CellKey, tuple[str, dict[str, Value]]]:
-    """Each cell of one run's rows: its stack and every metric's Value."""
+def values(rows: list[Row], bound: set[CellKey] | frozenset[CellKey] = frozenset()
+           ) -> dict[CellKey, tuple[str, dict[str, Value]]]:
+    """Each cell of one run's rows: its stack and every metric's Value (client-bound: the cells of `bound`)."""
     per_metric = {m: estimates(rows, m) for m in METRICS}
     stacks = {cell_of(row): row["stack"] for row in rows}
-    return {cell: (stacks[cell], {m: value_of(per_metric[m][cell]) for m in METRICS}) for cell in stacks}
+    return {cell: (stacks[cell], {m: value_of(per_metric[m][cell], cell in bound) for m in METRICS})
+            for cell in stacks}
 
 
-def value_of(e: Estimate) -> Value:
+def value_of(e: Estimate, client_bound: bool = False) -> Value:
     """An Estimate as the catalog says it: the mean and its 95 % interval (from 3 trials on, else None)."""
     interval = e.interval
-    return Value(e.mean, interval[0] if interval else None, interval[1] if interval else None, e.n)
+    return Value(e.mean, interval[0] if interval else None, interval[1] if interval else None, e.n, client_bound)
+
+
+def bound_cells(doc: Mapping[str, Any]) -> set[CellKey]:
+    """The cells of a run where the client limited a trial (`store.reader.client_bound`): compare's rows and
+    history's points mark them."""
+    from ..store.reader import client_bound
+
+    cells: dict[CellKey, list[TrialRecord]] = {}
+    for t in measured(doc):
+        cells.setdefault(cell_key(t, doc), []).append(t)
+    return {cell for cell, trials in cells.items() if client_bound(trials) is not None}
 
 
 def check_metric(metric: str) -> None:

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypedDict, Unpack
 
 from ..errors import UsageError
-from .folder import CELL_COLUMNS, cell_row, check_metric, entry, judge, started_of, state_of, values
+from .folder import CELL_COLUMNS, bound_cells, cell_row, check_metric, entry, judge, started_of, state_of, values
 from .model import METRICS, CellKey, RunEntry, Value
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Catalog", "cache_file", "entry", "open_catalog", "run_folders"]
 
-SCHEMA = "4"
+SCHEMA = "5"
 """The index's own format: an index of another is dropped and rebuilt. Raised whenever what a cell keeps, or
 how its Values are made, changes (an unchanged folder is never read again)."""
 
@@ -46,7 +46,7 @@ RUNS = {"folder": "VARCHAR", "mtime_ns": "BIGINT", "size": "BIGINT", "state": "V
 CELLS = {"folder": "VARCHAR", "label": "VARCHAR", "stack": "VARCHAR", "level": "INTEGER", "page": "VARCHAR",
          "protocol": "VARCHAR", "streams": "INTEGER", "traffic": "VARCHAR", "app": "VARCHAR",
          **{f"{m}_{k}": "DOUBLE" for m in METRICS for k in ("mean", "low", "high")},
-         **{f"{m}_n": "INTEGER" for m in METRICS}}
+         **{f"{m}_n": "INTEGER" for m in METRICS}, "client_bound": "BOOLEAN"}
 """A run's cell: each metric's Value over its measured trials, made when the run is indexed (`folder.values`:
 the report's Estimate), so that a warm query needs neither the trials nor pandas."""
 SPLITS = {"key": "VARCHAR PRIMARY KEY", "found": "VARCHAR"}
@@ -112,7 +112,7 @@ class Catalog:
             args.append(_key(self.root.resolve(), Path(exclude).resolve()))
         cols = ", ".join(CELL_COLUMNS)
         sql = (f"SELECT c.folder, {cols}, {metric}_mean, {metric}_low, {metric}_high, "
-               f"{metric}_n FROM cells c JOIN runs r USING (folder) WHERE r.state IN {MEASURED} "
+               f"{metric}_n, client_bound FROM cells c JOIN runs r USING (folder) WHERE r.state IN {MEASURED} "
                f"{''.join(' AND ' + w for w in where)} ORDER BY r.sort_key, c.folder, {cols}")
         return [(self.root if rec[0] == "." else self.root / rec[0], CellKey(*rec[1:8]), Value(*rec[8:]))
                 for rec in self.con.execute(sql, args).fetchall()]
@@ -267,12 +267,15 @@ def _index(con: DuckDBPyConnection, root: Path, fresh: list[Path], stamps: dict[
         runs.append({"folder": key, "mtime_ns": stamp[0], "size": stamp[1], "state": e.state, "name": e.name,
                      "run_id": e.run_id, "kind": e.kind, "started": e.started, "sort_key": started_of(f, doc)[1],
                      "reason": e.reason, **_owner(doc)})
-        for cell, (stack, vals) in values(rows).items():
+        bound = bound_cells(doc) if doc is not None and rows else set()
+        for cell, (stack, vals) in values(rows, bound).items():
             cells.append({"folder": key, "stack": stack, **cell_row(cell),
-                          **{f"{m}_{k}": getattr(v, k) for m, v in vals.items() for k in ("mean", "low", "high", "n")}})
+                          **{f"{m}_{k}": getattr(v, k) for m, v in vals.items() for k in ("mean", "low", "high", "n")},
+                          "client_bound": cell in bound})
     for name, cols, recs in (("runs", RUNS, runs), ("cells", CELLS, cells)):
         if recs:
-            arrow = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64()}
+            arrow = {"VARCHAR": pa.string(), "BIGINT": pa.int64(), "INTEGER": pa.int32(), "DOUBLE": pa.float64(),
+                     "BOOLEAN": pa.bool_()}
             new_rows = pa.Table.from_pylist(recs, schema=pa.schema([(c, arrow[t]) for c, t in cols.items()]))
             con.register("new_rows", new_rows)
             con.execute(f"INSERT INTO {name} SELECT * FROM new_rows")

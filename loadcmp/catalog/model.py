@@ -94,6 +94,7 @@ class Value:
     low: float | None
     high: float | None
     n: int  #: measured trials
+    client_bound: bool = False  #: the client limited a trial of the cell: its req/s is a lower bound (`bound_cells`)
 
 
 @dataclass(frozen=True)

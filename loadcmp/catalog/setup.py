@@ -87,14 +87,16 @@ def _masked(text: str | None, ports: set[str]) -> str | None:
 def _configs(scope: str, a: Mapping[str, str], b: Mapping[str, str],
              ports: tuple[set[str], set[str]] = (set(), set())) -> list[Difference]:
     """The rendered configs that differ once each run's own ports are masked (`ports_of`), each with a
-    unified diff (A's file, then B's)."""
+    unified diff (A's file, then B's) of the masked texts: a port each run picked is no difference, so no hunk
+    of the diff is one."""
     out = []
     for path in sorted({*a, *b}):
         before, after = a.get(path), b.get(path)
-        if _masked(before, ports[0]) == _masked(after, ports[1]):
+        masked = _masked(before, ports[0]), _masked(after, ports[1])
+        if masked[0] == masked[1]:
             continue
-        diff = "".join(difflib.unified_diff((before or "").splitlines(keepends=True),
-                                            (after or "").splitlines(keepends=True),
+        diff = "".join(difflib.unified_diff((masked[0] or "").splitlines(keepends=True),
+                                            (masked[1] or "").splitlines(keepends=True),
                                             fromfile=f"a/{path}", tofile=f"b/{path}"))
         out.append(Difference("config", scope, path, None if before is None else _short(before),
                               None if after is None else _short(after), diff))

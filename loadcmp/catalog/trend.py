@@ -54,6 +54,11 @@ def _panel(ax: Axes, metric: str, s: Series, colour: str) -> None:
     hi = [max(0.0, p.value.high / scale - y) if p.value.high is not None and p.value.mean is not None else 0.0
           for y, p in zip(ys, s.points, strict=True)]
     ax.errorbar(xs, ys, yerr=[lo, hi], fmt="-o", color=colour, ms=4, capsize=3, lw=1.2)
+    bound = [(x, y) for x, y, p in zip(xs, ys, s.points, strict=True) if p.value.client_bound]
+    if bound:  # a client-bound run's value is the client's pace: a hollow mark, named in the legend
+        ax.plot([x for x, _ in bound], [y for _, y in bound], "o", ms=9, mfc="none", mec="#444444", mew=1.2,
+                label="‡ client-bound (req/s a lower bound)")
+        ax.legend(loc="lower left", fontsize=8, frameon=False)
     _segments(ax, s, scale, len(xs), colour)
     for k, cp in enumerate(s.change_points):
         c = CHANGE_COLOURS[cp.direction]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from ..errors import Problems, UsageError
 from .app import cli, emit_json
 from .display import err, markup, out, print_rows
 from .options import LoadFlags, SearchFlags, SetupFlags, load_options_but, search_options, setup_options
@@ -73,9 +74,13 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, *
     load, setup, target = LoadFlags.pop(flags), SetupFlags.pop(flags), SearchFlags.pop(flags)
     live = LiveFlags.pop(flags)
     setup.check_out()
-    load.refuse(REFUSED)
     own = {**target.table(), "max_confirm": flags.pop("max_confirm", None)}  # capacity's own; tune has none
-    base, cap, _ = search_spec(experiment, {**load.given(), **setup.fields_with(servers_)}, own)
+    p = Problems()  # the flags refused and the search's own problems, all at once
+    p.attempt(lambda: load.refuse(REFUSED))
+    found = p.attempt(lambda: search_spec(experiment, {**load.given(), **setup.fields_with(servers_)}, own))
+    p.raise_if_any(UsageError)
+    assert found is not None
+    base, cap, _ = found
     spec = replace(cap.probe_spec(base, cap.start), duration=cap.probe_time)
     with watching(live) as watch:
         outcome = search(spec, cap, as_json, watch)

@@ -62,6 +62,8 @@ def show_history(h: History) -> None:
 
     for s in h.series:
         out.print(series_table(h.query.metric, s))
+        if any(p.value.client_bound for p in s.points):
+            out.print(BOUND_LEGEND, soft_wrap=True)
         for cp in s.change_points:
             colour = "red" if cp.direction == "worse" else "green"
             out.print(markup("  [{0}]change point[/{0}] at {1}: {2}, p = {3:.3g}; set-up: {4}", colour,
@@ -99,9 +101,15 @@ def series_table(metric: str, s: Series) -> PlainTable:
             mark = Text("▶", style=colour)
             change = Text(f"{number(metric, cp.before)} → {number(metric, cp.after)} ({change_percent(cp)})",
                           style=colour)
-        t.add_row(mark, p.run.started, p.run.path.name, plus_minus(metric, p.value),
+        t.add_row(mark, p.run.started, p.run.path.name, plus_minus(metric, p.value) + BOUND_MARK * p.value.client_bound,
                   str(p.value.n), change)
     return t
+
+
+BOUND_MARK = " ‡"
+"""After a run's value where its client limited the cell (`Value.client_bound`), as compare marks its rows."""
+BOUND_LEGEND = ("  ‡ client-bound: the client limited that run's req/s, a lower bound (docs/client-bound.md); a change "
+                "to or from it may be the client's")
 
 
 def without_point(h: History) -> list[RunEntry]:

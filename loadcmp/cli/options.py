@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
-from ..errors import UsageError
+from ..errors import Problems, UsageError
 from ..load import engines
 from .flaggroup import FlagGroup, flag
 from .protocols import ProtoFlags, TlsFlags, proto_options, tls_options
@@ -59,10 +59,10 @@ class LoadFlags(FlagGroup):
         return out
 
     def refuse(self, why: dict[str, str]) -> None:
-        """A UsageError for the first flag given that the command refuses (field name -> why)."""
-        for key, text in why.items():
-            if getattr(self, key) is not None:
-                raise UsageError(text)
+        """A UsageError naming every flag given that the command refuses (field name -> why), at once."""
+        p = Problems()
+        p.extend(text for key, text in why.items() if getattr(self, key) is not None)
+        p.raise_if_any(UsageError)
 
 
 def load_options(f: F) -> F:

@@ -107,6 +107,18 @@ def convert(key: str, v: Any, what: str) -> Any:
     return _whole(v, what)
 
 
+BAD = object()
+"""A flag's value that could not be read (its problem said already): no value, and no "not given" either."""
+
+
+class Unread(UsageError):
+    """No search for a flag that could not be read (`BAD`): its own problem is said, this adds none."""
+
+    @property
+    def messages(self) -> list[str]:
+        return []
+
+
 def capacity_spec(spec: RunSpec, table: dict[str, Any], flags: dict[str, Any], where: str = "[capacity]"
                   ) -> CapacitySpec:
     """The file's [capacity] table, then the flags given (already parsed); all problems at once."""
@@ -121,20 +133,22 @@ def capacity_spec(spec: RunSpec, table: dict[str, Any], flags: dict[str, Any], w
                 values[key] = convert(key, table[key], f"{where} {key}")
             except UsageError as e:
                 problems.take(e)
-    values.update({k: v for k, v in flags.items() if v is not None})
-    problems.raise_if_any()
-    if "slo" not in values:
-        raise UsageError("no target: give --slo 'p99<500ms, failed_rate<1%' (or slo in a [capacity] table)")
+    values.update({k: v for k, v in flags.items() if v is not None and v is not BAD})
+    if "slo" not in values and flags.get("slo") is not BAD:
+        problems.add("no target: give --slo 'p99<500ms, failed_rate<1%' (or slo in a [capacity] table)")
     unit: Literal["clients", "requests/s"] = "requests/s" if spec.schedule == "rate" else "clients"
     top, why = default_max(spec, unit)
     if "max" in values:
         top, why = values["max"], "the most asked for"
     start = values.get("start", START)
     if start > top:
-        raise UsageError(f"--start {start:,} is above the most the search may go to, {top:,} ({why})")
+        problems.add(f"--start {start:,} is above the most the search may go to, {top:,} ({why})")
     confirm, most = values.get("confirm", CONFIRM), values.get("max_confirm")
     if most is not None and most < confirm:
-        raise UsageError(f"--max-confirm {most:,} is below --confirm {confirm:,}: a confirmation starts with "
-                         "--confirm trials and may only grow")
+        problems.add(f"--max-confirm {most:,} is below --confirm {confirm:,}: a confirmation starts with "
+                     "--confirm trials and may only grow")
+    problems.raise_if_any(UsageError)
+    if "slo" not in values:  # a --slo that could not be read: its problem is the caller's to say
+        raise Unread("a --slo that could not be read")
     return CapacitySpec(values["slo"], start, top, why, values.get("resolution", RESOLUTION), confirm,
                         values.get("probe_time", PROBE_S), unit=unit, max_confirm=most)

@@ -10,9 +10,11 @@ settings (flags over the file's `[capacity]` table) the same way, so no command 
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..errors import Problems, UsageError
 from ..traffic.fits import traffic_of
 from ..traffic.source import DEFAULTS
 from .apps import with_default_pages
@@ -82,15 +84,20 @@ def search_spec(experiment: str | None, given: dict[str, Any], search: dict[str,
                 ) -> tuple[RunSpec, CapacitySpec, dict[str, Any]]:
     """A search's load as a run of one probe (the level, and by rate the rate, set per probe), its settings
     from the flags over the file's [capacity] table, and the file's other tables (`capacity`, `tune`)."""
-    from .capacity import capacity_spec, convert
+    from .capacity import BAD, capacity_spec, convert
 
-    own = {k: convert(k, v, f"--{k.replace('_', '-')}") if v is not None and k in ("slo", "resolution") else v
-           for k, v in search.items()}
+    p = Problems()  # every problem of the flags, the file and the search at once, as `validate` says them
+    own = {k: p.attempt(partial(convert, k, v, f"--{k.replace('_', '-')}"))
+           if v is not None and k in ("slo", "resolution") else v for k, v in search.items()}
+    own = {k: BAD if v is None and search.get(k) is not None else v for k, v in own.items()}
     fields, extra = load_experiment(experiment) if experiment else ({}, {})
     probe = {**given, **PROBE_FIELDS}
     if probe.get("schedule", fields.get("schedule")) == "rate":
         probe["rate"] = 1.0
-    base = spec_of(fields, probe)
-    cap = capacity_spec(base, extra.get("capacity", {}), own,
-                        f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]")
+    base = p.attempt(lambda: spec_of(fields, probe))
+    cap = None if base is None else p.attempt(lambda: capacity_spec(
+        base, extra.get("capacity", {}), own,
+        f"{Path(experiment).name}: [capacity]" if experiment else "[capacity]"))
+    p.raise_if_any(UsageError)
+    assert base is not None and cap is not None
     return base, cap, extra

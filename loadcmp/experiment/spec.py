@@ -373,7 +373,8 @@ def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) ->
     """The https problems of these labels (`render.tls_problems`): each label's own --tls and settings."""
     asked = [variants.TlsAsked(v.label, cat.get(v.stack), spec.tls_for(v.label),
                       tuple(spec.variant_settings.get(v.label, {}))) for v in servers]
-    return variants.tls_problems(asked, spec.tls_resume, tuple(spec.settings))
+    return variants.tls_problems(asked, spec.tls_resume, tuple(spec.settings),
+                                 None if spec.traffic.resumes_tls else spec.traffic.flag)
 
 
 def _check_numbers(p: Problems, spec: RunSpec) -> None:

@@ -234,11 +234,17 @@ class TlsAsked:
     """The `tls.*` settings given to this label alone (a variant's); said as `label:key`."""
 
 
-def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[str] = ()) -> list[str]:
+def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[str] = (),
+                 resumed_by: str | None = None) -> list[str]:
     """Every https problem of a run or `up`, in one wording: --tls of a stack that cannot serve https, a share
-    to resume outside 0..1, and `tls.*` settings (`settings`: given to every label) or a share to resume where
-    no server runs https."""
+    to resume outside 0..1, a share to resume where the traffic's engine resumes none (`resumed_by`: its flag,
+    `--journey`; with or without --tls, so no "add --tls" there), and `tls.*` settings (`settings`: given to
+    every label) or a share to resume where no server runs https."""
     p = Problems()
+    if resume and resumed_by is not None:
+        p.add(f"--tls-resume {resume:g}: {resumed_by}'s users keep their own connections and resume no TLS session; "
+              f"drop --tls-resume")
+        resume = 0.0
     for s in servers:
         if s.https and not s.stack.serves_https:
             p.add(no_https(s.stack) if s.label == s.stack.name else f"{s.label}: {no_https(s.stack)}")

@@ -10,6 +10,7 @@ and the figures here say by how much (docs/https.md).
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from ..records import TrialRecord
@@ -67,10 +68,12 @@ def bound_said(bound: ClientBound) -> str | None:
             "them (--tls-resume F)")
 
 
-def facts(trials: list[TrialRecord]) -> dict[str, Any] | None:
+def facts(trials: list[TrialRecord], primed: Mapping[str, Any] | None = None) -> dict[str, Any] | None:
     """A cell's TLS facts over its trials for `--json`: the most common version, cipher and ALPN, the mean
     full and resumed handshakes per trial, handshakes per second, the resumed share and `tls_errors` by
-    reason (means per trial); None over plain http."""
+    reason (means per trial); None over plain http. A window that opened no connection (each one from the
+    warm-up, as h2's few long ones are) saw no handshake: its version, cipher and ALPN are then the primer's
+    (`primed`, run.json's `servers[label].tls`), said by `seen_by: "primer"`."""
     got = [(tls, r) for t in trials if (tls := tls_of(t)) is not None and (r := t.get("result"))]
     if not got:
         return None
@@ -85,7 +88,10 @@ def facts(trials: list[TrialRecord]) -> dict[str, Any] | None:
         return Counter(str(tls.get(key, "")) for tls, _ in got).most_common(1)[0][0]
 
     rate = sum(handshake_rate(t) or 0.0 for t in trials if tls_of(t) is not None and t.get("result")) / n
-    return {"version": common("version"), "cipher": common("cipher"), "alpn": common("alpn"),
+    said = {k: common(k) for k in ("version", "cipher", "alpn")}
+    if not said["version"] and primed and primed.get("version"):
+        said = {k: str(primed.get(k) or "") for k in said} | {"seen_by": "primer"}
+    return {**said,
             "full": round(full / n, 1), "resumed": round(resumed / n, 1), "handshakes_per_s": round(rate, 1),
             "resumed_share": round(resumed / (full + resumed), 4) if full + resumed else None,
             "tls_errors": {k: round(v / n, 1) for k, v in reasons.most_common()}}

@@ -18,6 +18,7 @@ from ..load.record.summary import over_trials
 from ..store.pagecells import MIX, page_label
 from ..store.reader import Results
 from ..units import ms
+from .mixes import sent_of
 
 ROW_KEYS = ("server", "level", "proto", "page", "trials", "ok", "failed", "failures", "unfinished", "started",
             "rps", "duration_s", "bytes", "latency_ms", "webbench")
@@ -26,9 +27,11 @@ keys" names them; tests/test_json_rows.py reads them there)."""
 
 
 def proto_of(res: Results, label: str) -> str:
-    """The protocol a label asked for (run.json's `servers[label].proto`; a label without it: HTTP/1.1)."""
+    """The protocol a label of a results folder asked for (`protocols.asked_of` over its run.json and first trial)."""
     found = res.info(label)
-    return str((found[1].get("proto") if found else None) or protocols.DEFAULT)
+    if found is None:
+        return protocols.DEFAULT
+    return protocols.asked_of(found[0].doc, label, next((t for t in res.trials if t["server"] == label), None))[0]
 
 
 def pages_of(res: Results, label: str, level: int) -> list[str]:
@@ -58,8 +61,14 @@ def _mean(values: list[float]) -> float | int | None:
 
 def page_rows(res: Results, label: str, level: int) -> list[dict[str, Any]]:
     """One row per page of a cell's loads (none for a load of one page): the page's figures in each trial,
-    their means, its latency pooled over the trials' requests, and `totals` summed as the whole's are."""
+    their means, its latency pooled over the trials' requests, and `totals` summed as the whole's are. Its
+    `trials` and `measured_trials` are the whole's: the trials run, and those measured that the means are over.
+    A mix's page also says what its window sent (`mixes.sent_of`): `sent` per trial and `sent_share`, beside
+    `share`, of the requests answered."""
     out = []
+    ran = sum(1 for t in res.trials if t["server"] == label and t["level"] == level)  # the whole's `trials`
+    found = res.info(label)
+    spec: Mapping[str, Any] = found[0].doc["spec"] if found else {}
     for page in pages_of(res, label, level):
         name = page_label(label, page)
         docs = [t["result"] for t in res.cell(name, level)]
@@ -73,12 +82,16 @@ def page_rows(res: Results, label: str, level: int) -> list[dict[str, Any]]:
             k: _mean([float(v) for d in said if (v := d["latency_ms"].get(k)) is not None])
             for k in docs[0]["latency_ms"]}  # no histogram stored: the trials' mean of each
         row: dict[str, Any] = {"server": label, "level": level, "proto": proto_of(res, label), "page": page,
-                               "trials": len(docs), **{k: _mean(v) for k, v in counts.items()},
+                               "trials": ran, "measured_trials": len(docs), **{k: _mean(v) for k, v in counts.items()},
                                "failures": {k: _mean([float(d["failures"].get(k, 0)) for d in docs]) for k in kinds},
                                "share": _mean([float(p["share"]) for t in res.cell(label, level)
                                                for p in t["result"].get("pages") or [] if p["page"] == page]),
                                "latency_ms": latency,
                                "webbench": {"susceed": _mean([float(d["webbench"]["susceed"]) for d in docs]),
                                             "failed": _mean([float(d["webbench"]["failed"]) for d in docs])}}
+        if sent := [s for t in res.cell(label, level) if (s := sent_of(spec, t)) is not None]:
+            total = sum(sum(s.values()) for s in sent)
+            row["sent"] = _mean([float(s.get(page, 0)) for s in sent])
+            row["sent_share"] = round(sum(s.get(page, 0) for s in sent) / total, 6) if total else None
         out.append({**row, **over_trials(docs)})
     return out

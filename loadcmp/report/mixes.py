@@ -7,15 +7,25 @@ count their pages too, but those are a log's pages and a journey's steps, not a 
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
+from typing import Any, cast
+
 from ..records import PageSummary, TrialRecord
 from ..store.pagecells import mix_pages, page_label
 from ..store.reader import Results, pooled_latency
 from ..traffic.fits import traffic_of
+from ..traffic.mix import draw
 from ..units import ms
 
-HEADER = ["clients", "server", "page", "weight", "requests", "share", "ok/s", "status codes", "p50 ms", "p99 ms"]
+HEADER = ["clients", "server", "page", "weight", "sent share", "requests", "answered share", "ok/s", "status codes",
+          "p50 ms", "p99 ms"]
 LEGEND = ("Each page of the mix counted on its own (its row in Table 1 is the mix as a whole, and these add up to "
-          "it): requests, the mean per trial of those that ended in the window; share, of all the mix's; ok/s, "
+          "it): sent share, its share of the requests the window sent, what the weights control (the positions of "
+          "the mix's drawn sequence the window's requests took: every engine walks it in order; - where one client "
+          "process did not walk it alone); requests, the mean per trial of those that ended in the window, and "
+          "answered share, its share of those: a slow page's requests still out at the close make its answered "
+          "share less than its sent one; ok/s, "
           "its successful responses per second; status codes, summed over the trials; p50 and p99, from the "
           "page's own latency histogram pooled over the trials. A finding names a page as nginx[/?p=1042] and the "
           "mix as nginx[mix].")
@@ -32,6 +42,36 @@ def _codes(trials: list[TrialRecord]) -> str:
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{ms(v, 2):,.2f}"
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(mix: tuple[tuple[str, float], ...], seed: int) -> Any:
+    return draw(mix, seed)
+
+
+def sent_of(spec: Mapping[str, Any], trial: TrialRecord) -> dict[str, int] | None:
+    """Each page's requests a trial's window sent: the positions of the mix's drawn sequence its requests took,
+    after the warm-up's (`load.pageset.Cursor`: each request started takes the next, a resent one none). None
+    where that is not known: no mix or seed, several client processes (each walks its own share), dropped
+    requests, or a result without its warm-up's count."""
+    r = cast(Mapping[str, Any], trial.get("result") or {})
+    mix, seed = spec.get("mix"), spec.get("seed")
+    if not mix or seed is None or "warmup_requests" not in r or int(r.get("workers") or 1) != 1 or r.get("dropped"):
+        return None
+    order = _drawn(tuple((str(p), float(w)) for p, w in mix.items()), int(seed))
+    counts = [0] * len(mix)
+    first, n = int(r["warmup_requests"]), len(order)
+    for i in range(first, first + int(r["started"])):
+        counts[order[i % n]] += 1
+    return dict(zip(mix, counts, strict=True))
+
+
+def _sent_share(data: Results, label: str, level: int, page: str) -> float | None:
+    """A page's share of the requests a cell's trials sent (`sent_of`), over the trials; None: not known."""
+    run, _ = data.origin.get(label, (data.runs[0], label))
+    sent = [s for t in data.cell(label, level) if (s := sent_of(run.doc["spec"], t)) is not None]
+    total = sum(sum(s.values()) for s in sent)
+    return sum(s.get(page, 0) for s in sent) / total if sent and total else None
 
 
 def _weights(data: Results, label: str) -> dict[str, float]:
@@ -54,8 +94,10 @@ def mix_rows(data: Results) -> tuple[list[str], list[list[str]]]:
                 done = [t["result"]["completed"] for t in trials if t.get("result")]
                 shares = [d["share"] for d in _page_docs(data, label, level, page)]
                 h = pooled_latency(trials)
+                sent = _sent_share(data, label, level, page)
                 rows.append([f"{level:,}", label, page, f"{weights[page] / total:.0%}" if page in weights else "-",
-                             f"{sum(done) / len(done):,.0f}", f"{sum(shares) / max(1, len(shares)):.1%}",
+                             "-" if sent is None else f"{sent:.1%}", f"{sum(done) / len(done):,.0f}",
+                             f"{sum(shares) / max(1, len(shares)):.1%}",
                              f"{sum(t['result']['rps'] for t in trials) / len(trials):,.0f}", _codes(trials),
                              _ms(h.percentile(50)), _ms(h.percentile(99))])
     return (HEADER, rows) if rows else ([], [])

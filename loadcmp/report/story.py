@@ -23,7 +23,7 @@ from .causes import by_cause, evidence, head
 from .connects import slow_connects
 from .handshakes import errors_said
 from .role_usage import apart_lines, used
-from .streams import clients
+from .streams import clients, unit_of
 from .compare import Ratio, at_least, comparable, inverse, pair_unit, pairs, ratio
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
@@ -276,7 +276,8 @@ def _saturated(data: Results, server: str) -> str:
     measured = [lv for lv in data.levels if data.cell(server, lv)]
     if not levels:
         return ""
-    return "at every level" if levels == measured and len(levels) > 1 else _levels(levels, data.levels)
+    return "at every level" if levels == measured and len(levels) > 1 else _levels(levels, data.levels,
+                                                                                   unit_of(data, server))
 
 
 def resources(data: Results) -> list[str]:
@@ -307,7 +308,7 @@ def resources(data: Results) -> list[str]:
         procs = [p for lv in data.levels for t in data.cell(s, lv) if (p := metrics_of(t).get("procs_peak"))]
         if mem:
             lv = max(mem, key=lambda k: mem[k] or 0)
-            memory.append(f"{s} {format_bytes(mem[lv])} (at {lv:,} clients)"
+            memory.append(f"{s} {format_bytes(mem[lv])} (at {clients(data, s, lv)})"
                           + (f", at most {max(procs):,} processes" if procs else ""))
     if memory:
         out.append("Peak server memory (mean of the trials' peaks): " + "; ".join(memory) + ".")
@@ -352,7 +353,8 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
     for s in (data.servers if only is None else [s for s in data.servers if s in only]):
         for first, trial, levels, n in by_cause((t, causes_of(t)) for t in data.of_server(s)):
             total = sum(1 for t in data.of_server(s) if t["level"] in levels and t.get("result"))
-            where = _levels(sorted(levels), data.levels) + (f" ({n} of {total} trials)" if total > 1 else "")
+            where = _levels(sorted(levels), data.levels, unit_of(data, s)) + (
+                f" ({n} of {total} trials)" if total > 1 else "")
             said = evidence(first, trial["result"]["failures"], trial["result"].get("slow_connects"))
             out.append(f"{s}: {head(first)} {where}" + (f" — {'for example ' if total > 1 else ''}{said}"
                                                          if said else "") + ".")
@@ -368,7 +370,7 @@ def causes(data: Results, only: Collection[str] | None = None) -> list[str]:
             (b := metrics_of(t).get("busy_workers_peak")) is not None and b >= cap[1] - 1 for t in data.cell(s, lv))
             ] if cap else []
         if cap and full and full == [lv for lv in data.levels if data.cell(s, lv)]:
-            where = "at every level" if len(full) > 1 else _levels(full, data.levels)
+            where = "at every level" if len(full) > 1 else _levels(full, data.levels, unit_of(data, s))
             lo, hi = min(busy), max(busy)
             peak = f"{lo:,.0f}" if lo == hi else f"{lo:,.0f}–{hi:,.0f}"
             out.append(f"{s}'s workers were all busy {where}: busy workers peaked at {peak} of "

@@ -10,11 +10,13 @@ Only a run that asked for a protocol other than HTTP/1.1 has this section: an h1
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from typing import Any, cast
 
 from .. import protocols
 from ..records import StreamFacts, TrialRecord
 from ..store.reader import Results
+from .jsonrows import proto_of
 
 HEADER = ["clients", "server", "protocol", "streams/connection", "connections", "GOAWAY", "unprocessed", "retried",
           "RST_STREAM", "max concurrent", "most on one connection"]
@@ -49,6 +51,26 @@ def _per_trial(cell: list[StreamFacts], get: Callable[[StreamFacts], float]) -> 
     return sum(get(f) for f in cell) / len(cell)
 
 
+def streams_json(trials: list[TrialRecord]) -> dict[str, Any] | None:
+    """A cell's stream tally for `--json` (its `streams`): the negotiated protocol, the counts as means per trial
+    (as the section's table shows them), the resets by code per trial, and the most of `max_concurrent` and
+    `max_per_connection`; None for an HTTP/1.1 cell."""
+    cell = [f for t in trials if (f := facts_of(t)) is not None]
+    if not cell:
+        return None
+    keys = ("connections", "streams", "streams_per_connection", "goaways", "goaway_unprocessed", "retried")
+    resets: dict[str, float] = {}
+    for f in cell:
+        for code, n in (f.get("resets") or {}).items():
+            resets[code] = resets.get(code, 0) + n / len(cell)
+    return {"protocol": cell[0]["protocol"],
+            **{k: round(sum(float(cast(Mapping[str, Any], f).get(k) or 0) for f in cell) / len(cell), 1)
+               for k in keys},
+            "resets": {code: round(n, 1) for code, n in sorted(resets.items())},
+            "max_concurrent": max(f["max_concurrent"] for f in cell),
+            "max_per_connection": max(f["max_per_connection"] for f in cell)}
+
+
 def _resets(cell: list[StreamFacts]) -> str:
     codes: dict[str, float] = {}
     for f in cell:
@@ -60,15 +82,20 @@ def _resets(cell: list[StreamFacts]) -> str:
 def streams_of(data: Results, label: str) -> int:
     """The requests a label's connections each kept in flight: -m on h2, h2c and h3, one on HTTP/1.1."""
     found = data.info(label)
-    if found is None or not _multiplexed(found[1].get("proto", protocols.DEFAULT)):
+    if found is None or not _multiplexed(proto_of(data, label)):
         return 1
     return int(found[0].doc["spec"].get("streams") or 1)
 
 
 def clients(data: Results, label: str, level: int) -> str:
     """A level of a label in words: '20 clients', or '20 connections × 4 streams' where each carries -m."""
+    return f"{level:,} {unit_of(data, label)}"
+
+
+def unit_of(data: Results, label: str) -> str:
+    """What a label's level counts: 'clients', or 'connections × 4 streams' where each carries -m."""
     m = streams_of(data, label)
-    return f"{level:,} clients" if m == 1 else f"{level:,} connections × {m} streams"
+    return "clients" if m == 1 else f"connections × {m} streams"
 
 
 def asked_protocols(data: Results) -> dict[str, tuple[str, str]]:
@@ -111,7 +138,8 @@ def stream_lines(data: Results) -> list[str]:
            "primer's check before the load)." for s, (asked, got) in protos.items() if _multiplexed(asked)]
     for t in data.trials:
         if t["status"] == "wrong_protocol":
-            out.append(f"{t['server']} at {t['level']:,} clients was not measured: {t.get('reason', '')}.")
+            out.append(f"{t['server']} at {clients(data, t['server'], t['level'])} was not measured: "
+                       f"{t.get('reason', '')}.")
     for level in data.levels:
         for s in data.servers:
             out += _goaway_line(data, s, level)
@@ -131,9 +159,9 @@ def _goaway_line(data: Results, s: str, level: int) -> list[str]:
     value = info["settings"].get(knob) if info and knob else None
     said = (f": its per-connection limit {knob} = {value:,}" if knob and isinstance(value, int) else
             "; the stack names no tunable for it")
-    return [f"{s} at {level:,} clients: the server sent {goaways:,.0f} GOAWAY per trial, closing connections after "
-            f"at most {most:,} requests each{said}; every new connection costs the client its handshake and "
-            "window again."]
+    return [f"{s} at {clients(data, s, level)}: the server sent {goaways:,.0f} GOAWAY per trial, closing "
+            f"connections after at most {most:,} requests each{said}; every new connection costs the client its "
+            "handshake and window again."]
 
 
 def _multiplexed(proto: str) -> bool:

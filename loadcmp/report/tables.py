@@ -24,6 +24,7 @@ from .handshakes import bound_said, facts
 from .journeys import journeys_json
 from .events import events_json
 from .jsonrows import page_rows, whole
+from .streams import clients, streams_json, unit_of
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
 _T95 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
@@ -192,9 +193,11 @@ def summary_doc(res: Results) -> dict[str, Any]:
         if bound is not None:
             item["client_bound_reason"] = bound.reason
             item["client_advice"] = _joined(bound.advice, bound_said(bound))
-        if (tls := facts(res.cell(r.server, int(r.level)))) is not None:
+        cell, info = res.cell(r.server, int(r.level)), res.info(r.server)
+        if (tls := facts(cell, info[1].get("tls") if info else None)) is not None:
             item["tls"] = tls
-        cell = res.cell(r.server, int(r.level))
+        if (streams := streams_json(cell)) is not None:
+            item["streams"] = streams
         item.update(journeys_json(cell))
         item.update(events_json(res, r.server, int(r.level)))
         if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
@@ -382,16 +385,16 @@ def notes(res: Results) -> list[str]:
     out = [WEBBENCH_NOTE] if webbench_differs(aggregate(res)) else []
     bound = [(s, lv, b) for s in res.servers for lv in res.levels if (b := res.client_bound(s, lv))]
     for s, lv, b in bound:
-        out.append(_joined(f"‡ {s} at {lv:,} clients was client-bound: {b.reason}.", bound_said(b)) or "")
+        out.append(_joined(f"‡ {s} at {clients(res, s, lv)} was client-bound: {b.reason}.", bound_said(b)) or "")
     if bound:
         s, lv, b = bound[-1]
         out.append("‡ these rates are the client's limit, so each is a lower bound on what its server serves (at "
                    "least this): a comparison is drawn from one only where the bound decides it, never that it is "
                    "the smaller."
-                   + (f" Advice ({s} at {lv:,} clients): {b.advice}" if b.advice else ""))
+                   + (f" Advice ({s} at {clients(res, s, lv)}): {b.advice}" if b.advice else ""))
     for t in res.trials:
         if t["status"] != "ok" and t.get("reason"):
-            out.append(f"{t['server']} at {t['level']} clients (trial {t['trial']}): {t['reason']}")
+            out.append(f"{t['server']} at {t['level']} {unit_of(res, t['server'])} (trial {t['trial']}): {t['reason']}")
     # a cause seen in several trials of a cell is one note: the first trial's words and figures
     same: dict[tuple[str, int, str], list[tuple[int, str]]] = {}
     for t in res.trials:
@@ -401,5 +404,5 @@ def notes(res: Results) -> list[str]:
     for (server, level, _), seen in same.items():
         trials = len(res.cell(server, level))
         where = (f" ({len(seen)} of {trials} trials; figures of trial {seen[0][0]})" if trials > 1 else "")
-        out.append(f"{server} at {level} clients{where}: {seen[0][1]}")
+        out.append(f"{server} at {level} {unit_of(res, server)}{where}: {seen[0][1]}")
     return list(dict.fromkeys(out))

@@ -15,6 +15,8 @@ from ..records import ServerTls, TrialRecord
 from ..store.reader import Results, metrics_of, spec_tls, tls_of
 from ..store.handshakes import handshake_rate
 from .handshakes import errors_said, tls_errors_per_trial
+from .jsonrows import proto_of
+from .streams import clients, streams_of
 from .tables import CLIENT_BOUND_MARK, Estimate, cell_estimate
 
 HEADER = ["clients", "server", "handshakes/s", "resumed", "handshakes/s per core", "handshake ms", "tls_error"]
@@ -97,6 +99,29 @@ def _negotiated(primed: ServerTls | None, trials: list[TrialRecord], proto: str)
     return f"{load[0]}, {load[1]}" + (f", ALPN {load[2]}" if load[2] else "") + f" (the load's{quic} handshakes)"
 
 
+def _per_connection(data: Results, s: str) -> list[str]:
+    """A label whose connections carry -m streams each (h2): what its handshakes per second count, per level.
+    A handshake opens a connection, not a request; one the window made none on was kept from the warm-up."""
+    if streams_of(data, s) == 1:
+        return []
+    out = []
+    for level in data.levels:
+        got = [(tls["full"] + tls["resumed"], r["completed"]) for t in data.cell(s, level)
+               if (tls := tls_of(t)) is not None and (r := t.get("result"))]
+        if not got:
+            continue
+        shakes, done = (sum(x) / len(got) for x in zip(*got, strict=True))
+        where = f"{s} at {clients(data, s, level)}"
+        if not shakes:
+            out.append(f"{where}: no TLS handshake in the window: its connections were opened in the warm-up and "
+                       f"kept, each carrying its streams ({done:,.0f} requests per trial over them).")
+            continue
+        out.append(f"{where}: {shakes:,.0f} TLS handshakes per trial for {done:,.0f} requests (one per "
+                   f"{done / shakes:,.0f}): each opened a connection that carries its streams, a new one after "
+                   "each GOAWAY or close, so handshakes/s counts new connections, not requests.")
+    return out
+
+
 def tls_lines(data: Results) -> list[str]:
     """The section in words: each label's negotiated TLS, the resumption asked for and `tls_error` by reason
     (a client-bound cell's handshake cost is in Table 1's notes, `tables.notes`); empty over plain http."""
@@ -105,10 +130,10 @@ def tls_lines(data: Results) -> list[str]:
     out = []
     for s in data.servers:
         found = data.info(s)
-        said = _negotiated(found[1].get("tls") if found else None, data.of_server(s),
-                           found[1].get("proto", protocols.DEFAULT) if found else protocols.DEFAULT)
+        said = _negotiated(found[1].get("tls") if found else None, data.of_server(s), proto_of(data, s))
         if said:
             out.append(f"{s}: {said}.")
+        out += _per_connection(data, s)
     for run in data.runs:
         resume = spec_tls(run.doc["spec"])[1]
         if resume is not None:
@@ -121,7 +146,7 @@ def tls_lines(data: Results) -> list[str]:
             cell = data.cell(s, level)
             if errors := tls_errors_per_trial(cell):
                 why = errors_said(cell)
-                out.append(f"{s} at {level:,} clients: {errors:,.0f} tls_error per trial"
+                out.append(f"{s} at {clients(data, s, level)}: {errors:,.0f} tls_error per trial"
                            + (f" ({why})" if why else "") + ".")
     return out
 

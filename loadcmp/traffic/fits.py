@@ -133,8 +133,8 @@ def _replay(replay: ReplayTraffic, run: Beside) -> list[str]:
         p.add("--replay and -n/--requests: at Nx the log's own times say how many are sent; -n goes with "
               "--replay-speed max")
     for name in sorted(set(run.protos) & set(protocols.names()) if paced else ()):  # Nx: the replay schedule
-        if (wrong := protocols.get(name).run_error("fast", "replay")) is not None:
-            p.add(f"--replay-speed {replay.speed}: {wrong} (--replay-speed max runs the closed loop)")
+        if (wrong := protocols.get(name).run_error("fast", "replay", f"--replay-speed {replay.speed}")) is not None:
+            p.add(f"--replay: {wrong}, the log's own timing (--replay-speed max runs the closed loop)")
     return p.messages
 
 

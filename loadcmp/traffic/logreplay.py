@@ -20,13 +20,14 @@
 from __future__ import annotations
 
 import functools
+import hashlib
 import math
 import re
 from array import array
 from bisect import bisect_left
 from collections import Counter
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
@@ -119,6 +120,8 @@ class ReplayPlan:
     subsecond: bool = False
     grouped: int = 0
     """Distinct pages recorded together as `other`."""
+    sha256: str = ""
+    """The log file's content hash: a catalog cell tells two logs of one name apart by it ("": not read)."""
 
     @property
     def sent(self) -> int:
@@ -130,8 +133,6 @@ class ReplayPlan:
 
     def pages(self, base: Target) -> Pages:
         """What the engines send: each request on `base`'s server, recorded as its page, expecting its status."""
-        from dataclasses import replace
-
         from ..load.pageset import Pages
         root = base.url.split("://", 1)[1].split("/", 1)[0]
         targets = tuple(replace(base, method=r.method, path=r.path, url=f"{base.scheme}://{root}{r.path}", body=b"")
@@ -255,8 +256,11 @@ def top_pages(log: AccessLog, top: int,
 
 @functools.lru_cache(maxsize=4)
 def load_plan(file: str, fmt: str | None, speed: str, methods: tuple[str, ...]) -> ReplayPlan:
-    """A run's replay, read and planned once per run (the spec asks for it at each level and trial)."""
-    return plan_replay(read_log(file, cast(LogFormat | None, fmt)), parse_speed(speed), parse_methods(methods))
+    """A run's replay, read and planned once per run (the spec asks for it at each level and trial), with its
+    file's content hash."""
+    plan = plan_replay(read_log(file, cast(LogFormat | None, fmt)), parse_speed(speed), parse_methods(methods))
+    with open(file, "rb") as f:
+        return replace(plan, sha256=hashlib.file_digest(f, "sha256").hexdigest())
 
 
 def replay_schedule(plan: ReplayPlan, clients: int, max_inflight: int | None = None,
@@ -308,6 +312,8 @@ def replay_doc(plan: ReplayPlan, summary: LoadSummary, warmup: float, dropped: l
                     grouped=plan.grouped, left_out=dict(plan.left_out),
                     left_out_named={k: [list(x) for x in v] for k, v in plan.left_out_named.items()},
                     subsecond=plan.subsecond, as_in_log=0, differs=0, differing=[])
+    if plan.sha256:
+        doc["sha256"] = plan.sha256
     secs = summary["duration_s"]
     if plan.dues is not None and secs > 0:
         doc["log_rate"] = round(plan.due_between(warmup, warmup + secs) / secs, 3)

@@ -49,6 +49,8 @@ class Source:
     """The flag that gives it, as messages name it."""
     own_requests: ClassVar[bool] = False
     """Whether the source says its own requests (then an app runs behind its first page only)."""
+    resumes_tls: ClassVar[bool] = True
+    """Whether its engine resumes TLS sessions on new connections (`--tls-resume`): the fast engine's loops do."""
 
     def fields(self) -> dict[str, Any]:
         """run.json's flat keys of the traffic."""
@@ -237,6 +239,7 @@ class JourneyTraffic(Source):
     kind: ClassVar[str] = "journeys"
     flag: ClassVar[str] = "--journey"
     own_requests: ClassVar[bool] = True
+    resumes_tls: ClassVar[bool] = False  # each user's connections are its own (aiohttp, QUIC): none resumed
 
     def fields(self) -> dict[str, Any]:
         return {**DEFAULTS, "journey": self.mix, "journey_levels": dict(self.levels), "seed": self.seed}

@@ -136,7 +136,7 @@ def write_run(folder: Path, doc: dict[str, Any]) -> Path:
 
     folder.mkdir(parents=True, exist_ok=True)
     timeline, server = [], []
-    for t in doc["trials"]:
+    for t in (t for t in doc["trials"] if t.get("result")):  # a trial that measured nothing has no seconds
         rows = _seconds(t)
         timeline += rows[0]
         server += rows[1]

@@ -177,8 +177,7 @@ class Conn(QuicConnectionProtocol):
     def _goaway(self, stream_id: int) -> None:
         self.tally.goaways += 1
         self.goaway = stream_id if self.goaway is None else min(self.goaway, stream_id)
-        for sid in [s for s in self.streams if s >= stream_id]:
-            self.tally.goaway_unprocessed += 1
+        for sid in [s for s in self.streams if s >= stream_id]:  # the engine counts the window's as unprocessed
             self._end(sid, GOAWAY)
         self.room.set()
 

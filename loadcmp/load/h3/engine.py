@@ -122,8 +122,10 @@ class Connections:
     async def until_processed(self, slot: Slot, fields: Fields, body: bytes, counted: bool, s: Sending,
                               keep: bool = False) -> int:
         """Send a request until the server processes it: after a GOAWAY that left it unprocessed, again on the
-        slot's next connection (each resend in `streams.retried`), at most `SENDS` times. Its outcome kind;
-        UNSENT when the window closed while its first connection opened. `keep`: its answer's fields and body."""
+        slot's next connection, at most `SENDS` times. A counted request's sends that a GOAWAY left unprocessed in
+        the window are `streams.goaway_unprocessed`, its resends `streams.retried` (a warm-up's are neither). Its
+        outcome kind; UNSENT when the window closed while its first connection opened. `keep`: its answer's fields
+        and body."""
         for _ in range(SENDS):
             t0 = now()
             conn, opened = await self.conn(slot, counted)
@@ -142,12 +144,14 @@ class Connections:
                     raise
                 continue  # the connection said GOAWAY while this request waited for a stream: never sent
             s.t_sent = t_sent
-            if s.sends:
+            if s.sends and counted:
                 self.tally.retried += 1
             s.sends += 1
             kind = await s.stream.end
             if kind != GOAWAY:
                 return kind
+            if counted and self.engine.window_open(now()):  # the window's own, as h2 counts them
+                self.tally.goaway_unprocessed += 1
         return GOAWAY
 
     async def timed(self, slot: Slot, fields: Fields, body: bytes, counted: bool, s: Sending,
