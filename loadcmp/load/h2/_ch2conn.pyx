@@ -1,21 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The compiled h2 engine's connections (`H2Conns`, which `_ch2.H2Loop` drives from the event loop): open one
-(TCP, then TLS with ALPN "h2", or h2c by prior knowledge), keep its streams full, hand what it reads to
-nghttp2 and write what nghttp2 has to send, record each ended stream in C (`_ctally`), and open a new
-connection when one ends (a GOAWAY, a close). Every stream started ends in exactly one outcome or stays
+"""The compiled h2 engine's streams (`H2Conns`, which `_ch2.H2Loop` drives from the event loop, on `_ch2link.H2Link`,
+which opens and closes the connections): keep a connection's streams full, hand what it reads to nghttp2 and write
+what nghttp2 has to send, record each ended stream in C (`_ctally`), and open a new connection when one ends (a
+GOAWAY, a close). Every stream started ends in exactly one outcome or stays
 unfinished: `ok + failures + unfinished == started` holds for streams.
 """
 
-from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR
-from libc.math cimport NAN, floor, isnan
-from libc.string cimport memmove, strerror
-from posix.unistd cimport close
+from libc.errno cimport errno, EAGAIN, EINTR
+from libc.math cimport NAN, isnan
+from libc.string cimport memmove
 
-from ..core._cbase cimport K_HTTP_5XX, kind_of_status, now, so_error
+from ..core._cbase cimport K_HTTP_5XX, kind_of_status, now
 
-from ...errors import WrongProtocol
-from ..driver import BACKOFF_S
-from ..record.outcomes import GOAWAY, PROTOCOL_ERROR, RESET, SENDS, STREAM_RESET, TLS_ERROR, kind_of_error
+from ..record.outcomes import GOAWAY, PROTOCOL_ERROR, RESET, SENDS, STREAM_RESET
 
 include "_cbuilt.pxi"
 
@@ -25,9 +22,7 @@ cdef extern from "_ch2.h" nogil:
     int h2_spoke(const h2stats_t *)
 
 cdef int RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
-cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, TLS_ERROR_ = TLS_ERROR, SENDS_ = SENDS
-cdef double RETRY_S = 0.001
-cdef int ONE = 1
+cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, SENDS_ = SENDS
 
 
 cdef void first_contact(url, const unsigned char *buf, ssize_t got, bint spoke) except *:
@@ -39,16 +34,8 @@ cdef void first_contact(url, const unsigned char *buf, ssize_t got, bint spoke) 
         raise not_h2c(url, buf[:got if got < 64 else 64])
 
 
-cdef class H2Conns:
-    """The connections of one h2 load, in C; `_ch2.H2Loop` adds the Python side."""
-
-    def _reopen_later(self, int i):
-        """A connection that failed is opened again after its pause."""
-        try:
-            if not self.stopped and self.conns[i].phase == IDLE and self.conns[i].fd < 0:
-                self._open(&self.conns[i])
-        except BaseException as e:
-            self.engine.crashed(e)
+cdef class H2Conns(H2Link):
+    """The streams of one h2 load, in C; `_ch2.H2Loop` adds the Python side."""
 
     cdef int _begin(self, h2s_t *s, double t) except -2:
         """Count a stream's start; -1: none may start now (the window closed, -n spent)."""
@@ -71,91 +58,6 @@ cdef class H2Conns:
             s.req, s.sends = self.reqs.next(), 1
         s.deadline = s.t_intended + self.timeout
         return got
-
-    cdef void _open(self, h2c_t *c) except *:
-        """A new connection, its first stream counted from now (so its latency holds the connect)."""
-        cdef double t = now()
-        cdef h2s_t *s = &c.slots[0]
-        c.phase = IDLE
-        if self._begin(s, t) < 0:
-            return
-        c.inflight, c.nended, c.goaway, c.last_id, c.served, c.out_len, c.fresh = 1, 0, 0, 0, 0, 0, 0
-        c.goaway_code = 0
-        c.first_read, c.registered = 1, 0
-        s.t_connect = t
-        self.stats.connections += 1
-        c.fd = socket(self.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
-        if c.fd < 0:
-            self._failed(c, errno)
-            return
-        setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &ONE, sizeof(int))
-        if connect(c.fd, <sockaddr *>&self.addr, self.addrlen) != 0 and errno != EINPROGRESS:
-            self._failed(c, errno)
-            return
-        c.phase = CONNECTING
-        c.deadline = t + self.timeout
-        self._watch(c, EPOLLOUT)
-
-    cdef void _watch(self, h2c_t *c, uint32_t events) except *:
-        if c.registered != <int>events:
-            c.registered = self._watch_fd(c.fd, c.registered, events,
-                                          (<uint64_t>c.gen << 32) | <uint64_t>(c - self.conns))
-
-    cdef void _connected(self, h2c_t *c) except *:
-        cdef int err = so_error(c.fd)
-        if err:
-            self._failed(c, err)
-            return
-        c.slots[0].t_up = now()
-        if not self.tls_on:
-            self._ready(c)
-            return
-        c.ssl = tls_new(&self.tls, NULL, c.fd, <const char *>self.sni if self.sni is not None else NULL,
-                        self._offer())
-        if c.ssl == NULL:
-            raise MemoryError()
-        c.phase = HANDSHAKING
-        self._shake(c)
-
-    cdef bint _offer(self) except *:
-        """Whether a new connection offers the saved session: of those made while one is saved, the share
-        --tls-resume says, spread evenly as the h1 TLS loop spreads them (`_ctls.pyx`), so the counts are exact."""
-        cdef long long k
-        if self.resume <= 0.0 or self.tls.saved == NULL:
-            return False
-        k = self.offers
-        self.offers += 1
-        return floor((k + 1) * self.resume) > floor(k * self.resume)
-
-    cdef void _shake(self, h2c_t *c) except *:
-        cdef int err = 0, got
-        cdef char alpn[64]
-        cdef char why[200]
-        cdef h2s_t *s = &c.slots[0]
-        cdef int r = SSL_do_handshake(c.ssl)
-        if r == 1:
-            s.t_hs = now()
-            if not h2_alpn_ok(c.ssl, alpn, sizeof(alpn)):
-                got_alpn = alpn.decode(errors="replace") or "no protocol"
-                raise WrongProtocol(f"{self.url} negotiated {got_alpn} by ALPN, not h2: the server does not speak "
-                                    "HTTP/2 there (loadcmp does not fall back to another protocol)")
-            if s.counted and s.t_hs < self.tally.t_end:
-                tls_count(&self.tls, c.ssl)
-            self._ready(c)
-            return
-        got = tls_result(c.ssl, r, &err)
-        if got == TLS_WANT_READ or got == TLS_WANT_WRITE:
-            self._watch(c, EPOLLIN if got == TLS_WANT_READ else EPOLLOUT)
-        elif got == TLS_SYSCALL:
-            self._failed(c, err)
-        else:
-            tls_reason(why, sizeof(why))
-            SSL_set_quiet_shutdown(c.ssl, 1)
-            if s.counted and now() < self.tally.t_end:
-                self.rec.tls_error("eof during handshake" if got == TLS_CLOSED else why.decode(errors="replace"))
-            self._end_all(c, TLS_ERROR_, now())
-            self._close(c)
-            self.loop.call_later(RETRY_S, self._reopen_later, <int>(c - self.conns))
 
     cdef void _ready(self, h2c_t *c) except *:
         """The connection is up (and its TLS): the session, its SETTINGS, the first stream, then the rest."""
@@ -379,33 +281,3 @@ cdef class H2Conns:
                 self._record(s, kind, t, 0)
             s.state = S_FREE
         c.inflight = 0
-
-    cdef void _failed(self, h2c_t *c, int err) except *:
-        """A connect that failed: its stream ends as `kind_of_error` says; a new connection after a pause."""
-        kind, name = kind_of_error(OSError(err, strerror(err).decode()))
-        if c.slots[0].counted and name is not None:
-            self.rec.client_error(name)
-        self._end_all(c, kind, now())
-        self._close(c)
-        self.loop.call_later(BACKOFF_S if name is not None else RETRY_S, self._reopen_later, <int>(c - self.conns))
-
-    cdef void _close(self, h2c_t *c) except *:
-        if c.served > self.stats.max_served:
-            self.stats.max_served = c.served
-        c.served = 0
-        if c.sess != NULL:
-            nghttp2_session_del(c.sess)
-            c.sess = NULL
-        if c.ssl != NULL:
-            SSL_free(c.ssl)
-            c.ssl = NULL
-        if c.fd >= 0:
-            close(c.fd)
-            c.fd = -1
-            c.gen += 1
-        c.phase, c.out_len, c.registered = IDLE, 0, 0
-
-    cdef void _reopen(self, h2c_t *c) except *:
-        self._close(c)
-        if not self.stopped:
-            self._open(c)

@@ -1,4 +1,4 @@
-"""Which h2 loop runs: the compiled one (`_ch2.pyx` with `_ch2conn.pyx`, over libnghttp2, built where
+"""Which h2 loop runs: the compiled one (`_ch2.pyx` with `_ch2conn.pyx` and `_ch2link.pyx`, over libnghttp2, built where
 nghttp2's and OpenSSL's headers were found), or the `h2` package's (`h2py.H2Clients`, flagged client-bound).
 """
 
@@ -17,10 +17,10 @@ def h2_module() -> ModuleType | None:
         return None
     try:
         from ..core import _cbase, _ctally
-        from . import _ch2, _ch2conn
+        from . import _ch2, _ch2conn, _ch2link
     except ImportError:
         return None
-    return _ch2 if current(_cbase, _ctally, _ch2conn, _ch2) else None
+    return _ch2 if current(_cbase, _ctally, _ch2link, _ch2conn, _ch2) else None
 
 
 def make_h2loop(engine: H2Host, connections: int, loop: AbstractEventLoop) -> Loop:
