@@ -17,3 +17,7 @@ cdef class H2Conns(H2Link):
     cdef void _record(self, h2s_t *s, int kind, double t, int status) except *
     cdef void _unprocessed(self, h2c_t *c, h2s_t *s, double t) except *
     cdef void _end_all(self, h2c_t *c, int kind, double t) except *
+    cdef int _arrive(self, double due, int req) except -2
+    cdef void _fill_open(self, h2c_t *c, double t, int limit) except *
+    cdef int _sent(self, h2c_t *c) noexcept
+    cdef inline int _rank(self, h2c_t *c) noexcept

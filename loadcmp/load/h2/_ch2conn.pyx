@@ -60,11 +60,15 @@ cdef class H2Conns(H2Link):
         return got
 
     cdef void _ready(self, h2c_t *c) except *:
-        """The connection is up (and its TLS): the session, its SETTINGS, the first stream, then the rest."""
+        """The connection is up (and its TLS): the session, its SETTINGS, the first stream, then the rest (an open
+        schedule's: the arrivals that waited for it)."""
         cdef h2s_t *s = &c.slots[0]
         if h2_session(c, self.cb) != 0:
             raise MemoryError()
         c.phase = OPEN
+        if self.rate:
+            self._pump(c, now())
+            return
         s.t_sent = now()
         self._submit(c, s)
         c.fresh = 1
@@ -83,6 +87,9 @@ cdef class H2Conns(H2Link):
         cdef h2s_t *s
         if most < <uint32_t>limit:
             limit = <int>most
+        if self.rate:
+            self._fill_open(c, t, limit)
+            return
         while c.inflight < limit and not c.goaway and not self.stopped:
             while c.slots[k].state != S_FREE:
                 k += 1
@@ -98,6 +105,12 @@ cdef class H2Conns(H2Link):
         """After a read or a timer: record what ended, start as many, write; close a finished connection."""
         self._settle(c, t)
         if c.phase != OPEN:
+            return
+        if self.rate:  # an open schedule's connection stays open with no stream, for the next arrival
+            if (self._sent(c) == 0 if c.goaway else c.inflight == 0 and not (nghttp2_session_want_read(c.sess) or
+                                                                            nghttp2_session_want_write(c.sess))):
+                self._ended_well(c)
+                self._reopen(c)  # the arrivals waiting on it go out on the new connection
             return
         if c.inflight == 0 and (c.goaway or not (nghttp2_session_want_read(c.sess) or
                                                  nghttp2_session_want_write(c.sess))):
@@ -141,7 +154,7 @@ cdef class H2Conns(H2Link):
                 k = 0
                 while c.fresh and k < c.m:
                     s = &c.slots[k]
-                    if s.state == S_ACTIVE and isnan(s.t_written):
+                    if s.state == S_ACTIVE and s.id > 0 and isnan(s.t_written):
                         s.t_written = t
                         c.fresh -= 1
                     k += 1
@@ -281,3 +294,69 @@ cdef class H2Conns(H2Link):
                 self._record(s, kind, t, 0)
             s.state = S_FREE
         c.inflight = 0
+
+    # --- an open schedule (rate, replay): arrivals placed on the connections as they are due ---------------------
+    cdef int _arrive(self, double due, int req) except -2:
+        """An arrival due at `due`, to send request `req`: on a free slot of the least busy open connection, sent at
+        once; else on one of a connection still opening (or draining after a GOAWAY), where it waits, its latency from
+        `due`; with
+        every slot taken (-c x -m in flight), dropped, as the h1 rate loop drops one over its in-flight cap. 1: placed,
+        0: dropped, -1: the window has closed."""
+        cdef int i, k = 0, best = -1, got
+        cdef h2c_t *c
+        cdef h2s_t *s
+        for i in range(self.n):  # the least busy open connection, else the least busy of the others
+            c = &self.conns[i]
+            if c.inflight < c.m and (best < 0 or self._rank(c) < self._rank(&self.conns[best])):
+                best = i
+        if best < 0:
+            self.rec.drop(due)
+            return 0
+        got = self.tally.start(due)
+        if got < 0:
+            return -1
+        c = &self.conns[best]
+        while c.slots[k].state != S_FREE:
+            k += 1
+        s = &c.slots[k]
+        self.counted_inflight += got
+        self.stats.streams += got
+        s.state, s.counted, s.end, s.status, s.code, s.id, s.nbytes, s.req, s.sends = S_ACTIVE, got, 0, 0, 0, 0, 0, req, 1
+        s.t_intended = s.t_counted = due
+        s.t_sent = s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
+        s.deadline = due + self.timeout
+        c.inflight += 1
+        return 1
+
+    cdef void _fill_open(self, h2c_t *c, double t, int limit) except *:
+        """An open connection takes the requests a graceful GOAWAY left unprocessed (`_begin` takes the oldest) onto
+        its free slots, then sends what waits on it while fewer than `limit` streams are open; none after a GOAWAY."""
+        cdef int k = 0, sent = self._sent(c)
+        cdef h2s_t *s
+        if c.goaway or self.stopped:
+            return
+        while c.inflight < limit and self.owed.n > 0:
+            while c.slots[k].state != S_FREE:
+                k += 1
+            if self._begin(&c.slots[k], t) < 0:
+                break
+            c.inflight += 1
+        for k in range(c.m):
+            s = &c.slots[k]
+            if sent < limit and s.state == S_ACTIVE and s.id == 0:
+                s.t_sent = t
+                self._submit(c, s)
+                sent += 1
+                c.fresh += 1
+
+    cdef int _sent(self, h2c_t *c) noexcept:
+        """Connection `c`'s streams sent and not yet settled (an arrival waiting on it has no id yet)."""
+        cdef int k, n = 0
+        for k in range(c.m):
+            if c.slots[k].state != S_FREE and c.slots[k].id != 0:
+                n += 1
+        return n
+
+    cdef inline int _rank(self, h2c_t *c) noexcept:
+        """Where an arrival goes first: the fewest streams, on an open connection before any other."""
+        return c.inflight + (0 if c.phase == OPEN and not c.goaway else c.m + 1)

@@ -6,9 +6,13 @@ from __future__ import annotations
 
 from asyncio import AbstractEventLoop
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from ..core.compiled import current, pure_wanted
 from ..core.host import H2Host, Loop
+
+if TYPE_CHECKING:
+    from ._ch2 import H2Loop
 
 
 def h2_module() -> ModuleType | None:
@@ -32,3 +36,10 @@ def make_h2loop(engine: H2Host, connections: int, loop: AbstractEventLoop) -> Lo
     from .h2py import H2Clients
 
     return H2Clients(engine, connections)
+
+
+def make_h2open(engine: H2Host, connections: int, loop: AbstractEventLoop) -> H2Loop:
+    """The compiled h2 loop of an open schedule (rate, replay); the fallback runs none (`H2Engine` refuses it)."""
+    from ._ch2 import H2Loop
+
+    return H2Loop(engine, connections, loop)
