@@ -1,6 +1,6 @@
 """Builds the compiled modules: the fast engine's closed loop (loadcmp/load/h1/_cloop.pyx),
 what it records of each request (_ctally.pyx), its https (_ctls.pyx, OpenSSL from C), and the h2
-engine (_ch2conn.pyx and _ch2.pyx, libnghttp2 from C), all on one base (_cbase.pyx);
+engine (_ch2link.pyx, _ch2conn.pyx and _ch2.pyx, libnghttp2 from C), all on one base (_cbase.pyx);
 everything else about the package is in pyproject.toml.
 
 The modules are optional: without a C compiler, the Python headers, Cython or Linux's
@@ -94,8 +94,8 @@ def extensions() -> list[Extension]:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)
     if openssl_headers() and headers_of("nghttp2/nghttp2.h"):
-        h2 = at("_ch2.h", "_ch2conn.pxd") + tls + base
-        exts += [compiled("h2", name, h2, "nghttp2", "ssl", "crypto") for name in ("_ch2conn", "_ch2")]
+        h2 = at("_ch2.h", "_ch2link.pxd", "_ch2conn.pxd") + tls + base
+        exts += [compiled("h2", name, h2, "nghttp2", "ssl", "crypto") for name in ("_ch2link", "_ch2conn", "_ch2")]
     else:
         print("loadcmp: nghttp2's or OpenSSL's headers (libnghttp2-dev, libssl-dev) were not found: h2 runs the "
               "pure-Python `h2` package",
@@ -108,7 +108,7 @@ LOAD = Path("loadcmp/load")
 """The load package: each compiled module sits in its room (h1, h2) or in the compiled core they build on; tls/ holds
 the OpenSSL declarations both rooms share."""
 SHARED = ("_ctally.h", "_ctally.pxd", "_cbase.pxd", "_csys.pxd", "_cnet.h", "_cloop.pxd", "_chttp.h", "_cssl.pxd",
-          "_ctls.h", "_ch2.h", "_ch2conn.pxd", "_cbuilt.pxi")
+          "_ctls.h", "_ch2.h", "_ch2link.pxd", "_ch2conn.pxd", "_cbuilt.pxi")
 """The headers, declarations and includes the modules share across the rooms (found by name, `at`)."""
 
 

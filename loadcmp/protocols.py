@@ -148,9 +148,9 @@ def unregister(name: str) -> None:
 H1 = register(Protocol("h1", "HTTP/1.1", "tcp", "either", ("http/1.1",), False,
                        engines=("fast", "aiohttp"), http1=True))
 H2 = register(Protocol("h2", "h2 (HTTP/2 over TLS)", "tcp", "required", ("h2", "http/1.1"), True,
-                       schedules=("closed",), sources=("page", "mix", "replay", "journeys")))
+                       schedules=("closed", "rate", "replay"), sources=("page", "mix", "replay", "journeys")))
 H2C = register(Protocol("h2c", "h2c (cleartext HTTP/2)", "tcp", "refused", (), True,
-                        schedules=("closed",), sources=("page", "mix", "replay", "journeys")))
+                        schedules=("closed", "rate", "replay"), sources=("page", "mix", "replay", "journeys")))
 H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True))
 DEFAULT = H1.name
 """The protocol of a run that names none."""

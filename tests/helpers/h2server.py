@@ -48,6 +48,8 @@ class H2Server:
         self.received = 0
         """The request bodies' bytes read (DATA frames)."""
         self.paths: dict[bytes, int] = {}
+        self.arrived: list[tuple[float, bytes]] = []
+        """Each request's arrival (the loop's clock, its path), in order."""
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -113,6 +115,7 @@ class H2Conn(asyncio.Protocol):
         for ev in events:
             if isinstance(ev, h2.events.RequestReceived):
                 self.path[ev.stream_id] = dict(ev.headers).get(b":path", b"/")
+                self.server.arrived.append((self.server.loop.time(), self.path[ev.stream_id]))
                 self._request(ev.stream_id)
             elif isinstance(ev, h2.events.DataReceived):
                 self.server.received += len(ev.data)

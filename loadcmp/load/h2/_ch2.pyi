@@ -3,14 +3,16 @@
 from asyncio import AbstractEventLoop
 
 from ..core.host import SocketHost
+from ..schedules import Rate, Replay
 
 BUILT_FROM: str
 """As `_cloop.BUILT_FROM`."""
 
 class H2Loop:
-    """Every connection of one engine's closed h2 (or h2c) loop: -c connections of -m streams."""
+    """Every connection of one engine's h2 (or h2c) loop: -c connections of -m streams, closed or open (a rate)."""
 
     def __init__(self, engine: SocketHost, connections: int, loop: AbstractEventLoop) -> None: ...
     def start(self) -> None: ...
+    def start_open(self, sched: Rate | Replay, t_load0: float) -> None: ...
     def flush(self) -> None: ...
     def abort(self) -> None: ...

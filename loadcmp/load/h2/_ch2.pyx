@@ -15,12 +15,18 @@ is over (after a GOAWAY, its last stream done) is closed and a new one opened. T
 checked: ALPN must choose "h2", and an h2c connection's first bytes must start a SETTINGS frame (nor may it
 close before one while no connection had one), else the load stops with `errors.WrongProtocol`: never the
 wrong protocol measured silently.
+
+The open schedules (a rate, a replay: `start_open`) open the -c connections with no stream, and place each arrival
+when it is due, with its intended start (`_arrivals`, once per due time, not per request): on a free stream of an
+open connection at once, else waiting on a connection still opening, its latency from its intended start; with all
+-c x -m taken, dropped and counted, as the h1 rate loop drops one over its in-flight cap.
 """
 
+from libc.math cimport INFINITY
 from libc.stdlib cimport calloc, free, malloc
 from posix.unistd cimport close
 
-from ..core._cbase cimport CBase
+from ..core._cbase cimport CBase, now
 from ..core._csys cimport *
 from ..core._ctally cimport CRequests
 from ._ch2conn cimport *
@@ -41,11 +47,15 @@ include "_cbuilt.pxi"
 
 
 cdef class H2Loop(H2Conns):
-    """Every connection of one engine's closed h2 (or h2c) loop."""
+    """Every connection of one engine's h2 (or h2c) loop: closed, or an open schedule's (`start_open`)."""
 
     cdef list keep  # the header bytes `nvas` point into
     cdef int nreq  # how many: `nvas` holds one per request
     cdef object proto
+    cdef double t_load0, per_s, phase  # an open schedule: the load's start; a rate's arrivals per second, offset
+    cdef double[::1] dues  # a replay's due times (`Replay.dues`), this part's every `step`-th from `off`
+    cdef long long k, off, step, total  # the next arrival; a replay's part
+    cdef bint replay
 
     def __init__(self, engine, int connections, loop):
         CBase.__init__(self, engine, connections, loop)
@@ -118,6 +128,44 @@ cdef class H2Loop(H2Conns):
         self.rec.streams = StreamTally(protocol=self.proto)
         CBase.start(self)
 
+    def start_open(self, sched, double t_load0):
+        """An open schedule (`schedules.Rate`, `Replay`; `t_load0`: the load's start, its offsets' zero): every
+        connection opened with no stream, then each arrival placed as it is due (`_arrivals`)."""
+        self.rate, self.t_load0 = True, t_load0
+        if sched.kind == "replay":
+            self.replay, self.dues, self.off, self.step, self.total = True, sched.dues, sched.offset, sched.step, sched.total
+        else:
+            self.per_s, self.phase = sched.rate, sched.phase
+        self.start()
+        self._arrivals()
+
+    cdef double _due(self, long long k) noexcept:
+        """When this part's k-th arrival is due (as `Rate.due`, `Replay.due`), on the clock; after a replay's last: never."""
+        if not self.replay:
+            return self.t_load0 + self.phase + k / self.per_s
+        return self.t_load0 + self.dues[self.off + k * self.step] if k < self.total else INFINITY
+
+    def _arrivals(self):
+        """Every arrival due by now placed (`_arrive`), each taking its request from the sequence when due, sent or
+        dropped (as the h1 rate loop draws it); what they started written; then a wait for the next one's time."""
+        cdef double t = now(), due
+        try:
+            if self.stopped or t >= self.tally.t_end:
+                return
+            due = self._due(self.k)
+            while due < t + 1e-9:
+                if self._arrive(due, self.reqs.next()) < 0:
+                    return
+                self.k += 1
+                due = self._due(self.k)
+            for i in range(self.n):
+                if self.conns[i].phase == OPEN:
+                    self._pump(&self.conns[i], t)
+            if due != INFINITY:
+                self.loop.call_later(max(0.0005, due - now()), self._arrivals)
+        except BaseException as e:
+            self._crash(e)
+
     # --- what CBase asks of a loop: a connection's start, an epoll event, the deadlines, the stop ---
     cdef void _first(self, int i) except *:
         self._open(&self.conns[i])
@@ -157,17 +205,22 @@ cdef class H2Loop(H2Conns):
                     s.state = S_CANCELLED
                     if s.id > 0:
                         nghttp2_submit_rst_stream(c.sess, NGHTTP2_FLAG_NONE, s.id, NGHTTP2_CANCEL)
+                    elif s.id == 0:  # an arrival that waited for a stream the server allows: never sent
+                        s.state = S_FREE
+                        c.inflight -= 1
             self._pump(c, t)
 
     cdef void _unsent(self) except *:
-        """A stream not sent yet (its connection still opening) is taken back; the others in flight stay
-        unfinished."""
+        """A stream not sent yet (its connection still opening, or an arrival waiting for a stream) is taken back;
+        the others in flight stay unfinished."""
         cdef h2c_t *c
+        cdef bint opening
         for i in range(self.n):
             c = &self.conns[i]
-            if c.phase == CONNECTING or c.phase == HANDSHAKING:
+            opening = c.phase == CONNECTING or c.phase == HANDSHAKING
+            if opening or self.rate:
                 for k in range(c.m):
-                    if c.slots[k].state == S_ACTIVE and c.slots[k].counted:
+                    if c.slots[k].state == S_ACTIVE and c.slots[k].counted and (opening or c.slots[k].id == 0):
                         self.rec.unsent(c.slots[k].t_counted, True)
                         self.stats.streams -= 1
                         c.slots[k].counted = 0

@@ -1,21 +1,18 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The compiled h2 engine's connections (`H2Conns`, which `_ch2.H2Loop` drives from the event loop): open one
-(TCP, then TLS with ALPN "h2", or h2c by prior knowledge), keep its streams full, hand what it reads to
-nghttp2 and write what nghttp2 has to send, record each ended stream in C (`_ctally`), and open a new
-connection when one ends (a GOAWAY, a close). Every stream started ends in exactly one outcome or stays
+"""The compiled h2 engine's streams (`H2Conns`, which `_ch2.H2Loop` drives from the event loop, on `_ch2link.H2Link`,
+which opens and closes the connections): keep a connection's streams full, hand what it reads to nghttp2 and write
+what nghttp2 has to send, record each ended stream in C (`_ctally`), and open a new connection when one ends (a
+GOAWAY, a close). Every stream started ends in exactly one outcome or stays
 unfinished: `ok + failures + unfinished == started` holds for streams.
 """
 
-from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR
-from libc.math cimport NAN, floor, isnan
-from libc.string cimport memmove, strerror
-from posix.unistd cimport close
+from libc.errno cimport errno, EAGAIN, EINTR
+from libc.math cimport NAN, isnan
+from libc.string cimport memmove
 
-from ..core._cbase cimport K_HTTP_5XX, kind_of_status, now, so_error
+from ..core._cbase cimport K_HTTP_5XX, kind_of_status, now
 
-from ...errors import WrongProtocol
-from ..driver import BACKOFF_S
-from ..record.outcomes import GOAWAY, PROTOCOL_ERROR, RESET, SENDS, STREAM_RESET, TLS_ERROR, kind_of_error
+from ..record.outcomes import GOAWAY, PROTOCOL_ERROR, RESET, SENDS, STREAM_RESET
 
 include "_cbuilt.pxi"
 
@@ -25,9 +22,7 @@ cdef extern from "_ch2.h" nogil:
     int h2_spoke(const h2stats_t *)
 
 cdef int RESET_ = RESET, PROTO_ = PROTOCOL_ERROR
-cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, TLS_ERROR_ = TLS_ERROR, SENDS_ = SENDS
-cdef double RETRY_S = 0.001
-cdef int ONE = 1
+cdef int SRESET_ = STREAM_RESET, GOAWAY_ = GOAWAY, SENDS_ = SENDS
 
 
 cdef void first_contact(url, const unsigned char *buf, ssize_t got, bint spoke) except *:
@@ -39,16 +34,8 @@ cdef void first_contact(url, const unsigned char *buf, ssize_t got, bint spoke) 
         raise not_h2c(url, buf[:got if got < 64 else 64])
 
 
-cdef class H2Conns:
-    """The connections of one h2 load, in C; `_ch2.H2Loop` adds the Python side."""
-
-    def _reopen_later(self, int i):
-        """A connection that failed is opened again after its pause."""
-        try:
-            if not self.stopped and self.conns[i].phase == IDLE and self.conns[i].fd < 0:
-                self._open(&self.conns[i])
-        except BaseException as e:
-            self.engine.crashed(e)
+cdef class H2Conns(H2Link):
+    """The streams of one h2 load, in C; `_ch2.H2Loop` adds the Python side."""
 
     cdef int _begin(self, h2s_t *s, double t) except -2:
         """Count a stream's start; -1: none may start now (the window closed, -n spent)."""
@@ -72,97 +59,16 @@ cdef class H2Conns:
         s.deadline = s.t_intended + self.timeout
         return got
 
-    cdef void _open(self, h2c_t *c) except *:
-        """A new connection, its first stream counted from now (so its latency holds the connect)."""
-        cdef double t = now()
-        cdef h2s_t *s = &c.slots[0]
-        c.phase = IDLE
-        if self._begin(s, t) < 0:
-            return
-        c.inflight, c.nended, c.goaway, c.last_id, c.served, c.out_len, c.fresh = 1, 0, 0, 0, 0, 0, 0
-        c.goaway_code = 0
-        c.first_read, c.registered = 1, 0
-        s.t_connect = t
-        self.stats.connections += 1
-        c.fd = socket(self.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
-        if c.fd < 0:
-            self._failed(c, errno)
-            return
-        setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &ONE, sizeof(int))
-        if connect(c.fd, <sockaddr *>&self.addr, self.addrlen) != 0 and errno != EINPROGRESS:
-            self._failed(c, errno)
-            return
-        c.phase = CONNECTING
-        c.deadline = t + self.timeout
-        self._watch(c, EPOLLOUT)
-
-    cdef void _watch(self, h2c_t *c, uint32_t events) except *:
-        if c.registered != <int>events:
-            c.registered = self._watch_fd(c.fd, c.registered, events,
-                                          (<uint64_t>c.gen << 32) | <uint64_t>(c - self.conns))
-
-    cdef void _connected(self, h2c_t *c) except *:
-        cdef int err = so_error(c.fd)
-        if err:
-            self._failed(c, err)
-            return
-        c.slots[0].t_up = now()
-        if not self.tls_on:
-            self._ready(c)
-            return
-        c.ssl = tls_new(&self.tls, NULL, c.fd, <const char *>self.sni if self.sni is not None else NULL,
-                        self._offer())
-        if c.ssl == NULL:
-            raise MemoryError()
-        c.phase = HANDSHAKING
-        self._shake(c)
-
-    cdef bint _offer(self) except *:
-        """Whether a new connection offers the saved session: of those made while one is saved, the share
-        --tls-resume says, spread evenly as the h1 TLS loop spreads them (`_ctls.pyx`), so the counts are exact."""
-        cdef long long k
-        if self.resume <= 0.0 or self.tls.saved == NULL:
-            return False
-        k = self.offers
-        self.offers += 1
-        return floor((k + 1) * self.resume) > floor(k * self.resume)
-
-    cdef void _shake(self, h2c_t *c) except *:
-        cdef int err = 0, got
-        cdef char alpn[64]
-        cdef char why[200]
-        cdef h2s_t *s = &c.slots[0]
-        cdef int r = SSL_do_handshake(c.ssl)
-        if r == 1:
-            s.t_hs = now()
-            if not h2_alpn_ok(c.ssl, alpn, sizeof(alpn)):
-                got_alpn = alpn.decode(errors="replace") or "no protocol"
-                raise WrongProtocol(f"{self.url} negotiated {got_alpn} by ALPN, not h2: the server does not speak "
-                                    "HTTP/2 there (loadcmp does not fall back to another protocol)")
-            if s.counted and s.t_hs < self.tally.t_end:
-                tls_count(&self.tls, c.ssl)
-            self._ready(c)
-            return
-        got = tls_result(c.ssl, r, &err)
-        if got == TLS_WANT_READ or got == TLS_WANT_WRITE:
-            self._watch(c, EPOLLIN if got == TLS_WANT_READ else EPOLLOUT)
-        elif got == TLS_SYSCALL:
-            self._failed(c, err)
-        else:
-            tls_reason(why, sizeof(why))
-            SSL_set_quiet_shutdown(c.ssl, 1)
-            if s.counted and now() < self.tally.t_end:
-                self.rec.tls_error("eof during handshake" if got == TLS_CLOSED else why.decode(errors="replace"))
-            self._end_all(c, TLS_ERROR_, now())
-            self._close(c)
-            self.loop.call_later(RETRY_S, self._reopen_later, <int>(c - self.conns))
-
     cdef void _ready(self, h2c_t *c) except *:
-        """The connection is up (and its TLS): the session, its SETTINGS, the first stream, then the rest."""
+        """The connection is up (and its TLS): the session, its SETTINGS, the first stream, then the rest (an open
+        schedule's: the arrivals that waited for it)."""
         cdef h2s_t *s = &c.slots[0]
         if h2_session(c, self.cb) != 0:
             raise MemoryError()
         c.phase = OPEN
+        if self.rate:
+            self._pump(c, now())
+            return
         s.t_sent = now()
         self._submit(c, s)
         c.fresh = 1
@@ -181,6 +87,9 @@ cdef class H2Conns:
         cdef h2s_t *s
         if most < <uint32_t>limit:
             limit = <int>most
+        if self.rate:
+            self._fill_open(c, t, limit)
+            return
         while c.inflight < limit and not c.goaway and not self.stopped:
             while c.slots[k].state != S_FREE:
                 k += 1
@@ -196,6 +105,12 @@ cdef class H2Conns:
         """After a read or a timer: record what ended, start as many, write; close a finished connection."""
         self._settle(c, t)
         if c.phase != OPEN:
+            return
+        if self.rate:  # an open schedule's connection stays open with no stream, for the next arrival
+            if (self._sent(c) == 0 if c.goaway else c.inflight == 0 and not (nghttp2_session_want_read(c.sess) or
+                                                                            nghttp2_session_want_write(c.sess))):
+                self._ended_well(c)
+                self._reopen(c)  # the arrivals waiting on it go out on the new connection
             return
         if c.inflight == 0 and (c.goaway or not (nghttp2_session_want_read(c.sess) or
                                                  nghttp2_session_want_write(c.sess))):
@@ -239,7 +154,7 @@ cdef class H2Conns:
                 k = 0
                 while c.fresh and k < c.m:
                     s = &c.slots[k]
-                    if s.state == S_ACTIVE and isnan(s.t_written):
+                    if s.state == S_ACTIVE and s.id > 0 and isnan(s.t_written):
                         s.t_written = t
                         c.fresh -= 1
                     k += 1
@@ -380,32 +295,68 @@ cdef class H2Conns:
             s.state = S_FREE
         c.inflight = 0
 
-    cdef void _failed(self, h2c_t *c, int err) except *:
-        """A connect that failed: its stream ends as `kind_of_error` says; a new connection after a pause."""
-        kind, name = kind_of_error(OSError(err, strerror(err).decode()))
-        if c.slots[0].counted and name is not None:
-            self.rec.client_error(name)
-        self._end_all(c, kind, now())
-        self._close(c)
-        self.loop.call_later(BACKOFF_S if name is not None else RETRY_S, self._reopen_later, <int>(c - self.conns))
+    # --- an open schedule (rate, replay): arrivals placed on the connections as they are due ---------------------
+    cdef int _arrive(self, double due, int req) except -2:
+        """An arrival due at `due`, to send request `req`: on a free slot of the least busy open connection, sent at
+        once; else on one of a connection still opening (or draining after a GOAWAY), where it waits, its latency from
+        `due`; with
+        every slot taken (-c x -m in flight), dropped, as the h1 rate loop drops one over its in-flight cap. 1: placed,
+        0: dropped, -1: the window has closed."""
+        cdef int i, k = 0, best = -1, got
+        cdef h2c_t *c
+        cdef h2s_t *s
+        for i in range(self.n):  # the least busy open connection, else the least busy of the others
+            c = &self.conns[i]
+            if c.inflight < c.m and (best < 0 or self._rank(c) < self._rank(&self.conns[best])):
+                best = i
+        if best < 0:
+            self.rec.drop(due)
+            return 0
+        got = self.tally.start(due)
+        if got < 0:
+            return -1
+        c = &self.conns[best]
+        while c.slots[k].state != S_FREE:
+            k += 1
+        s = &c.slots[k]
+        self.counted_inflight += got
+        self.stats.streams += got
+        s.state, s.counted, s.end, s.status, s.code, s.id, s.nbytes, s.req, s.sends = S_ACTIVE, got, 0, 0, 0, 0, 0, req, 1
+        s.t_intended = s.t_counted = due
+        s.t_sent = s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
+        s.deadline = due + self.timeout
+        c.inflight += 1
+        return 1
 
-    cdef void _close(self, h2c_t *c) except *:
-        if c.served > self.stats.max_served:
-            self.stats.max_served = c.served
-        c.served = 0
-        if c.sess != NULL:
-            nghttp2_session_del(c.sess)
-            c.sess = NULL
-        if c.ssl != NULL:
-            SSL_free(c.ssl)
-            c.ssl = NULL
-        if c.fd >= 0:
-            close(c.fd)
-            c.fd = -1
-            c.gen += 1
-        c.phase, c.out_len, c.registered = IDLE, 0, 0
+    cdef void _fill_open(self, h2c_t *c, double t, int limit) except *:
+        """An open connection takes the requests a graceful GOAWAY left unprocessed (`_begin` takes the oldest) onto
+        its free slots, then sends what waits on it while fewer than `limit` streams are open; none after a GOAWAY."""
+        cdef int k = 0, sent = self._sent(c)
+        cdef h2s_t *s
+        if c.goaway or self.stopped:
+            return
+        while c.inflight < limit and self.owed.n > 0:
+            while c.slots[k].state != S_FREE:
+                k += 1
+            if self._begin(&c.slots[k], t) < 0:
+                break
+            c.inflight += 1
+        for k in range(c.m):
+            s = &c.slots[k]
+            if sent < limit and s.state == S_ACTIVE and s.id == 0:
+                s.t_sent = t
+                self._submit(c, s)
+                sent += 1
+                c.fresh += 1
 
-    cdef void _reopen(self, h2c_t *c) except *:
-        self._close(c)
-        if not self.stopped:
-            self._open(c)
+    cdef int _sent(self, h2c_t *c) noexcept:
+        """Connection `c`'s streams sent and not yet settled (an arrival waiting on it has no id yet)."""
+        cdef int k, n = 0
+        for k in range(c.m):
+            if c.slots[k].state != S_FREE and c.slots[k].id != 0:
+                n += 1
+        return n
+
+    cdef inline int _rank(self, h2c_t *c) noexcept:
+        """Where an arrival goes first: the fewest streams, on an open connection before any other."""
+        return c.inflight + (0 if c.phase == OPEN and not c.goaway else c.m + 1)

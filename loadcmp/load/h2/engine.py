@@ -1,5 +1,6 @@
 """The h2 engine: h2 (over TLS, ALPN "h2") and h2c (cleartext, by prior knowledge), -c connections each
-keeping -m streams in flight, in the closed schedule only (the protocol table's `schedules`).
+keeping -m streams in flight (the closed schedule), or carrying at most -m streams each (the open ones: a rate, a
+replay, compiled loop only); the protocol table's `schedules` says which.
 
 Its loop is the compiled one (`_ch2.H2Loop`, over libnghttp2) where it is built and current
 (`h2_module`), else the `h2` package's (`h2py.H2Clients`, flagged client-bound). Either is a
@@ -14,9 +15,10 @@ from typing import Any
 
 from ..core.host import Loop
 from ..driver import Engine, LiveFn, LoadSpec
-from ..schedules import Closed
+from ...errors import UsageError
+from ..schedules import Closed, Rate, Replay
 from ..tls import context as tls
-from .loops import make_h2loop
+from .loops import h2_module, make_h2loop, make_h2open
 
 
 class H2Engine(Engine[None]):
@@ -25,6 +27,9 @@ class H2Engine(Engine[None]):
     name = "h2"
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
+        if not isinstance(spec.schedule, Closed) and h2_module() is None:
+            raise UsageError(f"--schedule {spec.schedule.kind} over --proto {spec.target.proto} needs the compiled h2 "
+                             "loop (libnghttp2); the `h2` package's fallback runs the closed loop only")
         super().__init__(spec, live)
         self.ssl = tls.context(spec.target)
         """https (h2): the fallback's TLS over uvloop's transports; the compiled loop runs OpenSSL from C."""
@@ -38,6 +43,11 @@ class H2Engine(Engine[None]):
     def start_closed(self, schedule: Closed) -> None:
         self.loop = make_h2loop(self, schedule.connections, asyncio.get_running_loop())
         self.loop.start()
+
+    def start_rate(self, schedule: Rate | Replay) -> None:
+        loop = make_h2open(self, schedule.connections, asyncio.get_running_loop())
+        self.loop = loop
+        loop.start_open(schedule, self.t_load0)
 
     def settle(self) -> None:
         if self.loop is not None:
