@@ -175,15 +175,11 @@ def traffic_said(doc: Mapping[str, Any], level: int | None = None) -> str:
     log's with its content hash, short (two logs of one name are two workloads; a run stored before the hash was
     kept says none)."""
     from ..traffic.fits import traffic_of
+    from ..traffic.logreplay import log_digest
 
     said = traffic_of(doc.get("spec") or {})[0].said(level)
-    digest = next((str(r["replay"]["sha256"]) for t in measured(doc)
-                   if "sha256" in (r := cast(Mapping[str, Any], t["result"])).get("replay", {})), "")
-    return f"{said} (log sha256 {digest[:SHORT_HASH]})" if digest else said
-
-
-SHORT_HASH = 8
-"""The hex digits of a log's hash a cell shows: enough to tell a user's logs apart."""
+    digest = log_digest(cast(Mapping[str, Any], t["result"]) for t in measured(doc))
+    return f"{said} (log sha256 {digest})" if digest else said
 
 
 def app_of(doc: Mapping[str, Any], label: str) -> str:

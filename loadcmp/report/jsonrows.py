@@ -18,7 +18,7 @@ from ..load.record.summary import over_trials
 from ..store.pagecells import MIX, page_label
 from ..store.reader import Results
 from ..units import ms
-from .mixes import sent_of
+from ..traffic.mix import sent_of
 
 ROW_KEYS = ("server", "level", "proto", "page", "trials", "ok", "failed", "failures", "unfinished", "started",
             "rps", "duration_s", "bytes", "latency_ms", "webbench")
@@ -63,7 +63,7 @@ def page_rows(res: Results, label: str, level: int) -> list[dict[str, Any]]:
     """One row per page of a cell's loads (none for a load of one page): the page's figures in each trial,
     their means, its latency pooled over the trials' requests, and `totals` summed as the whole's are. Its
     `trials` and `measured_trials` are the whole's: the trials run, and those measured that the means are over.
-    A mix's page also says what its window sent (`mixes.sent_of`): `sent` per trial and `sent_share`, beside
+    A mix's page also says what its window sent (`traffic.mix.sent_of`): `sent` per trial and `sent_share`, beside
     `share`, of the requests answered."""
     out = []
     ran = sum(1 for t in res.trials if t["server"] == label and t["level"] == level)  # the whole's `trials`

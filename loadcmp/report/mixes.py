@@ -7,15 +7,12 @@ count their pages too, but those are a log's pages and a journey's steps, not a 
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Mapping
-from typing import Any, cast
 
 from ..records import PageSummary, TrialRecord
 from ..store.pagecells import mix_pages, page_label
 from ..store.reader import Results, pooled_latency
 from ..traffic.fits import traffic_of
-from ..traffic.mix import draw
+from ..traffic.mix import sent_of
 from ..units import ms
 
 HEADER = ["clients", "server", "page", "weight", "sent share", "requests", "answered share", "ok/s", "status codes",
@@ -42,28 +39,6 @@ def _codes(trials: list[TrialRecord]) -> str:
 
 def _ms(v: float | None) -> str:
     return "-" if v is None else f"{ms(v, 2):,.2f}"
-
-
-@functools.lru_cache(maxsize=8)
-def _drawn(mix: tuple[tuple[str, float], ...], seed: int) -> Any:
-    return draw(mix, seed)
-
-
-def sent_of(spec: Mapping[str, Any], trial: TrialRecord) -> dict[str, int] | None:
-    """Each page's requests a trial's window sent: the positions of the mix's drawn sequence its requests took,
-    after the warm-up's (`load.pageset.Cursor`: each request started takes the next, a resent one none). None
-    where that is not known: no mix or seed, several client processes (each walks its own share), dropped
-    requests, or a result without its warm-up's count."""
-    r = cast(Mapping[str, Any], trial.get("result") or {})
-    mix, seed = spec.get("mix"), spec.get("seed")
-    if not mix or seed is None or "warmup_requests" not in r or int(r.get("workers") or 1) != 1 or r.get("dropped"):
-        return None
-    order = _drawn(tuple((str(p), float(w)) for p, w in mix.items()), int(seed))
-    counts = [0] * len(mix)
-    first, n = int(r["warmup_requests"]), len(order)
-    for i in range(first, first + int(r["started"])):
-        counts[order[i % n]] += 1
-    return dict(zip(mix, counts, strict=True))
 
 
 def _sent_share(data: Results, label: str, level: int, page: str) -> float | None:

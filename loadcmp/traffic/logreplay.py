@@ -26,7 +26,7 @@ import re
 from array import array
 from bisect import bisect_left
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, cast
 
@@ -358,3 +358,13 @@ def replay_lines(doc: Mapping[str, Any]) -> list[str]:
     if doc["grouped"]:
         out.append(f"{doc['pages']} pages recorded on their own, {doc['grouped']:,} more together as '{OTHER}'")
     return out
+
+
+SHORT_HASH = 8
+"""The hex digits of a log's hash a cell shows: enough to tell a user's logs apart."""
+
+
+def log_digest(results: Iterable[Mapping[str, Any]]) -> str:
+    """The replayed log's content hash, short, from the first of a run's trial results that kept it ("": none
+    did: no replay, or a run stored before the hash was kept)."""
+    return next((str(r["replay"]["sha256"])[:SHORT_HASH] for r in results if "sha256" in r.get("replay", {})), "")

@@ -3,15 +3,18 @@
 A mix is pages and their weights. The draw happens once, before the load: a seeded sequence of
 `SEQUENCE` page indices (numpy's PCG64, so the same seed gives the same sequence on every machine),
 which every engine walks in order (`load.pageset.Cursor`; the compiled loop in C), so a mix costs no
-Python per request and a run repeats exactly from its stored seed.
+Python per request and a run repeats exactly from its stored seed; what a trial's window sent of each page
+is read off the same sequence (`sent_of`), from the requests it started after the warm-up's.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import secrets
 from array import array
 from collections.abc import Mapping
+from typing import Any, cast
 from dataclasses import replace
 
 from ..errors import UsageError
@@ -109,3 +112,26 @@ def shares(order: array, pages: int) -> list[float]:
     for i in order:
         counts[i] += 1
     return [c / max(1, len(order)) for c in counts]
+
+
+@functools.lru_cache(maxsize=8)
+def _drawn(mix: Mix, seed: int) -> array:
+    return draw(mix, seed)
+
+
+def sent_of(spec: Mapping[str, Any], trial: Mapping[str, Any]) -> dict[str, int] | None:
+    """Each page's requests a trial's window sent: the positions of the mix's drawn sequence its requests took,
+    after the warm-up's (`load.pageset.Cursor`: each request started takes the next, a resent one none). None
+    where that is not known: no mix or seed, several client processes (each walks its own share), dropped
+    requests, or a result without its warm-up's count."""
+    r = cast(Mapping[str, Any], trial.get("result") or {})
+    weights, seed = spec.get("mix"), spec.get("seed")
+    if not weights or seed is None or "warmup_requests" not in r or int(r.get("workers") or 1) != 1 \
+            or r.get("dropped"):
+        return None
+    order = _drawn(tuple((str(p), float(w)) for p, w in weights.items()), int(seed))
+    counts = [0] * len(weights)
+    first, n = int(r["warmup_requests"]), len(order)
+    for i in range(first, first + int(r["started"])):
+        counts[order[i % n]] += 1
+    return dict(zip(weights, counts, strict=True))
