@@ -16,7 +16,7 @@ import asyncio
 import gc
 import math
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
@@ -52,6 +52,9 @@ class Engine(Generic[S]):
     """Drives a schedule; subclasses say how one request is sent."""
 
     name = "base"
+    carries_warmup = False
+    """Its requests begun in the warm-up are counted when they end in the window (`Recorder.begin`): the
+    engines whose every request reaches `_record` (h1's); the others count from the window's start."""
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
         self.spec = spec
@@ -63,6 +66,7 @@ class Engine(Generic[S]):
         self.tasks: set[asyncio.Task[Any]] = set()
         self.is_head = spec.target.method == "HEAD"
         self.t_load0 = 0.0
+        self.count_start: Callable[[float], bool] = self._not_counted
         self._run_prev = self._wait_prev = self._wall_prev = 0.0
         self._lag_max = 0.0
         self.cpu_s = 0.0
@@ -88,6 +92,11 @@ class Engine(Generic[S]):
             _DRAWN.set(-1)
             return req
         return self.cursor.next()
+
+    @staticmethod
+    def _not_counted(t: float) -> bool:
+        """`count_start` before a run: nothing counts."""
+        return False
 
     # --- what an engine provides --------------------------------------------------
     async def request(self, t_intended: float, counted: bool, state: S | None) -> S | None:
@@ -155,9 +164,9 @@ class Engine(Generic[S]):
         if counted:
             rec = self.rec
             assert rec is not None
-            if client_error is not None:
-                rec.client_error(client_error)
             t = now()
+            if client_error is not None and (t_intended >= rec.t0 or t >= rec.t0):  # not a warm-up's own
+                rec.client_error(client_error)
             if reason is not None and t < rec.end:  # as `done` counts the failure
                 rec.tls_error(reason)
             page, expect = self.page_of(req)
@@ -181,6 +190,8 @@ class Engine(Generic[S]):
         t0 = t_load0 + spec.warmup
         self.rec = Recorder(t0, spec.duration, self.budget, self.page_names())
         self.rec.tls = TlsTally() if spec.target.scheme == "https" else None
+        self.count_start = self.rec.begin if self.carries_warmup else self.rec.start
+        """A request begins at `t`; whether it is counted (the schedules' loops call it)."""
         gc.freeze()  # what exists now (modules, the plan) is not walked by each collection during the load
         try:
             return await self._run(t0, stop or asyncio.Event())
@@ -268,10 +279,8 @@ class Engine(Generic[S]):
 
     async def _closed_client(self) -> None:
         state = None
-        rec = self.rec
-        assert rec is not None
         while self.may_start(t := now()):
-            state = await self.request(t, rec.start(t), state)
+            state = await self.request(t, self.count_start(t), state)
 
     async def _ramp_user(self, sched: Ramp, user: int) -> None:
         rec = self.rec
@@ -284,7 +293,7 @@ class Engine(Generic[S]):
                 await asyncio.sleep(delay)
             if not self.may_start(max(due, now())):
                 return
-            state = await self.request(due, rec.start(due), state)
+            state = await self.request(due, self.count_start(due), state)
             due = self.t_load0 + sched.next_due(due - self.t_load0, now() - self.t_load0)
 
     async def _rate_loop(self, sched: Rate | Replay) -> None:
@@ -306,7 +315,7 @@ class Engine(Generic[S]):
                 return
             state = idle.pop() if idle else None
             try:
-                state = await self.request(due, rec.start(due), state)
+                state = await self.request(due, self.count_start(due), state)
             finally:
                 inflight -= 1
             if self.running and state is not None and self.reusable(state):

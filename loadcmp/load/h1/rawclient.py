@@ -42,6 +42,8 @@ class RawHost(Protocol):
     request_list: tuple[bytes, ...]
     head_list: tuple[bool, ...]
 
+    def count_start(self, t: float) -> bool: ...
+
     def next_request(self) -> int: ...
 
     def local_addr(self) -> tuple[str, int] | None: ...
@@ -82,10 +84,8 @@ class RawClient:
         t = now()
         if not eng.may_start(t):
             return
-        rec = eng.rec
-        assert rec is not None
         self.t_intended = t
-        self.counted = rec.start(t)
+        self.counted = eng.count_start(t)
         self.req = eng.next_request()
         self.t_first = 0.0
         self.nbytes = self.status = 0

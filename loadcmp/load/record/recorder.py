@@ -68,9 +68,12 @@ class Tally:
 class Recorder:
     """Counts one worker's requests during the measured window.
 
-    A request counts when it *starts* inside the window [t0, t0 + duration);
-    those still in flight when the window closes are `unfinished`, so
-    `sum(kinds) + unfinished == started - dropped` holds by construction.
+    A request counts when it *starts* inside the window [t0, t0 + duration),
+    or (`begin`) when it started in the warm-up and is still held when the
+    window opens: it is counted in the window it ends in, or as unfinished,
+    as started in the window's first second. Those still in flight when the
+    window closes are `unfinished`, so `sum(kinds) + unfinished == started -
+    dropped` holds by construction.
     With `requests` (-n) the window is the time limit, and the recorder says
     when the last of them has ended (`on_spent`).
     """
@@ -93,6 +96,11 @@ class Recorder:
         self.first_start = self.last_end = 0.0
         """When the first counted request started and the last one ended (-n: the span measured)."""
         self.warmup_started = 0
+        self.warm_held = 0
+        """Warm-up requests begun by `begin` (or the compiled loop's, `add_warm`) and not ended yet: one that
+        ends in the window is counted there (`carry`); one still held at the close is unfinished."""
+        self.held = 0
+        """Of the unfinished, those held from before the window opened to its close (`close`)."""
         self.started = 0
         self.dropped = 0
         self.inflight = 0
@@ -150,11 +158,44 @@ class Recorder:
         self._sec(t).started += 1
         return True
 
+    def begin(self, t: float) -> bool:
+        """`start`, but a warm-up request counts too (without -n): one still held when the window
+        opens, a user waiting in a listen backlog, is counted in the window it ends in (`done`), or
+        as unfinished at the close, never left out of both."""
+        if t < self.t0 and self.requests is None:
+            self.warmup_started += 1
+            self.warm_held += 1
+            return True
+        return self.start(t)
+
+    def add_warm(self, n: int) -> None:
+        """The compiled loop's warm-up requests begun (less those ended in the warm-up) since it last said."""
+        if not self.closed:
+            self.warm_held += n
+
+    def carry(self) -> None:
+        """A warm-up request ends in the window: it is counted there, as started in its first second."""
+        self.warm_held -= 1
+        self.warmup_started -= 1
+        self.started += 1
+        self.inflight += 1
+        self._at(0).started += 1
+
     def unsent(self, t: float, counted: bool) -> None:
         """A request started at `t` was never sent: the window closed while it
         was connecting. It is taken back, so that warm-up + ok + failed +
         unfinished is what reached the server."""
         res = self.result
+        if counted and t < self.t0:  # a warm-up request `begin` counted
+            if res is None or not self.held:
+                self.warm_held -= 1
+                self.warmup_started -= 1
+                if res is not None:
+                    res.warmup_requests -= 1
+                return
+            self.held -= 1  # the close counted it held, as started in the window's first second
+            res.held -= 1
+            t = self.t0
         if not counted:
             if t < self.t0:
                 self.warmup_started -= 1
@@ -189,6 +230,11 @@ class Recorder:
         """
         if self.closed or t_end >= self.end:
             return
+        if t_intended < self.t0:  # a warm-up request (`begin`)
+            if t_end < self.t0:
+                self.warm_held -= 1
+                return
+            self.carry()
         self.inflight -= 1
         s = self._sec(t_end)
         s.counts[kind] += 1
@@ -321,6 +367,13 @@ class Recorder:
         requests have all ended, the load took from the first one's start to
         the last one's end, and its seconds run up to that end."""
         self.closed = True
+        held = self.held = max(0, self.warm_held)
+        if held:  # held since the warm-up, never answered: started in the window's first second, unfinished
+            self.warm_held = 0
+            self.warmup_started -= held
+            self.started += held
+            self.inflight += held
+            self._at(0).started += held
         self.unfinished = self.inflight
         if self.spent:
             measured_s = self.last_end - self.first_start
@@ -348,6 +401,7 @@ class Recorder:
             streams=self.streams,
             pages=self.pages,
             page_status=[dict(sorted(c.items())) for c in self.page_status],
+            held=held,
         )
         return self.result
 
