@@ -1,0 +1,47 @@
+"""A status page unanswered because every worker is held is evidence (issue 49): the sampler marks each second
+whose busy-worker count did not come (`busy_unread`), and the shared cause `status.unanswered` says it, for a
+stack whose pages count busy workers; none where they came, or where no page read counts them."""
+
+from __future__ import annotations
+
+from loadcmp.lab.model import StatusPage
+from loadcmp.lab.stacks import effective_settings, get_stack
+from loadcmp.observe import evidence as ev
+from loadcmp.observe import statuspages
+from loadcmp.observe.metrics import summarize
+from loadcmp.report.causes import note
+
+APACHE = StatusPage("apache", "/server-status?auto", "regex", (("apache_busy", r"^BusyWorkers: (\d+)"),))
+
+
+def test_a_second_without_its_busy_count_is_marked_only_where_a_page_read_counts_them():
+    cols = ["apache_busy"]
+    assert statuspages.with_busy_workers({}, cols, [APACHE]) == {statuspages.BUSY_UNREAD: 1.0}
+    assert statuspages.with_busy_workers({"apache_busy": 150.0}, cols, [APACHE]) == {"apache_busy": 150.0,
+                                                                                       "busy_workers": 150.0}
+    assert statuspages.with_busy_workers({}, cols, []) == {}  # no page read counts them (left out): no evidence
+    assert statuspages.with_busy_workers({}, [], [APACHE]) == {}  # a stack without busy workers
+
+
+def _rows(unread: list[bool]) -> list[dict[str, object]]:
+    return [{"server": "apache-prefork", "second": k, **({"busy_unread": 1.0} if u else {"apache_busy": 40.0,
+                                                                                          "busy_workers": 40.0})}
+            for k, u in enumerate(unread)]
+
+
+def test_a_window_of_unanswered_status_pages_makes_the_cause_and_its_sentence():
+    stack = get_stack("apache-prefork")
+    settings = effective_settings(stack, {})
+    rows = _rows([True] * 10)
+    assert summarize(rows)["busy_workers_peak"] is None  # what the report had before: an empty column
+    peaks = ev.status_peaks(rows, stack.causes)
+    (rec,) = ev.trial_causes(stack, settings, ev.Seen(None, {}, peaks, scope="host"))  # not a kernel counter
+    assert rec["cause"] == "status.unanswered" and rec["rose"] == 10
+    assert rec["setting"] == "prefork.MaxRequestWorkers" and rec["value"] == 150
+    said = note(rec, {})
+    assert said.startswith("every worker was held, so its status page went unanswered (prefork.MaxRequestWorkers "
+                           "150) — ")
+    assert "went unanswered 10 times (sampled once a second)" in said
+    # every page answered: no cause
+    assert ev.trial_causes(stack, settings, ev.Seen(None, {}, ev.status_peaks(_rows([False] * 10), stack.causes),
+                                                    scope="host")) == []
