@@ -205,7 +205,7 @@ class LoadSummary(TypedDict):
     stopped_by: NotRequired[Literal["time", "requests", "interrupted"]]  #: the window closed, -n was done, Ctrl-C
     warmup_requests: NotRequired[int]  #: started during the warm-up; not counted, but the server saw them
     users_reached: NotRequired[int]  #: ramp: the users started by the window's close, when fewer than all
-    users_unanswered: NotRequired[int]  #: users (closed clients, ramp users) held from before the window to its close
+    users_unanswered: NotRequired[int]  #: users (closed clients, ramp users) with no answer at all in the window
     status_codes: NotRequired[dict[str, int]]  #: responses by exact status code, e.g. {"200": 9120, "404": 3}
     phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), write, wait (first byte), read
     connections_opened: NotRequired[int | None]  #: connections the answered requests opened (keep-alive: few)

@@ -45,3 +45,38 @@ def test_a_window_of_unanswered_status_pages_makes_the_cause_and_its_sentence():
     # every page answered: no cause
     assert ev.trial_causes(stack, settings, ev.Seen(None, {}, ev.status_peaks(_rows([False] * 10), stack.causes),
                                                     scope="host")) == []
+
+
+class Stored:
+    """What the report's section reads of stored results: cells of trials, the servers and levels."""
+
+    def __init__(self, trials: list[dict[str, object]]) -> None:
+        self.trials = trials
+        self.servers = sorted({str(t["server"]) for t in trials})
+        self.levels = sorted({int(t["level"]) for t in trials})  # type: ignore[call-overload]
+
+    def cell(self, server: str, level: int) -> list[dict[str, object]]:
+        return [t for t in self.trials if t["server"] == server and t["level"] == level and t.get("result")]
+
+    def info(self, label: str) -> None:
+        return None
+
+
+def _trial(server: str, held: int | None, trial: int = 1) -> dict[str, object]:
+    result: dict[str, object] = {"schedule": {"kind": "ramp", "users": 600, "ramp_up_s": 0.0, "pace_s": 2.0}}
+    if held is not None:
+        result["users_unanswered"] = held
+    return {"server": server, "level": 600, "trial": trial, "result": result}
+
+
+def test_the_report_says_how_many_users_got_no_answer_and_only_where_some_did():
+    from loadcmp.report.waiting import waiting
+
+    data = Stored([_trial("apache-prefork", 450), _trial("nginx-apache", None)])
+    lines = waiting(data)  # type: ignore[arg-type]
+    assert lines[0] == "apache-prefork at 600 clients: 450 of 600 users got no answer in the window."
+    assert len(lines) == 2 and "timeout and unfinished" in lines[1]  # what they are counted as, said once
+    trials = Stored([_trial("apache-prefork", 440, 1), _trial("apache-prefork", 450, 2)])
+    assert waiting(trials)[0].endswith("440–450 of 600 users got no answer in the window (per trial, over 2 "  # type: ignore[arg-type]
+                                       "trials).")
+    assert waiting(Stored([_trial("nginx-apache", None)])) == []  # type: ignore[arg-type]

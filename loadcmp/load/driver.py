@@ -39,6 +39,9 @@ TICK_AFTER_S = 0.02
 BACKOFF_S = 0.01
 """Pause of a client after an error of its own (EMFILE ...), so that it does not spin."""
 
+USER: ContextVar[list[bool] | None] = ContextVar("loadcmp_user", default=None)
+"""The user a closed client's or a ramp user's task sends for (`Recorder.user`): `_record` marks its answers."""
+
 _DRAWN: ContextVar[int] = ContextVar("loadcmp_drawn", default=-1)
 """The request the rate loop drew for one of its tasks when it was due (`_rate_loop`); each task runs in a
 copy of the context, so it is that task's alone, whatever its engine awaits before it draws. -1: none."""
@@ -53,8 +56,9 @@ class Engine(Generic[S]):
 
     name = "base"
     carries_warmup = False
-    """Its requests begun in the warm-up are counted when they end in the window (`Recorder.begin`): the
-    engines whose every request reaches `_record` (h1's); the others count from the window's start."""
+    """Its requests begun in the warm-up are counted when they end in the window (`Recorder.begin`), and its
+    users' answers are marked (`Recorder.user`): the engines whose every answer reaches `_record` or marks its
+    user itself (h1's); the others count from the window's start and say nothing of their users."""
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
         self.spec = spec
@@ -171,6 +175,7 @@ class Engine(Generic[S]):
                 rec.tls_error(reason)
             page, expect = self.page_of(req)
             rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t), page, expect)
+            rec.heard(USER.get(), kind, t)
         return client_error is not None
 
     def page_names(self) -> tuple[str, ...]:
@@ -279,6 +284,9 @@ class Engine(Generic[S]):
 
     async def _closed_client(self) -> None:
         state = None
+        assert self.rec is not None
+        if self.carries_warmup:
+            USER.set(self.rec.user())
         while self.may_start(t := now()):
             state = await self.request(t, self.count_start(t), state)
 
@@ -293,6 +301,8 @@ class Engine(Generic[S]):
                 await asyncio.sleep(delay)
             if not self.may_start(max(due, now())):
                 return
+            if self.carries_warmup and USER.get() is None:  # a user from its first request
+                USER.set(rec.user())
             state = await self.request(due, self.count_start(due), state)
             due = self.t_load0 + sched.next_due(due - self.t_load0, now() - self.t_load0)
 

@@ -1,9 +1,10 @@
 """The users who got no answer in the window, in words: per cell, how many of its users (a closed loop's
-clients, a ramp's users, a rate's connections) had a request held from before the window opened to its close
-(`LoadSummary.users_unanswered`), waiting in the server's listen backlog or for a free worker.
+clients, a ramp's users) got no answer at all in it (`LoadSummary.users_unanswered`): every request they had
+in the window failed or was still in flight at its close, waiting in the server's listen backlog or for a
+free worker.
 
-Their requests are counted (started, unfinished), but a percentile holds only requests that ended: a server
-that answers a quarter of its users and keeps the rest waiting shows a low p99. This says how many waited.
+Their requests are counted (`timeout`, `unfinished`), but a percentile holds only answers: a server that
+answers a quarter of its users and keeps the rest waiting can show a low p99. This says how many waited.
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ if TYPE_CHECKING:
 
 
 def users_of(result: Mapping[str, Any]) -> int | None:
-    """The users a trial's schedule ran (ramp users, closed clients, a rate's most in flight); None: not stored."""
+    """The users a trial's schedule ran (ramp users, closed clients); None: not stored."""
     sched = result.get("schedule") or {}
-    n = sched.get("users") or sched.get("clients") or sched.get("max_inflight") or result.get("clients")
+    n = sched.get("users") or sched.get("clients") or result.get("clients")
     return int(n) if n else None
 
 
@@ -41,8 +42,8 @@ def waiting(data: Results) -> list[str]:
     """The report's section: every cell where users waited the whole window (none: no section)."""
     out = [line for s in data.servers for lv in data.levels if (line := cell_line(data, s, lv))]
     if out:
-        out.append("Each of those users had a request in flight from before the window opened (the warm-up) to its "
-                   "close, held in the server's listen backlog or waiting for a worker. Those requests are counted "
-                   "as unfinished, not failed, and are in no latency percentile, which holds only requests that "
-                   "ended: the percentiles describe the users who were served.")
+        out.append("Every request those users had in the window (one held since the warm-up included) timed out or "
+                   "was still in flight at its close, in the server's listen backlog or waiting for a worker: they "
+                   "are counted as timeout and unfinished, and are in no latency percentile, which holds only "
+                   "answers: the percentiles describe the users who were served.")
     return out

@@ -26,6 +26,8 @@ cdef class CLoop(CBase):
     cdef bint is_head, spread, keepalive
     cdef bint carry  # warm-up requests count where they end in the window (`Recorder.begin`): not under -n
     cdef int64_t warm_n  # warm-up requests begun, less those ended in the warm-up, not handed over yet
+    cdef char *answered  # by client: its user had an answer in the window (`Recorder.users_seen`)
+    cdef int n_answered
     cdef object retry_handle
 
     cdef bint _begin(self, Client *c, double t) except -1

@@ -17,7 +17,7 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset, strerror
 from posix.unistd cimport close
 
-from ..core._cbase cimport CBase, kind_of_status, now, set_addr, so_error
+from ..core._cbase cimport CBase, K_HTTP_5XX, kind_of_status, now, set_addr, so_error
 
 from ..driver import BACKOFF_S
 from ..record.outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error
@@ -59,7 +59,8 @@ cdef class CLoop(CBase):
         self.retry = <int *>malloc(clients * sizeof(int))
         self.retry_at = <double *>malloc(clients * sizeof(double))
         self.buf = <char *>malloc(BUFSIZE)
-        if not (self.clients and self.retry and self.retry_at and self.buf):
+        self.answered = <char *>calloc(clients, sizeof(char))
+        if not (self.clients and self.retry and self.retry_at and self.buf and self.answered):
             raise MemoryError()
         for i in range(clients):
             self.clients[i].fd = -1
@@ -69,7 +70,7 @@ cdef class CLoop(CBase):
             if self.clients[i].fd >= 0:
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
-        free(self.clients); free(self.retry); free(self.retry_at); free(self.buf)
+        free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.answered)
 
     # --- what CBase asks of a loop: a client's start, an epoll event, the deadlines, the stop --
     cdef void _first(self, int i) except *:
@@ -144,6 +145,8 @@ cdef class CLoop(CBase):
         """Hand what was counted so far to the recorder (the driver's `settle`)."""
         self.tally.flush()
         self._hand_warm()
+        if self.carry:
+            self.rec.users_seen(id(self), self.n, self.n_answered)
 
     cdef void _hand_warm(self) except *:
         """The warm-up requests begun, less those ended in the warm-up, since last handed (`Recorder.add_warm`)."""
@@ -347,6 +350,9 @@ cdef class CLoop(CBase):
         phases[2] = c.t_written - c.t_sent
         phases[3] = c.t_first - c.t_written
         phases[4] = t_done - c.t_first
+        if kind <= K_HTTP_5XX and self.tally.t0 <= t < self.tally.t_end and not self.answered[c - self.clients]:
+            self.answered[c - self.clients] = 1  # this client's user had an answer in the window
+            self.n_answered += 1
         self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases, self.reqs.page_of[c.req],
                        self.reqs.expect[c.req])
         if self.counted_inflight == 0 and self.tally.spent():  # -n: the load ends once the last is recorded

@@ -183,6 +183,7 @@ class FastEngine(Engine[Slot]):
         rec = self.rec
         assert rec is not None
         slot = Slot()
+        slot.user = rec.user()
         self.slots.add(slot)
         try:
             while self.may_start(t := now()):
@@ -225,6 +226,7 @@ class FastEngine(Engine[Slot]):
             else:
                 rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks,
                          *self.page_of(conn.req))
+            rec.heard(slot.user, kind, t)
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, self.count_start(t), t, self.next_request())
         elif not conn.closed:

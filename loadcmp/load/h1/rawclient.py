@@ -62,7 +62,7 @@ class RawClient:
 
     __slots__ = (
         "engine", "loop", "sock", "fd", "parser", "t_intended", "t_sent", "t_written", "t_first", "counted", "nbytes",
-        "status", "req", "head", "headers_done", "phase", "deadline",
+        "status", "req", "head", "headers_done", "phase", "deadline", "user",
     )
 
     def __init__(self, engine: RawHost) -> None:
@@ -78,6 +78,8 @@ class RawClient:
         self.head = b""
         self.headers_done = False
         self.phase = IDLE
+        self.user = engine.rec.user() if engine.rec is not None else None
+        """This client's user (`Recorder.user`): marked when an answer comes in the window."""
 
     def start(self) -> None:
         eng = self.engine
@@ -211,8 +213,14 @@ class RawClient:
             counted, self.counted = self.counted, False
             self.engine._record(counted, kind_of_status(self.status), self.t_intended, self.t_sent, self.nbytes,
                                 None, self.status, self._marks(), self.req)
+            self._heard(counted, kind_of_status(self.status))
             self.phase = DRAINING  # let the server close first, as webbench reads to EOF
             self.deadline = now() + 1.0
+
+    def _heard(self, counted: bool, kind: int) -> None:
+        rec = self.engine.rec
+        if counted and rec is not None:
+            rec.heard(self.user, kind, now())
 
     def _marks(self) -> Began:
         """The answer's phases; the connect began with the request."""
@@ -266,6 +274,7 @@ class RawClient:
             later = self.engine._record(counted, kind, self.t_intended, self.t_sent if t_sent is None else t_sent,
                                         self.nbytes, client_error, self.status if answered else 0,
                                         self._marks() if answered else None, self.req) or later
+            self._heard(counted, kind)
         if not self.engine.running:
             return
         if later:

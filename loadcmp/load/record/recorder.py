@@ -101,6 +101,11 @@ class Recorder:
         ends in the window is counted there (`carry`); one still held at the close is unfinished."""
         self.held = 0
         """Of the unfinished, those held from before the window opened to its close (`close`)."""
+        self.users: list[list[bool]] = []
+        """Each user (a closed loop's client, a ramp's user) of the pure-Python paths: whether an answer came in
+        the window (`user`, `heard`)."""
+        self.c_users: dict[int, tuple[int, int]] = {}
+        """The compiled loops' users, by loop: (users, those answered in the window) (`users_seen`)."""
         self.started = 0
         self.dropped = 0
         self.inflight = 0
@@ -181,6 +186,22 @@ class Recorder:
         self.inflight += 1
         self._at(0).started += 1
 
+    def user(self) -> list[bool]:
+        """A new user: its cell, marked by `heard` when an answer comes in the window."""
+        cell = [False]
+        self.users.append(cell)
+        return cell
+
+    def heard(self, user: list[bool] | None, kind: int, t: float) -> None:
+        """A request of `user` ended at `t` as `kind`: an answer (any status) in the window marks it."""
+        if user is not None and kind <= HTTP_5XX and self.t0 <= t < self.end and not self.closed:
+            user[0] = True
+
+    def users_seen(self, loop: int, users: int, answered: int) -> None:
+        """A compiled loop's users so far, and how many of them had an answer in the window."""
+        if not self.closed:
+            self.c_users[loop] = (users, answered)
+
     def unsent(self, t: float, counted: bool) -> None:
         """A request started at `t` was never sent: the window closed while it
         was connecting. It is taken back, so that warm-up + ok + failed +
@@ -194,7 +215,6 @@ class Recorder:
                     res.warmup_requests -= 1
                 return
             self.held -= 1  # the close counted it held, as started in the window's first second
-            res.held -= 1
             t = self.t0
         if not counted:
             if t < self.t0:
@@ -401,7 +421,7 @@ class Recorder:
             streams=self.streams,
             pages=self.pages,
             page_status=[dict(sorted(c.items())) for c in self.page_status],
-            held=held,
+            users_unanswered=sum(not u[0] for u in self.users) + sum(n - a for n, a in self.c_users.values()),
         )
         return self.result
 

@@ -261,9 +261,9 @@ class Result:
     """Each page's responses by exact status code, by page index."""
     journeys: JourneyTally | None = None
     """--journey: each journey's completions and each step's tally; None for a load of pages."""
-    held: int = 0
-    """Of the unfinished, those in flight from before the window opened to its close: each a user (a
-    closed loop's client, a ramp's user) that got no answer in the window (`Recorder.close`)."""
+    users_unanswered: int = 0
+    """The users (a closed loop's clients, a ramp's users) that got no answer at all in the window: each request
+    they sent in it, or held into it from the warm-up, failed or was still in flight at the close."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -309,7 +309,7 @@ class Result:
             [_add_counts([p.page_status[j] for p in parts if j < len(p.page_status)])
              for j in range(max(len(p.page_status) for p in parts))],
             JourneyTally.merge([p.journeys for p in parts]),
-            sum(p.held for p in parts),
+            sum(p.users_unanswered for p in parts),
         )
 
     def counts(self) -> dict[str, int]:

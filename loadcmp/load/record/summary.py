@@ -227,8 +227,8 @@ def _add_client(doc: LoadSummary, result: Result) -> None:
     doc["teardown_s"] = result.teardown_s
     doc["stopped_by"] = "interrupted" if result.interrupted else result.stopped_by
     doc["warmup_requests"] = result.warmup_requests
-    if result.held:  # absent: every user got an answer, or the engine does not tell (h2, h3)
-        doc["users_unanswered"] = result.held
+    if result.users_unanswered:  # absent: every user got an answer, or the engine does not tell (h2, h3, rate)
+        doc["users_unanswered"] = result.users_unanswered
 
 
 def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> None:
