@@ -15,19 +15,19 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from .histogram import Histogram
 from .outcomes import HTTP_5XX
-from .result import PHASES, PageSecond, Result, Second, StoppedBy, StreamTally, TlsTally
+from .result import PHASES, PageSecond, Result, Second, StoppedBy, StreamTally, Tally, TlsTally
 from .saturation import ClientSample
 
 __all__ = ["PHASES", "Began", "Histogram", "Marks", "PageSecond", "Recorder", "Result", "Second", "StoppedBy",
            "StreamTally", "Tally",
            "TlsTally"]
-"""Histogram, Result and Second are re-exported: readers of results import them from here."""
+"""Histogram, Result, Second and Tally are re-exported: readers of results and the compiled tally import them
+from here."""
 
 
 Marks = tuple[float, float, float, float, float]
@@ -39,30 +39,6 @@ Began = tuple[float, float, float, float]
 """The first four `Marks`, as an engine knows them before the end is read (`Engine._record` adds it)."""
 STATUS_SLOTS = 1000
 """Status codes 0..999 are counted in a list (an index is cheaper than a dict on the hot path)."""
-
-
-@dataclass
-class Tally:
-    """Counted requests that ended in one second of the window, summed by the compiled loop
-    (`_ctally.h`): what `Recorder.done` would have recorded of each of them."""
-
-    second: int
-    """The window's second they ended in."""
-    counts: list[int]
-    """How many ended as each kind (`KINDS`)."""
-    nbytes: int
-    lat: Histogram
-    """Latency from the intended start, of those with a response."""
-    svc: Histogram | None
-    """Service time (from the send), of those sent later than intended; None: none was."""
-    status_codes: dict[int, int]
-    phases: list[Histogram]
-    """Each of `PHASES`, of those with a response that had the phase."""
-    last_end: float
-    pages: list[PageSecond] | None = None
-    """A load of several pages: each page's share of them, by page index."""
-    page_status: list[dict[int, int]] | None = None
-    """Each page's responses by exact status code."""
 
 
 class Recorder:

@@ -1,7 +1,8 @@
 """A finished measurement: per-second buckets and the totals of a load; mergeable.
 
 Kept apart from the recorder that fills them: readers of stored results, the
-workers' merge and the summaries need only these.
+workers' merge and the summaries need only these; and what the compiled loop hands
+the recorder of a second (`Tally`).
 """
 
 from __future__ import annotations
@@ -218,6 +219,30 @@ def _merged_pages(a: list[PageSecond], b: list[PageSecond]) -> list[PageSecond]:
             acc.add(p)
     return out
 
+
+
+@dataclass
+class Tally:
+    """Counted requests that ended in one second of the window, summed by the compiled loop
+    (`_ctally.h`): what `Recorder.done` would have recorded of each of them."""
+
+    second: int
+    """The window's second they ended in."""
+    counts: list[int]
+    """How many ended as each kind (`KINDS`)."""
+    nbytes: int
+    lat: Histogram
+    """Latency from the intended start, of those with a response."""
+    svc: Histogram | None
+    """Service time (from the send), of those sent later than intended; None: none was."""
+    status_codes: dict[int, int]
+    phases: list[Histogram]
+    """Each of `PHASES`, of those with a response that had the phase."""
+    last_end: float
+    pages: list[PageSecond] | None = None
+    """A load of several pages: each page's share of them, by page index."""
+    page_status: list[dict[int, int]] | None = None
+    """Each page's responses by exact status code."""
 
 
 @dataclass
