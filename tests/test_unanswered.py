@@ -1,6 +1,8 @@
-"""A status page unanswered because every worker is held is evidence (issue 49): the sampler marks each second
-whose busy-worker count did not come (`busy_unread`), and the shared cause `status.unanswered` says it, for a
-stack whose pages count busy workers; none where they came, or where no page read counts them."""
+"""What got no answer, shown (issue 49): a status page unanswered because every worker is held is evidence (the
+sampler marks each second whose busy-worker count did not come, `busy_unread`, and the shared cause
+`status.unanswered` says it, for a stack whose pages count busy workers); the users who got no answer in the
+window are said in the report and in `--json`'s rows.
+"""
 
 from __future__ import annotations
 
@@ -80,3 +82,13 @@ def test_the_report_says_how_many_users_got_no_answer_and_only_where_some_did():
     assert waiting(trials)[0].endswith("440–450 of 600 users got no answer in the window (per trial, over 2 "  # type: ignore[arg-type]
                                        "trials).")
     assert waiting(Stored([_trial("nginx-apache", None)])) == []  # type: ignore[arg-type]
+
+
+def test_a_json_row_holds_the_users_unanswered_per_trial_only_where_a_trial_stored_them():
+    from loadcmp.load.record.summary import over_trials
+
+    docs = [{"started": 10, "ok": 4, "failed": 0, "unfinished": 6, "users_unanswered": 450},
+            {"started": 10, "ok": 4, "failed": 0, "unfinished": 6, "users_unanswered": 440}]
+    row = over_trials(docs)  # type: ignore[arg-type]
+    assert row["users_unanswered"] == 445 and row["totals"]["users_unanswered"] == 890
+    assert "users_unanswered" not in over_trials([{"started": 1, "ok": 1, "failed": 0, "unfinished": 0}])  # type: ignore[list-item]
