@@ -21,8 +21,7 @@ from .units import Setting
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
 """How a trial ended: measured normally, or why not."""
 RunStatus = Literal["running", "complete", "interrupted", "failed", "abandoned"]
-"""How a run ended (`running` while it is being written; `abandoned`, as read back: left `running`
-by a process that is gone, killed outright)."""
+"""How a run ended (`running` while being written; `abandoned`, read back: left `running` by a process killed)."""
 OUTCOME_KINDS: tuple[str, ...] = ("ok", "http_4xx", "http_5xx", "connect_refused", "connect_timeout", "reset",
                                   "timeout", "protocol_error", "tls_error", "stream_reset", "goaway")
 """Every way a started request can end (besides `unfinished`), in storage order: `load.record.outcomes` numbers
@@ -206,6 +205,7 @@ class LoadSummary(NetResult):
     stopped_by: NotRequired[Literal["time", "requests", "interrupted"]]  #: the window closed, -n was done, Ctrl-C
     warmup_requests: NotRequired[int]  #: started during the warm-up; not counted, but the server saw them
     users_reached: NotRequired[int]  #: ramp: the users started by the window's close, when fewer than all
+    users_unanswered: NotRequired[int]  #: users (closed clients, ramp users) with no answer at all in the window
     status_codes: NotRequired[dict[str, int]]  #: responses by exact status code, e.g. {"200": 9120, "404": 3}
     phases_ms: NotRequired[dict[str, LatencyMs]]  #: connect (new connections), write, wait (first byte), read
     connections_opened: NotRequired[int | None]  #: connections the answered requests opened (keep-alive: few)

@@ -20,7 +20,7 @@ from loadcmp.lab.stacks import Stack, effective_settings, get_stack
 from loadcmp.report.causes import note
 
 LOGS = Path(__file__).parent / "fixtures" / "logs"
-EVERY_STACK = {"kernel"}
+EVERY_STACK = {"kernel", "status"}
 """The prefix of the causes every stack gets (configs/every-stack.toml), whatever its parts."""
 
 EXPECTED = {

@@ -16,7 +16,7 @@ import asyncio
 import gc
 import math
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from contextvars import ContextVar
 from typing import Any, Generic, TypeVar
 
@@ -39,6 +39,9 @@ TICK_AFTER_S = 0.02
 BACKOFF_S = 0.01
 """Pause of a client after an error of its own (EMFILE ...), so that it does not spin."""
 
+USER: ContextVar[list[bool] | None] = ContextVar("loadcmp_user", default=None)
+"""The user a closed client's or a ramp user's task sends for (`Recorder.user`): `_record` marks its answers."""
+
 _DRAWN: ContextVar[int] = ContextVar("loadcmp_drawn", default=-1)
 """The request the rate loop drew for one of its tasks when it was due (`_rate_loop`); each task runs in a
 copy of the context, so it is that task's alone, whatever its engine awaits before it draws. -1: none."""
@@ -52,6 +55,10 @@ class Engine(Generic[S]):
     """Drives a schedule; subclasses say how one request is sent."""
 
     name = "base"
+    carries_warmup = False
+    """Its requests begun in the warm-up are counted when they end in the window (`Recorder.begin`), and its
+    users' answers are marked (`Recorder.user`): the engines whose every answer reaches `_record` or marks its
+    user itself (h1's); the others count from the window's start and say nothing of their users."""
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
         self.spec = spec
@@ -63,6 +70,7 @@ class Engine(Generic[S]):
         self.tasks: set[asyncio.Task[Any]] = set()
         self.is_head = spec.target.method == "HEAD"
         self.t_load0 = 0.0
+        self.count_start: Callable[[float], bool] = self._not_counted
         self._run_prev = self._wait_prev = self._wall_prev = 0.0
         self._lag_max = 0.0
         self.cpu_s = 0.0
@@ -88,6 +96,11 @@ class Engine(Generic[S]):
             _DRAWN.set(-1)
             return req
         return self.cursor.next()
+
+    @staticmethod
+    def _not_counted(t: float) -> bool:
+        """`count_start` before a run: nothing counts."""
+        return False
 
     # --- what an engine provides --------------------------------------------------
     async def request(self, t_intended: float, counted: bool, state: S | None) -> S | None:
@@ -155,13 +168,14 @@ class Engine(Generic[S]):
         if counted:
             rec = self.rec
             assert rec is not None
-            if client_error is not None:
-                rec.client_error(client_error)
             t = now()
+            if client_error is not None and (t_intended >= rec.t0 or t >= rec.t0):  # not a warm-up's own
+                rec.client_error(client_error)
             if reason is not None and t < rec.end:  # as `done` counts the failure
                 rec.tls_error(reason)
             page, expect = self.page_of(req)
             rec.done(kind, t_intended, t_sent, t, nbytes, status, None if began is None else (*began, t), page, expect)
+            rec.heard(USER.get(), kind, t)
         return client_error is not None
 
     def page_names(self) -> tuple[str, ...]:
@@ -181,6 +195,8 @@ class Engine(Generic[S]):
         t0 = t_load0 + spec.warmup
         self.rec = Recorder(t0, spec.duration, self.budget, self.page_names())
         self.rec.tls = TlsTally() if spec.target.scheme == "https" else None
+        self.count_start = self.rec.begin if self.carries_warmup else self.rec.start
+        """A request begins at `t`; whether it is counted (the schedules' loops call it)."""
         gc.freeze()  # what exists now (modules, the plan) is not walked by each collection during the load
         try:
             return await self._run(t0, stop or asyncio.Event())
@@ -268,10 +284,11 @@ class Engine(Generic[S]):
 
     async def _closed_client(self) -> None:
         state = None
-        rec = self.rec
-        assert rec is not None
+        assert self.rec is not None
+        if self.carries_warmup:
+            USER.set(self.rec.user())
         while self.may_start(t := now()):
-            state = await self.request(t, rec.start(t), state)
+            state = await self.request(t, self.count_start(t), state)
 
     async def _ramp_user(self, sched: Ramp, user: int) -> None:
         rec = self.rec
@@ -284,7 +301,9 @@ class Engine(Generic[S]):
                 await asyncio.sleep(delay)
             if not self.may_start(max(due, now())):
                 return
-            state = await self.request(due, rec.start(due), state)
+            if self.carries_warmup and USER.get() is None:  # a user from its first request
+                USER.set(rec.user())
+            state = await self.request(due, self.count_start(due), state)
             due = self.t_load0 + sched.next_due(due - self.t_load0, now() - self.t_load0)
 
     async def _rate_loop(self, sched: Rate | Replay) -> None:
@@ -306,7 +325,7 @@ class Engine(Generic[S]):
                 return
             state = idle.pop() if idle else None
             try:
-                state = await self.request(due, rec.start(due), state)
+                state = await self.request(due, self.count_start(due), state)
             finally:
                 inflight -= 1
             if self.running and state is not None and self.reusable(state):

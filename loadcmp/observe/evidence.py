@@ -28,7 +28,7 @@ from ..lab.stacks import Cause, Stack, all_causes
 from ..facts import KernelDoc
 from ..records import CauseDoc
 from . import ownlogs
-from .kernel import SCOPE_SAID
+from .kernel import COUNTERS, SCOPE_SAID
 
 OOM_KINDS = ("reset", "http_5xx", "protocol_error", "timeout")
 """The client failures a server process killed at the memory cap makes."""
@@ -164,7 +164,8 @@ def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Setting]
         rec["rose"], rec["rose_said"] = peaks[cause.counter], cause.counter_said
     # a kernel counter's rise: kept as one, its scope said; the host's counters count any listener's queue, so
     # there it is this server's only where its own client saw it (a slow connect, or a failure the cause makes)
-    mine = seen.scope != "host" or seen.slow > 0 or any(seen.failures.get(k) for k in cause.kinds)
+    mine = (cause.total not in COUNTERS.values() or seen.scope != "host" or seen.slow > 0
+            or any(seen.failures.get(k) for k in cause.kinds))
     if cause.total and peaks.get(cause.total) and mine:
         rec["rose"] = peaks[cause.total]
         rec["rose_said"] = cause.total_said.replace("{scope}", SCOPE_SAID.get(seen.scope or "host", ""))

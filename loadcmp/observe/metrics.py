@@ -376,7 +376,7 @@ class Sampler:
         status: dict[str, float] = {}
         for kind in self.dep.status_pages:
             status.update(self._try(f"{kind} status page", partial(self.status_page, kind), NO_FIGURES))
-        row.update(with_busy_workers(status, self.dep.stack.busy_workers))
+        row.update(with_busy_workers(status, self.dep.stack.busy_workers, self.dep.status_pages.values()))
         if keep:
             self.rows.append(row)
         if self.on_row is not None:

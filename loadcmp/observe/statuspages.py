@@ -81,11 +81,21 @@ def command_status(dep: Deployment, page: StatusPage) -> dict[str, float]:
     return parse_page(page, text)
 
 
-def with_busy_workers(status: dict[str, float], columns: Iterable[str]) -> dict[str, float]:
+BUSY_UNREAD = "busy_unread"
+"""A second's column: 1 when the pages read that count busy workers gave none (unanswered, or no figure)."""
+
+
+def with_busy_workers(status: dict[str, float], columns: Iterable[str],
+                      pages: Iterable[StatusPage] = ()) -> dict[str, float]:
     """Adds busy_workers: the first of the stack's `busy_workers` columns that the pages gave
-    (the front server's workers where it has them, else PHP's)."""
+    (the front server's workers where it has them, else PHP's). Where none came though one of the `pages`
+    read counts them, `BUSY_UNREAD`: a page its own workers serve goes unanswered when every one is held."""
+    columns = list(columns)
     busy = next((status[c] for c in columns if c in status), None)
-    return status if busy is None else {**status, "busy_workers": busy}
+    if busy is not None:
+        return {**status, "busy_workers": busy}
+    read = {col for page in pages for col, _ in page.fields}
+    return {**status, BUSY_UNREAD: 1.0} if read.intersection(columns) else status
 
 
 def unanswered(pages: Iterable[StatusPage], get: Callable[[str], tuple[int, bytes]]) -> dict[str, str]:

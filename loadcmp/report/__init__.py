@@ -9,6 +9,8 @@
     causes.py         the servers' evidence in words: the one place a trial's cause records become sentences
     connects.py       the connects TCP's SYN retry delayed: a trial's and a cell's share of requests that took
                       about 1 s and 3 s to connect (a full listen queue), and what they did to p99
+    waiting.py        the users who got no answer in the window: per cell, how many had a request held from
+                      before the window opened to its close (a listen backlog, no free worker)
     role_usage.py     what the roles measured apart from a server (an app's database) used, per level, and
                       the server's CPU beside theirs, each against the cores they share
     compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
@@ -38,7 +40,7 @@
 
 Imports go one way: build -> documents -> plots -> level_figures, tune -> axes -> tables -> capacity;
 plots -> story -> role_usage, compare -> tables -> causes -> connects;
-story -> connects; setup -> tables; documents -> tls -> tables -> handshakes;
+story -> connects; story -> waiting -> streams; setup -> tables; documents -> tls -> tables -> handshakes;
 role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys; tables -> jsonrows; build, documents, tables -> events;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the

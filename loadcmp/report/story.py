@@ -24,6 +24,7 @@ from .connects import slow_connects
 from .handshakes import errors_said
 from .role_usage import apart_lines, used
 from .streams import clients, unit_of
+from .waiting import waiting
 from .compare import Ratio, at_least, comparable, inverse, pair_unit, pairs, ratio
 from .tables import MIN_TRIALS, Estimate, cell_estimate, per_core, rps
 
@@ -390,6 +391,7 @@ def replayed(data: Results) -> list[str]:
 
 
 SECTIONS = (("Requests served", throughput), ("Where failures begin", failures),
+            ("Users who got no answer", waiting),
             ("What the servers used", resources), ("Why, from the servers' own evidence", causes),
             ("Connects TCP's SYN retry delayed", slow_connects),
             ("The access log replayed", replayed))

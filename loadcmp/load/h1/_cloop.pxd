@@ -10,6 +10,9 @@ cdef enum:
     BUFSIZE = 262144
 
 cdef enum:
+    WARM = 2  # Client.counted of a warm-up request that counts if it ends in the window (1: counted, 0: not)
+
+cdef enum:
     READ_ON, ANSWERED, PARTIAL  # what `_feed` made of a read: read on, the client moved on, the answer goes on
 
 
@@ -21,6 +24,10 @@ cdef class CLoop(CBase):
     cdef char *buf
     cdef CRequests reqs  # what each request sends and is recorded as, and their sequence
     cdef bint is_head, spread, keepalive
+    cdef bint carry  # warm-up requests count where they end in the window (`Recorder.begin`): not under -n
+    cdef int64_t warm_n  # warm-up requests begun, less those ended in the warm-up, not handed over yet
+    cdef char *answered  # by client: its user had an answer in the window (`Recorder.users_seen`)
+    cdef int n_answered
     cdef object retry_handle
 
     cdef bint _begin(self, Client *c, double t) except -1
@@ -39,4 +46,5 @@ cdef class CLoop(CBase):
     cdef void _end(self, Client *c, int kind, double t, int status, double t_done=*) except *
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *
     cdef void _next(self, Client *c, double later) except *
+    cdef void _hand_warm(self) except *
 

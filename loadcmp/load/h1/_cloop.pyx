@@ -17,7 +17,7 @@ from libc.stdlib cimport calloc, free, malloc
 from libc.string cimport memset, strerror
 from posix.unistd cimport close
 
-from ..core._cbase cimport CBase, kind_of_status, now, set_addr, so_error
+from ..core._cbase cimport CBase, K_HTTP_5XX, kind_of_status, now, set_addr, so_error
 
 from ..driver import BACKOFF_S
 from ..record.outcomes import CONNECT_REFUSED, CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error
@@ -54,11 +54,13 @@ cdef class CLoop(CBase):
         self.is_head = engine.is_head
         self.keepalive = engine.target.keepalive
         self.spread = engine.spec.spread_sources
+        self.carry = engine.carries_warmup and engine.rec.requests is None
         self.clients = <Client *>calloc(clients, sizeof(Client))
         self.retry = <int *>malloc(clients * sizeof(int))
         self.retry_at = <double *>malloc(clients * sizeof(double))
         self.buf = <char *>malloc(BUFSIZE)
-        if not (self.clients and self.retry and self.retry_at and self.buf):
+        self.answered = <char *>calloc(clients, sizeof(char))
+        if not (self.clients and self.retry and self.retry_at and self.buf and self.answered):
             raise MemoryError()
         for i in range(clients):
             self.clients[i].fd = -1
@@ -68,7 +70,7 @@ cdef class CLoop(CBase):
             if self.clients[i].fd >= 0:
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
-        free(self.clients); free(self.retry); free(self.retry_at); free(self.buf)
+        free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.answered)
 
     # --- what CBase asks of a loop: a client's start, an epoll event, the deadlines, the stop --
     cdef void _first(self, int i) except *:
@@ -142,6 +144,16 @@ cdef class CLoop(CBase):
     def flush(self):
         """Hand what was counted so far to the recorder (the driver's `settle`)."""
         self.tally.flush()
+        self._hand_warm()
+        if self.carry:
+            self.rec.users_seen(id(self), self.n, self.n_answered)
+
+    cdef void _hand_warm(self) except *:
+        """The warm-up requests begun, less those ended in the warm-up, since last handed (`Recorder.add_warm`)."""
+        cdef int64_t n = self.warm_n
+        if n:
+            self.warm_n = 0
+            self.rec.add_warm(n)
 
     # --- one request, in C ----------------------------------------------------------------
     cdef bint _begin(self, Client *c, double t) except -1:
@@ -153,8 +165,12 @@ cdef class CLoop(CBase):
         got = self.tally.start(t)
         if got < 0:
             return False
-        c.counted = got
-        self.counted_inflight += got
+        if got == 0 and self.carry:  # a warm-up request: counted if it ends in the window (`_record`)
+            c.counted = WARM
+            self.warm_n += 1
+        else:
+            c.counted = got
+            self.counted_inflight += got
         c.req = self.reqs.next()  # the next request of the sequence (warm-up's too)
         c.t_intended = c.t_sent = c.t_connect = t
         c.deadline = t + self.timeout
@@ -298,7 +314,7 @@ cdef class CLoop(CBase):
     cdef void _failed(self, Client *c, int err, double later) except *:
         """A socket error, named as outcomes.kind_of_error names it."""
         kind, name = kind_of_error(OSError(err, strerror(err).decode()))
-        if c.counted and name is not None:
+        if c.counted and name is not None and (c.counted != WARM or now() >= self.tally.t0):
             self.rec.client_error(name)
         if name is not None:
             later = max(later, BACKOFF_S)
@@ -317,13 +333,26 @@ cdef class CLoop(CBase):
         cdef double phases[5]
         if not c.counted:
             return
-        c.counted = 0
-        self.counted_inflight -= 1
+        if c.counted == WARM:  # begun in the warm-up: nothing if it ended there or after the close, else carried
+            c.counted = 0
+            if t < self.tally.t0:
+                self.warm_n -= 1
+                return
+            if t >= self.tally.t_end:
+                return
+            self._hand_warm()
+            self.rec.carry()
+        else:
+            c.counted = 0
+            self.counted_inflight -= 1
         phases[0] = c.t_up - c.t_connect  # NaN propagates: a phase that did not happen
         phases[1] = c.t_hs - c.t_up if not isnan(c.t_hs) else (NAN if isnan(c.t_connect) else 0.0)  # http: 0
         phases[2] = c.t_written - c.t_sent
         phases[3] = c.t_first - c.t_written
         phases[4] = t_done - c.t_first
+        if kind <= K_HTTP_5XX and self.tally.t0 <= t < self.tally.t_end and not self.answered[c - self.clients]:
+            self.answered[c - self.clients] = 1  # this client's user had an answer in the window
+            self.n_answered += 1
         self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases, self.reqs.page_of[c.req],
                        self.reqs.expect[c.req])
         if self.counted_inflight == 0 and self.tally.spent():  # -n: the load ends once the last is recorded

@@ -107,7 +107,7 @@ cdef class TLSLoop(CLoop):
         cdef int r = SSL_do_handshake(s)
         if r == 1:
             c.t_hs = now()
-            if c.counted and c.t_hs < self.tally.t_end:
+            if c.counted and self.tally.t0 <= c.t_hs < self.tally.t_end:  # not a warm-up's
                 tls_count(&self.tls, s)
             return self._write(c, s)
         got = tls_result(s, r, &err)
@@ -171,7 +171,7 @@ cdef class TLSLoop(CLoop):
             ERR_clear_error()
         tls_reason(why, sizeof(why))
         SSL_set_quiet_shutdown(s, 1)  # no close_notify after a fatal error
-        if c.counted and t < self.tally.t_end:
+        if c.counted and self.tally.t0 <= t < self.tally.t_end:
             self.rec.tls_error("eof during handshake" if eof else why.decode(errors="replace"))
         c.t_sent = c.t_intended
         self._record(c, TLS_ERROR_, t, 0, NAN)

@@ -23,6 +23,7 @@ class AiohttpEngine(Engine[None]):
     """One aiohttp request per call; the connector keeps connections (keep-alive)."""
 
     name = "aiohttp"
+    carries_warmup = True
 
     async def open(self) -> None:
         import aiohttp

@@ -163,7 +163,7 @@ class Slot:
     timer per request, which costs more than the request itself at wrk speed.
     """
 
-    __slots__ = ("task", "conn", "deadline", "phase", "timed_out")
+    __slots__ = ("task", "conn", "deadline", "phase", "timed_out", "user")
 
     def __init__(self) -> None:
         self.task: asyncio.Task[Any] | None = None
@@ -172,6 +172,8 @@ class Slot:
         self.deadline = 0.0
         self.phase = IDLE
         self.timed_out = False
+        self.user: list[bool] | None = None
+        """The user of a closed client's callback path (`Recorder.user`); None: its task's (`driver.USER`)."""
 
     def expire(self) -> None:
         """The deadline passed: cancel the connect, or time the request out."""

@@ -43,6 +43,7 @@ class FastEngine(Engine[Slot]):
     """uvloop + asyncio.Protocol + httptools: the default."""
 
     name = "fast"
+    carries_warmup = True
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
         if not protocols.get(spec.target.proto).http1:  # never another protocol than the one asked for
@@ -161,7 +162,7 @@ class FastEngine(Engine[Slot]):
             return None
         if self._taken_back(slot, got, t_intended, counted):
             return None
-        if counted and self.ssl is not None:
+        if counted and self.ssl is not None and now() >= rec.t0:  # not a warm-up's handshake
             self._handshake_seen(got.transport)
         return got
 
@@ -182,10 +183,11 @@ class FastEngine(Engine[Slot]):
         rec = self.rec
         assert rec is not None
         slot = Slot()
+        slot.user = rec.user()
         self.slots.add(slot)
         try:
             while self.may_start(t := now()):
-                counted = rec.start(t)
+                counted = self.count_start(t)
                 req = self.next_request()
                 conn = await self._connect_for(slot, t, counted, t, req)
                 if conn is None:
@@ -224,8 +226,9 @@ class FastEngine(Engine[Slot]):
             else:
                 rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks,
                          *self.page_of(conn.req))
+            rec.heard(slot.user, kind, t)
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
-            self._send_on_open_connection(slot, conn, t, rec.start(t), t, self.next_request())
+            self._send_on_open_connection(slot, conn, t, self.count_start(t), t, self.next_request())
         elif not conn.closed:
             conn.transport.close()
 

@@ -42,6 +42,8 @@ class RawHost(Protocol):
     request_list: tuple[bytes, ...]
     head_list: tuple[bool, ...]
 
+    def count_start(self, t: float) -> bool: ...
+
     def next_request(self) -> int: ...
 
     def local_addr(self) -> tuple[str, int] | None: ...
@@ -60,7 +62,7 @@ class RawClient:
 
     __slots__ = (
         "engine", "loop", "sock", "fd", "parser", "t_intended", "t_sent", "t_written", "t_first", "counted", "nbytes",
-        "status", "req", "head", "headers_done", "phase", "deadline",
+        "status", "req", "head", "headers_done", "phase", "deadline", "user",
     )
 
     def __init__(self, engine: RawHost) -> None:
@@ -76,16 +78,16 @@ class RawClient:
         self.head = b""
         self.headers_done = False
         self.phase = IDLE
+        self.user = engine.rec.user() if engine.rec is not None else None
+        """This client's user (`Recorder.user`): marked when an answer comes in the window."""
 
     def start(self) -> None:
         eng = self.engine
         t = now()
         if not eng.may_start(t):
             return
-        rec = eng.rec
-        assert rec is not None
         self.t_intended = t
-        self.counted = rec.start(t)
+        self.counted = eng.count_start(t)
         self.req = eng.next_request()
         self.t_first = 0.0
         self.nbytes = self.status = 0
@@ -211,8 +213,14 @@ class RawClient:
             counted, self.counted = self.counted, False
             self.engine._record(counted, kind_of_status(self.status), self.t_intended, self.t_sent, self.nbytes,
                                 None, self.status, self._marks(), self.req)
+            self._heard(counted, kind_of_status(self.status))
             self.phase = DRAINING  # let the server close first, as webbench reads to EOF
             self.deadline = now() + 1.0
+
+    def _heard(self, counted: bool, kind: int) -> None:
+        rec = self.engine.rec
+        if counted and rec is not None:
+            rec.heard(self.user, kind, now())
 
     def _marks(self) -> Began:
         """The answer's phases; the connect began with the request."""
@@ -266,6 +274,7 @@ class RawClient:
             later = self.engine._record(counted, kind, self.t_intended, self.t_sent if t_sent is None else t_sent,
                                         self.nbytes, client_error, self.status if answered else 0,
                                         self._marks() if answered else None, self.req) or later
+            self._heard(counted, kind)
         if not self.engine.running:
             return
         if later:

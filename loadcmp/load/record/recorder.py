@@ -15,19 +15,19 @@ from __future__ import annotations
 import math
 from array import array
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
 from .histogram import Histogram
 from .outcomes import HTTP_5XX
-from .result import PHASES, PageSecond, Result, Second, StoppedBy, StreamTally, TlsTally
+from .result import PHASES, PageSecond, Result, Second, StoppedBy, StreamTally, Tally, TlsTally
 from .saturation import ClientSample
 
 __all__ = ["PHASES", "Began", "Histogram", "Marks", "PageSecond", "Recorder", "Result", "Second", "StoppedBy",
            "StreamTally", "Tally",
            "TlsTally"]
-"""Histogram, Result and Second are re-exported: readers of results import them from here."""
+"""Histogram, Result, Second and Tally are re-exported: readers of results and the compiled tally import them
+from here."""
 
 
 Marks = tuple[float, float, float, float, float]
@@ -41,36 +41,15 @@ STATUS_SLOTS = 1000
 """Status codes 0..999 are counted in a list (an index is cheaper than a dict on the hot path)."""
 
 
-@dataclass
-class Tally:
-    """Counted requests that ended in one second of the window, summed by the compiled loop
-    (`_ctally.h`): what `Recorder.done` would have recorded of each of them."""
-
-    second: int
-    """The window's second they ended in."""
-    counts: list[int]
-    """How many ended as each kind (`KINDS`)."""
-    nbytes: int
-    lat: Histogram
-    """Latency from the intended start, of those with a response."""
-    svc: Histogram | None
-    """Service time (from the send), of those sent later than intended; None: none was."""
-    status_codes: dict[int, int]
-    phases: list[Histogram]
-    """Each of `PHASES`, of those with a response that had the phase."""
-    last_end: float
-    pages: list[PageSecond] | None = None
-    """A load of several pages: each page's share of them, by page index."""
-    page_status: list[dict[int, int]] | None = None
-    """Each page's responses by exact status code."""
-
-
 class Recorder:
     """Counts one worker's requests during the measured window.
 
-    A request counts when it *starts* inside the window [t0, t0 + duration);
-    those still in flight when the window closes are `unfinished`, so
-    `sum(kinds) + unfinished == started - dropped` holds by construction.
+    A request counts when it *starts* inside the window [t0, t0 + duration),
+    or (`begin`) when it started in the warm-up and is still held when the
+    window opens: it is counted in the window it ends in, or as unfinished,
+    as started in the window's first second. Those still in flight when the
+    window closes are `unfinished`, so `sum(kinds) + unfinished == started -
+    dropped` holds by construction.
     With `requests` (-n) the window is the time limit, and the recorder says
     when the last of them has ended (`on_spent`).
     """
@@ -93,6 +72,16 @@ class Recorder:
         self.first_start = self.last_end = 0.0
         """When the first counted request started and the last one ended (-n: the span measured)."""
         self.warmup_started = 0
+        self.warm_held = 0
+        """Warm-up requests begun by `begin` (or the compiled loop's, `add_warm`) and not ended yet: one that
+        ends in the window is counted there (`carry`); one still held at the close is unfinished."""
+        self.held = 0
+        """Of the unfinished, those held from before the window opened to its close (`close`)."""
+        self.users: list[list[bool]] = []
+        """Each user (a closed loop's client, a ramp's user) of the pure-Python paths: whether an answer came in
+        the window (`user`, `heard`)."""
+        self.c_users: dict[int, tuple[int, int]] = {}
+        """The compiled loops' users, by loop: (users, those answered in the window) (`users_seen`)."""
         self.started = 0
         self.dropped = 0
         self.inflight = 0
@@ -150,11 +139,59 @@ class Recorder:
         self._sec(t).started += 1
         return True
 
+    def begin(self, t: float) -> bool:
+        """`start`, but a warm-up request counts too (without -n): one still held when the window
+        opens, a user waiting in a listen backlog, is counted in the window it ends in (`done`), or
+        as unfinished at the close, never left out of both."""
+        if t < self.t0 and self.requests is None:
+            self.warmup_started += 1
+            self.warm_held += 1
+            return True
+        return self.start(t)
+
+    def add_warm(self, n: int) -> None:
+        """The compiled loop's warm-up requests begun (less those ended in the warm-up) since it last said."""
+        if not self.closed:
+            self.warm_held += n
+
+    def carry(self) -> None:
+        """A warm-up request ends in the window: it is counted there, as started in its first second."""
+        self.warm_held -= 1
+        self.warmup_started -= 1
+        self.started += 1
+        self.inflight += 1
+        self._at(0).started += 1
+
+    def user(self) -> list[bool]:
+        """A new user: its cell, marked by `heard` when an answer comes in the window."""
+        cell = [False]
+        self.users.append(cell)
+        return cell
+
+    def heard(self, user: list[bool] | None, kind: int, t: float) -> None:
+        """A request of `user` ended at `t` as `kind`: an answer (any status) in the window marks it."""
+        if user is not None and kind <= HTTP_5XX and self.t0 <= t < self.end and not self.closed:
+            user[0] = True
+
+    def users_seen(self, loop: int, users: int, answered: int) -> None:
+        """A compiled loop's users so far, and how many of them had an answer in the window."""
+        if not self.closed:
+            self.c_users[loop] = (users, answered)
+
     def unsent(self, t: float, counted: bool) -> None:
         """A request started at `t` was never sent: the window closed while it
         was connecting. It is taken back, so that warm-up + ok + failed +
         unfinished is what reached the server."""
         res = self.result
+        if counted and t < self.t0:  # a warm-up request `begin` counted
+            if res is None or not self.held:
+                self.warm_held -= 1
+                self.warmup_started -= 1
+                if res is not None:
+                    res.warmup_requests -= 1
+                return
+            self.held -= 1  # the close counted it held, as started in the window's first second
+            t = self.t0
         if not counted:
             if t < self.t0:
                 self.warmup_started -= 1
@@ -189,6 +226,11 @@ class Recorder:
         """
         if self.closed or t_end >= self.end:
             return
+        if t_intended < self.t0:  # a warm-up request (`begin`)
+            if t_end < self.t0:
+                self.warm_held -= 1
+                return
+            self.carry()
         self.inflight -= 1
         s = self._sec(t_end)
         s.counts[kind] += 1
@@ -321,6 +363,13 @@ class Recorder:
         requests have all ended, the load took from the first one's start to
         the last one's end, and its seconds run up to that end."""
         self.closed = True
+        held = self.held = max(0, self.warm_held)
+        if held:  # held since the warm-up, never answered: started in the window's first second, unfinished
+            self.warm_held = 0
+            self.warmup_started -= held
+            self.started += held
+            self.inflight += held
+            self._at(0).started += held
         self.unfinished = self.inflight
         if self.spent:
             measured_s = self.last_end - self.first_start
@@ -348,6 +397,7 @@ class Recorder:
             streams=self.streams,
             pages=self.pages,
             page_status=[dict(sorted(c.items())) for c in self.page_status],
+            users_unanswered=sum(not u[0] for u in self.users) + sum(n - a for n, a in self.c_users.values()),
         )
         return self.result
 

@@ -1,7 +1,8 @@
 """A finished measurement: per-second buckets and the totals of a load; mergeable.
 
 Kept apart from the recorder that fills them: readers of stored results, the
-workers' merge and the summaries need only these.
+workers' merge and the summaries need only these; and what the compiled loop hands
+the recorder of a second (`Tally`).
 """
 
 from __future__ import annotations
@@ -221,6 +222,30 @@ def _merged_pages(a: list[PageSecond], b: list[PageSecond]) -> list[PageSecond]:
 
 
 @dataclass
+class Tally:
+    """Counted requests that ended in one second of the window, summed by the compiled loop
+    (`_ctally.h`): what `Recorder.done` would have recorded of each of them."""
+
+    second: int
+    """The window's second they ended in."""
+    counts: list[int]
+    """How many ended as each kind (`KINDS`)."""
+    nbytes: int
+    lat: Histogram
+    """Latency from the intended start, of those with a response."""
+    svc: Histogram | None
+    """Service time (from the send), of those sent later than intended; None: none was."""
+    status_codes: dict[int, int]
+    phases: list[Histogram]
+    """Each of `PHASES`, of those with a response that had the phase."""
+    last_end: float
+    pages: list[PageSecond] | None = None
+    """A load of several pages: each page's share of them, by page index."""
+    page_status: list[dict[int, int]] | None = None
+    """Each page's responses by exact status code."""
+
+
+@dataclass
 class Result:
     """A finished measurement: per-second rows plus totals; mergeable."""
 
@@ -261,6 +286,9 @@ class Result:
     """Each page's responses by exact status code, by page index."""
     journeys: JourneyTally | None = None
     """--journey: each journey's completions and each step's tally; None for a load of pages."""
+    users_unanswered: int = 0
+    """The users (a closed loop's clients, a ramp's users) that got no answer at all in the window: each request
+    they sent in it, or held into it from the warm-up, failed or was still in flight at the close."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -306,6 +334,7 @@ class Result:
             [_add_counts([p.page_status[j] for p in parts if j < len(p.page_status)])
              for j in range(max(len(p.page_status) for p in parts))],
             JourneyTally.merge([p.journeys for p in parts]),
+            sum(p.users_unanswered for p in parts),
         )
 
     def counts(self) -> dict[str, int]:

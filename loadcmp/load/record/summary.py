@@ -227,6 +227,8 @@ def _add_client(doc: LoadSummary, result: Result) -> None:
     doc["teardown_s"] = result.teardown_s
     doc["stopped_by"] = "interrupted" if result.interrupted else result.stopped_by
     doc["warmup_requests"] = result.warmup_requests
+    if result.users_unanswered:  # absent: every user got an answer, or the engine does not tell (h2, h3, rate)
+        doc["users_unanswered"] = result.users_unanswered
 
 
 def _add_answers(doc: LoadSummary, result: Result, counts: dict[str, int]) -> None:
@@ -287,8 +289,8 @@ def check_invariant(doc: LoadSummary) -> bool:
 def over_trials(docs: list[LoadSummary]) -> dict[str, Any]:
     """What a row of `run --json` (one server x level) says of its trials' requests, beside its means.
 
-    `started`, `warmup_requests` and `status_codes` are means per trial, as the row's `ok`, `failed`
-    and `unfinished` are, so that ok + failed + unfinished == started holds for the row too; `totals`
+    `started`, `warmup_requests`, `users_unanswered` and `status_codes` are means per trial, as the row's `ok`,
+    `failed` and `unfinished` are, so that ok + failed + unfinished == started holds for the row too; `totals`
     has the exact sums over the trials. `phases_ms` merges each phase over the trials, weighted by how
     many requests it measured in each (the responses; `connect`: the connections opened): mean, stdev,
     min and max are exact, the percentiles the weighted mean of the trials' (their histograms are not
@@ -299,9 +301,10 @@ def over_trials(docs: list[LoadSummary]) -> dict[str, Any]:
         return {}
     rows = [cast(Mapping[str, Any], d) for d in docs]
     totals: dict[str, Any] = {k: sum(int(d.get(k) or 0) for d in rows)
-                              for k in ("started", "ok", "failed", "unfinished", "warmup_requests")
+                              for k in ("started", "ok", "failed", "unfinished", "warmup_requests", "users_unanswered")
                               if any(k in d for d in rows)}
-    out: dict[str, Any] = {k: _mean_count(v, n) for k, v in totals.items() if k in ("started", "warmup_requests")}
+    out: dict[str, Any] = {k: _mean_count(v, n) for k, v in totals.items()
+                           if k in ("started", "warmup_requests", "users_unanswered")}
     if any("status_codes" in d for d in docs):
         codes: dict[str, int] = {}
         for d in docs:
