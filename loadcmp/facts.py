@@ -129,6 +129,7 @@ class NetResult(TypedDict):
     """A load's summary key of `--net` (LoadSummary has it: it is this with the rest)."""
 
     net: NotRequired[NetFacts]  #: --net: the path asked and seen, and the proxy's cost
+    warmup_carried: NotRequired[int]  #: begun in the warm-up, counted in the window (in `started`); absent: none
 
 
 class EventDoc(TypedDict):

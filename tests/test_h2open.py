@@ -15,8 +15,8 @@ from helpers.h2server import H2Server
 
 from loadcmp.errors import UsageError
 from loadcmp.load.core.compiled import PURE_ENV
+from loadcmp.load import engines
 from loadcmp.load.driver import LoadSpec
-from loadcmp.load.h2.engine import H2Engine
 from loadcmp.load.h2.loops import h2_module
 from loadcmp.load.pageset import Pages
 from loadcmp.load.record.result import Result
@@ -105,7 +105,13 @@ def test_a_replay_keeps_its_logs_order_and_timing(server, proto, cafile):
 
 def test_the_h2_packages_fallback_refuses_an_open_schedule_in_one_line(monkeypatch):
     monkeypatch.setenv(PURE_ENV, "1")
+    for proto in ("h2", "h2c"):  # said by the registry the spec's check reads, so before anything starts
+        err = engines.problem(proto, "fast", "rate")
+        assert err is not None and "\n" not in err and "closed loop only" in err, err
+        assert engines.problem(proto, "fast", "closed") is None
     target = make_target("http://127.0.0.1:9/", proto="h2c", streams=2)
-    with pytest.raises(UsageError) as e:
-        H2Engine(LoadSpec(target, Rate(10.0, 1), 1.0))
-    assert "\n" not in str(e.value) and "closed loop only" in str(e.value), e.value
+    with pytest.raises(UsageError) as e:  # and by the engine's maker, for a spec built in code
+        engines.make_engine(LoadSpec(target, Rate(10.0, 1), 1.0))
+    assert "closed loop only" in str(e.value), e.value
+    monkeypatch.delenv(PURE_ENV)
+    assert engines.problem("h2c", "fast", "rate") is None  # the compiled loop runs it here

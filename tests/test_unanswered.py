@@ -77,7 +77,7 @@ def test_the_report_says_how_many_users_got_no_answer_and_only_where_some_did():
     data = Stored([_trial("apache-prefork", 450), _trial("nginx-apache", None)])
     lines = waiting(data)  # type: ignore[arg-type]
     assert lines[0] == "apache-prefork at 600 clients: 450 of 600 users got no answer in the window."
-    assert len(lines) == 2 and "timeout and unfinished" in lines[1]  # what they are counted as, said once
+    assert len(lines) == 2 and "counted by kind and as unfinished" in lines[1]  # what they are counted as, said once
     trials = Stored([_trial("apache-prefork", 440, 1), _trial("apache-prefork", 450, 2)])
     assert waiting(trials)[0].endswith("440–450 of 600 users got no answer in the window (per trial, over 2 "  # type: ignore[arg-type]
                                        "trials).")

@@ -118,7 +118,7 @@ def test_latency_runs_from_the_intended_start_through_the_wait_for_a_worker(one_
     assert doc["ok"] > 0, doc
     p50 = doc["latency_ms"]["p50"]
     assert p50 is not None and p50 >= 3 * pause * 1000, doc  # about USERS x pause: the queue, not one answer
-    assert "users_unanswered" not in doc, doc  # each waited its turn and was answered
+    assert doc.get("users_unanswered") == 0, doc  # each waited its turn and was answered
 
 
 @pytest.mark.parametrize("keepalive", [True, False])

@@ -40,6 +40,9 @@ class EngineKind:
     compiled: Callable[[bool, bool], bool] | None = None
     """Whether a load (closed schedule?, https?) runs its compiled path: built, current and not refused by
     LOADCMP_PURE_PYTHON (`compiled.py`). None: a pure-Python engine."""
+    open_here: Callable[[], bool] | None = None
+    """Whether its open schedules (a rate, a replay at its own times) run here: only its compiled loop runs them,
+    and it is built and current. None: they run wherever the engine does."""
 
 
 _KINDS: list[EngineKind] = []
@@ -74,8 +77,13 @@ def problem(proto: str, engine: str, schedule: str) -> str | None:
     """Why `--proto proto` does not run with `--engine engine` and `--schedule schedule`, in one line (the
     protocol table's wording); None: it does. An engine no one registered is `unknown_engine`'s."""
     err = protocols.get(proto).run_error(engine, schedule)
-    if err is None and find(engine, proto) is None:
+    kind = find(engine, proto)
+    if err is None and kind is None:
         return f"--proto {proto}: no engine sends it under --engine {engine} (use {' or '.join(names())})"
+    if err is None and kind is not None and schedule != "closed" and kind.open_here is not None \
+            and not kind.open_here():
+        return (f"--schedule {schedule} over --proto {proto} needs the compiled loop, which is not built here "
+                "(its pure-Python fallback runs the closed loop only)")
     return err
 
 
@@ -135,7 +143,8 @@ FAST = register(EngineKind("fast", (protocols.H1.name,), _fast,
 """HTTP/1.x over uvloop + httptools; its closed loop compiled (`_cloop`, over https `_ctls`)."""
 AIOHTTP = register(EngineKind("aiohttp", (protocols.H1.name,), _aiohttp))
 H2 = register(EngineKind("fast", (protocols.H2.name, protocols.H2C.name), _h2,
-                         compiled=lambda closed, https: h2_module() is not None))
+                         compiled=lambda closed, https: h2_module() is not None,
+                         open_here=lambda: h2_module() is not None))
 """h2 and h2c: `_ch2` over libnghttp2, or the `h2` package."""
 H3 = register(EngineKind("fast", (protocols.H3.name,), _h3))
 """h3 over QUIC (qh3)."""

@@ -1,7 +1,7 @@
 """The users who got no answer in the window, in words: per cell, how many of its users (a closed loop's
 clients, a ramp's users) got no answer at all in it (`LoadSummary.users_unanswered`): every request they had
-in the window failed or was still in flight at its close, waiting in the server's listen backlog or for a
-free worker.
+in the window failed (a timeout, a refused or reset connection) or was still in flight at its close (waiting in
+the server's listen backlog or for a free worker, for example).
 
 Their requests are counted (`timeout`, `unfinished`), but a percentile holds only answers: a server that
 answers a quarter of its users and keeps the rest waiting can show a low p99. This says how many waited.
@@ -39,11 +39,11 @@ def cell_line(data: Results, server: str, level: int) -> str | None:
 
 
 def waiting(data: Results) -> list[str]:
-    """The report's section: every cell where users waited the whole window (none: no section)."""
+    """The report's section: every cell where some users got no answer in the window (none: no section)."""
     out = [line for s in data.servers for lv in data.levels if (line := cell_line(data, s, lv))]
     if out:
-        out.append("Every request those users had in the window (one held since the warm-up included) timed out or "
-                   "was still in flight at its close, in the server's listen backlog or waiting for a worker: they "
-                   "are counted as timeout and unfinished, and are in no latency percentile, which holds only "
-                   "answers: the percentiles describe the users who were served.")
+        out.append("Every request those users had in the window (one held since the warm-up included) failed (a "
+                   "timeout, a refused or reset connection) or was still in flight at its close: they are counted "
+                   "by kind and as unfinished, and are in no latency percentile, which holds only answers: the "
+                   "percentiles describe the users who were served.")
     return out

@@ -270,18 +270,20 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration),
                                                            on_row=sweep.progress.sample, warmup=spec.warmup)
-    if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
-        load = replace(load, target=via_proxy(target, netp.port))
-        netp.watch_from(start_at + spec.warmup)
     firer = fire.Firer(dep, fire.plan(spec.events, dep.stack, spec.duration), start_at + spec.warmup, since)
-    try:
-        sampler.start()
-        firer.start()
-        # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
-        result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
-                          stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
+    try:  # the events' timer and the proxy's watch end whatever way the load or the sampler ends
+        if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
+            load = replace(load, target=via_proxy(target, netp.port))
+            netp.watch_from(start_at + spec.warmup)
+        try:
+            sampler.start()
+            firer.start()
+            # the command owns SIGINT and calls sweep.stopper.stop(): the load installs no handler
+            result = run_load(load, workers=spec.workers, cpus=spec.client_cpus, live=sweep.progress.live,
+                              stopper=sweep.stopper, start_at=start_at, fleet=sweep.fleet)
+        finally:
+            samples = sampler.stop()
     finally:
-        samples = sampler.stop()
         if netp is not None:
             netp.end_window()
         fired = firer.finish()

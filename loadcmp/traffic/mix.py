@@ -121,7 +121,9 @@ def _drawn(mix: Mix, seed: int) -> array:
 
 def sent_of(spec: Mapping[str, Any], trial: Mapping[str, Any]) -> dict[str, int] | None:
     """Each page's requests a trial's window sent: the positions of the mix's drawn sequence its requests took,
-    after the warm-up's (`load.pageset.Cursor`: each request started takes the next, a resent one none). None
+    after the warm-up's (`load.pageset.Cursor`: each request started takes the next, a resent one none). The
+    requests begun in the warm-up and counted in the window (`warmup_carried`) were sent before it: their
+    positions are the warm-up's, and they are not among these. None
     where that is not known: no mix or seed, several client processes (each walks its own share), dropped
     requests, or a result without its warm-up's count."""
     r = cast(Mapping[str, Any], trial.get("result") or {})
@@ -131,7 +133,8 @@ def sent_of(spec: Mapping[str, Any], trial: Mapping[str, Any]) -> dict[str, int]
         return None
     order = _drawn(tuple((str(p), float(w)) for p, w in weights.items()), int(seed))
     counts = [0] * len(weights)
-    first, n = int(r["warmup_requests"]), len(order)
-    for i in range(first, first + int(r["started"])):
+    carried = int(r.get("warmup_carried") or 0)
+    first, n = int(r["warmup_requests"]) + carried, len(order)
+    for i in range(first, first + int(r["started"]) - carried):
         counts[order[i % n]] += 1
     return dict(zip(weights, counts, strict=True))

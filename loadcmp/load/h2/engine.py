@@ -15,10 +15,9 @@ from typing import Any
 
 from ..core.host import Loop
 from ..driver import Engine, LiveFn, LoadSpec
-from ...errors import UsageError
 from ..schedules import Closed, Rate, Replay
 from ..tls import context as tls
-from .loops import h2_module, make_h2loop, make_h2open
+from .loops import make_h2loop, make_h2open
 
 
 class H2Engine(Engine[None]):
@@ -27,9 +26,6 @@ class H2Engine(Engine[None]):
     name = "h2"
 
     def __init__(self, spec: LoadSpec, live: LiveFn | None = None) -> None:
-        if not isinstance(spec.schedule, Closed) and h2_module() is None:
-            raise UsageError(f"--schedule {spec.schedule.kind} over --proto {spec.target.proto} needs the compiled h2 "
-                             "loop (libnghttp2); the `h2` package's fallback runs the closed loop only")
         super().__init__(spec, live)
         self.ssl = tls.context(spec.target)
         """https (h2): the fallback's TLS over uvloop's transports; the compiled loop runs OpenSSL from C."""

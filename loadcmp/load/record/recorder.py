@@ -73,6 +73,7 @@ class Recorder:
         """When the first counted request started and the last one ended (-n: the span measured)."""
         self.warmup_started = 0
         self.warm_held = 0
+        self.carried = 0  # warm-up requests counted in the window: ended in it, or held at its close
         """Warm-up requests begun by `begin` (or the compiled loop's, `add_warm`) and not ended yet: one that
         ends in the window is counted there (`carry`); one still held at the close is unfinished."""
         self.held = 0
@@ -158,6 +159,7 @@ class Recorder:
         """A warm-up request ends in the window: it is counted there, as started in its first second."""
         self.warm_held -= 1
         self.warmup_started -= 1
+        self.carried += 1
         self.started += 1
         self.inflight += 1
         self._at(0).started += 1
@@ -191,6 +193,9 @@ class Recorder:
                     res.warmup_requests -= 1
                 return
             self.held -= 1  # the close counted it held, as started in the window's first second
+            self.carried -= 1
+            if res is not None:
+                res.warmup_carried -= 1
             t = self.t0
         if not counted:
             if t < self.t0:
@@ -367,6 +372,7 @@ class Recorder:
         if held:  # held since the warm-up, never answered: started in the window's first second, unfinished
             self.warm_held = 0
             self.warmup_started -= held
+            self.carried += held
             self.started += held
             self.inflight += held
             self._at(0).started += held
@@ -391,13 +397,15 @@ class Recorder:
             began=self.first_start,
             ended=self.last_end,
             warmup_requests=self.warmup_started,
+            warmup_carried=self.carried,
             status_codes=dict(self.status_codes),
             phases=dict(zip(PHASES, self.phase_h, strict=True)),
             tls=self.tls,
             streams=self.streams,
             pages=self.pages,
             page_status=[dict(sorted(c.items())) for c in self.page_status],
-            users_unanswered=sum(not u[0] for u in self.users) + sum(n - a for n, a in self.c_users.values()),
+            users_unanswered=sum(not u[0] for u in self.users) + sum(n - a for n, a in self.c_users.values())
+            if self.users or self.c_users else None,
         )
         return self.result
 

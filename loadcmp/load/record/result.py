@@ -270,6 +270,9 @@ class Result:
     """-n: when the last counted request ended."""
     warmup_requests: int = 0
     """Requests started during the warm-up (not counted; a server saw them too)."""
+    warmup_carried: int = 0
+    """Requests begun in the warm-up and counted in the window: ended in it, or held at its close (in `started`,
+    not in `warmup_requests`)."""
     status_codes: dict[int, int] = field(default_factory=dict)
     """Responses by exact status code."""
     phases: dict[str, Histogram] = field(default_factory=dict)
@@ -286,9 +289,10 @@ class Result:
     """Each page's responses by exact status code, by page index."""
     journeys: JourneyTally | None = None
     """--journey: each journey's completions and each step's tally; None for a load of pages."""
-    users_unanswered: int = 0
+    users_unanswered: int | None = None
     """The users (a closed loop's clients, a ramp's users) that got no answer at all in the window: each request
-    they sent in it, or held into it from the warm-up, failed or was still in flight at the close."""
+    they sent in it, or held into it from the warm-up, failed or was still in flight at the close. None: the
+    engine does not follow its users (a rate, h2, h3)."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -325,6 +329,7 @@ class Result:
             began,
             ended,
             sum(p.warmup_requests for p in parts),
+            sum(p.warmup_carried for p in parts),
             _add_counts([p.status_codes for p in parts]),
             {ph: _merged([p.phases.get(ph, Histogram()) for p in parts]) for ph in PHASES},
             [w for p in parts for w in p.lost],
@@ -334,7 +339,8 @@ class Result:
             [_add_counts([p.page_status[j] for p in parts if j < len(p.page_status)])
              for j in range(max(len(p.page_status) for p in parts))],
             JourneyTally.merge([p.journeys for p in parts]),
-            sum(p.users_unanswered for p in parts),
+            None if all(p.users_unanswered is None for p in parts)
+            else sum(p.users_unanswered or 0 for p in parts),
         )
 
     def counts(self) -> dict[str, int]:

@@ -227,7 +227,9 @@ def _add_client(doc: LoadSummary, result: Result) -> None:
     doc["teardown_s"] = result.teardown_s
     doc["stopped_by"] = "interrupted" if result.interrupted else result.stopped_by
     doc["warmup_requests"] = result.warmup_requests
-    if result.users_unanswered:  # absent: every user got an answer, or the engine does not tell (h2, h3, rate)
+    if result.warmup_carried:
+        doc["warmup_carried"] = result.warmup_carried
+    if result.users_unanswered is not None:  # absent: the engine does not follow its users (h2, h3, a rate)
         doc["users_unanswered"] = result.users_unanswered
 
 
