@@ -181,3 +181,16 @@ def test_recovery_is_under_a_second_when_its_own_second_kept_up_and_none_when_ne
     # a server that acts on the signal a second after the command returned: the dip is still the event's
     late = pd.Series([100] * 5 + [100, 100, 30, 100, 100])
     assert recovery(late, 5.5, 5.7) == (2.5, 7)
+
+
+def test_the_next_event_s_second_ends_a_window_even_before_this_one_recovered():
+    # every 2s: the first event's dip lasts until second 6, but the next event fires at 4 s and its window is its own
+    ok = pd.Series([100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100], dtype=float)
+    ok[[2, 3, 4, 5]] = 10
+    assert recovery(ok, 2.0, 2.1) == (4.0, 5)  # alone: back at second 6, its window to 5
+    assert recovery(ok, 2.0, 2.1, until=4) == (4.0, 3)  # the recovery as measured; the window ends at 3
+    assert recovery(pd.Series([100, 100, 10, 10, 10, 10]), 2.0, 2.1, until=3) == (None, 2)  # never back: capped too
+    tl = _timeline([100, 100, 10, 10, 10, 100, 100], {2: {"reset": 7}, 4: {"reset": 5}}, [10.0] * 7)
+    first = EventDoc(asked="every 2s reload", action="reload", role="web", at_s=2.0, start_s=2.0, end_s=2.1,
+                     ok=True, said=None, evidence=[])
+    assert cost(first, 1, tl, pd.DataFrame(), until=4)["failed"] == 7  # second 4's resets are the next event's

@@ -90,9 +90,10 @@ def recovery(ok: pd.Series, start_s: float, end_s: float, until: int | None = No
     if dip is None:
         return 0.0, last
     back = next((s for s in seconds if s > dip and ok[s] >= low), None)
-    if back is None:
-        return None, max(last, int(ok.index.max()))
-    return round(back - start_s, 3), max(last, back - 1)
+    end = max(last, int(ok.index.max()) if back is None else back - 1)
+    if until is not None:  # the next event's second ends this one's window, however long this one took to recover
+        end = max(s0, min(end, until - 1))
+    return (None if back is None else round(back - start_s, 3)), end
 
 
 def cost(ev: EventDoc, trial: int, timeline: pd.DataFrame, server: pd.DataFrame, until: int | None = None
