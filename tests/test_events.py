@@ -17,7 +17,7 @@ from loadcmp.events.plan import parse, timing_problems
 from loadcmp.facts import EventDoc
 from loadcmp.lab.stacks import catalog
 from loadcmp.load.record.outcomes import KINDS
-from loadcmp.report.events import cost, recovery
+from loadcmp.report.events import cost, recovery, recovery_cell
 
 SERVERS = {"reload": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "lighttpd"],
            "restart": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy", "lighttpd"],
@@ -194,3 +194,20 @@ def test_the_next_event_s_second_ends_a_window_even_before_this_one_recovered():
     first = EventDoc(asked="every 2s reload", action="reload", role="web", at_s=2.0, start_s=2.0, end_s=2.1,
                      ok=True, said=None, evidence=[])
     assert cost(first, 1, tl, pd.DataFrame(), until=4)["failed"] == 7  # second 4's resets are the next event's
+
+
+def _reload(at: float) -> EventDoc:
+    return EventDoc(asked=f"{at}s reload", action="reload", role="web", at_s=at, start_s=at, end_s=at + 0.1, ok=True,
+                    said=None, evidence=[])
+
+
+def test_an_event_with_no_second_before_it_has_no_baseline_not_a_recovery_that_never_came():
+    tl = _timeline([100, 100, 100, 100, 100, 100], {}, [10.0] * 6)
+    c = cost(_reload(0.5), 1, tl, pd.DataFrame())
+    assert (c["recovery_s"], c["recovery_why"], c["baseline_s"]) == (None, "no baseline", 0)
+    assert recovery_cell(c) == "-"
+    late = cost(_reload(2.3), 1, tl, pd.DataFrame())
+    assert (late["recovery_s"], late["recovery_why"], late["baseline_s"]) == (0.0, None, 2)
+    assert recovery_cell(late) == "< 1 s (2 s before)"  # two seconds of baseline, not BEFORE_S, and it says so
+    gone = cost(_reload(2.3), 1, _timeline([100, 100, 5, 5, 5, 5], {}, [10.0] * 6), pd.DataFrame())
+    assert (gone["recovery_why"], recovery_cell(gone)) == ("not back", "not back (2 s before)")
