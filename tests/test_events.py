@@ -90,6 +90,7 @@ def test_malformed_events_tables_are_said():
 
 @pytest.mark.parametrize("event,said", [("2s frobnicate", "no command for 'frobnicate'"),
                                         ("20s reload", "not inside the 5 s window"),
+                                        ("4s pause web 2s", "the 2 s pause at 4 s runs past the 5 s window"),
                                         ("1s pause db 2s", "has no role 'db'")])
 def test_bad_events_stop_the_run_in_one_line_before_anything_starts(tmp_path, event, said):
     res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-t", "5s", "--event", event,
@@ -114,7 +115,7 @@ def test_events_fire_within_100_ms_of_their_time_even_beside_a_slow_one():
     planned = fire.plan(("every 0.3s reload", "0.45s restart"), stack, 1.0)
     seen: list[float] = []
 
-    def slow(dep, a):  # a restart takes long; the events after it stay on time (a thread each)
+    def slow(dep, a, cut):  # a restart takes long; the events after it stay on time (a thread each)
         seen.append(time.monotonic())
         time.sleep(0.5 if a.name == "restart" else 0.01)
         return True, None, "said"
@@ -211,3 +212,60 @@ def test_an_event_with_no_second_before_it_has_no_baseline_not_a_recovery_that_n
     assert recovery_cell(late) == "< 1 s (2 s before)"  # two seconds of baseline, not BEFORE_S, and it says so
     gone = cost(_reload(2.3), 1, _timeline([100, 100, 5, 5, 5, 5], {}, [10.0] * 6), pd.DataFrame())
     assert (gone["recovery_why"], recovery_cell(gone)) == ("not back", "not back (2 s before)")
+
+
+def test_a_pause_that_would_outlast_the_window_is_a_problem():
+    assert timing_problems(parse("8s pause db 3s"), 10) == [
+        "--event '8s pause db 3s': the 3 s pause at 8 s runs past the 10 s window"]
+    assert timing_problems(parse("every 4s pause db 3s"), 10)  # the one at 8 s
+    assert not timing_problems(parse("7s pause db 3s"), 10) and not timing_problems(parse("every 4s pause db 1s"), 10)
+
+
+class _Paused:
+    """A stand-in for a role's container (Docker is not run by these tests): what was done to it, in order."""
+
+    def __init__(self) -> None:
+        self.did: list[str] = []
+        self.attrs = {"State": {"Status": "running"}}
+
+    def pause(self) -> None:
+        self.did.append("pause")
+
+    def unpause(self) -> None:
+        self.did.append("unpause")
+
+    def reload(self) -> None:
+        pass
+
+
+class _Dep:
+    def __init__(self) -> None:
+        self.host, self.c = type("Host", (), {"name": "local"})(), _Paused()
+
+    def container_of(self, role):
+        return self.c
+
+    def log_lines(self, since, until):
+        return iter(())
+
+
+def test_an_unforeseen_error_is_the_event_s_failure_in_one_line_and_a_held_pause_ends_with_the_load():
+    def broken(dep, a, cut):
+        raise RuntimeError("boom\nsecond line")
+
+    planned = fire.plan(("0.05s reload",), catalog().get("nginx"), 1.0)
+    f = fire.Firer(_Dep(), planned, time.monotonic(), time.time(), run=broken)
+    f.start()
+    time.sleep(0.3)
+    [doc] = f.finish()
+    assert (doc["ok"], doc["said"]) == (False, "RuntimeError: boom")
+    assert fire.failures([doc]) == ["event '0.05s reload' at " + f"{doc['start_s']:g} s failed: RuntimeError: boom"]
+    # a 30 s pause still held when the load ends is unpaused by finish, not left to outlive the trial
+    dep = _Dep()
+    held = fire.plan(("0.05s pause web 30s",), catalog().get("nginx"), 60.0)
+    f = fire.Firer(dep, held, time.monotonic(), time.time())
+    f.start()
+    time.sleep(0.3)
+    t = time.monotonic()
+    [doc] = f.finish()
+    assert time.monotonic() - t < 5 and dep.c.did == ["pause", "unpause"] and doc["ok"], doc
