@@ -269,3 +269,9 @@ def test_an_unforeseen_error_is_the_event_s_failure_in_one_line_and_a_held_pause
     t = time.monotonic()
     [doc] = f.finish()
     assert time.monotonic() - t < 5 and dep.c.did == ["pause", "unpause"] and doc["ok"], doc
+
+
+def test_requests_the_client_dropped_in_an_event_s_window_are_kept_apart_from_its_failures():
+    tl = _timeline([100] * 6 + [40, 100, 100], {6: {"reset": 3, "dropped": 50}, 7: {"dropped": 4}}, [10.0] * 9)
+    c = cost(_reload(6.2), 1, tl, pd.DataFrame())
+    assert (c["failed"], c["failures"], c["dropped"]) == (3, {"reset": 3}, 54)  # never sent: not the server's failures

@@ -28,7 +28,9 @@ GRACE_S = 2
 
 LEGEND = ("fired: seconds into the window (asked: its time); took: until its command returned or its container "
           "was back; failed: requests that failed in its window (its second until 2 s after it returned, or until "
-          "the server was back), by kind; recovery: from when it fired until a whole second served within 10 % of "
+          "the server was back), by kind; dropped: requests the rate schedule did not send in that window, the "
+          "client's in-flight cap being full (never sent, so not among failed here; a run's failed counts them); "
+          "recovery: from when it fired until a whole second served within 10 % of "
           "the mean of the 5 s before ('< 1 s': no second fell below it; '(N s before)': only N s of the window "
           "came before it, and those are compared; '-': it fired in the window's first second, with no second "
           "before it to compare, so no recovery is measured); p99, memory and processes: the 5 s before against "
@@ -48,6 +50,7 @@ class EventCost(TypedDict):
     said: str | None
     failed: int
     failures: dict[str, int]  #: by kind, those seen
+    dropped: int  #: requests the client dropped at its in-flight cap in the window (never sent: not in failed)
     recovery_s: float | None  #: None: see recovery_why
     recovery_why: str | None  #: why recovery_s is None: "not back" (within its window), "no baseline" (no second
     #: before it served a request: it fired in the window's first second)
@@ -113,14 +116,13 @@ def cost(ev: EventDoc, trial: int, timeline: pd.DataFrame, server: pd.DataFrame,
     based = len(before) > 0 and float(before["ok"].mean()) > 0
     why = None if back is not None else "not back" if based else "no baseline"
     kinds = {k: int(during[k].sum()) for k in KINDS if k != "ok" and k in during and during[k].sum() > 0}
-    if "dropped" in during and during["dropped"].sum() > 0:
-        kinds["dropped"] = int(during["dropped"].sum())
+    dropped = int(during["dropped"].sum()) if "dropped" in during else 0  # never sent: apart from the failures
     sv = server.set_index("second") if "second" in server else pd.DataFrame()
     s_during = sv[(sv.index >= s0) & (sv.index <= last)] if len(sv) else sv
     s_before = sv[(sv.index >= s0 - BEFORE_S) & (sv.index < s0)] if len(sv) else sv
     return EventCost(trial=trial, asked=ev["asked"], action=ev["action"], at_s=ev["at_s"], start_s=ev["start_s"],
                      took_s=round(ev["end_s"] - ev["start_s"], 3), ok=ev["ok"], said=ev["said"],
-                     failed=sum(kinds.values()), failures=kinds, recovery_s=back,
+                     failed=sum(kinds.values()), failures=kinds, dropped=dropped, recovery_s=back,
                      recovery_why=why, baseline_s=len(before) if based else 0,
                      p99_before_ms=_mean(col(before, "p99_ms")), p99_during_ms=_peak(col(during, "p99_ms")),
                      mem_before_bytes=_mean(col(s_before, "mem_bytes")),
@@ -172,7 +174,7 @@ def recovery_cell(c: EventCost) -> str:
 
 def event_rows(res: Results) -> tuple[list[str], list[list[str]]]:
     """The Events table: one row per event of every server x level x trial (empty: no events)."""
-    header = ["server", "clients", "trial", "event", "fired", "took", "failed", "recovery", "p99 ms",
+    header = ["server", "clients", "trial", "event", "fired", "took", "failed", "dropped", "recovery", "p99 ms",
               "memory", "processes"]
     rows = []
     for server in res.servers:
@@ -181,7 +183,8 @@ def event_rows(res: Results) -> tuple[list[str], list[list[str]]]:
                 kinds = ", ".join(f"{k} {v:,}" for k, v in c["failures"].items())
                 rows.append([server, str(level), str(c["trial"]), c["action"] + ("" if c["ok"] else " (failed)"),
                              f"{c['start_s']:.2f} s ({c['at_s']:g})", f"{c['took_s']:.2f} s",
-                             f"{c['failed']:,}" + (f" ({kinds})" if kinds else ""), recovery_cell(c),
+                             f"{c['failed']:,}" + (f" ({kinds})" if kinds else ""), f"{c['dropped']:,}",
+                             recovery_cell(c),
                              f"{_num(c['p99_before_ms'], '{:,.1f}')} → {_num(c['p99_during_ms'], '{:,.1f}')}",
                              f"{_mib(c['mem_before_bytes'])} → {_mib(c['mem_peak_bytes'])}",
                              f"{_num(c['procs_before'], '{:,.1f}')} → {_num(c['procs_peak'])}"])
