@@ -275,3 +275,11 @@ def test_requests_the_client_dropped_in_an_event_s_window_are_kept_apart_from_it
     tl = _timeline([100] * 6 + [40, 100, 100], {6: {"reset": 3, "dropped": 50}, 7: {"dropped": 4}}, [10.0] * 9)
     c = cost(_reload(6.2), 1, tl, pd.DataFrame())
     assert (c["failed"], c["failures"], c["dropped"]) == (3, {"reset": 3}, 54)  # never sent: not the server's failures
+
+
+def test_the_events_doc_says_what_is_not_what_is_not_yet():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "events.md").read_text()
+    assert not re.findall(r"\b(yet|no longer|for now|so far|used to|anymore|planned|will be)\b", text, re.I)
