@@ -17,7 +17,7 @@ from loadcmp.events.plan import parse, timing_problems
 from loadcmp.facts import EventDoc
 from loadcmp.lab.stacks import catalog
 from loadcmp.load.record.outcomes import KINDS
-from loadcmp.report.events import cost, recovery
+from loadcmp.report.events import cost, recovery, recovery_cell
 
 SERVERS = {"reload": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "lighttpd"],
            "restart": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy", "lighttpd"],
@@ -90,6 +90,7 @@ def test_malformed_events_tables_are_said():
 
 @pytest.mark.parametrize("event,said", [("2s frobnicate", "no command for 'frobnicate'"),
                                         ("20s reload", "not inside the 5 s window"),
+                                        ("4s pause web 2s", "the 2 s pause at 4 s runs past the 5 s window"),
                                         ("1s pause db 2s", "has no role 'db'")])
 def test_bad_events_stop_the_run_in_one_line_before_anything_starts(tmp_path, event, said):
     res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-t", "5s", "--event", event,
@@ -114,7 +115,7 @@ def test_events_fire_within_100_ms_of_their_time_even_beside_a_slow_one():
     planned = fire.plan(("every 0.3s reload", "0.45s restart"), stack, 1.0)
     seen: list[float] = []
 
-    def slow(dep, a):  # a restart takes long; the events after it stay on time (a thread each)
+    def slow(dep, a, cut):  # a restart takes long; the events after it stay on time (a thread each)
         seen.append(time.monotonic())
         time.sleep(0.5 if a.name == "restart" else 0.01)
         return True, None, "said"
@@ -181,3 +182,104 @@ def test_recovery_is_under_a_second_when_its_own_second_kept_up_and_none_when_ne
     # a server that acts on the signal a second after the command returned: the dip is still the event's
     late = pd.Series([100] * 5 + [100, 100, 30, 100, 100])
     assert recovery(late, 5.5, 5.7) == (2.5, 7)
+
+
+def test_the_next_event_s_second_ends_a_window_even_before_this_one_recovered():
+    # every 2s: the first event's dip lasts until second 6, but the next event fires at 4 s and its window is its own
+    ok = pd.Series([100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100, 100], dtype=float)
+    ok[[2, 3, 4, 5]] = 10
+    assert recovery(ok, 2.0, 2.1) == (4.0, 5)  # alone: back at second 6, its window to 5
+    assert recovery(ok, 2.0, 2.1, until=4) == (4.0, 3)  # the recovery as measured; the window ends at 3
+    assert recovery(pd.Series([100, 100, 10, 10, 10, 10]), 2.0, 2.1, until=3) == (None, 2)  # never back: capped too
+    tl = _timeline([100, 100, 10, 10, 10, 100, 100], {2: {"reset": 7}, 4: {"reset": 5}}, [10.0] * 7)
+    first = EventDoc(asked="every 2s reload", action="reload", role="web", at_s=2.0, start_s=2.0, end_s=2.1,
+                     ok=True, said=None, evidence=[])
+    assert cost(first, 1, tl, pd.DataFrame(), until=4)["failed"] == 7  # second 4's resets are the next event's
+
+
+def _reload(at: float) -> EventDoc:
+    return EventDoc(asked=f"{at}s reload", action="reload", role="web", at_s=at, start_s=at, end_s=at + 0.1, ok=True,
+                    said=None, evidence=[])
+
+
+def test_an_event_with_no_second_before_it_has_no_baseline_not_a_recovery_that_never_came():
+    tl = _timeline([100, 100, 100, 100, 100, 100], {}, [10.0] * 6)
+    c = cost(_reload(0.5), 1, tl, pd.DataFrame())
+    assert (c["recovery_s"], c["recovery_why"], c["baseline_s"]) == (None, "no baseline", 0)
+    assert recovery_cell(c) == "-"
+    late = cost(_reload(2.3), 1, tl, pd.DataFrame())
+    assert (late["recovery_s"], late["recovery_why"], late["baseline_s"]) == (0.0, None, 2)
+    assert recovery_cell(late) == "< 1 s (2 s before)"  # two seconds of baseline, not BEFORE_S, and it says so
+    gone = cost(_reload(2.3), 1, _timeline([100, 100, 5, 5, 5, 5], {}, [10.0] * 6), pd.DataFrame())
+    assert (gone["recovery_why"], recovery_cell(gone)) == ("not back", "not back (2 s before)")
+
+
+def test_a_pause_that_would_outlast_the_window_is_a_problem():
+    assert timing_problems(parse("8s pause db 3s"), 10) == [
+        "--event '8s pause db 3s': the 3 s pause at 8 s runs past the 10 s window"]
+    assert timing_problems(parse("every 4s pause db 3s"), 10)  # the one at 8 s
+    assert not timing_problems(parse("7s pause db 3s"), 10) and not timing_problems(parse("every 4s pause db 1s"), 10)
+
+
+class _Paused:
+    """A stand-in for a role's container (Docker is not run by these tests): what was done to it, in order."""
+
+    def __init__(self) -> None:
+        self.did: list[str] = []
+        self.attrs = {"State": {"Status": "running"}}
+
+    def pause(self) -> None:
+        self.did.append("pause")
+
+    def unpause(self) -> None:
+        self.did.append("unpause")
+
+    def reload(self) -> None:
+        pass
+
+
+class _Dep:
+    def __init__(self) -> None:
+        self.host, self.c = type("Host", (), {"name": "local"})(), _Paused()
+
+    def container_of(self, role):
+        return self.c
+
+    def log_lines(self, since, until):
+        return iter(())
+
+
+def test_an_unforeseen_error_is_the_event_s_failure_in_one_line_and_a_held_pause_ends_with_the_load():
+    def broken(dep, a, cut):
+        raise RuntimeError("boom\nsecond line")
+
+    planned = fire.plan(("0.05s reload",), catalog().get("nginx"), 1.0)
+    f = fire.Firer(_Dep(), planned, time.monotonic(), time.time(), run=broken)
+    f.start()
+    time.sleep(0.3)
+    [doc] = f.finish()
+    assert (doc["ok"], doc["said"]) == (False, "RuntimeError: boom")
+    assert fire.failures([doc]) == ["event '0.05s reload' at " + f"{doc['start_s']:g} s failed: RuntimeError: boom"]
+    # a 30 s pause still held when the load ends is unpaused by finish, not left to outlive the trial
+    dep = _Dep()
+    held = fire.plan(("0.05s pause web 30s",), catalog().get("nginx"), 60.0)
+    f = fire.Firer(dep, held, time.monotonic(), time.time())
+    f.start()
+    time.sleep(0.3)
+    t = time.monotonic()
+    [doc] = f.finish()
+    assert time.monotonic() - t < 5 and dep.c.did == ["pause", "unpause"] and doc["ok"], doc
+
+
+def test_requests_the_client_dropped_in_an_event_s_window_are_kept_apart_from_its_failures():
+    tl = _timeline([100] * 6 + [40, 100, 100], {6: {"reset": 3, "dropped": 50}, 7: {"dropped": 4}}, [10.0] * 9)
+    c = cost(_reload(6.2), 1, tl, pd.DataFrame())
+    assert (c["failed"], c["failures"], c["dropped"]) == (3, {"reset": 3}, 54)  # never sent: not the server's failures
+
+
+def test_the_events_doc_says_what_is_not_what_is_not_yet():
+    import re
+    from pathlib import Path
+
+    text = (Path(__file__).parent.parent / "docs" / "events.md").read_text()
+    assert not re.findall(r"\b(yet|no longer|for now|so far|used to|anymore|planned|will be)\b", text, re.I)

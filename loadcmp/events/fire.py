@@ -49,8 +49,9 @@ def plan(texts: tuple[str, ...], stack: Stack, window: float) -> list[Planned]:
     return sorted(out, key=lambda x: x[0])
 
 
-def run_action(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:
-    """Do one action now: (ok, why not in one line, what its command printed)."""
+def run_action(dep: Deployment, a: Action, cut: threading.Event) -> tuple[bool, str | None, str]:
+    """Do one action now: (ok, why not in one line, what its command printed). A pause holds until its duration
+    passed or `cut` is set (the load ended: a paused container never outlives its trial)."""
     c = dep.container_of(a.role)
     try:
         with engine_errors(dep.host.name):
@@ -63,8 +64,10 @@ def run_action(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:
                 return True, None, out
             if a.docker == "pause":
                 c.pause()
-                time.sleep(a.hold)
-                c.unpause()
+                try:
+                    cut.wait(a.hold)
+                finally:
+                    c.unpause()
             else:
                 c.restart(timeout=10)
             return _back(dep, a)
@@ -88,7 +91,8 @@ class Firer:
     """Fires one trial's planned events from `t0` (the window's start on `clock`), and keeps what each did."""
 
     def __init__(self, dep: Deployment, planned: list[Planned], t0: float, wall0: float,
-                 run: Callable[[Deployment, Action], tuple[bool, str | None, str]] = run_action) -> None:
+                 run: Callable[[Deployment, Action, threading.Event], tuple[bool, str | None, str]] = run_action
+                 ) -> None:
         self.dep, self.planned, self.t0, self.wall0, self.run = dep, planned, t0, wall0, run
         self.done: list[tuple[EventDoc, str]] = []
         self._lock = threading.Lock()
@@ -111,16 +115,21 @@ class Firer:
     def _fire(self, at: float, asked: Asked, a: Action) -> None:
         start = clock() - self.t0
         try:
-            ok, said, out = self.run(self.dep, a)
+            ok, said, out = self.run(self.dep, a, self._stop)
         except LabError as e:
             ok, said, out = False, str(e), ""
+        except Exception as e:  # noqa: BLE001 - an unforeseen error (Docker's client, a bug) is this event's
+            # failure, said in one line; uncaught it would end the thread and the event would vanish from the trial
+            first = next((x for x in str(e).splitlines() if x.strip()), "")
+            ok, said, out = False, f"{type(e).__name__}" + (f": {first.strip()}" if first else ""), ""
         doc = EventDoc(asked=asked.text, action=a.name, role=a.role, at_s=round(at, 3), start_s=round(start, 3),
                        end_s=round(clock() - self.t0, 3), ok=ok, said=said, evidence=[])
         with self._lock:
             self.done.append((doc, out))
 
     def finish(self) -> list[EventDoc]:
-        """After the load: those still running waited for, each event's evidence quoted; in time order."""
+        """After the load: those still running waited for (a pause still held is ended now), each event's evidence
+        quoted; in time order."""
         self._stop.set()
         if self._timer.is_alive():
             self._timer.join()

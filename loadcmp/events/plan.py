@@ -65,9 +65,13 @@ def parse(text: str) -> Asked:
 
 
 def timing_problems(asked: Asked, window: float) -> list[str]:
-    """An event that would not fire inside a window this long, in words."""
+    """An event that would not fire inside a window this long, or a pause that would outlast it, in words."""
     if asked.at is not None and asked.at >= window:
         return [f"--event {asked.text!r}: {asked.at:g} s is not inside the {window:g} s window"]
     if asked.every is not None and not asked.times(window):
         return [f"--event {asked.text!r}: every {asked.every:g} s never comes inside the {window:g} s window"]
+    late = [t for t in asked.times(window) if t + asked.hold > window]  # a paused container must not outlive it
+    if asked.words[0] == PAUSE and late:
+        return [f"--event {asked.text!r}: the {asked.hold:g} s pause at {late[0]:g} s runs past the {window:g} s "
+                "window"]
     return []

@@ -28,9 +28,13 @@ GRACE_S = 2
 
 LEGEND = ("fired: seconds into the window (asked: its time); took: until its command returned or its container "
           "was back; failed: requests that failed in its window (its second until 2 s after it returned, or until "
-          "the server was back), by kind; recovery: from when it fired until a whole second served within 10 % of "
-          "the mean of the 5 s before ('< 1 s': no second fell below it); p99, memory and processes: the 5 s "
-          "before against the event's window (the peak).")
+          "the server was back), by kind; dropped: requests the rate schedule did not send in that window, the "
+          "client's in-flight cap being full (never sent, so not among failed here; a run's failed counts them); "
+          "recovery: from when it fired until a whole second served within 10 % of "
+          "the mean of the 5 s before ('< 1 s': no second fell below it; '(N s before)': only N s of the window "
+          "came before it, and those are compared; '-': it fired in the window's first second, with no second "
+          "before it to compare, so no recovery is measured); p99, memory and processes: the 5 s before against "
+          "the event's window (the peak).")
 
 
 class EventCost(TypedDict):
@@ -46,7 +50,11 @@ class EventCost(TypedDict):
     said: str | None
     failed: int
     failures: dict[str, int]  #: by kind, those seen
-    recovery_s: float | None  #: None: not back within the window (or no second before it to compare)
+    dropped: int  #: requests the client dropped at its in-flight cap in the window (never sent: not in failed)
+    recovery_s: float | None  #: None: see recovery_why
+    recovery_why: str | None  #: why recovery_s is None: "not back" (within its window), "no baseline" (no second
+    #: before it served a request: it fired in the window's first second)
+    baseline_s: int  #: the seconds before it its recovery and p99 are measured against (BEFORE_S, or fewer)
     p99_before_ms: float | None
     p99_during_ms: float | None
     mem_before_bytes: float | None
@@ -76,7 +84,7 @@ def recovery(ok: pd.Series, start_s: float, end_s: float, until: int | None = No
     successful requests per second (indexed by second). The event may dent throughput from its second until
     GRACE_S after its command returned (a server acts on a signal in its own time), before the next event's
     second (`until`): 0.0 when no second there fell below BACK of the mean of the BEFORE_S before it; None when
-    none came back, or none was before it to compare."""
+    none came back, or none before it served a request (no baseline: `cost` tells the two apart)."""
     s0 = int(math.floor(start_s))
     last = max(s0, int(math.floor(end_s)) + GRACE_S)
     if until is not None:
@@ -90,9 +98,10 @@ def recovery(ok: pd.Series, start_s: float, end_s: float, until: int | None = No
     if dip is None:
         return 0.0, last
     back = next((s for s in seconds if s > dip and ok[s] >= low), None)
-    if back is None:
-        return None, max(last, int(ok.index.max()))
-    return round(back - start_s, 3), max(last, back - 1)
+    end = max(last, int(ok.index.max()) if back is None else back - 1)
+    if until is not None:  # the next event's second ends this one's window, however long this one took to recover
+        end = max(s0, min(end, until - 1))
+    return (None if back is None else round(back - start_s, 3)), end
 
 
 def cost(ev: EventDoc, trial: int, timeline: pd.DataFrame, server: pd.DataFrame, until: int | None = None
@@ -104,15 +113,17 @@ def cost(ev: EventDoc, trial: int, timeline: pd.DataFrame, server: pd.DataFrame,
     s0 = int(math.floor(ev["start_s"]))
     during = tl[(tl.index >= s0) & (tl.index <= last)]
     before = tl[(tl.index >= s0 - BEFORE_S) & (tl.index < s0)]
+    based = len(before) > 0 and float(before["ok"].mean()) > 0
+    why = None if back is not None else "not back" if based else "no baseline"
     kinds = {k: int(during[k].sum()) for k in KINDS if k != "ok" and k in during and during[k].sum() > 0}
-    if "dropped" in during and during["dropped"].sum() > 0:
-        kinds["dropped"] = int(during["dropped"].sum())
+    dropped = int(during["dropped"].sum()) if "dropped" in during else 0  # never sent: apart from the failures
     sv = server.set_index("second") if "second" in server else pd.DataFrame()
     s_during = sv[(sv.index >= s0) & (sv.index <= last)] if len(sv) else sv
     s_before = sv[(sv.index >= s0 - BEFORE_S) & (sv.index < s0)] if len(sv) else sv
     return EventCost(trial=trial, asked=ev["asked"], action=ev["action"], at_s=ev["at_s"], start_s=ev["start_s"],
                      took_s=round(ev["end_s"] - ev["start_s"], 3), ok=ev["ok"], said=ev["said"],
-                     failed=sum(kinds.values()), failures=kinds, recovery_s=back,
+                     failed=sum(kinds.values()), failures=kinds, dropped=dropped, recovery_s=back,
+                     recovery_why=why, baseline_s=len(before) if based else 0,
                      p99_before_ms=_mean(col(before, "p99_ms")), p99_during_ms=_peak(col(during, "p99_ms")),
                      mem_before_bytes=_mean(col(s_before, "mem_bytes")),
                      mem_peak_bytes=_peak(col(s_during, "mem_bytes")),
@@ -152,20 +163,28 @@ def _num(v: float | None, fmt: str = "{:,.0f}") -> str:
     return "–" if v is None else fmt.format(v)
 
 
+def recovery_cell(c: EventCost) -> str:
+    """The recovery in the Events table: '-' with no baseline, the seconds compared when fewer than BEFORE_S."""
+    if c["recovery_why"] == "no baseline":
+        return "-"
+    back = ("not back" if c["recovery_s"] is None else "< 1 s" if c["recovery_s"] == 0
+            else f"{c['recovery_s']:.1f} s")
+    return back + (f" ({c['baseline_s']} s before)" if c["baseline_s"] < BEFORE_S else "")
+
+
 def event_rows(res: Results) -> tuple[list[str], list[list[str]]]:
     """The Events table: one row per event of every server x level x trial (empty: no events)."""
-    header = ["server", "clients", "trial", "event", "fired", "took", "failed", "recovery", "p99 ms",
+    header = ["server", "clients", "trial", "event", "fired", "took", "failed", "dropped", "recovery", "p99 ms",
               "memory", "processes"]
     rows = []
     for server in res.servers:
         for level in res.levels:
             for c in cell_costs(res, server, level):
                 kinds = ", ".join(f"{k} {v:,}" for k, v in c["failures"].items())
-                back = ("< 1 s" if c["recovery_s"] == 0 else "not back" if c["recovery_s"] is None
-                        else f"{c['recovery_s']:.1f} s")
                 rows.append([server, str(level), str(c["trial"]), c["action"] + ("" if c["ok"] else " (failed)"),
                              f"{c['start_s']:.2f} s ({c['at_s']:g})", f"{c['took_s']:.2f} s",
-                             f"{c['failed']:,}" + (f" ({kinds})" if kinds else ""), back,
+                             f"{c['failed']:,}" + (f" ({kinds})" if kinds else ""), f"{c['dropped']:,}",
+                             recovery_cell(c),
                              f"{_num(c['p99_before_ms'], '{:,.1f}')} → {_num(c['p99_during_ms'], '{:,.1f}')}",
                              f"{_mib(c['mem_before_bytes'])} → {_mib(c['mem_peak_bytes'])}",
                              f"{_num(c['procs_before'], '{:,.1f}')} → {_num(c['procs_peak'])}"])
