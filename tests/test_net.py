@@ -165,6 +165,17 @@ def test_run_refuses_net_over_h3_with_the_rest():
     assert res.exit_code == 2 and "takes no --net" in res.output and "Traceback" not in res.output
 
 
+def test_net_with_a_schedulers_cluster_is_refused_in_one_line():
+    """The proxy listens on this machine's 127.0.0.1: a scheduler's workers elsewhere would each knock on their own."""
+    res = CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "--net", "rtt=10ms", "--cluster",
+                                   "tcp://10.0.0.9:8786", "-t", "1"])
+    assert "--net takes no --cluster tcp://10.0.0.9:8786" in _one_line(res) and _mine() == []
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--net", "dsl", "--cluster", "tcp://10.0.0.9:8786",
+                                   "-t", "1"])
+    assert res.exit_code == 2 and "--net takes no --cluster" in res.output and "Traceback" not in res.output
+    assert net_problems({"a": ("dsl", ("h1",))}, "local:2") == []  # local:N's workers are on this machine
+
+
 @pytest.mark.skipif(netem.missing() is not None, reason=f"netem path: {netem.missing()}")
 def test_the_netem_probe_finds_it():
     assert netem.missing() is None
