@@ -212,6 +212,7 @@ def test_the_path_carries_the_rate_asked_and_stops(big_page):
 
     with open_path(parse_net("rtt=20ms,rate=10mbit,rate-up=2mbit"), ("127.0.0.1", big_page), None) as p:
         pid = p.proxy.pid
+        assert p.proxy.version[:1].isdigit() and p.facts(0)["proxy"] == f"toxiproxy {p.proxy.version}"
         assert abs(p.seen.rate_bps / 10e6 - 1) < 0.10 and abs((p.seen.rate_up_bps or 0) / 2e6 - 1) < 0.10
         assert p.seen.rtt_s >= 0.020
         t0 = time.perf_counter()
@@ -256,6 +257,15 @@ def test_a_proxy_given_too_little_cpu_is_network_bound(fast_server):
     facts = p.facts(doc["completed"])
     assert facts["network_bound"] is True and (facts["proxy_busy_pct"] or 0) >= 90, facts
     assert facts["proxy_cpu_us"] is not None and facts["proxy_cpus"] == 1
+
+
+def test_the_proxys_version_is_the_one_that_runs():
+    from loadcmp.net.toxiproxy import version_of
+
+    assert version_of("2.5.0", "/nonexistent") == "2.5.0" and version_of({"version": "v2.9.1"}, "/x") == "2.9.1"
+    assert version_of("git", "/nonexistent") == "git"  # a build with no stamp, whose binary cannot be read
+    if (exe := binary()) is not None:  # `go install` stamps no version: the Go build info has the module's
+        assert version_of("git", exe)[:1].isdigit()
 
 
 def test_network_bound_is_said_as_client_bound_too():

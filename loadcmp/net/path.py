@@ -75,9 +75,9 @@ class NetPath:
         asked = self.spec.describe()
         seen = {"rtt_ms": round(self.seen.rtt_s * 1e3, 2), "rtt_spread_ms": round(self.seen.rtt_spread_s * 1e3, 2),
                 "rate_bps": _round(self.seen.rate_bps), "rate_up_bps": _round(self.seen.rate_up_bps)}
-        out = NetFacts(asked=asked, seen=seen, differs=differs(self.spec, self.seen), proxy="toxiproxy 2.5.0",
-                       proxy_cpu_us=None, proxy_cpu_pct=None, proxy_busy_pct=None, proxy_cpus=self.cpus,
-                       network_bound=False)
+        out = NetFacts(asked=asked, seen=seen, differs=differs(self.spec, self.seen),
+                       proxy=f"toxiproxy {self.proxy.version}", proxy_cpu_us=None, proxy_cpu_pct=None,
+                       proxy_busy_pct=None, proxy_cpus=self.cpus, network_bound=False)
         if use is not None:
             judge(out, use, completed)
         return out
