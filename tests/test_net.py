@@ -268,6 +268,27 @@ def test_the_proxys_version_is_the_one_that_runs():
         assert version_of("git", exe)[:1].isdigit()
 
 
+@NEEDS_PROXY
+def test_a_proxy_that_dies_in_the_window_is_said_and_costs_no_figure(fast_server):
+    """Its CPU is gone with it: no negative share, and the failures after it are not the server's."""
+    import signal
+
+    from loadcmp.net.path import add_net
+
+    with open_path(parse_net("rtt=2ms"), ("127.0.0.1", fast_server), None) as p:
+        p.watch_from(time.monotonic())
+        time.sleep(1.2)
+        os.kill(p.proxy.pid, signal.SIGKILL)
+        p.proxy.proc.wait()
+        p.end_window()
+        facts = p.facts(100)
+    assert facts["proxy_cpu_pct"] is None and facts["proxy_cpu_us"] is None and facts["proxy_busy_pct"] is None
+    assert "ended in the window (exit status -9)" in facts["proxy_died"]
+    doc = {"warnings": [], "client_bound": False, "client_bound_reason": None}
+    add_net(doc, facts)
+    assert len(doc["warnings"]) == 1 and "not the server's" in doc["warnings"][0] and "\n" not in doc["warnings"][0]
+
+
 def test_network_bound_is_said_as_client_bound_too():
     """So that verdicts read the figures as a lower bound, as for a saturated client."""
     from loadcmp.net.cost import ProxyUse, judge
