@@ -289,6 +289,36 @@ def test_a_proxy_that_dies_in_the_window_is_said_and_costs_no_figure(fast_server
     assert len(doc["warnings"]) == 1 and "not the server's" in doc["warnings"][0] and "\n" not in doc["warnings"][0]
 
 
+@NEEDS_PROXY
+def test_the_proxy_ends_with_a_loadcmp_killed_outright():
+    """The parent-death signal, set in the child with the prctl the parent loaded (no library loaded after fork)."""
+    from loadcmp.net import toxiproxy
+
+    assert toxiproxy._PRCTL is not None
+    code = ("import sys, time; from loadcmp.net.toxiproxy import Toxiproxy; "
+            "t = Toxiproxy.start(); print(t.pid, flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert Path(f"/proc/{pid}").exists()
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 5
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (gone, or a zombie not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
+
+
 def test_network_bound_is_said_as_client_bound_too():
     """So that verdicts read the figures as a lower bound, as for a saturated client."""
     from loadcmp.net.cost import ProxyUse, judge

@@ -68,15 +68,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _load_prctl() -> Any:
+    """libc's prctl, found here in the parent: loading a library in the forked child of a process with threads
+    can deadlock on the loader's lock (None where there is none)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
 def _pinned(cpus: list[int] | None) -> Any:
-    """The child's set-up before exec: on the client's CPUs, and ended with its parent."""
+    """The child's set-up before exec: on the client's CPUs (before the Go runtime starts its threads, which
+    inherit them), and ended with its parent; it only calls what the parent loaded."""
+    prctl = _PRCTL
+
     def setup() -> None:
         if cpus:
             os.sched_setaffinity(0, cpus)
-        try:  # PR_SET_PDEATHSIG: if loadcmp is killed outright, the kernel ends the proxy too
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-        except (OSError, AttributeError):
-            pass
+        if prctl is not None:  # PR_SET_PDEATHSIG: if loadcmp is killed outright, the kernel ends the proxy too
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     return setup
 
 
