@@ -33,9 +33,10 @@ class NetSpec:
     jitter_s: float = 0.0
     """The round trip's spread: half of it each way (Toxiproxy adds up to +-jitter to each chunk's delay)."""
     rate_bps: float | None = None
-    """Downstream (server -> client) bits per second; None: no limit."""
+    """Downstream (server -> client) bits per second of each connection (Toxiproxy's bandwidth toxic has no limit
+    shared by connections); None: no limit."""
     rate_up_bps: float | None = None
-    """Upstream (client -> server) bits per second; None: no limit."""
+    """Upstream (client -> server) bits per second of each connection; None: no limit."""
     loss: float = 0.0
     """Packets lost, as a ratio: only netem drops packets (a TCP proxy cannot)."""
     profile: str | None = None
