@@ -109,13 +109,14 @@ class NetFacts(TypedDict):
     asked: dict[str, float | str | None]  #: spec, profile, rtt_ms, jitter_ms, rate_bps, rate_up_bps, loss
     seen: dict[str, float | None]  #: rtt_ms, rtt_spread_ms, rate_bps, rate_up_bps: measured at low load
     differs: list[str]  #: each figure seen more than 10 % from the one asked, in words
-    proxy: str  #: "toxiproxy 2.5.0"
+    proxy: str  #: "toxiproxy 2.5.0": the version that ran
     proxy_cpu_us: float | None  #: the proxy's CPU microseconds per request that ended in the window
     proxy_cpu_pct: float | None  #: its CPU over the window (100 = one core)
     proxy_busy_pct: float | None  #: median per second of its threads on a CPU or waiting for one, over its CPUs
     proxy_cpus: int  #: the CPUs it may run on
     network_bound: bool  #: the proxy, not the server, limited the rate (then `client_bound` too)
     network_bound_reason: NotRequired[str]
+    proxy_died: NotRequired[str]  #: the proxy ended in the window: said, and its cost figures are None
 
 
 class NetFields(TypedDict):

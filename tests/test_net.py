@@ -165,6 +165,17 @@ def test_run_refuses_net_over_h3_with_the_rest():
     assert res.exit_code == 2 and "takes no --net" in res.output and "Traceback" not in res.output
 
 
+def test_net_with_a_schedulers_cluster_is_refused_in_one_line():
+    """The proxy listens on this machine's 127.0.0.1: a scheduler's workers elsewhere would each knock on their own."""
+    res = CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "--net", "rtt=10ms", "--cluster",
+                                   "tcp://10.0.0.9:8786", "-t", "1"])
+    assert "--net takes no --cluster tcp://10.0.0.9:8786" in _one_line(res) and _mine() == []
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "--net", "dsl", "--cluster", "tcp://10.0.0.9:8786",
+                                   "-t", "1"])
+    assert res.exit_code == 2 and "--net takes no --cluster" in res.output and "Traceback" not in res.output
+    assert net_problems({"a": ("dsl", ("h1",))}, "local:2") == []  # local:N's workers are on this machine
+
+
 @pytest.mark.skipif(netem.missing() is not None, reason=f"netem path: {netem.missing()}")
 def test_the_netem_probe_finds_it():
     assert netem.missing() is None
@@ -201,6 +212,7 @@ def test_the_path_carries_the_rate_asked_and_stops(big_page):
 
     with open_path(parse_net("rtt=20ms,rate=10mbit,rate-up=2mbit"), ("127.0.0.1", big_page), None) as p:
         pid = p.proxy.pid
+        assert p.proxy.version[:1].isdigit() and p.facts(0)["proxy"] == f"toxiproxy {p.proxy.version}"
         assert abs(p.seen.rate_bps / 10e6 - 1) < 0.10 and abs((p.seen.rate_up_bps or 0) / 2e6 - 1) < 0.10
         assert p.seen.rtt_s >= 0.020
         t0 = time.perf_counter()
@@ -245,6 +257,66 @@ def test_a_proxy_given_too_little_cpu_is_network_bound(fast_server):
     facts = p.facts(doc["completed"])
     assert facts["network_bound"] is True and (facts["proxy_busy_pct"] or 0) >= 90, facts
     assert facts["proxy_cpu_us"] is not None and facts["proxy_cpus"] == 1
+
+
+def test_the_proxys_version_is_the_one_that_runs():
+    from loadcmp.net.toxiproxy import version_of
+
+    assert version_of("2.5.0", "/nonexistent") == "2.5.0" and version_of({"version": "v2.9.1"}, "/x") == "2.9.1"
+    assert version_of("git", "/nonexistent") == "git"  # a build with no stamp, whose binary cannot be read
+    if (exe := binary()) is not None:  # `go install` stamps no version: the Go build info has the module's
+        assert version_of("git", exe)[:1].isdigit()
+
+
+@NEEDS_PROXY
+def test_a_proxy_that_dies_in_the_window_is_said_and_costs_no_figure(fast_server):
+    """Its CPU is gone with it: no negative share, and the failures after it are not the server's."""
+    import signal
+
+    from loadcmp.net.path import add_net
+
+    with open_path(parse_net("rtt=2ms"), ("127.0.0.1", fast_server), None) as p:
+        p.watch_from(time.monotonic())
+        time.sleep(1.2)
+        os.kill(p.proxy.pid, signal.SIGKILL)
+        p.proxy.proc.wait()
+        p.end_window()
+        facts = p.facts(100)
+    assert facts["proxy_cpu_pct"] is None and facts["proxy_cpu_us"] is None and facts["proxy_busy_pct"] is None
+    assert "ended in the window (exit status -9)" in facts["proxy_died"]
+    doc = {"warnings": [], "client_bound": False, "client_bound_reason": None}
+    add_net(doc, facts)
+    assert len(doc["warnings"]) == 1 and "not the server's" in doc["warnings"][0] and "\n" not in doc["warnings"][0]
+
+
+@NEEDS_PROXY
+def test_the_proxy_ends_with_a_loadcmp_killed_outright():
+    """The parent-death signal, set in the child with the prctl the parent loaded (no library loaded after fork)."""
+    from loadcmp.net import toxiproxy
+
+    assert toxiproxy._PRCTL is not None
+    code = ("import sys, time; from loadcmp.net.toxiproxy import Toxiproxy; "
+            "t = Toxiproxy.start(); print(t.pid, flush=True); time.sleep(60)")
+    parent = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert parent.stdout is not None
+        pid = int(parent.stdout.readline())
+        assert Path(f"/proc/{pid}").exists()
+    finally:
+        parent.kill()
+        parent.wait()
+    deadline = time.monotonic() + 5
+    while not _gone(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert _gone(pid)
+
+
+def _gone(pid: int) -> bool:
+    """The process has ended (gone, or a zombie not yet reaped)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
 
 
 def test_network_bound_is_said_as_client_bound_too():

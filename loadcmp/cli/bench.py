@@ -141,18 +141,19 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
         duration = time_cap(v["requests"], clients, v["timeout"])
     load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
     return BenchPlan(url, target, sched, load, clients, v["workers"], v["client_cpus"], v["cluster"], v["requests"],
-                     time.strftime("%Y-%m-%dT%H:%M:%S%z"), _net(v["net"], target.proto))
+                     time.strftime("%Y-%m-%dT%H:%M:%S%z"), _net(v["net"], target.proto, v["cluster"]))
 
 
-def _net(text: str | None, proto: str) -> NetSpec | None:
-    """--net parsed and checked against the protocol and the kernel (UsageError: nothing is started)."""
+def _net(text: str | None, proto: str, cluster: str | None) -> NetSpec | None:
+    """--net parsed and checked against the protocol, the cluster and the kernel (UsageError: nothing is
+    started)."""
     if text is None:
         return None
     from ..net import netem
     from ..net.conditions import parse_net, refuse
 
     spec = parse_net(text)
-    refuse(spec, proto, netem.missing() if spec.loss else None)
+    refuse(spec, proto, netem.missing() if spec.loss else None, cluster)
     return spec
 
 

@@ -351,7 +351,7 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
                                       spec.streams, cat))
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
-    p.extend(net_problems({v.label: (spec.net_for(v.label), spec.protos_for(v.label)) for v in servers}))
+    p.extend(net_problems({v.label: (spec.net_for(v.label), spec.protos_for(v.label)) for v in servers}, spec.cluster))
     if spec.events and not page_problems:  # each label's stack as it runs each page (an app's roles with it)
         app = p.attempt(lambda: apps.app_of(spec))
         on = {f"{v.label} {page}" if len(spec.all_pages) > 1 else v.label: lab_apps.on_stack(a, cat.get(v.stack))

@@ -33,9 +33,10 @@ class NetSpec:
     jitter_s: float = 0.0
     """The round trip's spread: half of it each way (Toxiproxy adds up to +-jitter to each chunk's delay)."""
     rate_bps: float | None = None
-    """Downstream (server -> client) bits per second; None: no limit."""
+    """Downstream (server -> client) bits per second of each connection (Toxiproxy's bandwidth toxic has no limit
+    shared by connections); None: no limit."""
     rate_up_bps: float | None = None
-    """Upstream (client -> server) bits per second; None: no limit."""
+    """Upstream (client -> server) bits per second of each connection; None: no limit."""
     loss: float = 0.0
     """Packets lost, as a ratio: only netem drops packets (a TCP proxy cannot)."""
     profile: str | None = None
@@ -112,10 +113,22 @@ def _profile(name: str) -> NetSpec:
     return _of(key, pairs, profile=key, source=str(doc.get("source", "")) or None)
 
 
-def refuse(spec: NetSpec, proto: str, netem: str | None) -> None:
-    """What no path can carry: UDP (Toxiproxy is a TCP proxy), a path without toxiproxy-server built, and a loss
-    without netem (`netem`: why it is missing, None when the kernel has it)."""
+def cluster_error(cluster: str | None) -> str | None:
+    """Why `--net` cannot go with this `--cluster` (None: it can). The proxy listens on this machine's 127.0.0.1:
+    `local:N`'s workers are here, a scheduler's (`tcp://`) may be anywhere, where 127.0.0.1 is their own."""
+    if cluster is None or cluster.strip().startswith("local:"):
+        return None
+    return (f"--net takes no --cluster {cluster.strip()}: its proxy listens on this machine's 127.0.0.1, which "
+            "workers on other machines do not reach (use --cluster local:N, or no cluster)")
+
+
+def refuse(spec: NetSpec, proto: str, netem: str | None, cluster: str | None = None) -> None:
+    """What no path can carry: UDP (Toxiproxy is a TCP proxy), clients on a scheduler's workers (`cluster_error`),
+    a path without toxiproxy-server built, and a loss without netem (`netem`: why it is missing, None when the
+    kernel has it)."""
     if (why := get_protocol(proto).net_error()) is not None:
+        raise UsageError(why)
+    if (why := cluster_error(cluster)) is not None:
         raise UsageError(why)
     if toxiproxy.binary() is None:
         raise UsageError(toxiproxy.MISSING)
@@ -126,8 +139,9 @@ def refuse(spec: NetSpec, proto: str, netem: str | None) -> None:
                          "Toxiproxy (a TCP proxy, lossless), so leave loss= out")
 
 
-def net_problems(labels: Mapping[str, tuple[str | None, tuple[str, ...]]]) -> list[str]:
-    """Each label's (net, protocols) checked whole: the problems, each said once (`experiment.spec.validate`)."""
+def net_problems(labels: Mapping[str, tuple[str | None, tuple[str, ...]]], cluster: str | None = None) -> list[str]:
+    """Each label's (net, protocols) checked whole, with the run's `--cluster`: the problems, each said once
+    (`experiment.spec.validate`)."""
     out: list[str] = []
     for net, protos in labels.values():
         if net is None:
@@ -135,7 +149,7 @@ def net_problems(labels: Mapping[str, tuple[str | None, tuple[str, ...]]]) -> li
         try:
             spec = parse_net(net)
             for proto in protos:
-                refuse(spec, proto, netem.missing() if spec.loss else None)
+                refuse(spec, proto, netem.missing() if spec.loss else None, cluster)
         except UsageError as e:
             out += [m for m in e.messages if m not in out]
     return out

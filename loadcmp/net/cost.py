@@ -24,12 +24,12 @@ bottleneck: the client's own line (`saturation.CPU_BOUND_PCT`)."""
 _TICK = os.sysconf("SC_CLK_TCK")
 
 
-def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a process (0.0 once it is gone)."""
+def cpu_seconds(pid: int) -> float | None:
+    """User + system CPU seconds of a process (None once it is gone)."""
     try:
         after = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
     except OSError:
-        return 0.0
+        return None
     return (int(after[11]) + int(after[12])) / _TICK
 
 
@@ -77,11 +77,12 @@ class ProxyWatch(threading.Thread):
             last_t, last_b = t, b
 
     def stop(self) -> ProxyUse | None:
-        """The proxy's use over the window; None when the window never began."""
+        """The proxy's use over the window; None when the window never began or the proxy is gone (its CPU with
+        it: never a figure below zero)."""
         cpu = cpu_seconds(self.pid)
         self.done.set()
         self.join(timeout=2)
-        if self.cpu0 is None:
+        if self.cpu0 is None or cpu is None or cpu < self.cpu0:
             return None
         return ProxyUse(cpu - self.cpu0, time.monotonic() - self.t0,
                         statistics.median(self.busy) if self.busy else None)

@@ -58,6 +58,8 @@ class NetPath:
     cpus: int
     watch: ProxyWatch | None = None
     use: ProxyUse | None = None
+    died: int | None = None
+    """The proxy's exit status when it ended before the window did (its cost is then not measured)."""
 
     def watch_from(self, begin: float) -> None:
         """Sample the proxy's CPU from `begin` (the window's start, on `time.monotonic`) until `facts`."""
@@ -65,9 +67,12 @@ class NetPath:
         self.watch.start()
 
     def end_window(self) -> None:
-        """The window is over: the proxy's use up to now is kept (before the proxy stops)."""
-        if self.watch is not None and self.use is None:
-            self.use = self.watch.stop()
+        """The window is over: the proxy's use up to now is kept (before the proxy stops), unless it ended in the
+        window, which `facts` says."""
+        if self.watch is not None and self.use is None and self.died is None:
+            use = self.watch.stop()
+            self.died = self.proxy.proc.poll()
+            self.use = use if self.died is None else None
 
     def facts(self, completed: int) -> NetFacts:
         """Asked, seen, and the proxy's cost for the requests that ended in the window (`end_window` first)."""
@@ -75,10 +80,13 @@ class NetPath:
         asked = self.spec.describe()
         seen = {"rtt_ms": round(self.seen.rtt_s * 1e3, 2), "rtt_spread_ms": round(self.seen.rtt_spread_s * 1e3, 2),
                 "rate_bps": _round(self.seen.rate_bps), "rate_up_bps": _round(self.seen.rate_up_bps)}
-        out = NetFacts(asked=asked, seen=seen, differs=differs(self.spec, self.seen), proxy="toxiproxy 2.5.0",
-                       proxy_cpu_us=None, proxy_cpu_pct=None, proxy_busy_pct=None, proxy_cpus=self.cpus,
-                       network_bound=False)
-        if use is not None:
+        out = NetFacts(asked=asked, seen=seen, differs=differs(self.spec, self.seen),
+                       proxy=f"toxiproxy {self.proxy.version}", proxy_cpu_us=None, proxy_cpu_pct=None,
+                       proxy_busy_pct=None, proxy_cpus=self.cpus, network_bound=False)
+        if self.died is not None:
+            out["proxy_died"] = (f"the proxy (toxiproxy) ended in the window (exit status {self.died}): the requests "
+                                 "that failed after it are the proxy's, not the server's, and its cost is not measured")
+        elif use is not None:
             judge(out, use, completed)
         return out
 
@@ -147,10 +155,12 @@ def maybe_path(spec: NetSpec | None, target: Target, cpus: str | None) -> Iterat
 
 
 def add_net(doc: LoadSummary, facts: NetFacts) -> None:
-    """`--net`'s facts into a load's summary: `net`, a warning for each figure seen off the one asked, and
-    network-bound said as client-bound too (the verdicts then read the figures as a lower bound)."""
+    """`--net`'s facts into a load's summary: `net`, a warning for each figure seen off the one asked and for a
+    proxy that ended in the window, and network-bound said as client-bound too (the verdicts then read the figures
+    as a lower bound)."""
     doc["net"] = facts
-    doc["warnings"] = [*doc["warnings"], *(f"--net {facts['asked']['spec']}: {x}" for x in facts["differs"])]
+    said = [*facts["differs"], *([facts["proxy_died"]] if "proxy_died" in facts else [])]
+    doc["warnings"] = [*doc["warnings"], *(f"--net {facts['asked']['spec']}: {x}" for x in said)]
     if facts["network_bound"]:
         reason = facts.get("network_bound_reason", "")
         doc["client_bound"] = True

@@ -12,6 +12,7 @@ import atexit
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -43,6 +44,23 @@ def binary() -> str | None:
     return shutil.which(BINARY)
 
 
+_GO_MODULE = re.compile(rb"\tgithub\.com/Shopify/toxiproxy/v2\tv(\d[^\t\n\s]*)")
+"""The module's version in the Go build info of the binary (what `go version -m` prints)."""
+
+
+def version_of(said: Any, exe: str) -> str:
+    """Toxiproxy's version: what its /version said (2.5.0 answers a string, later ones {"version": ...}); when that
+    is no version (a `go install` build says "git"), the module's version in the binary's Go build info."""
+    v = str(said.get("version", "") if isinstance(said, dict) else said or "").strip().lstrip("v")
+    if v[:1].isdigit():
+        return v
+    try:
+        m = _GO_MODULE.search(Path(exe).read_bytes())
+    except OSError:
+        m = None
+    return m.group(1).decode(errors="replace") if m else (v or "unknown")
+
+
 def free_port() -> int:
     """A port of 127.0.0.1 that nothing listens on now."""
     with socket.socket() as s:
@@ -50,15 +68,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+def _load_prctl() -> Any:
+    """libc's prctl, found here in the parent: loading a library in the forked child of a process with threads
+    can deadlock on the loader's lock (None where there is none)."""
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
+_PRCTL = _load_prctl()
+_PR_SET_PDEATHSIG = 1
+
+
 def _pinned(cpus: list[int] | None) -> Any:
-    """The child's set-up before exec: on the client's CPUs, and ended with its parent."""
+    """The child's set-up before exec: on the client's CPUs (before the Go runtime starts its threads, which
+    inherit them), and ended with its parent; it only calls what the parent loaded."""
+    prctl = _PRCTL
+
     def setup() -> None:
         if cpus:
             os.sched_setaffinity(0, cpus)
-        try:  # PR_SET_PDEATHSIG: if loadcmp is killed outright, the kernel ends the proxy too
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)
-        except (OSError, AttributeError):
-            pass
+        if prctl is not None:  # PR_SET_PDEATHSIG: if loadcmp is killed outright, the kernel ends the proxy too
+            prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
     return setup
 
 
@@ -69,6 +101,8 @@ class Toxiproxy:
     proc: subprocess.Popen[bytes]
     api_port: int
     proxies: list[str] = field(default_factory=list)
+    version: str = "unknown"
+    """Its version (`version_of`): what the facts name as the proxy."""
 
     @property
     def pid(self) -> int:
@@ -89,7 +123,7 @@ class Toxiproxy:
         deadline = time.monotonic() + READY_S
         while True:
             try:
-                tp.call("GET", "/version")
+                tp.version = version_of(tp.call("GET", "/version"), exe)
                 return tp
             except LoadError:
                 if proc.poll() is not None or time.monotonic() > deadline:
