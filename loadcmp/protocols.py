@@ -109,7 +109,9 @@ class Protocol:
         if self.schedules is None:
             own = "QUIC engine" if self.transport == "udp" else "engine"
             return f"--proto {self.name} runs its own {own} (every schedule), not {' nor '.join(wrong)}"
-        loops = f"the {'/'.join(self.engines)} engine's {' or '.join(self.schedules)} loop"
+        *more, last = self.schedules
+        loops = (f"the {'/'.join(self.engines)} engine's " +
+                 (f"{', '.join(more)} and {last} schedules" if more else f"{last} loop"))
         shape = " (-c connections, -m streams each)" if self.multiplexed else ""
         return f"--proto {self.name} runs {loops}{shape}, not {' nor '.join(wrong)}"
 

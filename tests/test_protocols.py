@@ -134,7 +134,7 @@ def test_an_experiment_file_and_a_variant_name_their_protocols(tmp_path: Path) -
     (["--proto", "h2"], "h2 (HTTP/2 over TLS) runs over TLS only; add --tls"),
     (["--proto", "h2,spdy"], "unknown protocol spdy: use one of h1, h2, h2c, h3"),
     (["-m", "10"], "HTTP/1.1 has one request in flight per connection"),
-    (["--proto", "h2", "--tls", "--schedule", "ramp"], "runs the fast engine's closed or rate or replay loop"),
+    (["--proto", "h2", "--tls", "--schedule", "ramp"], "runs the fast engine's closed, rate and replay schedules"),
 ])
 @pytest.mark.parametrize("command", ["run", "smoke", "capacity", "tune"])
 def test_bad_protocol_input_is_one_line_and_exit_2_before_anything_starts(command: str, args: list[str],

@@ -116,8 +116,9 @@ def test_streams_options_and_stack_refusals() -> None:
 
 def test_engine_schedule_and_source_refusals() -> None:
     h1, h2, h3 = map(protocols.get, ("h1", "h2", "h3"))
-    assert h2.run_error("aiohttp", "ramp") == ("--proto h2 runs the fast engine's closed loop (-c connections, -m "
-                                               "streams each), not --schedule ramp nor --engine aiohttp")
+    assert h2.run_error("aiohttp", "ramp") == ("--proto h2 runs the fast engine's closed, rate and replay schedules "
+                                               "(-c connections, -m streams each), not --schedule ramp nor "
+                                               "--engine aiohttp")
     assert h3.run_error("aiohttp", "rate") == ("--proto h3 runs its own QUIC engine (every schedule), "
                                                "not --engine aiohttp")
     assert h1.run_error("aiohttp", "ramp") is h2.run_error("fast", "closed") is None

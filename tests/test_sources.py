@@ -4,11 +4,13 @@ starts."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from loadcmp import protocols
 from loadcmp.cli import cli
 
 
@@ -73,12 +75,17 @@ def test_pages_in_a_file_are_named_as_the_files_key(tmp_path):
     assert "--replay and pages = [...]" in said and "--pages" not in said
 
 
-def test_a_paced_replay_over_h2_is_refused_before_anything_starts(tmp_path):
-    """A replay at 1x runs the replay schedule, which h2 does not run (at max it is the closed loop's)."""
-    said = _refused(tmp_path, ["--replay", _log(tmp_path), "--replay-speed", "1x", "--proto", "h2", "--tls"])
-    assert ("--replay: --proto h2 runs the fast engine's closed loop (-c connections, -m streams each), not "
-            "--replay-speed 1x, the log's own timing (--replay-speed max runs the closed loop)") in said, said
-    assert "--schedule replay" not in said  # --schedule has no such choice: the flag named is the one given
+def test_a_paced_replay_names_its_flag_where_a_protocol_lacks_the_replay_schedule():
+    """A replay at 1x runs the replay schedule, which h2 runs; a protocol without it refuses the flag given (at max
+    a replay is the closed loop's), never a `--schedule replay` that --schedule has no choice for."""
+    assert protocols.get("h2").run_error("fast", "replay", "--replay-speed 1x") is None
+    row = protocols.register(replace(protocols.H2C, name="hx", words="hx (a test's)", schedules=("closed",)))
+    try:
+        said = row.run_error("fast", "replay", "--replay-speed 1x")
+    finally:
+        protocols.unregister("hx")
+    assert said == ("--proto hx runs the fast engine's closed loop (-c connections, -m streams each), not "
+                    "--replay-speed 1x")
 
 
 @pytest.mark.parametrize("tls", [[], ["--tls"]], ids=["plain", "tls"])
