@@ -126,6 +126,12 @@ class NetFields(TypedDict):
     variant_net: NotRequired[dict[str, str]]  #: a label's own `net` ([variants.LABEL] net), over `net`
 
 
+class EventFields(TypedDict):
+    """run.json's `spec` key of `--event` (SpecDoc has it: it is this with the rest)."""
+
+    events: NotRequired[list[str]]  #: --event, [[events]]: 'AT ACTION' fired in every trial's window
+
+
 class NetResult(TypedDict):
     """A load's summary key of `--net` (LoadSummary has it: it is this with the rest)."""
 

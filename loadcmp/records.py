@@ -15,7 +15,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 # what a load's protocol and traffic did live in facts.py; named here too, for the same reason
-from .facts import JourneyDoc, KernelDoc, NetFields, NetResult, ReplayDoc, SlowConnects, StreamFacts, TlsFacts
+from .facts import (EventFields, JourneyDoc, KernelDoc, NetFields, NetResult, ReplayDoc, SlowConnects, StreamFacts,
+                    TlsFacts)
 from .units import Setting
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
@@ -84,7 +85,7 @@ class ScheduleDoc(TypedDict):
     keepalive: NotRequired[bool]  #: the requests reuse their connection
 
 
-class SpecDoc(NetFields):
+class SpecDoc(NetFields, EventFields):
     """What a run was asked to do, as run.json's `spec` stores it: `RunSpec.to_dict()`.
 
     A bench stores the keys that apply to one URL (`servers` is its host:port, `levels`
@@ -147,8 +148,7 @@ class SpecDoc(NetFields):
 
 
 class PageSummary(TypedDict):
-    """One page of a load of several pages (a mix, a replayed log, a journey's step), counted on its own:
-    the pages' counts add up to the load's."""
+    """One page of a load of several pages (a mix, a log, a journey's step), counted alone: they add up to the load."""
 
     page: str  #: its name (a mix's path, a journey's step)
     ok: int
