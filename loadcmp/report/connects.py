@@ -9,7 +9,7 @@ cell's requests do, its p99 is one of them: p99 jumps by a second while p90 stay
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ..facts import SlowConnects
@@ -67,12 +67,17 @@ def cell_line(data: Results, server: str, level: int) -> str | None:
     return text + "."
 
 
+def cell_section(data: Results, line_of: Callable[[Results, str, int], str | None], legend: str) -> list[str]:
+    """A report section of one line per cell that has something to say, then `legend` once (none: no section)."""
+    out = [line for s in data.servers for lv in data.levels if (line := line_of(data, s, lv))]
+    return [*out, legend] if out else []
+
+
 def slow_connects(data: Results) -> list[str]:
     """The report's section: every cell where a connect waited for TCP's SYN retry (none: no section)."""
-    out = [line for s in data.servers for lv in data.levels if (line := cell_line(data, s, lv))]
-    if out:
-        out.append("A connect of about 1 s is a SYN the server dropped and the client sent again after TCP's initial "
-                   "retransmission timeout, 1 s (about 3 s: dropped twice, the timeout doubled); the server's listen "
-                   "queue was full. The kernel's overflow count is larger: it counts every drop, retries included, "
-                   "and a handshake's last ACK dropped delays the request instead of the connect.")
-    return out
+    return cell_section(data, cell_line,
+                        "A connect of about 1 s is a SYN the server dropped and the client sent again after TCP's "
+                        "initial retransmission timeout, 1 s (about 3 s: dropped twice, the timeout doubled); the "
+                        "server's listen queue was full. The kernel's overflow count is larger: it counts every drop, "
+                        "retries included, and a handshake's last ACK dropped delays the request instead of the "
+                        "connect.")

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
+from .connects import cell_section
 from .streams import clients
 
 if TYPE_CHECKING:
@@ -40,10 +41,8 @@ def cell_line(data: Results, server: str, level: int) -> str | None:
 
 def waiting(data: Results) -> list[str]:
     """The report's section: every cell where some users got no answer in the window (none: no section)."""
-    out = [line for s in data.servers for lv in data.levels if (line := cell_line(data, s, lv))]
-    if out:
-        out.append("Every request those users had in the window (one held since the warm-up included) failed (a "
-                   "timeout, a refused or reset connection) or was still in flight at its close: they are counted "
-                   "by kind and as unfinished, and are in no latency percentile, which holds only answers: the "
-                   "percentiles describe the users who were served.")
-    return out
+    return cell_section(data, cell_line,
+                        "Every request those users had in the window (one held since the warm-up included) failed (a "
+                        "timeout, a refused or reset connection) or was still in flight at its close: they are "
+                        "counted by kind and as unfinished, and are in no latency percentile, which holds only "
+                        "answers: the percentiles describe the users who were served.")
