@@ -199,13 +199,22 @@ def test_5000_clients_every_request_accounted_none_sent_after_the_window(fast_se
         with urllib.request.urlopen(f"http://127.0.0.1:{fast_server}/count", timeout=10) as r:
             return int(r.read())
 
-    before = seen()
+    def settled() -> int:
+        """The count once the server has drained what it holds (the other loop's run leaves a
+        backlog of requests this server, on one core, reads after that client has gone)."""
+        last, n = -1, seen()
+        while n != last:
+            time.sleep(0.5)
+            last, n = n, seen()
+        return n
+
+    before = settled()
     t = time.monotonic()
     d = bench(fast_server, "/", "-c", "5000")
     wall = time.monotonic() - t
     assert d["ok"] + d["failed"] + d["unfinished"] == d["started"]
     assert d["ok"] > 0 and d["unfinished"] <= 5000
-    assert seen() - before <= d["started"], "a request went out after the window closed"
+    assert settled() - before <= d["started"], "a request went out after the window closed"
     assert d["client_bound"], d
     if loop_path == "python":  # the compiled loop hands the event loop back every 128 events: no lag to speak of
         assert "lagged" in d["client_bound_reason"], d["client_bound_reason"]
