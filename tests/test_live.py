@@ -720,3 +720,75 @@ def test_the_page_draws_the_warm_up_greyed_and_tcp_states_on_a_scale_that_shows_
     assert 0.3 < tcp_scale["at"] < tcp_scale["top"] - 0.3, f"50 reads far from 0 and from 11,000: {tcp_scale}"
     warm, measured = shade
     assert warm[3] > 0 and measured[3] == 0, f"the warm-up is on a grey band, the window is not: {shade}"
+
+
+class _Logless:
+    """A deployment whose logs say nothing (the events' evidence is not this test's)."""
+
+    host = type("Host", (), {"name": "local"})()
+
+    def log_lines(self, since, until):
+        return iter(())
+
+
+def test_events_are_marked_on_every_figure_as_they_fire_and_the_stored_ones_replace_them(browser, artifacts):
+    """`Firer` tells each event as it is fired and as it ends; the page draws a mark on each figure (a line, a band
+    until its end), says a failed one as an alert, and takes the stored events (their evidence) over the live ones."""
+    from loadcmp.events import fire
+    from loadcmp.lab.stacks import catalog
+    from loadcmp.live.feed import Feed, stored
+    from loadcmp.live.hub import Hub
+    from loadcmp.live.server import LiveServer
+
+    told: list[tuple[str, bool, float | None]] = []
+
+    def act(dep, a, cut):
+        time.sleep(0.1)
+        return (a.name != "restart", None if a.name != "restart" else "docker said no", "")
+
+    planned = fire.plan(("0.05s reload", "0.2s restart"), catalog().get("nginx"), 1.0)
+    hub = Hub()
+    feed = Feed(hub, "run", "events")
+    feed.begin("nginx", 50, 1)
+    f = fire.Firer(_Logless(), planned, time.monotonic(), time.time(), run=act,  # type: ignore[arg-type]
+                   told=lambda d, running: (told.append((d["action"], running, d["end_s"])), feed.event(d, running)))
+    f.start()
+    time.sleep(0.6)
+    docs = f.finish()
+    assert [(a, r) for a, r, _ in told] == [("reload", True), ("reload", False), ("restart", True),
+                                            ("restart", False)]
+    assert told[1][2] == docs[0]["end_s"] and told[1][2] > told[0][2], "the end told is the stored one's"
+    key = {"server": "nginx", "level": 50, "trial": 1}
+    window = [{**key, "second": s, "started": 100, "ok": 100, "failed": 0, "p50_ms": 2.0, "inflight": 5}
+              for s in range(3)]
+    with LiveServer(hub, free_port()) as srv:
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})  # type: ignore[attr-defined]
+        page.goto(srv.url)
+        for row in window:
+            hub.publish({"type": "client", "row": row})
+        page.wait_for_function("() => window.loadcmp.charts['client-rps'] && "
+                               "window.loadcmp.state.trials.get('nginx|50|1').marks.size === 2", timeout=10_000)
+        page.wait_for_timeout(400)
+        live = page.evaluate("() => [...window.loadcmp.state.trials.get('nginx|50|1').marks.values()]"
+                             ".map(m => [m.action, m.ok, m.end_s !== null])")
+        alerts = page.inner_text("#alerts")
+        said = page.inner_text("#trial-events")
+        # the reload's band: orange over the figure at its start, the figure's white beside it (x = 2)
+        px = page.evaluate("""() => { const u = window.loadcmp.charts['client-latency'];
+            const at = (v) => Array.from(u.ctx.getImageData(u.valToPos(v, 'x', true), u.bbox.top + 5, 1, 1).data);
+            return [at(0.1), at(2)]; }""")
+        record = {**key, "stack": "nginx", "keepalive": True, "status": "ok", "reason": None, "causes": [],
+                  "result": {"rps": 100.0, "ok": 300, "failed": 0, "failures": {}},
+                  "events": [{**docs[0], "evidence": ["signal process started"]}]}
+        hub.publish(stored(record, window, []))  # type: ignore[arg-type]
+        page.wait_for_function("() => window.loadcmp.state.trials.get('nginx|50|1').marks.size === 1",
+                               timeout=10_000)
+        kept = page.evaluate("() => [...window.loadcmp.state.trials.get('nginx|50|1').marks.values()][0].evidence")
+        page.wait_for_timeout(400)
+        page.screenshot(path=str(artifacts / "live-events.png"), full_page=True)
+        page.close()
+    assert sorted(live) == [["reload", True, True], ["restart", False, True]]
+    assert "event '0.2s restart'" in alerts and "docker said no" in alerts
+    assert "reload at" in said and "failed: docker said no" in said
+    assert px[0][:3] != px[1][:3] and px[0][0] > px[0][2], f"an orange band at the reload, not beside it: {px}"
+    assert kept == ["signal process started"]

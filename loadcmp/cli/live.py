@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from aiohttp import web
 
     from ..export.live import Metrics
+    from ..facts import EventDoc
     from ..live.feed import Feed
     from ..live.hub import Hub
     from ..live.server import LiveServer
@@ -127,6 +128,10 @@ class Watchers:
 
     def stored(self, writer: RunWriter, timeline: list[Row], server: list[Row]) -> None:
         self._tell("stored", writer, timeline, server)
+
+    def event(self, doc: EventDoc, running: bool) -> None:
+        if self.feed is not None:
+            self.feed.event(doc, running)
 
     def done(self, status: str) -> None:
         self._tell("done", status)
@@ -242,7 +247,7 @@ def with_feed(hooks: SweepHooks, feed: Watchers) -> SweepHooks:
         feed.trial_start(p, i, n, seconds)
 
     return replace(hooks, trial_start=trial_start, live=tee(hooks.live, feed), sample=feed.sample,
-                   stored=feed.stored)
+                   stored=feed.stored, event=feed.event)
 
 
 @dataclass(frozen=True)

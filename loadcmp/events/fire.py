@@ -37,6 +37,8 @@ QUOTES = 4
 """The most lines quoted per event."""
 
 Planned = tuple[float, Asked, Action]
+Told = Callable[[EventDoc, bool], None]
+"""Told of each event as it is fired (True: still running, its end not known) and as it ends (the live page)."""
 
 
 def plan(texts: tuple[str, ...], stack: Stack, window: float) -> list[Planned]:
@@ -91,9 +93,10 @@ class Firer:
     """Fires one trial's planned events from `t0` (the window's start on `clock`), and keeps what each did."""
 
     def __init__(self, dep: Deployment, planned: list[Planned], t0: float, wall0: float,
-                 run: Callable[[Deployment, Action, threading.Event], tuple[bool, str | None, str]] = run_action
-                 ) -> None:
+                 run: Callable[[Deployment, Action, threading.Event], tuple[bool, str | None, str]] = run_action,
+                 told: Told | None = None) -> None:
         self.dep, self.planned, self.t0, self.wall0, self.run = dep, planned, t0, wall0, run
+        self.told = told
         self.done: list[tuple[EventDoc, str]] = []
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -114,6 +117,8 @@ class Firer:
 
     def _fire(self, at: float, asked: Asked, a: Action) -> None:
         start = clock() - self.t0
+        self._tell(EventDoc(asked=asked.text, action=a.name, role=a.role, at_s=round(at, 3), start_s=round(start, 3),
+                            end_s=round(start, 3), ok=True, said=None, evidence=[]), True)
         try:
             ok, said, out = self.run(self.dep, a, self._stop)
         except LabError as e:
@@ -126,6 +131,12 @@ class Firer:
                        end_s=round(clock() - self.t0, 3), ok=ok, said=said, evidence=[])
         with self._lock:
             self.done.append((doc, out))
+        self._tell(doc, False)
+
+    def _tell(self, doc: EventDoc, running: bool) -> None:
+        """The live page told; whatever goes wrong there is its own (`live.feed.never_raises`), never the event's."""
+        if self.told is not None:
+            self.told(doc.copy(), running)  # a copy: the evidence is added to ours later
 
     def finish(self) -> list[EventDoc]:
         """After the load: those still running waited for (a pause still held is ended now), each event's evidence

@@ -9,8 +9,11 @@ A live command hands over what the store is handed, where it is handed it, and n
     server   each row of the sampler as it keeps it (`metrics.Sampler.on_row`), server.parquet's rows;
              the warm-up's seconds (`second` < 0), which the sampler samples for the page alone
     trial    a trial starts (its server label, level and number)
+    mark     an --event of the trial as it is fired (`running`) and as it ends (`events.fire.Firer`): what
+             was asked, its start and end in seconds of the window, whether it failed and why
     stored   a trial's record once the writer has it on disk (`RunWriter.watch`): status, causes in
-             words, and its stored rows, which replace what was drawn live of it
+             words, its events (`facts.EventDoc`, evidence quoted), and its stored rows, which replace
+             what was drawn live of it
     progress the run as run.json says it after each change: the grid, the capacity search, the study
     end      the run's final status, where it is stored and its report
 
@@ -32,6 +35,7 @@ from ..load.driver import Live
 from ..load.record.outcomes import KINDS
 from ..load.record.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
 from ..load.record.summary import second_row
+from ..facts import EventDoc, events_of
 from ..records import RunDoc, TrialRecord
 from ..report.causes import note
 from ..store.reader import causes_of
@@ -90,7 +94,14 @@ def stored(rec: TrialRecord, timeline: list[Row], server: list[Row]) -> Event:
             "client_bound_reason": r.get("client_bound_reason"), "causes": causes,
             "oom_kills": (rec.get("server_metrics") or {}).get("oom_kills", 0),
             "roles": list(((rec.get("server_metrics") or {}).get("apart") or {})),
-            "timeline": timeline, "server": server}
+            "events": [dict(e) for e in events_of(rec)], "timeline": timeline, "server": server}
+
+
+def mark(key: Mapping[str, Any], doc: EventDoc, running: bool) -> Event:
+    """An event of the trial `key` as it is fired (`running`: its end and outcome not known yet) or as it ended."""
+    return {"type": "mark", "key": dict(key), "asked": doc["asked"], "action": doc["action"], "role": doc["role"],
+            "at_s": doc["at_s"], "start_s": doc["start_s"], "end_s": None if running else doc["end_s"],
+            "ok": None if running else doc["ok"], "said": doc["said"]}
 
 
 def progress(run: RunDoc, path: Path | str) -> Event:
@@ -190,6 +201,10 @@ class Feed:
     @never_raises
     def sample(self, row: Row) -> None:
         self.hub.publish({"type": "server", "row": dict(row)})
+
+    @never_raises
+    def event(self, doc: EventDoc, running: bool) -> None:
+        self.hub.publish(mark(self.keys, doc, running))
 
     @never_raises
     def done(self, status: str) -> None:

@@ -20,7 +20,7 @@ QUEUE = 2000
 """Events a browser may be behind before it is dropped (a second of a sweep is a few events)."""
 HISTORY = 400_000
 """Events kept for browsers that come late (a 13-level sweep is about 10 000); past it, the oldest per-second
-rows go (`ROWS`): the structural events (hello, trial, stored, progress, end) are always kept."""
+rows go (`ROWS`): the structural events (hello, trial, mark, stored, progress, end) are always kept."""
 ROWS = ('"type": "client"', '"type": "server"')
 """How a per-second event's text begins (`encode` puts `type` first): the only ones trimmed."""
 

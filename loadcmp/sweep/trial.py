@@ -85,6 +85,8 @@ class SweepHooks:
     """Each server row as the sampler keeps it (the live page), from the sampler's thread."""
     stored: Watch | None = None
     """The results folder's writer after each change (`RunWriter.watch`: the live page)."""
+    event: fire.Told | None = None
+    """Each --event as it is fired and as it ends (the live page), from the event's thread."""
 
 
 @dataclass
@@ -270,7 +272,8 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration),
                                                            on_row=sweep.progress.sample, warmup=spec.warmup)
-    firer = fire.Firer(dep, fire.plan(spec.events, dep.stack, spec.duration), start_at + spec.warmup, since)
+    firer = fire.Firer(dep, fire.plan(spec.events, dep.stack, spec.duration), start_at + spec.warmup, since,
+                       told=sweep.progress.event)
     try:  # the events' timer and the proxy's watch end whatever way the load or the sampler ends
         if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
             load = replace(load, target=via_proxy(target, netp.port))

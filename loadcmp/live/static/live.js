@@ -34,7 +34,7 @@
 
   function trialOf(key) {
     const k = keyOf(key);
-    if (!S.trials.has(k)) S.trials.set(k, { key, client: new Map(), server: new Map(), stored: null });
+    if (!S.trials.has(k)) S.trials.set(k, { key, client: new Map(), server: new Map(), marks: new Map(), stored: null });
     return S.trials.get(k);
   }
 
@@ -52,6 +52,11 @@
         break;
       }
       case "client": trialOf(ev.row).client.set(ev.row.second, ev.row); break;
+      case "mark": {  // an --event: fired (end_s null), then ended; keyed by what was asked and when it was due
+        trialOf(ev.key).marks.set(`${ev.asked}|${ev.at_s}`, ev);
+        if (ev.ok === false) S.alerts.push(`${nameOf(ev.key)}: event '${ev.asked}' at ${ev.start_s} s failed: ${ev.said}`);
+        break;
+      }
       case "server": {
         const t = trialOf(ev.row);
         const before = t.server.get(ev.row.second - 1);
@@ -76,6 +81,8 @@
     const warm = (m) => [...m.entries()].filter(([sec]) => sec < 0);
     if (ev.timeline.length) t.client = new Map([...warm(t.client), ...ev.timeline.map((r) => [r.second, r])]);
     if (ev.server.length) t.server = new Map([...warm(t.server), ...ev.server.map((r) => [r.second, r])]);
+    // the stored events, their evidence quoted, replace the marks drawn live (a stored run has only these)
+    if (ev.events && ev.events.length) t.marks = new Map(ev.events.map((e) => [`${e.asked}|${e.at_s}`, e]));
     for (const c of ev.causes) S.causes.push(`${nameOf(ev.key)}: ${c}`);
     if (["oom", "server_died"].includes(ev.status)) S.alerts.push(`${nameOf(ev.key)}: ${ev.reason}`);
   }
@@ -107,6 +114,30 @@
     ctx.restore();
   }
 
+  // the current trial's --event marks on every figure: a line when fired, a band until it ended (red: it failed)
+  function eventMarks(u) {
+    const t = S.current && S.trials.get(S.current);
+    if (!t || !t.marks || !t.marks.size) return;
+    const ctx = u.ctx, px = devicePixelRatio;
+    ctx.save();
+    ctx.textAlign = "left";
+    ctx.textBaseline = "alphabetic";
+    ctx.font = `${Math.round(10 * px)}px system-ui, sans-serif`;
+    for (const m of t.marks.values()) {
+      const bad = m.ok === false, end = m.end_s ?? u.scales.x.max;
+      const x0 = u.valToPos(m.start_s, "x", true), x1 = u.valToPos(Math.max(end, m.start_s), "x", true);
+      if (x0 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) continue;
+      ctx.fillStyle = bad ? "rgba(214, 39, 40, 0.12)" : "rgba(255, 165, 0, 0.15)";
+      ctx.fillRect(x0, u.bbox.top, Math.max(x1 - x0, px), u.bbox.height);
+      ctx.strokeStyle = bad ? "#d62728" : "#e08000";
+      ctx.setLineDash([4 * px, 3 * px]);
+      ctx.beginPath(); ctx.moveTo(x0, u.bbox.top); ctx.lineTo(x0, u.bbox.top + u.bbox.height); ctx.stroke();
+      ctx.fillStyle = ctx.strokeStyle;
+      ctx.fillText(m.action + (m.end_s == null ? " …" : ""), x0 + 3 * px, u.bbox.top + 24 * px);
+    }
+    ctx.restore();
+  }
+
   function panel(where, id, title, what, series, data, y) {
     const el = document.getElementById(where);
     let box = document.getElementById("p-" + id);
@@ -124,7 +155,7 @@
         scales: { x: { time: false }, ...(y ? { y: y.scale } : {}) },
         axes: [{ label: "second of the window (warm-up before 0)", incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600] },
                { size: 70, ...(y ? y.axis : {}) }],
-        hooks: { drawClear: [warmupBand] },
+        hooks: { drawClear: [warmupBand], draw: [eventMarks] },
         legend: { live: false }, series: [{ label: "s" }, ...series.map((s, i) => ({ stroke: COLORS[i % COLORS.length], width: 1.5,
           spanGaps: false, ...s }))] };
       charts[id] = new uPlot(opts, data, box.querySelector(".plot"));
@@ -291,7 +322,11 @@
       const st = t.stored;
       document.getElementById("trial-status").innerHTML = (st ? `<span class="st-${st.status}">${esc(st.status)}</span> ` +
         `${st.rps != null ? Math.round(st.rps).toLocaleString() + " req/s" : ""} ${esc(st.reason || "")}` : "running") +
-        ((hot || (st && st.client_bound)) ? ` <span class="bound">client-bound${st && st.client_bound_reason ? ": " + esc(st.client_bound_reason) : ""}</span>` : "");
+        ((hot || (st && st.client_bound)) ? ` <span class="bound">client-bound${st && st.client_bound_reason ? ": " + esc(st.client_bound_reason) : ""}</span>` : "") +
+        (t.marks.size ? `<div id="trial-events">events: ${[...t.marks.values()].map((m) =>
+          `<span class="${m.ok === false ? "bad" : ""}">${esc(m.action)} at ${m.start_s} s ` +
+          (m.end_s == null ? "(running)" : m.ok === false ? `(failed: ${esc(m.said)})` : `(${(m.end_s - m.start_s).toFixed(2)} s)`) +
+          `</span>`).join(", ")}</div>` : "");
     }
     document.getElementById("alerts").innerHTML = S.alerts.map((a) => `<div class="alert">${esc(a)}</div>`).join("");
     document.getElementById("causes").innerHTML = S.causes.length ? S.causes.map((c) => `<li>${esc(c)}</li>`).join("") :
