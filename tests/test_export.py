@@ -149,8 +149,9 @@ def test_export_of_a_folder_without_a_run_is_exit_2(tmp_path):
     assert r.exit_code == 2 and "no stored run here" in r.output, r.output
 
 
-def _loaded(fixture: str, tmp_path: Path) -> tuple[Path, str]:
-    """`loadcmp export` of a stored fixture, loaded by promtool into tmp_path/data: the export, promtool's words."""
+def _loaded(fixture: str | Path, tmp_path: Path) -> tuple[Path, str]:
+    """`loadcmp export` of a stored fixture (or a folder), loaded by promtool into tmp_path/data: the export,
+    promtool's words."""
     prom.need("promtool", "prometheus")
     om = tmp_path / "run.om"
     assert CliRunner().invoke(cli, ["export", str(FIXTURES / fixture), "-o", str(om)]).exit_code == 0
@@ -180,16 +181,27 @@ def test_promtool_loads_the_export_and_prometheus_answers_with_the_runs_figures(
 
 def test_every_panel_of_the_dashboard_draws_a_stored_run_loaded_by_promtool(tmp_path):
     """Each query of docs/grafana/loadcmp.json, as Grafana sends it, answers at the end of a stored trial with a
-    cause in its logs; only the series that run had none of (streams, TLS, journeys, causes) stay empty."""
-    om, _ = _loaded("run-2x2x3", tmp_path)
-    t = next(t for t in json.loads((FIXTURES / "run-2x2x3" / "run.json").read_text())["trials"] if t["log_evidence"])
+    cause in its logs and a reload 1 s before its end; only the series that run had none of (streams, TLS, journeys,
+    causes) stay empty."""
+    import shutil
+
+    folder = tmp_path / "run-2x2x3"
+    shutil.copytree(FIXTURES / "run-2x2x3", folder)
+    run = json.loads((folder / "run.json").read_text())
+    t = next(t for t in run["trials"] if t["log_evidence"])
+    t["events"] = [_event("reload", t["result"]["duration_s"] - 1.2, t["result"]["duration_s"] - 1.0)]
+    (folder / "run.json").write_text(json.dumps(run))
+    om, _ = _loaded(folder, tmp_path)
     end = max(s[3] or 0 for s in _samples(om.read_text())
               if s[1].get("label") == t["server"] and s[1].get("level") == str(t["level"])
               and s[1].get("trial") == str(t["trial"]))
     with prom.running(tmp_path) as p:
         empty = [expr for expr in _dashboard_queries() if not p.query(_filled(expr), at=end)]
+        (events,) = [e for e in _dashboard_queries() if "loadcmp_events_total" in e]
+        later = p.query(_filled(events), at=end + 2)
     assert all(("streams" in e or "journeys" in e or "tls_" in e or "causes" in e) for e in empty), \
         f"the dashboard draws nothing of a stored run with: {empty}"
+    assert not later, "an event is marked once, not for the rest of the run"
 
 
 def _dashboard_queries() -> list[str]:
@@ -369,6 +381,57 @@ def test_the_stored_rows_bring_the_seconds_no_live_call_did_and_the_whole_histog
     assert m.series.values[("loadcmp_server_log_lines", (*trial, "fpm.max_children"))] == 3
     causes = ("loadcmp_server_causes", (*trial, "fpm.max_children"))
     assert m.series.values[causes] == 1 and m.series.stamps[causes] == pytest.approx(t0 + 3), "at the window's end"
+
+
+def _event(action: str, start: float, end: float, ok: bool = True) -> dict:  # type: ignore[type-arg]
+    return {"asked": f"every 1s {action}", "action": action, "role": "web", "at_s": start, "start_s": start,
+            "end_s": end, "ok": ok, "said": None if ok else "exited 1", "evidence": []}
+
+
+def test_events_are_counted_by_action_and_outcome_live_and_stored_alike(tmp_path):
+    """An --event is laid at 0 as it is fired and counted as it ends, stamped at its end on the wall clock; the
+    stored export says the same at the same moments, each action laid at 0 at the window's start."""
+    import shutil
+
+    from loadcmp.export.live import Metrics
+    from loadcmp.load.spec import Live
+
+    m = Metrics()
+    m.begin("nginx", 10, 1, proto="h2")
+    m.stored(_writer_of(tmp_path, "20260101-run"))
+    m.live(Live(0.05, 0, 0, 0, 0.0, False))
+    trial = ("20260101-run", "nginx", "h2", "10", "1")
+    key = ("loadcmp_events", (*trial, "reload", "ok"))
+    t0 = m.series.stamps[("loadcmp_requests", (*trial, "(all)", "ok"))]
+    m.event(_event("reload", 1.0, 1.0), True)
+    assert m.series.values[key] == 0 and m.series.values[("loadcmp_events", (*trial, "reload", "failed"))] == 0
+    assert m.series.stamps[key] == t0, "laid at 0 at the window's start"
+    m.event(_event("reload", 1.0, 1.3), False)
+    m.event(_event("reload", 2.0, 2.0, ok=False), True)  # the next one fired: what was counted stays as it was
+    assert m.series.values[key] == 1 and m.series.stamps[key] == pytest.approx(t0 + 1.3)
+    m.event(_event("reload", 2.0, 2.4, ok=False), False)
+    assert m.series.values[key] == 1 and m.series.stamps[key] == pytest.approx(t0 + 1.3)
+    assert m.series.values[("loadcmp_events", (*trial, "reload", "failed"))] == 1
+
+    folder = tmp_path / "run-events"
+    shutil.copytree(FIXTURES / "run-2x3x2", folder)
+    run = json.loads((folder / "run.json").read_text())
+    # a restart fired before the one before it came back: counted in the order they ended
+    events = [_event("restart", 0.5, 3.0), _event("restart", 1.5, 2.0), _event("reload", 1.0, 1.1, ok=False)]
+    run["trials"][0]["events"] = events
+    (folder / "run.json").write_text(json.dumps(run))
+    samples = _samples(render(collect(folder), "openmetrics").decode())
+    mine = [s for s in samples if s[1].get("trial") == "1" and s[1].get("level") == "10"
+            and s[1].get("label") == run["trials"][0]["server"]]
+    start = next(s[3] for s in mine if s[0] == "loadcmp_requests_total" and s[1]["outcome"] == "ok")  # laid at 0
+    series: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    for s in mine:
+        if s[0] == "loadcmp_events_total":
+            series.setdefault((s[1]["action"], s[1]["outcome"]), []).append((s[3] - start, s[2]))
+    assert series == {("restart", "ok"): [(0.0, 0.0), (2.0, 1.0), (3.0, 2.0)],
+                      ("restart", "failed"): [(0.0, 0.0)],
+                      ("reload", "ok"): [(0.0, 0.0)], ("reload", "failed"): [(0.0, 0.0), (pytest.approx(1.1), 1.0)]}
+    assert start == min(s[3] for s in mine), "the window's start: the trial's first sample"
 
 
 def test_two_runs_of_one_command_keep_their_own_series(tmp_path):

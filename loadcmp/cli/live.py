@@ -130,8 +130,7 @@ class Watchers:
         self._tell("stored", writer, timeline, server)
 
     def event(self, doc: EventDoc, running: bool) -> None:
-        if self.feed is not None:
-            self.feed.event(doc, running)
+        self._tell("event", doc, running)
 
     def done(self, status: str) -> None:
         self._tell("done", status)

@@ -71,6 +71,8 @@ SERVER = (
     _f("loadcmp_server_log_lines", "counter", "The servers' log lines of a trial's window, by cause.", "cause"),
     _f("loadcmp_server_causes", "counter", "Trials whose evidence named a cause (logs, status pages, OOM).",
        "cause"),
+    _f("loadcmp_events", "counter", "--event's events of a trial (reload, restart, ...) as each ended, by its action "
+       "and whether it failed.", "action", "outcome"),
 )
 """The server's side, per role (the server, and each role measured apart such as an app's database)."""
 

@@ -19,13 +19,15 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
 from prometheus_client.registry import Collector
 
+from ..facts import EventDoc
 from ..load.record.histogram import Histogram
 from ..load.record.summary import second_row
 from ..records import TrialRecord
 from ..protocols import DEFAULT as DEFAULT_PROTO
 from .exposition import families
 from .families import ALL_PAGES
-from .points import Labels, Series, client_points, server_points, trial_labels, trial_points, zero_points
+from .points import (Labels, Series, client_points, event_points, server_points, trial_labels, trial_points,
+                     zero_points)
 
 Row = Mapping[str, Any]
 
@@ -187,6 +189,22 @@ class Metrics:
         if hist := rec.get("latency_hist"):
             self.series.hists.pop((*labels, ALL_PAGES), None)
             self.series.take_latency(labels, ALL_PAGES, Histogram.from_dict(hist))
+
+    def event(self, doc: EventDoc, running: bool) -> None:
+        """An --event of the trial under way: as the first of its action is fired, its counts are laid at 0 at the
+        window's start (as the stored export lays them), so that the first one counts as a change; as each ends,
+        counted, stamped at its end on the wall clock."""
+        with self.lock:
+            t = self.current
+            if t is None:
+                return
+            labels = self._labels(t)
+            if running:
+                if ("loadcmp_events", (*labels, doc["action"], "ok")) not in self.series.values:
+                    self.series.take(labels, event_points(doc, zero=True), at=t.t0)
+            else:
+                self.series.take(labels, event_points(doc), at=None if t.t0 is None else t.t0 + doc["end_s"])
+            self.changed = time.monotonic()
 
     def done(self, status: str) -> None:
         """The end of a command that stored nothing: the series stay as they were last."""

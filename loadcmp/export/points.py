@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..load.record.histogram import Histogram
+from ..facts import EventDoc
 from ..records import OUTCOME_KINDS as KINDS, TrialRecord
 from .families import LATENCY_EDGES, QUANTILES
 
@@ -170,6 +171,15 @@ def trial_points(rec: TrialRecord) -> Iterator[Point]:
         yield Point("loadcmp_server_log_lines", (cause,), float(lines), add=True)
     for c in rec.get("causes") or []:
         yield Point("loadcmp_server_causes", (c["cause"],), 1.0, add=True)
+
+
+def event_points(doc: EventDoc, zero: bool = False) -> Iterator[Point]:
+    """An --event that ended: 1 more of its action and outcome. `zero`: nothing added, but both of its action's
+    outcomes laid (0 when new) at the window's start, so that the first one is a change."""
+    if zero:
+        yield from (Point("loadcmp_events", (doc["action"], o), 0.0, add=True) for o in ("ok", "failed"))
+    else:
+        yield Point("loadcmp_events", (doc["action"], "ok" if doc["ok"] else "failed"), 1.0, add=True)
 
 
 def trial_labels(run: str, label: str, proto: str, level: int, trial: int) -> Labels:

@@ -23,13 +23,15 @@ from prometheus_client.openmetrics.exposition import generate_latest
 
 from ..errors import StoreError, UsageError
 from ..load.record.histogram import Histogram
+from ..facts import EventDoc, events_of
 from ..records import TrialRecord
 from ..store.reader import Results, load_results
 from ..protocols import DEFAULT as DEFAULT_PROTO
 from . import Format
 from .exposition import Hist, Value, families
 from .families import ALL_PAGES, FAMILIES, TRIAL_LABELS
-from .points import Labels, Series, client_points, server_points, trial_labels, trial_points, zero_points
+from .points import (Labels, Series, client_points, event_points, server_points, trial_labels, trial_points,
+                     zero_points)
 
 
 
@@ -97,9 +99,19 @@ def add_run(out: Export, res: Results, run: str) -> None:
         proto = ((res.run.get("servers") or {}).get(rec["server"]) or {}).get("proto", DEFAULT_PROTO)
         trial = trial_labels(run, rec["server"], proto, rec["level"], rec["trial"])
         _seconds(out, series, trial, rec, res, start)
+        _events(out, series, trial, events_of(rec), start)
         end = start + float(rec["result"]["duration_s"])
         _stamp(out, series, series.take(trial, trial_points(rec)), end)
         _latency(out, trial, rec, end)
+
+
+def _events(out: Export, series: Series, trial: Labels, events: list[EventDoc], start: float) -> None:
+    """A trial's --event counts: each action's laid at 0 at the window's start, then each event counted at its end,
+    in the order they ended (a restart fired before the one before it came back ends after it)."""
+    for ev in {e["action"]: e for e in events}.values():
+        _stamp(out, series, series.take(trial, event_points(ev, zero=True)), start)
+    for ev in sorted(events, key=lambda e: e["end_s"]):
+        _stamp(out, series, series.take(trial, event_points(ev)), start + ev["end_s"])
 
 
 def _of(df: pd.DataFrame, rec: TrialRecord) -> pd.DataFrame:
