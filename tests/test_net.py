@@ -20,7 +20,7 @@ from click.testing import CliRunner
 
 from loadcmp.cli import cli
 from loadcmp.errors import UsageError
-from loadcmp.net import netem
+from loadcmp.net import netem, qdisc
 from loadcmp.net.conditions import net_problems, parse_net, profile_names, refuse
 from loadcmp.net.path import differs, open_path, toxics
 from loadcmp.net.seen import Seen
@@ -158,6 +158,8 @@ def test_a_loss_is_refused_where_the_kernel_has_no_netem():
         pytest.skip("this kernel has sch_netem: the netem path's own tests apply")
     res = CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "--net", "rtt=10ms,loss=1%", "-t", "1"])
     assert "no sch_netem" in _one_line(res) and _mine() == []
+    res = CliRunner().invoke(cli, ["bench", "http://127.0.0.1:1/", "--net", "dsl,via=netem", "-t", "1"])
+    assert "--net via=netem needs the kernel's netem, and this kernel has no sch_netem" in _one_line(res)
 
 
 def test_run_refuses_net_over_h3_with_the_rest():
@@ -339,3 +341,87 @@ def test_network_bound_is_said_as_client_bound_too():
     calm.pop("network_bound_reason")
     judge(calm, ProxyUse(cpu_s=0.1, elapsed_s=1.0, busy_pct=30.0), 1000)
     assert not calm["network_bound"]
+
+
+def test_via_netem_and_a_loss_select_the_kernels_path_and_a_profile_takes_keys_after_it():
+    assert parse_net("rtt=10ms").via == "proxy"
+    assert parse_net("rtt=10ms,loss=1%").via == "netem", "only netem loses packets"
+    spec = parse_net("dsl,via=netem,loss=0.5%")
+    assert (spec.via, spec.loss, spec.rtt_s, spec.profile) == ("netem", 0.005, parse_net("dsl").rtt_s, "dsl")
+    assert parse_net("dsl,loss=1%").via == "netem" and parse_net("dsl,rtt=20ms").rtt_s == 0.02
+    for bad, said in (("rtt=10ms,via=carrier-pigeon", "bad --net via"), ("rtt=10ms,via=proxy,loss=1%", "only netem"),
+                      ("dsl,jitter=90ms", "jitter 90ms is more than the rtt")):
+        with pytest.raises(UsageError, match=said):
+            parse_net(bad)
+
+
+def test_the_netem_commands_split_the_round_trip_on_the_ports_named_and_leave_other_traffic_alone():
+    cmds = [" ".join(c) for c in qdisc.commands(parse_net("rtt=101ms,jitter=10ms,rate=1mbit,rate-up=384kbit,loss=1%"),
+                                                 [8080, 40001])]
+    assert cmds[0] == ("tc qdisc add dev lo root handle c0de: prio bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1")
+    assert cmds[1] == ("tc qdisc add dev lo parent c0de:4 handle c0d4: netem delay 51ms 5ms distribution normal "
+                       "rate 1000000bit loss 1%")
+    assert cmds[2] == ("tc qdisc add dev lo parent c0de:5 handle c0d5: netem delay 50ms 5ms distribution normal "
+                       "rate 384000bit loss 1%")
+    assert cmds[3:] == [f"tc filter add dev lo parent c0de: protocol ip prio 1 u32 match ip {f} {p} 0xffff flowid {b}"
+                        for p in (8080, 40001) for f, b in (("sport", "c0de:4"), ("dport", "c0de:5"))]
+
+
+def test_netem_is_laid_for_the_block_and_removed_however_it_ends_and_never_replaces_a_qdisc(monkeypatch):
+    """tc faked (this kernel has neither netem nor prio to lay): the order of the calls, the removal after a
+    failure, and a root qdisc already on lo refused with what it is."""
+    import subprocess
+
+    from loadcmp.errors import LoadError
+
+    calls: list[str] = []
+    state = {"root": "qdisc noqueue 0: root refcnt 2", "fail": ""}
+
+    def tc(args):
+        line = " ".join(args)
+        calls.append(line)
+        if line == "tc qdisc show dev lo":
+            return subprocess.CompletedProcess(args, 0, state["root"] + "\n", "")
+        bad = bool(state["fail"]) and state["fail"] in line
+        return subprocess.CompletedProcess(args, 2 if bad else 0, "", "Error: Specified qdisc kind is unknown." if bad
+                                           else "")
+
+    monkeypatch.setattr(qdisc, "_tc", tc)
+    spec = parse_net("rtt=20ms,via=netem")
+    with qdisc.applied(spec, [8080]):
+        assert calls[1:] == [" ".join(c) for c in qdisc.commands(spec, [8080])]
+    assert calls[-1] == "tc qdisc del dev lo root handle c0de:"
+    calls.clear()
+    state["fail"] = "netem delay 10ms"
+    with pytest.raises(LoadError, match="failed: Error: Specified qdisc kind is unknown"):
+        with qdisc.applied(spec, [8080]):
+            pass
+    assert calls[-1] == "tc qdisc del dev lo root handle c0de:", "what was laid before the failure is removed"
+    calls.clear()
+    state["root"] = "qdisc prio c0de: root refcnt 2 bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1"
+    with pytest.raises(LoadError, match=r"already has a root qdisc .* killed left it: tc qdisc del dev lo root"):
+        with qdisc.applied(spec, [8080]):
+            pass
+    state["root"] = "qdisc fq_codel 0: root refcnt 2 limit 10240p"
+    with pytest.raises(LoadError, match="does not replace$"):
+        with qdisc.applied(spec, [8080]):
+            pass
+    assert not any("add" in c or "del" in c for c in calls), "nothing laid, nothing removed that is not ours"
+
+
+@pytest.mark.skipif(netem.missing() is not None, reason=f"netem path: {netem.missing()}")
+def test_bench_via_netem_gives_the_round_trip_asked(fast_server):
+    """Where the kernel has netem: a round trip of 60 ms laid on the server's port shows in the latency and in
+    the conditions seen, and nothing is left on lo."""
+    import json
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "loadcmp", "bench", f"http://127.0.0.1:{fast_server}/", "-c", "4",
+                          "-t", "3s", "-k", "--net", "rtt=60ms,via=netem", "--json"],
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    d = json.loads(out)
+    assert 0.9 < d["latency_ms"]["p50"] / 60 < 1.3, d["latency_ms"]
+    assert d["net"]["proxy"].startswith("netem") and abs(d["net"]["seen"]["rtt_ms"] - 60) < 6
+    shown = subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True, text=True).stdout
+    assert "c0de:" not in shown

@@ -153,7 +153,7 @@ def _net(text: str | None, proto: str, cluster: str | None) -> NetSpec | None:
     from ..net.conditions import parse_net, refuse
 
     spec = parse_net(text)
-    refuse(spec, proto, netem.missing() if spec.loss else None, cluster)
+    refuse(spec, proto, netem.missing() if spec.via == "netem" else None, cluster)
     return spec
 
 
@@ -168,7 +168,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
     from ..load.record.summary import note_ramp_cut, result_doc
     from ..load.driver import now
     from ..load.run.workers import SPAWN_DELAY, run_load
-    from ..net.path import add_net, maybe_path, seen_words, via_proxy
+    from ..net.path import add_net, maybe_path, seen_words
 
     spec, sched, target = plan.load, plan.schedule, plan.target
     if get_protocol(target.proto).transport == "udp":  # found as browsers find it: Alt-Svc, then a QUIC handshake
@@ -181,7 +181,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         tls.probe(target, spec.timeout)
     with maybe_path(plan.net, target, plan.client_cpus) as netp, open_fleet(plan.cluster, say) as fleet:
         if netp is not None:
-            spec = replace(spec, target=via_proxy(target, netp.port))
+            spec = replace(spec, target=netp.route(target))
             err.print(markup("--net {} (toxiproxy on 127.0.0.1:{}): {}", netp.spec.text, netp.port, seen_words(netp)))
         if fleet is not None:
             fleet.check_reach(target.host)

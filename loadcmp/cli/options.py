@@ -112,9 +112,9 @@ def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
                           "(env LOADCMP_CLUSTER)."),
         click.option("--client-cpus", type=CPUS, metavar="CPUS", help="Pin the client processes to these CPUs."),
         click.option("--net", callback=_net, metavar="SPEC|PROFILE",
-                     help="Put a network between the clients and the server (a Toxiproxy on 127.0.0.1): "
-                          "rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit, or a profile: lan, cable, dsl, 4g, 3g, "
-                          "wan."),
+                     help="Put a network between the clients and the server (a Toxiproxy on 127.0.0.1, or "
+                          "via=netem the kernel's): rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit,loss=1%, or a "
+                          "profile (lan, cable, dsl, 4g, 3g, wan), keys after it changing its own: dsl,via=netem."),
     ]
 
 

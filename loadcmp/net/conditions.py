@@ -1,7 +1,9 @@
-"""What `--net SPEC` asks of the path: a round trip, its jitter, a rate each way, a loss (netem only).
+"""What `--net SPEC` asks of the path: a round trip, its jitter, a rate each way, a loss (netem only), and
+what carries it (`via`: Toxiproxy, or the kernel's netem).
 
 SPEC is `rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit` (durations and bit rates in `loadcmp.units`'s
-grammar), or the name of a profile: a TOML file in `configs/net/` with the same keys and its source.
+grammar), or the name of a profile: a TOML file in `configs/net/` with the same keys and its source; a profile's
+name may be followed by keys (`dsl,via=netem`).
 Everything a user can get wrong is a one-line UsageError here, before anything starts.
 """
 
@@ -18,7 +20,7 @@ from ..protocols import get as get_protocol
 from . import netem, toxiproxy
 from ..units import parse_bitrate, parse_duration, parse_percent
 
-KEYS = ("rtt", "jitter", "rate", "rate-up", "loss")
+KEYS = ("rtt", "jitter", "rate", "rate-up", "loss", "via")
 """The keys of a SPEC and of a profile's file."""
 
 
@@ -39,6 +41,9 @@ class NetSpec:
     """Upstream (client -> server) bits per second of each connection; None: no limit."""
     loss: float = 0.0
     """Packets lost, as a ratio: only netem drops packets (a TCP proxy cannot)."""
+    via: str = "proxy"
+    """What carries the conditions: `proxy` (Toxiproxy, per connection) or `netem` (the kernel's qdisc on the
+    server's port: packet-level, shared by the connections, and the only one that loses packets)."""
     profile: str | None = None
     """The profile's name when one was named."""
     source: str | None = None
@@ -48,7 +53,7 @@ class NetSpec:
         """The conditions asked, as run.json and `--json` keep them (ms and bits per second)."""
         return {"spec": self.text, "profile": self.profile, "rtt_ms": round(self.rtt_s * 1e3, 3),
                 "jitter_ms": round(self.jitter_s * 1e3, 3), "rate_bps": self.rate_bps,
-                "rate_up_bps": self.rate_up_bps, "loss": self.loss}
+                "rate_up_bps": self.rate_up_bps, "loss": self.loss, "via": self.via}
 
 
 def profiles_dir() -> Path:
@@ -67,6 +72,15 @@ def parse_net(text: str) -> NetSpec:
         raise UsageError("--net: give a profile or keys like rtt=80ms,rate=10mbit")
     if "=" not in s:
         return _profile(s)
+    first, _, rest = s.partition(",")
+    if "=" not in first:  # a profile, then keys over its own: `dsl,via=netem`
+        name, base, source = _profile_pairs(first.strip())
+        return _of(s, {**base, **_pairs(rest, text)}, profile=name, source=source)
+    return _of(s, _pairs(s, text))
+
+
+def _pairs(s: str, text: str) -> dict[str, str]:
+    """`key=value,...` checked: known keys, each once."""
     pairs: dict[str, str] = {}
     for item in s.split(","):
         key, eq, value = item.partition("=")
@@ -77,7 +91,7 @@ def parse_net(text: str) -> NetSpec:
         if key in pairs:
             raise UsageError(f"--net: {key} given twice in {text!r}")
         pairs[key] = value.strip()
-    return _of(s, pairs)
+    return pairs
 
 
 def _of(text: str, pairs: dict[str, str], profile: str | None = None, source: str | None = None) -> NetSpec:
@@ -91,15 +105,21 @@ def _of(text: str, pairs: dict[str, str], profile: str | None = None, source: st
     loss = parse_percent(pairs["loss"], "--net loss") if "loss" in pairs else 0.0
     if not 0.0 <= loss <= 1.0:
         raise UsageError(f"bad --net loss {pairs['loss']!r}: must be from 0% to 100%")
-    spec = NetSpec(text, dur("rtt"), dur("jitter"), rate("rate"), rate("rate-up"), loss, profile, source)
+    via = pairs.get("via", "netem" if loss else "proxy").lower()
+    if via not in ("proxy", "netem"):
+        raise UsageError(f"bad --net via {pairs['via']!r}: proxy (Toxiproxy, per connection) or netem (the kernel's)")
+    if loss and via != "netem":
+        raise UsageError("--net loss= drops packets, which only netem does: a TCP proxy loses nothing (via=netem, or "
+                         "leave loss= out)")
+    spec = NetSpec(text, dur("rtt"), dur("jitter"), rate("rate"), rate("rate-up"), loss, via, profile, source)
     if spec.jitter_s > spec.rtt_s:
         raise UsageError(f"--net jitter {pairs['jitter']} is more than the rtt ({pairs.get('rtt', '0')}): "
                          "a delay cannot go below zero")
     return spec
 
 
-def _profile(name: str) -> NetSpec:
-    """A profile of `configs/net/`: its keys, checked as a SPEC's, and its source."""
+def _profile_pairs(name: str) -> tuple[str, dict[str, str], str | None]:
+    """A profile of `configs/net/`: its name, its keys (checked as a SPEC's by `_of`), its source."""
     key = name.lower()
     path = profiles_dir() / f"{key}.toml"
     if key != Path(key).name or not path.is_file():
@@ -109,8 +129,12 @@ def _profile(name: str) -> NetSpec:
         doc = tomllib.loads(path.read_text())
     except (OSError, tomllib.TOMLDecodeError) as e:
         raise UsageError(f"--net: profile {path} cannot be read: {e}") from None
-    pairs = {k: str(v) for k, v in doc.items() if k in KEYS}
-    return _of(key, pairs, profile=key, source=str(doc.get("source", "")) or None)
+    return key, {k: str(v) for k, v in doc.items() if k in KEYS}, str(doc.get("source", "")) or None
+
+
+def _profile(name: str) -> NetSpec:
+    key, pairs, source = _profile_pairs(name)
+    return _of(key, pairs, profile=key, source=source)
 
 
 def cluster_error(cluster: str | None) -> str | None:
@@ -123,20 +147,19 @@ def cluster_error(cluster: str | None) -> str | None:
 
 
 def refuse(spec: NetSpec, proto: str, netem: str | None, cluster: str | None = None) -> None:
-    """What no path can carry: UDP (Toxiproxy is a TCP proxy), clients on a scheduler's workers (`cluster_error`),
-    a path without toxiproxy-server built, and a loss without netem (`netem`: why it is missing, None when the
-    kernel has it)."""
+    """What no path can carry: UDP (the probe and Toxiproxy are TCP's), clients on a scheduler's workers
+    (`cluster_error`), a proxy path without toxiproxy-server built, and the netem path (a loss) where the kernel
+    has no netem (`netem`: why it is missing, None when the kernel has it)."""
     if (why := get_protocol(proto).net_error()) is not None:
         raise UsageError(why)
     if (why := cluster_error(cluster)) is not None:
         raise UsageError(why)
-    if toxiproxy.binary() is None:
-        raise UsageError(toxiproxy.MISSING)
-    if spec.loss:
+    if spec.via == "netem":
         if netem is not None:
-            raise UsageError(f"--net loss= needs the kernel's netem, and {netem}")
-        raise UsageError("--net loss= drops packets, which only netem does: loadcmp applies its conditions with "
-                         "Toxiproxy (a TCP proxy, lossless), so leave loss= out")
+            needs = "loss= needs" if spec.loss else "via=netem needs"
+            raise UsageError(f"--net {needs} the kernel's netem, and {netem}")
+    elif toxiproxy.binary() is None:
+        raise UsageError(toxiproxy.MISSING)
 
 
 def net_problems(labels: Mapping[str, tuple[str | None, tuple[str, ...]]], cluster: str | None = None) -> list[str]:
@@ -149,7 +172,7 @@ def net_problems(labels: Mapping[str, tuple[str | None, tuple[str, ...]]], clust
         try:
             spec = parse_net(net)
             for proto in protos:
-                refuse(spec, proto, netem.missing() if spec.loss else None, cluster)
+                refuse(spec, proto, netem.missing() if spec.via == "netem" else None, cluster)
         except UsageError as e:
             out += [m for m in e.messages if m not in out]
     return out

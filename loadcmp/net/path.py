@@ -1,6 +1,7 @@
 """The path with `--net`'s conditions: one toxiproxy-server, the load's proxy to the server and the probe's,
-the conditions seen, and the proxy's CPU over the window. The sweep and bench hold it around the load and hand
-the engine the proxy's address (the load itself never knows).
+the conditions seen, and the proxy's CPU over the window; or (`via=netem`) the kernel's netem on the server's
+port and the probe's. The sweep and bench hold it around the load and hand the engine the address it routes
+to (`NetPath.route`: the proxy's; netem's is the server's own); the load itself never knows.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from ..facts import NetFacts
 from ..load.target import Target
 from ..records import LoadSummary
 from ..units import cpu_list
+from . import qdisc
 from .conditions import NetSpec
 from .cost import ProxyUse, ProxyWatch, judge
 from .seen import Seen, measure, probe_server
@@ -51,9 +53,10 @@ class NetPath:
     """A running path: where the clients connect, what was seen, the proxy watched over the window."""
 
     spec: NetSpec
-    proxy: Toxiproxy
+    proxy: Toxiproxy | None
+    """None: netem carries the path, in the kernel (no process to watch)."""
     port: int
-    """The load's proxy on 127.0.0.1: the address the engine is handed."""
+    """The load's proxy on 127.0.0.1: the address the engine is handed (netem: the server's own port)."""
     seen: Seen
     cpus: int
     watch: ProxyWatch | None = None
@@ -61,15 +64,20 @@ class NetPath:
     died: int | None = None
     """The proxy's exit status when it ended before the window did (its cost is then not measured)."""
 
+    def route(self, target: Target) -> Target:
+        """The target as the engine is handed it: through the proxy (`via_proxy`); netem's is the server itself."""
+        return target if self.proxy is None else via_proxy(target, self.port)
+
     def watch_from(self, begin: float) -> None:
         """Sample the proxy's CPU from `begin` (the window's start, on `time.monotonic`) until `facts`."""
-        self.watch = ProxyWatch(self.proxy.pid, begin)
-        self.watch.start()
+        if self.proxy is not None:
+            self.watch = ProxyWatch(self.proxy.pid, begin)
+            self.watch.start()
 
     def end_window(self) -> None:
         """The window is over: the proxy's use up to now is kept (before the proxy stops), unless it ended in the
         window, which `facts` says."""
-        if self.watch is not None and self.use is None and self.died is None:
+        if self.proxy is not None and self.watch is not None and self.use is None and self.died is None:
             use = self.watch.stop()
             self.died = self.proxy.proc.poll()
             self.use = use if self.died is None else None
@@ -81,7 +89,8 @@ class NetPath:
         seen = {"rtt_ms": round(self.seen.rtt_s * 1e3, 2), "rtt_spread_ms": round(self.seen.rtt_spread_s * 1e3, 2),
                 "rate_bps": _round(self.seen.rate_bps), "rate_up_bps": _round(self.seen.rate_up_bps)}
         out = NetFacts(asked=asked, seen=seen, differs=differs(self.spec, self.seen),
-                       proxy=f"toxiproxy {self.proxy.version}", proxy_cpu_us=None, proxy_cpu_pct=None,
+                       proxy=f"toxiproxy {self.proxy.version}" if self.proxy is not None else
+                       "netem (the kernel's, on lo)", proxy_cpu_us=None, proxy_cpu_pct=None,
                        proxy_busy_pct=None, proxy_cpus=self.cpus, network_bound=False)
         if self.died is not None:
             out["proxy_died"] = (f"the proxy (toxiproxy) ended in the window (exit status {self.died}): the requests "
@@ -128,6 +137,18 @@ def open_path(spec: NetSpec, upstream: tuple[str, int], cpus: list[int] | None) 
         tp.stop()
 
 
+@contextmanager
+def open_netem(spec: NetSpec, port: int, cpus: list[int] | None) -> Iterator[NetPath]:
+    """netem laid on the server's `port` and the probe's for as long as the block runs, the conditions seen through
+    it first; removed whatever way the block ends."""
+    with probe_server() as probe, qdisc.applied(spec, [port, probe[1]]):
+        try:
+            seen = measure(spec, probe[1])
+        except OSError as e:
+            raise LoadError(f"--net via=netem: the probe's connection failed through netem: {e}") from None
+        yield NetPath(spec, None, port, seen, len(cpus) if cpus else (len(os.sched_getaffinity(0)) or 1))
+
+
 def via_proxy(target: Target, port: int) -> Target:
     """The target as the engine is handed it: the proxy's address on 127.0.0.1, the server's own name kept in
     the Host header (h2: :authority) unless the user gave one."""
@@ -142,7 +163,8 @@ def via_proxy(target: Target, port: int) -> Target:
 
 @contextmanager
 def maybe_path(spec: NetSpec | None, target: Target, cpus: str | None) -> Iterator[NetPath | None]:
-    """`open_path` to the target's server, pinned to the client's CPUs (`--client-cpus`); None without --net."""
+    """`open_path` to the target's server, pinned to the client's CPUs (`--client-cpus`), or `open_netem` on its
+    port (`via=netem`); None without --net."""
     if spec is None:
         yield None
         return
@@ -150,7 +172,14 @@ def maybe_path(spec: NetSpec | None, target: Target, cpus: str | None) -> Iterat
         addr = socket.getaddrinfo(target.host, target.port, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
     except (socket.gaierror, IndexError):
         raise LoadError(f"--net: cannot resolve {target.host} to an IPv4 address for the proxy") from None
-    with open_path(spec, (str(addr), target.port), cpu_list(cpus) if cpus else None) as path:
+    pinned = cpu_list(cpus) if cpus else None
+    if spec.via == "netem":
+        if not str(addr).startswith("127."):
+            raise LoadError(f"--net via=netem shapes the loopback: {target.host} is {addr}, not on 127.0.0.0/8")
+        with open_netem(spec, target.port, pinned) as path:
+            yield path
+        return
+    with open_path(spec, (str(addr), target.port), pinned) as path:
         yield path
 
 

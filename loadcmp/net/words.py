@@ -18,6 +18,10 @@ def path_text(net: Mapping[str, Any]) -> str:
     for key, what in (("rate_bps", "down"), ("rate_up_bps", "up")):
         if a.get(key):
             out += f"; rate {what} {_mbit(a[key])} asked, {_mbit(s.get(key))} seen"
+    if a.get("loss"):
+        out += f"; loss {a['loss']:.2%}"
+    if a.get("via") == "netem":
+        out += "; carried by the kernel's netem (packet-level, the rates shared by the connections)"
     return out
 
 

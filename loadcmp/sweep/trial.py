@@ -41,7 +41,7 @@ from ..load.record.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import Target, TlsOptions, make_target
 from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..net.conditions import parse_net
-from ..net.path import NetPath, add_net, maybe_path, seen_words, via_proxy
+from ..net.path import NetPath, add_net, maybe_path, seen_words
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
@@ -276,7 +276,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
                        told=sweep.progress.event)
     try:  # the events' timer and the proxy's watch end whatever way the load or the sampler ends
         if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
-            load = replace(load, target=via_proxy(target, netp.port))
+            load = replace(load, target=netp.route(target))
             netp.watch_from(start_at + spec.warmup)
         try:
             sampler.start()
