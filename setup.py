@@ -85,7 +85,7 @@ def extensions() -> list[Extension]:
         return []
     tally = at("_ctally.h", "_ctally.pxd")
     base = at("_cbase.pxd", "_csys.pxd", "_cnet.h") + tally
-    cloop = at("_cloop.pxd", "_chttp.h") + base
+    cloop = at("_cloop.pxd", "_chttp.h", "_ctrace.h") + base
     tls = at("_cssl.pxd", "_ctls.h")
     exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop)]
     if openssl_headers():
@@ -107,7 +107,7 @@ def extensions() -> list[Extension]:
 LOAD = Path("loadcmp/load")
 """The load package: each compiled module sits in its room (h1, h2) or in the compiled core they build on; tls/ holds
 the OpenSSL declarations both rooms share."""
-SHARED = ("_ctally.h", "_ctally.pxd", "_cbase.pxd", "_csys.pxd", "_cnet.h", "_cloop.pxd", "_chttp.h", "_cssl.pxd",
+SHARED = ("_ctally.h", "_ctrace.h", "_ctally.pxd", "_cbase.pxd", "_csys.pxd", "_cnet.h", "_cloop.pxd", "_chttp.h", "_cssl.pxd",
           "_ctls.h", "_ch2.h", "_ch2link.pxd", "_ch2conn.pxd", "_cbuilt.pxi")
 """The headers, declarations and includes the modules share across the rooms (found by name, `at`)."""
 

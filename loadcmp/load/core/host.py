@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..record.recorder import Recorder
     from ..spec import LoadSpec
     from ..target import Target
+    from ...trace.rows import Tracer
 
 
 class Host(Protocol):
@@ -46,6 +47,8 @@ class ClosedHost(SocketHost, Protocol):
     request_list: tuple[bytes, ...]
     """Each request's bytes, by index (a load of pages: `spec.pages` says their sequence)."""
     is_head: bool
+    tracer: Tracer | None
+    """--trace: the trial's ids (the loop writes the header in C and keeps the rows, `TracedLoop.trace_rows`)."""
 
     def local_addr(self) -> tuple[str, int] | None:
         """The next source address when spreading them (None: the kernel picks)."""
@@ -77,3 +80,11 @@ class Loop(Protocol):
     def flush(self) -> None: ...
 
     def abort(self) -> None: ...
+
+
+class TracedLoop(Loop, Protocol):
+    """A loop that writes --trace's header itself and keeps the traced requests' rows in C (h1's compiled loops)."""
+
+    def trace_rows(self) -> bytes:
+        """The rows so far, `trace.rows.row_dtype`'s structs."""
+        ...

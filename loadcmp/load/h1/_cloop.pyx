@@ -64,6 +64,7 @@ cdef class CLoop(CBase):
             raise MemoryError()
         for i in range(clients):
             self.clients[i].fd = -1
+        self._trace_setup(engine.tracer, clients)
 
     def __dealloc__(self):
         for i in range(self.n if self.clients else 0):
@@ -71,6 +72,7 @@ cdef class CLoop(CBase):
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
         free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.answered)
+        free(self.trace_at); free(self.tbuf); trows_free(&self.trows)
 
     # --- what CBase asks of a loop: a client's start, an epoll event, the deadlines, the stop --
     cdef void _first(self, int i) except *:
@@ -118,6 +120,8 @@ cdef class CLoop(CBase):
             self.retry_handle.cancel()
             self.retry_handle = None
         for i in range(self.n):
+            if self.clients[i].counted and self.clients[i].traced:  # in flight at the close: unfinished
+                self._trace_row(&self.clients[i], -1, now(), 0, NULL)
             if self.clients[i].fd >= 0:
                 self._close(&self.clients[i])
             self.clients[i].phase = IDLE
@@ -172,6 +176,7 @@ cdef class CLoop(CBase):
             c.counted = got
             self.counted_inflight += got
         c.req = self.reqs.next()  # the next request of the sequence (warm-up's too)
+        self._trace_begin(c)
         c.t_intended = c.t_sent = c.t_connect = t
         c.deadline = t + self.timeout
         c.t_up = c.t_hs = c.t_written = c.t_first = NAN
@@ -188,6 +193,8 @@ cdef class CLoop(CBase):
         if c.fd < 0:
             self._failed(c, errno, RETRY_S)
             return
+        self.nconn += 1
+        c.conn_no = self.nconn
         if self.spread and not self._bind(c):
             return
         if self.keepalive:  # no Nagle delay for the requests that follow on it, as uvloop and wrk do
@@ -224,9 +231,9 @@ cdef class CLoop(CBase):
 
     cdef bint _send(self, Client *c, bint early) except *:
         """Write the request; False (early only) while the connection is not up yet."""
-        cdef Py_ssize_t want = self.reqs.size[c.req]
+        cdef Py_ssize_t want = c.out_n
         c.t_sent = now()
-        cdef ssize_t sent = send(c.fd, self.reqs.data[c.req], want, MSG_NOSIGNAL)
+        cdef ssize_t sent = send(c.fd, c.out, want, MSG_NOSIGNAL)
         if sent == want:
             c.t_written = now()
             if isnan(c.t_up):
@@ -339,6 +346,7 @@ cdef class CLoop(CBase):
                 self.warm_n -= 1
                 return
             if t >= self.tally.t_end:
+                self._trace_row(c, -1, t, 0, NULL)
                 return
             self._hand_warm()
             self.rec.carry()
@@ -353,6 +361,8 @@ cdef class CLoop(CBase):
         if kind <= K_HTTP_5XX and self.tally.t0 <= t < self.tally.t_end and not self.answered[c - self.clients]:
             self.answered[c - self.clients] = 1  # this client's user had an answer in the window
             self.n_answered += 1
+        if c.traced:
+            self._trace_row(c, kind, t, status, phases)
         self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases, self.reqs.page_of[c.req],
                        self.reqs.expect[c.req])
         if self.counted_inflight == 0 and self.tally.spent():  # -n: the load ends once the last is recorded
@@ -379,3 +389,52 @@ cdef class CLoop(CBase):
     cdef void _close(self, Client *c) except *:
         close(c.fd)  # leaves the epoll set by itself
         c.fd = -1
+
+    # --- --trace (docs/tracing.md): the header written in C, a row a traced request ----------
+    def _trace_setup(self, tracer, int clients):
+        """Each request's template with the header (`trace.ids.Ids.template`), a copy of the largest per client."""
+        self.trace_on = tracer is not None
+        if not self.trace_on:
+            return
+        made = [tracer.ids.template(raw) for raw in self.reqs.requests]
+        self.traced = CRequests([m[0] for m in made], self.engine.spec.pages)
+        self.trace_all, self.trace_limit = tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+        self.tbuf_size = max(len(m[0]) for m in made)
+        self.trace_at = <int64_t *>malloc(len(made) * sizeof(int64_t))
+        self.tbuf = <char *>malloc(clients * self.tbuf_size)
+        if not (self.trace_at and self.tbuf):
+            raise MemoryError()
+        for i, m in enumerate(made):
+            self.trace_at[i] = m[1]
+
+    def trace_rows(self):
+        """The rows of the traced requests so far, `trow_t` structs (`trace.rows.row_dtype` reads them)."""
+        return (<char *>self.trows.rows)[:self.trows.n * sizeof(trow_t)] if self.trows.n else b""
+
+    cdef void _trace_begin(self, Client *c) noexcept:
+        """The request's number; traced (drawn, and it may count): its own copy of the request, with the header."""
+        c.seq = self.seq
+        self.seq += 1
+        c.traced = self.trace_on and c.counted != 0 and trace_sampled(c.seq, self.trace_all, self.trace_limit)
+        if c.traced:
+            c.out = self.tbuf + (c - self.clients) * self.tbuf_size
+            c.out_n = self.traced.size[c.req]
+            trace_fill(c.out, self.traced.data[c.req], c.out_n, self.trace_at[c.req], c.seq)
+        else:
+            c.out, c.out_n = self.reqs.data[c.req], self.reqs.size[c.req]
+
+    cdef void _trace_row(self, Client *c, int kind, double t, int status, const double *phases) except *:
+        """A traced request's row: ended as `kind` at `t`, or (kind -1, or ended after the close) unfinished."""
+        cdef int j
+        cdef trow_t *r = trows_push(&self.trows)
+        if r == NULL:
+            raise MemoryError()
+        c.traced = 0
+        if t >= self.tally.t_end:
+            kind, phases = -1, NULL
+        r.seq, r.t_intended, r.t_end = c.seq, c.t_intended, t
+        r.t_start = c.t_sent if isnan(c.t_connect) else c.t_connect
+        for j in range(5):
+            r.ph[j] = <float>(phases[j] * 1000.0) if phases != NULL else NAN
+        r.nbytes, r.conn, r.stream = <int32_t>c.nbytes, c.conn_no, 0
+        r.status, r.kind = <int16_t>(status if kind >= 0 else 0), <int16_t>kind
