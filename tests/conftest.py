@@ -71,7 +71,8 @@ class FaultyServer:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 self.requests += 1
-                self.traceparents += [h[13:].decode() for h in head.split(b"\r\n") if h.lower().startswith(b"traceparent: ")]
+                self.traceparents += [h[13:].decode() for h in head.split(b"\r\n")
+                                      if h.lower().startswith(b"traceparent: ")]
                 line = head.split(b"\r\n", 1)[0].decode()
                 path = line.split(" ")[1]
                 keep = b"connection: close" not in head.lower()

@@ -72,6 +72,6 @@ cdef struct Client:
     int64_t nbytes
     resp_t resp
     char *out  # what it sends: the request's bytes, or (traced) its own copy with the header (`CLoop._trace_begin`)
-    Py_ssize_t out_n
+    int64_t out_n
     uint64_t seq  # the request's sequence number in the loop's trial; traced: it carries the header
     int traced, conn_no  # conn_no: its connection's number in the loop

@@ -8,6 +8,7 @@
 #ifndef LOADCMP_CTRACE_H
 #define LOADCMP_CTRACE_H
 
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,8 @@ typedef struct {
     trow_t *rows;
     int64_t n, cap;
 } trows_t;
+
+#define TROW_SIZE ((int)sizeof(trow_t))
 
 static inline uint64_t trace_mix(uint64_t x) {
     x += 0x9E3779B97F4A7C15ULL;
@@ -71,10 +74,69 @@ static inline trow_t *trows_push(trows_t *t) {
     return &t->rows[t->n++];
 }
 
-static inline void trows_free(trows_t *t) {
-    free(t->rows);
-    t->rows = NULL;
-    t->n = t->cap = 0;
+/* A loop's traced load: the draw, each request's template (`tmpl`, `tmpl_n` bytes, its number at `at`), each
+ * client's copy of its traced request (`size` bytes apart in `buf`), the next number, the rows. */
+typedef struct {
+    int on, all;
+    uint64_t limit, seq;
+    char *const *tmpl;
+    const int64_t *tmpl_n;
+    int64_t *at;
+    char *buf;
+    int64_t size;
+    trows_t rows;
+} tracer_t;
+
+static inline void tracer_free(tracer_t *t) {
+    free(t->rows.rows);
+    free(t->buf);
+    free(t->at);
+    memset(t, 0, sizeof(*t));
+}
+
+/* The next request's number in `*seq`; traced (drawn, and `counted`: it may count): 1, client `client`'s copy of
+ * request `req` with its header in `*out` (`*out_n` bytes). Else 0, `*out` left as it was. */
+static inline int trace_begin(tracer_t *t, int64_t client, int req, int counted, uint64_t *seq, char **out,
+                              int64_t *out_n) {
+    char *b;
+    *seq = t->seq++;
+    if (!t->on || !counted || !trace_sampled(*seq, t->all, t->limit))
+        return 0;
+    b = t->buf + client * t->size;
+    trace_fill(b, t->tmpl[req], t->tmpl_n[req], t->at[req], *seq);
+    *out = b;
+    *out_n = t->tmpl_n[req];
+    return 1;
+}
+
+static inline char *trows_data(tracer_t *t) {
+    return (char *)t->rows.rows;
+}
+
+/* Request `seq`'s row: ended as `kind` at `t_end` with its `phases` (seconds; NULL: none), or unfinished (kind -1,
+ * or an end at or after the window's close `t_close`). -1: memory ran out. */
+static inline int trace_row(tracer_t *t, uint64_t seq, int kind, double t_intended, double t_start, double t_end,
+                            double t_close, int status, const double *phases, int64_t nbytes, int32_t conn) {
+    int j;
+    trow_t *r = trows_push(&t->rows);
+    if (r == NULL)
+        return -1;
+    if (t_end >= t_close || kind < 0) {
+        kind = -1;
+        status = 0;
+        phases = NULL;
+    }
+    r->seq = seq;
+    r->t_intended = t_intended;
+    r->t_start = t_start;
+    r->t_end = t_end;
+    for (j = 0; j < 5; j++)
+        r->ph[j] = phases != NULL ? (float)(phases[j] * 1000.0) : (float)NAN;
+    r->nbytes = (int32_t)nbytes;
+    r->conn = conn;
+    r->status = (int16_t)status;
+    r->kind = (int16_t)kind;
+    return 0;
 }
 
 #endif

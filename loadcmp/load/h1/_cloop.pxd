@@ -4,7 +4,7 @@
 from ..core._cbase cimport CBase
 from ..core._csys cimport *
 from ..core._ctally cimport CRequests
-from libc.stdint cimport int16_t, int32_t
+from libc.stdint cimport int32_t
 
 cdef enum:
     IDLE, CONNECTING, HANDSHAKING, WAITING, DRAINING, BACKOFF  # conn.py's phases (and TLS's), a pause before a retry
@@ -14,19 +14,22 @@ cdef enum:
     WARM = 2  # Client.counted of a warm-up request that counts if it ends in the window (1: counted, 0: not)
 
 cdef extern from "_ctrace.h" nogil:
-    ctypedef struct trow_t:
-        uint64_t seq
-        double t_intended, t_start, t_end
-        float ph[5]
-        int32_t nbytes, conn, stream
-        int16_t status, kind
     ctypedef struct trows_t:
-        trow_t *rows
-        int64_t n, cap
-    int trace_sampled(uint64_t, int, uint64_t)
-    void trace_fill(char *, const char *, int64_t, int64_t, uint64_t)
-    trow_t *trows_push(trows_t *)
-    void trows_free(trows_t *)
+        int64_t n
+    ctypedef struct tracer_t:
+        int on, all
+        uint64_t limit
+        char **tmpl
+        int64_t *tmpl_n
+        int64_t *at
+        char *buf
+        int64_t size
+        trows_t rows
+    enum: TROW_SIZE
+    void tracer_free(tracer_t *)
+    char *trows_data(tracer_t *)
+    int trace_begin(tracer_t *, int64_t, int, int, uint64_t *, char **, int64_t *)
+    int trace_row(tracer_t *, uint64_t, int, double, double, double, double, int, const double *, int64_t, int32_t)
 
 cdef enum:
     READ_ON, ANSWERED, PARTIAL  # what `_feed` made of a read: read on, the client moved on, the answer goes on
@@ -45,15 +48,10 @@ cdef class CLoop(CBase):
     cdef char *answered  # by client: its user had an answer in the window (`Recorder.users_seen`)
     cdef int n_answered
     cdef object retry_handle
-    # --trace (docs/tracing.md): the requests with the header (templates, where each one's number goes), the draw,
-    # each client's copy of its request, the rows, the connections opened
+    # --trace (docs/tracing.md): the requests with the header (`_ctrace.h`'s tracer_t, the templates' bytes kept
+    # alive in `traced`), and the connections opened (a row's conn)
     cdef CRequests traced
-    cdef int64_t *trace_at
-    cdef bint trace_on, trace_all
-    cdef uint64_t trace_limit, seq
-    cdef char *tbuf
-    cdef Py_ssize_t tbuf_size
-    cdef trows_t trows
+    cdef tracer_t tr
     cdef int32_t nconn
 
     cdef bint _begin(self, Client *c, double t) except -1
@@ -73,6 +71,5 @@ cdef class CLoop(CBase):
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *
     cdef void _next(self, Client *c, double later) except *
     cdef void _hand_warm(self) except *
-    cdef void _trace_begin(self, Client *c) noexcept
     cdef void _trace_row(self, Client *c, int kind, double t, int status, const double *phases) except *
 

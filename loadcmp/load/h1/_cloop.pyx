@@ -72,7 +72,7 @@ cdef class CLoop(CBase):
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
         free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.answered)
-        free(self.trace_at); free(self.tbuf); trows_free(&self.trows)
+        tracer_free(&self.tr)
 
     # --- what CBase asks of a loop: a client's start, an epoll event, the deadlines, the stop --
     cdef void _first(self, int i) except *:
@@ -176,7 +176,8 @@ cdef class CLoop(CBase):
             c.counted = got
             self.counted_inflight += got
         c.req = self.reqs.next()  # the next request of the sequence (warm-up's too)
-        self._trace_begin(c)
+        c.out, c.out_n = self.reqs.data[c.req], self.reqs.size[c.req]
+        c.traced = trace_begin(&self.tr, c - self.clients, c.req, c.counted, &c.seq, &c.out, &c.out_n)
         c.t_intended = c.t_sent = c.t_connect = t
         c.deadline = t + self.timeout
         c.t_up = c.t_hs = c.t_written = c.t_first = NAN
@@ -390,51 +391,28 @@ cdef class CLoop(CBase):
         close(c.fd)  # leaves the epoll set by itself
         c.fd = -1
 
-    # --- --trace (docs/tracing.md): the header written in C, a row a traced request ----------
+    # --- --trace (docs/tracing.md): the header written in C (`_ctrace.h`), a row a traced request -------------
     def _trace_setup(self, tracer, int clients):
-        """Each request's template with the header (`trace.ids.Ids.template`), a copy of the largest per client."""
-        self.trace_on = tracer is not None
-        if not self.trace_on:
+        """Each request's template with the header (`trace.ids.Ids.template`), room for a copy of one per client."""
+        if tracer is None:
             return
         made = [tracer.ids.template(raw) for raw in self.reqs.requests]
         self.traced = CRequests([m[0] for m in made], self.engine.spec.pages)
-        self.trace_all, self.trace_limit = tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
-        self.tbuf_size = max(len(m[0]) for m in made)
-        self.trace_at = <int64_t *>malloc(len(made) * sizeof(int64_t))
-        self.tbuf = <char *>malloc(clients * self.tbuf_size)
-        if not (self.trace_at and self.tbuf):
+        self.tr.tmpl, self.tr.tmpl_n, self.tr.size = self.traced.data, <int64_t *>self.traced.size, max(len(m[0]) for m in made)
+        self.tr.on, self.tr.all, self.tr.limit = True, tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+        self.tr.at, self.tr.buf = <int64_t *>malloc(len(made) * sizeof(int64_t)), <char *>malloc(clients * self.tr.size)
+        if not (self.tr.at and self.tr.buf):
             raise MemoryError()
         for i, m in enumerate(made):
-            self.trace_at[i] = m[1]
+            self.tr.at[i] = m[1]
 
     def trace_rows(self):
-        """The rows of the traced requests so far, `trow_t` structs (`trace.rows.row_dtype` reads them)."""
-        return (<char *>self.trows.rows)[:self.trows.n * sizeof(trow_t)] if self.trows.n else b""
-
-    cdef void _trace_begin(self, Client *c) noexcept:
-        """The request's number; traced (drawn, and it may count): its own copy of the request, with the header."""
-        c.seq = self.seq
-        self.seq += 1
-        c.traced = self.trace_on and c.counted != 0 and trace_sampled(c.seq, self.trace_all, self.trace_limit)
-        if c.traced:
-            c.out = self.tbuf + (c - self.clients) * self.tbuf_size
-            c.out_n = self.traced.size[c.req]
-            trace_fill(c.out, self.traced.data[c.req], c.out_n, self.trace_at[c.req], c.seq)
-        else:
-            c.out, c.out_n = self.reqs.data[c.req], self.reqs.size[c.req]
+        """The traced requests' rows so far, `trace.rows.row_dtype`'s structs."""
+        return trows_data(&self.tr)[:self.tr.rows.n * TROW_SIZE] if self.tr.rows.n else b""
 
     cdef void _trace_row(self, Client *c, int kind, double t, int status, const double *phases) except *:
         """A traced request's row: ended as `kind` at `t`, or (kind -1, or ended after the close) unfinished."""
-        cdef int j
-        cdef trow_t *r = trows_push(&self.trows)
-        if r == NULL:
-            raise MemoryError()
         c.traced = 0
-        if t >= self.tally.t_end:
-            kind, phases = -1, NULL
-        r.seq, r.t_intended, r.t_end = c.seq, c.t_intended, t
-        r.t_start = c.t_sent if isnan(c.t_connect) else c.t_connect
-        for j in range(5):
-            r.ph[j] = <float>(phases[j] * 1000.0) if phases != NULL else NAN
-        r.nbytes, r.conn, r.stream = <int32_t>c.nbytes, c.conn_no, 0
-        r.status, r.kind = <int16_t>(status if kind >= 0 else 0), <int16_t>kind
+        if trace_row(&self.tr, c.seq, kind, c.t_intended, c.t_sent if isnan(c.t_connect) else c.t_connect, t,
+                     self.tally.t_end, status, phases, c.nbytes, c.conn_no) < 0:
+            raise MemoryError()

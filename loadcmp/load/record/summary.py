@@ -303,10 +303,11 @@ def over_trials(docs: list[LoadSummary]) -> dict[str, Any]:
         return {}
     rows = [cast(Mapping[str, Any], d) for d in docs]
     totals: dict[str, Any] = {k: sum(int(d.get(k) or 0) for d in rows)
-                              for k in ("started", "ok", "failed", "unfinished", "warmup_requests", "users_unanswered")
+                              for k in ("started", "ok", "failed", "unfinished", "warmup_requests", "users_unanswered",
+                                        "traced")  # traced: --trace's rows in requests.parquet
                               if any(k in d for d in rows)}
     out: dict[str, Any] = {k: _mean_count(v, n) for k, v in totals.items()
-                           if k in ("started", "warmup_requests", "users_unanswered")}
+                           if k in ("started", "warmup_requests", "users_unanswered", "traced")}
     if any("status_codes" in d for d in docs):
         codes: dict[str, int] = {}
         for d in docs:
