@@ -46,9 +46,7 @@ def check_ids(seen: list[str]) -> None:
 
 
 @pytest.mark.parametrize("keepalive", [True, False])
-def test_every_request_carries_the_header_and_has_its_row(faulty, keepalive, loop_path):
-    if loop_path == "python" and not keepalive:
-        pytest.skip("rawclient.RawClient (the pure-Python loop without keep-alive) sends no header yet")
+def test_every_request_carries_the_header_and_has_its_row(faulty, keepalive):
     before = len(faulty.traceparents)
     r = traced(faulty.url("/ok"), keepalive=keepalive)
     seen = faulty.traceparents[before:]
@@ -154,3 +152,9 @@ def test_an_id_formats_and_parses_back():
     assert ids.parse_id(trace_id) == (0xABC, 42)
     assert ids.parse_traceparent(ids.traceparent(0xABC, 42)) == (trace_id, f"{42:016x}")
     assert ids.parse_traceparent("nonsense") is None
+
+
+def test_a_refused_connect_is_a_row_too(refused_port):
+    r = traced(f"http://127.0.0.1:{refused_port}/", keepalive=False, duration=0.3)
+    assert rows_of(r).counts().get("connect_refused", 0) == r.counts()["connect_refused"] > 0
+    assert (rows_of(r).cols["status"] == 0).all()

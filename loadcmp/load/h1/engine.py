@@ -155,8 +155,7 @@ class FastEngine(Engine[Slot]):
         slot.phase = IDLE
         slot.conn = conn
         conn.t_connect = t_connect
-        self._nconn += 1
-        conn.no = self._nconn
+        conn.no = self.conn_number()
         return conn
 
     async def _connect_for(self, slot: Slot, t_intended: float, counted: bool, t_sent: float,
@@ -312,9 +311,18 @@ class FastEngine(Engine[Slot]):
         return tracer.request(self.request_list[req], seq)
 
     def _traced_end(self, conn: Conn, kind: int, t: float, marks: tuple[float, ...], counted: bool) -> None:
-        """A traced request ended at `t`: its row, when the recorder counted it (else it stays unfinished)."""
+        self.traced_end(conn.seq, kind, t, conn.t_intended, conn.status, conn.nbytes, marks, counted)
+        conn.seq = -1
+
+    def traced_end(self, seq: int, kind: int, t: float, t_intended: float, status: int, nbytes: int,
+                   marks: tuple[float, ...] | None, counted: bool) -> None:
+        """Traced request `seq` ended at `t`: its row, when the recorder counted it (else it stays unfinished)."""
         rec, tracer = self.rec, self.tracer
         assert rec is not None and tracer is not None
-        kept = counted and not rec.closed and t < rec.end and (conn.t_intended >= rec.t0 or t >= rec.t0)
-        tracer.ended(conn.seq, kind, t, conn.status, conn.nbytes, marks if kind <= HTTP_5XX else None, kept)
-        conn.seq = -1
+        kept = counted and not rec.closed and t < rec.end and (t_intended >= rec.t0 or t >= rec.t0)
+        tracer.ended(seq, kind, t, status, nbytes, marks if kind <= HTTP_5XX else None, kept)
+
+    def conn_number(self) -> int:
+        """A new connection's number among this engine's (requests.parquet's conn)."""
+        self._nconn += 1
+        return self._nconn
