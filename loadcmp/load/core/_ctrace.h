@@ -85,6 +85,7 @@ typedef struct {
     char *buf;
     int64_t size;
     trows_t rows;
+    char value[56]; /* the header's value of request 0 ("00-<nonce>0..0-0..0-01", 55 characters): h2's */
 } tracer_t;
 
 static inline void tracer_free(tracer_t *t) {
@@ -94,13 +95,25 @@ static inline void tracer_free(tracer_t *t) {
     memset(t, 0, sizeof(*t));
 }
 
+/* The next request's number in `*seq`, and whether it is traced: drawn, and `counted` (it may count). */
+static inline int trace_draw(tracer_t *t, int counted, uint64_t *seq) {
+    *seq = t->seq++;
+    return t->on && counted && trace_sampled(*seq, t->all, t->limit);
+}
+
+/* Request `seq`'s header value (55 characters, no NUL) at `out`: h2 sends it as a header field of its own. */
+static inline void trace_value(const tracer_t *t, char *out, uint64_t seq) {
+    memcpy(out, t->value, 55);
+    trace_hex16(out + 19, seq);
+    trace_hex16(out + 36, seq);
+}
+
 /* The next request's number in `*seq`; traced (drawn, and `counted`: it may count): 1, client `client`'s copy of
  * request `req` with its header in `*out` (`*out_n` bytes). Else 0, `*out` left as it was. */
 static inline int trace_begin(tracer_t *t, int64_t client, int req, int counted, uint64_t *seq, char **out,
                               int64_t *out_n) {
     char *b;
-    *seq = t->seq++;
-    if (!t->on || !counted || !trace_sampled(*seq, t->all, t->limit))
+    if (!trace_draw(t, counted, seq))
         return 0;
     b = t->buf + client * t->size;
     trace_fill(b, t->tmpl[req], t->tmpl_n[req], t->at[req], *seq);

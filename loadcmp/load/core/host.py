@@ -39,6 +39,8 @@ class SocketHost(Host, Protocol):
     family: int
     sockaddr: Any
     """`getaddrinfo`'s address: (host, port) or (host, port, flowinfo, scope_id)."""
+    tracer: Tracer | None
+    """--trace: the trial's ids (a compiled loop writes the header in C and keeps the rows, `TracedLoop.trace_rows`)."""
 
 
 class ClosedHost(SocketHost, Protocol):
@@ -47,8 +49,6 @@ class ClosedHost(SocketHost, Protocol):
     request_list: tuple[bytes, ...]
     """Each request's bytes, by index (a load of pages: `spec.pages` says their sequence)."""
     is_head: bool
-    tracer: Tracer | None
-    """--trace: the trial's ids (the loop writes the header in C and keeps the rows, `TracedLoop.trace_rows`)."""
 
     def local_addr(self) -> tuple[str, int] | None:
         """The next source address when spreading them (None: the kernel picks)."""
@@ -83,7 +83,8 @@ class Loop(Protocol):
 
 
 class TracedLoop(Loop, Protocol):
-    """A loop that writes --trace's header itself and keeps the traced requests' rows in C (h1's compiled loops)."""
+    """A loop that sends --trace's header (h1's compiled loops, h2's both): the rows it kept in C, handed over when
+    it stops (a pure-Python loop's go to the engine's tracer as they end: none here)."""
 
     def trace_rows(self) -> bytes:
         """The rows so far, `trace.rows.row_dtype`'s structs."""

@@ -4,7 +4,7 @@
 from ..core._cbase cimport CBase
 from ..core._csys cimport *
 from ..core._ctally cimport CRequests
-from libc.stdint cimport int32_t
+from ..core._ctrace cimport *
 
 cdef enum:
     IDLE, CONNECTING, HANDSHAKING, WAITING, DRAINING, BACKOFF  # conn.py's phases (and TLS's), a pause before a retry
@@ -12,24 +12,6 @@ cdef enum:
 
 cdef enum:
     WARM = 2  # Client.counted of a warm-up request that counts if it ends in the window (1: counted, 0: not)
-
-cdef extern from "_ctrace.h" nogil:
-    ctypedef struct trows_t:
-        int64_t n
-    ctypedef struct tracer_t:
-        int on, all
-        uint64_t limit
-        char **tmpl
-        int64_t *tmpl_n
-        int64_t *at
-        char *buf
-        int64_t size
-        trows_t rows
-    enum: TROW_SIZE
-    void tracer_free(tracer_t *)
-    char *trows_data(tracer_t *)
-    int trace_begin(tracer_t *, int64_t, int, int, uint64_t *, char **, int64_t *)
-    int trace_row(tracer_t *, uint64_t, int, double, double, double, double, int, const double *, int64_t, int32_t)
 
 cdef enum:
     READ_ON, ANSWERED, PARTIAL  # what `_feed` made of a read: read on, the client moved on, the answer goes on

@@ -26,7 +26,7 @@ from typing import Any
 
 from .loops import make_cloop
 from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
-from ..driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
+from ..driver import BACKOFF_S, LiveFn, LoadSpec, now
 from ..record.outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
 from ... import protocols
 from ...errors import UsageError
@@ -34,13 +34,13 @@ from ..tls import context as tls
 from ..core.host import TracedLoop
 from .rawclient import RawClient
 from ..schedules import Closed
-from ...trace.rows import Tracer, proto_of
+from ..traced import Traced
 
 Failure = tuple[int, str | None]
 """A connection that could not be opened: its kind, and the client's own error if any."""
 
 
-class FastEngine(Engine[Slot]):
+class FastEngine(Traced[Slot]):
     """uvloop + asyncio.Protocol + httptools: the default."""
 
     name = "fast"
@@ -68,16 +68,6 @@ class FastEngine(Engine[Slot]):
         self.family: int = info[0]
         self.sockaddr: Any = info[4]
         self._nconn = 0
-        self.tracer: Tracer | None = None
-
-    async def run(self, t_load0: float, stop: asyncio.Event | None = None) -> Any:
-        """The driver's run, traced with --trace: a nonce and rows of this trial's own (docs/tracing.md)."""
-        share = self.spec.trace
-        self.tracer = Tracer(share, self.spec.worker_index, proto_of(self.target.proto, self.target.scheme)) \
-            if share else None
-        result = await super().run(t_load0, stop)
-        result.traced = self.tracer.rows() if self.tracer is not None else None
-        return result
 
     async def open(self) -> None:
         self._spawn(self._sweeper())
