@@ -1,5 +1,6 @@
-"""--trace over h2 and h2c, on both h2 engines (compiled over libnghttp2, and the `h2` package): a traceparent
-header field on each traced stream reaches the server, and each traced stream has its row, its stream id in it."""
+"""--trace over h2 and h2c, on both h2 engines (compiled over libnghttp2, and the `h2` package), and over h3: a
+traceparent header field on each traced stream reaches the server, and each traced stream has its row, its stream
+id in it."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import pytest
 import trustme
 
 from helpers.h2server import H2Server
+from helpers.h3server import H3Server
 from loadcmp.load.core.compiled import PURE_ENV
 from loadcmp.load.driver import LoadSpec
 from loadcmp.load.h2.loops import h2_module
 from loadcmp.load.run.workers import run_load
-from loadcmp.load.schedules import Closed
+from loadcmp.load.schedules import Closed, Rate
 from loadcmp.load.target import TlsOptions, make_target
 
 HEADER = re.compile(r"^00-([0-9a-f]{16})([0-9a-f]{16})-([0-9a-f]{16})-01$")
@@ -61,3 +63,26 @@ def test_each_traced_stream_carries_the_header_and_has_its_row(servers, cafile, 
     ok = rows.cols["kind"] == 0
     assert (rows.cols["stream"][ok] % 2 == 1).all() and (rows.cols["conn"][ok] >= 1).all()
     assert set(rows.cols["proto"].tolist()) == {2}  # h2
+
+
+@pytest.fixture(scope="module")
+def h3(ca: trustme.CA, tmp_path_factory: pytest.TempPathFactory) -> Iterator[H3Server]:
+    s = H3Server(ca, tmp_path_factory.mktemp("h3")).start()
+    yield s
+    s.stop()
+
+
+@pytest.mark.parametrize("sched", [Closed(2), Rate(100.0, 20)])
+def test_h3_carries_the_header_and_keeps_its_rows(h3, cafile, sched):
+    before = len(h3.traceparents)
+    target = make_target(h3.url("/ok"), tls=TlsOptions(cafile=cafile), proto="h3", streams=4)
+    r = run_load(LoadSpec(target, sched, 0.8, timeout=3.0, trace=1.0))
+    seen = h3.traceparents[before:]
+    assert seen and all(HEADER.match(v) for v in seen) and len(set(seen)) == len(seen)
+    rows = r.traced
+    assert rows is not None
+    assert rows.counts().get("ok", 0) == r.counts()["ok"] > 0
+    assert rows.counts().get("unfinished", 0) == r.unfinished
+    ok = rows.cols["kind"] == 0
+    assert (rows.cols["stream"][ok] % 4 == 0).all() and (rows.cols["conn"][ok] >= 1).all()
+    assert set(rows.cols["proto"].tolist()) == {3}  # h3
