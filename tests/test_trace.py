@@ -158,3 +158,11 @@ def test_a_refused_connect_is_a_row_too(refused_port):
     r = traced(f"http://127.0.0.1:{refused_port}/", keepalive=False, duration=0.3)
     assert rows_of(r).counts().get("connect_refused", 0) == r.counts()["connect_refused"] > 0
     assert (rows_of(r).cols["status"] == 0).all()
+
+
+def test_the_aiohttp_engine_carries_the_header(faulty):
+    before = len(faulty.traceparents)
+    spec = LoadSpec(make_target(faulty.url("/ok"), keepalive=True), Closed(2), 0.8, engine="aiohttp", trace=1.0)
+    r = run_load(spec)
+    check_ids(faulty.traceparents[before:])
+    assert rows_of(r).counts().get("ok") == r.counts()["ok"] > 0
