@@ -52,3 +52,12 @@ def test_a_traced_bench_stores_its_rows(faulty, tmp_path):
     kinds = table.column("kind").to_pylist()
     assert kinds.count("ok") <= result["ok"] and set(kinds) <= {"ok", "unfinished"}
     assert result["traced"] < result["started"]  # about half of them
+
+
+def test_a_json_row_says_how_many_requests_were_traced():
+    from loadcmp.load.record.summary import over_trials
+
+    docs = [{"started": 100, "ok": 100, "traced": 10}, {"started": 100, "ok": 100, "traced": 21}]
+    row = over_trials(docs)  # type: ignore[arg-type]
+    assert row["traced"] == 15.5 and row["totals"]["traced"] == 31
+    assert "traced" not in over_trials([{"started": 1, "ok": 1}])  # type: ignore[list-item]

@@ -126,13 +126,14 @@ class H2Proto(asyncio.Protocol):
         self.goaway: int | None = None
         self.served = 0
         self.first_read = True
-        owner.nconn += 1
-        self.no = owner.nconn
-        """Its number among the loop's connections (requests.parquet's conn)."""
+        self.no = 0
+        """Its number among the loop's connections (requests.parquet's conn), once connected."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = t = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
         o = self.owner
+        o.nconn += 1
+        self.no = o.nconn
         sslobj = transport.get_extra_info("ssl_object")
         if sslobj is not None and sslobj.selected_alpn_protocol() != H2.alpn[0]:
             got = sslobj.selected_alpn_protocol() or "no protocol"
