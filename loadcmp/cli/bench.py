@@ -211,8 +211,6 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         **({"lost": result.lost} if result.lost else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
-    if result.traced is not None:  # --trace: its rows, stored with --out (requests.parquet)
-        doc["traced"] = len(result.traced)
     if netp is not None:
         add_net(doc, netp.facts(doc["completed"]))
     if target.tls_resume and path == "python":
@@ -238,8 +236,7 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
         duration=plan.load.duration, warmup=plan.load.warmup, timeout=plan.load.timeout,
         page=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""), schedule=plan.schedule.kind,
         keepalive=[plan.target.keepalive], engine=plan.load.engine, workers=doc.get("workers", plan.workers),
-        requests=plan.requests, url=plan.url, trace=plan.load.trace > 0,
-        **({"trace_sample": plan.load.trace} if plan.load.trace else {}),
+        requests=plan.requests, url=plan.url, trace=plan.load.trace > 0, trace_sample=plan.load.trace or 1.0,
     )
     run = new_run_doc("bench", f"bench {plan.url}", spec, machine_info(), __version__, plan.started)
     if commit := git_commit():

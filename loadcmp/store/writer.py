@@ -169,10 +169,9 @@ class RunWriter:
         self.server.extend(server)
         self.flush(timeline, server)
 
-    def add_requests(self, rows: TraceRows, label: str, level: int, trial: int) -> tuple[int, int]:
-        """--trace: a trial's traced requests added to requests.parquet (docs/tracing.md); how many, and the file's
-        size after."""
-        return len(rows), append_parquet(self.path / "requests.parquet", rows, label, level, trial)
+    def add_requests(self, rows: TraceRows, label: str, level: int, trial: int) -> int:
+        """--trace: a trial's traced requests added to requests.parquet (docs/tracing.md); the file's size after."""
+        return append_parquet(self.path / "requests.parquet", rows, label, level, trial)
 
     def set_capacity(self, doc: CapacityDoc) -> None:
         """Store a capacity search as it stands (after every probe) and rewrite the folder."""

@@ -294,7 +294,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
     if result.traced is not None:  # --trace: the trial's rows added to requests.parquet (docs/tracing.md)
-        summary["traced"], summary["traced_bytes"] = sweep.writer.add_requests(result.traced, p.label, p.level, p.trial)
+        summary["traced_bytes"] = sweep.writer.add_requests(result.traced, p.label, p.level, p.trial)
     if netp is not None:
         add_net(summary, netp.facts(summary["completed"]))
     cast(dict[str, Any], summary).update(spec.traffic.result(summary, spec.warmup, [s.dropped for s in result.seconds]))

@@ -72,10 +72,8 @@ class AiohttpEngine(Traced[None]):
         client_error = None
         req = self.next_request()
         target = self.target if self.spec.pages is None else self.spec.pages.targets[req]
-        headers = self.headers if target is self.target else dict(target.headers)
-        seq = self._trace_take(counted, t_intended)
-        if seq >= 0 and self.tracer is not None:
-            headers = {**headers, "traceparent": self.tracer.ids.value(seq)}
+        seq, headers = self._trace_take(counted, t_intended, self.headers if target is self.target
+                                        else dict(target.headers))
         try:
             async with asyncio.timeout(self.timeout):
                 async with self.session.request(
@@ -112,17 +110,25 @@ class AiohttpEngine(Traced[None]):
         began = (trace.get("t_connect", math.nan), t_sent, trace.get("t_written", t_sent), t_first) if status else None
         if self._record(counted, kind, t_intended, t_sent, nbytes, client_error, status, began, req):
             await asyncio.sleep(BACKOFF_S)
-        if seq >= 0 and self.tracer is not None and self.rec is not None:
-            t, rec = now(), self.rec
-            self.tracer.sent(seq, t_intended, trace.get("t_connect", t_sent), 0)
-            self.tracer.ended(seq, kind, t, status, nbytes, None if began is None else (*began, t),
-                              counted and not rec.closed and t < rec.end)
+        if seq >= 0:
+            self._trace_end(seq, kind, t_intended, trace.get("t_connect", t_sent), status, nbytes, began, counted)
         return None
 
-    def _trace_take(self, counted: bool, t_intended: float) -> int:
-        """--trace: a counted request's number when it is traced (its row opened: unfinished unless it ends)."""
+    def _trace_end(self, seq: int, kind: int, t_intended: float, t_start: float, status: int, nbytes: int,
+                   began: tuple[float, ...] | None, counted: bool) -> None:
+        """--trace: request `seq`'s row, when the recorder counted it (else it stays unfinished)."""
+        t, rec, tracer = now(), self.rec, self.tracer
+        assert rec is not None and tracer is not None
+        tracer.sent(seq, t_intended, t_start, 0)
+        tracer.ended(seq, kind, t, status, nbytes, None if began is None else (*began, t),
+                     counted and not rec.closed and t < rec.end)
+
+    def _trace_take(self, counted: bool, t_intended: float, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+        """--trace: a counted request's number when it is traced (its row opened: unfinished unless it ends) and
+        its header fields with traceparent; else -1 and the fields as they are."""
         tracer = self.tracer
         seq = tracer.take() if tracer is not None and counted else -1
-        if seq >= 0 and tracer is not None:
-            tracer.sent(seq, t_intended, t_intended, 0)
-        return seq
+        if seq < 0 or tracer is None:
+            return -1, headers
+        tracer.sent(seq, t_intended, t_intended, 0)
+        return seq, {**headers, "traceparent": tracer.ids.value(seq)}

@@ -165,6 +165,8 @@ def result_doc(result: Result, extra: Mapping[str, object] | None = None) -> Loa
         doc["pages"] = pages_doc(result)
     if result.journeys is not None:
         add_journeys(doc, result.journeys)
+    if result.traced is not None:  # --trace: the requests traced, each a row of requests.parquet
+        doc["traced"] = len(result.traced)
     if extra:
         cast(dict[str, Any], doc).update(extra)  # keys a LoadSummary declares as NotRequired, and the caller's
     return doc
