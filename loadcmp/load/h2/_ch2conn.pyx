@@ -330,7 +330,7 @@ cdef class H2Conns(H2Link):
         self.counted_inflight += got
         self.stats.streams += got
         s.state, s.counted, s.end, s.status, s.code, s.id, s.nbytes, s.req, s.sends = S_ACTIVE, got, 0, 0, 0, 0, 0, req, 1
-        s.traced = trace_draw(&self.tr, got, &s.seq)
+        s.traced, s.conn = trace_draw(&self.tr, got, &s.seq), c.no
         s.t_intended = s.t_counted = due
         s.t_sent = s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
         s.deadline = due + self.timeout

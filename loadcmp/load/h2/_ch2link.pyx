@@ -52,7 +52,7 @@ cdef class H2Link(CBase):
         c.first_read, c.registered = 1, 0
         self.stats.connections += 1
         self.nconn += 1
-        c.no = self.nconn
+        c.no = s.conn = self.nconn  # its first stream's connection, whether or not it opens
         c.fd = socket(self.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
         if c.fd < 0:
             self._failed(c, errno)
