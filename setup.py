@@ -85,7 +85,8 @@ def extensions() -> list[Extension]:
         return []
     tally = at("_ctally.h", "_ctally.pxd")
     base = at("_cbase.pxd", "_csys.pxd", "_cnet.h") + tally
-    cloop = at("_cloop.pxd", "_chttp.h") + base
+    trace = at("_ctrace.h", "_ctrace.pxd")
+    cloop = at("_cloop.pxd", "_chttp.h") + trace + base
     tls = at("_cssl.pxd", "_ctls.h")
     exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop)]
     if openssl_headers():
@@ -94,7 +95,7 @@ def extensions() -> list[Extension]:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)
     if openssl_headers() and headers_of("nghttp2/nghttp2.h"):
-        h2 = at("_ch2.h", "_ch2link.pxd", "_ch2conn.pxd") + tls + base
+        h2 = at("_ch2.h", "_ch2link.pxd", "_ch2conn.pxd") + trace + tls + base
         exts += [compiled("h2", name, h2, "nghttp2", "ssl", "crypto") for name in ("_ch2link", "_ch2conn", "_ch2")]
     else:
         print("loadcmp: nghttp2's or OpenSSL's headers (libnghttp2-dev, libssl-dev) were not found: h2 runs the "
@@ -108,7 +109,7 @@ LOAD = Path("loadcmp/load")
 """The load package: each compiled module sits in its room (h1, h2) or in the compiled core they build on; tls/ holds
 the OpenSSL declarations both rooms share."""
 SHARED = ("_ctally.h", "_ctally.pxd", "_cbase.pxd", "_csys.pxd", "_cnet.h", "_cloop.pxd", "_chttp.h", "_cssl.pxd",
-          "_ctls.h", "_ch2.h", "_ch2link.pxd", "_ch2conn.pxd", "_cbuilt.pxi")
+          "_ctls.h", "_ch2.h", "_ch2link.pxd", "_ch2conn.pxd", "_cbuilt.pxi", "_ctrace.h", "_ctrace.pxd")
 """The headers, declarations and includes the modules share across the rooms (found by name, `at`)."""
 
 

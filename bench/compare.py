@@ -39,6 +39,10 @@ h2c, h2load against `loadcmp bench --proto h2|h2c -m M` at -c 50 -m 10 and -c 10
 Then the mix rows (`mix_rows`): one page against a 3-page weighted mix of pages nginx answers alike, in
 rounds of A B, then B A (the bar: the mix at >= 0.95x one page), over HTTP/1.1 (`--rows mix`) and over h2 at
 -c 50 -m 10 (`--rows mix-h2`).
+
+Then the trace rows (`trace_rows`): the same engine with `--trace-sample 1` against it untraced, in rounds of A B,
+then B A (the bar: traced >= 0.95x), and the bytes per request of the requests.parquet each traced run writes
+(`--rows trace`).
 """
 
 from __future__ import annotations
@@ -252,13 +256,13 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=15000)
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
-    ap.add_argument("--rows", default="http,https,h2,mix,mix-h2", help="which rows: http (and the big closed "
+    ap.add_argument("--rows", default="http,https,h2,mix,mix-h2,trace", help="which rows: http (and the big closed "
                     "loop), https, h2 (h2 and h2c against h2load), mix (a 3-page mix against one page), mix-h2 (the "
-                    "same over h2), comma-separated (default all five)")
+                    "same over h2), trace (--trace-sample 1 against untraced), comma-separated (default all six)")
     args = ap.parse_args()
     rows_asked = set(args.rows.split(","))
-    if not rows_asked or rows_asked - {"http", "https", "h2", "mix", "mix-h2"}:
-        sys.exit(f"--rows {args.rows}: give http, https, h2, mix, mix-h2 or several, comma-separated")
+    if not rows_asked or rows_asked - {"http", "https", "h2", "mix", "mix-h2", "trace"}:
+        sys.exit(f"--rows {args.rows}: give http, https, h2, mix, mix-h2, trace or several, comma-separated")
     if args.live:
         if not Path(CHROMIUM).exists():
             sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
@@ -289,6 +293,10 @@ def main() -> None:
 
             protos = tuple(p for p, row in (("h1", "mix"), ("h2", "mix-h2")) if row in rows_asked)
             mix_rows.mix_rows(stack, overrides, levels[:1], args.time, args.rounds, protos)
+        if "trace" in rows_asked:
+            import trace_rows
+
+            trace_rows.on_nginx(levels[:1], args.time, args.rounds)
     if BROWSER:
         BROWSER[0].close()
 

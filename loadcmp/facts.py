@@ -132,6 +132,20 @@ class EventFields(TypedDict):
     events: NotRequired[list[str]]  #: --event, [[events]]: 'AT ACTION' fired in every trial's window
 
 
+class TraceFields(TypedDict):
+    """run.json's `spec` keys of `--trace` (SpecDoc has them: it is this with the rest)."""
+
+    trace: NotRequired[bool]  #: --trace: a traceparent header on the requests, each traced one kept in requests.parquet
+    trace_sample: NotRequired[float]  #: --trace-sample: the share of the requests traced (0 < F <= 1)
+
+
+class TraceResult(TypedDict):
+    """A load's summary key of `--trace` (LoadSummary has it: it is this with the rest)."""
+
+    traced: NotRequired[int]  #: the requests traced (rows in requests.parquet); absent: not traced
+    traced_bytes: NotRequired[int]  #: requests.parquet's size after this trial's rows
+
+
 class NetResult(TypedDict):
     """A load's summary key of `--net` (LoadSummary has it: it is this with the rest)."""
 

@@ -41,6 +41,8 @@ class FaultyServer:
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self.requests = 0
+        self.traceparents: list[str] = []
+        """--trace: each request's traceparent header, as it came."""
         self.started = time.monotonic()
         self.stall_from: float | None = None
         self._ready = threading.Event()
@@ -69,6 +71,8 @@ class FaultyServer:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 self.requests += 1
+                self.traceparents += [h[13:].decode() for h in head.split(b"\r\n")
+                                      if h.lower().startswith(b"traceparent: ")]
                 line = head.split(b"\r\n", 1)[0].decode()
                 path = line.split(" ")[1]
                 keep = b"connection: close" not in head.lower()

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 BENCH_DEFAULTS: dict[str, Any] = {
     "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
     "timeout": 10.0, "engine": "fast", "workers": 1, "cluster": None, "client_cpus": None,
-    "ramp_up": None, "pace": None, "rate": None, "max_inflight": None, "net": None,
+    "ramp_up": None, "pace": None, "rate": None, "max_inflight": None, "net": None, "trace": False, "trace_sample": 1.0,
 }
 """What `bench` does when a flag is not given (ab and webbench: no keep-alive, no warm-up)."""
 
@@ -139,7 +139,8 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
     duration = v["duration"]
     if v["requests"] is not None and not timed:
         duration = time_cap(v["requests"], clients, v["timeout"])
-    load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
+    load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"],
+                    trace=v["trace_sample"] if v["trace"] else 0.0)
     return BenchPlan(url, target, sched, load, clients, v["workers"], v["client_cpus"], v["cluster"], v["requests"],
                      time.strftime("%Y-%m-%dT%H:%M:%S%z"), _net(v["net"], target.proto, v["cluster"]))
 
@@ -235,7 +236,7 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
         duration=plan.load.duration, warmup=plan.load.warmup, timeout=plan.load.timeout,
         page=(parts.path or "/") + (f"?{parts.query}" if parts.query else ""), schedule=plan.schedule.kind,
         keepalive=[plan.target.keepalive], engine=plan.load.engine, workers=doc.get("workers", plan.workers),
-        requests=plan.requests, url=plan.url,
+        requests=plan.requests, url=plan.url, trace=plan.load.trace > 0, trace_sample=plan.load.trace or 1.0,
     )
     run = new_run_doc("bench", f"bench {plan.url}", spec, machine_info(), __version__, plan.started)
     if commit := git_commit():
@@ -243,6 +244,15 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
     path = save_bench(out_dir, run, doc, (result.latency().to_dict(), result.service().to_dict()),
                       timeline_rows(result), watch=feed.stored if feed is not None else None,
                       window_start=window_start)
+    if result.traced is not None:  # --trace: one row per traced request (docs/tracing.md)
+        from pathlib import Path
+
+        from ..trace.rows import append_parquet
+
+        n = len(result.traced)
+        size = doc["traced_bytes"] = append_parquet(Path(path) / "requests.parquet", result.traced,
+                                                    spec["servers"][0], plan.clients, 1)
+        err.print(markup("requests.parquet: {:,} traced requests, {:.1f} bytes each", n, size / max(1, n)))
     return str(path)
 
 

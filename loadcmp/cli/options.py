@@ -50,12 +50,16 @@ class LoadFlags(FlagGroup):
     cluster: str | None = flag("--cluster")
     client_cpus: str | None = flag("--client-cpus")
     net: str | None = flag("--net")
+    trace: bool | None = flag("--trace")
+    trace_sample: float | None = flag("--trace-sample")
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by RunSpec field name (keep-alive as the spec's tuple of settings)."""
         out = super().given()
         if "keepalive" in out:
             out["keepalive"] = (out["keepalive"],)
+        if "trace_sample" in out and "trace" not in out:  # a share asked for is a trace asked for
+            out["trace"] = True
         return out
 
     def refuse(self, why: dict[str, str]) -> None:
@@ -115,7 +119,29 @@ def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
                      help="Put a network between the clients and the server (a Toxiproxy on 127.0.0.1, or "
                           "via=netem the kernel's): rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit,loss=1%, or a "
                           "profile (lan, cable, dsl, 4g, 3g, wan), keys after it changing its own: dsl,via=netem."),
+        *trace_options(),
     ]
+
+
+def trace_options() -> list[Callable[[F], F]]:
+    """--trace and --trace-sample F (bench, run, smoke, capacity, tune): docs/tracing.md."""
+    return [
+        click.option("--trace", is_flag=True, default=None,
+                     help="Send a traceparent header (W3C Trace Context) and keep a row per traced request in "
+                          "requests.parquet: its phases, status, bytes, connection (docs/tracing.md)."),
+        click.option("--trace-sample", type=float, metavar="F", callback=_trace_sample,
+                     help="--trace on this share of the requests (0 < F <= 1, default 1), drawn from their "
+                          "sequence numbers: the same requests each run."),
+    ]
+
+
+def _trace_sample(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
+    """--trace-sample checked as soon as it is read (one line, exit 2, nothing started)."""
+    if value is not None:
+        from ..trace.ids import check_share
+
+        check_share(value)
+    return value
 
 
 def _net(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -10,4 +10,5 @@
     sources.py   a run's traffic checked with what the lab knows (an app's pages and journeys), by `traffic.fits`
     journeys.py  a run with journeys (--journey, journey =, [journeys]): the file's table as keys, an app's journeys
     tune.py      what a tuning study searches (--param, [tune]), and a stored study read back to resume
+    tracing.py   what a run traces (--trace, --trace-sample; trace =, trace_sample =): RunSpec's TraceSpec fields
 """

@@ -67,6 +67,8 @@ KEYS: dict[str, str] = {
     "tls_resume": "share",
     "proto": "protos",
     "streams": "int",
+    "trace": "bool",
+    "trace_sample": "trace share",
     "set": "table",
     "variants": "variants",
     "findings": "findings",
@@ -145,6 +147,14 @@ def _share(key: str, v: TomlValue, cat: Catalog) -> float:
     if not isinstance(v, (int, float)) or isinstance(v, bool):
         raise _wrong("a number from 0 to 1", v)
     return float(v)  # its range is checked with the flag's (`spec.validate`), in the same words
+
+
+def _trace_share(key: str, v: TomlValue, cat: Catalog) -> float:
+    """trace_sample: a share above 0 and at most 1, in --trace-sample's words."""
+    share = _share(key, v, cat)
+    if not 0.0 < share <= 1.0:
+        raise _wrong("a share of the requests, above 0 and at most 1 (0.1: one in ten)", v)
+    return share
 
 
 def _bools(key: str, v: TomlValue, cat: Catalog) -> tuple[bool, ...]:
@@ -248,7 +258,8 @@ def _events(key: str, v: TomlValue, cat: Catalog) -> tuple[str, ...]:
 
 
 CONVERT: dict[str, Callable[[str, TomlValue, Catalog], object]] = {
-    "str": _str, "path": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "bools": _bools,
+    "str": _str, "path": _str, "int": _int, "rate": _rate, "bool": _bool, "share": _share, "trace share": _trace_share,
+    "bools": _bools,
     "list[str]": _names, "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
     "table": _table, "variants": _variants, "fields": _fields, "configs": _configs, "findings": _findings,

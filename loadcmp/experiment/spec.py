@@ -16,7 +16,7 @@ from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
-from . import apps, protos as protocols, sources, variants
+from . import apps, protos as protocols, sources, tracing, variants
 from .filekeys import FIELD_OF, KEYS, convert
 from ..net.conditions import net_problems
 from ..errors import ConfigError, Problems, UsageError, line_of
@@ -33,7 +33,7 @@ from ..protocols import DEFAULT as DEFAULT_PROTO
 
 
 @dataclass(frozen=True)
-class RunSpec:
+class RunSpec(tracing.TraceSpec):
     """Everything a sweep needs; stored whole in run.json."""
 
     servers: tuple[str, ...] = ("nginx",)

@@ -9,6 +9,7 @@ At the top, the contract every room reads:
     pageset.py    Pages: several pages in one load, their requests and sequence; Cursor walks it
     driver.py     the Engine base (re-exporting LoadSpec, Live): schedule loops, the window, the
                   once-a-second ticker that samples the load thread itself, `next_request` (a load of pages)
+    traced.py     Traced, an Engine that traces (--trace): this trial's tracer made, its rows put in the result
     engines.py    the engine registry: which engine sends which protocol under which --engine name, compiled
                   or not; make_engine, engine_path and the engine problems derived from it
 
@@ -23,7 +24,7 @@ The rooms, each with its map in its own docstring:
     record/       what happened: outcomes, the recorder, results, histograms, summaries, the client's own load
     run/          where: one load in this process or several, on a Dask cluster; the open-file limit
 
-Imports go one way between the rooms: run -> engines.py -> h1, h2, h3 -> tls, core -> driver -> spec -> record
+Imports go one way between the rooms: run -> engines.py -> h1, h2, h3 -> tls, core -> traced -> driver -> spec -> record
 -> schedules, pageset -> target -> the kernel (no pandas in a load process). Nothing here installs a signal
 handler in the caller's process: the command owns SIGINT (worker processes, ours, ignore it).
 """

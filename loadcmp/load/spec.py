@@ -52,6 +52,9 @@ class LoadSpec:
     pages: Pages | None = None
     """Several pages (a mix, a replayed log): what each request sends, in a sequence prepared beforehand, and
     each page recorded on its own; None: every request is `target`'s, recorded as the load's only."""
+    trace: float = 0.0
+    """--trace: the share of requests that carry a traceparent header and are kept as rows (`--trace-sample`,
+    docs/tracing.md); 0: none."""
 
 
 @dataclass

@@ -5,6 +5,7 @@
         timeline.parquet  client side, one row per second x server x level x trial
         server.parquet    server side, the 1 Hz samples, same keys
         summary.csv       one row per server x level x trial
+        requests.parquet  --trace: one row per traced request, by server x level x trial (docs/tracing.md)
 
 Files are rewritten after every finished trial (temp file + rename), so a
 crash or Ctrl-C leaves a readable folder with every trial measured so far.
@@ -26,6 +27,7 @@ from typing import Any, cast
 import pandas as pd
 
 from .handshakes import tls_of
+from ..trace.rows import TraceRows, append_parquet
 from ..errors import StoreError, UsageError
 from ..records import (CapacityDoc, FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunKind, RunStatus,
                        ServerInfo, ServerTls, SpecDoc, TrialRecord, TrialStatus, TuneDoc)
@@ -166,6 +168,10 @@ class RunWriter:
         self.timeline.extend(timeline)
         self.server.extend(server)
         self.flush(timeline, server)
+
+    def add_requests(self, rows: TraceRows, label: str, level: int, trial: int) -> int:
+        """--trace: a trial's traced requests added to requests.parquet (docs/tracing.md); the file's size after."""
+        return append_parquet(self.path / "requests.parquet", rows, label, level, trial)
 
     def set_capacity(self, doc: CapacityDoc) -> None:
         """Store a capacity search as it stands (after every probe) and rewrite the folder."""

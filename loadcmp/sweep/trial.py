@@ -266,7 +266,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
     traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app), p.proto)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
-                    pages=pages, traffic=traffic)
+                    pages=pages, traffic=traffic, trace=spec.trace_share)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
@@ -296,6 +296,8 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
         **({"lost": result.lost} if result.lost else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
+    if result.traced is not None:  # --trace: the trial's rows added to requests.parquet (docs/tracing.md)
+        summary["traced_bytes"] = sweep.writer.add_requests(result.traced, p.label, p.level, p.trial)
     if netp is not None:
         add_net(summary, netp.facts(summary["completed"]))
     cast(dict[str, Any], summary).update(spec.traffic.result(summary, spec.warmup, [s.dropped for s in result.seconds]))

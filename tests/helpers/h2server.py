@@ -50,6 +50,8 @@ class H2Server:
         self.paths: dict[bytes, int] = {}
         self.arrived: list[tuple[float, bytes]] = []
         """Each request's arrival (the loop's clock, its path), in order."""
+        self.traceparents: list[str] = []
+        """--trace: each request's traceparent header field, as it came."""
         self._ready = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -115,6 +117,7 @@ class H2Conn(asyncio.Protocol):
         for ev in events:
             if isinstance(ev, h2.events.RequestReceived):
                 self.path[ev.stream_id] = dict(ev.headers).get(b":path", b"/")
+                self.server.traceparents += [v.decode() for k, v in ev.headers if k == b"traceparent"]
                 self.server.arrived.append((self.server.loop.time(), self.path[ev.stream_id]))
                 self._request(ev.stream_id)
             elif isinstance(ev, h2.events.DataReceived):

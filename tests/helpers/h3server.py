@@ -58,6 +58,7 @@ class _H3(QuicConnectionProtocol):
         """A request's fields and body as they come; answered once its stream ends."""
         if isinstance(ev, HeadersReceived):
             self.asked[ev.stream_id] = (dict(ev.headers), bytearray())
+            self.server.traceparents += [v.decode() for k, v in ev.headers if k == b"traceparent"]
         elif ev.stream_id in self.asked:
             self.asked[ev.stream_id][1].extend(ev.data)
         if ev.stream_ended and ev.stream_id in self.asked:
@@ -138,6 +139,8 @@ class H3Server:
         cert.private_key_pem.write_to_path(self.keyfile)
         self.alpn, self.quic, self.alt_svc, self.goaway_every = alpn, quic, alt_svc, goaway_every
         self.requests = 0
+        self.traceparents: list[str] = []
+        """--trace: each request's traceparent header field, as it came."""
         self.hop_ms = 300
         self.answered: dict[str, int] = {}
         """Responses sent, by status: what the server processed, as its access log would say."""

@@ -71,3 +71,7 @@ cdef struct Client:
     double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline  # t_hs: the TLS handshake's end
     int64_t nbytes
     resp_t resp
+    char *out  # what it sends: the request's bytes, or (traced) its own copy with the header (`CLoop._trace_begin`)
+    int64_t out_n
+    uint64_t seq  # the request's sequence number in the loop's trial; traced: it carries the header
+    int traced, conn_no  # conn_no: its connection's number in the loop

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from ..record.recorder import Recorder
     from ..spec import LoadSpec
     from ..target import Target
+    from ...trace.rows import Tracer
 
 
 class Host(Protocol):
@@ -38,6 +39,8 @@ class SocketHost(Host, Protocol):
     family: int
     sockaddr: Any
     """`getaddrinfo`'s address: (host, port) or (host, port, flowinfo, scope_id)."""
+    tracer: Tracer | None
+    """--trace: the trial's ids (a compiled loop writes the header in C and keeps the rows, `TracedLoop.trace_rows`)."""
 
 
 class ClosedHost(SocketHost, Protocol):
@@ -77,3 +80,12 @@ class Loop(Protocol):
     def flush(self) -> None: ...
 
     def abort(self) -> None: ...
+
+
+class TracedLoop(Loop, Protocol):
+    """A loop that sends --trace's header (h1's compiled loops, h2's both): the rows it kept in C, handed over when
+    it stops (a pure-Python loop's go to the engine's tracer as they end: none here)."""
+
+    def trace_rows(self) -> bytes:
+        """The rows so far, `trace.rows.row_dtype`'s structs."""
+        ...

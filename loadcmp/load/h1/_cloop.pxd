@@ -4,6 +4,7 @@
 from ..core._cbase cimport CBase
 from ..core._csys cimport *
 from ..core._ctally cimport CRequests
+from ..core._ctrace cimport *
 
 cdef enum:
     IDLE, CONNECTING, HANDSHAKING, WAITING, DRAINING, BACKOFF  # conn.py's phases (and TLS's), a pause before a retry
@@ -29,6 +30,11 @@ cdef class CLoop(CBase):
     cdef char *answered  # by client: its user had an answer in the window (`Recorder.users_seen`)
     cdef int n_answered
     cdef object retry_handle
+    # --trace (docs/tracing.md): the requests with the header (`_ctrace.h`'s tracer_t, the templates' bytes kept
+    # alive in `traced`), and the connections opened (a row's conn)
+    cdef CRequests traced
+    cdef tracer_t tr
+    cdef int32_t nconn
 
     cdef bint _begin(self, Client *c, double t) except -1
     cdef void _start(self, Client *c) except *
@@ -47,4 +53,5 @@ cdef class CLoop(CBase):
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *
     cdef void _next(self, Client *c, double later) except *
     cdef void _hand_warm(self) except *
+    cdef void _trace_row(self, Client *c, int kind, double t, int status, const double *phases) except *
 

@@ -64,6 +64,7 @@ cdef class CLoop(CBase):
             raise MemoryError()
         for i in range(clients):
             self.clients[i].fd = -1
+        self._trace_setup(engine.tracer, clients)
 
     def __dealloc__(self):
         for i in range(self.n if self.clients else 0):
@@ -71,6 +72,7 @@ cdef class CLoop(CBase):
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
         free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.answered)
+        tracer_free(&self.tr)
 
     # --- what CBase asks of a loop: a client's start, an epoll event, the deadlines, the stop --
     cdef void _first(self, int i) except *:
@@ -118,6 +120,8 @@ cdef class CLoop(CBase):
             self.retry_handle.cancel()
             self.retry_handle = None
         for i in range(self.n):
+            if self.clients[i].counted and self.clients[i].traced:  # in flight at the close: unfinished
+                self._trace_row(&self.clients[i], -1, now(), 0, NULL)
             if self.clients[i].fd >= 0:
                 self._close(&self.clients[i])
             self.clients[i].phase = IDLE
@@ -172,6 +176,8 @@ cdef class CLoop(CBase):
             c.counted = got
             self.counted_inflight += got
         c.req = self.reqs.next()  # the next request of the sequence (warm-up's too)
+        c.out, c.out_n = self.reqs.data[c.req], self.reqs.size[c.req]
+        c.traced = trace_begin(&self.tr, c - self.clients, c.req, c.counted, &c.seq, &c.out, &c.out_n)
         c.t_intended = c.t_sent = c.t_connect = t
         c.deadline = t + self.timeout
         c.t_up = c.t_hs = c.t_written = c.t_first = NAN
@@ -188,6 +194,8 @@ cdef class CLoop(CBase):
         if c.fd < 0:
             self._failed(c, errno, RETRY_S)
             return
+        self.nconn += 1
+        c.conn_no = self.nconn
         if self.spread and not self._bind(c):
             return
         if self.keepalive:  # no Nagle delay for the requests that follow on it, as uvloop and wrk do
@@ -224,9 +232,9 @@ cdef class CLoop(CBase):
 
     cdef bint _send(self, Client *c, bint early) except *:
         """Write the request; False (early only) while the connection is not up yet."""
-        cdef Py_ssize_t want = self.reqs.size[c.req]
+        cdef Py_ssize_t want = c.out_n
         c.t_sent = now()
-        cdef ssize_t sent = send(c.fd, self.reqs.data[c.req], want, MSG_NOSIGNAL)
+        cdef ssize_t sent = send(c.fd, c.out, want, MSG_NOSIGNAL)
         if sent == want:
             c.t_written = now()
             if isnan(c.t_up):
@@ -339,6 +347,7 @@ cdef class CLoop(CBase):
                 self.warm_n -= 1
                 return
             if t >= self.tally.t_end:
+                self._trace_row(c, -1, t, 0, NULL)
                 return
             self._hand_warm()
             self.rec.carry()
@@ -353,6 +362,8 @@ cdef class CLoop(CBase):
         if kind <= K_HTTP_5XX and self.tally.t0 <= t < self.tally.t_end and not self.answered[c - self.clients]:
             self.answered[c - self.clients] = 1  # this client's user had an answer in the window
             self.n_answered += 1
+        if c.traced:
+            self._trace_row(c, kind, t, status, phases)
         self.tally.end(kind, status, c.t_intended, c.t_sent, t, c.nbytes, phases, self.reqs.page_of[c.req],
                        self.reqs.expect[c.req])
         if self.counted_inflight == 0 and self.tally.spent():  # -n: the load ends once the last is recorded
@@ -379,3 +390,29 @@ cdef class CLoop(CBase):
     cdef void _close(self, Client *c) except *:
         close(c.fd)  # leaves the epoll set by itself
         c.fd = -1
+
+    # --- --trace (docs/tracing.md): the header written in C (`_ctrace.h`), a row a traced request -------------
+    def _trace_setup(self, tracer, int clients):
+        """Each request's template with the header (`trace.ids.Ids.template`), room for a copy of one per client."""
+        if tracer is None:
+            return
+        made = [tracer.ids.template(raw) for raw in self.reqs.requests]
+        self.traced = CRequests([m[0] for m in made], self.engine.spec.pages)
+        self.tr.tmpl, self.tr.tmpl_n, self.tr.size = self.traced.data, <int64_t *>self.traced.size, max(len(m[0]) for m in made)
+        self.tr.on, self.tr.all, self.tr.limit = True, tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+        self.tr.at, self.tr.buf = <int64_t *>malloc(len(made) * sizeof(int64_t)), <char *>malloc(clients * self.tr.size)
+        if not (self.tr.at and self.tr.buf):
+            raise MemoryError()
+        for i, m in enumerate(made):
+            self.tr.at[i] = m[1]
+
+    def trace_rows(self):
+        """The traced requests' rows so far, `trace.rows.row_dtype`'s structs."""
+        return trows_data(&self.tr)[:self.tr.rows.n * TROW_SIZE] if self.tr.rows.n else b""
+
+    cdef void _trace_row(self, Client *c, int kind, double t, int status, const double *phases) except *:
+        """A traced request's row: ended as `kind` at `t`, or (kind -1, or ended after the close) unfinished."""
+        c.traced = 0
+        if trace_row(&self.tr, c.seq, kind, c.t_intended, c.t_sent if isnan(c.t_connect) else c.t_connect, t,
+                     self.tally.t_end, status, phases, c.nbytes, c.conn_no) < 0:
+            raise MemoryError()

@@ -124,9 +124,9 @@ cdef class TLSLoop(CLoop):
 
     cdef bint _write(self, Client *c, SSL *s) except *:
         cdef int err = 0, got
-        cdef int want = <int>self.reqs.size[c.req]
+        cdef int want = <int>c.out_n
         c.t_sent = now()
-        cdef int n = SSL_write(s, self.reqs.data[c.req], want)
+        cdef int n = SSL_write(s, c.out, want)
         if n == want:
             c.t_written = now()
             c.phase = WAITING

@@ -12,14 +12,15 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 from ..tls import context as tls
-from ..driver import BACKOFF_S, Engine, now
+from ..driver import BACKOFF_S, now
+from ..traced import Traced
 from ..record.outcomes import CONNECT_TIMEOUT, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error, kind_of_status
 
 if TYPE_CHECKING:
     from aiohttp import ClientSession
 
 
-class AiohttpEngine(Engine[None]):
+class AiohttpEngine(Traced[None]):
     """One aiohttp request per call; the connector keeps connections (keep-alive)."""
 
     name = "aiohttp"
@@ -71,10 +72,12 @@ class AiohttpEngine(Engine[None]):
         client_error = None
         req = self.next_request()
         target = self.target if self.spec.pages is None else self.spec.pages.targets[req]
+        seq, headers = self._trace_take(counted, t_intended, self.headers if target is self.target
+                                        else dict(target.headers))
         try:
             async with asyncio.timeout(self.timeout):
                 async with self.session.request(
-                    target.method, target.url, headers=self.headers if target is self.target else dict(target.headers),
+                    target.method, target.url, headers=headers,
                     data=target.body or None,
                     allow_redirects=True, trace_request_ctx=trace,
                 ) as resp:
@@ -100,9 +103,32 @@ class AiohttpEngine(Engine[None]):
                 rec = self.rec
                 assert rec is not None
                 rec.unsent(t_intended, counted)
+                if seq >= 0 and self.tracer is not None:
+                    self.tracer.open.pop(seq, None)
             raise
         t_sent = trace.get("t_sent", t_intended)
         began = (trace.get("t_connect", math.nan), t_sent, trace.get("t_written", t_sent), t_first) if status else None
         if self._record(counted, kind, t_intended, t_sent, nbytes, client_error, status, began, req):
             await asyncio.sleep(BACKOFF_S)
+        if seq >= 0:
+            self._trace_end(seq, kind, t_intended, trace.get("t_connect", t_sent), status, nbytes, began, counted)
         return None
+
+    def _trace_end(self, seq: int, kind: int, t_intended: float, t_start: float, status: int, nbytes: int,
+                   began: tuple[float, ...] | None, counted: bool) -> None:
+        """--trace: request `seq`'s row, when the recorder counted it (else it stays unfinished)."""
+        t, rec, tracer = now(), self.rec, self.tracer
+        assert rec is not None and tracer is not None
+        tracer.sent(seq, t_intended, t_start, 0)
+        tracer.ended(seq, kind, t, status, nbytes, None if began is None else (*began, t),
+                     counted and not rec.closed and t < rec.end)
+
+    def _trace_take(self, counted: bool, t_intended: float, headers: dict[str, str]) -> tuple[int, dict[str, str]]:
+        """--trace: a counted request's number when it is traced (its row opened: unfinished unless it ends) and
+        its header fields with traceparent; else -1 and the fields as they are."""
+        tracer = self.tracer
+        seq = tracer.take() if tracer is not None and counted else -1
+        if seq < 0 or tracer is None:
+            return -1, headers
+        tracer.sent(seq, t_intended, t_intended, 0)
+        return seq, {**headers, "traceparent": tracer.ids.value(seq)}

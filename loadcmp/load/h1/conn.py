@@ -47,6 +47,7 @@ class Conn(Framing, asyncio.Protocol):
         "open_conns", "transport", "parser", "on_done", "active", "nbytes", "status",
         "headers_done", "closed", "closed_fut", "is_head", "reusable",
         "t_intended", "counted", "req", "t_connect", "t_sent", "t_written", "t_first", "t_rx",
+        "seq", "no",
     )
 
     def __init__(self, open_conns: set[Conn], is_head: bool) -> None:
@@ -67,6 +68,10 @@ class Conn(Framing, asyncio.Protocol):
         self.t_intended = 0.0
         self.counted = False
         self.req = 0
+        self.seq = -1
+        """--trace: the request's sequence number when it carries the header, else -1."""
+        self.no = 0
+        """Its number among the engine's connections (requests.parquet's conn)."""
         """The request's index among the load's pages' (`Engine.next_request`)."""
         self.t_connect = NAN
         """When this connection's connect began, until its first request is recorded (then NaN: reused)."""

@@ -26,20 +26,21 @@ from typing import Any
 
 from .loops import make_cloop
 from .conn import CONNECTING, IDLE, NAN, WAITING, Conn, Slot
-from ..driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
+from ..driver import BACKOFF_S, LiveFn, LoadSpec, now
 from ..record.outcomes import CONNECT_TIMEOUT, HTTP_5XX, kind_of_error
 from ... import protocols
 from ...errors import UsageError
 from ..tls import context as tls
-from ..core.host import Loop
+from ..core.host import TracedLoop
 from .rawclient import RawClient
 from ..schedules import Closed
+from ..traced import Traced
 
 Failure = tuple[int, str | None]
 """A connection that could not be opened: its kind, and the client's own error if any."""
 
 
-class FastEngine(Engine[Slot]):
+class FastEngine(Traced[Slot]):
     """uvloop + asyncio.Protocol + httptools: the default."""
 
     name = "fast"
@@ -61,11 +62,12 @@ class FastEngine(Engine[Slot]):
         self.port = spec.target.port
         self._sources_used = 0
         self.raw: list[RawClient] = []
-        self.cloop: Loop | None = None
+        self.cloop: TracedLoop | None = None
         """The compiled closed loop, when it runs (`compiled.make_cloop`)."""
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family: int = info[0]
         self.sockaddr: Any = info[4]
+        self._nconn = 0
 
     async def open(self) -> None:
         self._spawn(self._sweeper())
@@ -98,6 +100,8 @@ class FastEngine(Engine[Slot]):
                 r.abandon()
         if self.cloop is not None:
             self.cloop.abort()
+            if self.tracer is not None:
+                self.tracer.c_rows = self.cloop.trace_rows()
 
     def settle(self) -> None:
         if self.cloop is not None:
@@ -141,6 +145,7 @@ class FastEngine(Engine[Slot]):
         slot.phase = IDLE
         slot.conn = conn
         conn.t_connect = t_connect
+        conn.no = self.conn_number()
         return conn
 
     async def _connect_for(self, slot: Slot, t_intended: float, counted: bool, t_sent: float,
@@ -209,7 +214,7 @@ class FastEngine(Engine[Slot]):
         conn.is_head = self.head_list[req]
         slot.deadline = t + self.timeout
         slot.phase = WAITING
-        conn.send(self.request_list[req], t_sent)
+        conn.send(self._payload(conn, req, t, counted, t_sent), t_sent)
 
     def _answered_then_send_next(self, slot: Slot, conn: Conn, kind: int) -> None:
         # The hottest path: the recorder is called inline, not through `_record`, with the
@@ -227,6 +232,8 @@ class FastEngine(Engine[Slot]):
                 rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks,
                          *self.page_of(conn.req))
             rec.heard(slot.user, kind, t)
+        if conn.seq >= 0:
+            self._traced_end(conn, kind, t, marks, conn.counted)
         if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, self.count_start(t), t, self.next_request())
         elif not conn.closed:
@@ -262,10 +269,13 @@ class FastEngine(Engine[Slot]):
         slot.phase = WAITING
         slot.timed_out = False
         conn.is_head = self.head_list[req]
-        conn.send(self.request_list[req], t_sent)
+        conn.send(self._payload(conn, req, t_intended, counted, t_sent), t_sent)
         kind = await fut
         slot.phase = IDLE
-        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, conn.began(), req)
+        began = conn.began()
+        self._record(counted, kind, t_intended, t_sent, conn.nbytes, None, conn.status, began, req)
+        if conn.seq >= 0:
+            self._traced_end(conn, kind, now(), (*began, now()), counted)
         if self.target.keepalive and kind <= HTTP_5XX and conn.reusable and not conn.closed:
             return slot
         if not conn.closed:
@@ -279,3 +289,30 @@ class FastEngine(Engine[Slot]):
     def release(self, state: Slot | None) -> None:
         if state is not None:
             self.slots.discard(state)
+
+    # --trace: the header on the pure-Python paths (the compiled loop writes its own in C) ----------------------
+    def _payload(self, conn: Conn, req: int, t_intended: float, counted: bool, t_sent: float) -> bytes:
+        """Request `req`'s bytes; traced (drawn, and counted): with its traceparent header, its row opened."""
+        tracer = self.tracer
+        conn.seq = seq = tracer.take() if tracer is not None and counted else -1
+        if seq < 0 or tracer is None:
+            return self.request_list[req]
+        tracer.sent(seq, t_intended, t_sent if conn.t_connect != conn.t_connect else conn.t_connect, conn.no)
+        return tracer.request(self.request_list[req], seq)
+
+    def _traced_end(self, conn: Conn, kind: int, t: float, marks: tuple[float, ...], counted: bool) -> None:
+        self.traced_end(conn.seq, kind, t, conn.t_intended, conn.status, conn.nbytes, marks, counted)
+        conn.seq = -1
+
+    def traced_end(self, seq: int, kind: int, t: float, t_intended: float, status: int, nbytes: int,
+                   marks: tuple[float, ...] | None, counted: bool) -> None:
+        """Traced request `seq` ended at `t`: its row, when the recorder counted it (else it stays unfinished)."""
+        rec, tracer = self.rec, self.tracer
+        assert rec is not None and tracer is not None
+        kept = counted and not rec.closed and t < rec.end and (t_intended >= rec.t0 or t >= rec.t0)
+        tracer.ended(seq, kind, t, status, nbytes, marks if kind <= HTTP_5XX else None, kept)
+
+    def conn_number(self) -> int:
+        """A new connection's number among this engine's (requests.parquet's conn)."""
+        self._nconn += 1
+        return self._nconn

@@ -9,7 +9,7 @@ from asyncio import AbstractEventLoop
 from types import ModuleType
 
 from ..core.compiled import current, pure_wanted
-from ..core.host import ClosedHost, Loop
+from ..core.host import ClosedHost, TracedLoop
 
 
 def cloop_module(https: bool = False) -> ModuleType | None:
@@ -28,7 +28,7 @@ def cloop_module(https: bool = False) -> ModuleType | None:
     return mods[-1] if current(*mods) else None
 
 
-def make_cloop(engine: ClosedHost, clients: int, loop: AbstractEventLoop) -> Loop | None:
+def make_cloop(engine: ClosedHost, clients: int, loop: AbstractEventLoop) -> TracedLoop | None:
     """The compiled loop for `engine`'s closed clients, or None: run the pure-Python ones."""
     https = engine.target.scheme == "https"
     if cloop_module(https) is None:

@@ -28,6 +28,7 @@ from ..record.outcomes import (
     kind_of_status,
 )
 from ..record.recorder import Began, Recorder
+from ...trace.rows import Tracer
 
 
 class RawHost(Protocol):
@@ -41,6 +42,7 @@ class RawHost(Protocol):
     sockaddr: Any
     request_list: tuple[bytes, ...]
     head_list: tuple[bool, ...]
+    tracer: Tracer | None
 
     def count_start(self, t: float) -> bool: ...
 
@@ -53,6 +55,11 @@ class RawHost(Protocol):
     def _record(self, counted: bool, kind: int, t_intended: float, t_sent: float, nbytes: int = 0,
                 client_error: str | None = None, status: int = 0, began: Began | None = None, req: int = 0) -> bool: ...
 
+    def conn_number(self) -> int: ...
+
+    def traced_end(self, seq: int, kind: int, t: float, t_intended: float, status: int, nbytes: int,
+                   marks: tuple[float, ...] | None, counted: bool) -> None: ...
+
 
 class RawClient:
     """One closed-loop client: connect, send, read to the end, close, again.
@@ -62,7 +69,7 @@ class RawClient:
 
     __slots__ = (
         "engine", "loop", "sock", "fd", "parser", "t_intended", "t_sent", "t_written", "t_first", "counted", "nbytes",
-        "status", "req", "head", "headers_done", "phase", "deadline", "user",
+        "status", "req", "head", "headers_done", "phase", "deadline", "user", "seq",
     )
 
     def __init__(self, engine: RawHost) -> None:
@@ -80,6 +87,8 @@ class RawClient:
         self.phase = IDLE
         self.user = engine.rec.user() if engine.rec is not None else None
         """This client's user (`Recorder.user`): marked when an answer comes in the window."""
+        self.seq = -1
+        """--trace: the request's sequence number when it carries the header, else -1."""
 
     def start(self) -> None:
         eng = self.engine
@@ -103,6 +112,8 @@ class RawClient:
         self.sock = sock
         self.fd = sock.fileno()
         self.deadline = t + eng.timeout
+        if eng.tracer is not None:
+            self._trace(eng.tracer, t)
         try:
             local = eng.local_addr()
             if local is not None:
@@ -139,6 +150,8 @@ class RawClient:
         self.t_sent = now()
         try:
             req = self.engine.request_list[self.req]
+            if self.seq >= 0 and self.engine.tracer is not None:
+                req = self.engine.tracer.request(req, self.seq)
             if sock.send(req) != len(req):  # only a body larger than the socket buffer does this
                 raise OSError(errno.ENOBUFS, "the request did not fit the socket buffer")
             self.t_written = now()
@@ -211,8 +224,10 @@ class RawClient:
             self._end(kind_of_status(self.status))
         else:
             counted, self.counted = self.counted, False
+            marks = self._marks()
             self.engine._record(counted, kind_of_status(self.status), self.t_intended, self.t_sent, self.nbytes,
-                                None, self.status, self._marks(), self.req)
+                                None, self.status, marks, self.req)
+            self._traced(kind_of_status(self.status), (*marks, now()), counted)
             self._heard(counted, kind_of_status(self.status))
             self.phase = DRAINING  # let the server close first, as webbench reads to EOF
             self.deadline = now() + 1.0
@@ -247,6 +262,8 @@ class RawClient:
             assert rec is not None
             counted, self.counted = self.counted, False
             rec.unsent(self.t_intended, counted)
+            if self.seq >= 0 and self.engine.tracer is not None:  # never sent: no row
+                self.engine.tracer.open.pop(self.seq, None)
         self.close()
 
     def close(self) -> None:
@@ -271,9 +288,11 @@ class RawClient:
         if kind >= 0:
             counted, self.counted = self.counted, False
             answered = kind <= HTTP_5XX
+            marks = self._marks() if answered else None
             later = self.engine._record(counted, kind, self.t_intended, self.t_sent if t_sent is None else t_sent,
                                         self.nbytes, client_error, self.status if answered else 0,
-                                        self._marks() if answered else None, self.req) or later
+                                        marks, self.req) or later
+            self._traced(kind, (*marks, now()) if marks is not None else None, counted)
             self._heard(counted, kind)
         if not self.engine.running:
             return
@@ -281,3 +300,15 @@ class RawClient:
             self.loop.call_later(0.001, self.start)
         else:
             self.start()
+
+    # --trace: the header on this path too (the compiled loop writes its own in C) -------------------------
+    def _trace(self, tracer: Tracer, t: float) -> None:
+        """The request's number when it is traced (and counted), its row opened; its connect begins now."""
+        self.seq = tracer.take() if self.counted else -1
+        if self.seq >= 0:
+            tracer.sent(self.seq, self.t_intended, t, self.engine.conn_number())
+
+    def _traced(self, kind: int, marks: tuple[float, ...] | None, counted: bool) -> None:
+        if self.seq >= 0:
+            self.engine.traced_end(self.seq, kind, now(), self.t_intended, self.status, self.nbytes, marks, counted)
+            self.seq = -1

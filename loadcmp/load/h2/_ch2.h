@@ -75,6 +75,9 @@ typedef struct {
     int64_t nbytes;
     const char *body; /* the request's body, sent from body_off on */
     size_t body_len, body_off;
+    uint64_t seq; /* --trace: its number in the loop's trial; traced: it carries the header */
+    int traced;
+    int32_t conn; /* its connection's number in the loop */
 } h2s_t;
 
 /* The requests a graceful GOAWAY left unprocessed, to send again: each one's request, how often it was sent and
@@ -152,6 +155,7 @@ typedef struct {
     unsigned char *out; /* bytes nghttp2 gave that the socket has not taken yet */
     size_t out_len, out_cap;
     h2stats_t *stats;
+    int32_t no; /* its number among the loop's connections (a row's conn) */
 } h2c_t;
 
 static h2s_t *h2_slot(h2c_t *c, int32_t id) {

@@ -24,6 +24,7 @@ open connection at once, else waiting on a connection still opening, its latency
 
 from libc.math cimport INFINITY
 from libc.stdlib cimport calloc, free, malloc
+from libc.string cimport memcpy
 from posix.unistd cimport close
 
 from ..core._cbase cimport CBase, now
@@ -79,6 +80,7 @@ cdef class H2Loop(H2Conns):
             c.ended = <int *>calloc(self.m * 2 + 2, sizeof(int))
             if not (c.slots and c.ended):
                 raise MemoryError()
+        self._trace_setup(engine.tracer)
         self.tls_on = target.scheme == "https"
         if self.tls_on:
             self.resume = target.tls_resume
@@ -116,7 +118,8 @@ cdef class H2Loop(H2Conns):
             free(c.slots); free(c.ended); free(c.out)
         for i in range(self.nreq if self.nvas else 0):
             free(self.nvas[i])
-        free(self.conns); free(self.buf); free(self.nvas); free(self.nvlens)
+        free(self.conns); free(self.buf); free(self.nvas); free(self.nvlens); free(self.tnv)
+        tracer_free(&self.tr)
         h2_owed_free(&self.owed)
         if self.cb:
             nghttp2_session_callbacks_del(self.cb)
@@ -227,7 +230,12 @@ cdef class H2Loop(H2Conns):
                         self.counted_inflight -= 1
 
     cdef void _close_all(self) except *:
+        cdef h2s_t *s
         for i in range(self.n):
+            for k in range(self.conns[i].m if self.tr.on else 0):  # traced, in flight at the close: unfinished
+                s = &self.conns[i].slots[k]
+                if s.state == S_ACTIVE and s.counted and s.traced:
+                    self._trace_row(s, -1, now(), 0, NULL)
             self._close(&self.conns[i])
 
     def flush(self):
@@ -258,3 +266,19 @@ cdef class H2Loop(H2Conns):
         for k in range(n):
             got["other" if o[k].code == H2_OTHER else f"0x{o[k].code:x}"] = o[k].n
         return got
+
+    # --- --trace (docs/tracing.md) ----------------------------------------------------------------------------
+    def _trace_setup(self, tracer):
+        """The draw and the header's value (`trace.ids.Ids`); room for a traced stream's header fields."""
+        if tracer is None:
+            return
+        value = tracer.ids.value(0).encode()
+        self.tr.on, self.tr.all, self.tr.limit = True, tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+        memcpy(self.tr.value, <char *>value, 55)
+        self.tnv = <nghttp2_nv *>malloc((max(self.nvlens[r] for r in range(self.nreq)) + 1) * sizeof(nghttp2_nv))
+        if not self.tnv:
+            raise MemoryError()
+
+    def trace_rows(self):
+        """The traced streams' rows so far, `trace.rows.row_dtype`'s structs."""
+        return trows_data(&self.tr)[:self.tr.rows.n * TROW_SIZE] if self.tr.rows.n else b""

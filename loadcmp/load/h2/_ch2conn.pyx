@@ -8,7 +8,8 @@ unfinished: `ok + failures + unfinished == started` holds for streams.
 
 from libc.errno cimport errno, EAGAIN, EINTR
 from libc.math cimport NAN, isnan
-from libc.string cimport memmove
+from libc.stdint cimport uint8_t
+from libc.string cimport memcpy, memmove
 
 from ..core._cbase cimport K_HTTP_5XX, kind_of_status, now
 
@@ -56,6 +57,7 @@ cdef class H2Conns(H2Link):
             self.stats.retried += 1
         else:
             s.req, s.sends = self.reqs.next(), 1
+        s.traced = trace_draw(&self.tr, got, &s.seq)
         s.deadline = s.t_intended + self.timeout
         return got
 
@@ -76,6 +78,10 @@ cdef class H2Conns(H2Link):
 
     cdef void _submit(self, h2c_t *c, h2s_t *s) except *:
         """Slot `s`'s request to nghttp2: its header fields and body, by its index."""
+        s.conn = c.no
+        if s.traced:
+            self._submit_traced(c, s)
+            return
         s.id = h2_submit(c, s, self.nvas[s.req], self.nvlens[s.req], self.reqs.data[s.req], self.reqs.size[s.req])
         if s.id < 0:
             raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
@@ -253,6 +259,8 @@ cdef class H2Conns(H2Link):
         phases[2] = s.t_written - s.t_sent
         phases[3] = s.t_first - s.t_written
         phases[4] = (t - s.t_first) if kind <= K_HTTP_5XX else NAN
+        if s.traced:
+            self._trace_row(s, kind, t, status, phases)
         self.tally.end(kind, status, s.t_intended, s.t_sent, t, s.nbytes, phases, self.reqs.page_of[s.req],
                        self.reqs.expect[s.req])
         if self.counted_inflight == 0 and self.tally.spent():
@@ -322,6 +330,7 @@ cdef class H2Conns(H2Link):
         self.counted_inflight += got
         self.stats.streams += got
         s.state, s.counted, s.end, s.status, s.code, s.id, s.nbytes, s.req, s.sends = S_ACTIVE, got, 0, 0, 0, 0, 0, req, 1
+        s.traced, s.conn = trace_draw(&self.tr, got, &s.seq), c.no
         s.t_intended = s.t_counted = due
         s.t_sent = s.t_connect = s.t_up = s.t_hs = s.t_written = s.t_first = NAN
         s.deadline = due + self.timeout
@@ -360,3 +369,24 @@ cdef class H2Conns(H2Link):
     cdef inline int _rank(self, h2c_t *c) noexcept:
         """Where an arrival goes first: the fewest streams, on an open connection before any other."""
         return c.inflight + (0 if c.phase == OPEN and not c.goaway else c.m + 1)
+
+    # --- --trace (docs/tracing.md): the header as a field of its own, a row a traced stream ----------------------
+    cdef void _submit_traced(self, h2c_t *c, h2s_t *s) except *:
+        """A traced stream's request: its header fields, then `traceparent` (nghttp2 copies them at the submit)."""
+        cdef char value[56]
+        cdef size_t n = self.nvlens[s.req]
+        memcpy(self.tnv, self.nvas[s.req], n * sizeof(nghttp2_nv))
+        trace_value(&self.tr, value, s.seq)
+        self.tnv[n].name, self.tnv[n].namelen = <uint8_t *>b"traceparent", 11
+        self.tnv[n].value, self.tnv[n].valuelen, self.tnv[n].flags = <uint8_t *>value, 55, NGHTTP2_NV_FLAG_NONE
+        s.id = h2_submit(c, s, self.tnv, n + 1, self.reqs.data[s.req], self.reqs.size[s.req])
+        if s.id < 0:
+            raise RuntimeError(f"nghttp2: {nghttp2_strerror(s.id).decode()}")
+
+    cdef void _trace_row(self, h2s_t *s, int kind, double t, int status, const double *phases) except *:
+        """A traced stream's row: ended as `kind` at `t`, or (kind -1, or ended after the close) unfinished."""
+        s.traced = 0
+        if trace_row(&self.tr, s.seq, kind, s.t_intended, s.t_sent if isnan(s.t_connect) else s.t_connect, t,
+                     self.tally.t_end, status, phases, s.nbytes, s.conn) < 0:
+            raise MemoryError()
+        self.tr.rows.rows[self.tr.rows.n - 1].stream = s.id

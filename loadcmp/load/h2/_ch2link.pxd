@@ -1,7 +1,7 @@
 # The compiled h2 engine's C declarations (libnghttp2, _ch2.h; its TLS is _cssl.pxd's) and its connections'
 # set-up (_ch2link.pyx's H2Link, on _cbase.pxd's CBase); _ch2conn.pxd's H2Conns and _ch2.pyx's H2Loop build on it.
 
-from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
 
 from ..core._cbase cimport CBase
 from ..core._ctally cimport CRequests
@@ -43,6 +43,9 @@ cdef extern from "_ch2.h" nogil:
         uint32_t code
         double t_intended, t_connect, t_up, t_hs, t_sent, t_written, t_first, deadline, t_counted
         int64_t nbytes
+        uint64_t seq
+        int traced
+        int32_t conn
     ctypedef struct h2c_t:
         int fd, phase, registered, m, inflight, nended, goaway, first_read, fresh
         uint32_t gen
@@ -57,6 +60,7 @@ cdef extern from "_ch2.h" nogil:
         unsigned char *out
         size_t out_len, out_cap
         h2stats_t *stats
+        int32_t no
     ctypedef struct h2owed_t:
         int n
     nghttp2_session_callbacks *h2_callbacks()
@@ -92,6 +96,7 @@ cdef class H2Link(CBase):
     cdef long long offers
     cdef tls_t tls
     cdef object url
+    cdef int32_t nconn  # the connections opened (a traced row's conn)
     cdef bint rate  # an open schedule (rate, replay): connections opened with no stream, arrivals placed on them
 
     # the set-up and tear-down of a connection (_ch2link.pyx)

@@ -51,6 +51,8 @@ cdef class H2Link(CBase):
         c.goaway_code = 0
         c.first_read, c.registered = 1, 0
         self.stats.connections += 1
+        self.nconn += 1
+        c.no = s.conn = self.nconn  # its first stream's connection, whether or not it opens
         c.fd = socket(self.family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0)
         if c.fd < 0:
             self._failed(c, errno)

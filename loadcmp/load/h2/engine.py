@@ -13,14 +13,15 @@ import asyncio
 import socket
 from typing import Any
 
-from ..core.host import Loop
-from ..driver import Engine, LiveFn, LoadSpec
+from ..core.host import TracedLoop
+from ..driver import LiveFn, LoadSpec
+from ..traced import Traced
 from ..schedules import Closed, Rate, Replay
 from ..tls import context as tls
 from .loops import make_h2loop, make_h2open
 
 
-class H2Engine(Engine[None]):
+class H2Engine(Traced[None]):
     """HTTP/2 by streams: a loop of -c connections, each with -m streams in flight."""
 
     name = "h2"
@@ -31,7 +32,7 @@ class H2Engine(Engine[None]):
         """https (h2): the fallback's TLS over uvloop's transports; the compiled loop runs OpenSSL from C."""
         self.host = spec.target.host
         self.port = spec.target.port
-        self.loop: Loop | None = None
+        self.loop: TracedLoop | None = None
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family: int = info[0]
         self.sockaddr: Any = info[4]
@@ -52,3 +53,5 @@ class H2Engine(Engine[None]):
     def abort_all(self) -> None:
         if self.loop is not None:
             self.loop.abort()
+            if self.tracer is not None:
+                self.tracer.c_rows = self.loop.trace_rows()

@@ -36,6 +36,7 @@ from ..pageset import Cursor
 from ..record.outcomes import (CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, PROTOCOL_ERROR, RESET, SENDS, STREAM_RESET,
                                TIMEOUT, kind_of_error, kind_of_status)
 from ..record.result import StreamTally
+from ...trace.rows import Tracer
 
 NAN = math.nan
 TICK_S = 0.05
@@ -61,6 +62,8 @@ class Stream:
     nbytes: int = 0
     code: str = ""
     """RST_STREAM's error code, by name."""
+    seq: int = -1
+    """--trace: its number in the trial when it carries the header, else -1."""
 
     def __post_init__(self) -> None:
         if math.isnan(self.t_counted):
@@ -123,10 +126,14 @@ class H2Proto(asyncio.Protocol):
         self.goaway: int | None = None
         self.served = 0
         self.first_read = True
+        self.no = 0
+        """Its number among the loop's connections (requests.parquet's conn), once connected."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = t = cast(asyncio.Transport, transport)  # uvloop's transports do not subclass asyncio's
         o = self.owner
+        o.nconn += 1
+        self.no = o.nconn
         sslobj = transport.get_extra_info("ssl_object")
         if sslobj is not None and sslobj.selected_alpn_protocol() != H2.alpn[0]:
             got = sslobj.selected_alpn_protocol() or "no protocol"
@@ -148,6 +155,8 @@ class H2Proto(asyncio.Protocol):
         sid = self.h2.get_next_available_stream_id()
         s.t_sent = now() if math.isnan(s.t_sent) else s.t_sent
         headers, body = self.owner.requests[s.req]
+        if (tracer := self.owner.engine.tracer) is not None and s.counted:
+            headers = self.owner.traced(tracer, s, headers, self.no, sid)
         self.h2.send_headers(sid, headers, end_stream=not body)
         if body:
             self.h2.send_data(sid, body, end_stream=True)
@@ -262,6 +271,7 @@ class H2Clients:
         """A SETTINGS came on some connection: a close before one later is a reset, not a server without h2c."""
         self.protos: set[H2Proto] = set()
         self.tasks: list[asyncio.Task[None]] = []
+        self.nconn = 0
 
     def start(self) -> None:
         self.rec.streams = StreamTally(protocol=self.tally.protocol, pure_python=True)
@@ -286,6 +296,8 @@ class H2Clients:
             return
         s.counted = False
         self.rec.unsent(s.t_counted, True)
+        if s.seq >= 0 and (tracer := self.engine.tracer) is not None:  # never processed: no row, sent again
+            tracer.open.pop(s.seq, None)
         self.tally.goaway_unprocessed += 1
         self.tally.streams -= 1
         heapq.heappush(self.owed, (s.t_intended, next(self.owing), s))
@@ -302,6 +314,22 @@ class H2Clients:
         page, expect = (self.cursor.page_of[s.req], self.cursor.expect[s.req]) if self.cursor is not None else (-1, 0)
         marks = (s.t_connect, s.t_sent, s.t_sent, s.t_first, t) if kind <= HTTP_5XX else None
         self.rec.done(kind, s.t_intended, s.t_intended, t, s.nbytes, status, marks, page, expect)
+        if s.seq >= 0 and (tracer := self.engine.tracer) is not None:
+            tracer.ended(s.seq, kind, t, status, s.nbytes, marks, not self.rec.closed and t < self.rec.end)
+
+    @staticmethod
+    def traced(tracer: Tracer, s: Stream, headers: list[tuple[bytes, bytes]], conn: int, sid: int
+               ) -> list[tuple[bytes, bytes]]:
+        """--trace: a counted stream's header fields, with traceparent when it is drawn (its row opened)."""
+        s.seq = tracer.take()
+        if s.seq < 0:
+            return headers
+        tracer.sent(s.seq, s.t_intended, s.t_sent if math.isnan(s.t_connect) else s.t_connect, conn, sid)
+        return [*headers, (b"traceparent", tracer.ids.value(s.seq).encode())]
+
+    def trace_rows(self) -> bytes:
+        """The rows kept in C (none here: this loop's go to the engine's tracer as they end)."""
+        return b""
 
     async def _client(self) -> None:
         loop = asyncio.get_running_loop()

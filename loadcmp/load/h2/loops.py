@@ -9,7 +9,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING
 
 from ..core.compiled import current, pure_wanted
-from ..core.host import H2Host, Loop
+from ..core.host import H2Host, TracedLoop
 
 if TYPE_CHECKING:
     from ._ch2 import H2Loop
@@ -27,7 +27,7 @@ def h2_module() -> ModuleType | None:
     return _ch2 if current(_cbase, _ctally, _ch2link, _ch2conn, _ch2) else None
 
 
-def make_h2loop(engine: H2Host, connections: int, loop: AbstractEventLoop) -> Loop:
+def make_h2loop(engine: H2Host, connections: int, loop: AbstractEventLoop) -> TracedLoop:
     """The h2 loop for `engine`'s connections: compiled, or the pure-Python `h2` package's (`h2py`)."""
     if h2_module() is not None:
         from ._ch2 import H2Loop

@@ -77,6 +77,8 @@ class Conn(QuicConnectionProtocol):
         """The stream id of the server's GOAWAY: streams at or above it were never processed."""
         self.gone = False
         self.served = 0
+        self.no = 0
+        """Its number among the load's connections (requests.parquet's conn), set by whoever opened it."""
         self.room = asyncio.Event()
         self._flush: asyncio.Handle | None = None
         self.udp: asyncio.BaseTransport

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..driver import BACKOFF_S, Engine, now
+from ..traced import Traced
 from ..record.outcomes import CONNECT_TIMEOUT, GOAWAY, HTTP_5XX, SENDS, TIMEOUT
 from ..record.result import StreamTally
 from ..schedules import Closed
@@ -70,6 +71,8 @@ class Connections:
     def __init__(self, engine: Engine[Any]) -> None:
         self.engine = engine
         self.slots: list[Slot] = []
+        self.opened = 0
+        """The connections opened (each one's `Conn.no`)."""
 
     async def open(self) -> None:
         """The server's UDP address, the QUIC configuration, and the tally the recorder reports."""
@@ -115,6 +118,9 @@ class Connections:
                 slot.opening = None
         slot.conn = conn
         rec = self.engine.rec
+        if first:
+            self.opened += 1
+            conn.no = self.opened
         if first and counted and rec is not None:
             rec.add_tls(int(not conn.resumed), int(conn.resumed), {conn.seen: 1})
         return conn, first
@@ -174,7 +180,7 @@ class Connections:
             raise
 
 
-class H3Engine(Engine[Slot]):
+class H3Engine(Traced[Slot]):
     """HTTP/3 over QUIC: the closed loop runs `-m` clients on each of `-c` connections; the ramp and the rate
     put each request on the least busy of at most `-c` connections."""
 
@@ -218,11 +224,16 @@ class H3Engine(Engine[Slot]):
         req = self.next_request()
         s = Sending(t_intended)
         slot.inflight += 1
+        fields, body = self.requests[req]
+        seq = self._trace_take(counted, t_intended)
+        if seq >= 0:
+            fields = [*fields, self._trace_field(seq)]
         try:
-            kind, reason = await self.h3.timed(slot, *self.requests[req], counted, s)
+            kind, reason = await self.h3.timed(slot, fields, body, counted, s)
         finally:
             slot.inflight -= 1
         if kind == UNSENT:
+            self._trace_row(seq, s, kind, 0, 0, None, False)
             return state
         stream = s.stream
         status = stream.status if stream is not None and kind <= HTTP_5XX else 0
@@ -230,4 +241,33 @@ class H3Engine(Engine[Slot]):
         nbytes = stream.nbytes if stream is not None else 0
         if self._record(counted, kind, t_intended, s.t_sent, nbytes, reason, status, began, req):
             await asyncio.sleep(BACKOFF_S)
+        self._trace_row(seq, s, kind, status, nbytes, None if began is None else (*began, now()), counted)
         return state
+
+    # --trace: the header as a field of its own, a row a traced request ---------------------------------------
+    def _trace_take(self, counted: bool, t_intended: float) -> int:
+        """A counted request's number when it is traced (its row opened: unfinished unless it ends), else -1."""
+        tracer = self.tracer
+        seq = tracer.take() if tracer is not None and counted else -1
+        if seq >= 0 and tracer is not None:
+            tracer.sent(seq, t_intended, t_intended, 0)
+        return seq
+
+    def _trace_field(self, seq: int) -> tuple[bytes, bytes]:
+        assert self.tracer is not None
+        return b"traceparent", self.tracer.ids.value(seq).encode()
+
+    def _trace_row(self, seq: int, s: Sending, kind: int, status: int, nbytes: int,
+                   marks: tuple[float, ...] | None, counted: bool) -> None:
+        """Traced request `seq`'s row, when the recorder counted it (else unfinished; never sent: none)."""
+        rec, tracer = self.rec, self.tracer
+        if seq < 0 or tracer is None or rec is None:
+            return
+        if kind == UNSENT:
+            tracer.open.pop(seq, None)
+            return
+        t = now()
+        t_start = s.t_sent if math.isnan(s.t_connect) else s.t_connect
+        if seq in tracer.open:  # now that it went out: where it began, on which connection and stream
+            tracer.sent(seq, tracer.open[seq][0], t_start, s.conn.no if s.conn is not None else 0, max(s.sid, 0))
+        tracer.ended(seq, kind, t, status, nbytes, marks, counted and not rec.closed and t < rec.end)

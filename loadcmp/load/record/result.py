@@ -15,6 +15,7 @@ from .histogram import Histogram
 from .journeytally import JourneyTally
 from .outcomes import KINDS
 from .saturation import ClientUse
+from ...trace.rows import TraceRows
 
 StoppedBy = Literal["time", "requests"]
 """What ended a load: its time (the window closed, or a stop) or its -n requests, all answered."""
@@ -293,6 +294,8 @@ class Result:
     """The users (a closed loop's clients, a ramp's users) that got no answer at all in the window: each request
     they sent in it, or held into it from the warm-up, failed or was still in flight at the close. None: the
     engine does not follow its users (a rate, h2, h3)."""
+    traced: TraceRows | None = None
+    """--trace: one row per traced request (`trace.rows`), written to requests.parquet; None: not traced."""
 
     @classmethod
     def merge(cls, parts: list[Result]) -> Result:
@@ -341,6 +344,7 @@ class Result:
             JourneyTally.merge([p.journeys for p in parts]),
             None if all(p.users_unanswered is None for p in parts)
             else sum(p.users_unanswered or 0 for p in parts),
+            TraceRows.merge([p.traced for p in parts]),
         )
 
     def counts(self) -> dict[str, int]:

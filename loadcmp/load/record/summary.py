@@ -165,6 +165,8 @@ def result_doc(result: Result, extra: Mapping[str, object] | None = None) -> Loa
         doc["pages"] = pages_doc(result)
     if result.journeys is not None:
         add_journeys(doc, result.journeys)
+    if result.traced is not None:  # --trace: the requests traced, each a row of requests.parquet
+        doc["traced"] = len(result.traced)
     if extra:
         cast(dict[str, Any], doc).update(extra)  # keys a LoadSummary declares as NotRequired, and the caller's
     return doc
@@ -303,10 +305,11 @@ def over_trials(docs: list[LoadSummary]) -> dict[str, Any]:
         return {}
     rows = [cast(Mapping[str, Any], d) for d in docs]
     totals: dict[str, Any] = {k: sum(int(d.get(k) or 0) for d in rows)
-                              for k in ("started", "ok", "failed", "unfinished", "warmup_requests", "users_unanswered")
+                              for k in ("started", "ok", "failed", "unfinished", "warmup_requests", "users_unanswered",
+                                        "traced")  # traced: --trace's rows in requests.parquet
                               if any(k in d for d in rows)}
     out: dict[str, Any] = {k: _mean_count(v, n) for k, v in totals.items()
-                           if k in ("started", "warmup_requests", "users_unanswered")}
+                           if k in ("started", "warmup_requests", "users_unanswered", "traced")}
     if any("status_codes" in d for d in docs):
         codes: dict[str, int] = {}
         for d in docs:
