@@ -33,6 +33,7 @@ BENCH_DEFAULTS: dict[str, Any] = {
     "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
     "timeout": 10.0, "engine": "fast", "workers": 1, "cluster": None, "client_cpus": None,
     "ramp_up": None, "pace": None, "rate": None, "max_inflight": None, "net": None,
+    "think": None, "send_rate": None, "read_rate": None,
 }
 """What `bench` does when a flag is not given (ab and webbench: no keep-alive, no warm-up)."""
 
@@ -123,6 +124,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
 def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan:
     """The flags checked and turned into a load (bad usage is refused here, before any request)."""
     from ..load.driver import LoadSpec
+    from ..load.pacing import pacing_of
     from ..load.schedules import make_schedule, time_cap
     from ..units import parse_cluster
 
@@ -139,7 +141,10 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
     duration = v["duration"]
     if v["requests"] is not None and not timed:
         duration = time_cap(v["requests"], clients, v["timeout"])
-    load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"])
+    if (pacing := pacing_of(v["think"], v["send_rate"], v["read_rate"])) is not None:
+        pacing.refuse(sched.kind, target.proto, v["engine"])
+    load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"],
+                    pacing=pacing)
     return BenchPlan(url, target, sched, load, clients, v["workers"], v["client_cpus"], v["cluster"], v["requests"],
                      time.strftime("%Y-%m-%dT%H:%M:%S%z"), _net(v["net"], target.proto, v["cluster"]))
 
@@ -208,6 +213,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         **({"tls_verify": not target.insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
         **({"lost": result.lost} if result.lost else {}),
+        **({"pacing": spec.pacing.describe()} if spec.pacing is not None else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
     if netp is not None:

@@ -50,6 +50,9 @@ class LoadFlags(FlagGroup):
     cluster: str | None = flag("--cluster")
     client_cpus: str | None = flag("--client-cpus")
     net: str | None = flag("--net")
+    think: str | None = flag("--think")
+    send_rate: str | None = flag("--send-rate")
+    read_rate: str | None = flag("--read-rate")
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by RunSpec field name (keep-alive as the spec's tuple of settings)."""
@@ -115,7 +118,31 @@ def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
                      help="Put a network between the clients and the server (a Toxiproxy on 127.0.0.1): "
                           "rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit, or a profile: lan, cable, dsl, 4g, 3g, "
                           "wan."),
+        *_behaviour_options(),
     ]
+
+
+def _behaviour_options() -> list[Callable[[F], F]]:
+    """--think, --send-rate, --read-rate: clients that behave like people (`load.pacing`, docs/clients.md)."""
+    return [
+        click.option("--think", callback=_pacing, metavar="DURATION[±JITTER]",
+                     help="Closed loop: each client idles this long between an answer and its next request "
+                          "(2s, 2s±500ms; the jitter drawn uniformly, seeded)."),
+        click.option("--send-rate", callback=_pacing, metavar="RATE|slowloris",
+                     help="Write each request paced to RATE (2kbit, 10kB/s); slowloris: 8 bytes every 2 s."),
+        click.option("--read-rate", callback=_pacing, metavar="RATE",
+                     help="Read each response at RATE (2kbit, 10kB/s) through a small receive buffer."),
+    ]
+
+
+def _pacing(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """A behaviour's value checked as soon as it is read (one line, exit 2, nothing started); kept as typed."""
+    if value is not None:
+        from ..load.pacing import pacing_of
+
+        asked = {"think": None, "send_rate": None, "read_rate": None} | {str(param.name): value}
+        pacing_of(asked["think"], asked["send_rate"], asked["read_rate"])
+    return value
 
 
 def _net(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .pacing import Pacing
 from .pageset import Pages
 from .record.recorder import Second
 from .record.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
@@ -52,6 +53,8 @@ class LoadSpec:
     pages: Pages | None = None
     """Several pages (a mix, a replayed log): what each request sends, in a sequence prepared beforehand, and
     each page recorded on its own; None: every request is `target`'s, recorded as the load's only."""
+    pacing: Pacing | None = None
+    """How each client behaves (`--think`, `--send-rate`, `--read-rate`); None: as fast as it can."""
 
 
 @dataclass

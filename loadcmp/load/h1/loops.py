@@ -31,6 +31,8 @@ def cloop_module(https: bool = False) -> ModuleType | None:
 def make_cloop(engine: ClosedHost, clients: int, loop: AbstractEventLoop) -> Loop | None:
     """The compiled loop for `engine`'s closed clients, or None: run the pure-Python ones."""
     https = engine.target.scheme == "https"
+    if https and engine.spec.pacing is not None and engine.spec.pacing.paced_io:
+        return None  # a paced write or read over TLS: the Python loop's transports pace it (`paced`)
     if cloop_module(https) is None:
         return None
     if https:
