@@ -243,6 +243,8 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
         keepalive=[plan.target.keepalive], engine=plan.load.engine, workers=doc.get("workers", plan.workers),
         requests=plan.requests, url=plan.url,
     )
+    if (pacing := plan.load.pacing) is not None:  # --think, --send-rate, --read-rate as given
+        spec.update(think=pacing.think, send_rate=pacing.send_rate, read_rate=pacing.read_rate)
     run = new_run_doc("bench", f"bench {plan.url}", spec, machine_info(), __version__, plan.started)
     if commit := git_commit():
         run["git_commit"] = commit

@@ -167,3 +167,18 @@ def pacing_of(think: str | None, send_rate: str | None, read_rate: str | None) -
     if think is None and send_rate is None and read_rate is None:
         return None
     return Pacing(think, send_rate, read_rate)
+
+
+def pacing_problems(think: str | None, send_rate: str | None, read_rate: str | None, schedule: str, engine: str,
+                    protos: set[str], source: str = "--page") -> list[str]:
+    """A run's behaviours checked against its schedule, engine, traffic source (its flag) and every protocol it
+    loads (`experiment.spec`): a replay sets its own times, journeys run their own engine."""
+    try:
+        if (pacing := pacing_of(think, send_rate, read_rate)) is not None:
+            if source == "--journey":
+                raise UsageError(f"--journey runs its own engine, which runs no client behaviour ({pacing.words()})")
+            for proto in sorted(protos):
+                pacing.refuse("replay" if source == "--replay" else schedule, proto, engine)
+    except UsageError as e:
+        return list(e.messages)
+    return []
