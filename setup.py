@@ -87,7 +87,8 @@ def extensions() -> list[Extension]:
     base = at("_cbase.pxd", "_csys.pxd", "_cnet.h") + tally
     cloop = at("_cloop.pxd", "_chttp.h") + base
     tls = at("_cssl.pxd", "_ctls.h")
-    exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop)]
+    exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop),
+            compiled("h1", "_cpaced", cloop)]
     if openssl_headers():
         exts.append(compiled("h1", "_ctls", cloop + tls, "ssl", "crypto"))
     else:

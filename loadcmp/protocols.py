@@ -128,8 +128,9 @@ class Protocol:
         line; None: it runs it."""
         if flag in self.behaviours:
             return None
-        return (f"--proto {self.name} takes no {flag}: the {self.name} engine does not run it "
-                f"({', '.join(self.behaviours) or 'no client behaviour'}); HTTP/1.1 runs each")
+        runs = [p.name for p in _TABLE.values() if flag in p.behaviours]
+        return (f"--proto {self.name} takes no {flag}: its engine runs no client behaviour"
+                + (f"; --proto {' and '.join(runs)} runs each" if runs else ""))
 
     def source_error(self, flag: str) -> str | None:
         """A traffic source (given as its flag, `--mix`) this protocol does not carry, in one line."""

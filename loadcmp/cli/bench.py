@@ -14,6 +14,7 @@ import click
 
 from .. import protocols
 from ..errors import Interrupted, LoadError, UsageError
+from ..facts import PacingFields
 from ..records import LoadSummary, SpecDoc
 from .app import cli, emit_json, stop_on_signals
 from .display import LiveLine, err, markup, print_result, say
@@ -163,8 +164,7 @@ def _net(text: str | None, proto: str, cluster: str | None) -> NetSpec | None:
 
 
 def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tuple[Result, LoadSummary, float]:
-    """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it; and when its window
-    started on the wall clock."""
+    """Send the load (here or on a Dask cluster), sum it up as `--json` shows it; when its window began (wall clock)."""
     from ..load.tls import context as tls
     from ..load.run.cluster import open_fleet
     from ..load.engines import engine_path
@@ -204,7 +204,8 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         used = len(cluster["workers"]) if cluster is not None else plan.workers
         if netp is not None:
             netp.end_window()
-    path = engine_path(spec.engine, sched.kind == "closed", target.scheme == "https", target.proto)
+    path = engine_path(spec.engine, sched.kind == "closed" and not (spec.pacing and target.scheme == "https"),
+                       target.scheme == "https", target.proto)  # a client behaviour over https: Python's transports
     doc = result_doc(result, {
         "url": plan.url, "engine": spec.engine, "workers": used,
         "schedule": {**sched.describe(), "keepalive": target.keepalive},
@@ -212,8 +213,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         "engine_path": path, "proto": target.proto, "streams_asked": target.streams,
         **({"tls_verify": not target.insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
-        **({"lost": result.lost} if result.lost else {}),
-        **({"pacing": spec.pacing.describe()} if spec.pacing is not None else {}),
+        **({"lost": result.lost} if result.lost else {}), **({"pacing": spec.pacing.describe()} if spec.pacing else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
     if netp is not None:
@@ -244,7 +244,7 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
         requests=plan.requests, url=plan.url,
     )
     if (pacing := plan.load.pacing) is not None:  # --think, --send-rate, --read-rate as given
-        spec.update(think=pacing.think, send_rate=pacing.send_rate, read_rate=pacing.read_rate)
+        spec.update(PacingFields(think=pacing.think, send_rate=pacing.send_rate, read_rate=pacing.read_rate))
     run = new_run_doc("bench", f"bench {plan.url}", spec, machine_info(), __version__, plan.started)
     if commit := git_commit():
         run["git_commit"] = commit

@@ -176,7 +176,7 @@ def pacing_problems(think: str | None, send_rate: str | None, read_rate: str | N
     try:
         if (pacing := pacing_of(think, send_rate, read_rate)) is not None:
             if source == "--journey":
-                raise UsageError(f"--journey runs its own engine, which runs no client behaviour ({pacing.words()})")
+                raise UsageError(f"--journey: the journeys' engine runs no client behaviour ({pacing.words()})")
             for proto in sorted(protos):
                 pacing.refuse("replay" if source == "--replay" else schedule, proto, engine)
     except UsageError as e:

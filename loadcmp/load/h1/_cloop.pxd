@@ -33,13 +33,9 @@ cdef class CLoop(CBase):
     cdef char *answered  # by client: its user had an answer in the window (`Recorder.users_seen`)
     cdef int n_answered
     cdef object retry_handle
-    # the client behaviours (`load.pacing`, `_pacing`); all 0 (and the arrays NULL) for a machine's clients
-    cdef double think_s, send_gap, read_bps
+    # the client behaviours (`load.pacing`): set by `_cpaced.PacedLoop` only; 0 here, so no branch of theirs runs
+    cdef double think_s
     cdef int send_chunk, read_chunk, rcvbuf
-    cdef object pacing, think_rng
-    cdef uint32_t *ptok  # by client: the pause its pending callback belongs to (a later one makes it stale)
-    cdef Py_ssize_t *sent  # by client: the request's bytes written so far (--send-rate)
-    cdef Py_ssize_t *held  # by client: the bytes peeked at and left in its socket until the rate has carried them
 
     cdef bint _begin(self, Client *c, double t) except -1
     cdef void _start(self, Client *c) except *
@@ -58,13 +54,9 @@ cdef class CLoop(CBase):
     cdef void _record(self, Client *c, int kind, double t, int status, double t_done) except *
     cdef void _next(self, Client *c, double later) except *
     cdef void _hand_warm(self) except *
-    cdef void _pacing(self, engine) except *
     cdef void _paced_socket(self, Client *c) except *
     cdef bint _think(self, Client *c, bint keep) except *
     cdef void _idle_event(self, Client *c) except *
     cdef bint _trickle(self, Client *c, bint early) except *
-    cdef void _sent_more(self, Client *c) except *
     cdef void _paced_read(self, Client *c) except *
-    cdef void _pause(self, Client *c, double at) except *
-    cdef void _later(self, Client *c, double at, fn) except *
 

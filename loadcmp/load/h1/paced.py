@@ -10,12 +10,21 @@ from __future__ import annotations
 import asyncio
 import socket
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..pacing import Pacing
 
-if TYPE_CHECKING:
-    from .conn import Conn
+
+class Conn(Protocol):
+    """What these read and set of `conn.Conn` (named here, not imported: conn.py calls this module)."""
+
+    transport: Any
+    token: int
+    closed: bool
+    active: bool
+    t_written: float
+
+    def take(self, data: bytes) -> None: ...
 
 
 def trickle(conn: Conn, request: bytes, pacing: Pacing) -> None:
