@@ -23,11 +23,14 @@ from loadcmp.load.target import TlsOptions, make_target
 
 HEADER_TIMEOUT_S = 0.5
 """The server's time for a request's head, as Apache's RequestReadTimeout and nginx's client_header_timeout."""
+KEEPALIVE_TIMEOUT_S = 0.03
+"""How long `/brief` keeps a connection idle after its answer."""
 
 
 class PageServer:
     """HTTP/1.1 on 127.0.0.1 in a thread: `/big?n=N` answers N bytes, a POST reads its body first, anything else
-    answers 2 bytes; a head not read within HEADER_TIMEOUT_S gets a 408 and the connection closed."""
+    answers 2 bytes (`/brief` then closes the connection once idle KEEPALIVE_TIMEOUT_S); a head not read within
+    HEADER_TIMEOUT_S gets a 408 and the connection closed."""
 
     def __init__(self) -> None:
         self.loop = asyncio.new_event_loop()
@@ -67,6 +70,9 @@ class PageServer:
                 body = b"x" * int(path.split("n=")[1]) if path.startswith("/big") else b"ok"
                 writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body))
                 await writer.drain()
+                if path == "/brief":  # a keep-alive timeout shorter than the client's think
+                    await asyncio.sleep(KEEPALIVE_TIMEOUT_S)
+                    break
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
@@ -163,6 +169,17 @@ def test_think_lowers_the_rate_by_the_expected_factor(pages: PageServer) -> None
     expected = fast_doc["rps"] * cycle / (cycle + think)
     assert 0.75 < slow_doc["rps"] / expected < 1.25, (slow_doc["rps"], expected)
     assert slow_doc["latency_ms"]["p50"] / 1000 < think / 2  # the think is not in the latency
+
+
+@pytest.mark.usefixtures("loop_path")
+def test_a_connection_closed_during_the_think_is_opened_again_after_it(pages: PageServer) -> None:
+    """The server's keep-alive timeout ends the connection mid-think: the client connects again when its think
+    ends, and the rate is the think's as on a kept connection, with no failure."""
+    clients, think = 4, 0.1
+    kept = accounted(load(pages.url("/ok"), Pacing(f"{think}s"), clients))
+    closed = accounted(load(pages.url("/brief"), Pacing(f"{think}s"), clients))
+    assert not closed["failed"] and closed["ok"] >= clients, closed
+    assert 0.75 < closed["rps"] / kept["rps"] < 1.25, (closed["rps"], kept["rps"])
 
 
 @pytest.mark.usefixtures("loop_path")

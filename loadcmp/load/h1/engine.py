@@ -215,8 +215,8 @@ class FastEngine(Engine[Slot]):
                 conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
                 self._send_on_open_connection(slot, conn, t, counted, now(), req)
                 await conn.closed_fut
-                if self.think_rng is not None and self.pacing is not None:  # --think: before the next connect too
-                    await asyncio.sleep(self.pacing.think_delay(self.think_rng))
+                if self.think_rng is not None:  # --think: before the next connect too, until the think's end
+                    await asyncio.sleep(max(0.0, slot.deadline - now()))
         finally:
             self.slots.discard(slot)
 
@@ -246,17 +246,23 @@ class FastEngine(Engine[Slot]):
                 rec.done(kind, conn.t_intended, conn.t_intended, t, conn.nbytes, conn.status, marks,
                          *self.page_of(conn.req))
             rec.heard(slot.user, kind, t)
-        if self.think_rng is not None and conn.reusable and kind <= HTTP_5XX and not conn.closed:
-            self._think(slot, conn)
+        if self.think_rng is not None:
+            self._think(slot, conn, conn.reusable and kind <= HTTP_5XX and not conn.closed)
         elif self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, self.count_start(t), t, self.next_request())
         elif not conn.closed:
             conn.transport.close()
 
-    def _think(self, slot: Slot, conn: Conn) -> None:
-        """--think: the kept connection idles, then sends the next request (its latency runs from then)."""
+    def _think(self, slot: Slot, conn: Conn, keep: bool) -> None:
+        """--think: the kept connection idles, then sends the next request (its latency runs from then); one not
+        kept is closed, and its client connects again at the think's end (`slot.deadline`: idle, no sweeper's)."""
         assert self.pacing is not None and self.think_rng is not None
-        asyncio.get_running_loop().call_later(self.pacing.think_delay(self.think_rng), self._thought, slot, conn)
+        delay = self.pacing.think_delay(self.think_rng)
+        slot.deadline = now() + delay
+        if keep:
+            asyncio.get_running_loop().call_later(delay, self._thought, slot, conn)
+        elif not conn.closed:
+            conn.transport.close()
 
     def _thought(self, slot: Slot, conn: Conn) -> None:
         if conn.closed or conn.active:  # the server closed it meanwhile: its client connects again
