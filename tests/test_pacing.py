@@ -219,3 +219,25 @@ def test_over_https_each_behaviour_is_accounted(tls_faulty) -> None:  # type: ig
         doc = accounted(run_load(LoadSpec(target, Closed(3), 1.0, pacing=pacing)))
         assert doc["ok"] >= 3 and not doc["failed"], doc
         assert most is None or doc["started"] <= most + 3, doc
+
+
+# --- experiment files and run specs -----------------------------------------------------------------------------
+
+def test_an_experiment_file_carries_them_and_says_a_bad_one_at_its_line(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from loadcmp.errors import ConfigError
+    from loadcmp.experiment.spec import RunSpec, load_experiment, validate
+
+    good = tmp_path / "people.toml"
+    good.write_text('servers = ["nginx"]\nkeepalive = true\nthink = "2s±500ms"\nsend_rate = "slowloris"\n'
+                    'read_rate = "10kB/s"\n')
+    spec = validate(RunSpec.of(load_experiment(good)[0]))
+    assert (spec.think, spec.send_rate, spec.read_rate) == ("2s±500ms", "slowloris", "10kB/s")
+    assert {"think": "2s±500ms", "send_rate": "slowloris", "read_rate": "10kB/s"}.items() <= spec.to_dict().items()
+    bad = tmp_path / "bad.toml"
+    bad.write_text('servers = ["nginx"]\nread_rate = "0"\nthink = 5\n')
+    with pytest.raises(ConfigError) as e:
+        load_experiment(bad)
+    joined = "\n".join(e.value.messages)
+    assert "bad.toml:2" in joined and "--read-rate" in joined and "bad.toml:3" in joined, joined
+    with pytest.raises(UsageError, match="closed loop"):
+        validate(RunSpec(servers=("nginx",), schedule="rate", rate=10.0, think="1s"))
