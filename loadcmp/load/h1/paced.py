@@ -31,6 +31,7 @@ def trickle(conn: Conn, request: bytes, pacing: Pacing) -> None:
     """Write `request` a chunk at a time, `send_step` apart; `t_written` once the last chunk is written. A request
     that ends meanwhile (answered early, timed out, the connection lost) stops it."""
     conn.token += 1
+    conn.t_written = time.monotonic()  # until the last chunk is written (an answer before it: a write of none)
     _write_from(conn, request, 0, conn.token, pacing.send_step())
 
 
