@@ -84,18 +84,19 @@ def extensions() -> list[Extension]:
         note("Cython is not installed")
         return []
     tally = at("_ctally.h", "_ctally.pxd")
-    base = at("_cbase.pxd", "_csys.pxd", "_cnet.h") + tally
     trace = at("_ctrace.h", "_ctrace.pxd")
-    cloop = at("_cloop.pxd", "_chttp.h") + trace + base
+    base = at("_cbase.pxd", "_csys.pxd", "_cnet.h") + tally + trace
+    cloop = at("_cloop.pxd", "_chttp.h") + base
     tls = at("_cssl.pxd", "_ctls.h")
-    exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop)]
+    exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop),
+            compiled("h1", "_cpaced", cloop)]
     if openssl_headers():
         exts.append(compiled("h1", "_ctls", cloop + tls, "ssl", "crypto"))
     else:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)
     if openssl_headers() and headers_of("nghttp2/nghttp2.h"):
-        h2 = at("_ch2.h", "_ch2link.pxd", "_ch2conn.pxd") + trace + tls + base
+        h2 = at("_ch2.h", "_ch2link.pxd", "_ch2conn.pxd") + tls + base
         exts += [compiled("h2", name, h2, "nghttp2", "ssl", "crypto") for name in ("_ch2link", "_ch2conn", "_ch2")]
     else:
         print("loadcmp: nghttp2's or OpenSSL's headers (libnghttp2-dev, libssl-dev) were not found: h2 runs the "

@@ -3,7 +3,8 @@ HTTP/3 streams, its journeys, its replayed log. These are facts of one protocol 
 only when the load used it; records.py holds what every load has, and names these where a record carries them.
 Beside them, the two figures of a full listen queue: the connects TCP's SYN retry delayed (`SlowConnects`, the
 client's) and the kernel's TCP counters of the window (`KernelDoc`, where they could be read). And `--net`'s: the path
-asked and seen and its proxy's cost (`NetFacts`), with the keys of the spec and of a summary that carry them.
+asked and seen and its proxy's cost (`NetFacts`), with the keys of the spec and of a summary that carry them; and the
+client behaviours' keys (`PacingFields`, `PacingResult`).
 """
 
 from __future__ import annotations
@@ -144,6 +145,20 @@ class TraceResult(TypedDict):
 
     traced: NotRequired[int]  #: the requests traced (rows in requests.parquet); absent: not traced
     traced_bytes: NotRequired[int]  #: requests.parquet's size after this trial's rows
+
+
+class PacingFields(TypedDict):
+    """run.json's `spec` keys of the client behaviours (`load.pacing`; SpecDoc has them: it is this with the rest)."""
+
+    think: NotRequired[str | None]  #: --think: "2s" or "2s±500ms" as given; None: no think time
+    send_rate: NotRequired[str | None]  #: --send-rate: a rate as given, or "slowloris"; None: at once
+    read_rate: NotRequired[str | None]  #: --read-rate: a rate as given; None: as fast as it comes
+
+
+class PacingResult(TypedDict):
+    """A load's summary key of the client behaviours (LoadSummary has it: it is this with the rest)."""
+
+    pacing: NotRequired[dict[str, Any]]  #: what was asked: think, think_s, think_jitter_s, send_rate, ... (`Pacing`)
 
 
 class NetResult(TypedDict):

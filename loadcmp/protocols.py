@@ -48,6 +48,8 @@ class Protocol:
     """The traffic sources it carries."""
     http1: bool = False
     """Requests are HTTP/1.x messages (`--http10`, `--tls-resume` and pipelining's rules apply)."""
+    behaviours: tuple[str, ...] = ()
+    """The client behaviours its engine runs (`load.pacing`: `--think`, `--send-rate`, `--read-rate`)."""
 
     @property
     def alpn_checked(self) -> bool:
@@ -121,6 +123,15 @@ class Protocol:
             return None
         return f"--proto {self.name} takes no --net: {self.words} runs over UDP, and the --net proxy carries TCP only"
 
+    def behaviour_error(self, flag: str) -> str | None:
+        """A client behaviour (`--think`, `--send-rate`, `--read-rate`) this protocol's engine does not run, in one
+        line; None: it runs it."""
+        if flag in self.behaviours:
+            return None
+        runs = [p.name for p in _TABLE.values() if flag in p.behaviours]
+        return (f"--proto {self.name} takes no {flag}: its engine runs no client behaviour"
+                + (f"; --proto {' and '.join(runs)} runs each" if runs else ""))
+
     def source_error(self, flag: str) -> str | None:
         """A traffic source (given as its flag, `--mix`) this protocol does not carry, in one line."""
         source = {"--page": "page", "--mix": "mix", "--replay": "replay", "--journey": "journeys"}.get(flag, flag)
@@ -148,7 +159,8 @@ def unregister(name: str) -> None:
 
 
 H1 = register(Protocol("h1", "HTTP/1.1", "tcp", "either", ("http/1.1",), False,
-                       engines=("fast", "aiohttp"), http1=True))
+                       engines=("fast", "aiohttp"), http1=True,
+                       behaviours=("--think", "--send-rate", "--read-rate")))
 H2 = register(Protocol("h2", "h2 (HTTP/2 over TLS)", "tcp", "required", ("h2", "http/1.1"), True,
                        schedules=("closed", "rate", "replay"), sources=("page", "mix", "replay", "journeys")))
 H2C = register(Protocol("h2c", "h2c (cleartext HTTP/2)", "tcp", "refused", (), True,

@@ -15,8 +15,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 # what a load's protocol and traffic did live in facts.py; named here too, for the same reason
-from .facts import (EventFields, JourneyDoc, KernelDoc, NetFields, NetResult, ReplayDoc, SlowConnects, StreamFacts,
-                    TlsFacts, TraceFields, TraceResult)
+from .facts import (EventFields, JourneyDoc, KernelDoc, NetFields, NetResult, PacingFields, PacingResult, ReplayDoc,
+                    SlowConnects, StreamFacts, TlsFacts, TraceFields, TraceResult)
 from .units import Setting
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
@@ -85,7 +85,7 @@ class ScheduleDoc(TypedDict):
     keepalive: NotRequired[bool]  #: the requests reuse their connection
 
 
-class SpecDoc(NetFields, EventFields, TraceFields):
+class SpecDoc(NetFields, EventFields, TraceFields, PacingFields):
     """What a run was asked to do, as run.json's `spec` stores it: `RunSpec.to_dict()`.
 
     A bench stores the keys that apply to one URL (`servers` is its host:port, `levels`
@@ -164,7 +164,7 @@ class PageSummary(TypedDict):
     as_expected: NotRequired[int]  #: of those, answered with it
 
 
-class LoadSummary(NetResult, TraceResult):
+class LoadSummary(NetResult, TraceResult, PacingResult):
     """One measurement's numbers: the `result` of a trial and of `--json`."""
 
     ok: int  #: complete responses with status < 400

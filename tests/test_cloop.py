@@ -32,10 +32,11 @@ COMPLETE, BAD, CUT = 1, -1, 0
 
 @pytest.fixture(scope="module")
 def creader():
-    mod = cloop_module()
-    if mod is None:
+    if cloop_module() is None:
         pytest.skip("the compiled loop is not built here")
-    return mod.parse
+    from loadcmp.load.core import _cbase
+
+    return _cbase.parse
 
 
 def every_split(data: bytes) -> list[list[bytes]]:

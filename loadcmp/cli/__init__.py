@@ -5,6 +5,8 @@
     options.py  the options commands share, and their flag groups (LoadFlags, SetupFlags, SearchFlags,
                 DockerFlags: what was given, by RunSpec field and as typed); output paths checked first
     flaggroup.py  FlagGroup, the base of every flag group, and `flag`, a field of one
+    clientflags.py  how the clients behave and what they keep: --think, --send-rate, --read-rate, --trace,
+                --trace-sample (checked as read; their values in options' LoadFlags)
     protocols.py  how the clients talk to the servers: --tls, --tls-resume (TlsFlags), --proto, -m (ProtoFlags)
     display.py  live line, result tables (stderr for progress, stdout for results)
     servers.py  servers, apps, build, up, down

@@ -14,6 +14,7 @@ import click
 
 from .. import protocols
 from ..errors import Interrupted, LoadError, UsageError
+from ..facts import PacingFields
 from ..records import LoadSummary, SpecDoc
 from .app import cli, emit_json, stop_on_signals
 from .display import LiveLine, err, markup, print_result, say
@@ -33,6 +34,7 @@ BENCH_DEFAULTS: dict[str, Any] = {
     "levels": (50,), "duration": 30.0, "requests": None, "schedule": "closed", "keepalive": False, "warmup": 0.0,
     "timeout": 10.0, "engine": "fast", "workers": 1, "cluster": None, "client_cpus": None,
     "ramp_up": None, "pace": None, "rate": None, "max_inflight": None, "net": None, "trace": False, "trace_sample": 1.0,
+    "think": None, "send_rate": None, "read_rate": None,
 }
 """What `bench` does when a flag is not given (ab and webbench: no keep-alive, no warm-up)."""
 
@@ -123,6 +125,7 @@ def bench(url: str, method: str, headers: tuple[str, ...], body: str | None, htt
 def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan:
     """The flags checked and turned into a load (bad usage is refused here, before any request)."""
     from ..load.driver import LoadSpec
+    from ..load.pacing import pacing_of
     from ..load.schedules import make_schedule, time_cap
     from ..units import parse_cluster
 
@@ -139,8 +142,10 @@ def _plan(url: str, target: Target, v: dict[str, Any], timed: bool) -> BenchPlan
     duration = v["duration"]
     if v["requests"] is not None and not timed:
         duration = time_cap(v["requests"], clients, v["timeout"])
+    if (pacing := pacing_of(v["think"], v["send_rate"], v["read_rate"])) is not None:
+        pacing.refuse(sched.kind, target.proto, v["engine"])
     load = LoadSpec(target, sched, duration, warmup=v["warmup"], timeout=v["timeout"], engine=v["engine"],
-                    trace=v["trace_sample"] if v["trace"] else 0.0)
+                    trace=v["trace_sample"] if v["trace"] else 0.0, pacing=pacing)
     return BenchPlan(url, target, sched, load, clients, v["workers"], v["client_cpus"], v["cluster"], v["requests"],
                      time.strftime("%Y-%m-%dT%H:%M:%S%z"), _net(v["net"], target.proto, v["cluster"]))
 
@@ -159,8 +164,7 @@ def _net(text: str | None, proto: str, cluster: str | None) -> NetSpec | None:
 
 
 def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tuple[Result, LoadSummary, float]:
-    """Send the load (here or on a Dask cluster) and sum it up as `--json` shows it; and when its window
-    started on the wall clock."""
+    """Send the load (here or on a Dask cluster), sum it up as `--json` shows it; when its window began (wall clock)."""
     from ..load.tls import context as tls
     from ..load.run.cluster import open_fleet
     from ..load.engines import engine_path
@@ -200,7 +204,8 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         used = len(cluster["workers"]) if cluster is not None else plan.workers
         if netp is not None:
             netp.end_window()
-    path = engine_path(spec.engine, sched.kind == "closed", target.scheme == "https", target.proto)
+    path = engine_path(spec.engine, sched.kind == "closed" and not (spec.pacing and target.scheme == "https"),
+                       target.scheme == "https", target.proto)  # a client behaviour over https: Python's transports
     doc = result_doc(result, {
         "url": plan.url, "engine": spec.engine, "workers": used,
         "schedule": {**sched.describe(), "keepalive": target.keepalive},
@@ -208,7 +213,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         "engine_path": path, "proto": target.proto, "streams_asked": target.streams,
         **({"tls_verify": not target.insecure} if target.scheme == "https" else {}),
         **({"cluster": cluster} if cluster is not None else {}),
-        **({"lost": result.lost} if result.lost else {}),
+        **({"lost": result.lost} if result.lost else {}), **({"pacing": spec.pacing.describe()} if spec.pacing else {}),
     })
     note_ramp_cut(doc, sched, spec.warmup)
     if netp is not None:
@@ -238,6 +243,8 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
         keepalive=[plan.target.keepalive], engine=plan.load.engine, workers=doc.get("workers", plan.workers),
         requests=plan.requests, url=plan.url, trace=plan.load.trace > 0, trace_sample=plan.load.trace or 1.0,
     )
+    if (pacing := plan.load.pacing) is not None:  # --think, --send-rate, --read-rate as given
+        spec.update(PacingFields(think=pacing.think, send_rate=pacing.send_rate, read_rate=pacing.read_rate))
     run = new_run_doc("bench", f"bench {plan.url}", spec, machine_info(), __version__, plan.started)
     if commit := git_commit():
         run["git_commit"] = commit

@@ -20,6 +20,7 @@ import click
 
 from ..errors import Problems, UsageError
 from ..load import engines
+from .clientflags import behaviour_options, trace_options
 from .flaggroup import FlagGroup, flag
 from .protocols import ProtoFlags, TlsFlags, proto_options, tls_options
 from .types import COUNT, CPUS, DURATION, LEVELS, MEMORY, POSITIVE_DURATION, RATE, SERVER_CPUS
@@ -52,6 +53,9 @@ class LoadFlags(FlagGroup):
     net: str | None = flag("--net")
     trace: bool | None = flag("--trace")
     trace_sample: float | None = flag("--trace-sample")
+    think: str | None = flag("--think")
+    send_rate: str | None = flag("--send-rate")
+    read_rate: str | None = flag("--read-rate")
 
     def given(self) -> dict[str, Any]:
         """The flags the user gave, by RunSpec field name (keep-alive as the spec's tuple of settings)."""
@@ -120,28 +124,8 @@ def _load_options(hide: set[str]) -> list[Callable[[F], F]]:
                           "via=netem the kernel's): rtt=80ms,jitter=10ms,rate=10mbit,rate-up=2mbit,loss=1%, or a "
                           "profile (lan, cable, dsl, 4g, 3g, wan), keys after it changing its own: dsl,via=netem."),
         *trace_options(),
+        *behaviour_options(),
     ]
-
-
-def trace_options() -> list[Callable[[F], F]]:
-    """--trace and --trace-sample F (bench, run, smoke, capacity, tune): docs/tracing.md."""
-    return [
-        click.option("--trace", is_flag=True, default=None,
-                     help="Send a traceparent header (W3C Trace Context) and keep a row per traced request in "
-                          "requests.parquet: its phases, status, bytes, connection (docs/tracing.md)."),
-        click.option("--trace-sample", type=float, metavar="F", callback=_trace_sample,
-                     help="--trace on this share of the requests (0 < F <= 1, default 1), drawn from their "
-                          "sequence numbers: the same requests each run."),
-    ]
-
-
-def _trace_sample(ctx: click.Context, param: click.Parameter, value: float | None) -> float | None:
-    """--trace-sample checked as soon as it is read (one line, exit 2, nothing started)."""
-    if value is not None:
-        from ..trace.ids import check_share
-
-        check_share(value)
-    return value
 
 
 def _net(ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:

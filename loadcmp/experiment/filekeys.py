@@ -6,10 +6,12 @@ its line beside every other one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, line_of
 from ..events.plan import parse as parse_event
 from ..lab import apps as lab_apps
 from ..lab.stacks import Catalog
@@ -61,6 +63,9 @@ KEYS: dict[str, str] = {
     "server_cpus": "str",
     "client_cpus": "str",
     "net": "net",
+    "think": "pacing",
+    "send_rate": "pacing",
+    "read_rate": "pacing",
     "server_memory": "memory cap",
     "reuse_server": "bool",
     "tls": "bool",
@@ -135,6 +140,28 @@ def _net(key: str, v: TomlValue, cat: Catalog) -> str:
 
     parse_net(v)
     return v
+
+
+def _pacing(key: str, v: TomlValue, cat: Catalog) -> str:
+    """`think`, `send_rate`, `read_rate` (`load.pacing`), kept as written."""
+    if not isinstance(v, str):
+        raise _wrong("a duration like \"2s±500ms\" (think) or a rate like \"10kB/s\", \"2kbit\" or \"slowloris\"", v)
+    from ..load.pacing import pacing_of
+
+    pacing_of(*(v if key == k else None for k in ("think", "send_rate", "read_rate")))
+    return v
+
+
+def where_in(path: Path, text: str, key: str) -> str:
+    """`file.toml:LINE` of a key (the file's name alone where it is not found)."""
+    line = line_of(text, key)
+    return f"{path.name}:{line}" if line else path.name
+
+
+def variant_error(path: Path, text: str, message: str) -> str:
+    """A `[variants.LABEL]: ...` message at the line of that table."""
+    m = re.match(r"\[variants\.([^\]]+)\]", message)
+    return f"{where_in(path, text, m.group(0)[1:-1]) if m else path.name}: {message}"
 
 
 def _bool(key: str, v: TomlValue, cat: Catalog) -> bool:
@@ -263,6 +290,6 @@ CONVERT: dict[str, Callable[[str, TomlValue, Catalog], object]] = {
     "list[str]": _names, "protos": _protos,
     "levels": _levels, "duration": _duration, "positive duration": _positive_duration, "memory cap": _memory_cap,
     "table": _table, "variants": _variants, "fields": _fields, "configs": _configs, "findings": _findings,
-    "mix": _mix, "seed": _seed, "net": _net, "events": _events,
+    "mix": _mix, "seed": _seed, "net": _net, "events": _events, "pacing": _pacing,
 }
 """Each type of KEYS and the function that checks a value of it and converts it (key, value, catalog)."""

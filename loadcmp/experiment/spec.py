@@ -6,7 +6,6 @@ its line, the way k6 validates a config; CLI flags then override its values.
 
 from __future__ import annotations
 
-import re
 import tomllib
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, field, replace
@@ -17,14 +16,15 @@ from typing import Any, cast
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
 from . import apps, protos as protocols, sources, tracing, variants
-from .filekeys import FIELD_OF, KEYS, convert
+from .filekeys import FIELD_OF, KEYS, convert, variant_error, where_in
 from ..net.conditions import net_problems
-from ..errors import ConfigError, Problems, UsageError, line_of
+from ..errors import ConfigError, Problems, UsageError
 from ..events.actions import spec_problems as event_problems
 from ..protocols import get as get_protocol
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
 from ..load import engines
+from ..load.pacing import pacing_problems
 from ..load.schedules import Schedule, make_schedule, time_cap
 from ..traffic.fits import Beside, traffic_of
 from ..traffic.source import DEFAULTS, OnePage, Traffic
@@ -89,6 +89,10 @@ class RunSpec(tracing.TraceSpec):
     """--net: the network between the clients and every server (`loadcmp.net`: a profile or keys); None: loopback."""
     variant_net: dict[str, str] = field(default_factory=dict)
     """A label's own `net` (`[variants.LABEL] net = ...`), over `net`."""
+    think: str | None = None
+    send_rate: str | None = None
+    read_rate: str | None = None
+    """--think, --send-rate, --read-rate: how each client behaves (`load.pacing`); None: as fast as it can."""
     server_memory: int | None = None
     settings: dict[str, Setting] = field(default_factory=dict)
     """Tunables for every server whose stack has their section."""
@@ -210,11 +214,6 @@ class RunSpec(tracing.TraceSpec):
         return out
 
 
-def _where(path: Path, text: str, key: str) -> str:
-    line = line_of(text, key)
-    return f"{path.name}:{line}" if line else path.name
-
-
 def load_experiment(path: str | Path) -> tuple[dict[str, Any], dict[str, Any]]:
     """Parse and check an experiment file; returns (RunSpec fields, extra tables)."""
     p = Path(path)
@@ -256,12 +255,12 @@ class _FileReader:
             dirs = self.raw["stacks"] = [dirs]
         if isinstance(dirs, list) and all(isinstance(d, str) for d in dirs):
             self.fields["stack_dirs"] = tuple(str((self.path.parent / d).expanduser().resolve()) for d in dirs)
-            where = _where(self.path, self.text, "stacks")
+            where = where_in(self.path, self.text, "stacks")
             self.catalog = self.problems.attempt(lambda: stacks.catalog(self.fields["stack_dirs"]),
                                                  f"{where}: ") or self.catalog
 
     def _key(self, key: str, value: TomlValue) -> None:
-        where = _where(self.path, self.text, key)
+        where = where_in(self.path, self.text, key)
         kind = KEYS.get(key)
         if kind is None:
             self.problems.add(f"{where}: unknown key {key!r} (known: {', '.join(KEYS)})")
@@ -270,7 +269,7 @@ class _FileReader:
             conv = convert(key, kind, value, self.catalog)
         except UsageError as e:
             for m in e.messages:
-                self.problems.add(_variant_error(self.path, self.text, m) if key == "variants" else
+                self.problems.add(variant_error(self.path, self.text, m) if key == "variants" else
                                   f"{where}: {key}: {m}")
             return
         p, fields = self.path, self.fields
@@ -301,15 +300,9 @@ class _FileReader:
                 try:
                     variants.resolve([s], fields.get("stacks", {}), self.catalog)
                 except UsageError as e:
-                    self.problems.add(f"{_where(self.path, self.text, 'servers')}: {e}")
+                    self.problems.add(f"{where_in(self.path, self.text, 'servers')}: {e}")
         elif "stacks" in fields:
             fields["servers"] = tuple(fields["stacks"])
-
-
-def _variant_error(path: Path, text: str, message: str) -> str:
-    """A `[variants.LABEL]: ...` message at the line of that table."""
-    m = re.match(r"\[variants\.([^\]]+)\]", message)
-    return f"{_where(path, text, m.group(0)[1:-1]) if m else path.name}: {message}"
 
 
 def _result_labels(spec: RunSpec, servers: list[str]) -> list[str]:
@@ -351,6 +344,8 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
                                       spec.streams, cat))
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
+    p.extend(pacing_problems(spec.think, spec.send_rate, spec.read_rate, spec.schedule, spec.engine,
+                             {x for v in servers for x in spec.protos_for(v.label)}, spec.traffic.flag))
     p.extend(net_problems({v.label: (spec.net_for(v.label), spec.protos_for(v.label)) for v in servers}, spec.cluster))
     if spec.events and not page_problems:  # each label's stack as it runs each page (an app's roles with it)
         app = p.attempt(lambda: apps.app_of(spec))

@@ -7,6 +7,7 @@ At the top, the contract every room reads:
     target.py     Target, make_target: the URL and the request bytes, checked against the protocol's row
     schedules.py  Closed, Ramp, Rate: when requests are due
     pageset.py    Pages: several pages in one load, their requests and sequence; Cursor walks it
+    pacing.py     Pacing: clients that behave like people (--think, --send-rate, --read-rate), checked and described
     driver.py     the Engine base (re-exporting LoadSpec, Live): schedule loops, the window, the
                   once-a-second ticker that samples the load thread itself, `next_request` (a load of pages)
     traced.py     Traced, an Engine that traces (--trace): this trial's tracer made, its rows put in the result
@@ -25,6 +26,6 @@ The rooms, each with its map in its own docstring:
     run/          where: one load in this process or several, on a Dask cluster; the open-file limit
 
 Imports go one way between the rooms: run -> engines.py -> h1, h2, h3 -> tls, core -> traced -> driver -> spec -> record
--> schedules, pageset -> target -> the kernel (no pandas in a load process). Nothing here installs a signal
+-> schedules, pageset -> target, pacing -> the kernel (no pandas in a load process). Nothing here installs a signal
 handler in the caller's process: the command owns SIGINT (worker processes, ours, ignore it).
 """

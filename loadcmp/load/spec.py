@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from .pacing import Pacing
 from .pageset import Pages
 from .record.recorder import Second
 from .record.saturation import CPU_BOUND_PCT, LAG_BOUND_MS
@@ -55,6 +56,8 @@ class LoadSpec:
     trace: float = 0.0
     """--trace: the share of requests that carry a traceparent header and are kept as rows (`--trace-sample`,
     docs/tracing.md); 0: none."""
+    pacing: Pacing | None = None
+    """How each client behaves (`--think`, `--send-rate`, `--read-rate`); None: as fast as it can."""
 
 
 @dataclass

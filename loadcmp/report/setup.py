@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from .. import protocols
+from ..load.pacing import Pacing
 from ..net.words import path_text, proxy_text
 from ..records import MachineInfo, ScheduleDoc, ServerInfo, SpecDoc
 from ..store.reader import Results, Run, result_of, spec_tls
@@ -198,6 +199,9 @@ def _load_rows(r: Run) -> list[tuple[str, str]]:
                                f"{format_bytes(memory) if memory else 'not capped'}"))
     elif spec.get("client_cpus"):
         rows.append(("limits", f"client on CPUs {spec.get('client_cpus')}"))
+    if any(spec.get(k) for k in ("think", "send_rate", "read_rate")):  # --think, --send-rate, --read-rate
+        pacing = Pacing(spec.get("think"), spec.get("send_rate"), spec.get("read_rate"))
+        rows.append(("clients", f"each client behaves as a person: {pacing.words()}"))
     return rows
 
 

@@ -41,6 +41,7 @@ from ..load.record.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import Target, TlsOptions, make_target
 from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
 from ..net.conditions import parse_net
+from ..load.pacing import pacing_of
 from ..net.path import NetPath, add_net, maybe_path, seen_words
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
@@ -266,7 +267,8 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
     traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app), p.proto)
     load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
-                    pages=pages, traffic=traffic, trace=spec.trace_share)
+                    pages=pages, traffic=traffic, trace=spec.trace_share,
+                    pacing=pacing_of(spec.think, spec.send_rate, spec.read_rate))
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
@@ -294,7 +296,8 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
         "schedule": {**schedule.describe(), "keepalive": p.keepalive},
         "engine": "journey (aiohttp)" if traffic else spec.engine, **(traffic.describe() if traffic else {}),
         "workers": sweep.fleet.size if sweep.fleet is not None else spec.workers, "url": target.url,
-        **({"lost": result.lost} if result.lost else {})})
+        **({"lost": result.lost} if result.lost else {}),
+        **({"pacing": load.pacing.describe()} if load.pacing is not None else {})})
     note_ramp_cut(summary, schedule, spec.warmup)
     if result.traced is not None:  # --trace: the trial's rows added to requests.parquet (docs/tracing.md)
         summary["traced_bytes"] = sweep.writer.add_requests(result.traced, p.label, p.level, p.trial)

@@ -7,6 +7,7 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 
 from ._csys cimport addr_set, epoll_event, getsockopt, sockaddr_storage, socklen_t, SOL_SOCKET, SO_ERROR
 from ._ctally cimport CTally
+from ._ctrace cimport tracer_t
 
 cdef enum:
     MAXEVENTS = 128  # per call of the loop: ~100 us of kernel each, so the loop lags ~13 ms at most
@@ -43,8 +44,10 @@ cdef class CBase:
     cdef double timeout
     cdef bint stopped
     cdef object engine, rec, loop, tick_handle
+    cdef tracer_t tr  # --trace (docs/tracing.md, `_ctrace.h`): the draw, the header, the rows; freed here
 
     cdef int _watch_fd(self, int fd, int registered, uint32_t events, uint64_t data) except -1
+    cdef void _trace_on(self, object tracer) except *
     # what each loop adds: a client's first request, an epoll event, the deadlines, the stop
     cdef void _first(self, int i) except *
     cdef void _event(self, uint64_t data, uint32_t events) except *

@@ -10,10 +10,11 @@ The clock and an HTTP status's kind are inline C functions in the .pxd, so the l
 
 from libc.errno cimport errno
 from libc.stdlib cimport free, malloc
-from libc.string cimport strerror
+from libc.string cimport memset, strerror
 from posix.unistd cimport close
 
 from ._csys cimport *
+from ._ctrace cimport TROW_SIZE, tracer_free, trows_data
 
 from ..record.outcomes import HTTP_4XX, HTTP_5XX, OK
 
@@ -49,6 +50,16 @@ cdef class CBase:
         free(self.events)
         if self.epfd >= 0:
             close(self.epfd)
+        tracer_free(&self.tr)
+
+    cdef void _trace_on(self, object tracer) except *:
+        """--trace: the draw of `tracer`'s ids (`trace.ids.Ids`), every request or those below its limit; what each
+        loop writes (the header in a request, or as an h2 field) it sets up itself."""
+        self.tr.on, self.tr.all, self.tr.limit = True, tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+
+    def trace_rows(self):
+        """--trace: the traced requests' rows so far, `trace.rows.row_dtype`'s structs."""
+        return trows_data(&self.tr)[:self.tr.rows.n * TROW_SIZE] if self.tr.rows.n else b""
 
     def start(self):
         """Register our epoll fd with the loop and start every client."""
@@ -120,3 +131,19 @@ cdef class CBase:
 
     cdef void _close_all(self) except *:
         pass
+
+
+def parse(chunks, bint head=False):
+    """Feed `chunks` to the HTTP/1 response reader (`h1/_chttp.h`, which `_csys.pxd` declares for every loop), then
+    an EOF: (result, status, keepalive, nobody) after the chunk that ended it (result 1 complete, -1 bad, 0 cut
+    short). For the tests."""
+    cdef resp_t r
+    memset(&r, 0, sizeof(r))
+    resp_reset(&r, head)
+    got = R_MORE
+    for c in chunks:
+        if got == R_MORE:
+            got = resp_feed(&r, <bytes>c, len(c))
+    out = (got if got != R_MORE else int(resp_eof(&r) == R_COMPLETE), r.status, r.keepalive, r.nobody)
+    resp_free(&r)
+    return out

@@ -8,8 +8,10 @@
     loops.py      which closed loop runs: the compiled one (over https the TLS one) or the pure-Python clients
     _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd and its HTTP/1 response reader _chttp.h), a
                   CBase of core/; its stub _cloop.pyi
+    paced.py      the Python loop's client behaviours (`..pacing`): a request trickled, a response held back
+    _cpaced.pyx   PacedLoop: the compiled loop's, a CLoop that thinks and paces over http; its stub _cpaced.pyi
     _ctls.pyx     TLSLoop: https in the compiled loop, a CLoop whose virtual C methods speak TLS (OpenSSL from C,
                   ../tls/_ctls.h); built where OpenSSL's headers are; its stub _ctls.pyi
 
-Imports go one way: engine -> conn, rawclient, loops -> _ctls -> _cloop -> ../tls, ../core.
+Imports go one way: engine -> conn -> paced, rawclient, loops -> _ctls, _cpaced -> _cloop -> ../tls, ../core.
 """

@@ -14,6 +14,10 @@ cdef enum:
     WARM = 2  # Client.counted of a warm-up request that counts if it ends in the window (1: counted, 0: not)
 
 cdef enum:
+    THINKING = 6  # --think: idle between an answer and the next request (`load.pacing`), its fd kept or closed
+    PAUSED = -1  # Client.registered of a paced reader's fd, in the epoll set for no event until its next read
+
+cdef enum:
     READ_ON, ANSWERED, PARTIAL  # what `_feed` made of a read: read on, the client moved on, the answer goes on
 
 
@@ -30,11 +34,13 @@ cdef class CLoop(CBase):
     cdef char *answered  # by client: its user had an answer in the window (`Recorder.users_seen`)
     cdef int n_answered
     cdef object retry_handle
-    # --trace (docs/tracing.md): the requests with the header (`_ctrace.h`'s tracer_t, the templates' bytes kept
-    # alive in `traced`), and the connections opened (a row's conn)
+    # --trace (docs/tracing.md): the requests with the header (CBase's `tr`, the templates' bytes kept alive in
+    # `traced`), and the connections opened (a row's conn)
     cdef CRequests traced
-    cdef tracer_t tr
     cdef int32_t nconn
+    # the client behaviours (`load.pacing`): set by `_cpaced.PacedLoop` only; 0 here, so no branch of theirs runs
+    cdef double think_s
+    cdef int send_chunk, read_chunk, rcvbuf
 
     cdef bint _begin(self, Client *c, double t) except -1
     cdef void _start(self, Client *c) except *
@@ -54,4 +60,9 @@ cdef class CLoop(CBase):
     cdef void _next(self, Client *c, double later) except *
     cdef void _hand_warm(self) except *
     cdef void _trace_row(self, Client *c, int kind, double t, int status, const double *phases) except *
+    cdef void _paced_socket(self, Client *c) except *
+    cdef bint _think(self, Client *c, bint keep) except *
+    cdef void _idle_event(self, Client *c) except *
+    cdef bint _trickle(self, Client *c, bint early) except *
+    cdef void _paced_read(self, Client *c) except *
 

@@ -1,15 +1,11 @@
 """Types of the compiled closed loop over http (`_cloop.pyx`): what Python calls of it, checked by mypy."""
 
 from asyncio import AbstractEventLoop
-from collections.abc import Iterable
 
 from ..core.host import ClosedHost
 
 BUILT_FROM: str
 """Its sources and their digests when it was built (`_cbuilt.pxi`; `compiled.current`)."""
-
-def parse(chunks: Iterable[bytes], head: bool = ...) -> tuple[int, int, int, int]:
-    """(result, status, keepalive, nobody) of a response fed in chunks, then an EOF. For the tests."""
 
 class CLoop:
     """Every client of one engine's closed loop (over http, with or without keep-alive)."""

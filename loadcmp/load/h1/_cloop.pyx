@@ -14,7 +14,7 @@ when the driver asks: no Python runs per request. The class's state is declared 
 from libc.errno cimport errno, EAGAIN, EINPROGRESS, EINTR, ENOBUFS, ENOTCONN
 from libc.math cimport NAN, isnan
 from libc.stdlib cimport calloc, free, malloc
-from libc.string cimport memset, strerror
+from libc.string cimport strerror
 from posix.unistd cimport close
 
 from ..core._cbase cimport CBase, K_HTTP_5XX, kind_of_status, now, set_addr, so_error
@@ -28,21 +28,6 @@ cdef double RETRY_S = 0.001  # a refused connect is tried again this much later,
 cdef int ONE = 1
 
 include "_cbuilt.pxi"
-
-
-def parse(chunks, bint head=False):
-    """Feed `chunks` to the response reader, then an EOF: (result, status, keepalive, nobody)
-    after the chunk that ended it (result 1 complete, -1 bad, 0 cut short). For the tests."""
-    cdef resp_t r
-    memset(&r, 0, sizeof(r))
-    resp_reset(&r, head)
-    got = R_MORE
-    for c in chunks:
-        if got == R_MORE:
-            got = resp_feed(&r, <bytes>c, len(c))
-    out = (got if got != R_MORE else int(resp_eof(&r) == R_COMPLETE), r.status, r.keepalive, r.nobody)
-    resp_free(&r)
-    return out
 
 
 cdef class CLoop(CBase):
@@ -72,7 +57,6 @@ cdef class CLoop(CBase):
                 close(self.clients[i].fd)
             resp_free(&self.clients[i].resp)
         free(self.clients); free(self.retry); free(self.retry_at); free(self.buf); free(self.answered)
-        tracer_free(&self.tr)
 
     # --- what CBase asks of a loop: a client's start, an epoll event, the deadlines, the stop --
     cdef void _first(self, int i) except *:
@@ -88,6 +72,8 @@ cdef class CLoop(CBase):
             self._readable(c)
         elif c.phase == HANDSHAKING:
             self._handshake(c)
+        elif c.phase == THINKING:
+            self._idle_event(c)
 
     cdef void _deadlines(self, double t) except *:
         """connect_timeout, timeout, a server that never closes."""
@@ -200,6 +186,8 @@ cdef class CLoop(CBase):
             return
         if self.keepalive:  # no Nagle delay for the requests that follow on it, as uvloop and wrk do
             setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &ONE, sizeof(int))
+        if self.send_chunk or self.rcvbuf:
+            self._paced_socket(c)
         c.t_connect = now()
         if connect(c.fd, <sockaddr *>&self.addr, self.addrlen) != 0 and errno != EINPROGRESS:
             self._failed(c, errno, RETRY_S)
@@ -233,6 +221,8 @@ cdef class CLoop(CBase):
     cdef bint _send(self, Client *c, bint early) except *:
         """Write the request; False (early only) while the connection is not up yet."""
         cdef Py_ssize_t want = c.out_n
+        if self.send_chunk:
+            return self._trickle(c, early)
         c.t_sent = now()
         cdef ssize_t sent = send(c.fd, c.out, want, MSG_NOSIGNAL)
         if sent == want:
@@ -265,6 +255,9 @@ cdef class CLoop(CBase):
     cdef void _readable(self, Client *c) except *:
         cdef ssize_t got
         cdef int r
+        if self.read_chunk and c.phase == WAITING:
+            self._paced_read(c)
+            return
         while True:
             got = recv(c.fd, self.buf, BUFSIZE, 0)
             if got > 0:
@@ -297,6 +290,8 @@ cdef class CLoop(CBase):
         if r != R_COMPLETE:
             return PARTIAL
         self._record(c, kind_of_status(c.resp.status), t, c.resp.status, t)
+        if self.think_s > 0.0 and self._think(c, c.resp.keepalive and self.keepalive):
+            return ANSWERED
         if c.resp.keepalive and self.keepalive:
             self._again(c, t)
             return ANSWERED
@@ -399,16 +394,12 @@ cdef class CLoop(CBase):
         made = [tracer.ids.template(raw) for raw in self.reqs.requests]
         self.traced = CRequests([m[0] for m in made], self.engine.spec.pages)
         self.tr.tmpl, self.tr.tmpl_n, self.tr.size = self.traced.data, <int64_t *>self.traced.size, max(len(m[0]) for m in made)
-        self.tr.on, self.tr.all, self.tr.limit = True, tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+        self._trace_on(tracer)
         self.tr.at, self.tr.buf = <int64_t *>malloc(len(made) * sizeof(int64_t)), <char *>malloc(clients * self.tr.size)
         if not (self.tr.at and self.tr.buf):
             raise MemoryError()
         for i, m in enumerate(made):
             self.tr.at[i] = m[1]
-
-    def trace_rows(self):
-        """The traced requests' rows so far, `trace.rows.row_dtype`'s structs."""
-        return trows_data(&self.tr)[:self.tr.rows.n * TROW_SIZE] if self.tr.rows.n else b""
 
     cdef void _trace_row(self, Client *c, int kind, double t, int status, const double *phases) except *:
         """A traced request's row: ended as `kind` at `t`, or (kind -1, or ended after the close) unfinished."""
@@ -416,3 +407,11 @@ cdef class CLoop(CBase):
         if trace_row(&self.tr, c.seq, kind, c.t_intended, c.t_sent if isnan(c.t_connect) else c.t_connect, t,
                      self.tally.t_end, status, phases, c.nbytes, c.conn_no) < 0:
             raise MemoryError()
+
+    # --- the client behaviours' hooks (`load.pacing`): only `_cpaced.PacedLoop` has them, and sets the fields that
+    # call them (think_s, send_chunk, read_chunk, rcvbuf); here they are 0 and these are never called
+    cdef void _paced_socket(self, Client *c) except *: pass
+    cdef bint _think(self, Client *c, bint keep) except *: return False
+    cdef void _idle_event(self, Client *c) except *: pass
+    cdef bint _trickle(self, Client *c, bint early) except *: return True
+    cdef void _paced_read(self, Client *c) except *: pass

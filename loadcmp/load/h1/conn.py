@@ -16,6 +16,8 @@ from typing import Any
 
 import httptools
 
+from . import paced
+from ..pacing import Pacing
 from ..record.outcomes import PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_status
 from ..record.recorder import Began
 
@@ -46,11 +48,11 @@ class Conn(Framing, asyncio.Protocol):
     __slots__ = (
         "open_conns", "transport", "parser", "on_done", "active", "nbytes", "status",
         "headers_done", "closed", "closed_fut", "is_head", "reusable",
-        "t_intended", "counted", "req", "t_connect", "t_sent", "t_written", "t_first", "t_rx",
+        "t_intended", "counted", "req", "t_connect", "t_sent", "t_written", "t_first", "t_rx", "pacing", "token",
         "seq", "no",
     )
 
-    def __init__(self, open_conns: set[Conn], is_head: bool) -> None:
+    def __init__(self, open_conns: set[Conn], is_head: bool, pacing: Pacing | None = None) -> None:
         self.open_conns = open_conns
         self.transport: Any = None
         self.parser = httptools.HttpResponseParser(self)
@@ -78,6 +80,10 @@ class Conn(Framing, asyncio.Protocol):
         self.t_sent = self.t_written = self.t_first = 0.0
         self.t_rx = 0.0
         """While `data_received` runs: when the data came (a response that ends in it ended then)."""
+        self.pacing = pacing if pacing is not None and pacing.paced_io else None
+        """A paced write or read (`paced`); None: at once, as a machine."""
+        self.token = 0
+        """The request a paced write belongs to (`paced.trickle`)."""
 
     # asyncio.Protocol
     def connection_made(self, transport: Any) -> None:
@@ -85,6 +91,13 @@ class Conn(Framing, asyncio.Protocol):
         self.open_conns.add(self)
 
     def data_received(self, data: bytes) -> None:
+        if self.pacing is not None and self.pacing.read_bps:
+            paced.hold(self, data, self.pacing)  # handed to `take` at --read-rate
+            return
+        self.take(data)
+
+    def take(self, data: bytes) -> None:
+        """Data read, given to the parser."""
         self.t_rx = t = now()  # one clock read serves the first byte and the end of most answers
         if not self.t_first:
             self.t_first = t
@@ -137,6 +150,9 @@ class Conn(Framing, asyncio.Protocol):
         self.headers_done = False
         self.t_first = 0.0
         self.t_sent = t_sent
+        if self.pacing is not None and self.pacing.send_bps:
+            paced.trickle(self, request, self.pacing)  # --send-rate: written a chunk at a time
+            return
         self.transport.write(request)
         self.t_written = now()
 

@@ -32,6 +32,7 @@ from ... import protocols
 from ...errors import UsageError
 from ..tls import context as tls
 from ..core.host import TracedLoop
+from . import paced
 from .rawclient import RawClient
 from ..schedules import Closed
 from ..traced import Traced
@@ -64,6 +65,10 @@ class FastEngine(Traced[Slot]):
         self.raw: list[RawClient] = []
         self.cloop: TracedLoop | None = None
         """The compiled closed loop, when it runs (`compiled.make_cloop`)."""
+        self.pacing = spec.pacing
+        """How each client behaves (`load.pacing`); None: as fast as it can."""
+        self.think_rng = spec.pacing.rng(spec.worker_index) if spec.pacing and spec.pacing.think_s else None
+        """--think: the pure-Python closed loop's draws of its pauses; None: no think time."""
         info = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)[0]
         self.family: int = info[0]
         self.sockaddr: Any = info[4]
@@ -112,7 +117,7 @@ class FastEngine(Traced[Slot]):
         if cloop is not None:
             self.cloop = cloop
             cloop.start()
-        elif self.target.keepalive or self.ssl is not None:  # TLS needs transports: a connection per request there too
+        elif self.target.keepalive or self.ssl is not None or self.pacing is not None:  # TLS, a behaviour: transports
             for _ in range(schedule.connections):
                 self._spawn(self._keepalive_client())
         else:
@@ -130,10 +135,7 @@ class FastEngine(Traced[Slot]):
         slot.deadline = t_connect + self.timeout
         slot.phase = CONNECTING
         try:
-            _, conn = await asyncio.get_running_loop().create_connection(
-                lambda: Conn(self.conns, self.is_head), self.host, self.port, local_addr=self.local_addr(),
-                ssl=self.ssl, server_hostname=self.host if self.ssl is not None else None,
-            )
+            conn = await self._open()
         except asyncio.CancelledError:
             slot.phase = IDLE
             if slot.timed_out and self.running:
@@ -146,6 +148,21 @@ class FastEngine(Traced[Slot]):
         slot.conn = conn
         conn.t_connect = t_connect
         conn.no = self.conn_number()
+        return conn
+
+    async def _open(self) -> Conn:
+        """A connection (--read-rate: on a socket whose receive buffer was made small before connecting)."""
+        loop = asyncio.get_running_loop()
+        hostname = self.host if self.ssl is not None else None
+        if self.pacing is not None and self.pacing.read_bps:
+            sock = await paced.slow_socket(self.family, self.sockaddr, self.local_addr(), self.pacing)
+            _, conn = await loop.create_connection(lambda: Conn(self.conns, self.is_head, self.pacing), sock=sock,
+                                                   ssl=self.ssl, server_hostname=hostname)
+            return conn
+        _, conn = await loop.create_connection(
+            lambda: Conn(self.conns, self.is_head, self.pacing), self.host, self.port, local_addr=self.local_addr(),
+            ssl=self.ssl, server_hostname=hostname,
+        )
         return conn
 
     async def _connect_for(self, slot: Slot, t_intended: float, counted: bool, t_sent: float,
@@ -203,6 +220,8 @@ class FastEngine(Traced[Slot]):
                 conn.on_done = lambda c, k, slot=slot: self._answered_then_send_next(slot, c, k)
                 self._send_on_open_connection(slot, conn, t, counted, now(), req)
                 await conn.closed_fut
+                if self.think_rng is not None:  # --think: before the next connect too, until the think's end
+                    await asyncio.sleep(max(0.0, slot.deadline - now()))
         finally:
             self.slots.discard(slot)
 
@@ -234,9 +253,31 @@ class FastEngine(Traced[Slot]):
             rec.heard(slot.user, kind, t)
         if conn.seq >= 0:
             self._traced_end(conn, kind, t, marks, conn.counted)
-        if self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
+        if self.think_rng is not None:
+            self._think(slot, conn, conn.reusable and kind <= HTTP_5XX and not conn.closed)
+        elif self.may_start(t) and conn.reusable and kind <= HTTP_5XX and not conn.closed:
             self._send_on_open_connection(slot, conn, t, self.count_start(t), t, self.next_request())
         elif not conn.closed:
+            conn.transport.close()
+
+    def _think(self, slot: Slot, conn: Conn, keep: bool) -> None:
+        """--think: the kept connection idles, then sends the next request (its latency runs from then); one not
+        kept is closed, and its client connects again at the think's end (`slot.deadline`: idle, no sweeper's)."""
+        assert self.pacing is not None and self.think_rng is not None
+        delay = self.pacing.think_delay(self.think_rng)
+        slot.deadline = now() + delay
+        if keep:
+            asyncio.get_running_loop().call_later(delay, self._thought, slot, conn)
+        elif not conn.closed:
+            conn.transport.close()
+
+    def _thought(self, slot: Slot, conn: Conn) -> None:
+        if conn.closed or conn.active:  # the server closed it meanwhile: its client connects again
+            return
+        t = now()
+        if self.may_start(t):
+            self._send_on_open_connection(slot, conn, t, self.count_start(t), t, self.next_request())
+        else:
             conn.transport.close()
 
     # one request, any schedule --------------------------------------------------

@@ -1,5 +1,6 @@
 """Which HTTP/1 closed loop runs: the compiled one (`_cloop.pyx`; over https `_ctls.pyx`, a CLoop calling
-OpenSSL from C, built only where OpenSSL's headers were found), or the pure-Python clients
+OpenSSL from C, built only where OpenSSL's headers were found; with a client behaviour over http `_cpaced.pyx`, a
+CLoop that thinks and paces), or the pure-Python clients
 (`rawclient.RawClient`, and `engine.py`'s keep-alive callback path, TLS over uvloop's transports).
 """
 
@@ -12,8 +13,9 @@ from ..core.compiled import current, pure_wanted
 from ..core.host import ClosedHost, TracedLoop
 
 
-def cloop_module(https: bool = False) -> ModuleType | None:
-    """The compiled module (over https: the one with TLS), or None (not built, not current, or not wanted)."""
+def cloop_module(https: bool = False, paced: bool = False) -> ModuleType | None:
+    """The compiled module (over https: the one with TLS; with a client behaviour: `_cpaced`'s), or None (not built,
+    not current, or not wanted)."""
     if pure_wanted():
         return None
     try:
@@ -22,17 +24,24 @@ def cloop_module(https: bool = False) -> ModuleType | None:
 
         if https:
             from . import _ctls
+        if paced:
+            from . import _cpaced
     except ImportError:
         return None
-    mods = (_cbase, _ctally, _cloop, _ctls) if https else (_cbase, _ctally, _cloop)
+    mods = (_cbase, _ctally, _cloop, *((_ctls,) if https else ()), *((_cpaced,) if paced else ()))
     return mods[-1] if current(*mods) else None
 
 
 def make_cloop(engine: ClosedHost, clients: int, loop: AbstractEventLoop) -> TracedLoop | None:
     """The compiled loop for `engine`'s closed clients, or None: run the pure-Python ones."""
     https = engine.target.scheme == "https"
-    if cloop_module(https) is None:
-        return None
+    paced = engine.spec.pacing is not None
+    if (https and paced) or cloop_module(https, paced) is None:
+        return None  # a client behaviour over TLS: the Python loop's transports run it (`paced`)
+    if paced:
+        from ._cpaced import PacedLoop
+
+        return PacedLoop(engine, clients, loop)
     if https:
         from ._ctls import TLSLoop
 

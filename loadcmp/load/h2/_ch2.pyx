@@ -119,7 +119,6 @@ cdef class H2Loop(H2Conns):
         for i in range(self.nreq if self.nvas else 0):
             free(self.nvas[i])
         free(self.conns); free(self.buf); free(self.nvas); free(self.nvlens); free(self.tnv)
-        tracer_free(&self.tr)
         h2_owed_free(&self.owed)
         if self.cb:
             nghttp2_session_callbacks_del(self.cb)
@@ -273,12 +272,8 @@ cdef class H2Loop(H2Conns):
         if tracer is None:
             return
         value = tracer.ids.value(0).encode()
-        self.tr.on, self.tr.all, self.tr.limit = True, tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+        self._trace_on(tracer)
         memcpy(self.tr.value, <char *>value, 55)
         self.tnv = <nghttp2_nv *>malloc((max(self.nvlens[r] for r in range(self.nreq)) + 1) * sizeof(nghttp2_nv))
         if not self.tnv:
             raise MemoryError()
-
-    def trace_rows(self):
-        """The traced streams' rows so far, `trace.rows.row_dtype`'s structs."""
-        return trows_data(&self.tr)[:self.tr.rows.n * TROW_SIZE] if self.tr.rows.n else b""

@@ -6,7 +6,6 @@ from ..core._ctrace cimport *
 
 
 cdef class H2Conns(H2Link):
-    cdef tracer_t tr  # --trace (docs/tracing.md): the draw, the header's value, the rows
     cdef nghttp2_nv *tnv  # a traced stream's header fields: its request's, then traceparent
     cdef void _submit_traced(self, h2c_t *c, h2s_t *s) except *
     cdef void _trace_row(self, h2s_t *s, int kind, double t, int status, const double *phases) except *
