@@ -290,7 +290,8 @@ KERNEL = ("records", "studies", "facts", "protocols", "units", "errors")
 """The shared kernel at the top of loadcmp/, in its own order: each imports only those after it."""
 LAYERS: list[tuple[str, ...]] = [("cli",), ("writeups", "live", "sweep"), ("experiment", "catalog", "export"),
                                  ("verdicts", "observe", "events"),
-                                 ("report",), ("store", "net"), ("lab",), ("traffic",), ("load",)]
+                                 ("report",), ("store", "net"), ("lab",), ("traffic",), ("load",),
+                                 ("trace",)]
 """The sub-packages, top to bottom, over the kernel. Each imports only from the levels below its own, never
 from a neighbour on its own level (writeups, live and sweep; experiment and catalog; verdicts, observe and events)."""
 ONLY: dict[str, tuple[str, ...]] = {"lab": ("load.run.limits",)}

@@ -61,7 +61,7 @@ def split(df: pd.DataFrame) -> pd.DataFrame:
         out[COLUMN[p]] = df[f"{p}_ms"].astype("float64").fillna(0).clip(lower=0)
     front, front_up, up = (df[c].astype("float64") for c in ("front_ms", "front_up_ms", "up_ms"))
     waited = front_up.where(front_up.notna(), up)  # what the front spent on its upstream, by its own clock first
-    out["upstream_ms"] = np.fmin(up, waited).where(up.notna(), waited).fillna(0)
+    out["upstream_ms"] = pd.Series(np.fmin(up, waited), index=df.index).where(up.notna(), waited).fillna(0)
     out["upstream_wait_ms"] = (waited - up).clip(lower=0).where(front_up.notna() & up.notna(), 0.0)
     out["server_ms"] = (front - waited.fillna(0)).clip(lower=0)
     out.loc[front.isna(), ["server_ms", "upstream_ms", "upstream_wait_ms"]] = np.nan
