@@ -11,7 +11,9 @@ import numpy as np
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
+from loadcmp.report.tables import summary_doc
 from loadcmp.store import traceparts
+from loadcmp.store.reader import load_results
 from loadcmp.trace import join
 
 from test_trace_join import lines_of, requests_frame
@@ -54,10 +56,7 @@ def test_where_the_time_went_says_the_fpm_queue_of_p99(tmp_path: Path) -> None:
 
 
 def test_json_gives_each_traced_cell_its_parts(tmp_path: Path) -> None:
-    folder = traced_run(tmp_path)
-    res = CliRunner().invoke(cli, ["report", str(folder), "--json"])
-    assert res.exit_code == 0, res.output
-    rows = json.loads(res.output)["rows"]
+    rows = json.loads(json.dumps(summary_doc(load_results(traced_run(tmp_path)))))["results"]
     cell = next(r for r in rows if r["server"] == "nginx" and r["level"] == 50)
     assert cell["time_parts"]["matched"] == 1.0
     assert max(cell["time_parts"]["p99"], key=cell["time_parts"]["p99"].get) == "upstream_wait"

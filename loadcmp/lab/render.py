@@ -107,8 +107,9 @@ def render(stack: Stack, settings: Mapping[str, Setting], ports: dict[str, int],
     env = environment(stack, app)
     trace = bool(settings.get(TRACE))
     settings = {k: v for k, v in settings.items() if k != TRACE}
-    base = {"stack": stack.name, "trace": trace, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
-            "www": app.www if app else www, "app": app.template_vars() if app else None, **_nested(settings)}
+    base = {"stack": stack.name, "trace": trace, "ports": dict(ports),
+            "nofile": nofile_limit() if nofile is None else nofile, "www": app.www if app else www,
+            "app": app.template_vars() if app else None, **_nested(settings)}
     out: list[Rendered] = []
     p = Problems()
     for role in stack.roles:

@@ -48,7 +48,8 @@ role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys; tables -> jsonrows; build, documents, tables -> events;
 build, documents, plots, tables -> timeparts;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
-folders read through `store.reader`; --trace's parts through `store.traceparts`; a mix's page cells, a trial's TLS facts, the writer's atomic write), the
+folders read through `store.reader`; --trace's parts through `store.traceparts`; a mix's page cells, a trial's
+TLS facts, the writer's atomic write), the
 load's outcome kinds and its trials' sums (`load.record.summary`), a replay in words (`traffic.logreplay`, for the
 story), the parts' names and words (`trace.breakdown`), and the kernel (records, units, errors).
 """
