@@ -137,3 +137,33 @@ def test_shares_of_p99_come_from_the_slowest_requests() -> None:
     p99 = breakdown.shares(parts, lat, 0.99)
     p50 = breakdown.shares(parts, lat, 0.5)
     assert p99["unexplained"] == pytest.approx(0.9) and p50["server"] == pytest.approx(1.0)
+
+
+def test_trace_refuses_a_users_config_without_the_trace_log_naming_the_line(tmp_path: Path) -> None:
+    """--trace on `--config nginx:web=FILE`: a file without the trace log is refused with the line to add; the
+    stack's own template (rendered with the trace on) passes."""
+    from dataclasses import replace
+
+    from loadcmp.experiment.variants import trace_config_errors
+    from loadcmp.experiment.spec import RunSpec
+    from loadcmp.lab import ownconfig, render, stacks
+
+    stack = stacks.catalog().get("nginx")
+    traced = render.render(stack, {**stack.effective({}), render.TRACE: True}, {"web": 8080})[0].files["nginx.conf"]
+    (tmp_path / "plain.conf").write_text("events {}\nhttp { access_log off; server { listen 8080; } }\n")
+    (tmp_path / "traced.conf").write_text(traced)
+    for name, refused in (("plain.conf", True), ("traced.conf", False)):
+        own = ownconfig.OwnConfig("nginx", "web", str(tmp_path / name))
+        spec = replace(RunSpec(servers=("nginx",)), configs=(own.doc(),))
+
+        class Traced:  # the spec as --trace makes it (its field is the client side's)
+            trace = True
+
+            def __getattr__(self, k: str) -> object:
+                return getattr(spec, k)
+
+        said = trace_config_errors(Traced())
+        assert bool(said) == refused, said
+        assert trace_config_errors(spec) == []  # not traced: nothing asked of the file
+        if refused:
+            assert len(said) == 1 and "\n" not in said[0] and "access_log /tmp/loadcmp-trace-nginx.log" in said[0]

@@ -6,16 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..experiment.variants import traced
 from ..lab import render
 from ..observe.tracelogs import TraceLines
 from ..records import TrialRecord
 from ..store import traceparts
 from ..trace.join import join
-
-
-def traced(spec: Any) -> bool:
-    """Whether a run traces its requests (`--trace`, or a share of them, `--trace-sample`)."""
-    return bool(getattr(spec, "trace", False) or getattr(spec, "trace_sample", 0))
 
 
 def trace_override(spec: Any) -> dict[str, object]:

@@ -155,20 +155,25 @@ def parse(program: str, role: str, lines: Iterable[str]) -> Parsed:
     return out
 
 
-OWN_LINES: dict[str, str] = {
+OWN_LINES: dict[str, tuple[str, ...]] = {
     "nginx": ("log_format loadcmp_trace '$http_traceparent $msec $request_time $upstream_connect_time "
-              "$upstream_header_time $upstream_response_time $status $connection $connection_requests'; "
+              "$upstream_header_time $upstream_response_time $status $connection $connection_requests';",
               "access_log /tmp/loadcmp-trace-nginx.log loadcmp_trace buffer=256k flush=1s;"),
-    "apache": ('LogFormat "%{traceparent}i %{msec}t %D %>s %{remote}p %k" loadcmp_trace\n'
+    "apache": ('LogFormat "%{traceparent}i %{msec}t %D %>s %{remote}p %k" loadcmp_trace',
                'CustomLog /tmp/loadcmp-trace-apache.log loadcmp_trace "expr=-n %{HTTP:traceparent}"'),
-    "fpm": ("access.log = /tmp/loadcmp-trace-fpm.log\n"
+    "fpm": ("access.log = /tmp/loadcmp-trace-fpm.log",
             'access.format = "%{HTTP_TRACEPARENT}e %{%s}t %{micro}d %{mili}d %M %C %s"'),
-    "caddy": "log loadcmp_trace { output file /tmp/loadcmp-trace-caddy.log; format json; include http.log.access } "
-             "(and `log` in the site)",
-    "lighttpd": ('server.modules += ( "mod_accesslog" ) accesslog.format = "%{traceparent}i %{msec}t %D %>s %k" '
+    "caddy": ("log loadcmp_trace { output file /tmp/loadcmp-trace-caddy.log; format json; include http.log.access }",
+              "log (in the site)"),
+    "lighttpd": ('server.modules += ( "mod_accesslog" )', 'accesslog.format = "%{traceparent}i %{msec}t %D %>s %k"',
                  'accesslog.filename = "/tmp/loadcmp-trace-lighttpd.log"'),
 }
 """What a user's own config adds to be traced, per program."""
+
+
+OWN_FILES = {"nginx.conf": "nginx", "php-fpm.conf": "fpm", "apache2.conf": "apache", "httpd.conf": "apache",
+             "Caddyfile": "caddy", "lighttpd.conf": "lighttpd"}
+"""A role's config file by name -> the program whose trace log it must write."""
 
 
 def own_config_refusal(program: str, text: str) -> str | None:
@@ -176,4 +181,4 @@ def own_config_refusal(program: str, text: str) -> str | None:
     None when it writes one (or the program keeps none)."""
     if program not in OWN_LINES or f"/tmp/loadcmp-trace-{program}.log" in text:
         return None
-    return f"it writes no trace log with the traceparent id; add: {OWN_LINES[program]}"
+    return "it writes no trace log with the traceparent id; add: " + " | ".join(OWN_LINES[program])
