@@ -65,13 +65,14 @@ def write_requests(folder: Path, label: str, rows: list[dict]) -> None:
         "stream": np.zeros(n, "int32")}), folder / traceparts.REQUESTS)
 
 
-def traced_trial(stack_name: str, folder: Path, n: int = 400, threads: int = 8) -> traceparts.TrialMatch:
-    """One stack up with its trace logs on, n traced requests to /sleep.php, its lines read and joined."""
+def traced_trial(stack_name: str, folder: Path, n: int = 400, threads: int = 8, page: str = "/sleep.php?ms=1",
+                 **sets: object) -> traceparts.TrialMatch:
+    """One stack up with its trace logs on, n traced requests to `page`, its lines read and joined."""
     stack = stacks.catalog().get(stack_name)
-    dep = containers.up(planning.plan_deployment(stack, overrides={render.TRACE: True}))
+    dep = containers.up(planning.plan_deployment(stack, overrides={render.TRACE: True, **sets}))
     try:
         t0 = time.time()
-        rows = send(dep.port, "/sleep.php?ms=1", n, threads)
+        rows = send(dep.port, page, n, threads)
         got = read_trace_lines(dep)
         again = read_trace_lines(dep, wait=0)  # the files were emptied: a kept server's next trial starts clean
     finally:
@@ -93,3 +94,17 @@ def test_every_answered_traced_request_is_matched(stack: str, tmp_path: Path, im
     assert parts is not None and len(parts) == 400
     held = parts["server_ms"] + parts["upstream_wait_ms"] + parts["upstream_ms"]
     assert (held >= 0.9).mean() > 0.9  # the page sleeps 1 ms: the servers' parts hold it
+
+
+@pytest.mark.parametrize("children", [2, 16])
+def test_the_fpm_queue_holds_p99_when_php_fpm_has_too_few_workers(children: int, tmp_path: Path, images) -> None:
+    """/sleep.php?ms=20 at 16 clients on nginx: with 2 php-fpm workers most of p99 waits in php-fpm's socket
+    queue; with 16 it does not."""
+    from loadcmp.trace.breakdown import shares
+
+    traced_trial("nginx", tmp_path, n=160, threads=16, page="/sleep.php?ms=20",
+                 **{"fpm.pm": "static", "fpm.max_children": children})
+    parts = traceparts.read_parts(tmp_path)
+    assert parts is not None
+    queue = shares(parts, parts["latency_ms"].astype(float), 0.99)["upstream_wait"]
+    assert queue > 0.5 if children == 2 else queue < 0.2, queue

@@ -266,8 +266,8 @@ def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[
 
 
 def traced(spec: object) -> bool:
-    """Whether a run traces its requests (`--trace`, or a share of them, `--trace-sample`)."""
-    return bool(getattr(spec, "trace", False) or getattr(spec, "trace_sample", 0))
+    """Whether a run traces its requests (`--trace`; `--trace-sample` says what share of them)."""
+    return bool(getattr(spec, "trace", False))
 
 
 def trace_config_errors(spec: Any) -> list[str]:
