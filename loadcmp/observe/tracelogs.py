@@ -1,8 +1,9 @@
 """--trace: each role's trace logs read in its container after the window, then emptied for the next trial.
 
 The stacks' templates write them (`loadcmp.trace.serverlogs.LOG_GLOB`) when the override `trace` is on; nginx
-buffers its lines a second, so the read waits that out first. Emptying the files (not removing them: the servers
-keep them open, appending) leaves a kept server's next trial only its own lines.
+buffers its lines a second, so the read waits that out first, and lighttpd is told to flush its own. Emptying
+the files (not removing them: the servers keep them open, appending) leaves a kept server's next trial only its
+own lines.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from ..errors import LabError
 from ..lab.containers import Deployment
 from ..lab.dockerapi import demuxed_of
-from ..trace.serverlogs import LOG_GLOB, Parsed, ServerLine, parse, program_of
+from ..trace.serverlogs import FLUSH, LOG_GLOB, Parsed, ServerLine, parse, program_of
 
 FLUSH_S = 1.2
 """nginx's `flush=1s` and a margin: its buffered lines are in the file after this."""
@@ -21,9 +22,16 @@ FLUSH_S = 1.2
 MAX_BYTES = 256 << 20
 """The most read of one trace log (about 2.5 million nginx lines)."""
 
-READ = ('for f in {glob}; do [ -f "$f" ] || continue; printf "=== %s\\n" "$f"; tail -c {max} "$f"; '
+READ = ('{flush}for f in {glob}; do [ -f "$f" ] || continue; printf "=== %s\\n" "$f"; tail -c {max} "$f"; '
         ': > "$f"; done')
-"""Run in each role's container: every trace log, headed by its path, then emptied."""
+"""Run in each role's container: the buffering programs told to flush, then every trace log, headed by its path, then
+emptied."""
+
+
+def flush_first() -> str:
+    """The shell that makes each buffering program whose trace log is there write it out (`serverlogs.FLUSH`)."""
+    return "".join(f'[ -f /tmp/loadcmp-trace-{p}.log ] && {cmd} 2>/dev/null && sleep 0.3; '
+                   for p, cmd in FLUSH.items())
 
 
 @dataclass
@@ -55,7 +63,7 @@ def read_trace_lines(dep: Deployment, wait: float = FLUSH_S) -> TraceLines:
 
     time.sleep(wait)
     out = TraceLines()
-    script = READ.replace("{glob}", LOG_GLOB).replace("{max}", str(MAX_BYTES))
+    script = READ.replace("{flush}", flush_first()).replace("{glob}", LOG_GLOB).replace("{max}", str(MAX_BYTES))
     for role in dep.stack.roles:
         try:
             res = dep.container_of(role.name).exec_run(["sh", "-c", script], demux=True)

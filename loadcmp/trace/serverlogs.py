@@ -22,6 +22,10 @@ NAN = math.nan
 
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
 
+FLUSH: dict[str, str] = {"lighttpd": "pkill -HUP -x lighttpd"}
+"""What makes a program write out the lines it buffers, run before its trace log is read: lighttpd flushes its
+access log only every 4 s, and at SIGHUP (which reopens its logs). nginx's `flush=1s` needs only the wait."""
+
 FRONTS = ("nginx", "caddy", "lighttpd", "apache")
 """The programs that take a client's request, in the order one is the front when two log an id (nginx-apache:
 nginx in front of Apache)."""
