@@ -100,9 +100,9 @@ def lines(data: Results, parts: pd.DataFrame | None = None) -> list[str]:
         out.append(f"{lab} at {lev:,} clients: {s99:.0%} of its p99 ({lat.quantile(0.99):,.1f} ms) "
                    f"{words(p99, up)}{_evidence(data, lab, lev, p99)}; of its p50, {s50:.0%} {words(p50, up)}.")
         if (n := int(g["over"].sum())):
-            out.append(f"{lab} at {lev:,} clients: {n:,} requests' servers said more time than their client saw "
-                       f"(their log line is written after the answer left); marked, their listen queue counted "
-                       f"negative.")
+            whose = "request's servers" if n == 1 else "requests' servers"
+            out.append(f"{lab} at {lev:,} clients: {n:,} {whose} said more time than the client saw (a log line "
+                       f"written after the answer left); marked, the listen queue counted negative.")
     out += unmatched_lines(data)
     return out
 
