@@ -23,6 +23,7 @@ from ..traffic.fits import journey_flag
 from ..traffic.logreplay import trial_lines
 
 if TYPE_CHECKING:  # the runner pulls in pandas and docker: imported when a run starts
+    from ..trace.otlp import Target
     from ..load.driver import Live
     from ..load.run.workers import Fleet, Stopper
     from ..store.reader import Results
@@ -252,17 +253,22 @@ def raise_for_status(outcome: SweepOutcome) -> None:
 @click.option("--journey", metavar="NAME|FILE|NAME=W,...",
               help="Virtual users walk this journey (the app's by name, or a file), or a weighted mix of them; "
                    "each step is measured as the page journey/step (see docs/traffic.md).")
+@click.option("--trace-export", metavar="otlp://HOST:PORT",
+              help="With --trace: send the joined requests as OTLP spans (client, server, PHP) to this OTLP/gRPC "
+                   "receiver once the run ends (see docs/tracing.md).")
 @setup_options
 @traffic_options
 @live_options
 def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, journey: str | None, as_json: bool,
-        **flags: Any) -> None:
+        trace_export: str | None, **flags: Any) -> None:
     """Start servers, load them at each level, measure both sides, store it all.
 
     Defaults (unless the experiment file says otherwise): -c 50 -t 30s, 2 s warm-up, /info.php.
     """
     from ..experiment.flags import build_spec
+    from ..trace.otlp import parse_target
 
+    target = parse_target(trace_export) if trace_export else None  # a bad target: one line, nothing started
     load, setup, live = LoadFlags.pop(flags), SetupFlags.pop(flags), LiveFlags.pop(flags)
     traffic, events = TrafficFlags.pop(flags), flags.pop("events")
     setup.check_out()
@@ -270,4 +276,25 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, j
              **journey_flag(journey), **({"events": events} if events else {})}
     spec = build_spec(experiment, given)
     with watching(live) as watch:
-        raise_for_status(sweep(spec, as_json=as_json, live=watch))
+        outcome = sweep(spec, as_json=as_json, live=watch)
+    if target is not None:
+        export_spans(outcome.path, target)
+    raise_for_status(outcome)
+
+
+def export_spans(path: str, target: Target) -> None:
+    """--trace-export: a run's joined requests sent as spans; a receiver that does not take them is a warning
+    (the run is stored)."""
+    from ..store.traceparts import read_parts
+    from ..trace.otlp import export
+
+    parts = read_parts(Path(path))
+    if parts is None or parts.empty:
+        warn(f"--trace-export {target.endpoint}: nothing to send (no request of this run was traced)")
+        return
+    made, taken = export(parts, target)
+    if taken < made:
+        warn(f"--trace-export {target.endpoint}: the receiver took {taken:,} of {made:,} spans (is it listening, "
+             "and does it speak OTLP over gRPC?)")
+    else:
+        say(f"--trace-export: {made:,} spans sent to {target.endpoint}")

@@ -19,7 +19,7 @@ from ..traffic.fits import traffic_of
 from ..traffic.source import DEFAULTS
 from .apps import with_default_pages
 from .spec import RunSpec, load_experiment, validate
-from .variants import parse_server_items, parse_sets
+from .variants import parse_server_items, parse_sets, trace_config_errors
 
 if TYPE_CHECKING:
     from .capacity import CapacitySpec
@@ -67,6 +67,7 @@ def spec_of(fields: dict[str, Any], given: dict[str, Any]) -> RunSpec:
     traffic, said = traffic_of(merged)  # the flat keys of a run's traffic made one value
     rest = {k: v for k, v in merged.items() if k not in DEFAULTS}
     spec = RunSpec(**with_default_pages(rest, traffic), traffic=traffic)
+    said = [*said, *trace_config_errors(spec)]  # --trace with a user's config that writes no trace log
     return validate(spec if "duration" in merged else spec.without_time_limit(), said)
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 from dataclasses import dataclass
 from functools import partial
 
@@ -30,7 +31,8 @@ from ..lab.model import TLS_PART, Stack
 from ..lab.render import no_https
 from ..lab.stacks import Catalog
 from ..load.target import resume_share_error
-from ..errors import ConfigError, Problems, UsageError
+from ..errors import ConfigError, LoadcmpError, Problems, UsageError
+from ..trace.serverlogs import OWN_FILES, own_config_refusal
 from .protos import parse_protos
 from ..units import Setting
 
@@ -261,3 +263,31 @@ def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[
                      f"[variants.{s.label}])" for k in s.own_settings if k.split(".", 1)[0] == TLS_PART)
     return p.messages
 
+
+
+def traced(spec: object) -> bool:
+    """Whether a run traces its requests (`--trace`; `--trace-sample` says what share of them)."""
+    return bool(getattr(spec, "trace", False))
+
+
+def trace_config_errors(spec: Any) -> list[str]:
+    """--trace with a user's own config: each file of a program that keeps a trace log writes it, or the line
+    to add is said. Nothing when the servers do not resolve (`validate` says why)."""
+    if not traced(spec) or not spec.configs:
+        return []
+    try:
+        cat = spec.catalog()
+        chosen = {v.label: v.stack for v in resolve(spec.servers, spec.stacks, cat)}
+    except LoadcmpError:
+        return []
+    out = []
+    for own in (ownconfig.from_doc(d) for d in spec.configs):
+        try:
+            role = ownconfig.role_of(cat.get(chosen[own.server]), own)
+            text = ownconfig.read_text(own)
+        except (LoadcmpError, KeyError):
+            continue  # said by own_config_errors
+        program = OWN_FILES.get(ownconfig.target(role, own))
+        if program and (why := own_config_refusal(program, text)):
+            out.append(f"--trace: {own.file} ({own.server}:{own.role}): {why}")
+    return out

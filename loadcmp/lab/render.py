@@ -91,6 +91,9 @@ WWW = "/srv/www"
 """Where the demo pages are in every image."""
 USER_WWW = "/srv/site"
 """Where the user's own pages (--www) are put, read-only: never mixed with the demo pages."""
+TRACE = "trace"
+"""Not a setting: an override of this name turns on each stack's trace logs (`--trace`); templates read `trace`
+(the access logs with the traceparent id and the servers' own timings that `loadcmp.trace.serverlogs` reads)."""
 
 
 def render(stack: Stack, settings: Mapping[str, Setting], ports: dict[str, int], bind: str = "127.0.0.1",
@@ -102,8 +105,11 @@ def render(stack: Stack, settings: Mapping[str, Setting], ports: dict[str, int],
     its front controller answers what is no file), `https` the front role's certificate when it serves
     https (the others talk plain http behind it; templates see None there and on a plain run)."""
     env = environment(stack, app)
-    base = {"stack": stack.name, "ports": dict(ports), "nofile": nofile_limit() if nofile is None else nofile,
-            "www": app.www if app else www, "app": app.template_vars() if app else None, **_nested(settings)}
+    trace = bool(settings.get(TRACE))
+    settings = {k: v for k, v in settings.items() if k != TRACE}
+    base = {"stack": stack.name, "trace": trace, "ports": dict(ports),
+            "nofile": nofile_limit() if nofile is None else nofile, "www": app.www if app else www,
+            "app": app.template_vars() if app else None, **_nested(settings)}
     out: list[Rendered] = []
     p = Problems()
     for role in stack.roles:
@@ -227,8 +233,9 @@ def render_plan(stack: Stack, overrides: Mapping[str, object], ports: dict[str, 
     missing = [r.name for r in stack.roles if r.name not in ports]
     if missing:  # the caller picks the ports: a missing one is our bug
         raise ValueError(f"{stack.name}: no port for role(s) {', '.join(missing)}")
-    settings, issued = https_of(stack, stack.effective(overrides), tls)
-    rendered = render(stack, settings, ports, bind, nofile, USER_WWW if www else WWW, app, issued)
+    settings, issued = https_of(stack, stack.effective({k: v for k, v in overrides.items() if k != TRACE}), tls)
+    traced = {**settings, TRACE: True} if overrides.get(TRACE) else settings
+    rendered = render(stack, traced, ports, bind, nofile, USER_WWW if www else WWW, app, issued)
     replaced: dict[str, str] = {}
     for o in own:
         r = next(x for x in rendered if x.role.name == ownconfig.role_of(stack, o).name)

@@ -10,4 +10,5 @@
     evidence.py     the servers' log lines of the window counted by cause; a cause only from evidence, kept
                     as a record of figures (`records.CauseDoc`)
     ownlogs.py      the error logs a user's own config sends to files, read in their container after a trial
+    tracelogs.py    --trace: each role's trace logs read in its container after the window, then emptied
 """

@@ -30,6 +30,9 @@
                       handshake on each side, its facts for `--json`
     events.py         --event: each event's cost from the stored seconds (failures by kind, recovery, p99,
                       memory and processes against the 5 s before), the Events section and `--json`'s `events`
+    timeparts.py      --trace: where the time went (each part's share of p50 and p99 per label and level, in
+                      sentences, the causes beside the part they explain), what did not match, the slowest
+                      traced requests, the parts of p99 stacked per level, `--json`'s `time_parts`
     setup.py          the set-up section (what ran, where, with which settings) and the warnings
     capacity.py       a capacity search's table and lines, from run.json's `capacity`
     tune.py           a tuning study's table and lines and its history figure, from run.json's `tune`
@@ -43,8 +46,10 @@ plots -> story -> role_usage, compare -> tables -> causes -> connects;
 story -> connects; story -> waiting -> streams; setup -> tables; documents -> tls -> tables -> handshakes;
 role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys; tables -> jsonrows; build, documents, tables -> events;
+build, documents, plots, tables -> timeparts;
 story -> handshakes; story -> streams; capacity -> streams; compare -> streams. Outside the package: the store (the
-folders read through `store.reader`; a mix's page cells, a trial's TLS facts, the writer's atomic write), the
+folders read through `store.reader`; --trace's parts through `store.traceparts`; a mix's page cells, a trial's
+TLS facts, the writer's atomic write), the
 load's outcome kinds and its trials' sums (`load.record.summary`), a replay in words (`traffic.logreplay`, for the
-story), and the kernel (records, units, errors).
+story), the parts' names and words (`trace.breakdown`), and the kernel (records, units, errors).
 """

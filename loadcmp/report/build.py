@@ -10,7 +10,7 @@ import io
 import shutil
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 
@@ -18,7 +18,7 @@ from ..errors import ReportError, StoreError, UsageError
 from ..records import FindingDoc
 from ..store.reader import Results, Run, load_results
 from ..store.writer import _atomic_write
-from . import compare, documents, plots
+from . import compare, documents, plots, timeparts
 from .capacity import capacity_lines, capacity_rows
 from .tune import tune_lines, tune_rows
 from .documents import Report
@@ -157,7 +157,16 @@ def compose(data: Results, level: int | None = None, svg: bool = False) -> Repor
                   tls=tls_rows(data), tls_lines=tuple(tls_lines(data)), streams=stream_rows(data),
                   stream_lines=tuple(stream_lines(data)), mix=mix_rows(data), mix_lines=tuple(mix_lines(data)),
                   journeys=journey_rows(data, CLIENT_BOUND_MARK), journey_steps=step_rows(data),
-                  events=event_rows(data), event_lines=tuple(event_lines(data)))
+                  events=event_rows(data), event_lines=tuple(event_lines(data)), **_time_parts(data))
+
+
+def _time_parts(data: Results) -> dict[str, Any]:
+    """--trace's sections (`timeparts`), parts.parquet read once; nothing for a run that was not traced."""
+    parts = timeparts.parts_of(data)
+    if parts is None:
+        return {}
+    return {"time_parts": timeparts.share_rows(data, parts), "time_part_lines": tuple(timeparts.lines(data, parts)),
+            "slowest": timeparts.slowest_rows(data, parts)}
 
 
 def _write(r: Report, out: Path, formats: set[str]) -> dict[str, Path]:

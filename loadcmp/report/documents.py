@@ -22,6 +22,7 @@ from .journeys import LEGEND as JOURNEY_LEGEND
 from .mixes import LEGEND as MIX_LEGEND
 from .events import LEGEND as EVENTS_LEGEND
 from .tls import LEGEND as TLS_LEGEND
+from .timeparts import LEGEND as TIME_LEGEND, SLOWEST_LEGEND
 
 
 @dataclass
@@ -58,6 +59,9 @@ class Report:
     journey_steps: tuple[list[str], list[list[str]]] = ([], [])  #: --journey: each step as a page
     events: tuple[list[str], list[list[str]]] = ([], [])  #: --event: each event and its cost; none: empty
     event_lines: tuple[str, ...] = ()  #: --event: each event's evidence quoted, a failed one's reason
+    time_parts: tuple[list[str], list[list[str]]] = ([], [])  #: --trace: each cell's p99 by part; untraced: empty
+    time_part_lines: tuple[str, ...] = ()  #: --trace: where each cell's time went, in words; what did not match
+    slowest: tuple[list[str], list[list[str]]] = ([], [])  #: --trace: the slowest traced requests and their parts
 
 CSS = """
 body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:0 auto;max-width:1100px;padding:1rem;
@@ -177,6 +181,8 @@ def html_page(r: Report) -> str:
     parts += _section_html(title, r.streams, legend, r.stream_lines)
     parts += _journeys_html(r)
     parts += _section_html("Events", r.events, EVENTS_LEGEND, r.event_lines)
+    parts += _section_html("Where the time went", r.time_parts, TIME_LEGEND, r.time_part_lines)
+    parts += _section_html("The slowest traced requests", r.slowest, SLOWEST_LEGEND, ())
     if r.comparison:
         parts.append("<h2>Comparison</h2><ul>" + "".join(f"<li>{_e(v)}</li>" for v in r.comparison) + "</ul>")
         parts.append(f"<p>{_e(_ratio_lead(r))}</p>")
@@ -258,6 +264,8 @@ def markdown(r: Report) -> str:
         parts += ["## Journeys", "", _md_table(*r.journeys), "", _md_table(*r.journey_steps), "",
                   f"*{JOURNEY_LEGEND}*", ""]
     parts += _section_md("Events", r.events, EVENTS_LEGEND, r.event_lines)
+    parts += _section_md("Where the time went", r.time_parts, TIME_LEGEND, r.time_part_lines)
+    parts += _section_md("The slowest traced requests", r.slowest, SLOWEST_LEGEND, ())
     if r.comparison:
         parts += ["## Comparison", ""] + [f"- {v}" for v in r.comparison] + [
             "", _ratio_lead(r), "", _md_table(RATIO_HEADER, _ratio_rows(r.ratios)), ""]

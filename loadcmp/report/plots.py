@@ -29,6 +29,7 @@ from .level_figures import first_trial, latency_distribution, timeline
 from .story import FAIL_LIMIT, knee
 from .tables import per_core
 from .tune import tune_doc, tune_history
+from . import timeparts
 
 __all__ = ["Drawn", "colors", "default_level", "figures"]
 
@@ -294,7 +295,15 @@ def figures(data: Results, level: int | None = None) -> list[Drawn]:
               memory_and_processes(data), _not_sampled(data, "memory or processes")),
         Drawn("6-workers", "Busy workers from the status pages and sockets on the server port per level.",
               workers_and_connections(data), _not_sampled(data, "busy workers or sockets")),
+        *timeparts_figure(data),
     ]
+
+
+def timeparts_figure(data: Results) -> list[Drawn]:
+    """--trace: where the time of p99 went, per level (none for a run that was not traced)."""
+    fig = timeparts.figure(data)
+    return [] if fig is None else [Drawn("7-timeparts", "Where the time of p99 went (--trace): each part's "
+                                         "milliseconds, stacked per level, one panel per server.", fig)]
 
 
 UNREAD_ROWS = {"timeline": "some servers' per-second rows", "server": "the server's rows"}

@@ -24,7 +24,8 @@ from ..records import CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, Capac
 from ..verdicts.slo import Confirmed, confirm_level, edge_cause, judge_probe
 from .runner import SweepOutcome, check_limits, conclude, default_pinning, open_sweep
 from .search import Found, Plan, Probed, between, search
-from .trial import Planned, Sweep, SweepHooks, TrialOutcome, run_trial, stop
+from . import tracing
+from .trial import Planned, Sweep, SweepHooks, TrialOutcome, note_problem, run_trial, stop
 
 TrialRunner = Callable[[Sweep, Planned, RunSpec], TrialOutcome | None]
 """Runs one planned trial (`trial.run_trial`; a test gives a fake)."""
@@ -117,6 +118,9 @@ class Prober:
             return None
         rec = outcome.record
         sweep.writer.add_trial(rec, outcome.timeline, outcome.samples)
+        if outcome.trace is not None:  # --trace: the probe's requests joined to its servers' lines
+            for said in tracing.join_trial(sweep.writer.path, rec, spec.duration, outcome.trace):
+                note_problem(sweep, said)
         sweep.progress.trial_end(p, rec)
         if rec["status"] != "ok":
             sweep.problems.append(f"{where}: {rec['reason']}")

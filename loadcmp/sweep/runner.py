@@ -28,6 +28,7 @@ from ..records import RunKind, RunStatus
 from ..experiment.spec import RunSpec
 from ..experiment.apps import images_needed
 from ..store.writer import RunWriter, new_run_doc
+from . import tracing
 from .trial import Planned, Sweep, SweepHooks, note_problem, run_trial, stop
 
 
@@ -165,6 +166,9 @@ def run_trials(sweep: Sweep, planned: list[Planned]) -> RunStatus:
             sweep.problems.append(f"stopped by {_by(sweep.stopper.signum)} while {where} was starting")
             return "interrupted"
         sweep.writer.add_trial(outcome.record, outcome.timeline, outcome.samples)
+        if outcome.trace is not None:  # --trace: the client's rows are stored now; the servers' lines join them
+            for said in tracing.join_trial(sweep.writer.path, outcome.record, sweep.spec.duration, outcome.trace):
+                note_problem(sweep, said)
         sweep.progress.trial_end(p, outcome.record)
         if outcome.record["status"] != "ok":
             sweep.problems.append(f"{where}: {outcome.record['reason']}")

@@ -30,6 +30,7 @@ from .. import protocols
 from ..lab import containers, dockerhost, planning, render
 from ..lab.certs import RunCA
 from ..observe import evidence, ownlogs
+from ..observe.tracelogs import TraceLines, read_trace_lines
 from ..events import fire
 from ..facts import EventDoc
 from ..observe.apimetrics import ApiSampler
@@ -46,6 +47,7 @@ from ..net.path import NetPath, add_net, maybe_path, seen_words
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured
 from .primer import KEPT_PATIENCE_S, handshake, negotiate, prime, wrong_protocol
+from . import tracing
 from ..records import (ContainerState, HistogramDoc, KernelDoc, LoadSummary, ServerInfo, ServerMetrics,
                        TrialRecord, TrialStatus)
 from ..experiment.spec import RunSpec
@@ -157,6 +159,8 @@ class TrialOutcome:
     record: TrialRecord
     timeline: list[Row]
     samples: list[Row]
+    trace: TraceLines | None = None
+    """--trace: the servers' trace lines of the window, joined once the trial is stored (`tracing.join_trial`)."""
 
 
 def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
@@ -199,7 +203,8 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             return None
         m = measure(sweep, dep, p, spec)
         found = collect_evidence(spec, dep, m)
-        return TrialOutcome(judge(spec, p, dep, ready_s, m, found), m.timeline, m.samples)
+        lines = read_trace_lines(dep) if tracing.traced(spec) else None
+        return TrialOutcome(judge(spec, p, dep, ready_s, m, found), m.timeline, m.samples, lines)
     finally:
         if not spec.reuse_server:
             stop(sweep, dep)
@@ -211,7 +216,8 @@ def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = planning
     certificate of the run's CA (`ca`) when its label runs with --tls."""
     stack, app = stack_for(spec, p.server, p.page)  # the app's pages on the app, other pages without it
     return planning.plan_deployment(stack, cpus=spec.server_cpus, memory=spec.server_memory,
-                                    overrides=overrides_for(spec, p.server, p.page), host=host,
+                                    overrides={**overrides_for(spec, p.server, p.page), **tracing.trace_override(spec)},
+                                    host=host,
                                     www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server), app=app,
                                     tls=ca if spec.tls_for(p.server) else None)
 

@@ -1,0 +1,103 @@
+"""After a trial: the servers' trace lines joined to the client's rows (requests.parquet) by trace id.
+
+Each client row gets its front server's line (the program that took the request: nginx, Caddy, lighttpd or
+Apache) and its upstream's (php-fpm, or Apache behind nginx), then its parts (`breakdown.split`). What does not
+match is counted by why: a client row with an answer and no line (the log dropped it, or it was rotated away), a
+client row without an answer and no line (the request never reached the server), a line without a client row (a
+warm-up request, or one the client kept no row of).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from .breakdown import PARTS, COLUMN, split
+from .serverlogs import FRONTS, ServerLine
+
+KEYS = ("label", "level", "trial")
+"""What names a trial in requests.parquet and parts.parquet."""
+
+NO_LINE_ANSWERED = "answered, but no server logged it (a log that dropped lines, or was rotated mid-window)"
+NO_LINE_UNANSWERED = "no answer and no server line (the request never reached the server)"
+NO_ROW_WARMUP = "a server line with no client row, before the window (a warm-up request)"
+NO_ROW = "a server line with no client row (a request the client kept no row of)"
+UPSTREAM_ONLY = "an upstream line whose front logged nothing"
+
+
+def client_ids(requests: pd.DataFrame) -> pd.Series:
+    """The client's trace ids as 32 lowercase hex: the one place that reads how requests.parquet keeps them
+    (a `trace_id` string, or two uint64 columns `trace_hi`, `trace_lo`)."""
+    if "trace_id" in requests.columns:
+        return requests["trace_id"].astype(str).str.lower()
+    hi, lo = (requests[c].astype("uint64") for c in ("trace_hi", "trace_lo"))
+    return pd.Series([f"{h:016x}{lo_:016x}" for h, lo_ in zip(hi, lo, strict=True)], index=requests.index,
+                     dtype=object)
+
+
+@dataclass
+class Joined:
+    """One trial's requests with their parts, and what did not match, by why."""
+
+    parts: pd.DataFrame
+    unmatched: Counter[str] = field(default_factory=Counter)
+
+    def matched_share(self) -> float | None:
+        """The share of answered requests a server logged (None: none answered)."""
+        answered = self.parts[self.parts["status"] > 0]
+        return float(answered["front"].ne("").mean()) if len(answered) else None
+
+
+def servers_by_id(lines: Iterable[ServerLine]) -> tuple[pd.DataFrame, Counter[str]]:
+    """Per trace id: its front's program, whole time and upstream time, and its upstream's program and time;
+    upstream lines without a front line counted."""
+    fronts: dict[str, ServerLine] = {}
+    ups: dict[str, ServerLine] = {}
+    for ln in lines:
+        if ln.program in FRONTS:
+            cur = fronts.get(ln.trace_id)
+            if cur is None or FRONTS.index(ln.program) < FRONTS.index(cur.program):
+                if cur is not None:  # nginx in front of Apache: Apache is its upstream
+                    ups[ln.trace_id] = cur
+                fronts[ln.trace_id] = ln
+            else:
+                ups[ln.trace_id] = ln
+        else:
+            ups[ln.trace_id] = ln
+    missing = Counter({UPSTREAM_ONLY: n} if (n := len(set(ups) - set(fronts))) else {})
+    rows = [{"trace_id": t, "front": f.program, "front_ms": f.total_ms, "front_up_ms": f.upstream_ms,
+             "front_at": f.at, "upstream": u.program if (u := ups.get(t)) else "",
+             "up_ms": u.total_ms if u else float("nan")} for t, f in fronts.items()]
+    cols = ["trace_id", "front", "front_ms", "front_up_ms", "front_at", "upstream", "up_ms"]
+    return pd.DataFrame(rows, columns=cols), missing
+
+
+def join(requests: pd.DataFrame, lines: Iterable[ServerLine], window: tuple[float, float]) -> Joined:
+    """One trial's client rows joined to its servers' lines; `window` is the measured window (epoch seconds)."""
+    lines = list(lines)
+    servers, unmatched = servers_by_id(lines)
+    req = requests.assign(trace_id=client_ids(requests)).reset_index(drop=True)
+    both = req.merge(servers, on="trace_id", how="left")
+    both["front"] = both["front"].fillna("")
+    both["upstream"] = both["upstream"].fillna("")
+    parts = split(both)
+    keep = [c for c in (*KEYS, "trace_id", "t_start", "latency_ms", "status", "kind", "proto", "front", "upstream")
+            if c in both.columns]
+    out = pd.concat([both[keep], parts], axis=1)
+    lost = out["front"].eq("")
+    unmatched[NO_LINE_ANSWERED] += int((lost & (out["status"] > 0)).sum())
+    unmatched[NO_LINE_UNANSWERED] += int((lost & (out["status"] <= 0)).sum())
+    rows = set(out["trace_id"])
+    extra = servers[~servers["trace_id"].isin(rows)]
+    unmatched[NO_ROW_WARMUP] += int((extra["front_at"] < window[0]).sum())
+    unmatched[NO_ROW] += int((extra["front_at"] >= window[0]).sum())
+    return Joined(out, +unmatched)
+
+
+def empty_parts() -> pd.DataFrame:
+    """parts.parquet's columns, no rows."""
+    return pd.DataFrame(columns=[*KEYS, "trace_id", "t_start", "latency_ms", "status", "kind", "proto", "front",
+                                 "upstream", *[COLUMN[p] for p in PARTS], "over"])
