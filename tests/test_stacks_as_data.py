@@ -125,7 +125,8 @@ def test_a_status_pages_scoreboard_and_states_are_checked(tmp_path: Path) -> Non
         assert says in " ".join(e.value.messages), e.value.messages
     (bad / "stack.toml").write_text(text)
     page = next(p for p in st.catalog([str(bad)]).get("states").status if p.kind == "lighttpd")
-    assert dict(page.count)["lighttpd_keepalive"] == "k" and dict(page.states)["lighttpd_keepalive"] == "idle in keep-alive"
+    assert dict(page.count)["lighttpd_keepalive"] == "k"
+    assert dict(page.states)["lighttpd_keepalive"] == "idle in keep-alive"
 
 
 def test_template_mistakes_name_the_template_and_line(tmp_path: Path) -> None:

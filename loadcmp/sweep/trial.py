@@ -233,6 +233,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
     if stack.busy_limit:
         info["busy_limit"] = stack.busy_limit
+    if states := {col: said for page in dep.status_pages.values() for col, said in page.states}:
+        info["states"] = states  # the columns that count connections by state, in words (report.states)
     if stack.goaway_after and protocols.get(p.proto).multiplexed:  # GOAWAY closes a connection of streams
         info["goaway_after"] = stack.goaway_after
     if dep.plan.app:
