@@ -8,6 +8,10 @@ import shutil
 from pathlib import Path
 
 import pandas as pd
+import pytest
+from click.testing import CliRunner
+
+from loadcmp.cli import cli
 
 from loadcmp.report.states import cell_states, connection_states
 from loadcmp.report.story import story
@@ -71,3 +75,30 @@ def test_a_run_stored_without_states_says_nothing_of_them() -> None:
     data = load_results(RUN_2X3X2)
     assert connection_states(data) == []
     assert all("states" not in r for r in summary_doc(data)["results"])
+
+
+@pytest.mark.docker
+def test_idle_keep_alive_holds_preforks_workers_and_not_nginxs(tmp_path, images, docker_client) -> None:
+    """300 kept-alive users, each asking every 2 s (KeepAliveTimeout 5 keeps every connection), started over 12 s:
+    prefork's 150 workers (all started at once) end up held, most by idle keep-alive connections, and the cause says
+    so; nginx holds its idle connections waiting while its PHP workers stay free."""
+    res = CliRunner().invoke(cli, [
+        "run", "--server", "apache-prefork", "--server", "nginx", "--schedule", "ramp", "--pace", "2s", "--ramp-up",
+        "12s", "-k", "-c", "300", "-t", "10s", "--warmup", "1s", "--set", "prefork.StartServers=150", "--set",
+        "prefork.MinSpareServers=150", "--set", "prefork.MaxSpareServers=150", "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    rows = {r["server"]: r for r in doc["results"]}
+    prefork, nginx = rows["apache-prefork"]["states"], rows["nginx"]["states"]["columns"]
+    cols = prefork["columns"]
+    assert cols["apache_keepalive"]["peak"] > max(v["peak"] for k, v in cols.items() if k != "apache_keepalive")
+    assert prefork["busy_workers_peak"] >= 149 or prefork["unanswered"] > 0, prefork
+    r = load_results(doc["results_dir"])
+    (t,) = [t for t in r.trials if t["server"] == "apache-prefork"]
+    (c,) = [c for c in t["causes"] if c["cause"] == "apache.keepalive_held"]
+    assert c["value"] == 150 and c["also"] == {"apache.KeepAliveTimeout": 5} and c["held"] <= c["held_busy"]
+    assert nginx["nginx_waiting"]["peak"] >= 150 and nginx["fpm_active"]["peak"] < 5, nginx
+    assert not any(c["cause"] == "apache.keepalive_held" for t in r.trials for c in t.get("causes", [])
+                   if t["server"] == "nginx")
+    assert any(line.startswith("apache-prefork at 300 clients: busy workers peaked at")
+               for line in connection_states(r))

@@ -136,11 +136,11 @@ def page(stack: str, kind: str):
     ("mod_status-prefork.txt", 21, 4, {"reading": 1, "writing": 20, "keepalive": 1}),
     ("mod_status-event.txt", 48, 2, {"writing": 48}),
     # captured from apache-prefork holding 12 kept-alive connections idle and 3 half-sent requests (its page on a W)
-    ("mod_status-prefork-keepalive.txt", 16, 0, {"reading": 3, "writing": 1, "keepalive": 12, "other": 1})])
+    ("mod_status-prefork-keepalive.txt", 16, 0, {"reading": 3, "writing": 1, "keepalive": 12, "starting": 1})])
 def test_mod_status_auto(name, busy, idle, scoreboard):
     parsed = statuspages.parse_page(page("apache-prefork", "apache"), (FIX / name).read_text())
     states = {f"apache_{k}": float(scoreboard.get(k, 0)) for k in ("reading", "writing", "keepalive", "closing",
-                                                                     "other")}
+                                                                     "starting", "other")}
     assert parsed == {"apache_busy": busy, "apache_idle": idle, **states}
 
 

@@ -24,6 +24,7 @@ from typing import Any
 from ..errors import LabError
 from ..units import Setting
 from ..lab.containers import Deployment
+from ..lab.model import StatusPage
 from ..lab.stacks import Cause, Stack, all_causes
 from ..facts import KernelDoc
 from ..records import CauseDoc
@@ -124,20 +125,22 @@ def status_peaks(samples: Iterable[Mapping[str, Any]], causes: Iterable[Cause]) 
     return out
 
 
-def held_at(samples: Iterable[Mapping[str, Any]], causes: Iterable[Cause]) -> dict[str, tuple[float, float, int]]:
+def held_at(samples: Iterable[Mapping[str, Any]], causes: Iterable[Cause],
+            pages: Iterable[StatusPage] = ()) -> dict[str, tuple[float, float, int]]:
     """For each state column a cause reads as `held` (Apache's workers idle in keep-alive): its count and the busy
     workers at the fullest second the status page answered, and the seconds it went unanswered (`BUSY_UNREAD`: every
-    worker held); a column never answered is left out."""
-    cols = {c.held for c in causes if c.held}
+    worker held). Left out: a column never answered, or not the most common of its page's `states` at that second."""
     rows = list(samples)
     unread = sum(1 for r in rows if r.get(BUSY_UNREAD))
     out: dict[str, tuple[float, float, int]] = {}
-    for col in cols:
-        answered = [(b, v) for r in rows if isinstance(b := r.get("busy_workers"), (int, float)) and b == b
+    for col in {c.held for c in causes if c.held}:
+        others = [s for p in pages if col in dict(p.states) for s, _ in p.states if s != col]
+        answered = [(b, v, r) for r in rows if isinstance(b := r.get("busy_workers"), (int, float)) and b == b
                     and isinstance(v := r.get(col), (int, float)) and v == v]
         if answered:
-            busy, held = max(answered)
-            out[col] = (held, busy, unread)
+            busy, held, row = max(answered, key=lambda a: (a[0], a[1]))
+            if all(not isinstance(o := row.get(s), (int, float)) or o <= held for s in others):
+                out[col] = (held, busy, unread)
     return out
 
 
@@ -189,7 +192,7 @@ def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Setting]
             or any(seen.failures.get(k) for k in cause.kinds))
     if cause.held and s and isinstance(s[1], int) and (got := seen.held.get(cause.held)):
         held, busy, unread = got
-        if (busy >= s[1] - 1 or unread) and 2 * held >= busy > 0:  # all held (the page takes one); the state most
+        if (busy >= s[1] - 1 or unread) and held > 0:  # all held (its page takes one), the state the most common
             rec["held"], rec["held_busy"], rec["held_said"] = held, busy, cause.held_said
     if cause.total and peaks.get(cause.total) and mine:
         rec["rose"] = peaks[cause.total]
@@ -257,6 +260,7 @@ def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str,
         if counted is not None:
             counted.feed_all(lines)
     samples = list(samples)
+    held = held_at(samples, dep.stack.causes, dep.stack.status)
     seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory,
-                (kernel or {}).get("scope"), (kernel or {}).get("somaxconn"), slow, held_at(samples, dep.stack.causes))
+                (kernel or {}).get("scope"), (kernel or {}).get("somaxconn"), slow, held)
     return Causes(None if counted is None else counted.counts, trial_causes(dep.stack, dep.settings, seen), warnings)

@@ -22,7 +22,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -263,9 +263,11 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
             netp: NetPath | None) -> Measurement:
     """The load to `target` (through `netp`'s proxy, when given), its warm-up and its window, the server sampled."""
     schedule = spec.schedule_for(p.level)
-    pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
+    # --net: the engine is handed the proxy's address, for every page of a load of several (a mix, a log) too
+    sent = target if netp is None else via_proxy(target, netp.port)
+    pages = spec.traffic.pages(sent)  # several pages (a mix, a log) in one sequence; the loops see only these
     traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app), p.proto)
-    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
+    load = LoadSpec(sent, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
                     pages=pages, traffic=traffic)
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}
@@ -274,8 +276,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
                                                            on_row=sweep.progress.sample, warmup=spec.warmup)
     firer = fire.Firer(dep, fire.plan(spec.events, dep.stack, spec.duration), start_at + spec.warmup, since)
     try:  # the events' timer and the proxy's watch end whatever way the load or the sampler ends
-        if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
-            load = replace(load, target=via_proxy(target, netp.port))
+        if netp is not None:  # --net: the proxy watched over the window
             netp.watch_from(start_at + spec.warmup)
         try:
             sampler.start()
