@@ -387,6 +387,6 @@ def test_net_carries_journeys_replays_workers_and_a_local_cluster(tmp_path, imag
     assert res.exit_code == 0, res.output
     rows = json.loads(res.stdout)["results"]
     assert rows[0]["ok"] > 0 and rows[0]["net"][0]["asked"]["rtt_ms"] == 40.0
-    for r in rows:
-        assert r["ok"] == 0 or r["latency_ms"]["min"] is None or r["latency_ms"]["p50"] >= 39.0, r
+    timed = [r for r in rows if r["latency_ms"].get("p50") is not None]
+    assert len(timed) >= 2 and all(r["latency_ms"]["p50"] >= 39.0 for r in timed), timed
     assert _mine() == [] and strays() == []
