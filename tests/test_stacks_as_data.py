@@ -114,10 +114,10 @@ def test_a_status_pages_scoreboard_and_states_are_checked(tmp_path: Path) -> Non
     assert board in text
     for wrong, says in ((board, "scoreboard and count go together"),
                         ("lighttpd_keepalive = \"k\",", "count must be a table of column"),
-                        ('lighttpd_closing = "closing" }', "not among its fields or counted columns")):
+                        ('lighttpd_closing = "lighttpd closing" }', "not among its fields or counted columns")):
         mine = {"lighttpd_keepalive = \"k\",": text.replace('lighttpd_keepalive = "k",', 'lighttpd_keepalive = "",'),
-                'lighttpd_closing = "closing" }': text.replace('lighttpd_closing = "closing" }',
-                                                              'lighttpd_closing = "closing", lighttpd_nowhere = "x" }'),
+                'lighttpd_closing = "lighttpd closing" }': text.replace('lighttpd_closing = "lighttpd closing" }',
+                                                              'lighttpd_closing = "lighttpd closing", lighttpd_nowhere = "x" }'),
                 }.get(wrong) or text.replace(board, "")
         (bad / "stack.toml").write_text(mine)
         with pytest.raises(ConfigError) as e:
@@ -126,7 +126,7 @@ def test_a_status_pages_scoreboard_and_states_are_checked(tmp_path: Path) -> Non
     (bad / "stack.toml").write_text(text)
     page = next(p for p in st.catalog([str(bad)]).get("states").status if p.kind == "lighttpd")
     assert dict(page.count)["lighttpd_keepalive"] == "k"
-    assert dict(page.states)["lighttpd_keepalive"] == "idle in keep-alive"
+    assert dict(page.states)["lighttpd_keepalive"] == "lighttpd idle in keep-alive"
 
 
 def test_template_mistakes_name_the_template_and_line(tmp_path: Path) -> None:
