@@ -117,7 +117,8 @@ def test_a_status_pages_scoreboard_and_states_are_checked(tmp_path: Path) -> Non
                         ('lighttpd_closing = "lighttpd closing" }', "not among its fields or counted columns")):
         mine = {"lighttpd_keepalive = \"k\",": text.replace('lighttpd_keepalive = "k",', 'lighttpd_keepalive = "",'),
                 'lighttpd_closing = "lighttpd closing" }': text.replace(
-                    'lighttpd_closing = "lighttpd closing" }', 'lighttpd_closing = "lighttpd closing", lighttpd_nowhere = "x" }'),
+                    'lighttpd_closing = "lighttpd closing" }',
+                    'lighttpd_closing = "lighttpd closing", lighttpd_nowhere = "x" }'),
                 }.get(wrong) or text.replace(board, "")
         (bad / "stack.toml").write_text(mine)
         with pytest.raises(ConfigError) as e:
