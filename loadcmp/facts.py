@@ -3,8 +3,9 @@ HTTP/3 streams, its journeys, its replayed log. These are facts of one protocol 
 only when the load used it; records.py holds what every load has, and names these where a record carries them.
 Beside them, the two figures of a full listen queue: the connects TCP's SYN retry delayed (`SlowConnects`, the
 client's) and the kernel's TCP counters of the window (`KernelDoc`, where they could be read). And `--net`'s: the path
-asked and seen and its proxy's cost (`NetFacts`), with the keys of the spec and of a summary that carry them; and the
-client behaviours' keys (`PacingFields`, `PacingResult`).
+asked and seen and its proxy's cost (`NetFacts`), with the keys of the spec and of a summary that carry them; the
+client behaviours' keys (`PacingFields`, `PacingResult`); and the connections by state of a label's status pages
+(`StatesInfo`) and a state that held its workers (`HeldFacts`).
 """
 
 from __future__ import annotations
@@ -186,3 +187,17 @@ class EventDoc(TypedDict):
 def events_of(trial: Mapping[str, Any]) -> list[EventDoc]:
     """A stored trial's events (none: a trial without `--event`)."""
     return list(trial.get("events") or [])
+
+
+class HeldFacts(TypedDict):
+    """A cause's keys of a state that held the workers (CauseDoc has them: it is this with the rest)."""
+
+    held: NotRequired[float]  #: the workers in that state (Apache's idle in keep-alive) at the fullest answered second
+    held_busy: NotRequired[float]  #: the busy workers at that second
+    held_said: NotRequired[str]  #: that in the stack's words (`{held}`, `{busy}`, `{limit}`: the setting's value)
+
+
+class StatesInfo(TypedDict):
+    """A label's keys of its connections by state (ServerInfo has them: it is this with the rest)."""
+
+    states: NotRequired[dict[str, str]]  #: the status columns that count connections by state -> the state in words

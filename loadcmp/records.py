@@ -15,8 +15,8 @@ from typing import Any, Literal, NotRequired, TypedDict
 from .studies import (CapacityDoc, CapacityEstimateDoc, CapacityServerDoc, CapacityStepDoc,  # noqa: F401
                       TuneDoc, TuneGainDoc, TuneParamDoc, TuneSideDoc, TuneTrialDoc)
 # what a load's protocol and traffic did live in facts.py; named here too, for the same reason
-from .facts import (EventFields, JourneyDoc, KernelDoc, NetFields, NetResult, PacingFields, PacingResult, ReplayDoc,
-                    SlowConnects, StreamFacts, TlsFacts, TraceFields, TraceResult)
+from .facts import (EventFields, HeldFacts, JourneyDoc, KernelDoc, NetFields, NetResult, PacingFields, PacingResult,
+                    ReplayDoc, SlowConnects, StatesInfo, StreamFacts, TlsFacts, TraceFields, TraceResult)
 from .units import Setting
 
 TrialStatus = Literal["ok", "server_failed", "wrong_protocol", "server_died", "oom", "interrupted", "failed", "partial"]
@@ -264,7 +264,7 @@ class ContainerState(TypedDict):
     OOMKilled: bool | None
 
 
-class CauseDoc(TypedDict):
+class CauseDoc(HeldFacts):
     """A limit the servers' own evidence points to in one trial, as figures (`observe.evidence` finds it,
     `report.causes` says it in words): an entry of a trial's `causes`."""
 
@@ -321,7 +321,7 @@ class ServerTls(TypedDict):
     key: str  #: the certificate's key type, as its key says (ecdsa-p256, rsa-2048, rsa-4096)
 
 
-class ServerInfo(TypedDict, total=False):
+class ServerInfo(StatesInfo, total=False):
     """A server label's set-up, stored once per run (run.json's `servers`)."""
 
     stack: str

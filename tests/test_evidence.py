@@ -176,6 +176,40 @@ def test_busy_workers_at_the_cap_are_evidence() -> None:
     assert "fpm.max_children 5" in notes("nginx", {}, peaks={"fpm_max_children_reached": 1})[0]
 
 
+def _seconds(busy_keepalive: list[tuple[float, float, float] | None]) -> list[dict[str, float]]:
+    """A prefork server's samples: (busy workers, of them idle in keep-alive, of them starting) per second; None: its
+    page unanswered."""
+    return [{"busy_unread": 1.0} if s is None else {
+        "busy_workers": s[0], "apache_busy": s[0], "apache_keepalive": s[1], "apache_starting": s[2],
+        "apache_writing": s[0] - s[1] - s[2]} for s in busy_keepalive]
+
+
+def test_workers_held_by_idle_keep_alive_connections() -> None:
+    """Users ramping up over a kept-alive prefork server: keep-alive held the most busy workers at the fullest second
+    its page answered, then every worker was held and the page went unanswered."""
+    prefork = get_stack("apache-prefork")
+
+    def held(rows: list[tuple[float, float, float] | None]) -> dict[str, tuple[float, float, int]]:
+        return ev.held_at(_seconds(rows), prefork.causes, prefork.status)
+
+    assert held([(40, 36, 0), (95, 60, 30), (131, 72, 50), None, None]) == {"apache_keepalive": (72.0, 131.0, 2)}
+    out = notes("apache-prefork", {}, held=held([(40, 36, 0), (131, 72, 50), None, None]))
+    ka = next(n for n in out if "keep-alive" in n)
+    assert ka == ("its workers were all held, most of them by idle keep-alive connections, so further clients waited "
+                  "for one (prefork.MaxRequestWorkers 150, apache.KeepAliveTimeout 5) — server-status showed 72 of its "
+                  "131 busy workers idle in keep-alive, more than in any other state, at the fullest second it "
+                  "answered; no request failed: they waited")
+    # at the limit though the page answered (its own request on the last worker)
+    assert any("keep-alive" in n for n in notes("apache-prefork", {}, held=held([(149, 140, 0)])))
+    # not all held, or held mostly in another state (starting, writing): no note
+    assert notes("apache-prefork", {}, held=held([(100, 90, 0)])) == []
+    assert held([(149, 60, 80), None]) == held([(149, 20, 0), None]) == {}
+    # never answered: no count of any state, so nothing said of keep-alive
+    assert held([None, None]) == {}
+    # nginx has no such cause: its waiting connections hold no worker
+    assert ev.held_at([{"busy_workers": 5.0, "nginx_waiting": 900.0}], get_stack("nginx").causes) == {}
+
+
 def test_oom_kills_and_unreadable_logs() -> None:
     out = notes("apache-prefork", {"reset": 40}, None, oom_kills=3, memory=64 * 2**20)
     assert out == ["the kernel killed server processes at the memory cap of 64 MiB — 3 server process(es) killed "

@@ -132,10 +132,38 @@ def page(stack: str, kind: str):
     return next(p for p in get_stack(stack).status if p.kind == kind)
 
 
-@pytest.mark.parametrize("name, busy, idle", [("mod_status-prefork.txt", 21, 4), ("mod_status-event.txt", 48, 2)])
-def test_mod_status_auto(name, busy, idle):
+@pytest.mark.parametrize("name, busy, idle, scoreboard", [
+    ("mod_status-prefork.txt", 21, 4, {"reading": 1, "writing": 20, "keepalive": 1}),
+    ("mod_status-event.txt", 48, 2, {"writing": 48}),
+    # captured from apache-prefork holding 12 kept-alive connections idle and 3 half-sent requests (its page on a W)
+    ("mod_status-prefork-keepalive.txt", 16, 0, {"reading": 3, "writing": 1, "keepalive": 12, "starting": 1})])
+def test_mod_status_auto(name, busy, idle, scoreboard):
     parsed = statuspages.parse_page(page("apache-prefork", "apache"), (FIX / name).read_text())
-    assert parsed == {"apache_busy": busy, "apache_idle": idle}
+    states = {f"apache_{k}": float(scoreboard.get(k, 0)) for k in ("reading", "writing", "keepalive", "closing",
+                                                                     "starting", "other")}
+    assert parsed == {"apache_busy": busy, "apache_idle": idle, **states}
+
+
+def test_lighttpd_scoreboard_counts_connections_by_state():
+    """Captured from lighttpd holding 12 kept-alive connections idle and 3 half-sent requests: one character per
+    connection (its own status request handled: h), then _ per free slot, which no column counts."""
+    parsed = statuspages.parse_page(page("lighttpd", "lighttpd"), (FIX / "lighttpd-status.txt").read_text())
+    assert parsed == {"lighttpd_busy": 16, "lighttpd_idle": 1349, "lighttpd_accesses": 1, "lighttpd_reading": 3,
+                      "lighttpd_handling": 1, "lighttpd_writing": 0, "lighttpd_keepalive": 12, "lighttpd_closing": 0}
+
+
+def test_a_page_without_its_scoreboard_gives_no_counts():
+    assert statuspages.parse_page(page("apache-prefork", "apache"), "BusyWorkers: 3\nIdleWorkers: 2\n") == {
+        "apache_busy": 3, "apache_idle": 2}
+
+
+def test_every_state_a_stack_shows_is_a_column_of_its_pages():
+    from loadcmp.lab.stacks import get_stack
+
+    for name in ("apache-prefork", "apache-event", "nginx", "nginx-apache", "lighttpd"):
+        pages = get_stack(name).status
+        states = {col for p in pages for col, _ in p.states}
+        assert states and states <= {col for p in pages for col, _ in p.fields}, name
 
 
 def test_nginx_stub_status():

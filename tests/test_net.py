@@ -425,3 +425,54 @@ def test_bench_via_netem_gives_the_round_trip_asked(fast_server):
     assert d["net"]["proxy"].startswith("netem") and abs(d["net"]["seen"]["rtt_ms"] - 60) < 6
     shown = subprocess.run(["tc", "qdisc", "show", "dev", "lo"], capture_output=True, text=True).stdout
     assert "c0de:" not in shown
+
+
+# --- --net beside the other ways a load runs: several processes, a local cluster, a log, journeys --------------
+
+
+@NEEDS_PROXY
+@pytest.mark.parametrize("where", [["--workers", "2"], ["--cluster", "local:2"]])
+def test_every_client_process_goes_through_the_proxy(fast_server, where):
+    """Two client processes (or a local Dask cluster's two workers) all reach the server through the one proxy: no
+    response comes sooner than its round trip, and the proxy's cost is measured over their requests."""
+    url = f"http://127.0.0.1:{fast_server}/"
+    res = CliRunner().invoke(cli, ["bench", url, "--net", "rtt=40ms", "-c", "4", "-t", "2s", "-k", "--json", *where])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout[res.stdout.index("{"):])
+    assert doc["ok"] > 0 and doc["failed"] == 0 and doc["latency_ms"]["min"] >= 39.0, doc["latency_ms"]
+    assert doc["net"]["proxy_cpu_us"] is not None
+    assert _mine() == [] and strays() == []
+
+
+DEMO_JOURNEY = """[[steps]]
+name = "home"
+path = "/index.html"
+expect = 200
+
+[[steps]]
+name = "info"
+path = "/info.php"
+expect = 200
+"""
+LOG = Path(__file__).parent / "fixtures" / "accesslogs" / "nginx-access.log"
+
+
+@pytest.mark.docker
+@NEEDS_PROXY
+@pytest.mark.parametrize("how", ["journey", "replay-aiohttp", "replay-workers", "mix-cluster"])
+def test_net_carries_journeys_replays_workers_and_a_local_cluster(tmp_path, images, docker_client, how):
+    """`run --net` with each traffic source and each way of running clients: every page's every answer took at least
+    the round trip (none went around the proxy: a page of a load of several is sent to the proxy too)."""
+    (tmp_path / "j.toml").write_text(DEMO_JOURNEY)
+    extra = {"journey": ["--journey", str(tmp_path / "j.toml")],
+             "replay-aiohttp": ["--replay", str(LOG), "--replay-speed", "max", "--engine", "aiohttp"],
+             "replay-workers": ["--replay", str(LOG), "--replay-speed", "max", "--workers", "2"],
+             "mix-cluster": ["--mix", "/index.html=50,/info.php=50", "--cluster", "local:2"]}[how]
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "4", "-t", "2s", "--warmup", "0.5s", "--net",
+                                   "rtt=40ms", "--out", str(tmp_path), "--json", *extra])
+    assert res.exit_code == 0, res.output
+    rows = json.loads(res.stdout)["results"]
+    assert rows[0]["ok"] > 0 and rows[0]["net"][0]["asked"]["rtt_ms"] == 40.0
+    timed = [r for r in rows if r["latency_ms"].get("p50") is not None]
+    assert len(timed) >= 2 and all(r["latency_ms"]["p50"] >= 39.0 for r in timed), timed
+    assert _mine() == [] and strays() == []

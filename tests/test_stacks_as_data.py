@@ -106,6 +106,30 @@ def test_busy_limit_is_a_tunable_of_the_stack(tmp_path: Path) -> None:
         st.catalog([str(bad)])
 
 
+def test_a_status_pages_scoreboard_and_states_are_checked(tmp_path: Path) -> None:
+    """Connections by state are data: a scoreboard's counted columns and each state's words, checked on reading."""
+    bad = copy_stack("lighttpd", tmp_path / "states")
+    text = (bad / "stack.toml").read_text()
+    board = "scoreboard = '^Scoreboard:\\s*(\\S+)'\n"
+    assert board in text
+    for wrong, says in ((board, "scoreboard and count go together"),
+                        ("lighttpd_keepalive = \"k\",", "count must be a table of column"),
+                        ('lighttpd_closing = "lighttpd closing" }', "not among its fields or counted columns")):
+        mine = {"lighttpd_keepalive = \"k\",": text.replace('lighttpd_keepalive = "k",', 'lighttpd_keepalive = "",'),
+                'lighttpd_closing = "lighttpd closing" }': text.replace(
+                    'lighttpd_closing = "lighttpd closing" }',
+                    'lighttpd_closing = "lighttpd closing", lighttpd_nowhere = "x" }'),
+                }.get(wrong) or text.replace(board, "")
+        (bad / "stack.toml").write_text(mine)
+        with pytest.raises(ConfigError) as e:
+            st.catalog([str(bad)])
+        assert says in " ".join(e.value.messages), e.value.messages
+    (bad / "stack.toml").write_text(text)
+    page = next(p for p in st.catalog([str(bad)]).get("states").status if p.kind == "lighttpd")
+    assert dict(page.count)["lighttpd_keepalive"] == "k"
+    assert dict(page.states)["lighttpd_keepalive"] == "lighttpd idle in keep-alive"
+
+
 def test_template_mistakes_name_the_template_and_line(tmp_path: Path) -> None:
     mine = copy_stack("nginx", tmp_path / "broken-tmpl")
     (mine / "nginx.conf.j2").write_text("events {\n  worker_connections {{ nginx.worker_connections }};\n"

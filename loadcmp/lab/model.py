@@ -127,18 +127,17 @@ class Cause:
     """The client failure kinds it makes (`records.FAIL_KINDS`); () = it makes none by itself."""
     peak: str | None = None
     """A status column whose peak at the setting's value is evidence too (all workers busy)."""
-    peak_said: str = ""
-    """That evidence in words; `{limit}` is the setting's value."""
+    peak_said: str = ""  #: that evidence in words; `{limit}` is the setting's value
     counter: str | None = None
     """A status counter whose rise in the window is evidence too (php-fpm's 'max children reached')."""
-    counter_said: str = ""
-    """That evidence in words; `{times}` is the rise in words."""
+    counter_said: str = ""  #: that evidence in words; `{times}` is the rise in words
     total: str | None = None
     """A server column whose sum over the window is evidence too (the kernel's listen-queue overflows)."""
-    total_said: str = ""
-    """That evidence in words; `{times}` is the sum in words, `{scope}` what the counters cover."""
+    total_said: str = ""  #: that evidence in words; `{times}` is the sum in words, `{scope}` what the counters cover
     also: str | None = None
     """Another tunable its words name beside `setting` (`{accept_limit}`: the worker limit behind a full queue)."""
+    held: str | None = None  #: a state column that held most busy workers when all were held (`evidence.held_at`)
+    held_said: str = ""  #: that evidence in words: `{held}` of `{busy}` busy workers, `{limit}` the setting's value
 
 
 @dataclass(frozen=True)
@@ -152,12 +151,13 @@ class StatusPage:
     prometheus (column = a metric name, summed over its labels)."""
     fields: tuple[tuple[str, str], ...]
     """(column, what to read) pairs."""
-    find: str | None = None
-    """A regex whose group is the page's path in a config file of the user's (`ownconfig`)."""
+    find: str | None = None  #: a regex whose group is the page's path in a config file of the user's (`ownconfig`)
     role: str | None = None
     """Not a page but a command run in this role's container (a database has no HTTP page); None: a page."""
     command: str | None = None
     """That command (`sh -c`); its output is read by `format` as a page's text would be."""
+    count: tuple[tuple[str, str], ...] = ()  #: (column, characters): a regex field's group counted, not read
+    states: tuple[tuple[str, str], ...] = ()  #: (column, its state in words): connections by state, shown per level
 
 
 @dataclass(frozen=True)

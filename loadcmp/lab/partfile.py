@@ -18,9 +18,9 @@ from ..records import FAIL_KINDS
 from .model import FORMATS, Cause, ErrorLogFind, StatusPage, Tunable
 
 TUNABLE_KEYS = {"default", "doc", "min", "max", "choices", "pattern"}
-STATUS_KEYS = {"path", "format", "fields", "find", "role", "command"}
+STATUS_KEYS = {"path", "format", "fields", "find", "role", "command", "scoreboard", "count", "states"}
 CAUSE_KEYS = {"key", "pattern", "phrase", "setting", "kinds", "peak", "peak_said", "counter", "counter_said", "total",
-              "total_said", "also"}
+              "total_said", "also", "held", "held_said"}
 ERROR_LOG_KEYS = {"program", "files", "find", "root", "default", "always"}
 NAME = re.compile(r"^[a-z0-9][a-z0-9._-]*$")
 IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -193,8 +193,11 @@ class Reader:
                 continue
             fields, command = page["fields"], page.get("command")
             p = "" if command is not None or page.get("role") is not None else page["path"]
+            count = page.get("count", {})
+            fields = {**fields, **{col: page["scoreboard"] for col in count}}
             self.status[kind] = StatusPage(kind, p, page["format"], tuple(fields.items()), page.get("find"),
-                                           page.get("role"), command)
+                                           page.get("role"), command, tuple(count.items()),
+                                           tuple(page.get("states", {}).items()))
 
 
 def _status_problems(page: dict[str, Any]) -> list[str]:
@@ -214,7 +217,29 @@ def _status_problems(page: dict[str, Any]) -> list[str]:
         problems.append("path must start with /")
     if fmt not in FORMATS:
         problems.append(f"format must be one of {', '.join(FORMATS)}")
-    return problems + _fields_problems(fmt, page.get("fields"))
+    return problems + _fields_problems(fmt, page.get("fields")) + _states_problems(page)
+
+
+def _states_problems(page: dict[str, Any]) -> list[str]:
+    """What is wrong with a page's scoreboard (a regex field whose group is one character per slot), the columns
+    counted from it (`count`: column = "the characters counted") and its `states` (column = its state in words)."""
+    board, count, states = page.get("scoreboard"), page.get("count"), page.get("states", {})
+    problems = []
+    if (board is None) != (count is None):
+        problems.append("scoreboard and count go together (the line of one character per slot, the columns "
+                        "counted from it)")
+    elif board is not None:
+        if page.get("format") != "regex" or not isinstance(board, str) or _one_group(board):
+            problems.append("scoreboard must be a regex with one group (format regex)")
+        if not isinstance(count, dict) or not count or not all(
+                isinstance(k, str) and IDENT.match(k) and isinstance(v, str) and v for k, v in count.items()):
+            problems.append("count must be a table of column = \"the characters counted\"")
+    columns = set(page.get("fields") or {}) | set(count or {})
+    if not isinstance(states, dict) or not all(isinstance(v, str) and v.strip() for v in states.values()):
+        problems.append("states must be a table of column = \"its state in words\"")
+    elif bad := sorted(set(states) - columns):
+        problems.append(f"states: {', '.join(bad)} not among its fields or counted columns")
+    return problems
 
 
 def _fields_problems(fmt: object, fields: object) -> list[str]:
@@ -256,12 +281,14 @@ def read_cause(p: Problems, path: Path, text: str, c: dict[str, Any]) -> Cause |
         errs.append(f"kinds must be a list of failure kinds ({', '.join(FAIL_KINDS)})")
     pattern = None
     try:
-        pattern = re.compile(c["pattern"]) if c.get("pattern") or "total" not in c else None
-        if not c.get("pattern") and "total" not in c:
+        lineless = "total" in c or "held" in c  # no line says it: the samples do
+        pattern = re.compile(c["pattern"]) if c.get("pattern") or not lineless else None
+        if not c.get("pattern") and not lineless:
             errs.append("pattern (a regex matching the log line) is missing")
     except (re.error, TypeError) as e:
         errs.append(f"pattern does not compile ({e})")
-    for opt in ("setting", "peak", "peak_said", "counter", "counter_said", "total", "total_said", "also"):
+    for opt in ("setting", "peak", "peak_said", "counter", "counter_said", "total", "total_said", "also", "held",
+                "held_said"):
         if opt in c and not isinstance(c[opt], str):
             errs.append(f"{opt} must be a string")
     if errs or not isinstance(key, str):
@@ -269,4 +296,5 @@ def read_cause(p: Problems, path: Path, text: str, c: dict[str, Any]) -> Cause |
             p.at(path, text, spot, f"cause {key if isinstance(key, str) else '?'}: {m}")
         return None
     return Cause(key, pattern, c["phrase"], c.get("setting"), tuple(kinds), c.get("peak"), c.get("peak_said", ""),
-                 c.get("counter"), c.get("counter_said", ""), c.get("total"), c.get("total_said", ""), c.get("also"))
+                 c.get("counter"), c.get("counter_said", ""), c.get("total"), c.get("total_said", ""), c.get("also"),
+                 c.get("held"), c.get("held_said", ""))

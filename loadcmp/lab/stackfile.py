@@ -244,7 +244,8 @@ def _check_causes(p: Problems, path: Path, text: str, stack: Stack, causes: list
         for col, said, probe in ((cause.peak, cause.peak_said, {"limit": 1}), (cause.counter, cause.counter_said,
                                                                                {"times": "once"}),
                                  (cause.total, cause.total_said, {"times": "once", "scope": "here",
-                                                                            "slow": ""})):
+                                                                            "slow": ""}),
+                                 (cause.held, cause.held_said, {"held": 1, "busy": 1, "limit": 1})):
             if col is None:
                 continue
             if col not in columns and col is not cause.total:  # a total is the sampler's own column

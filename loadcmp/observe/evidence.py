@@ -24,11 +24,13 @@ from typing import Any
 from ..errors import LabError
 from ..units import Setting
 from ..lab.containers import Deployment
+from ..lab.model import StatusPage
 from ..lab.stacks import Cause, Stack, all_causes
 from ..facts import KernelDoc
 from ..records import CauseDoc
 from . import ownlogs
 from .kernel import COUNTERS, SCOPE_SAID
+from .statuspages import BUSY_UNREAD
 
 OOM_KINDS = ("reset", "http_5xx", "protocol_error", "timeout")
 """The client failures a server process killed at the memory cap makes."""
@@ -123,6 +125,25 @@ def status_peaks(samples: Iterable[Mapping[str, Any]], causes: Iterable[Cause]) 
     return out
 
 
+def held_at(samples: Iterable[Mapping[str, Any]], causes: Iterable[Cause],
+            pages: Iterable[StatusPage] = ()) -> dict[str, tuple[float, float, int]]:
+    """For each state column a cause reads as `held` (Apache's workers idle in keep-alive): its count and the busy
+    workers at the fullest second the status page answered, and the seconds it went unanswered (`BUSY_UNREAD`: every
+    worker held). Left out: a column never answered, or not the most common of its page's `states` at that second."""
+    rows = list(samples)
+    unread = sum(1 for r in rows if r.get(BUSY_UNREAD))
+    out: dict[str, tuple[float, float, int]] = {}
+    for col in {c.held for c in causes if c.held}:
+        others = [s for p in pages if col in dict(p.states) for s, _ in p.states if s != col]
+        answered = [(b, v, r) for r in rows if isinstance(b := r.get("busy_workers"), (int, float)) and b == b
+                    and isinstance(v := r.get(col), (int, float)) and v == v]
+        if answered:
+            busy, held, row = max(answered, key=lambda a: (a[0], a[1]))
+            if all(not isinstance(o := row.get(s), (int, float)) or o <= held for s in others):
+                out[col] = (held, busy, unread)
+    return out
+
+
 @dataclass(frozen=True)
 class Seen:
     """Everything a trial's notes are drawn from."""
@@ -143,6 +164,9 @@ class Seen:
     slow: int = 0
     """The client's connects that waited for TCP's SYN retry (`SlowConnects.over_1s`): the host's counters are
     this server's only where the client saw what they count."""
+    held: Mapping[str, tuple[float, float, int]] = field(default_factory=dict)
+    """`held_at` of the window: a state column's count and the busy workers at the fullest answered second, and the
+    seconds the page went unanswered."""
 
 
 def _setting(cause: Cause, stack: Stack, settings: Mapping[str, Setting]) -> tuple[str, Setting] | None:
@@ -166,6 +190,10 @@ def _status_evidence(cause: Cause, stack: Stack, settings: Mapping[str, Setting]
     # there it is this server's only where its own client saw it (a slow connect, or a failure the cause makes)
     mine = (cause.total not in COUNTERS.values() or seen.scope != "host" or seen.slow > 0
             or any(seen.failures.get(k) for k in cause.kinds))
+    if cause.held and s and isinstance(s[1], int) and (got := seen.held.get(cause.held)):
+        held, busy, unread = got
+        if (busy >= s[1] - 1 or unread) and held > 0:  # all held (its page takes one), the state the most common
+            rec["held"], rec["held_busy"], rec["held_said"] = held, busy, cause.held_said
     if cause.total and peaks.get(cause.total) and mine:
         rec["rose"] = peaks[cause.total]
         rec["rose_said"] = cause.total_said.replace("{scope}", SCOPE_SAID.get(seen.scope or "host", ""))
@@ -184,7 +212,7 @@ def cause_record(cause: Cause, stack: Stack, settings: Mapping[str, Setting], se
     if t is not None and t.counts.get(cause.key):
         rec["quote"], rec["logged"] = t.quotes[cause.key], t.counts[cause.key]
     _status_evidence(cause, stack, settings, seen, rec)
-    if not ({"logged", "peak", "rose"} & rec.keys()):
+    if not ({"logged", "peak", "rose", "held"} & rec.keys()):
         return None
     if cause.kinds:
         rec["kinds"] = list(cause.kinds)
@@ -231,6 +259,8 @@ def examine(dep: Deployment, window: tuple[float, float], failures: Mapping[str,
         warnings += said
         if counted is not None:
             counted.feed_all(lines)
+    samples = list(samples)
+    held = held_at(samples, dep.stack.causes, dep.stack.status)
     seen = Seen(counted, failures, status_peaks(samples, dep.stack.causes), oom_kills, memory,
-                (kernel or {}).get("scope"), (kernel or {}).get("somaxconn"), slow)
+                (kernel or {}).get("scope"), (kernel or {}).get("somaxconn"), slow, held)
     return Causes(None if counted is None else counted.counts, trial_causes(dep.stack, dep.settings, seen), warnings)

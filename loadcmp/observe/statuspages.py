@@ -3,7 +3,8 @@
 A stack names its pages and what to read from each (`[status.KIND]` in its part or stack
 file: `model.StatusPage`); here a page's text becomes numbers by its format, with no
 server named: `regex` (Apache mod_status `?auto`, nginx stub_status, lighttpd's status),
-`json` (php-fpm `?json`) or `prometheus` (a metrics endpoint). Pure functions, tested
+`json` (php-fpm `?json`) or `prometheus` (a metrics endpoint). A regex page may also count
+a scoreboard's characters (`count`: Apache's and lighttpd's one character per slot, by state). Pure functions, tested
 from fixtures in tests/test_metrics.py; both samplers (metrics.Sampler on this machine,
 apimetrics.ApiSampler through the Docker API) read the pages and hand the text here.
 """
@@ -65,9 +66,22 @@ PARSERS = {"regex": parse_regex, "json": parse_json, "prometheus": parse_prometh
 """A status page's format (model.FORMATS) -> its parser."""
 
 
+def count_slots(text: str, fields: Iterable[tuple[str, str, str]]) -> dict[str, float]:
+    """Each column the characters of its regex's group (a scoreboard: one character per worker slot or
+    connection) that are among its own (Apache's `K`: a worker held by an idle keep-alive connection)."""
+    out: dict[str, float] = {}
+    for column, rx, chars in fields:
+        m = re.search(rx, text, re.M)
+        if m:
+            out[column] = float(sum(m.group(1).count(ch) for ch in chars))
+    return out
+
+
 def parse_page(page: StatusPage, text: str) -> dict[str, float]:
-    """A page's text as the columns its stack reads from it."""
-    return PARSERS[page.format](text, page.fields)
+    """A page's text as the columns its stack reads from it (those it counts on a scoreboard: `count_slots`)."""
+    counted = dict(page.count)
+    return PARSERS[page.format](text, [(c, what) for c, what in page.fields if c not in counted]) | count_slots(
+        text, [(c, what, counted[c]) for c, what in page.fields if c in counted])
 
 
 def command_status(dep: Deployment, page: StatusPage) -> dict[str, float]:

@@ -11,6 +11,8 @@
                       about 1 s and 3 s to connect (a full listen queue), and what they did to p99
     waiting.py        the users who got no answer in the window: per cell, how many had a request held from
                       before the window opened to its close (a listen backlog, no free worker)
+    states.py         the servers' connections by state per level beside their busy workers (their status pages'
+                      states, as their stacks name them), for the story and `--json`
     role_usage.py     what the roles measured apart from a server (an app's database) used, per level, and
                       the server's CPU beside theirs, each against the cores they share
     compare.py        B/A ratios with their 95 % intervals, and one comparison line per level and pair
@@ -43,7 +45,8 @@
 
 Imports go one way: build -> documents -> plots -> level_figures, tune -> axes -> tables -> capacity;
 plots -> story -> role_usage, compare -> tables -> causes -> connects;
-story -> connects; story -> waiting -> streams; setup -> tables; documents -> tls -> tables -> handshakes;
+story -> connects; story -> waiting -> streams;
+story, tables -> states -> connects, streams; setup -> tables; documents -> tls -> tables -> handshakes;
 role_usage -> tables; documents -> streams; documents -> mixes;
 documents -> tables -> journeys; tables -> jsonrows; build, documents, tables -> events;
 build, documents, plots, tables -> timeparts;

@@ -56,6 +56,8 @@ def evidence(c: CauseDoc, failures: Mapping[str, int], slow: SlowConnects | None
         parts.append(f"'{c['quote']}' logged {times(c['logged'])}")
     if "peak" in c and "peak_said" in c:
         parts.append(c["peak_said"].format(limit=c.get("value")))
+    if "held" in c and "held_said" in c:
+        parts.append(c["held_said"].format(held=c["held"], busy=c.get("held_busy", 0), limit=c.get("value")))
     if c.get("rose") and "rose_said" in c:
         waited = f": {share_said(slow)}" if slow and slow["over_1s"] else ""
         parts.append(c["rose_said"].format(times=times(c["rose"]), slow=waited))

@@ -23,6 +23,7 @@ from .causes import by_cause, evidence, head
 from .connects import slow_connects
 from .handshakes import errors_said
 from .role_usage import apart_lines, used
+from .states import connection_states
 from .streams import clients, unit_of
 from .waiting import waiting
 from .compare import Ratio, at_least, comparable, inverse, pair_unit, pairs, ratio
@@ -392,7 +393,8 @@ def replayed(data: Results) -> list[str]:
 
 SECTIONS = (("Requests served", throughput), ("Where failures begin", failures),
             ("Users who got no answer", waiting),
-            ("What the servers used", resources), ("Why, from the servers' own evidence", causes),
+            ("What the servers used", resources), ("Connections by state", connection_states),
+            ("Why, from the servers' own evidence", causes),
             ("Connects TCP's SYN retry delayed", slow_connects),
             ("The access log replayed", replayed))
 

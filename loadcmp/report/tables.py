@@ -25,6 +25,7 @@ from .journeys import journeys_json
 from .events import events_json
 from .timeparts import cell_json
 from .jsonrows import page_rows, whole
+from .states import states_json
 from .streams import clients, streams_json, unit_of
 
 # Student's t, two-sided 95 %, by degrees of freedom (1..30); 1.96 beyond.
@@ -202,6 +203,7 @@ def summary_doc(res: Results) -> dict[str, Any]:
         item.update(journeys_json(cell))
         item.update(events_json(res, r.server, int(r.level)))
         item.update(cell_json(res, r.server, int(r.level)))  # --trace: `time_parts`
+        item.update(states_json(res, r.server, int(r.level)))  # connections by state (report.states)
         if replays := [t["result"]["replay"] for t in cell if "replay" in t.get("result", {})]:
             item["replay"] = replays  # a replayed log: each trial's (`traffic.logreplay.ReplayDoc`)
         if nets := [n for t in cell if (n := cast(dict[str, Any], t.get("result") or {}).get("net"))]:

@@ -22,7 +22,7 @@ import math
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -242,6 +242,8 @@ def describe_server(sweep: Sweep, p: Planned, dep: Deployment) -> None:
         cpus=dep.plan.cpus, memory_bytes=dep.plan.memory, keepalive=p.keepalive, page=p.page)
     if stack.busy_limit:
         info["busy_limit"] = stack.busy_limit
+    if states := {col: said for page in dep.status_pages.values() for col, said in page.states}:
+        info["states"] = states  # the columns that count connections by state, in words (report.states)
     if stack.goaway_after and protocols.get(p.proto).multiplexed:  # GOAWAY closes a connection of streams
         info["goaway_after"] = stack.goaway_after
     if dep.plan.app:
@@ -270,9 +272,10 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
             netp: NetPath | None) -> Measurement:
     """The load to `target` (through `netp`'s proxy, when given), its warm-up and its window, the server sampled."""
     schedule = spec.schedule_for(p.level)
-    pages = spec.traffic.pages(target)  # several pages (a mix, a log) in one sequence; the loops see only these
+    sent = target if netp is None else netp.route(target)  # --net: every page (a mix's, a log's) goes by the path
+    pages = spec.traffic.pages(sent)  # several pages (a mix, a log) in one sequence; the loops see only these
     traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app), p.proto)
-    load = LoadSpec(target, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
+    load = LoadSpec(sent, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
                     pages=pages, traffic=traffic, trace=spec.trace_share,
                     pacing=pacing_of(spec.think, spec.send_rate, spec.read_rate))
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
@@ -283,8 +286,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     firer = fire.Firer(dep, fire.plan(spec.events, dep.stack, spec.duration), start_at + spec.warmup, since,
                        told=sweep.progress.event)
     try:  # the events' timer and the proxy's watch end whatever way the load or the sampler ends
-        if netp is not None:  # --net: the engine is handed the proxy's address, and the proxy watched
-            load = replace(load, target=netp.route(target))
+        if netp is not None:  # --net: the proxy watched over the window
             netp.watch_from(start_at + spec.warmup)
         try:
             sampler.start()
