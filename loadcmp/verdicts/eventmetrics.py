@@ -16,7 +16,8 @@ A trial gives one value; a finding's interval is over trials, as every finding's
 reason: no event of that action in the cell (its events named), an event of it that failed (its command or its
 container; its cost says nothing of the server), or a recovery with no second before it to compare.
 
-`==` (findings and smoke checks) is judged on counts exactly: supported when every trial measured the value
+A client-bound side does not leave a count inconclusive (`judge`): a request an event failed is the server's
+failure, whatever the client's pace. `==` (findings and smoke checks) is judged on counts exactly: supported when every trial measured the value
 (with at least `judge.MIN_TRIALS` trials), not supported when one did not (a counterexample is one at any count).
 
 Kept free of pandas at import (the spec validates checks when the CLI starts).
@@ -60,6 +61,13 @@ def split(metric: str) -> tuple[str, str] | None:
 
 def is_event(metric: str) -> bool:
     return split(metric) is not None
+
+
+def counted(metric: str) -> bool:
+    """Whether a metric is what an event's requests counted (`EXACT`): `==` judges it, a client-bound side
+    bounds it not."""
+    got = split(metric)
+    return got is not None and got[1] in EXACT
 
 
 def check_event_metric(text: str, metric: str, q: str | None) -> None:

@@ -20,7 +20,9 @@ the bound can give it: that the bound side is the larger (its interval, or the r
 the threshold on its own). A verdict that would need it to be the smaller — the claim that it serves
 less, or that the other serves more — stays inconclusive, and so does every comparison with both
 sides client-bound (two lower bounds order nothing). Latency, failures and the servers' figures get
-no bound from a client-bound side: such a level stays inconclusive.
+no bound from a client-bound side: such a level stays inconclusive. What an event's requests counted
+(`eventmetrics.EXACT`: its failures) is judged as measured: a request the server failed is its failure whatever
+the client's pace.
 
 Few trials. With fewer than 3 trials on a side an interval says little (two trials give
 t = 12.7, one gives none), so such a level is decided only by a large margin: the mean (or the
@@ -39,7 +41,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
 from .checks import OPS, THROUGHPUT, kind_of, show
-from .eventmetrics import exact, is_event, per_trial
+from .eventmetrics import counted, exact, is_event, per_trial
 from .findings import Finding, FindingCheck, Side, labels
 from .retry import Bound, rests_on
 from ..records import FindingDoc, FindingVerdict
@@ -261,10 +263,12 @@ def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
         sides.append((c.right.label or server, rlevel, _estimate(res, c.right, c.right.label or server, rlevel)))
     bound = [res.client_bound(s, lv) is not None for s, lv, _ in sides]
     docs = [_side_doc(s, lv, e, b) for (s, lv, e), b in zip(sides, bound, strict=True)]
+    metrics = [c.left.metric] + ([c.right.metric] if c.right else [])
+    if all(map(counted, metrics)):  # the requests an event failed are counted whatever the client's pace
+        bound = [False] * len(sides)
     r = ratio(sides[0][2], sides[1][2]) if len(sides) == 2 else None  # compare.ratio(b, a) is b/a
     value, low, high = (r.value, r.low, r.high) if r else (sides[0][2].mean, sides[0][2].low, sides[0][2].high)
     verdict: FindingVerdict = "inconclusive"
-    metrics = [c.left.metric] + ([c.right.metric] if c.right else [])
     if (reason := _unready(res, sides, c.left.metric, bound, metrics)) is None and c.op == "==":  # an event's count
         verdict, reason = exact(per_trial(res, c.left.metric, server, level)[0], c.value, MIN_TRIALS)
     elif reason is None:
