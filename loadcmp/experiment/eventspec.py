@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ConfigError
 from ..events.actions import spec_problems
@@ -26,7 +26,6 @@ from ..lab import apps as lab_apps
 if TYPE_CHECKING:
     from ..lab.model import Stack
     from ..lab.stacks import Catalog
-    from .spec import RunSpec
     from .variants import Variant
 
 _LABELLED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]{0,39})\s*:\s*(.*)$")
@@ -68,17 +67,30 @@ def of_variants(variants: Iterable[Variant]) -> tuple[str, ...]:
     return tuple(f"{v.label}: {e}" for v in variants for e in v.events)
 
 
-def problems(spec: RunSpec, servers: Sequence[Variant], cat: Catalog, app: lab_apps.App | None) -> list[str]:
-    """Every problem of a run's events at once: a label no server has, then each label's events against its
-    stack as it runs each page (an app's roles with it)."""
-    labels = [v.label for v in servers]
+class Run(Protocol):
+    """What `problems` reads of a run's spec (`spec.RunSpec`)."""
+
+    @property
+    def events(self) -> tuple[str, ...]: ...
+    @property
+    def stacks(self) -> dict[str, str]: ...  # every label declared (a file's variant left out by --server: no error)
+    @property
+    def duration(self) -> float: ...
+    @property
+    def all_pages(self) -> tuple[str, ...]: ...
+
+
+def problems(spec: Run, servers: Sequence[Variant], cat: Catalog, app: lab_apps.App | None) -> list[str]:
+    """Every problem of a run's events at once: a label no server has (nor a variant declared in its file),
+    then each label's events against its stack as it runs each page (an app's roles with it)."""
+    labels, events, pages, window = [v.label for v in servers], spec.events, spec.all_pages, spec.duration
     out = [f"--event {e!r}: no server is labelled {lb!r} (chosen: {', '.join(labels)})"
-           for e in spec.events if (lb := split_label(e)[0]) is not None and lb not in labels
-           and lb not in spec.stacks]  # a file's variant left out by --server is no error
+           for e in events if (lb := split_label(e)[0]) is not None and lb not in labels and lb not in spec.stacks]
     for v in servers:
-        on: Mapping[str, Stack] = {
-            f"{v.label} {page}" if len(spec.all_pages) > 1 else v.label:
-            lab_apps.on_stack(a, cat.get(v.stack)) if (a := lab_apps.applies(app, page)) else cat.get(v.stack)
-            for page in spec.all_pages}
-        out += [x for x in spec_problems(events_for(spec.events, v.label), on, spec.duration) if x not in out]
+        runs: dict[tuple[str, ...], tuple[str, Stack]] = {}  # each stack the label runs its pages on, once
+        for page in pages:
+            st = lab_apps.on_stack(a, cat.get(v.stack)) if (a := lab_apps.applies(app, page)) else cat.get(v.stack)
+            runs.setdefault((st.name, *(r.name for r in st.roles)), (page, st))
+        on: Mapping[str, Stack] = {f"{v.label} {page}" if len(runs) > 1 else v.label: st for page, st in runs.values()}
+        out += [x for x in spec_problems(events_for(events, v.label), on, window) if x not in out]
     return out

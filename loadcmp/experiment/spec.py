@@ -109,7 +109,7 @@ class RunSpec:
     findings: tuple[dict[str, str], ...] = ()
     """The write-up's claims (`claim`, `check`), judged on the results after the run."""
     events: tuple[str, ...] = ()
-    """--event, [[events]]: 'AT ACTION' fired in every trial's window; 'LABEL: AT ACTION' in one label's (`eventspec`)."""
+    """--event, [[events]]: 'AT ACTION' fired in every trial's window, 'LABEL: AT ACTION' in a label's (`eventspec`)."""
     name: str = ""
     description: str = ""
     out: str = "results"

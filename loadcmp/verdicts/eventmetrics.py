@@ -17,8 +17,9 @@ reason: no event of that action in the cell (its events named), an event of it t
 container; its cost says nothing of the server), or a recovery with no second before it to compare.
 
 A client-bound side does not leave a count inconclusive (`judge`): a request an event failed is the server's
-failure, whatever the client's pace. `==` (findings and smoke checks) is judged on counts exactly: supported when every trial measured the value
-(with at least `judge.MIN_TRIALS` trials), not supported when one did not (a counterexample is one at any count).
+failure, whatever the client's pace. `==` (findings and smoke checks) is judged on counts exactly: supported when
+every trial measured the value (with at least `judge.MIN_TRIALS` trials), not supported when one did not (a
+counterexample is one at any count).
 
 Kept free of pandas at import (the spec validates checks when the CLI starts).
 """
