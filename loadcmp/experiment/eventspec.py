@@ -26,7 +26,6 @@ from ..lab import apps as lab_apps
 if TYPE_CHECKING:
     from ..lab.model import Stack
     from ..lab.stacks import Catalog
-    from .variants import Variant
 
 _LABELLED = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9_.-]{0,39})\s*:\s*(.*)$")
 
@@ -65,6 +64,17 @@ def from_toml(v: object, where: str = "events") -> tuple[str, ...]:
 def of_variants(variants: Iterable[Variant]) -> tuple[str, ...]:
     """Each variant's own events, labelled."""
     return tuple(f"{v.label}: {e}" for v in variants for e in v.events)
+
+
+class Variant(Protocol):
+    """What this module reads of a server label (`variants.Variant`)."""
+
+    @property
+    def label(self) -> str: ...
+    @property
+    def stack(self) -> str: ...
+    @property
+    def events(self) -> tuple[str, ...]: ...
 
 
 class Run(Protocol):
