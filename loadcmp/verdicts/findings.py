@@ -45,9 +45,10 @@ from ..errors import ConfigError, Problems, UsageError
 from ..traffic.mix import MIX_LABEL
 
 
-_LABEL = r"[A-Za-z0-9_./-]+(?:\[[a-z0-9]+\])?(?:\[/[^\]\s]*\])?"
+_LABEL = r"[A-Za-z0-9_./-]+(?:\[[a-z0-9]+\])?(?:/keepalive|/close)?(?:\[/[^\]\s]*\])?"
 """A label; `nginx[h2]` names one protocol of a run with several (`--proto h1,h2`: the label itself), and
-`nginx[/index.html]` one page of a run with several (its label `nginx /index.html`); `nginx[h2][/a]` both."""
+`nginx[/index.html]` one page of a run with several (its label `nginx /index.html`); `nginx[h2][/a]` both;
+`nginx[h2]/keepalive` one protocol of a run both with and without keep-alive."""
 _METRIC = r"[a-z][a-z0-9_-]*\.[a-z][a-z_0-9]*|[a-z_]+"
 """A load's metric (`rps`, `p`), or an event's: its action, a dot, its figure (`reload_php.failed`)."""
 _SIDE = re.compile(rf"^\s*(?:(?P<label>{_LABEL})\s*:\s*)?(?P<metric>{_METRIC})"
