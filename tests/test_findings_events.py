@@ -178,3 +178,17 @@ def test_a_variant_s_event_is_checked_against_its_own_stack(tmp_path):
     f.write_text('time = "8s"\n[variants.c]\nstack = "caddy"\nevents = ["every 3s reload"]\n')
     res = CliRunner().invoke(cli, ["run", str(f), "--out", str(tmp_path / "out")])
     assert res.exit_code == 2 and "caddy has no command for 'reload'" in res.output, res.output
+
+
+def test_capacity_fires_events_in_its_probes_whose_times_must_fall_inside_one():
+    from loadcmp.experiment.flags import search_spec
+
+    base, cap, _ = search_spec(None, {"servers": ("nginx",), "events": ("every 5s reload",)},
+                               {"slo": "p99<500ms", "probe_time": 12.0})
+    assert base.events == ("every 5s reload",) and cap.probe_time == 12.0
+    assert [t for t in cap.probe_spec(base, 40).events] == ["every 5s reload"]  # every probe and confirmation
+    with pytest.raises(UsageError, match="every 5 s never comes inside the 5 s window"):
+        search_spec(None, {"servers": ("nginx",), "events": ("every 5s reload",)}, {"slo": "p99<500ms"})
+    res = CliRunner().invoke(cli, ["capacity", "--server", "caddy", "--slo", "p99<500ms", "--probe-time", "8s",
+                                   "--event", "2s reload"])
+    assert res.exit_code == 2 and "caddy has no command for 'reload'" in res.output, res.output
