@@ -141,6 +141,8 @@ def per_trial(res: Results, metric: str, server: str, level: int) -> tuple[list[
     mine, every = _costs(res, metric, server, level)
     name = split(metric)[1]  # type: ignore[index]
     trials = [t["trial"] for t in res.cell(server, level)]
+    if not trials:  # nothing measured: the finding's own "no data" says so
+        return [], None
     if not mine and name != "events":
         return [], _none(metric, f"{server} at {level}", every)
     out: list[float] = []
