@@ -55,7 +55,7 @@ def test_every_stack_s_actions_are_well_formed_and_each_server_has_its_own():
         stack = cat.get(name)
         assert actions.data_problems(stack) == [], name
         for a in actions.names(stack):
-            if "DURATION" in a:
+            if "DURATION" in a or "KEY=VALUE" in a:
                 continue
             got = actions.resolve(stack, parse(f"1s {a}"))
             assert got.role in [r.name for r in stack.roles] and (got.exec or got.docker), (name, a)
@@ -86,9 +86,16 @@ def test_malformed_events_tables_are_said():
     assert any("docker must be one of restart" in s for s in said)
     assert any("unknown key(s) when" in s for s in said) and any("one of them" in s for s in said)
     assert any("pause is every stack's own" in s for s in said)
+    said = actions.table_problems("x.toml", {"reload": {"exec": ["true"], "settings": "nginx"},
+                                             "set x": {"exec": ["true"]}})
+    assert any("settings must be a list of the tunables' sections" in s for s in said)
+    assert any("set is every stack's own" in s for s in said)
 
 
 @pytest.mark.parametrize("event,said", [("2s frobnicate", "no command for 'frobnicate'"),
+                                        ("1s set nginx.no_such=1", "nginx has no setting 'nginx.no_such'"),
+                                        ("1s set nginx.worker_connections=lots", "expected a whole number"),
+                                        ("1s set nginx.worker_connections", "'set KEY=VALUE'"),
                                         ("20s reload", "not inside the 5 s window"),
                                         ("4s pause web 2s", "the 2 s pause at 4 s runs past the 5 s window"),
                                         ("1s pause db 2s", "has no role 'db'")])
@@ -283,3 +290,17 @@ def test_the_events_doc_says_what_is_not_what_is_not_yet():
 
     text = (Path(__file__).parent.parent / "docs" / "events.md").read_text()
     assert not re.findall(r"\b(yet|no longer|for now|so far|used to|anymore|planned|will be)\b", text, re.I)
+
+
+def test_set_takes_the_action_whose_settings_name_its_section():
+    cat = catalog()
+    got = actions.resolve(cat.get("nginx"), parse("5s set nginx.keepalive_timeout=5"))
+    assert (got.name, got.change, got.exec[0]) == ("set nginx.keepalive_timeout=5", ("nginx.keepalive_timeout", 5),
+                                                   "nginx")  # nginx's reload
+    got = actions.resolve(cat.get("apache-prefork"), parse("5s set php.memory_limit=256M"))
+    assert "USR1" in got.exec[-1]  # mod_php: Apache's graceful
+    got = actions.resolve(cat.get("nginx-apache"), parse("5s set prefork.MaxRequestWorkers=64"))
+    assert got.role == "backend"
+    with pytest.raises(UsageError, match="no action in caddy's data puts its caddy.\\* settings in effect"):
+        actions.resolve(cat.get("caddy"), parse("5s set caddy.keepalive=off"))
+    assert "set KEY=VALUE" in actions.names(cat.get("caddy"))  # its fpm.* and php.*: php-fpm's reload

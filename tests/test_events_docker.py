@@ -35,3 +35,43 @@ def test_a_reload_of_nginx_under_load_fails_no_request_and_is_recorded_with_its_
     (cost,) = cell["events"]
     assert cost["failed"] == 0 and cost["failures"] == {} and cost["recovery_s"] is not None, cost
     assert {c.name for c in cleanup.labelled(docker_client)} == before
+
+
+def test_smoke_holds_nginx_to_reloads_that_fail_no_request(tmp_path, docker_client):
+    before = {c.name for c in cleanup.labelled(docker_client)}
+    res = CliRunner().invoke(cli, ["smoke", "--server", "nginx", "-c", "10", "-t", "6s", "--warmup", "0.5",
+                                   "--event", "every 2s reload", "--check", "reload.failed==0",
+                                   "--check", "reload.events==2", "--out", str(tmp_path / "out"),
+                                   "--junit", str(tmp_path / "junit.xml")])
+    assert res.exit_code == 0 and "all checks passed" in res.output, res.output
+    junit = (tmp_path / "junit.xml").read_text()  # every page of the smoke run: its reloads, none failed
+    assert junit.count("reload.failed==0: measured 0.0") == junit.count("reload.events==2: measured 2.0") >= 1
+    assert {c.name for c in cleanup.labelled(docker_client)} == before
+
+
+def test_set_renders_the_config_again_and_reloads_and_restart_php_comes_back(tmp_path, docker_client):
+    before = {c.name for c in cleanup.labelled(docker_client)}
+    res = CliRunner().invoke(cli, ["run", "--server", "nginx", "-c", "5", "-t", "6s", "--warmup", "0.5",
+                                   "--event", "2s set fpm.max_children=7", "--event", "4s restart php",
+                                   "--out", str(tmp_path), "--json"])
+    assert res.exit_code == 0, res.output
+    (t,) = load_results(json.loads(res.stdout)["results_dir"]).trials
+    changed, restarted = events_of(t)
+    assert changed["ok"] and changed["action"] == "set fpm.max_children=7", changed
+    assert any("Reloading in progress" in line for line in changed["evidence"]), changed
+    assert restarted["ok"] and restarted["action"] == "restart php", restarted
+    assert any("ready to handle connections" in line or "fpm is running" in line
+               for line in restarted["evidence"]), restarted
+    assert t["result"]["ok"] > 20  # PHP answered after its restart
+    assert {c.name for c in cleanup.labelled(docker_client)} == before
+
+
+@pytest.mark.parametrize("event,said", [("1s set nginx.no_such_key=1", "nginx has no setting 'nginx.no_such_key'"),
+                                        ("1s reload", "caddy has no command for 'reload'")])
+def test_a_bad_event_is_one_line_with_nothing_started(tmp_path, docker_client, event, said):
+    before = {c.name for c in cleanup.labelled(docker_client)}
+    server = "caddy" if "reload" in event else "nginx"
+    res = CliRunner().invoke(cli, ["smoke", "--server", server, "-t", "5s", "--event", event,
+                                   "--check", "reload.failed==0", "--out", str(tmp_path)])
+    assert res.exit_code == 2 and said in res.output and len(res.output.strip().splitlines()) == 1, res.output
+    assert {c.name for c in cleanup.labelled(docker_client)} == before and not any(tmp_path.iterdir())

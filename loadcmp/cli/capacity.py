@@ -10,7 +10,8 @@ import click
 from ..errors import Problems, UsageError
 from .app import cli, emit_json
 from .display import err, markup, out, print_rows
-from .options import LoadFlags, SearchFlags, SetupFlags, load_options_but, search_options, setup_options
+from .options import (LoadFlags, SearchFlags, SetupFlags, event_option, load_options_but, search_options,
+                      setup_options)
 from .live import LiveFlags, LivePage, live_options, watching
 from .run import SweepDisplay, raise_for_status, sweep
 from .types import COUNT
@@ -61,6 +62,7 @@ REFUSED = {
               help="Trials an unsure confirmation may grow to (default 5, or --confirm if more).")
 @load_options_but(*REFUSED)
 @setup_options
+@event_option
 @live_options
 def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, **flags: Any) -> None:
     """Find each set-up's capacity: the most load it holds while meeting a target.
@@ -72,12 +74,13 @@ def capacity(experiment: str | None, servers_: tuple[str, ...], as_json: bool, *
     from ..experiment.flags import search_spec
 
     load, setup, target = LoadFlags.pop(flags), SetupFlags.pop(flags), SearchFlags.pop(flags)
-    live = LiveFlags.pop(flags)
+    live, events = LiveFlags.pop(flags), flags.pop("events")
     setup.check_out()
     own = {**target.table(), "max_confirm": flags.pop("max_confirm", None)}  # capacity's own; tune has none
     p = Problems()  # the flags refused and the search's own problems, all at once
     p.attempt(lambda: load.refuse(REFUSED))
-    found = p.attempt(lambda: search_spec(experiment, {**load.given(), **setup.fields_with(servers_)}, own))
+    given = {**load.given(), **setup.fields_with(servers_), **({"events": events} if events else {})}
+    found = p.attempt(lambda: search_spec(experiment, given, own))
     p.raise_if_any(UsageError)
     assert found is not None
     base, cap, _ = found

@@ -138,7 +138,8 @@ def _net(ctx: click.Context, param: click.Parameter, value: str | None) -> str |
 
 
 def event_option(f: F) -> F:
-    """--event 'AT ACTION' (repeatable): a reload, restart, killed worker or paused role in every trial (run, smoke)."""
+    """--event 'AT ACTION' (repeatable): a reload, restart, killed worker or paused role in every trial (run, smoke,
+    capacity)."""
     return click.option("--event", "events", multiple=True, metavar="'AT ACTION'",
                         help="Fire an event in each trial's window: '5s reload', 'every 5s reload', '8s pause db 3s' "
                              "(repeatable; the stack's actions: `loadcmp servers`, docs/events.md).")(f)

@@ -16,9 +16,10 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from ..errors import LabError
+from ..errors import ConfigError, LabError
 from ..facts import EventDoc
 from ..lab.dockerapi import engine_errors, output_of
+from . import change
 from .actions import Action, resolve
 from .plan import Asked, parse
 
@@ -57,6 +58,8 @@ def run_action(dep: Deployment, a: Action, cut: threading.Event) -> tuple[bool, 
     c = dep.container_of(a.role)
     try:
         with engine_errors(dep.host.name):
+            if a.change is not None:  # `set KEY=VALUE`: the configs first, then the action that reads them
+                change.apply(dep, *a.change)
             if a.docker is None:
                 res = c.exec_run(list(a.exec))
                 out = output_of(res).decode("utf-8", "replace")
@@ -73,7 +76,7 @@ def run_action(dep: Deployment, a: Action, cut: threading.Event) -> tuple[bool, 
             else:
                 c.restart(timeout=10)
             return _back(dep, a)
-    except LabError as e:
+    except (LabError, ConfigError) as e:
         return False, str(e), ""
 
 

@@ -4,6 +4,7 @@
     filekeys.py  the keys an experiment file may have, their types, each value converted
     flags.py     a command's flags laid over an experiment file: the RunSpec (and a search's probe) they make
     variants.py  server labels and variants (--server LABEL=STACK, [variants.*]), which --set goes where
+    eventspec.py which label fires which event (`LABEL: AT ACTION`, a variant's `events`), and their problems
     protos.py    the protocols a run loads (--proto h1,h2: labels like nginx[h2]) and -m; what each stack speaks
     capacity.py  what a capacity search is: its target, start, limit, resolution (flags over [capacity])
     apps.py      an application behind the chosen stacks (--app, app =): its pages and images

@@ -12,13 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import ConfigError, line_of
-from ..events.plan import parse as parse_event
 from ..lab import apps as lab_apps
 from ..lab.stacks import Catalog
 from ..traffic.mix import check_mix
 from ..units import MAX_COUNT, Setting, TomlTable, TomlValue, parse_duration, parse_levels, parse_memory_cap, parse_rate
 from ..verdicts.findings import parse_findings
 from . import protos, variants
+from .eventspec import from_toml
 from .journeys import from_table
 
 KEYS: dict[str, str] = {
@@ -272,16 +272,7 @@ def _findings(key: str, v: TomlValue, cat: Catalog) -> tuple[dict[str, str], ...
 
 def _events(key: str, v: TomlValue, cat: Catalog) -> tuple[str, ...]:
     """`[[events]]` (`at` or `every`, and `action`) or a list of `--event` strings, as `--event` values."""
-    items = v if isinstance(v, list) else [v]
-    out = []
-    for t in items:
-        if isinstance(t, dict) and set(t) in ({"at", "action"}, {"every", "action"}):
-            when = f"every {t['every']}" if "every" in t else str(t["at"])
-            t = f"{when} {t['action']}"
-        if not isinstance(t, str):
-            raise _wrong("[[events]] tables of at (or every) and action, like at = \"5s\", action = \"reload\"", t)
-        out.append(parse_event(t).text)
-    return tuple(out)
+    return from_toml(v)
 
 
 CONVERT: dict[str, Callable[[str, TomlValue, Catalog], object]] = {

@@ -81,6 +81,19 @@ PROBE_FIELDS: dict[str, Any] = {"levels": (1,), "duration": 5.0, "requests": Non
 """What a search sets per probe itself (the level, the window); a stand-in here, so the spec validates."""
 
 
+def _probe_time(flags: dict[str, Any], extra: dict[str, Any]) -> float:
+    """A probe's window (--probe-time, else the file's [capacity] probe_time, else the default): where `--event`'s
+    times must fall, as each probe and confirmation fires them. One that cannot be read is said by the search."""
+    from .capacity import PROBE_S, convert
+
+    if isinstance(flags.get("probe_time"), float):
+        return float(flags["probe_time"])
+    try:
+        return float(convert("probe_time", (extra.get("capacity") or {}).get("probe_time", PROBE_S), "probe_time"))
+    except UsageError:
+        return PROBE_S
+
+
 def search_spec(experiment: str | None, given: dict[str, Any], search: dict[str, Any]
                 ) -> tuple[RunSpec, CapacitySpec, dict[str, Any]]:
     """A search's load as a run of one probe (the level, and by rate the rate, set per probe), its settings
@@ -92,7 +105,7 @@ def search_spec(experiment: str | None, given: dict[str, Any], search: dict[str,
            if v is not None and k in ("slo", "resolution") else v for k, v in search.items()}
     own = {k: BAD if v is None and search.get(k) is not None else v for k, v in own.items()}
     fields, extra = load_experiment(experiment) if experiment else ({}, {})
-    probe = {**given, **PROBE_FIELDS}
+    probe = {**given, **PROBE_FIELDS, "duration": _probe_time(own, extra)}  # --event's times: inside a probe
     if probe.get("schedule", fields.get("schedule")) == "rate":
         probe["rate"] = 1.0
     base = p.attempt(lambda: spec_of(fields, probe))

@@ -15,11 +15,10 @@ from typing import Any, cast
 
 from ..lab import apps as lab_apps, dockerhost, ownconfig, stacks
 from ..lab.stacks import Catalog
-from . import apps, protos as protocols, sources, tracing, variants
+from . import apps, eventspec, protos as protocols, sources, tracing, variants
 from .filekeys import FIELD_OF, KEYS, convert, variant_error, where_in
 from ..net.conditions import net_problems
 from ..errors import ConfigError, Problems, UsageError
-from ..events.actions import spec_problems as event_problems
 from ..protocols import get as get_protocol
 from ..records import SpecDoc
 from ..verdicts.findings import check_labels, parse_findings
@@ -112,9 +111,9 @@ class RunSpec(tracing.TraceSpec):
     streams: int = 1
     """-m/--streams: requests in flight per connection on h2, h2c and h3 (h1: one)."""
     findings: tuple[dict[str, str], ...] = ()
-    events: tuple[str, ...] = ()
-    """--event, [[events]]: 'AT ACTION' fired in every trial's window (`loadcmp.events`)."""
     """The write-up's claims (`claim`, `check`), judged on the results after the run."""
+    events: tuple[str, ...] = ()
+    """--event, [[events]]: 'AT ACTION' fired in every trial's window, 'LABEL: AT ACTION' in a label's (`eventspec`)."""
     name: str = ""
     description: str = ""
     out: str = "results"
@@ -244,6 +243,8 @@ class _FileReader:
             if key != "stacks" or "stack_dirs" not in self.fields:
                 self._key(key, value)
         self._servers()
+        if own := self.extra.pop("variant_events", ()):  # beside the file's [[events]], wherever those are
+            self.fields["events"] = (*self.fields.get("events", ()), *own)
         self.problems.raise_if_any(summary=f"{self.path.name}: {{n}} errors")
         self.fields.setdefault("name", self.path.stem)
         return self.fields, self.extra
@@ -287,6 +288,7 @@ class _FileReader:
             fields["variant_tls"] = {v.label: v.tls for v in conv.values() if v.tls is not None}
             fields["variant_protos"] = {v.label: v.protos for v in conv.values() if v.protos}
             fields["variant_net"] = {v.label: v.net for v in conv.values() if v.net}
+            self.extra["variant_events"] = eventspec.of_variants(conv.values())
         else:
             fields[FIELD_OF.get(key, key)] = conv
 
@@ -347,17 +349,15 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
     p.extend(pacing_problems(spec.think, spec.send_rate, spec.read_rate, spec.schedule, spec.engine,
                              {x for v in servers for x in spec.protos_for(v.label)}, spec.traffic.flag))
     p.extend(net_problems({v.label: (spec.net_for(v.label), spec.protos_for(v.label)) for v in servers}, spec.cluster))
-    if spec.events and not page_problems:  # each label's stack as it runs each page (an app's roles with it)
-        app = p.attempt(lambda: apps.app_of(spec))
-        on = {f"{v.label} {page}" if len(spec.all_pages) > 1 else v.label: lab_apps.on_stack(a, cat.get(v.stack))
-              if (a := lab_apps.applies(app, page)) else cat.get(v.stack) for v in servers for page in spec.all_pages}
-        p.extend(event_problems(spec.events, on, spec.duration))
+    if spec.events and not page_problems:  # each label's events against its stack as it runs each page
+        p.extend(eventspec.problems(spec, servers, cat, p.attempt(lambda: apps.app_of(spec))))
     p.extend(said)
     p.extend(sources.source_errors(spec.traffic, spec.fit()))
     p.raise_if_any()
     labels = tuple(v.label for v in servers)
     # a draw fixed now is stored: the run repeats it
     return replace(spec, servers=labels, traffic=spec.traffic.drawn(), stacks={v.label: v.stack for v in servers},
+                   events=eventspec.kept(spec.events, labels),
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
                    variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels},
                    variant_protos={k: v for k, v in spec.variant_protos.items() if k in labels},

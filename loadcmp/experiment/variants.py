@@ -33,6 +33,7 @@ from ..lab.stacks import Catalog
 from ..load.target import resume_share_error
 from ..errors import ConfigError, LoadcmpError, Problems, UsageError
 from ..trace.serverlogs import OWN_FILES, own_config_refusal
+from .eventspec import from_toml
 from .protos import parse_protos
 from ..units import Setting
 
@@ -53,6 +54,8 @@ class Variant:
     """`proto` of its table: the protocols it runs, over the run's; empty: the run's."""
     net: str | None = None
     """`net` of its table: the network between its clients and it (`loadcmp.net`), over the run's."""
+    events: tuple[str, ...] = ()
+    """`events` of its table: 'AT ACTION' fired in its trials beside the run's (`eventspec`)."""
 
 
 def _net_of(label: str, v: object) -> str | None:
@@ -140,10 +143,10 @@ def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
             check_label(label)
             if not isinstance(table, dict):
                 raise ConfigError(f"[variants.{label}] must be a table with stack = \"...\"")
-            extra = set(table) - {"stack", "set", "tls", "proto", "net"}
+            extra = set(table) - {"stack", "set", "tls", "proto", "net", "events"}
             if extra:
                 raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} "
-                                  "(known: stack, set, tls, proto, net)")
+                                  "(known: stack, set, tls, proto, net, events)")
             net = _net_of(label, table.get("net"))
             if not isinstance(table.get("tls", False), bool):
                 raise ConfigError(f"[variants.{label}].tls must be true or false")
@@ -154,8 +157,9 @@ def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
             if not isinstance(sets, dict):
                 raise ConfigError(f"[variants.{label}].set must be a table of settings")
             protos = parse_protos(table["proto"]) if "proto" in table else ()
+            events = from_toml(table["events"], f"[variants.{label}].events") if "events" in table else ()
             out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"), protos,
-                                 net)
+                                 net, events)
         except UsageError as e:
             p.extend(m if m.startswith("[variants.") else f"[variants.{label}]: {m}" for m in e.messages)
     p.raise_if_any(summary="{n} bad variants")

@@ -50,6 +50,7 @@ class EventCost(TypedDict):
     said: str | None
     failed: int
     failures: dict[str, int]  #: by kind, those seen
+    served: int  #: requests that succeeded in its window (a failed rate's other part)
     dropped: int  #: requests the client dropped at its in-flight cap in the window (never sent: not in failed)
     recovery_s: float | None  #: None: see recovery_why
     recovery_why: str | None  #: why recovery_s is None: "not back" (within its window), "no baseline" (no second
@@ -122,8 +123,8 @@ def cost(ev: EventDoc, trial: int, timeline: pd.DataFrame, server: pd.DataFrame,
     s_before = sv[(sv.index >= s0 - BEFORE_S) & (sv.index < s0)] if len(sv) else sv
     return EventCost(trial=trial, asked=ev["asked"], action=ev["action"], at_s=ev["at_s"], start_s=ev["start_s"],
                      took_s=round(ev["end_s"] - ev["start_s"], 3), ok=ev["ok"], said=ev["said"],
-                     failed=sum(kinds.values()), failures=kinds, dropped=dropped, recovery_s=back,
-                     recovery_why=why, baseline_s=len(before) if based else 0,
+                     failed=sum(kinds.values()), failures=kinds, served=int(during["ok"].sum()), dropped=dropped,
+                     recovery_s=back, recovery_why=why, baseline_s=len(before) if based else 0,
                      p99_before_ms=_mean(col(before, "p99_ms")), p99_during_ms=_peak(col(during, "p99_ms")),
                      mem_before_bytes=_mean(col(s_before, "mem_bytes")),
                      mem_peak_bytes=_peak(col(s_during, "mem_bytes")),

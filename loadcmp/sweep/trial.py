@@ -53,6 +53,7 @@ from ..records import (ContainerState, HistogramDoc, KernelDoc, LoadSummary, Ser
 from ..experiment.spec import RunSpec
 from ..experiment import journeys
 from ..experiment.apps import overrides_for, stack_for
+from ..experiment.eventspec import events_for
 from ..traffic.sessions import prime_journeys
 from ..store.writer import Row, RunWriter, Watch
 from ..units import cpu_list
@@ -283,8 +284,8 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     since = time.time() - now() + start_at + spec.warmup  # Docker stamps log lines on the wall clock
     sampler = (ApiSampler if dep.host.remote else Sampler)(dep, start_at + spec.warmup, keys, math.ceil(spec.duration),
                                                            on_row=sweep.progress.sample, warmup=spec.warmup)
-    firer = fire.Firer(dep, fire.plan(spec.events, dep.stack, spec.duration), start_at + spec.warmup, since,
-                       told=sweep.progress.event)
+    planned = fire.plan(events_for(spec.events, p.server), dep.stack, spec.duration)
+    firer = fire.Firer(dep, planned, start_at + spec.warmup, since, told=sweep.progress.event)
     try:  # the events' timer and the proxy's watch end whatever way the load or the sampler ends
         if netp is not None:  # --net: the proxy watched over the window
             netp.watch_from(start_at + spec.warmup)

@@ -1,6 +1,7 @@
 """Judging measured results: smoke thresholds and a write-up's findings share one grammar.
 
     checks.py    what a check can look at: metrics, units, operators, a metric over trials
+    eventmetrics.py  what an action's events cost as a check's figure (`reload.failed`), per trial
     smoke.py     smoke checks, baselines, JUnit and summaries
     findings.py  the findings grammar (levels, server against server)
     judge.py     findings judged on stored results: verdicts and the rule for few trials

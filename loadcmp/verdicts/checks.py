@@ -15,6 +15,8 @@ from collections.abc import Callable
 from ..errors import UsageError
 from ..records import LoadSummary, ServerMetrics, TrialRecord
 from ..units import duration_value, ms, size_value
+from .eventmetrics import check_event_metric, is_event, split
+from .eventmetrics import kind as event_kind
 
 OPS: dict[str, Callable[[float, float], bool]] = {
     "<": operator.lt, "<=": operator.le, ">": operator.gt, ">=": operator.ge, "==": operator.eq,
@@ -46,8 +48,16 @@ TLS = frozenset({"handshakes", "resumed_share", "handshakes_per_core"})
 """Metrics of https runs only: a trial over plain http has none of them (no data)."""
 
 
+def kind_of(metric: str) -> str:
+    """A metric's kind (its scale): a load's (`METRICS`) or an event's (`eventmetrics.EVENT_METRICS`)."""
+    return event_kind(metric) if is_event(metric) else METRICS[metric][0]
+
+
 def check_metric(text: str, metric: str, q: str | None) -> float | None:
     """Refuse an unknown metric or a misplaced percentile; the percentile of p(N), else None."""
+    if is_event(metric):  # `reload.failed`: what an action's events cost
+        check_event_metric(text, metric, q)
+        return None
     if metric not in METRICS:
         known = ", ".join(k if k != "p" else "p(N)" for k in METRICS)
         raise UsageError(f"check {text!r}: unknown metric {metric!r}; known: {known}")
@@ -62,7 +72,7 @@ def check_metric(text: str, metric: str, q: str | None) -> float | None:
 
 def threshold(text: str, metric: str, number: float, unit: str) -> float:
     """The check's value in the metric's own scale: ratio 0..1, milliseconds, bytes or a plain count."""
-    kind = METRICS[metric][0]
+    kind = kind_of(metric)
     if kind == "ratio" and unit in ("%", ""):
         return number / 100 if unit == "%" else number
     if kind == "time":
@@ -71,6 +81,12 @@ def threshold(text: str, metric: str, number: float, unit: str) -> float:
         secs = duration_value(number, unit)
         if secs is not None:
             return ms(secs)
+    if kind == "seconds":
+        secs = duration_value(number, unit) if unit else None
+        if secs is not None:
+            return secs
+        if unit == "":
+            raise UsageError(f"check {text!r}: give the time a unit (ms, s), e.g. {metric}<2s")
     if kind == "bytes":
         size = size_value(number, unit)
         if size is not None:
@@ -84,7 +100,11 @@ def threshold(text: str, metric: str, number: float, unit: str) -> float:
 
 def comparable(a: str, b: str) -> bool:
     """Whether two metrics measure the same thing, so that one may be a multiple of the other:
-    any two latencies (p(99) against p(50)), otherwise only a metric with itself."""
+    any two latencies (p(99) against p(50)), one figure of two actions' events (`reload.recovery` against
+    `restart.recovery`), otherwise only a metric with itself."""
+    if is_event(a) or is_event(b):
+        ea, eb = split(a), split(b)
+        return ea is not None and eb is not None and ea[1] == eb[1]
     return a == b or METRICS[a][0] == METRICS[b][0] == "time"
 
 
@@ -92,7 +112,9 @@ def show(metric: str, value: float | None) -> str:
     """A value in the metric's scale as people read it: 1.25%, 12.3ms, 16.0MiB, 1,722.5."""
     if value is None:
         return "n/a"
-    kind = METRICS[metric][0]
+    kind = kind_of(metric)
+    if kind == "seconds":
+        return "not back" if math.isinf(value) else f"{value:.2f}s"
     if kind == "ratio":
         return f"{value * 100:.2f}%"
     if kind == "time":
@@ -120,8 +142,8 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
     from ..store.reader import metrics_of, pooled_latency  # numpy and pandas: only when results are read
 
     ran = [t for t in trials if t.get("result")]
-    if not ran or metric == "capacity":  # a search's figure, not a trial's (`judge`)
-        return None
+    if not ran or metric == "capacity" or is_event(metric):  # a search's figure; an event's is its stored
+        return None  # seconds' (`eventmetrics`), not the trial record's
     res: list[LoadSummary] = [t["result"] for t in ran]
     if metric == "failed_rate":
         done = sum(r["started"] - r["unfinished"] for r in res)

@@ -24,7 +24,10 @@ same metrics, units and scales):
   or one `@level` for them all.
 - `capacity` (what `loadcmp capacity` found, in clients or requests/s) takes no level; it is
   judged on the edge the search bracketed (`loadcmp.verdicts.judge`).
-- `<`, `<=`, `>`, `>=`; `==` is refused, since an interval can never show equality.
+- An event's figure (`nginx:reload.failed`, `nginx:reload.recovery < apache-prefork:reload.recovery`) is its
+  action, a dot and one of `eventmetrics.EVENT_METRICS`, judged per trial as any other (`@` still the level).
+- `<`, `<=`, `>`, `>=`; `==` is refused, since an interval can never show equality, except on what an event's
+  requests counted (`nginx:reload.failed == 0`), judged on every trial exactly (`eventmetrics.exact`).
 
 The verdicts (supported, not supported, inconclusive) and the rule for few trials are
 `loadcmp.verdicts.judge`'s.
@@ -37,14 +40,18 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from .checks import check_metric, comparable, threshold
+from .eventmetrics import EXACT, split
 from ..errors import ConfigError, Problems, UsageError
 from ..traffic.mix import MIX_LABEL
 
 
-_LABEL = r"[A-Za-z0-9_./-]+(?:\[[a-z0-9]+\])?(?:\[/[^\]\s]*\])?"
+_LABEL = r"[A-Za-z0-9_./-]+(?:\[[a-z0-9]+\])?(?:/keepalive|/close)?(?:\[/[^\]\s]*\])?"
 """A label; `nginx[h2]` names one protocol of a run with several (`--proto h1,h2`: the label itself), and
-`nginx[/index.html]` one page of a run with several (its label `nginx /index.html`); `nginx[h2][/a]` both."""
-_SIDE = re.compile(rf"^\s*(?:(?P<label>{_LABEL})\s*:\s*)?(?P<metric>[a-z_]+)"
+`nginx[/index.html]` one page of a run with several (its label `nginx /index.html`); `nginx[h2][/a]` both;
+`nginx[h2]/keepalive` one protocol of a run both with and without keep-alive."""
+_METRIC = r"[a-z][a-z0-9_-]*\.[a-z][a-z_0-9]*|[a-z_]+"
+"""A load's metric (`rps`, `p`), or an event's: its action, a dot, its figure (`reload_php.failed`)."""
+_SIDE = re.compile(rf"^\s*(?:(?P<label>{_LABEL})\s*:\s*)?(?P<metric>{_METRIC})"
                    r"(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\)|(?P<qq>\d+(?:\.\d+)?))?\s*(?:@\s*(?P<levels>\S*))?\s*$")
 _VALUE = re.compile(r"^\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$")
 _FACTOR = re.compile(r"^\s*(?P<factor>\d+(?:\.\d+)?|\.\d+)\s*\*(?P<side>.*)$")
@@ -115,9 +122,13 @@ def parse_check(text: str) -> FindingCheck:
     lhs, op, rhs = parts
     if op in ("=<", "=>"):
         raise UsageError(f"check {text!r}: write {op[::-1]!r}, not {op!r}")
-    if op not in ("<", "<=", ">", ">="):
-        raise UsageError(f"check {text!r}: {op!r} cannot be judged from an interval; use <, <=, > or >=")
     left = _side(text, lhs, "left")
+    exact = op == "==" and (got := split(left.metric)) is not None and got[1] in EXACT
+    if op not in ("<", "<=", ">", ">=") and not exact:
+        raise UsageError(f"check {text!r}: {op!r} cannot be judged from an interval; use <, <=, > or >= "
+                         "(== only on what an event's requests counted, e.g. nginx:reload.failed == 0)")
+    if exact and _VALUE.match(rhs) is None:
+        raise UsageError(f"check {text!r}: == takes a value on the right, e.g. nginx:reload.failed == 0")
     if (m := _VALUE.match(rhs)) is not None:
         return FindingCheck(text.strip(), left, op, threshold(text, left.metric, float(m["value"]), m["unit"]))
     factor, rest = 1.0, rhs

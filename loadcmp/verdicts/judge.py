@@ -20,7 +20,9 @@ the bound can give it: that the bound side is the larger (its interval, or the r
 the threshold on its own). A verdict that would need it to be the smaller — the claim that it serves
 less, or that the other serves more — stays inconclusive, and so does every comparison with both
 sides client-bound (two lower bounds order nothing). Latency, failures and the servers' figures get
-no bound from a client-bound side: such a level stays inconclusive.
+no bound from a client-bound side: such a level stays inconclusive. What an event's requests counted
+(`eventmetrics.EXACT`: its failures) is judged as measured: a request the server failed is its failure whatever
+the client's pace.
 
 Few trials. With fewer than 3 trials on a side an interval says little (two trials give
 t = 12.7, one gives none), so such a level is decided only by a large margin: the mean (or the
@@ -38,7 +40,8 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
-from .checks import METRICS, OPS, THROUGHPUT, show
+from .checks import OPS, THROUGHPUT, kind_of, show
+from .eventmetrics import counted, exact, is_event, per_trial
 from .findings import Finding, FindingCheck, Side, labels
 from .retry import Bound, rests_on
 from ..records import FindingDoc, FindingVerdict
@@ -55,7 +58,7 @@ UNDECIDED = "a client-bound side's lower bound cannot decide it"
 """`decide`'s reason when the verdict would need the end of the interval that a bound leaves open."""
 Open = Literal["above", "below"]
 """Where the true value may lie beyond a measurement: above a lower bound, below an upper one."""
-_SCALE = {"ratio": "ratio", "time": "ms", "bytes": "bytes", "": "", "level": "level"}
+_SCALE = {"ratio": "ratio", "time": "ms", "bytes": "bytes", "": "", "level": "level", "seconds": "s"}
 
 
 def decide(value: float, low: float | None, high: float | None, n: int, op: str, target: float,
@@ -166,7 +169,7 @@ def evaluate(results: Results, findings: list[Finding]) -> list[FindingResult]:
 
 def _judge(res: Results, f: Finding) -> FindingResult:
     c = f.check
-    values: dict[str, Any] = {"metric": c.left.figure, "scale": _SCALE[METRICS[c.left.metric][0]], "op": c.op,
+    values: dict[str, Any] = {"metric": c.left.figure, "scale": _SCALE[kind_of(c.left.metric)], "op": c.op,
                               "factor" if c.right else "threshold": c.value}
     if c.left.metric == "capacity":
         return _judge_capacity(res, f, values)
@@ -260,10 +263,15 @@ def _level(res: Results, c: FindingCheck, server: str, level: int) -> _Level:
         sides.append((c.right.label or server, rlevel, _estimate(res, c.right, c.right.label or server, rlevel)))
     bound = [res.client_bound(s, lv) is not None for s, lv, _ in sides]
     docs = [_side_doc(s, lv, e, b) for (s, lv, e), b in zip(sides, bound, strict=True)]
+    metrics = [c.left.metric] + ([c.right.metric] if c.right else [])
+    if all(map(counted, metrics)):  # the requests an event failed are counted whatever the client's pace
+        bound = [False] * len(sides)
     r = ratio(sides[0][2], sides[1][2]) if len(sides) == 2 else None  # compare.ratio(b, a) is b/a
     value, low, high = (r.value, r.low, r.high) if r else (sides[0][2].mean, sides[0][2].low, sides[0][2].high)
     verdict: FindingVerdict = "inconclusive"
-    if (reason := _unready(res, sides, c.left.metric, bound)) is None:
+    if (reason := _unready(res, sides, c.left.metric, bound, metrics)) is None and c.op == "==":  # an event's count
+        verdict, reason = exact(per_trial(res, c.left.metric, server, level)[0], c.value, MIN_TRIALS)
+    elif reason is None:
         if value is None:
             reason = f"{sides[1][0]} {c.right.figure if c.right else ''} is 0: no ratio (write a threshold instead)"
         else:
@@ -287,11 +295,14 @@ def _side_doc(server: str, level: int, e: Estimate, client_bound: bool) -> SideD
     return d
 
 
-def _unready(res: Results, sides: list[tuple[str, int, Estimate]], metric: str, bound: list[bool]) -> str | None:
+def _unready(res: Results, sides: list[tuple[str, int, Estimate]], metric: str, bound: list[bool],
+             metrics: list[str]) -> str | None:
     """Why a level is inconclusive before any interval is looked at: no data, the ramp fell short, or
     a client-bound side that bounds nothing (not a throughput metric, or both sides bound)."""
-    for s, lv, e in sides:
+    for (s, lv, e), m in zip(sides, metrics, strict=True):
         if e.n == 0:
+            if is_event(m) and (why := per_trial(res, m, s, lv)[1]):
+                return why  # no event of that action, or one that failed
             return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
     short = [f"{s} {min(got):,}" for s, lv, _ in sides
              if (got := [r["users_reached"] for t in res.cell(s, lv)
@@ -330,6 +341,8 @@ def _estimate(res: Results, side: Side, server: str, level: int) -> Estimate:
     """The mean of a metric over the cell's trials, each trial measured on its own."""
     from .checks import measure
 
+    if is_event(side.metric):  # from the trials' stored seconds; a recovery never back is no interval's value
+        return estimate(side.metric, [v for v in per_trial(res, side.metric, server, level)[0] if math.isfinite(v)])
     vals = [measure(side.metric, side.q, [t]) for t in res.cell(server, level)]
     return estimate(side.metric, [v for v in vals if v is not None and math.isfinite(v)])
 
@@ -339,7 +352,7 @@ def estimate(metric: str, values: list[float]) -> Estimate:
     skewed and never below zero, so its mean and interval are taken on the log scale."""
     from ..report.tables import Estimate
 
-    return Estimate.of(values, skewed=METRICS[metric][0] == "time")
+    return Estimate.of(values, skewed=kind_of(metric) == "time")
 
 
 def _sentence(c: FindingCheck, verdict: FindingVerdict, rows: list[tuple[str, _Level]], reason: str | None) -> str:

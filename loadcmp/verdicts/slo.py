@@ -27,6 +27,7 @@ from ..records import ServerInfo, TrialRecord
 from ..report.causes import note
 from ..units import cpu_list
 from .checks import measure, show
+from .eventmetrics import is_event
 from .retry import rests_on, split
 
 if TYPE_CHECKING:  # smoke reads Table 1 (pandas): imported when a target is parsed
@@ -65,6 +66,9 @@ def parse_slo(text: str, what: str = "--slo") -> Target:
             checks.append(parse_check(part))
         except UsageError as e:
             raise UsageError(f"{what}: {e}") from None
+        if is_event(checks[-1].metric):
+            raise UsageError(f"{what} {part!r}: a target takes the load's metrics; what an event costs is judged by "
+                             "findings and smoke checks")
     return Target(text.strip(), tuple(checks))
 
 

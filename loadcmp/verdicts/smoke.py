@@ -4,6 +4,10 @@ A check is `[server:]metric op value[unit]`, the same on the command line and
 in an experiment file's `[smoke] checks` list:
 
     failed_rate<1%     rps>200     p(99)<500ms     mem_peak<256MiB     nginx:rps>500
+    reload.failed==0   reload_php.unanswered==0   reload.recovery<2s
+
+An event's figure (`reload.failed`: `loadcmp.verdicts.eventmetrics`) is pooled over a label's events of that
+action; a run with none of them, or one whose event failed, fails the check in one line saying so.
 
 `p99` is short for `p(99)` (as `p95`, `p99.9`).
 
@@ -31,6 +35,7 @@ from .. import units
 from .checks import METRICS as METRICS  # re-exported: the metrics a smoke check names
 from .checks import OPS, check_metric, show
 from .checks import threshold as _threshold
+from .eventmetrics import is_event, pooled
 from .retry import rests_on
 from ..errors import Problems, UsageError
 from ..report.tables import notes, table1
@@ -39,7 +44,7 @@ from ..records import LoadSummary, TrialRecord
 from ..store.writer import _atomic_write
 
 _RX = re.compile(
-    r"^\s*(?:(?P<scope>[A-Za-z0-9_.-]+)\s*:)?\s*(?P<metric>[a-z_]+)"
+    r"^\s*(?:(?P<scope>[A-Za-z0-9_.-]+)\s*:)?\s*(?P<metric>[a-z][a-z0-9_-]*\.[a-z][a-z_0-9]*|[a-z_]+)"
     r"(?:\(\s*(?P<q>\d+(?:\.\d+)?)\s*\)|(?P<qq>\d+(?:\.\d+)?))?\s*"
     r"(?P<op><=|>=|==|<|>)\s*(?P<value>\d+(?:\.\d+)?)\s*(?P<unit>[A-Za-z%]*)\s*$"
 )
@@ -135,9 +140,9 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
         for c in checks:
             if not c.applies(label):
                 continue
-            v = measure(c, mine)
+            v, why = _event_value(res, label, c) if is_event(c.metric) else (measure(c, mine), None)
             if v is None:
-                reason = next((t.get("reason") for t in mine if t.get("reason")), "nothing was measured")
+                reason = why or next((t.get("reason") for t in mine if t.get("reason")), "nothing was measured")
                 out.append(Verdict(label, c.name, None, "n/a", False, f"{label}: {c.name}: not measured ({reason})"))
                 continue
             ok = c.passes(v)
@@ -150,6 +155,12 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
             out.append(Verdict(label, c.name, v, c.show(v), ok, msg,
                                client_bound_reason=None if bound is None else bound.reason))
     return out
+
+
+def _event_value(res: Results, label: str, c: Check) -> tuple[float | None, str | None]:
+    """An event check's value over a label's events of its action, or why there is none."""
+    got = pooled(res, c.metric, label)
+    return (None, got) if isinstance(got, str) else (got, None)
 
 
 def compare_baseline(res: Results, base: Results, margin: float) -> list[Verdict]:
