@@ -79,7 +79,8 @@ class Ids:
 
     share: float
     nonce: int = field(default_factory=lambda: int.from_bytes(os.urandom(8), "big"))
-    seq: int = 0
+    seq: int = 1
+    """From 1: the parent-id is the number too, and W3C Trace Context holds one of all zeros invalid."""
 
     @property
     def limit(self) -> int:

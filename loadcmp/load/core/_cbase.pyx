@@ -56,6 +56,7 @@ cdef class CBase:
         """--trace: the draw of `tracer`'s ids (`trace.ids.Ids`), every request or those below its limit; what each
         loop writes (the header in a request, or as an h2 field) it sets up itself."""
         self.tr.on, self.tr.all, self.tr.limit = True, tracer.ids.share >= 1.0, min(tracer.ids.limit, (1 << 64) - 1)
+        self.tr.seq = tracer.ids.seq  # the first number (1: a parent-id of all zeros is invalid), as Python's
 
     def trace_rows(self):
         """--trace: the traced requests' rows so far, `trace.rows.row_dtype`'s structs."""

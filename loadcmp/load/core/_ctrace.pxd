@@ -11,7 +11,7 @@ cdef extern from "_ctrace.h" nogil:
         int64_t n
     ctypedef struct tracer_t:
         int on, all
-        uint64_t limit
+        uint64_t limit, seq
         char **tmpl
         int64_t *tmpl_n
         int64_t *at
