@@ -85,8 +85,8 @@ def extensions() -> list[Extension]:
         return []
     tally = at("_ctally.h", "_ctally.pxd")
     trace = at("_ctrace.h", "_ctrace.pxd")
-    base = at("_cbase.pxd", "_csys.pxd", "_cnet.h") + tally + trace
-    cloop = at("_cloop.pxd", "_chttp.h") + base
+    base = at("_cbase.pxd", "_csys.pxd", "_cnet.h", "_chttp.h") + tally + trace
+    cloop = at("_cloop.pxd") + base
     tls = at("_cssl.pxd", "_ctls.h")
     exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop),
             compiled("h1", "_cpaced", cloop)]

@@ -359,9 +359,9 @@ def test_the_netem_commands_split_the_round_trip_on_the_ports_named_and_leave_ot
     cmds = [" ".join(c) for c in qdisc.commands(parse_net("rtt=101ms,jitter=10ms,rate=1mbit,rate-up=384kbit,loss=1%"),
                                                  [8080, 40001])]
     assert cmds[0] == ("tc qdisc add dev lo root handle c0de: prio bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1")
-    assert cmds[1] == ("tc qdisc add dev lo parent c0de:4 handle c0d4: netem delay 51ms 5ms distribution normal "
+    assert cmds[1] == ("tc qdisc add dev lo parent c0de:4 handle c0d4: netem limit 1000000 delay 51ms 5ms distribution normal "
                        "rate 1000000bit loss 1%")
-    assert cmds[2] == ("tc qdisc add dev lo parent c0de:5 handle c0d5: netem delay 50ms 5ms distribution normal "
+    assert cmds[2] == ("tc qdisc add dev lo parent c0de:5 handle c0d5: netem limit 1000000 delay 50ms 5ms distribution normal "
                        "rate 384000bit loss 1%")
     assert cmds[3:] == [f"tc filter add dev lo parent c0de: protocol ip prio 1 u32 match ip {f} {p} 0xffff flowid {b}"
                         for p in (8080, 40001) for f, b in (("sport", "c0de:4"), ("dport", "c0de:5"))]
@@ -399,7 +399,7 @@ def test_netem_is_laid_for_the_block_and_removed_however_it_ends_and_never_repla
     assert calls[-1] == "tc qdisc del dev lo root handle c0de:", "what was laid before the failure is removed"
     calls.clear()
     state["root"] = "qdisc prio c0de: root refcnt 2 bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1"
-    with pytest.raises(LoadError, match=r"already has a root qdisc .* killed left it: tc qdisc del dev lo root"):
+    with pytest.raises(LoadError, match=r"already has a root qdisc .* one that was killed, which leaves it: tc qdisc del dev lo root"):
         with qdisc.applied(spec, [8080]):
             pass
     state["root"] = "qdisc fq_codel 0: root refcnt 2 limit 10240p"

@@ -6,6 +6,7 @@ prio qdisc and u32 filter that put one port under it. Probed once in the loopbac
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 
@@ -15,6 +16,8 @@ def missing() -> str | None:
     """Why netem cannot be used here, in words; None when the kernel has it."""
     if shutil.which("tc") is None or shutil.which("unshare") is None:
         return "tc or unshare is not installed, so netem cannot be probed"
+    if os.geteuid() != 0:
+        return "netem needs root (CAP_NET_ADMIN) to lay its qdiscs, and loadcmp runs as another user"
     try:
         r = subprocess.run(["unshare", "-n", "tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "1ms"],
                            capture_output=True, text=True, timeout=10)

@@ -65,8 +65,10 @@ class NetPath:
     """The proxy's exit status when it ended before the window did (its cost is then not measured)."""
 
     def route(self, target: Target) -> Target:
-        """The target as the engine is handed it: through the proxy (`via_proxy`); netem's is the server itself."""
-        return target if self.proxy is None else via_proxy(target, self.port)
+        """The target as the engine is handed it: 127.0.0.1 and the port of the proxy, or (netem) the server's own,
+        the server's name kept in the Host header. An IPv4 address either way: netem's filters match IPv4, and a
+        name such as localhost could resolve to ::1 in the engine and go around them."""
+        return via_proxy(target, self.port)
 
     def watch_from(self, begin: float) -> None:
         """Sample the proxy's CPU from `begin` (the window's start, on `time.monotonic`) until `facts`."""

@@ -22,12 +22,17 @@ ROOT = "c0de:"
 DOWN, UP = "c0de:4", "c0de:5"
 """The prio bands of the server's packets (down to the clients) and of the clients' (up to the server)."""
 PRIOMAP = "1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1".split()
+LIMIT = 1_000_000
+"""Packets each netem band may hold (its default, 1000, drops packets a loaded path delays)."""
 """Linux's default priomap: other traffic on `lo` keeps the three usual bands."""
 
 
 def _netem(delay_ms: int, jitter_ms: int, bps: float | None, loss: float) -> list[str]:
     """One direction's netem arguments (a jitter as netem's normal spread around the delay)."""
-    out = ["netem", "delay", f"{delay_ms}ms"] + ([f"{jitter_ms}ms", "distribution", "normal"] if jitter_ms else [])
+    # netem's own queue holds 1000 packets by default: at a 30 ms delay that drops beyond ~33k packets/s, a loss
+    # nobody asked for (Toxiproxy drops nothing), so it is made as long as a load can fill
+    out = ["netem", "limit", str(LIMIT), "delay", f"{delay_ms}ms"]
+    out += [f"{jitter_ms}ms", "distribution", "normal"] if jitter_ms else []
     if bps:
         out += ["rate", f"{round(bps)}bit"]
     if loss:
@@ -72,7 +77,8 @@ def applied(spec: NetSpec, ports: list[int]) -> Iterator[None]:
     root = _root_now()
     if root and not root.startswith("qdisc noqueue"):
         own = root.split()[2:3] == [ROOT]
-        hint = " (a loadcmp run that was killed left it: tc qdisc del dev lo root)" if own else ""
+        hint = (" (loadcmp's own: another run using netem now, or one that was killed, which leaves it: "
+                "tc qdisc del dev lo root)") if own else ""
         raise LoadError(f"--net via=netem: lo already has a root qdisc ({root.strip()}), which loadcmp does not "
                         f"replace{hint}")
     try:

@@ -41,8 +41,8 @@ from ..load.record.saturation import Machine, add_advice
 from ..load.record.summary import note_ramp_cut, result_doc, timeline_rows
 from ..load.target import Target, TlsOptions, make_target
 from ..load.run.workers import SPAWN_DELAY, Fleet, Stopper, run_load
-from ..net.conditions import parse_net
 from ..load.pacing import pacing_of
+from ..net.conditions import parse_net
 from ..net.path import NetPath, add_net, maybe_path, seen_words
 from ..observe.metrics import Sampler, summarize
 from ..observe.statuspages import leave_out_unanswered, unmeasured

@@ -54,7 +54,7 @@
       case "client": trialOf(ev.row).client.set(ev.row.second, ev.row); break;
       case "mark": {  // an --event: fired (end_s null), then ended; keyed by what was asked and when it was due
         trialOf(ev.key).marks.set(`${ev.asked}|${ev.at_s}`, ev);
-        if (ev.ok === false) S.alerts.push(`${nameOf(ev.key)}: event '${ev.asked}' at ${ev.start_s} s failed: ${ev.said}`);
+        alertEvent(ev.key, ev);
         break;
       }
       case "server": {
@@ -73,6 +73,14 @@
     schedule();
   }
 
+  // a failed event is an alert, once (live, then stored, it is told twice)
+  function alertEvent(key, e) {
+    const t = trialOf(key), id = `${e.asked}|${e.at_s}`;
+    if (e.ok !== false || (t.alerted || (t.alerted = new Set())).has(id)) return;
+    t.alerted.add(id);
+    S.alerts.push(`${nameOf(key)}: event '${e.asked}' at ${e.start_s} s failed: ${e.said}`);
+  }
+
   function stored(ev) {
     const t = trialOf(ev.key);
     t.stored = ev;
@@ -83,6 +91,7 @@
     if (ev.server.length) t.server = new Map([...warm(t.server), ...ev.server.map((r) => [r.second, r])]);
     // the stored events, their evidence quoted, replace the marks drawn live (a stored run has only these)
     if (ev.events && ev.events.length) t.marks = new Map(ev.events.map((e) => [`${e.asked}|${e.at_s}`, e]));
+    for (const e of ev.events || []) alertEvent(ev.key, e);  // a stored run's (serve) too, once each
     for (const c of ev.causes) S.causes.push(`${nameOf(ev.key)}: ${c}`);
     if (["oom", "server_died"].includes(ev.status)) S.alerts.push(`${nameOf(ev.key)}: ${ev.reason}`);
   }
@@ -126,7 +135,7 @@
     for (const m of t.marks.values()) {
       const bad = m.ok === false, end = m.end_s ?? u.scales.x.max;
       const x0 = u.valToPos(m.start_s, "x", true), x1 = u.valToPos(Math.max(end, m.start_s), "x", true);
-      if (x0 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) continue;
+      if (x1 < u.bbox.left || x0 > u.bbox.left + u.bbox.width) continue;  // a band partly in view is drawn
       ctx.fillStyle = bad ? "rgba(214, 39, 40, 0.12)" : "rgba(255, 165, 0, 0.15)";
       ctx.fillRect(x0, u.bbox.top, Math.max(x1 - x0, px), u.bbox.height);
       ctx.strokeStyle = bad ? "#d62728" : "#e08000";

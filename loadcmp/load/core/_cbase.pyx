@@ -6,6 +6,9 @@ A loop (`_cloop.CLoop`, `_ch2conn.H2Conns`) subclasses it and fills in what diff
 client's first request (`_first`), one epoll event (`_event`: the client or connection is in the event's data), the
 deadlines at a tick (`_deadlines`), and on the stop what was never sent (`_unsent`) and every socket (`_close_all`).
 The clock and an HTTP status's kind are inline C functions in the .pxd, so the loops call them without a call.
+`--trace`'s state (`tr`: the draw, the rows, `_ctrace.h`) is here once for every loop, with its draw (`_trace_on`),
+its rows handed to Python (`trace_rows`) and its memory freed; what a loop writes (the header in a request, or an
+h2 field) it sets up itself. `parse` feeds the HTTP/1 response reader by hand, for the tests.
 """
 
 from libc.errno cimport errno

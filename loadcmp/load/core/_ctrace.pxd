@@ -1,5 +1,6 @@
 # --trace in C (_ctrace.h): the draw, the header written into a request (h1) or as its value (h2), a row per
-# traced request; cimported by the compiled loops (h1/_cloop.pxd, h2/_ch2conn.pxd).
+# traced request; cimported by the compiled loops' base (core/_cbase.pxd: CBase.tr) and the loops (h1/_cloop.pxd,
+# h2/_ch2conn.pxd).
 
 from libc.stdint cimport int32_t, int64_t, uint64_t
 

@@ -70,11 +70,11 @@ class Conn(Framing, asyncio.Protocol):
         self.t_intended = 0.0
         self.counted = False
         self.req = 0
+        """The request's index among the load's pages' (`Engine.next_request`)."""
         self.seq = -1
         """--trace: the request's sequence number when it carries the header, else -1."""
         self.no = 0
         """Its number among the engine's connections (requests.parquet's conn)."""
-        """The request's index among the load's pages' (`Engine.next_request`)."""
         self.t_connect = NAN
         """When this connection's connect began, until its first request is recorded (then NaN: reused)."""
         self.t_sent = self.t_written = self.t_first = 0.0
