@@ -359,10 +359,10 @@ def test_the_netem_commands_split_the_round_trip_on_the_ports_named_and_leave_ot
     cmds = [" ".join(c) for c in qdisc.commands(parse_net("rtt=101ms,jitter=10ms,rate=1mbit,rate-up=384kbit,loss=1%"),
                                                  [8080, 40001])]
     assert cmds[0] == ("tc qdisc add dev lo root handle c0de: prio bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1")
-    assert cmds[1] == ("tc qdisc add dev lo parent c0de:4 handle c0d4: netem limit 1000000 delay 51ms 5ms distribution normal "
-                       "rate 1000000bit loss 1%")
-    assert cmds[2] == ("tc qdisc add dev lo parent c0de:5 handle c0d5: netem limit 1000000 delay 50ms 5ms distribution normal "
-                       "rate 384000bit loss 1%")
+    assert cmds[1] == ("tc qdisc add dev lo parent c0de:4 handle c0d4: netem limit 1000000 delay 51ms 5ms "
+                       "distribution normal rate 1000000bit loss 1%")
+    assert cmds[2] == ("tc qdisc add dev lo parent c0de:5 handle c0d5: netem limit 1000000 delay 50ms 5ms "
+                       "distribution normal rate 384000bit loss 1%")
     assert cmds[3:] == [f"tc filter add dev lo parent c0de: protocol ip prio 1 u32 match ip {f} {p} 0xffff flowid {b}"
                         for p in (8080, 40001) for f, b in (("sport", "c0de:4"), ("dport", "c0de:5"))]
 

@@ -137,8 +137,13 @@ def test_bad_rates_refused(bad: str) -> None:
 def test_think_where_it_has_no_meaning() -> None:
     with pytest.raises(UsageError, match="closed loop"):
         Pacing("1s").refuse("rate", "h1")
-    assert pacing_problems("1s", None, None, "closed", "fast", {"h1"}, "--replay")
-    assert pacing_problems(None, "2kbit", None, "closed", "fast", {"h1"}, "--journey")
+    from loadcmp.traffic.source import JourneyTraffic, ReplayTraffic, Source
+
+    assert "closed loop" in pacing_problems("1s", None, None, "closed", "fast", {"h1"}, ReplayTraffic)[0]
+    assert pacing_problems(None, "2kbit", None, "closed", "fast", {"h1"}, ReplayTraffic) == []
+    assert pacing_problems(None, "2kbit", None, "closed", "fast", {"h1"}, JourneyTraffic) == [
+        "--journey: its engine runs no client behaviour (send at 2kbit)"]
+    assert pacing_problems("1s", None, None, "closed", "fast", {"h1"}, Source) == []
     assert pacing_problems(None, None, "2kbit", "closed", "fast", {"h1", "h2"}) == [
         "--proto h2 takes no --read-rate: its engine runs no client behaviour; --proto h1 runs each"]
     assert pacing_problems("2s", "2kbit", "1mbit", "closed", "fast", {"h1"}) == []

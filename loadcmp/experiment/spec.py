@@ -347,7 +347,7 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
     p.extend(protocols.engine_problems([x for v in servers for x in spec.protos_for(v.label)], spec.engine,
                                        spec.schedule))
     p.extend(pacing_problems(spec.think, spec.send_rate, spec.read_rate, spec.schedule, spec.engine,
-                             {x for v in servers for x in spec.protos_for(v.label)}, spec.traffic.flag))
+                             {x for v in servers for x in spec.protos_for(v.label)}, spec.traffic))
     p.extend(net_problems({v.label: (spec.net_for(v.label), spec.protos_for(v.label)) for v in servers}, spec.cluster))
     if spec.events and not page_problems:  # each label's events against its stack as it runs each page
         p.extend(eventspec.problems(spec, servers, cat, p.attempt(lambda: apps.app_of(spec))))

@@ -17,7 +17,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from ..errors import UsageError
 from ..protocols import get as get_protocol
@@ -162,6 +162,18 @@ class Pacing:
                 raise UsageError(why)
 
 
+class Behaving(Protocol):
+    """What the check reads of a run's traffic source (`traffic.source.Source`): its flag, whether its engine runs
+    the behaviours, and the schedule it sets itself (None: the run's)."""
+
+    @property
+    def flag(self) -> str: ...
+    @property
+    def behaves(self) -> bool: ...
+    @property
+    def schedule_of(self) -> str | None: ...
+
+
 def pacing_of(think: str | None, send_rate: str | None, read_rate: str | None) -> Pacing | None:
     """The behaviour asked (UsageError if a value is bad); None when none was."""
     if think is None and send_rate is None and read_rate is None:
@@ -170,15 +182,15 @@ def pacing_of(think: str | None, send_rate: str | None, read_rate: str | None) -
 
 
 def pacing_problems(think: str | None, send_rate: str | None, read_rate: str | None, schedule: str, engine: str,
-                    protos: set[str], source: str = "--page") -> list[str]:
-    """A run's behaviours checked against its schedule, engine, traffic source (its flag) and every protocol it
-    loads (`experiment.spec`): a replay sets its own times, journeys run their own engine."""
+                    protos: set[str], source: Behaving | None = None) -> list[str]:
+    """A run's behaviours checked against its schedule, engine, traffic source and every protocol it loads
+    (`experiment.spec`): a source may set its own times (a replay's), or run its own engine (journeys')."""
     try:
         if (pacing := pacing_of(think, send_rate, read_rate)) is not None:
-            if source == "--journey":
-                raise UsageError(f"--journey: the journeys' engine runs no client behaviour ({pacing.words()})")
+            if source is not None and not source.behaves:
+                raise UsageError(f"{source.flag}: its engine runs no client behaviour ({pacing.words()})")
             for proto in sorted(protos):
-                pacing.refuse("replay" if source == "--replay" else schedule, proto, engine)
+                pacing.refuse(source.schedule_of or schedule if source is not None else schedule, proto, engine)
     except UsageError as e:
         return list(e.messages)
     return []

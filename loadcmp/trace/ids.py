@@ -20,7 +20,7 @@ HEADER = b"traceparent: "
 TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}$")
 
 
-def mix(seq: int) -> int:
+def splitmix64(seq: int) -> int:
     """splitmix64 of a sequence number: the draw that decides whether the request is traced."""
     x = (seq + 0x9E3779B97F4A7C15) & MASK
     x = ((x ^ (x >> 30)) * 0xBF58476D1CE4E5B9) & MASK
@@ -88,7 +88,7 @@ class Ids:
 
     def sampled(self, seq: int) -> bool:
         """Is request `seq` traced? The same answer in every run and in C."""
-        return self.share >= 1.0 or mix(seq) < self.limit
+        return self.share >= 1.0 or splitmix64(seq) < self.limit
 
     def take(self) -> int:
         """The next request's sequence number when it is traced, else -1 (the number is used either way)."""

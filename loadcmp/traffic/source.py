@@ -51,6 +51,10 @@ class Source:
     """Whether the source says its own requests (then an app runs behind its first page only)."""
     resumes_tls: ClassVar[bool] = True
     """Whether its engine resumes TLS sessions on new connections (`--tls-resume`): the fast engine's loops do."""
+    behaves: ClassVar[bool] = True
+    """Whether its engine runs the client behaviours (`--think`, `--send-rate`, `--read-rate`: `load.pacing`)."""
+    schedule_of: ClassVar[str | None] = None
+    """The schedule a behaviour is judged against when the source sets its own times (a replay's), else the run's."""
 
     def fields(self) -> dict[str, Any]:
         """run.json's flat keys of the traffic."""
@@ -181,6 +185,7 @@ class ReplayTraffic(Source):
     """combined, common or json; None: told by its first lines."""
     kind: ClassVar[str] = "replay"
     flag: ClassVar[str] = "--replay"
+    schedule_of: ClassVar[str | None] = "replay"  # its own times: no think time between them
     own_requests: ClassVar[bool] = True
 
     def fields(self) -> dict[str, Any]:
@@ -240,6 +245,7 @@ class JourneyTraffic(Source):
     flag: ClassVar[str] = "--journey"
     own_requests: ClassVar[bool] = True
     resumes_tls: ClassVar[bool] = False  # each user's connections are its own (aiohttp, QUIC): none resumed
+    behaves: ClassVar[bool] = False  # the journeys' engine runs no client behaviour
 
     def fields(self) -> dict[str, Any]:
         return {**DEFAULTS, "journey": self.mix, "journey_levels": dict(self.levels), "seed": self.seed}

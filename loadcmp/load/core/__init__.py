@@ -10,7 +10,8 @@
     _ctally.pyx   what the recorder keeps of each request, counted in C (_ctally.pxd, _ctally.h) and handed
                   over once a second, per page too; CRequests: a load's pages' requests and sequence in C
     _ctrace.h     --trace in C: the share drawn, the traceparent header written into a copy of a request, one row
-                  per traced request in a growing array (CBase holds it for h1's and h2's loops; trace/rows.py reads the rows)
+                  per traced request in a growing array (CBase holds it for h1's and h2's loops; trace/rows.py
+                  reads the rows)
 
 Imports go one way: host, compiled; _cbase, _ctally -> ../record; host -> ../spec, ../target (types).
 """

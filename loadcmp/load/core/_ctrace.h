@@ -1,7 +1,7 @@
 /* A traced load in the compiled loops (docs/tracing.md): which requests carry a traceparent header, the header
  * written into a copy of the request, and one row per traced request pushed into a growing array.
  *
- * The draw is loadcmp/trace/ids.py's `mix` (splitmix64 of the request's sequence number) against the share, so
+ * The draw is loadcmp/trace/ids.py's `splitmix64` (of the request's sequence number) against the share, so
  * the same requests are traced in every run and in either loop. A row is `trow_t`, read by its layout in
  * loadcmp/trace/rows.py (`row_dtype`) after the trial: no Python per request.
  */
