@@ -399,7 +399,7 @@ def test_netem_is_laid_for_the_block_and_removed_however_it_ends_and_never_repla
     assert calls[-1] == "tc qdisc del dev lo root handle c0de:", "what was laid before the failure is removed"
     calls.clear()
     state["root"] = "qdisc prio c0de: root refcnt 2 bands 5 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1"
-    with pytest.raises(LoadError, match=r"already has a root qdisc .* one that was killed, which leaves it: tc qdisc del dev lo root"):
+    with pytest.raises(LoadError, match=r"already has a root qdisc .* which leaves it: tc qdisc del dev lo root"):
         with qdisc.applied(spec, [8080]):
             pass
     state["root"] = "qdisc fq_codel 0: root refcnt 2 limit 10240p"
