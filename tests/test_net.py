@@ -392,7 +392,7 @@ def test_netem_is_laid_for_the_block_and_removed_however_it_ends_and_never_repla
         assert calls[1:] == [" ".join(c) for c in qdisc.commands(spec, [8080])]
     assert calls[-1] == "tc qdisc del dev lo root handle c0de:"
     calls.clear()
-    state["fail"] = "netem delay 10ms"
+    state["fail"] = "delay 10ms"
     with pytest.raises(LoadError, match="failed: Error: Specified qdisc kind is unknown"):
         with qdisc.applied(spec, [8080]):
             pass

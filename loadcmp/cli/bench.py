@@ -187,8 +187,7 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
     with maybe_path(plan.net, target, plan.client_cpus) as netp, open_fleet(plan.cluster, say) as fleet:
         if netp is not None:
             spec = replace(spec, target=netp.route(target))
-            err.print(markup("--net {} ({} {}): {}", netp.spec.text, "toxiproxy on 127.0.0.1:" if netp.proxy is not None
-                             else "netem on lo, port", netp.port, seen_words(netp)))
+            err.print(markup("--net {} ({}): {}", netp.spec.text, netp.carrier, seen_words(netp)))
         if fleet is not None:
             fleet.check_reach(target.host)
         if feed is not None:

@@ -64,6 +64,11 @@ class NetPath:
     died: int | None = None
     """The proxy's exit status when it ended before the window did (its cost is then not measured)."""
 
+    @property
+    def carrier(self) -> str:
+        """What carries the path, in words (the console's)."""
+        return f"toxiproxy on 127.0.0.1:{self.port}" if self.proxy is not None else f"netem on lo, port {self.port}"
+
     def route(self, target: Target) -> Target:
         """The target as the engine is handed it: 127.0.0.1 and the port of the proxy, or (netem) the server's own,
         the server's name kept in the Host header. An IPv4 address either way: netem's filters match IPv4, and a
