@@ -50,6 +50,8 @@ class Protocol:
     """Requests are HTTP/1.x messages (`--http10`, `--tls-resume` and pipelining's rules apply)."""
     behaviours: tuple[str, ...] = ()
     """The client behaviours its engine runs (`load.pacing`: `--think`, `--send-rate`, `--read-rate`)."""
+    behaviours_not: tuple[tuple[str, str], ...] = ()
+    """Why it runs no such behaviour, by flag (`behaviour_error`'s words; unsaid: its engine runs none)."""
 
     @property
     def alpn_checked(self) -> bool:
@@ -129,8 +131,9 @@ class Protocol:
         if flag in self.behaviours:
             return None
         runs = [p.name for p in _TABLE.values() if flag in p.behaviours]
-        return (f"--proto {self.name} takes no {flag}: its engine runs no client behaviour"
-                + (f"; --proto {' and '.join(runs)} runs each" if runs else ""))
+        why = dict(self.behaviours_not).get(flag, "its engine runs no client behaviour")
+        who = " or ".join(filter(None, (", ".join(runs[:-1]), runs[-1]))) if runs else ""
+        return f"--proto {self.name} takes no {flag}: {why}" + (f"; --proto {who} runs it" if who else "")
 
     def source_error(self, flag: str) -> str | None:
         """A traffic source (given as its flag, `--mix`) this protocol does not carry, in one line."""
@@ -161,11 +164,19 @@ def unregister(name: str) -> None:
 H1 = register(Protocol("h1", "HTTP/1.1", "tcp", "either", ("http/1.1",), False,
                        engines=("fast", "aiohttp"), http1=True,
                        behaviours=("--think", "--send-rate", "--read-rate")))
+_SLOWLORIS_H1 = ("--send-rate", "HTTP/2 and HTTP/3 frame a connection's streams together, and a request trickled "
+                                 "to the server (slowloris) is HTTP/1's attack")
+_READ_H2 = ("--read-rate", "one h2 connection carries all its streams, and the h2 engine does not pace its reads")
+_READ_H3 = ("--read-rate", "QUIC runs over UDP, where a small receive buffer drops the server's datagrams instead of "
+                           "holding it back")
 H2 = register(Protocol("h2", "h2 (HTTP/2 over TLS)", "tcp", "required", ("h2", "http/1.1"), True,
-                       schedules=("closed", "rate", "replay"), sources=("page", "mix", "replay", "journeys")))
+                       schedules=("closed", "rate", "replay"), sources=("page", "mix", "replay", "journeys"),
+                       behaviours=("--think",), behaviours_not=(_SLOWLORIS_H1, _READ_H2)))
 H2C = register(Protocol("h2c", "h2c (cleartext HTTP/2)", "tcp", "refused", (), True,
-                        schedules=("closed", "rate", "replay"), sources=("page", "mix", "replay", "journeys")))
-H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True))
+                        schedules=("closed", "rate", "replay"), sources=("page", "mix", "replay", "journeys"),
+                        behaviours=("--think",), behaviours_not=(_SLOWLORIS_H1, _READ_H2)))
+H3 = register(Protocol("h3", "h3 (HTTP/3)", "udp", "required", ("h3",), True, behaviours=("--think",),
+                       behaviours_not=(_SLOWLORIS_H1, _READ_H3)))
 DEFAULT = H1.name
 """The protocol of a run that names none."""
 

@@ -145,14 +145,17 @@ def test_think_where_it_has_no_meaning() -> None:
         "--journey: its engine runs no client behaviour (send at 2kbit)"]
     assert pacing_problems("1s", None, None, "closed", "fast", {"h1"}, Source) == []
     assert pacing_problems(None, None, "2kbit", "closed", "fast", {"h1", "h2"}) == [
-        "--proto h2 takes no --read-rate: its engine runs no client behaviour; --proto h1 runs each"]
+        "--proto h2 takes no --read-rate: one h2 connection carries all its streams, and the h2 engine does not pace "
+        "its reads; --proto h1 runs it"]
+    assert pacing_problems("1s", None, None, "closed", "fast", {"h1", "h2", "h2c", "h3"}) == []
     assert pacing_problems("2s", "2kbit", "1mbit", "closed", "fast", {"h1"}) == []
 
 
 @pytest.mark.parametrize("args", [
     ["--read-rate", "0"], ["--read-rate", "-1kbit"], ["--send-rate", "fast"], ["--think", "2s±3s"],
     ["--think", "1s", "--schedule", "rate", "--rate", "10"], ["--think", "1s", "--schedule", "ramp"],
-    ["--think", "1s", "--proto", "h2"], ["--read-rate", "1mbit", "--engine", "aiohttp"],
+    ["--think", "1s", "--proto", "h2", "--schedule", "rate", "--rate", "10"],
+    ["--read-rate", "1mbit", "--engine", "aiohttp"],
 ])
 def test_cli_refuses_in_one_line(args: list[str]) -> None:
     res = CliRunner().invoke(cli, ["bench", "https://127.0.0.1:9/", "-t", "1", *args])

@@ -133,7 +133,29 @@ def test_engine_schedule_and_source_refusals() -> None:
         protocols.unregister("h1p")
 
 
-REFUSALS = ["needs an https:// URL", "runs over plain http only", "runs over TLS only", "is on a plain port",
+def test_client_behaviour_refusals_say_why() -> None:
+    """--think runs over every protocol's engine; a paced write or read over HTTP/1 only, each refusal with its reason
+    (docs/clients.md#where-they-run)."""
+    h1, h2, h2c, h3 = map(protocols.get, ("h1", "h2", "h2c", "h3"))
+    assert all(p.behaviour_error("--think") is None for p in (h1, h2, h2c, h3))
+    assert h1.behaviour_error("--send-rate") is h1.behaviour_error("--read-rate") is None
+    assert h2.behaviour_error("--send-rate") == (
+        "--proto h2 takes no --send-rate: HTTP/2 and HTTP/3 frame a connection's streams together, and a request "
+        "trickled to the server (slowloris) is HTTP/1's attack; --proto h1 runs it")
+    assert h2c.behaviour_error("--read-rate") == (
+        "--proto h2c takes no --read-rate: one h2 connection carries all its streams, and the h2 engine does not "
+        "pace its reads; --proto h1 runs it")
+    assert "QUIC runs over UDP" in str(h3.behaviour_error("--read-rate"))
+    none = protocols.register(Protocol("h1x", "a made-up one", "tcp", "either", (), False))
+    try:
+        assert none.behaviour_error("--think") == ("--proto h1x takes no --think: its engine runs no client "
+                                                   "behaviour; --proto h1, h2, h2c or h3 runs it")
+    finally:
+        protocols.unregister("h1x")
+
+
+REFUSALS = ["needs an https:// URL", "frame a connection's streams together", "does not pace its reads",
+            "receive buffer drops", "runs over plain http only", "runs over TLS only", "is on a plain port",
             "that is HTTP/1's", "the stacks that do:", "one request in flight per connection",
             "-m/--streams must be", "unknown protocol", "protocols must include", "engine does not carry",
             "runs its own "]

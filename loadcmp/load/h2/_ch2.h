@@ -20,7 +20,8 @@
 
 #include "_ctls.h"
 
-enum { S_FREE = 0, S_ACTIVE = 1, S_CANCELLED = 2 }; /* a slot's state; cancelled: timed out, its close awaited */
+enum { S_FREE = 0, S_ACTIVE = 1, S_CANCELLED = 2, S_THINK = 3 }; /* a slot's state; cancelled: timed out, its close
+                                                                  * awaited; think: idle in --think until `deadline` */
 enum { H2_END_DONE = 1, H2_END_RST = 2, H2_END_GOAWAY = 3, H2_END_ERROR = 4, H2_END_IGNORE = 5 };
 #define H2_CODES 14 /* RST_STREAM codes RFC 9113 names (NO_ERROR .. HTTP_1_1_REQUIRED), counted by name */
 #define H2_OTHERS 8  /* other codes, counted by number ("0x1a"); past that many, the last slot is "other" */
@@ -156,6 +157,8 @@ typedef struct {
     size_t out_len, out_cap;
     h2stats_t *stats;
     int32_t no; /* its number among the loop's connections (a row's conn) */
+    int thinking; /* --think: its slots idle in their think (S_THINK), kept from new streams until they wake */
+    int first;    /* the slot of its first stream (0 but where --think keeps the others idle) */
 } h2c_t;
 
 static h2s_t *h2_slot(h2c_t *c, int32_t id) {

@@ -64,6 +64,9 @@ cdef class H2Loop(H2Conns):
         self.proto, self.url = target.proto, target.url
         self.h2c = target.scheme == "http"  # h2c: HTTP/2 on a plain port, by prior knowledge
         self.m = target.streams
+        p = engine.spec.pacing
+        if p is not None and p.think_s > 0.0:  # --think: each slot idles between its streams (`_ch2link.pyx`)
+            self.think_s, self.pacing, self.think_rng = p.think_s, p, p.rng(engine.spec.worker_index)
         pages = engine.spec.pages
         targets = pages.targets if pages is not None else (target,)
         self.reqs = CRequests(tuple(t.body for t in targets), pages)  # the bodies: HTTP/2 frames the rest

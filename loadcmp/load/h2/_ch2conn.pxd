@@ -14,7 +14,6 @@ cdef class H2Conns(H2Link):
     cdef void _submit(self, h2c_t *c, h2s_t *s) except *
     cdef void _fill(self, h2c_t *c, double t) except *
     cdef void _pump(self, h2c_t *c, double t) except *
-    cdef void _ended_well(self, h2c_t *c) except *
     cdef bint _flush(self, h2c_t *c) except *
     cdef void _readable(self, h2c_t *c) except *
     cdef void _settle(self, h2c_t *c, double t) except *

@@ -64,7 +64,7 @@ cdef class H2Conns(H2Link):
     cdef void _ready(self, h2c_t *c) except *:
         """The connection is up (and its TLS): the session, its SETTINGS, the first stream, then the rest (an open
         schedule's: the arrivals that waited for it)."""
-        cdef h2s_t *s = &c.slots[0]
+        cdef h2s_t *s = &c.slots[c.first]
         if h2_session(c, self.cb) != 0:
             raise MemoryError()
         c.phase = OPEN
@@ -96,7 +96,7 @@ cdef class H2Conns(H2Link):
         if self.rate:
             self._fill_open(c, t, limit)
             return
-        while c.inflight < limit and not c.goaway and not self.stopped:
+        while c.inflight < limit and c.inflight + c.thinking < c.m and not c.goaway and not self.stopped:
             while c.slots[k].state != S_FREE:
                 k += 1
             s = &c.slots[k]
@@ -118,21 +118,15 @@ cdef class H2Conns(H2Link):
                 self._ended_well(c)
                 self._reopen(c)  # the arrivals waiting on it go out on the new connection
             return
-        if c.inflight == 0 and (c.goaway or not (nghttp2_session_want_read(c.sess) or
-                                                 nghttp2_session_want_write(c.sess))):
+        if c.inflight == 0 and c.thinking:
+            self._idle(c)  # --think: its slots idle, its connection kept alive
+        elif c.inflight == 0 and (c.goaway or not (nghttp2_session_want_read(c.sess) or
+                                                   nghttp2_session_want_write(c.sess))):
             self._ended_well(c)
             self._reopen(c)  # a GOAWAY, its last stream done: a new connection
         elif c.inflight == 0:
             self._ended_well(c)
             self._close(c)  # none may start: the window closed, or -n is spent
-
-    cdef void _ended_well(self, h2c_t *c) except *:
-        """A connection that ends after a good exchange keeps its TLS session resumable (a quiet shutdown: OpenSSL
-        marks a session whose connection is freed without one as not to be resumed), as the h1 TLS loop's
-        close_notify does; nothing is sent."""
-        if c.ssl != NULL and SSL_is_init_finished(c.ssl):
-            SSL_set_quiet_shutdown(c.ssl, 1)
-            SSL_shutdown(c.ssl)
 
     cdef void _settle(self, h2c_t *c, double t) except *:
         cdef int i, k, n
@@ -150,8 +144,11 @@ cdef class H2Conns(H2Link):
                     self._unprocessed(c, s, t)
                 elif s.end == H2_END_ERROR:
                     self._record(s, PROTO_, t, 0)
-                s.state = S_FREE
                 c.inflight -= 1
+                if self.think_s > 0.0 and (s.end == H2_END_DONE or s.end == H2_END_RST):
+                    self._think(c, s)  # answered: its client idles before its next request (as h1's after an answer)
+                else:
+                    s.state = S_FREE
             self._fill(c, t)
             if not self._flush(c):
                 return
@@ -300,7 +297,8 @@ cdef class H2Conns(H2Link):
                 if isnan(s.t_sent) or s.id <= 0:
                     s.t_sent = s.t_counted
                 self._record(s, kind, t, 0)
-            s.state = S_FREE
+            if s.state != S_THINK:  # a thinking slot idles on: the first to wake opens a new connection
+                s.state = S_FREE
         c.inflight = 0
 
     # --- an open schedule (rate, replay): arrivals placed on the connections as they are due ---------------------

@@ -30,7 +30,7 @@ cdef extern from "_ch2.h" nogil:
     const char *nghttp2_http2_strerror(uint32_t)
     const char *nghttp2_strerror(int)
 
-    enum: S_FREE, S_ACTIVE, S_CANCELLED
+    enum: S_FREE, S_ACTIVE, S_CANCELLED, S_THINK
     enum: H2_END_DONE, H2_END_RST, H2_END_GOAWAY, H2_END_ERROR, H2_END_IGNORE
     enum: H2_CODES
     ctypedef struct h2stats_t:
@@ -61,6 +61,7 @@ cdef extern from "_ch2.h" nogil:
         size_t out_len, out_cap
         h2stats_t *stats
         int32_t no
+        int thinking, first
     ctypedef struct h2owed_t:
         int n
     nghttp2_session_callbacks *h2_callbacks()
@@ -98,6 +99,8 @@ cdef class H2Link(CBase):
     cdef object url
     cdef int32_t nconn  # the connections opened (a traced row's conn)
     cdef bint rate  # an open schedule (rate, replay): connections opened with no stream, arrivals placed on them
+    cdef double think_s  # --think (`load.pacing`): 0, and no branch of its runs, in a load without it
+    cdef object pacing, think_rng
 
     # the set-up and tear-down of a connection (_ch2link.pyx)
     cdef void _open(self, h2c_t *c) except *
@@ -109,7 +112,13 @@ cdef class H2Link(CBase):
     cdef void _failed(self, h2c_t *c, int err) except *
     cdef void _close(self, h2c_t *c) except *
     cdef void _reopen(self, h2c_t *c) except *
+    cdef void _ended_well(self, h2c_t *c) except *
+    # --think (_ch2link.pyx): a slot idles between its stream's end and its next, its connection kept alive
+    cdef void _think(self, h2c_t *c, h2s_t *s) except *
+    cdef void _idle(self, h2c_t *c) except *
+    cdef bint _first_free(self, h2c_t *c) noexcept
     # what the streams add (_ch2conn.pyx)
     cdef int _begin(self, h2s_t *s, double t) except -2
     cdef void _ready(self, h2c_t *c) except *
     cdef void _end_all(self, h2c_t *c, int kind, double t) except *
+    cdef void _pump(self, h2c_t *c, double t) except *

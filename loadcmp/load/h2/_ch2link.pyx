@@ -2,7 +2,12 @@
 """The compiled h2 engine's connections' set-up and tear-down (`H2Link`, on which `_ch2conn.H2Conns` adds the
 streams): open one (TCP, then TLS with ALPN "h2" and `--tls-resume`'s offers, or h2c by prior knowledge), watch
 its socket, and close it or open it again after a failure or a pause. What a connection does once it is up is
-`_ready`'s, and what ends with it `_end_all`'s: both `H2Conns`'."""
+`_ready`'s, and what ends with it `_end_all`'s: both `H2Conns`'.
+
+With `--think` (`load.pacing`) each of a connection's -m slots idles between its stream's end and its next request
+(`_think`, a timer of the running loop: a thinking client sends a request a second or so); the connection stays
+open while its slots idle (`_idle`), and one the server closed meanwhile is opened again by the first to wake.
+`think_s` is 0 in a load without it, and none of this runs."""
 
 from libc.errno cimport errno, EINPROGRESS
 from libc.math cimport floor
@@ -35,10 +40,13 @@ cdef class H2Link(CBase):
 
     cdef void _open(self, h2c_t *c) except *:
         """A new connection: in the closed loop, its first stream counted from now (so its latency holds the connect);
-        in an open schedule, with no stream of its own."""
+        in an open schedule, with no stream of its own; with every slot thinking, none until one wakes."""
         cdef double t = now()
-        cdef h2s_t *s = &c.slots[0]
+        cdef h2s_t *s
         c.phase = IDLE
+        if self.think_s > 0.0 and not self._first_free(c):
+            return
+        s = &c.slots[c.first]
         if self.rate:  # none of its own: the arrivals placed on it while it was down wait in its slots
             if self.stopped:
                 return
@@ -75,7 +83,7 @@ cdef class H2Link(CBase):
         if err:
             self._failed(c, err)
             return
-        c.slots[0].t_up = now()
+        c.slots[c.first].t_up = now()
         if not self.tls_on:
             self._ready(c)
             return
@@ -100,7 +108,7 @@ cdef class H2Link(CBase):
         cdef int err = 0, got
         cdef char alpn[64]
         cdef char why[200]
-        cdef h2s_t *s = &c.slots[0]
+        cdef h2s_t *s = &c.slots[c.first]
         cdef int r = SSL_do_handshake(c.ssl)
         if r == 1:
             s.t_hs = now()
@@ -131,7 +139,7 @@ cdef class H2Link(CBase):
         its first stream is; in an open schedule, whose connections carry no stream of their own, inside the window."""
         if self.rate:
             return self.tally.t0 <= t < self.tally.t_end
-        return c.slots[0].counted
+        return c.slots[c.first].counted
 
     cdef void _failed(self, h2c_t *c, int err) except *:
         """A connect that failed: its stream ends as `kind_of_error` says; a new connection after a pause."""
@@ -163,6 +171,65 @@ cdef class H2Link(CBase):
         if not self.stopped:
             self._open(c)
 
+    cdef void _ended_well(self, h2c_t *c) except *:
+        """A connection that ends after a good exchange keeps its TLS session resumable (a quiet shutdown: OpenSSL
+        marks a session whose connection is freed without one as not to be resumed), as the h1 TLS loop's
+        close_notify does; nothing is sent."""
+        if c.ssl != NULL and SSL_is_init_finished(c.ssl):
+            SSL_set_quiet_shutdown(c.ssl, 1)
+            SSL_shutdown(c.ssl)
+
+    # --- --think: a slot idles between its stream's end and its next request ----------------------------------
+    cdef void _think(self, h2c_t *c, h2s_t *s) except *:
+        """Slot `s`'s stream was answered (a status, or RST_STREAM): it idles for a think (`Pacing.think_delay`), kept
+        from `_fill` until `_woke`. A stream that failed otherwise (cut, timed out, unprocessed) goes again at once."""
+        cdef double at
+        if self.stopped:
+            s.state = S_FREE
+            return
+        at = now() + self.pacing.think_delay(self.think_rng)
+        s.state, s.id, s.deadline = S_THINK, -1, at
+        c.thinking += 1
+        self.loop.call_later(max(0.0, at - now()), self._woke, <int>(c - self.conns), <int>(s - c.slots), at)
+
+    def _woke(self, int i, int k, double at):
+        """A think's end: the slot's next request goes out now (its latency runs from now: the think is not in it),
+        on its connection if open, else on a new one (the server closed it meanwhile, or a GOAWAY came)."""
+        cdef h2c_t *c = &self.conns[i]
+        cdef h2s_t *s = &c.slots[k]
+        try:
+            if self.stopped or s.state != S_THINK or s.deadline != at:
+                return
+            s.state = S_FREE
+            c.thinking -= 1
+            if c.phase == OPEN:
+                self._pump(c, now())
+            elif c.phase == IDLE and c.fd < 0:
+                self._open(c)
+        except BaseException as e:
+            self._crash(e)
+
+    cdef void _idle(self, h2c_t *c) except *:
+        """No stream in flight on `c` and some of its slots thinking: it stays open, idle, as a kept-alive connection
+        does. After a GOAWAY, or with its session over, it is closed: a slot ready to send opens a new one now, else
+        the first to wake does. A slot ready that could not start (the window closed, -n spent): closed."""
+        cdef bint gone = c.goaway or not (nghttp2_session_want_read(c.sess) or nghttp2_session_want_write(c.sess))
+        cdef bint ready = c.thinking < c.m
+        if ready or gone:
+            self._ended_well(c)
+            if ready and gone:
+                self._reopen(c)
+            else:
+                self._close(c)
+
+    cdef bint _first_free(self, h2c_t *c) noexcept:
+        """The first of `c`'s slots ready to send, as `c.first`; False: every one is thinking."""
+        for k in range(c.m):
+            if c.slots[k].state == S_FREE:
+                c.first = k
+                return True
+        return False
+
     # what the streams add (_ch2conn.pyx's H2Conns)
     cdef int _begin(self, h2s_t *s, double t) except -2:
         return -1
@@ -171,4 +238,7 @@ cdef class H2Link(CBase):
         pass
 
     cdef void _end_all(self, h2c_t *c, int kind, double t) except *:
+        pass
+
+    cdef void _pump(self, h2c_t *c, double t) except *:
         pass

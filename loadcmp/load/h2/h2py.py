@@ -114,11 +114,20 @@ class GracefulH2(h2.connection.H2Connection):
         return got
 
 
+class Thinkers:
+    """--think: how many of one of the -c connections' -m clients idle in their think (kept from `fill` until they
+    wake), and the wake-up of the task that opens their next connection when the server closed the last one."""
+
+    def __init__(self) -> None:
+        self.n = 0
+        self.woke = asyncio.Event()
+
+
 class H2Proto(asyncio.Protocol):
     """One connection: its h2 state machine and the streams it keeps in flight."""
 
-    def __init__(self, owner: H2Clients, first: Stream) -> None:
-        self.owner, self.first = owner, first
+    def __init__(self, owner: H2Clients, first: Stream, idle: Thinkers | None = None) -> None:
+        self.owner, self.first, self.idle = owner, first, idle if idle is not None else Thinkers()
         self.h2 = GracefulH2(h2.config.H2Configuration(client_side=True, header_encoding=None))
         self.streams: dict[int, Stream] = {}
         self.transport: asyncio.Transport | None = None
@@ -166,13 +175,26 @@ class H2Proto(asyncio.Protocol):
     def fill(self) -> None:
         """Keep `m` streams in flight (fewer when the server allows fewer), none after a GOAWAY; then write."""
         o = self.owner
-        limit = min(o.m, self.h2.remote_settings.max_concurrent_streams)
+        limit = min(o.m - self.idle.n, self.h2.remote_settings.max_concurrent_streams)
         while self.goaway is None and len(self.streams) < limit and o.engine.may_start(t := now()):
             self._submit(o.new_stream(t))
         if self.transport is not None and not self.transport.is_closing():
             self.transport.write(self.h2.data_to_send())
-            if not self.streams:
+            if not self.streams and (self.goaway is not None or self.idle.n < o.m):
                 self.transport.close()  # a GOAWAY's last stream done, or none may start: a new connection, or none
+
+    def _think(self) -> None:
+        """--think: a stream was answered, and its client idles before its next request (its connection kept)."""
+        if (pacing := self.owner.pacing) is not None and (rng := self.owner.think_rng) is not None:
+            self.idle.n += 1
+            asyncio.get_running_loop().call_later(pacing.think_delay(rng), self._woke)
+
+    def _woke(self) -> None:
+        """A think's end: the next request now on this connection if it is open, else on the next one."""
+        self.idle.n -= 1
+        self.idle.woke.set()
+        if self.transport is not None and not self.transport.is_closing() and not self.closed.done():
+            self.fill()
 
     def data_received(self, data: bytes) -> None:
         o = self.owner
@@ -207,11 +229,13 @@ class H2Proto(asyncio.Protocol):
             del self.streams[sid]
             self.served += 1
             o.record(s, kind_of_status(s.status), t, s.status)
+            self._think()
         elif isinstance(ev, h2.events.StreamReset) and s is not None:
             del self.streams[sid]
             if ev.remote_reset:
                 s.code = code_name(ev.error_code)
                 o.record(s, STREAM_RESET, t, 0)
+                self._think()
             else:  # the package reset it for the server's error (flow control): an outcome, never unfinished
                 o.record(s, PROTOCOL_ERROR, t, 0)
         elif isinstance(ev, h2.events.ConnectionTerminated):
@@ -272,6 +296,10 @@ class H2Clients:
         self.protos: set[H2Proto] = set()
         self.tasks: list[asyncio.Task[None]] = []
         self.nconn = 0
+        p = engine.spec.pacing
+        self.pacing = p if p is not None and p.think_s > 0 else None
+        """--think: each client idles between an answer and its next request (`Thinkers`); None: no think."""
+        self.think_rng = p.rng(engine.spec.worker_index) if p is not None else None
 
     def start(self) -> None:
         self.rec.streams = StreamTally(protocol=self.tally.protocol, pure_python=True)
@@ -333,14 +361,14 @@ class H2Clients:
 
     async def _client(self) -> None:
         loop = asyncio.get_running_loop()
-        e = self.engine
+        e, idle = self.engine, Thinkers()
         while e.may_start(t := now()):
             first = self.new_stream(t)
             first.t_connect = t
             self.tally.connections += 1
             try:
                 _, proto = await asyncio.wait_for(loop.create_connection(
-                    lambda first=first: H2Proto(self, first), e.host, e.port, ssl=e.ssl,
+                    lambda first=first: H2Proto(self, first, idle), e.host, e.port, ssl=e.ssl,
                     server_hostname=e.host if e.ssl is not None else None), self.timeout)
             except (OSError, ssl.SSLError, asyncio.TimeoutError) as err:
                 kind, name = (CONNECT_TIMEOUT, None) if isinstance(err, asyncio.TimeoutError) else kind_of_error(err)
@@ -355,6 +383,9 @@ class H2Clients:
             self.protos.add(proto)
             await proto.closed
             self.protos.discard(proto)
+            while idle.n >= self.m:  # --think: every client of it idles; the first to wake opens the next one
+                idle.woke.clear()
+                await idle.woke.wait()
 
     async def _sweeper(self) -> None:
         while True:

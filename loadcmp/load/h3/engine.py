@@ -200,6 +200,9 @@ class H3Engine(Traced[Slot]):
         self.h3.abort_all()
 
     def start_closed(self, schedule: Closed) -> None:
+        p = self.spec.pacing
+        self.think = (p, p.rng(self.spec.worker_index)) if p is not None and p.think_s > 0 else None
+        """--think: each client idles between an answer and its next request (on its connection, kept open)."""
         for _ in range(schedule.connections):
             slot = self.h3.new_slot()
             for _ in range(self.target.streams):
@@ -210,6 +213,8 @@ class H3Engine(Traced[Slot]):
         assert rec is not None
         while self.may_start(t := now()):
             await self.request(t, rec.start(t), slot)
+            if self.think is not None:  # its next request's latency runs from the think's end
+                await asyncio.sleep(self.think[0].think_delay(self.think[1]))
 
     def _least_busy(self) -> Slot:
         """The ramp's and the rate's request: the connection with the fewest requests out, a new one while
