@@ -37,12 +37,12 @@ def behaviour_options() -> list[Callable[[F], F]]:
     """--think, --send-rate, --read-rate: clients that behave like people (`load.pacing`, docs/clients.md)."""
     return [
         click.option("--think", callback=_pacing, metavar="DURATION[±JITTER]",
-                     help="Closed loop: each client idles this long between an answer and its next request "
-                          "(2s, 2s±500ms; the jitter drawn uniformly, seeded)."),
+                     help="Closed loop: each client (h2, h3: each stream) idles this long between an answer and "
+                          "its next request (2s, 2s±500ms; the jitter drawn uniformly, seeded)."),
         click.option("--send-rate", callback=_pacing, metavar="RATE|slowloris",
-                     help="Write each request paced to RATE (2kbit, 10kB/s); slowloris: 8 bytes every 2 s."),
+                     help="HTTP/1.1: write each request paced to RATE (2kbit, 10kB/s); slowloris: 8 bytes every 2 s."),
         click.option("--read-rate", callback=_pacing, metavar="RATE",
-                     help="Read each response at RATE (2kbit, 10kB/s) through a small receive buffer."),
+                     help="HTTP/1.1: read each response at RATE (2kbit, 10kB/s) through a small receive buffer."),
     ]
 
 
