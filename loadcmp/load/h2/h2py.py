@@ -7,7 +7,8 @@ after a graceful one (timed from its first start, `goaway` once sent `SENDS` tim
 error code, while those at or below it are still read to their end; `reset` for a connection cut under its
 streams; a new connection after a GOAWAY), but runs Python for every frame: the `h2` package is orders of
 magnitude slower than nghttp2 by its maintainer's account, so every load it runs is flagged client-bound
-(`StreamTally.pure_python`, `saturation.PURE_H2`).
+(`StreamTally.pure_python`, `saturation.PURE_H2`). With `--think` each connection's -m clients idle between an
+answer and their next request (`Thinkers`), as the compiled loop's slots do.
 """
 
 from __future__ import annotations
