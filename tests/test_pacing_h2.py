@@ -6,6 +6,7 @@ protocols refuse are refused in one line, with the reason."""
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import Iterator
 
 import pytest
@@ -22,12 +23,18 @@ from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.run.workers import run_load
 from loadcmp.load.schedules import Closed
 from loadcmp.load.target import TlsOptions, make_target
-from test_h2engine import _context
 
 from loadcmp.load.core.compiled import PURE_ENV
 from loadcmp.load.h2.loops import h2_module
 
 CLIENTS, STREAMS, THINK = 3, 4, 0.1
+
+
+def _context(ca: trustme.CA) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1", "localhost").configure_cert(ctx)
+    ctx.set_alpn_protocols(["h2"])
+    return ctx
 
 
 @pytest.fixture(params=["compiled", "python"])
@@ -41,7 +48,7 @@ def h2_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.fixture(scope="module")
 def h2_servers(ca: trustme.CA) -> Iterator[dict[tuple[str, str], H2Server]]:
-    out = {(proto, how): H2Server(how, _context(ca, ["h2"]) if proto == "h2" else None).start()
+    out = {(proto, how): H2Server(how, _context(ca) if proto == "h2" else None).start()
            for proto in ("h2", "h2c") for how in ("ok", "every:5")}
     yield out
     for s in out.values():
