@@ -75,3 +75,19 @@ def test_a_bad_event_is_one_line_with_nothing_started(tmp_path, docker_client, e
                                    "--check", "reload.failed==0", "--out", str(tmp_path)])
     assert res.exit_code == 2 and said in res.output and len(res.output.strip().splitlines()) == 1, res.output
     assert {c.name for c in cleanup.labelled(docker_client)} == before and not any(tmp_path.iterdir())
+
+
+def test_a_container_left_frozen_is_thawed_through_its_cgroup(docker_client):
+    # what a pause the engine failed or never answered leaves (cgroup v1's freezer FREEZING or FROZEN): thawed here
+    from loadcmp.events import bounded
+
+    c = docker_client.containers.run("loadcmp/base:bookworm", ["sleep", "120"], detach=True, auto_remove=False)
+    try:
+        files = bounded.freezer_files(c.id)
+        assert files, "no freezer cgroup for the container on this machine"
+        files[0].write_text("FROZEN" if files[0].name == "freezer.state" else "1")
+        assert bounded.thaw(c.id) == "it was left frozen: loadcmp thawed its cgroup"
+        assert bounded.call("an exec", lambda: c.exec_run(["true"]), 10).exit_code == 0
+        assert bounded.thaw(c.id) == "it was not left frozen"
+    finally:
+        c.remove(force=True)
