@@ -360,3 +360,20 @@ def test_an_event_fired_late_says_how_late_and_how_long_its_timer_waited_for_a_c
     late = doc["start_s"] - doc["at_s"]
     assert late > fire.LATE_S and doc["late"].startswith(f"fired {late:.2f} s after its time: its timer waited "), doc
     assert fire.failures([doc]) == [f"event '0.05s reload' {doc['late']}"]
+
+
+def test_a_pause_of_the_database_is_said_as_waits_or_as_its_failures():
+    from loadcmp.report.events import paused
+
+    # 10/s, the database paused from 8.0 s to 11.1 s: nothing served for 3 s, back at second 11
+    ok = [10] * 8 + [0, 0, 0, 12, 10, 10]
+    sv = pd.DataFrame({"second": range(14), "procs": [37] * 14})
+    ev = EventDoc(asked="8s pause db 3s", action="pause db", role="db", at_s=8.0, start_s=8.0, end_s=11.1, ok=True,
+                  said=None, evidence=[])
+    waited = cost(ev, 1, _timeline(ok, {}, [100.0] * 8 + [3100.0] * 6), sv)
+    assert waited["recovery_s"] == 3.0 and waited["failed"] == 0
+    assert paused(waited) == ("no request failed in its window: they waited on the paused db (3.1 s until it was "
+                              "back); p99 100.0 ms before → 3,100.0 ms in it; throughput was back 3.0 s after it fired")
+    failed = cost(ev, 1, _timeline(ok, {9: {"timeout": 20}}, [100.0] * 14), sv)
+    assert paused(failed).startswith("20 requests failed in its window (timeout 20): the db's pause, the server "
+                                     "waiting on its db (3.1 s until it was back)")
