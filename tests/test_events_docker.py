@@ -67,10 +67,10 @@ def test_set_renders_the_config_again_and_reloads_and_restart_php_comes_back(tmp
 
 
 @pytest.mark.parametrize("event,said", [("1s set nginx.no_such_key=1", "nginx has no setting 'nginx.no_such_key'"),
-                                        ("1s reload", "caddy has no command for 'reload'")])
+                                        ("1s kill worker", "caddy has no command for 'kill worker'")])
 def test_a_bad_event_is_one_line_with_nothing_started(tmp_path, docker_client, event, said):
     before = {c.name for c in cleanup.labelled(docker_client)}
-    server = "caddy" if "reload" in event else "nginx"
+    server = "caddy" if "kill" in event else "nginx"
     res = CliRunner().invoke(cli, ["smoke", "--server", server, "-t", "5s", "--event", event,
                                    "--check", "reload.failed==0", "--out", str(tmp_path)])
     assert res.exit_code == 2 and said in res.output and len(res.output.strip().splitlines()) == 1, res.output

@@ -94,9 +94,22 @@ def _pause(dep: Deployment, a: Action, cut: threading.Event) -> tuple[bool, str 
         except LabError as e:
             thawed = bounded.thaw(id_of(c))
             back, why, _ = _back(dep, a, bounded.PAUSE_S * 2)
+            if not back and c.attrs.get("State", {}).get("Status") == "paused":  # thawed, but Docker's state not
+                back, why, _ = _unpaused(dep, a)
             return False, f"{e}; {thawed}" + ("" if back else f"; {why}"), ""
         cut.wait(hold)
     return _back(dep, a)
+
+
+def _unpaused(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:
+    """Docker's unpause asked again of a container thawed by its cgroup that Docker still calls paused."""
+    c = dep.container_of(a.role)
+    try:
+        with engine_errors(dep.host.name):
+            bounded.call(f"a second docker unpause of the {a.role} container", c.unpause, bounded.PAUSE_S)
+    except LabError as e:
+        return False, str(e), ""
+    return _back(dep, a, bounded.PAUSE_S)
 
 
 def _back(dep: Deployment, a: Action, limit: float = BACK_S) -> tuple[bool, str | None, str]:
