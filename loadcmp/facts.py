@@ -182,6 +182,7 @@ class EventDoc(TypedDict):
     ok: bool
     said: str | None  #: why it failed, in one line; None: it did not
     evidence: list[str]  #: the servers' own lines about it, quoted (the command's output first)
+    late: NotRequired[str]  #: fired more than LATE_S after its time: how late, and how long its thread waited for a CPU
 
 
 def events_of(trial: Mapping[str, Any]) -> list[EventDoc]:

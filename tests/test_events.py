@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
-from loadcmp.errors import UsageError
+from loadcmp.errors import LabError, UsageError
 from loadcmp.events import actions, fire
 from loadcmp.events.plan import parse, timing_problems
 from loadcmp.facts import EventDoc
@@ -19,7 +19,7 @@ from loadcmp.lab.stacks import catalog
 from loadcmp.load.record.outcomes import KINDS
 from loadcmp.report.events import cost, recovery, recovery_cell
 
-SERVERS = {"reload": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "lighttpd"],
+SERVERS = {"reload": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy", "lighttpd"],
            "restart": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy", "lighttpd"],
            "reload php": ["nginx", "apache-prefork", "apache-worker", "apache-event", "nginx-apache", "caddy",
                           "lighttpd"]}
@@ -70,8 +70,8 @@ def test_every_stack_s_actions_are_well_formed_and_each_server_has_its_own():
 
 def test_a_stack_without_the_command_refuses_it_and_a_generic_action_needs_the_role():
     caddy = catalog().get("caddy")
-    with pytest.raises(UsageError, match="caddy has no command for 'reload' in its data"):
-        actions.resolve(caddy, parse("1s reload"))
+    with pytest.raises(UsageError, match="caddy has no command for 'kill worker' in its data"):
+        actions.resolve(caddy, parse("1s kill worker"))
     with pytest.raises(UsageError, match="caddy has no role 'db'"):
         actions.resolve(caddy, parse("1s pause db 2s"))
     got = actions.resolve(caddy, parse("1s pause web 2s"))
@@ -140,7 +140,7 @@ def test_events_fire_within_100_ms_of_their_time_even_beside_a_slow_one():
     docs = f.finish()
     assert [d["at_s"] for d in docs] == [0.3, 0.45, 0.6, 0.9]
     for d in docs:
-        assert 0 <= d["start_s"] - d["at_s"] < 0.1, d
+        assert 0 <= d["start_s"] - d["at_s"] < 0.1 and "late" not in d, d
         assert d["ok"] and d["evidence"][0] == "said"
     # the line stamped in the first reload's time is its evidence; the one seconds later is no event's
     assert docs[0]["evidence"][1:] == ["[notice] 1#1: signal 1 (SIGHUP) received, reconfiguring"]
@@ -304,3 +304,79 @@ def test_set_takes_the_action_whose_settings_name_its_section():
     with pytest.raises(UsageError, match="no action in caddy's data puts its caddy.\\* settings in effect"):
         actions.resolve(cat.get("caddy"), parse("5s set caddy.keepalive=off"))
     assert "set KEY=VALUE" in actions.names(cat.get("caddy"))  # its fpm.* and php.*: php-fpm's reload
+
+
+class _Stuck(_Paused):
+    """A container whose unpause the engine never answers (cgroup v1's freezer left FREEZING)."""
+
+    id = "0" * 64
+
+    def unpause(self) -> None:
+        self.did.append("unpause")
+        time.sleep(5)
+
+
+def test_an_unpause_that_never_returns_fails_the_event_in_one_line_and_the_run_goes_on(monkeypatch):
+    from loadcmp.events import bounded
+
+    monkeypatch.setattr(bounded, "PAUSE_S", 0.3)
+    dep = _Dep()
+    dep.c = _Stuck()
+    f = fire.Firer(dep, fire.plan(("0.05s pause web 0.1s",), catalog().get("nginx"), 60.0), time.monotonic(),
+                   time.time())
+    f.start()
+    time.sleep(0.2)
+    t = time.monotonic()
+    [doc] = f.finish()
+    assert time.monotonic() - t < 2 and dep.c.did == ["pause", "unpause"] and not doc["ok"], doc
+    assert doc["said"] == ("docker unpause of the web container did not return within 0.3 s; "
+                           "its freezer cgroup was not found here"), doc
+    assert "\n" not in doc["said"] and doc["end_s"] - doc["start_s"] < 2, doc
+
+
+def test_a_docker_call_is_given_up_after_its_limit_and_its_own_error_comes_through():
+    from loadcmp.events import bounded
+
+    t = time.monotonic()
+    with pytest.raises(LabError, match="sleeping did not return within 0.2 s"):
+        bounded.call("sleeping", lambda: time.sleep(3), 0.2)
+    assert time.monotonic() - t < 1
+    assert bounded.call("adding", lambda: 1 + 1) == 2
+    with pytest.raises(ZeroDivisionError):
+        bounded.call("dividing", lambda: 1 / 0)
+
+
+def test_an_event_fired_late_says_how_late_and_how_long_its_timer_waited_for_a_cpu():
+    # the load holding Python's lock (here a regex's backtracking, which never lets go of it) delays the firer
+    import re
+
+    f = fire.Firer(_Dep(), fire.plan(("0.05s reload",), catalog().get("nginx"), 1.0), time.monotonic(), time.time(),
+                   run=lambda dep, a, cut: (True, None, ""))
+    f.start()
+    t = time.monotonic()
+    while time.monotonic() - t < 0.6:
+        re.match(r"(a+)+b", "a" * 22)
+    [doc] = f.finish()
+    late = doc["start_s"] - doc["at_s"]
+    said = re.fullmatch(r"fired (\d+\.\d\d) s after its time: its timer waited (\d+\.\d\d) s of it for a CPU",
+                        doc["late"])
+    assert late > fire.LATE_S and said is not None, doc
+    assert float(said[1]) == pytest.approx(late, abs=0.011) and float(said[2]) <= float(said[1]) + 0.01, doc
+    assert fire.failures([doc]) == [f"event '0.05s reload' {doc['late']}"]
+
+
+def test_a_pause_of_the_database_is_said_as_waits_or_as_its_failures():
+    from loadcmp.report.events import paused
+
+    # 10/s, the database paused from 8.0 s to 11.1 s: nothing served for 3 s, back at second 11
+    ok = [10] * 8 + [0, 0, 0, 12, 10, 10]
+    sv = pd.DataFrame({"second": range(14), "procs": [37] * 14})
+    ev = EventDoc(asked="8s pause db 3s", action="pause db", role="db", at_s=8.0, start_s=8.0, end_s=11.1, ok=True,
+                  said=None, evidence=[])
+    waited = cost(ev, 1, _timeline(ok, {}, [100.0] * 8 + [3100.0] * 6), sv)
+    assert waited["recovery_s"] == 3.0 and waited["failed"] == 0
+    assert paused(waited) == ("no request failed in its window: they waited on the paused db (3.1 s until it was "
+                              "back); p99 100.0 ms before → 3,100.0 ms in it; throughput was back 3.0 s after it fired")
+    failed = cost(ev, 1, _timeline(ok, {9: {"timeout": 20}}, [100.0] * 14), sv)
+    assert paused(failed).startswith("20 requests failed in its window (timeout 20): the db's pause, the server "
+                                     "waiting on its db (3.1 s until it was back)")

@@ -67,11 +67,27 @@ def test_set_renders_the_config_again_and_reloads_and_restart_php_comes_back(tmp
 
 
 @pytest.mark.parametrize("event,said", [("1s set nginx.no_such_key=1", "nginx has no setting 'nginx.no_such_key'"),
-                                        ("1s reload", "caddy has no command for 'reload'")])
+                                        ("1s kill worker", "caddy has no command for 'kill worker'")])
 def test_a_bad_event_is_one_line_with_nothing_started(tmp_path, docker_client, event, said):
     before = {c.name for c in cleanup.labelled(docker_client)}
-    server = "caddy" if "reload" in event else "nginx"
+    server = "caddy" if "kill" in event else "nginx"
     res = CliRunner().invoke(cli, ["smoke", "--server", server, "-t", "5s", "--event", event,
                                    "--check", "reload.failed==0", "--out", str(tmp_path)])
     assert res.exit_code == 2 and said in res.output and len(res.output.strip().splitlines()) == 1, res.output
     assert {c.name for c in cleanup.labelled(docker_client)} == before and not any(tmp_path.iterdir())
+
+
+def test_a_container_left_frozen_is_thawed_through_its_cgroup(docker_client):
+    # what a pause the engine failed or never answered leaves (cgroup v1's freezer FREEZING or FROZEN): thawed here
+    from loadcmp.events import bounded
+
+    c = docker_client.containers.run("loadcmp/base:bookworm", ["sleep", "120"], detach=True, auto_remove=False)
+    try:
+        files = bounded.freezer_files(c.id)
+        assert files, "no freezer cgroup for the container on this machine"
+        files[0].write_text("FROZEN" if files[0].name == "freezer.state" else "1")
+        assert bounded.thaw(c.id) == "it was left frozen: loadcmp thawed its cgroup"
+        assert bounded.call("an exec", lambda: c.exec_run(["true"]), 10).exit_code == 0
+        assert bounded.thaw(c.id) == "it was not left frozen"
+    finally:
+        c.remove(force=True)

@@ -175,9 +175,9 @@ def test_variants_take_events_and_a_label_nobody_has_is_refused(tmp_path):
 
 def test_a_variant_s_event_is_checked_against_its_own_stack(tmp_path):
     f = tmp_path / "x.toml"
-    f.write_text('time = "8s"\n[variants.c]\nstack = "caddy"\nevents = ["every 3s reload"]\n')
+    f.write_text('time = "8s"\n[variants.c]\nstack = "caddy"\nevents = ["every 3s kill worker"]\n')
     res = CliRunner().invoke(cli, ["run", str(f), "--out", str(tmp_path / "out")])
-    assert res.exit_code == 2 and "caddy has no command for 'reload'" in res.output, res.output
+    assert res.exit_code == 2 and "caddy has no command for 'kill worker'" in res.output, res.output
 
 
 def test_capacity_fires_events_in_its_probes_whose_times_must_fall_inside_one():
@@ -190,5 +190,5 @@ def test_capacity_fires_events_in_its_probes_whose_times_must_fall_inside_one():
     with pytest.raises(UsageError, match="every 5 s never comes inside the 5 s window"):
         search_spec(None, {"servers": ("nginx",), "events": ("every 5s reload",)}, {"slo": "p99<500ms"})
     res = CliRunner().invoke(cli, ["capacity", "--server", "caddy", "--slo", "p99<500ms", "--probe-time", "8s",
-                                   "--event", "2s reload"])
-    assert res.exit_code == 2 and "caddy has no command for 'reload'" in res.output, res.output
+                                   "--event", "2s kill worker"])
+    assert res.exit_code == 2 and "caddy has no command for 'kill worker'" in res.output, res.output

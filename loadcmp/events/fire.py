@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING
 
 from ..errors import ConfigError, LabError
 from ..facts import EventDoc
-from ..lab.dockerapi import engine_errors, output_of
-from . import change
+from ..lab.dockerapi import engine_errors, id_of, output_of
+from . import bounded, change
 from .actions import Action, resolve
 from .plan import Asked, parse
 
@@ -36,6 +36,8 @@ EARLY_S = 0.1
 """A line stamped this much before an event's start may still be its own (Docker's clock against the load's)."""
 QUOTES = 4
 """The most lines quoted per event."""
+LATE_S = 0.1
+"""An event fired more than this after its time says how late it was (`EventDoc.late`) among the trial's warnings."""
 
 Planned = tuple[float, Asked, Action]
 Told = Callable[[EventDoc, bool], None]
@@ -54,41 +56,76 @@ def plan(texts: tuple[str, ...], stack: Stack, window: float) -> list[Planned]:
 
 def run_action(dep: Deployment, a: Action, cut: threading.Event) -> tuple[bool, str | None, str]:
     """Do one action now: (ok, why not in one line, what its command printed). A pause holds until its duration
-    passed or `cut` is set (the load ended: a paused container never outlives its trial)."""
+    passed or `cut` is set (the load ended: a paused container never outlives its trial). Each Docker call is
+    held to a limit (`bounded`): one the engine never answers fails the event, and the run goes on."""
     c = dep.container_of(a.role)
     try:
         with engine_errors(dep.host.name):
             if a.change is not None:  # `set KEY=VALUE`: the configs first, then the action that reads them
-                change.apply(dep, *a.change)
+                key, value = a.change
+                bounded.call("copying the configs in", lambda: change.apply(dep, key, value))
             if a.docker is None:
-                res = c.exec_run(list(a.exec))
+                res = bounded.call(f"{a.exec[0]} in the {a.role} container", lambda: c.exec_run(list(a.exec)),
+                                   bounded.EXEC_S)
                 out = output_of(res).decode("utf-8", "replace")
                 if res.exit_code != 0:
                     last = next((x for x in reversed(out.splitlines()) if x.strip()), "")
                     return False, f"{' '.join(a.exec)} exited {res.exit_code}" + (f": {last}" if last else ""), out
                 return True, None, out
             if a.docker == "pause":
-                c.pause()
-                try:
-                    cut.wait(a.hold)
-                finally:
-                    c.unpause()
-            else:
-                c.restart(timeout=10)
+                return _pause(dep, a, cut)
+            bounded.call(f"docker restart of the {a.role} container", lambda: c.restart(timeout=10),
+                         bounded.CALL_S + 10)
             return _back(dep, a)
     except (LabError, ConfigError) as e:
         return False, str(e), ""
 
 
-def _back(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:
-    """Whether the role's container is running again (within BACK_S)."""
-    c, until = dep.container_of(a.role), clock() + BACK_S
+def _pause(dep: Deployment, a: Action, cut: threading.Event) -> tuple[bool, str | None, str]:
+    """Docker's pause of the role's container, held, then its unpause. A pause or an unpause that failed or that the
+    engine did not answer in time fails the event, and the container is thawed through its cgroup where it was left
+    frozen (`bounded.thaw`: a `docker exec` caught starting in it as it froze holds the engine's unpause), then
+    waited for until Docker sees it running again."""
+    c = dep.container_of(a.role)
+    for call, hold in ((c.pause, a.hold), (c.unpause, 0.0)):
+        try:
+            with engine_errors(dep.host.name):
+                bounded.call(f"docker {call.__name__} of the {a.role} container", call, bounded.PAUSE_S)
+        except LabError as e:
+            thawed = bounded.thaw(id_of(c))
+            back, why, _ = _back(dep, a, bounded.PAUSE_S * 2)
+            if not back and c.attrs.get("State", {}).get("Status") == "paused":  # thawed, but Docker's state not
+                back, why, _ = _unpaused(dep, a)
+            return False, f"{e}; {thawed}" + ("" if back else f"; {why}"), ""
+        cut.wait(hold)
+    return _back(dep, a)
+
+
+def _unpaused(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:
+    """Docker's unpause asked again of a container thawed by its cgroup that Docker still calls paused."""
+    c = dep.container_of(a.role)
+    try:
+        with engine_errors(dep.host.name):
+            bounded.call(f"a second docker unpause of the {a.role} container", c.unpause, bounded.PAUSE_S)
+    except LabError as e:
+        return False, str(e), ""
+    return _back(dep, a, bounded.PAUSE_S)
+
+
+def _back(dep: Deployment, a: Action, limit: float = BACK_S) -> tuple[bool, str | None, str]:
+    """Whether the role's container is running again (within `limit` seconds), as Docker sees it."""
+    c, until = dep.container_of(a.role), clock() + limit
     while True:
-        c.reload()
-        if c.attrs.get("State", {}).get("Status") == "running":
+        try:
+            with engine_errors(dep.host.name):
+                bounded.call(f"docker inspect of the {a.role} container", c.reload)
+        except LabError as e:
+            return False, str(e), ""
+        status = c.attrs.get("State", {}).get("Status")
+        if status == "running":
             return True, None, ""
         if clock() > until:
-            return False, f"the {a.role} container was not back within {BACK_S:g} s", ""
+            return False, f"the {a.role} container was not back within {limit:g} s (Docker says {status})", ""
         time.sleep(0.1)
 
 
@@ -112,14 +149,17 @@ class Firer:
 
     def _schedule(self) -> None:
         for at, asked, action in self.planned:
+            before = cpu_wait()
             if self._stop.wait(max(0.0, self.t0 + at - clock())):
                 return  # the load ended first (a stop request): the rest are not fired
-            t = threading.Thread(target=self._fire, args=(at, asked, action), daemon=True)
+            waited = None if before is None else cpu_wait(before)  # this thread's wait for a CPU as it woke
+            t = threading.Thread(target=self._fire, args=(at, asked, action, waited), daemon=True)
             self._threads.append(t)
             t.start()
 
-    def _fire(self, at: float, asked: Asked, a: Action) -> None:
+    def _fire(self, at: float, asked: Asked, a: Action, waited: float | None) -> None:
         start = clock() - self.t0
+        late = lateness(start - at, waited)
         self._tell(EventDoc(asked=asked.text, action=a.name, role=a.role, at_s=round(at, 3), start_s=round(start, 3),
                             end_s=round(start, 3), ok=True, said=None, evidence=[]), True)
         try:
@@ -132,6 +172,8 @@ class Firer:
             ok, said, out = False, f"{type(e).__name__}" + (f": {first.strip()}" if first else ""), ""
         doc = EventDoc(asked=asked.text, action=a.name, role=a.role, at_s=round(at, 3), start_s=round(start, 3),
                        end_s=round(clock() - self.t0, 3), ok=ok, said=said, evidence=[])
+        if late is not None:
+            doc["late"] = late
         with self._lock:
             self.done.append((doc, out))
         self._tell(doc, False)
@@ -187,5 +229,26 @@ def stamp(line: str) -> tuple[float | None, str]:
 
 
 def failures(docs: list[EventDoc]) -> list[str]:
-    """The events that failed, one line each (a trial's warnings: the run goes on)."""
-    return [f"event {d['asked']!r} at {d['start_s']:g} s failed: {d['said']}" for d in docs if not d["ok"]]
+    """The events that failed or fired late, one line each (a trial's warnings: the run goes on)."""
+    return ([f"event {d['asked']!r} at {d['start_s']:g} s failed: {d['said']}" for d in docs if not d["ok"]]
+            + [f"event {d['asked']!r} {d['late']}" for d in docs if "late" in d])
+
+
+def cpu_wait(since: float | None = 0.0) -> float | None:
+    """Seconds this thread has waited for a CPU (the kernel's schedstat run delay), less `since`; None where the
+    kernel does not say."""
+    try:
+        with open("/proc/thread-self/schedstat") as f:
+            return int(f.read().split()[1]) / 1e9 - (since or 0.0)
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def lateness(late: float, waited: float | None) -> str | None:
+    """`EventDoc.late` for an event fired `late` seconds after its time (None: on time). The firer's threads wait
+    for a CPU beside the load (another program on the client's CPU), or for Python's lock while the load holds it:
+    the CPU's share is measured, the rest is the lock's or the thread's start."""
+    if late <= LATE_S:
+        return None
+    why = "" if waited is None else f": its timer waited {waited:.2f} s of it for a CPU"
+    return f"fired {late:.2f} s after its time{why}"

@@ -118,6 +118,8 @@ class Deployment:
                 continue
             code = s.get("ExitCode")
             how = f"ended ({s.get('Status') or 'gone'})" if code is None else f"exited with code {code}"
+            if s.get("Status") == "paused":  # not ended: Docker keeps its last exit code (0) beside it
+                how = "was still paused, as Docker saw it"
             if code is not None and code > 128:
                 how += f" ({signal_name(code - 128)})"
             line = last_line(_tail(c, 20, sep="\n"))

@@ -25,6 +25,8 @@ BACK = 0.9
 """Throughput is back at this share of the seconds before's."""
 GRACE_S = 2
 """Seconds after an event's command returned in which its effect is still its own."""
+PAUSE = "pause"
+"""The first word of every stack's `pause ROLE DURATION` (`loadcmp.events.plan`): its cost is that role's stall's."""
 
 LEGEND = ("fired: seconds into the window (asked: its time); took: until its command returned or its container "
           "was back; failed: requests that failed in its window (its second until 2 s after it returned, or until "
@@ -192,6 +194,24 @@ def event_rows(res: Results) -> tuple[list[str], list[list[str]]]:
     return header, rows
 
 
+def paused(c: EventCost) -> str:
+    """What a pause of a role (an app's database) cost, in words: its failures named as that role's pause, or that the
+    requests waited through it (the p99 against before, and when throughput was back)."""
+    role = c["action"].split()[1]
+    p99 = f"p99 {_num(c['p99_before_ms'], '{:,.1f}')} ms before → {_num(c['p99_during_ms'], '{:,.1f}')} ms in it"
+    back = ("throughput never fell below 90 % of before" if c["recovery_s"] == 0
+            else f"throughput was back {c['recovery_s']:.1f} s after it fired" if c["recovery_s"] is not None
+            else "throughput was not back within its window" if c["recovery_why"] == "not back"
+            else "no second before it to compare its throughput with")
+    if c["failed"]:
+        kinds = ", ".join(f"{k} {v:,}" for k, v in c["failures"].items())
+        n = f"{c['failed']:,} request" + ("s" if c["failed"] != 1 else "")
+        return (f"{n} failed in its window ({kinds}): the {role}'s pause, the server waiting on its {role} "
+                f"({c['took_s']:.1f} s until it was back); {p99}; {back}")
+    return (f"no request failed in its window: they waited on the paused {role} ({c['took_s']:.1f} s until it was "
+            f"back); {p99}; {back}")
+
+
 def event_lines(res: Results) -> list[str]:
     """Each event in words: a failed one's reason, and the servers' own lines about it, quoted."""
     out = []
@@ -201,6 +221,8 @@ def event_lines(res: Results) -> list[str]:
                 head = f"{server} at {level} clients, trial {c['trial']}: {c['action']} at {c['start_s']:.2f} s"
                 if not c["ok"]:
                     out.append(f"{head} failed: {c['said']}")
+                if c["ok"] and c["action"].split()[0] == PAUSE and len(c["action"].split()) > 1:
+                    out.append(f"{head}: {paused(c)}")
                 quoted = "; ".join(f"“{q}”" for q in c["evidence"])
                 out.append(f"{head}: " + (quoted if quoted else "the servers logged nothing about it"))
     return out
