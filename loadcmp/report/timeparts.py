@@ -50,9 +50,20 @@ def parts_of(data: Results) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+def _matched(parts: pd.DataFrame) -> pd.DataFrame:
+    """The answered requests a server logged: those whose time splits into parts."""
+    return parts[(parts["status"] > 0) & parts["front"].ne("")]
+
+
+def cell_requests(parts: pd.DataFrame, label: str, level: int) -> pd.DataFrame:
+    """One cell's answered requests a server logged (none: an empty frame)."""
+    ok = _matched(parts)
+    return ok[(ok["label"] == label) & (ok["level"] == level)]
+
+
 def _cells(parts: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
     """The answered requests a server logged, per label and level, in the report's order."""
-    ok = parts[(parts["status"] > 0) & parts["front"].ne("")]
+    ok = _matched(parts)
     return [(str(key[0]), int(cast(int, key[1])), g)
             for key, g in ok.groupby(["label", "level"], sort=True)]
 
