@@ -56,8 +56,7 @@ def _side(parts: pd.DataFrame, label: str, level: int) -> tuple[dict[str, float]
 def _cell(label: str, level: int, a: tuple[dict[str, float], dict[str, dict[str, float]]],
           b: tuple[dict[str, float], dict[str, dict[str, float]]]) -> PartsMoved | None:
     """A cell's parts side by side and the part that moved most; None unless both sides have parts."""
-    from ..report.timeparts import SHORT
-    from ..trace.breakdown import PARTS
+    from ..trace.breakdown import PARTS, SHORT
 
     (ms_a, sh_a), (ms_b, sh_b) = a, b
     if not sh_a or not sh_b or not all(sh_a.values()) or not all(sh_b.values()):

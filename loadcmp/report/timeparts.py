@@ -13,15 +13,10 @@ import pandas as pd
 
 from ..store import traceparts
 from ..store.reader import Results
-from ..trace.breakdown import COLUMN, PARTS, shares, words
+from ..trace.breakdown import COLUMN, PARTS, SHORT, shares, words
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-SHORT = {"queue": "client queue", "connect": "connect", "handshake": "TLS", "write": "send",
-         "unexplained": "listen queue + network", "server": "web server", "upstream_wait": "upstream queue",
-         "upstream": "upstream"}
-"""Each part's name in a table's header and a figure's legend."""
 
 LEGEND = ("Share of p99: each part's mean over the slowest 1 % of the traced requests, against their latency's "
           "mean. client queue: behind a busy client before it was sent; listen queue + network: what no server "

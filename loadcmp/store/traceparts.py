@@ -2,7 +2,8 @@
 
     requests.parquet  the client's row of each traced request (`trace.rows.TraceRows.table`)
     parts.parquet     each traced request's parts (`loadcmp.trace.join`), one row per client row
-    trace.json        per trial, the lines that did not match, by why
+    trace.json        per trial, the lines that did not match, by why, and where its time went (each part's
+                      share of p50 and p99)
 
 requests.parquet and parts.parquet are folders of one file per trial (`trialfiles`): a trial adds its own file,
 written beside it and renamed, and a trial written again replaces its own. An older run's single files are read as
@@ -14,13 +15,14 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from pathlib import Path
-from typing import TypedDict
+from typing import NotRequired, TypedDict
 
 import pandas as pd
 
 from . import trialfiles
 from .files import write_json
 from ..errors import StoreError
+from ..trace.breakdown import shares
 from ..trace.rows import TraceRows
 
 REQUESTS = "requests.parquet"
@@ -39,6 +41,12 @@ class TrialMatch(TypedDict):
     answered: int
     matched: int
     unmatched: dict[str, int]
+    p50_ms: NotRequired[float]
+    p99_ms: NotRequired[float]
+    """The matched requests' p50 and p99 (absent: none matched)."""
+    p50: NotRequired[dict[str, float]]
+    p99: NotRequired[dict[str, float]]
+    """Each part's share of them (`trace.breakdown.shares`): the live page shows the last trial's."""
 
 
 DICTIONARY = ["label", "kind", "proto", "level", "trial", "worker", "status"]
@@ -88,5 +96,12 @@ def trial_match(label: str, level: int, trial: int, parts: pd.DataFrame, unmatch
                 ) -> TrialMatch:
     """A trial's join in figures, from its parts and what did not match."""
     answered = parts[parts["status"] > 0]
-    return TrialMatch(label=label, level=level, trial=trial, rows=len(parts), answered=len(answered),
-                      matched=int(answered["front"].ne("").sum()), unmatched=dict(unmatched))
+    out = TrialMatch(label=label, level=level, trial=trial, rows=len(parts), answered=len(answered),
+                     matched=int(answered["front"].ne("").sum()), unmatched=dict(unmatched))
+    ok = answered[answered["front"].ne("")]
+    lat = ok["latency_ms"].astype(float).dropna()
+    if len(lat):
+        out["p50_ms"], out["p99_ms"] = round(float(lat.quantile(0.5)), 3), round(float(lat.quantile(0.99)), 3)
+        out["p50"] = {p: round(v, 4) for p, v in shares(ok, ok["latency_ms"].astype(float), 0.5).items()}
+        out["p99"] = {p: round(v, 4) for p, v in shares(ok, ok["latency_ms"].astype(float), 0.99).items()}
+    return out
