@@ -1,4 +1,4 @@
-"""--trace's files in the results folder: the client's rows read, the joined parts written, both by trial.
+"""--trace's files in the results folder: the client's rows written and read by trial, the joined parts written.
 
     requests.parquet  the client's row of each traced request (`trace.rows.TraceRows.table`)
     parts.parquet     each traced request's parts (`loadcmp.trace.join`), one row per client row
