@@ -8,9 +8,9 @@ The nginx stack pinned to CPU 1 as compare.py pins it (or, `--server fast`, test
 CPU 1: no Docker, and a server quick enough that the client is the limit), the client to CPU 0. Both runs go through
 the same code (`run_load` in a pinned process, no warm-up), keep-alive and a new connection per request, in rounds of
 A B, then B A; the ratio is the median of the rounds' (the bar: traced >= 0.95x untraced). Each traced run writes its
-rows to a requests.parquet of its own, as a trial does (`trace.rows.append_parquet`), and its size per row is printed
-(the bar: about 40 bytes); the rows are checked to be one per counted request. A benchmark, not a test: it prints
-ratios and asserts nothing.
+rows to a requests.parquet of its own, as a trial does (`store.traceparts.add_requests`), and its size per
+row is printed (the bar: about 40 bytes); the rows are checked to be one per counted request. A benchmark, not a
+test: it prints ratios and asserts nothing.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from loadcmp.load.record.summary import result_doc
 from loadcmp.load.target import make_target
 from loadcmp.load.run.workers import run_load
 from loadcmp.load.engines import engine_path
-from loadcmp.trace.rows import append_parquet
+from loadcmp.store.traceparts import add_requests
 url, c, t, ka, share = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4] == "1", float(sys.argv[5])
 target = make_target(url, keepalive=ka)
 r = run_load(LoadSpec(target, Closed(c), t, trace=share))
@@ -44,7 +44,7 @@ size = rows = 0
 if r.traced is not None:
     with tempfile.TemporaryDirectory() as tmp:
         rows = len(r.traced)
-        size = append_parquet(Path(tmp) / "requests.parquet", r.traced, "bench", c, 1)
+        size = add_requests(Path(tmp), r.traced, "bench", c, 1)
 print(json.dumps({"rps": d["completions_per_s"], "cpu_us": d.get("client_cpu_us"), "rows": rows, "bytes": size,
                   "one_each": rows == r.started - r.dropped, "path": engine_path("fast", True, False, "h1")}))
 """

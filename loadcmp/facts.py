@@ -139,6 +139,7 @@ class TraceFields(TypedDict):
 
     trace: NotRequired[bool]  #: --trace: a traceparent header on the requests, each traced one kept in requests.parquet
     trace_sample: NotRequired[float]  #: --trace-sample: the share of the requests traced (0 < F <= 1)
+    variant_trace: NotRequired[dict[str, dict[str, bool | float]]]  #: a label's own trace, trace_sample, over the run's
 
 
 class TraceResult(TypedDict):

@@ -16,7 +16,8 @@ from loadcmp.load.run.workers import run_load
 from loadcmp.load.schedules import Closed, Rate
 from loadcmp.load.target import TlsOptions, make_target
 from loadcmp.trace import ids
-from loadcmp.trace.rows import TraceRows, append_parquet
+from loadcmp.store.traceparts import add_requests
+from loadcmp.trace.rows import TraceRows
 
 pytestmark = pytest.mark.usefixtures("loop_path")  # both closed loops (conftest)
 
@@ -128,10 +129,9 @@ def test_requests_parquet_has_the_documented_columns(faulty, tmp_path):
     import pyarrow.parquet as pq
 
     r = traced(faulty.url("/ok"))
-    path = tmp_path / "requests.parquet"
-    append_parquet(path, rows_of(r), "nginx", 4, 1)
-    size = append_parquet(path, rows_of(r), "nginx", 4, 2)
-    t = pq.read_table(path)
+    add_requests(tmp_path, rows_of(r), "nginx", 4, 1)
+    size = add_requests(tmp_path, rows_of(r), "nginx", 4, 2)
+    t = pq.read_table(tmp_path / "requests.parquet")
     assert t.column_names == ["trace_id", "label", "level", "trial", "worker", "t_intended", "t_start", "connect_ms",
                               "handshake_ms", "write_ms", "wait_ms", "read_ms", "latency_ms", "status", "kind",
                               "bytes", "conn", "proto", "stream"]

@@ -139,18 +139,6 @@ def test_shares_of_p99_come_from_the_slowest_requests() -> None:
     assert p99["unexplained"] == pytest.approx(0.9) and p50["server"] == pytest.approx(1.0)
 
 
-class Traced:
-    """A spec as --trace makes it (its field is the client side's)."""
-
-    trace = True
-
-    def __init__(self, spec: object) -> None:
-        self.spec = spec
-
-    def __getattr__(self, k: str) -> object:
-        return getattr(self.spec, k)
-
-
 def test_trace_refuses_a_users_config_without_the_trace_log_naming_the_line(tmp_path: Path) -> None:
     """--trace on `--config nginx:web=FILE`: a file without the trace log is refused with the line to add; the
     stack's own template (rendered with the trace on) passes."""
@@ -168,7 +156,7 @@ def test_trace_refuses_a_users_config_without_the_trace_log_naming_the_line(tmp_
         own = ownconfig.OwnConfig("nginx", "web", str(tmp_path / name))
         spec = replace(RunSpec(servers=("nginx",)), configs=(own.doc(),))
 
-        said = trace_config_errors(Traced(spec))
+        said = trace_config_errors(replace(spec, trace=True))
         assert bool(said) == refused, said
         assert trace_config_errors(spec) == []  # not traced: nothing asked of the file
         if refused:

@@ -12,6 +12,8 @@ tojson.py and trend.py.
     setup.py      what differs between two runs' set-ups (settings, configs, versions, machine ...)
     index.py      the catalog over a results root: every folder listed, the DuckDB index in the cache
     compare.py    two runs cell by cell: ratios, intervals, verdicts
+    partsmoved.py two runs' traced cells (--trace): each part's share of p50 and p99 side by side, the part that
+                  moved most in a sentence
     steps.py      where a series steps: Otava proposes, Student's t-test decides, a scan finds what it lost
     history.py    a metric over every stored run, its change points; the regressions at one run
     words.py      the answers in words (a value and its interval, a verdict, a change, a difference)
@@ -19,7 +21,7 @@ tojson.py and trend.py.
     trend.py      the trend figure (matplotlib): a metric over the runs, change points marked
     gate.py       smoke --history: each change point for the worse at this run a failed smoke check
 
-Inside the package: model <- folder <- setup, index <- compare, history; steps <- history; words, tojson <- model;
-trend <- words; gate <- history, index, words (and verdicts.smoke's Verdict). Importing it loads nothing heavy
-(DuckDB, pandas, scipy, Otava and matplotlib load where used).
+Inside the package: model <- folder <- setup, index <- compare, history; model <- partsmoved <- compare;
+steps <- history; words, tojson <- model; trend <- words; gate <- history, index, words (and verdicts.smoke's
+Verdict). Importing it loads nothing heavy (DuckDB, pandas, scipy, Otava and matplotlib load where used).
 """

@@ -1,4 +1,5 @@
-"""`loadcmp compare A B`: what differs between two runs' set-ups, then each cell they share, metric by metric.
+"""`loadcmp compare A B`: what differs between two runs' set-ups, then each cell they share, metric by metric; where
+both traced a cell, which part of its time moved (`partsmoved`).
 
 A metric's ratio B/A and its 95 % interval are the findings' (`report.compare.ratio`: the
 delta method on the log scale over each side's `report.tables.Estimate`). The verdict names a
@@ -18,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import UsageError
 from .folder import bound_cells, estimates, load, trial_rows, value_of
+from .partsmoved import parts_moved
 from .model import METRICS, CellKey, CompareRow, Comparison, Difference, MetricDelta, Verdict
 from .setup import differences_of
 
@@ -136,7 +138,8 @@ def compare(a: Path, b: Path, pair: tuple[str, str] | None = None) -> Comparison
         rows.append(CompareRow(cell, [delta(m, cells_a[cell][m], cells_b[cell][m], bound) for m in METRICS],
                                _differs(cell, diffs), bound))
     return Comparison(ea, eb, diffs, rows, only_a=sorted(set(cells_a) - set(shared)),
-                      only_b=sorted(set(cells_b) - set(shared)))
+                      only_b=sorted(set(cells_b) - set(shared)),
+                      parts=parts_moved(ea.path, eb.path, [(c.label, c.level) for c in shared], pair))
 
 
 def _relabel(cell: CellKey, pair: tuple[str, str]) -> CellKey:

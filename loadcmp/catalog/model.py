@@ -119,8 +119,37 @@ class CompareRow:
 
 
 @dataclass(frozen=True)
+class PartShare:
+    """One part of a traced request's time (`trace.breakdown.PARTS`) in one cell: its share of p50 and of p99 in
+    run A and in run B (0..1)."""
+
+    part: str
+    name: str  #: as the report's table heads it ("upstream queue")
+    a_p50: float
+    b_p50: float
+    a_p99: float
+    b_p99: float
+
+
+@dataclass(frozen=True)
+class PartsMoved:
+    """A cell both runs traced (--trace): its p50 and p99 in each, their parts side by side, and the part that moved
+    most, in one sentence."""
+
+    label: str
+    level: int
+    a_p50_ms: float
+    b_p50_ms: float
+    a_p99_ms: float
+    b_p99_ms: float
+    parts: list[PartShare]
+    moved: str  #: the part whose time changed most (`PARTS`' name), "" when none did
+    sentence: str
+
+
+@dataclass(frozen=True)
 class Comparison:
-    """`loadcmp compare A B`: what differs first, then every shared cell."""
+    """`loadcmp compare A B`: what differs first, then every shared cell; where both traced, which part moved."""
 
     a: RunEntry
     b: RunEntry
@@ -128,6 +157,7 @@ class Comparison:
     rows: list[CompareRow]
     only_a: list[CellKey] = field(default_factory=list)
     only_b: list[CellKey] = field(default_factory=list)
+    parts: list[PartsMoved] = field(default_factory=list)
 
 
 @dataclass(frozen=True)

@@ -254,11 +254,10 @@ def _store(out_dir: str, plan: BenchPlan, result: Result, doc: LoadSummary, wind
     if result.traced is not None:  # --trace: one row per traced request (docs/tracing.md)
         from pathlib import Path
 
-        from ..trace.rows import append_parquet
+        from ..store.traceparts import add_requests
 
         n = len(result.traced)
-        size = doc["traced_bytes"] = append_parquet(Path(path) / "requests.parquet", result.traced,
-                                                    spec["servers"][0], plan.clients, 1)
+        size = doc["traced_bytes"] = add_requests(Path(path), result.traced, spec["servers"][0], plan.clients, 1)
         err.print(markup("requests.parquet: {:,} traced requests, {:.1f} bytes each", n, size / max(1, n)))
     return str(path)
 

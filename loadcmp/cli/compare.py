@@ -71,6 +71,25 @@ def show_comparison(c: Comparison, full_diff: bool = False) -> None:
     for side, cells in (("A", c.only_a), ("B", c.only_b)):
         if cells:
             out.print(markup("only in {}: {}", side, ", ".join(k.text() for k in cells)), soft_wrap=True)
+    show_parts(c)
+
+
+def show_parts(c: Comparison) -> None:
+    """Where the time went in each cell both runs traced (--trace): each part's share of p50 and p99 in A and in
+    B, then the part that moved most."""
+    if not c.parts:
+        return
+    out.print("\n[bold]Where the time went (--trace), A against B:[/bold]")
+    for m in c.parts:
+        t = PlainTable(title=f"{m.label} @ {m.level:,}", title_justify="left")
+        for col, just in (("part", "left"), ("A p50", "right"), ("B p50", "right"), ("A p99", "right"),
+                          ("B p99", "right")):
+            t.add_column(col, justify=just)
+        t.add_row("latency", *(f"{x:,.1f} ms" for x in (m.a_p50_ms, m.b_p50_ms, m.a_p99_ms, m.b_p99_ms)))
+        for r in m.parts:
+            t.add_row(r.name, *(f"{x:.0%}" for x in (r.a_p50, r.b_p50, r.a_p99, r.b_p99)))
+        out.print(t)
+        out.print(markup("{}", m.sentence), soft_wrap=True)
 
 
 def _said(r: RunEntry) -> str:

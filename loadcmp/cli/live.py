@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from ..live.feed import Feed
     from ..live.hub import Hub
     from ..live.server import LiveServer
+    from ..records import TrialRecord
     from ..load.driver import Live, LiveFn
     from ..store.writer import Row, RunWriter
     from ..sweep.trial import Planned, SweepHooks
@@ -128,6 +129,11 @@ class Watchers:
 
     def stored(self, writer: RunWriter, timeline: list[Row], server: list[Row]) -> None:
         self._tell("stored", writer, timeline, server)
+
+    def trial_end(self, p: Planned, rec: TrialRecord) -> None:
+        """A trial's end (its join done): the page's alone (the metrics take the trial from `stored`)."""
+        if self.feed is not None:
+            self.feed.trial_end(p, rec)
 
     def event(self, doc: EventDoc, running: bool) -> None:
         self._tell("event", doc, running)
@@ -245,8 +251,12 @@ def with_feed(hooks: SweepHooks, feed: Watchers) -> SweepHooks:
         hooks.trial_start(p, i, n, seconds)
         feed.trial_start(p, i, n, seconds)
 
-    return replace(hooks, trial_start=trial_start, live=tee(hooks.live, feed), sample=feed.sample,
-                   stored=feed.stored, event=feed.event)
+    def trial_end(p: Planned, rec: TrialRecord) -> None:
+        hooks.trial_end(p, rec)
+        feed.trial_end(p, rec)
+
+    return replace(hooks, trial_start=trial_start, trial_end=trial_end, live=tee(hooks.live, feed),
+                   sample=feed.sample, stored=feed.stored, event=feed.event)
 
 
 @dataclass(frozen=True)

@@ -288,6 +288,7 @@ class _FileReader:
             fields["variant_tls"] = {v.label: v.tls for v in conv.values() if v.tls is not None}
             fields["variant_protos"] = {v.label: v.protos for v in conv.values() if v.protos}
             fields["variant_net"] = {v.label: v.net for v in conv.values() if v.net}
+            fields["variant_trace"] = {v.label: v.trace for v in conv.values() if v.trace}
             self.extra["variant_events"] = eventspec.of_variants(conv.values())
         else:
             fields[FIELD_OF.get(key, key)] = conv
@@ -361,7 +362,8 @@ def validate(spec: RunSpec, said: Iterable[str] = ()) -> RunSpec:
                    variant_settings={k: v for k, v in spec.variant_settings.items() if k in labels},
                    variant_tls={k: v for k, v in spec.variant_tls.items() if k in labels},
                    variant_protos={k: v for k, v in spec.variant_protos.items() if k in labels},
-                   variant_net={k: v for k, v in spec.variant_net.items() if k in labels})
+                   variant_net={k: v for k, v in spec.variant_net.items() if k in labels},
+                   variant_trace={k: v for k, v in spec.variant_trace.items() if k in labels})
 
 
 def _tls_errors(spec: RunSpec, servers: list[variants.Variant], cat: Catalog) -> list[str]:

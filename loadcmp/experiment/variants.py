@@ -23,7 +23,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 
 from ..lab import apps, ownconfig, render
@@ -35,6 +35,7 @@ from ..errors import ConfigError, LoadcmpError, Problems, UsageError
 from ..trace.serverlogs import OWN_FILES, own_config_refusal
 from .eventspec import from_toml
 from .protos import parse_protos
+from .tracing import OwnTrace, own_trace, traced
 from ..units import Setting
 
 LABEL_RX = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,39}$")
@@ -56,6 +57,8 @@ class Variant:
     """`net` of its table: the network between its clients and it (`loadcmp.net`), over the run's."""
     events: tuple[str, ...] = ()
     """`events` of its table: 'AT ACTION' fired in its trials beside the run's (`eventspec`)."""
+    trace: OwnTrace = field(default_factory=dict)
+    """`trace`, `trace_sample` of its table: whether its requests are traced and what share, over the run's."""
 
 
 def _net_of(label: str, v: object) -> str | None:
@@ -143,10 +146,10 @@ def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
             check_label(label)
             if not isinstance(table, dict):
                 raise ConfigError(f"[variants.{label}] must be a table with stack = \"...\"")
-            extra = set(table) - {"stack", "set", "tls", "proto", "net", "events"}
+            extra = set(table) - {"stack", "set", "tls", "proto", "net", "events", "trace", "trace_sample"}
             if extra:
                 raise ConfigError(f"[variants.{label}]: unknown key(s) {', '.join(sorted(extra))} "
-                                  "(known: stack, set, tls, proto, net, events)")
+                                  "(known: stack, set, tls, proto, net, events, trace, trace_sample)")
             net = _net_of(label, table.get("net"))
             if not isinstance(table.get("tls", False), bool):
                 raise ConfigError(f"[variants.{label}].tls must be true or false")
@@ -159,7 +162,7 @@ def parse_variant_tables(raw: object, cat: Catalog) -> dict[str, Variant]:
             protos = parse_protos(table["proto"]) if "proto" in table else ()
             events = from_toml(table["events"], f"[variants.{label}].events") if "events" in table else ()
             out[label] = Variant(label, stack, cat.parse_overrides(sets, apps.tunables()), table.get("tls"), protos,
-                                 net, events)
+                                 net, events, own_trace(label, table))
         except UsageError as e:
             p.extend(m if m.startswith("[variants.") else f"[variants.{label}]: {m}" for m in e.messages)
     p.raise_if_any(summary="{n} bad variants")
@@ -269,15 +272,10 @@ def tls_problems(servers: Sequence[TlsAsked], resume: float, settings: Sequence[
 
 
 
-def traced(spec: object) -> bool:
-    """Whether a run traces its requests (`--trace`; `--trace-sample` says what share of them)."""
-    return bool(getattr(spec, "trace", False))
-
-
 def trace_config_errors(spec: Any) -> list[str]:
     """--trace with a user's own config: each file of a program that keeps a trace log writes it, or the line
     to add is said. Nothing when the servers do not resolve (`validate` says why)."""
-    if not traced(spec) or not spec.configs:
+    if not spec.configs or not any(traced(spec, own.server) for own in map(ownconfig.from_doc, spec.configs)):
         return []
     try:
         cat = spec.catalog()
@@ -286,6 +284,8 @@ def trace_config_errors(spec: Any) -> list[str]:
         return []
     out = []
     for own in (ownconfig.from_doc(d) for d in spec.configs):
+        if not traced(spec, own.server):
+            continue
         try:
             role = ownconfig.role_of(cat.get(chosen[own.server]), own)
             text = ownconfig.read_text(own)

@@ -15,6 +15,8 @@ A live command hands over what the store is handed, where it is handed it, and n
              words, its events (`facts.EventDoc`, evidence quoted), and its stored rows, which replace
              what was drawn live of it
     progress the run as run.json says it after each change: the grid, the capacity search, the study
+    parts    --trace: where a trial's time went, once its servers' lines are joined after it (trace.json's
+             figures of the trial: each part's share of p50 and p99), the page showing each label's last
     end      the run's final status, where it is stored and its report
 
 `storedruns.events` makes the same events from a results folder, so a run watched live and one
@@ -38,6 +40,8 @@ from ..load.record.summary import second_row
 from ..facts import EventDoc, events_of
 from ..records import RunDoc, TrialRecord
 from ..report.causes import note
+from ..store.traceparts import TrialMatch, read_matches
+from ..trace.breakdown import PARTS, SHORT
 from ..store.reader import causes_of
 from ..store.writer import Row, RunWriter
 from ..units import cpu_list
@@ -102,6 +106,19 @@ def mark(key: Mapping[str, Any], doc: EventDoc, running: bool) -> Event:
     return {"type": "mark", "key": dict(key), "asked": doc["asked"], "action": doc["action"], "role": doc["role"],
             "at_s": doc["at_s"], "start_s": doc["start_s"], "end_s": None if running else doc["end_s"],
             "ok": None if running else doc["ok"], "said": doc["said"]}
+
+
+def parts(match: TrialMatch) -> Event | None:
+    """A traced trial's parts, from its join's figures (None: nothing matched): each part with any share of p50 or
+    p99, in the order a request goes through them, named as the report names them."""
+    p50, p99 = match.get("p50") or {}, match.get("p99") or {}
+    if not p99:
+        return None
+    shown = [p for p in PARTS if p50.get(p, 0) or p99.get(p, 0)]
+    return {"type": "parts", "key": {"server": match["label"], "level": match["level"], "trial": match["trial"]},
+            "matched": match["matched"] / max(match["answered"], 1), "p50_ms": match.get("p50_ms"),
+            "p99_ms": match.get("p99_ms"),
+            "parts": [{"part": p, "name": SHORT[p], "p50": p50.get(p, 0.0), "p99": p99.get(p, 0.0)} for p in shown]}
 
 
 def progress(run: RunDoc, path: Path | str) -> Event:
@@ -210,6 +227,16 @@ class Feed:
     def done(self, status: str) -> None:
         """The end of a command that stored nothing (bench without --out)."""
         self.hub.publish({"type": "end", "status": status, "path": None, "report": None, "problems": []})
+
+    @never_raises
+    def trial_end(self, p: Trial, rec: TrialRecord) -> None:
+        """A trial's end, after its join (--trace): its parts, read from trace.json (a few figures a trial)."""
+        if self.path is None:
+            return
+        key = (rec["server"], rec["level"], rec["trial"])
+        for m in read_matches(self.path):
+            if (m["label"], m["level"], m["trial"]) == key and (ev := parts(m)) is not None:
+                self.hub.publish(ev)
 
     @never_raises
     def stored(self, writer: RunWriter, timeline: list[Row], server: list[Row]) -> None:

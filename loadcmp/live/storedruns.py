@@ -30,9 +30,10 @@ from ..catalog.index import run_folders
 from ..catalog.model import RunState
 from ..errors import LoadcmpError
 from ..store.reader import load_results
+from ..store.traceparts import read_matches
 from ..store.writer import Row
 from .catalogpages import catalog_routes
-from .feed import ended, hello, progress, stored, trial_started
+from .feed import ended, hello, parts, progress, stored, trial_started
 from .hub import Event, encode
 from .server import cookie_name, page_response
 
@@ -97,7 +98,8 @@ def _when(stamp: str, path: Path) -> float:
 
 
 def events(path: Path) -> list[Event]:
-    """A stored run as the page's events: each trial with its stored rows, then the progress and the end."""
+    """A stored run as the page's events: each trial with its stored rows, each traced trial's parts, then the
+    progress and the end."""
     res = load_results(path)
     run = res.run
     out: list[Event] = [hello(run.get("kind", "run"), f"{res.name} (stored)")]
@@ -106,6 +108,7 @@ def events(path: Path) -> list[Event]:
         key = (rec["server"], rec["level"], rec["trial"])
         out.append(trial_started(*key, i=i, n=len(run["trials"])))
         out.append(stored(rec, tl.get(key, []), sv.get(key, [])))
+    out += [ev for m in read_matches(path) if (ev := parts(m)) is not None]  # --trace: each trial's, in order
     out.append(progress(run, path))
     out.append(ended(run, path, "report/"))
     return out

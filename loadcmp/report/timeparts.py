@@ -13,15 +13,10 @@ import pandas as pd
 
 from ..store import traceparts
 from ..store.reader import Results
-from ..trace.breakdown import COLUMN, PARTS, shares, words
+from ..trace.breakdown import COLUMN, PARTS, SHORT, shares, words
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-SHORT = {"queue": "client queue", "connect": "connect", "handshake": "TLS", "write": "send",
-         "unexplained": "listen queue + network", "server": "web server", "upstream_wait": "upstream queue",
-         "upstream": "upstream"}
-"""Each part's name in a table's header and a figure's legend."""
 
 LEGEND = ("Share of p99: each part's mean over the slowest 1 % of the traced requests, against their latency's "
           "mean. client queue: behind a busy client before it was sent; listen queue + network: what no server "
@@ -50,9 +45,20 @@ def parts_of(data: Results) -> pd.DataFrame | None:
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
+def _matched(parts: pd.DataFrame) -> pd.DataFrame:
+    """The answered requests a server logged: those whose time splits into parts."""
+    return parts[(parts["status"] > 0) & parts["front"].ne("")]
+
+
+def cell_requests(parts: pd.DataFrame, label: str, level: int) -> pd.DataFrame:
+    """One cell's answered requests a server logged (none: an empty frame)."""
+    ok = _matched(parts)
+    return ok[(ok["label"] == label) & (ok["level"] == level)]
+
+
 def _cells(parts: pd.DataFrame) -> list[tuple[str, int, pd.DataFrame]]:
     """The answered requests a server logged, per label and level, in the report's order."""
-    ok = parts[(parts["status"] > 0) & parts["front"].ne("")]
+    ok = _matched(parts)
     return [(str(key[0]), int(cast(int, key[1])), g)
             for key, g in ok.groupby(["label", "level"], sort=True)]
 

@@ -5,7 +5,7 @@
         timeline.parquet  client side, one row per second x server x level x trial
         server.parquet    server side, the 1 Hz samples, same keys
         summary.csv       one row per server x level x trial
-        requests.parquet  --trace: one row per traced request, by server x level x trial (docs/tracing.md)
+        requests.parquet/ --trace: one row per traced request, a file per server x level x trial (docs/tracing.md)
 
 Files are rewritten after every finished trial (temp file + rename), so a
 crash or Ctrl-C leaves a readable folder with every trial measured so far.
@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import tempfile
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -26,8 +24,10 @@ from typing import Any, cast
 
 import pandas as pd
 
+from .files import _atomic_write, slug, write_json
 from .handshakes import tls_of
-from ..trace.rows import TraceRows, append_parquet
+from .traceparts import add_requests
+from ..trace.rows import TraceRows
 from ..errors import StoreError, UsageError
 from ..records import (CapacityDoc, FindingDoc, HistogramDoc, LoadSummary, MachineInfo, RunDoc, RunKind, RunStatus,
                        ServerInfo, ServerTls, SpecDoc, TrialRecord, TrialStatus, TuneDoc)
@@ -43,47 +43,6 @@ SUMMARY_COLUMNS = [
     "webbench_failed", "tls_full", "tls_resumed", "tls_error", "reason",
 ]
 """summary.csv's columns; the `tls_` ones are empty for plain http (and for results stored before https)."""
-
-
-def _atomic_write(path: Path, write: Callable[[str], object]) -> None:
-    """Write beside `path`, then rename over it: a reader sees the old file or the new one, never
-    half of one. A full disk or a folder gone is a StoreError; the file as it was stays."""
-    tmp = ""
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-        os.close(fd)
-        write(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException as e:
-        if tmp and os.path.exists(tmp):
-            os.unlink(tmp)
-        if isinstance(e, OSError):
-            raise StoreError(f"cannot write {path}: {e.strerror or e}; the file as it was is kept") from None
-        raise
-
-
-def write_json(path: Path, doc: object) -> None:
-    def w(tmp: str) -> None:
-        with open(tmp, "w") as f:
-            json.dump(doc, f, indent=2, default=_jsonable)
-            f.write("\n")
-
-    _atomic_write(path, w)
-
-
-def _jsonable(o: object) -> Any:
-    if hasattr(o, "item"):
-        return o.item()
-    if hasattr(o, "tolist"):
-        return o.tolist()
-    if isinstance(o, Path):
-        return str(o)
-    return str(o)
-
-
-def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "-", text).strip("-")[:60] or "run"
 
 
 Row = dict[str, Any]
@@ -170,8 +129,9 @@ class RunWriter:
         self.flush(timeline, server)
 
     def add_requests(self, rows: TraceRows, label: str, level: int, trial: int) -> int:
-        """--trace: a trial's traced requests added to requests.parquet (docs/tracing.md); the file's size after."""
-        return append_parquet(self.path / "requests.parquet", rows, label, level, trial)
+        """--trace: a trial's traced requests added to requests.parquet (docs/tracing.md), a file of their own in
+        it; the table's size after."""
+        return add_requests(self.path, rows, label, level, trial)
 
     def set_capacity(self, doc: CapacityDoc) -> None:
         """Store a capacity search as it stands (after every probe) and rewrite the folder."""

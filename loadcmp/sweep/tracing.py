@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..experiment.variants import traced
+from ..experiment.tracing import traced
 from ..lab import render
 from ..observe.tracelogs import TraceLines
 from ..records import TrialRecord
@@ -14,9 +14,9 @@ from ..store import traceparts
 from ..trace.join import join
 
 
-def trace_override(spec: Any) -> dict[str, object]:
-    """The override that turns the stacks' trace logs on (`render.TRACE`), when the run traces."""
-    return {render.TRACE: True} if traced(spec) else {}
+def trace_override(spec: Any, label: str) -> dict[str, object]:
+    """The override that turns the stacks' trace logs on (`render.TRACE`), when the run traces the label."""
+    return {render.TRACE: True} if traced(spec, label) else {}
 
 
 def join_trial(folder: Path, record: TrialRecord, duration: float, got: TraceLines) -> list[str]:

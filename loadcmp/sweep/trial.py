@@ -204,7 +204,7 @@ def run_trial(sweep: Sweep, p: Planned, spec: RunSpec) -> TrialOutcome | None:
             return None
         m = measure(sweep, dep, p, spec)
         found = collect_evidence(spec, dep, m)
-        lines = read_trace_lines(dep) if tracing.traced(spec) else None
+        lines = read_trace_lines(dep) if tracing.traced(spec, p.server) else None
         return TrialOutcome(judge(spec, p, dep, ready_s, m, found), m.timeline, m.samples, lines)
     finally:
         if not spec.reuse_server:
@@ -217,8 +217,8 @@ def plan_trial(spec: RunSpec, p: Planned, host: dockerhost.DockerHost = planning
     certificate of the run's CA (`ca`) when its label runs with --tls."""
     stack, app = stack_for(spec, p.server, p.page)  # the app's pages on the app, other pages without it
     return planning.plan_deployment(stack, cpus=spec.server_cpus, memory=spec.server_memory,
-                                    overrides={**overrides_for(spec, p.server, p.page), **tracing.trace_override(spec)},
-                                    host=host,
+                                    overrides={**overrides_for(spec, p.server, p.page),
+                                               **tracing.trace_override(spec, p.server)}, host=host,
                                     www=Path(spec.www) if spec.www else None, own=spec.own_for(p.server), app=app,
                                     tls=ca if spec.tls_for(p.server) else None)
 
@@ -277,7 +277,7 @@ def _window(sweep: Sweep, dep: Deployment, p: Planned, spec: RunSpec, target: Ta
     pages = spec.traffic.pages(sent)  # several pages (a mix, a log) in one sequence; the loops see only these
     traffic = spec.traffic.plan(p.level, p.trial, journeys.shipped(spec.app), p.proto)
     load = LoadSpec(sent, schedule, spec.duration, warmup=spec.warmup, timeout=spec.timeout, engine=spec.engine,
-                    pages=pages, traffic=traffic, trace=spec.trace_share,
+                    pages=pages, traffic=traffic, trace=spec.trace_share_for(p.server),
                     pacing=pacing_of(spec.think, spec.send_rate, spec.read_rate))
     start_at = now() + (0.5 if spec.workers == 1 and sweep.fleet is None else SPAWN_DELAY)
     keys = {"server": p.label, "level": p.level, "trial": p.trial}

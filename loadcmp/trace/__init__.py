@@ -5,7 +5,7 @@ it, the servers' own lines of it, and the two joined into the parts of its time.
                    sequence number, the share sampled (a hash of that number, so a run samples the same requests),
                    the header written into a request, and an id formatted and parsed
     rows.py        one row per traced request: the pure-Python engines' buffer, the compiled loops' rows read from
-                   C, the columns a trial keeps, and requests.parquet written after each trial
+                   C, the columns a trial keeps, and those as requests.parquet's table (the store writes it)
     serverlogs.py  each stack's trace log (/tmp/loadcmp-trace-<program>.log, written by its templates when the
                    override `trace` is on): its lines parsed into the server's own timings; the line a user's own
                    config must add

@@ -35,6 +35,11 @@ WORDS = {
 }
 """Each part in words, as a sentence's predicate ("91 % of its p99 waited in the listen queue ...")."""
 
+SHORT = {"queue": "client queue", "connect": "connect", "handshake": "TLS", "write": "send",
+         "unexplained": "listen queue + network", "server": "web server", "upstream_wait": "upstream queue",
+         "upstream": "upstream"}
+"""Each part's name in a table's header and a figure's legend (the report's, compare's, the live page's)."""
+
 UPSTREAM_WORDS = {"fpm": "php-fpm", "apache": "the Apache back end"}
 """The upstream by program, as the words name it."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pandas as pd
 
@@ -51,26 +51,39 @@ class Joined:
         return float(answered["front"].ne("").mean()) if len(answered) else None
 
 
+def _rank(program: str) -> int:
+    """A program's place on a request's way: the fronts in `FRONTS`' order, then what serves behind them."""
+    return FRONTS.index(program) if program in FRONTS else len(FRONTS)
+
+
+def _added(a: ServerLine, b: ServerLine) -> ServerLine:
+    """Two lines of one program with one id (a journey step's redirects carry the step's id): their times summed,
+    stamped at the first."""
+    def both(x: float, y: float) -> float:
+        return x if y != y else y if x != x else x + y  # NaN: that line does not say
+
+    return replace(a, at=min(a.at, b.at), total_ms=both(a.total_ms, b.total_ms),
+                   upstream_connect_ms=both(a.upstream_connect_ms, b.upstream_connect_ms),
+                   upstream_ms=both(a.upstream_ms, b.upstream_ms), status=b.status if b.at >= a.at else a.status)
+
+
 def servers_by_id(lines: Iterable[ServerLine]) -> tuple[pd.DataFrame, Counter[str]]:
     """Per trace id: its front's program, whole time and upstream time, and its upstream's program and time;
-    upstream lines without a front line counted."""
-    fronts: dict[str, ServerLine] = {}
-    ups: dict[str, ServerLine] = {}
+    upstream lines without a front line counted. A program that logged an id more than once (a step and its
+    redirects) has its lines' times summed; with nginx in front of Apache, Apache is nginx's upstream."""
+    by: dict[str, dict[str, ServerLine]] = {}
     for ln in lines:
-        if ln.program in FRONTS:
-            cur = fronts.get(ln.trace_id)
-            if cur is None or FRONTS.index(ln.program) < FRONTS.index(cur.program):
-                if cur is not None:  # nginx in front of Apache: Apache is its upstream
-                    ups[ln.trace_id] = cur
-                fronts[ln.trace_id] = ln
-            else:
-                ups[ln.trace_id] = ln
-        else:
-            ups[ln.trace_id] = ln
-    missing = Counter({UPSTREAM_ONLY: n} if (n := len(set(ups) - set(fronts))) else {})
-    rows = [{"trace_id": t, "front": f.program, "front_ms": f.total_ms, "front_up_ms": f.upstream_ms,
-             "front_at": f.at, "upstream": u.program if (u := ups.get(t)) else "",
-             "up_ms": u.total_ms if u else float("nan")} for t, f in fronts.items()]
+        mine = by.setdefault(ln.trace_id, {})
+        mine[ln.program] = _added(mine[ln.program], ln) if ln.program in mine else ln
+    rows, missing = [], Counter[str]()
+    for t, progs in by.items():
+        way = sorted(progs.values(), key=lambda x: _rank(x.program))
+        if way[0].program not in FRONTS:
+            missing[UPSTREAM_ONLY] += 1
+            continue
+        f, u = way[0], (way[1] if len(way) > 1 else None)
+        rows.append({"trace_id": t, "front": f.program, "front_ms": f.total_ms, "front_up_ms": f.upstream_ms,
+                     "front_at": f.at, "upstream": u.program if u else "", "up_ms": u.total_ms if u else float("nan")})
     cols = ["trace_id", "front", "front_ms", "front_up_ms", "front_at", "upstream", "up_ms"]
     return pd.DataFrame(rows, columns=cols), missing
 

@@ -3,17 +3,15 @@
 The pure-Python engines add a row a request (`RowBuffer.add`); the compiled loops push a C struct a request into a
 growing array (`load/core/_ctrace.h`'s `trow_t`), read here as numpy columns by its layout (`ROW`). Either way the
 engine hands the trial's rows over as `TraceRows` (columns, picklable: workers send theirs back), with the clock
-turned from CLOCK_MONOTONIC to epoch seconds. docs/tracing.md gives requests.parquet's columns.
+turned from CLOCK_MONOTONIC to epoch seconds, and as requests.parquet's table of a trial (`TraceRows.table`; the
+store writes it: `store.traceparts.add_requests`). docs/tracing.md gives its columns.
 """
 
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from ..records import OUTCOME_KINDS
@@ -169,24 +167,3 @@ def phases_ms(m: tuple[float, ...], tls: bool) -> tuple[float, ...]:
     shake = NAN if tls or math.isnan(connect) else 0.0
     return connect, shake, (m[2] - m[1]) * 1000.0, (m[3] - m[2]) * 1000.0, (m[4] - m[3]) * 1000.0
 
-
-def append_parquet(path: Path, rows: TraceRows, label: str, level: int, trial: int) -> int:
-    """Add a trial's rows to requests.parquet (zstd; the whole file written anew beside it, then renamed, as the
-    store writes its files); its size in bytes after."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
-    table = rows.table(label, level, trial)
-    if path.exists():
-        table = pa.concat_tables([pq.read_table(path), table], promote_options="permissive")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    os.close(fd)
-    try:
-        pq.write_table(table, tmp, compression="zstd", use_dictionary=["label", "kind", "proto", "level", "trial",
-                                                                       "worker", "status"])
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-    return path.stat().st_size

@@ -20,7 +20,8 @@ read with it).
     journeys.py   journey files (TOML steps with extracts, expects and think times) read and checked whole;
                   a weighted mix of them (`--journey reader=80,author=20`), an app's shipped ones by name
     sessions.py   the journey engine: virtual users with a cookie jar each, every step recorded as a request
-                  and as the page `journey/step`; each journey walked once before the load (`prime_journeys`)
+                  and as the page `journey/step` (with --trace, a traceparent and a row per step); each journey
+                  walked once before the load (`prime_journeys`)
     hops.py       a step over h2, h2c or h3 read as aiohttp reads it over HTTP/1.1: the fields it sends, cookies,
                   redirects, decoding, one timeout for the whole step; the stream itself is the engine's (`_hop`)
     h2journeys.py the journey engine over h2 and h2c: an HTTP/2 connection per user (the `h2` package), a graceful

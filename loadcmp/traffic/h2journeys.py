@@ -254,7 +254,7 @@ class H2JourneyEngine(HopEngine[Line]):
                 for sends in range(SENDS):
                     conn = await self._conn(user.via, counted, trace)
                     if not sends and not self.window_open(now()):  # the window closed while it connected
-                        return self._unsent(t, counted, first, trace)
+                        return self._unsent(user, t, counted, first, trace)
                     trace["t_sent"] = trace["t_written"] = now()
                     sent = (conn, (got := conn.send(fields, body, counted and not sends))[0])
                     self.stream_tally.retried += sends > 0
@@ -271,14 +271,15 @@ class H2JourneyEngine(HopEngine[Line]):
             return Reply(kind, own, trace=trace)
         except asyncio.CancelledError:
             if sent is None:
-                self._unsent(t, counted, first, trace)
+                self._unsent(user, t, counted, first, trace)
             raise
 
-    def _unsent(self, t: float, counted: bool, first: bool, trace: dict[str, float]) -> Reply:
+    def _unsent(self, user: User[Line], t: float, counted: bool, first: bool, trace: dict[str, float]) -> Reply:
         """A step's request that never went out (the window closed, or the load ended, while it connected) is taken
-        back by the recorder; a redirect's was never counted."""
+        back by the recorder, its traced row too; a redirect's was never counted."""
         if first and self.rec is not None:
             self.rec.unsent(t, counted)
+            self._trace_drop(user.seq)
         return Reply(RESET, trace=trace)
 
     @staticmethod

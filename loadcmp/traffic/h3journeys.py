@@ -47,6 +47,8 @@ class H3JourneyEngine(HopEngine[Slot]):
         s = Sending(t)
         kind, own = await self.h3.timed(user.via, fields, body, counted, s, keep=True, within=within)
         trace = {"t_connect": s.t_connect, "t_sent": s.t_sent, "t_written": s.t_sent}
+        if kind == UNSENT and first:  # taken back by the recorder (`Connections.timed`): its traced row too
+            self._trace_drop(user.seq)
         stream = s.stream
         if kind == UNSENT or kind > HTTP_5XX or stream is None or not stream.status or stream.fields is None:
             return Reply(RESET if kind == UNSENT else kind, own, trace=trace)

@@ -43,6 +43,8 @@ class User(Generic[C]):
 
     via: C
     cookie_jar: CookieJar
+    seq: int = -1
+    """--trace: the traced number of the step it sends now (-1: none), dropped when it never goes out."""
 
     async def close(self) -> None:
         """Its connection is the engine's to close, with the others'."""
@@ -136,10 +138,13 @@ class HopEngine(JourneyEngine, Generic[C]):
         out += [(k.encode(), v.encode()) for k, v in hop.headers if k not in HOP_BY_HOP and k != "host"]
         return out
 
-    async def _send(self, session: User[C], step: Step, values: dict[str, str], t: float, counted: bool) -> Answer:
+    async def _send(self, session: User[C], step: Step, values: dict[str, str], t: float, counted: bool, seq: int
+                    ) -> Answer:
         """A step's request and its redirects, the way `sessions.send` takes them over HTTP/1.1: all of them within
-        the one timeout."""
+        the one timeout, each with the step's traceparent when it is traced (`seq`), as aiohttp sends it again."""
         hop, nbytes, deadline = first_hop(step, values), 0, t + self.timeout
+        hop.headers += self._trace_field(seq)
+        session.seq = seq
         trace: dict[str, float] = {}
         for n in range(MAX_REDIRECTS + 1):
             r = await self._hop(session, self._fields(session, hop), hop.body, t, deadline - now(), counted and not n,

@@ -26,13 +26,14 @@ from typing import TYPE_CHECKING, Any
 from .. import protocols
 from ..errors import LoadError, PrimerError
 from ..load.tls import context as tls
-from ..load.driver import BACKOFF_S, Engine, LiveFn, LoadSpec, now
+from ..load.driver import BACKOFF_S, LiveFn, LoadSpec, now
 from ..load.record.journeytally import JourneyTally
 from ..load.record.outcomes import (CONNECT_TIMEOUT, KINDS, OK, PROTOCOL_ERROR, RESET, TIMEOUT, kind_of_error,
                                    kind_of_status)
 from ..load.record.result import Result
 from ..load.schedules import Closed, Ramp, Rate, Replay
 from ..load.target import Target
+from ..load.traced import Traced
 from .journeys import Journey, JourneyMix, Step, fill
 
 if TYPE_CHECKING:  # aiohttp: imported by the engine when journeys run
@@ -79,6 +80,10 @@ class Answer:
     t_first: float = 0.0
 
 
+Fields = tuple[tuple[str, str], ...]
+"""Header fields added to a step's request."""
+
+
 def _session(aiohttp: ModuleType, connector: BaseConnector, timeout: float) -> ClientSession:
     """A virtual user's session: its own cookie jar (`unsafe`: cookies for 127.0.0.1 are kept too)."""
     trace = aiohttp.TraceConfig()
@@ -101,10 +106,11 @@ def _session(aiohttp: ModuleType, connector: BaseConnector, timeout: float) -> C
 
 
 async def send(aiohttp: ModuleType, session: ClientSession, base: str, step: Step, values: dict[str, str],
-               timeout: float) -> Answer:
-    """One step's request, its variables filled; every failure an outcome kind."""
+               timeout: float, extra: Fields = ()) -> Answer:
+    """One step's request, its variables filled, `extra` header fields added (--trace: its traceparent, which
+    aiohttp sends again on each redirect); every failure an outcome kind."""
     trace: dict[str, float] = {}
-    headers = {k: fill(v, values) for k, v in step.headers}
+    headers = {**{k: fill(v, values) for k, v in step.headers}, **dict(extra)}
     data: dict[str, str] | bytes | None = None
     if isinstance(step.body, tuple):
         data = {k: fill(v, values) for k, v in step.body}
@@ -157,8 +163,9 @@ def base_of(target: Target) -> str:
     return f"{target.scheme}://{target.host}" + (f":{target.port}" if target.port != default else "")
 
 
-class JourneyEngine(Engine[None]):
-    """Virtual users that loop journeys on the closed schedule; each step recorded as a request."""
+class JourneyEngine(Traced[None]):
+    """Virtual users that loop journeys on the closed schedule; each step recorded as a request (with --trace, its
+    request and its redirects carry the step's traceparent, and the step is a row: `_trace_take`, `_trace_end`)."""
 
     name = "journey"
 
@@ -234,9 +241,11 @@ class JourneyEngine(Engine[None]):
         """A virtual user's session: its own cookie jar (`cookie_jar`), ended by `close()`."""
         return _session(self.aiohttp, self.connector, self.timeout)
 
-    async def _send(self, session: Any, step: Step, values: dict[str, str], t: float, counted: bool) -> Answer:
-        """One step's request in the user's session, started at `t` (`counted`: the recorder counts it)."""
-        return await send(self.aiohttp, session, self.base, step, values, self.timeout)
+    async def _send(self, session: Any, step: Step, values: dict[str, str], t: float, counted: bool, seq: int
+                    ) -> Answer:
+        """One step's request in the user's session, started at `t` (`counted`: the recorder counts it; `seq`: its
+        traced number, -1 when not traced)."""
+        return await send(self.aiohttp, session, self.base, step, values, self.timeout, self._trace_field(seq))
 
     async def _journey(self, session: Any, journey: Journey, values: dict[str, str]) -> None:
         rec = self.rec
@@ -249,11 +258,14 @@ class JourneyEngine(Engine[None]):
             if not self.may_start(t):
                 return
             req_counted = rec.start(t)
-            answer = await self._send(session, step, values, t, req_counted)
+            seq = self._trace_take(req_counted, t)
+            answer = await self._send(session, step, values, t, req_counted, seq)
             if now() >= rec.end:  # answered after the window closed: the recorder leaves it unfinished, and so
-                return            # the journey is cut, neither completed nor failed
+                return            # the journey is cut, neither completed nor failed (its row too)
             why = judge_step(step, answer, session.cookie_jar, values)
+            inflight = rec.inflight
             self._record_answer(req_counted, t, answer, self.page_at[f"{journey.name}/{step.name}"])
+            self._trace_end(seq, t, answer, rec.inflight < inflight)  # ended as the recorder counted it, or not
             if why is not None:
                 if counted:
                     key = f"{step.name}: {why}"
@@ -264,6 +276,35 @@ class JourneyEngine(Engine[None]):
             if step.think > 0:
                 await asyncio.sleep(step.think)
         count.completed += counted
+
+    # --trace: the step's header, and its row as the other engines keep theirs (`trace.rows.Tracer`) ----------
+    def _trace_take(self, counted: bool, t: float) -> int:
+        """A counted step's number when it is traced (its row opened: unfinished unless it ends), else -1."""
+        tracer = self.tracer
+        seq = tracer.take() if tracer is not None and counted else -1
+        if seq >= 0 and tracer is not None:
+            tracer.sent(seq, t, t, 0)
+        return seq
+
+    def _trace_field(self, seq: int) -> Fields:
+        return (("traceparent", self.tracer.ids.value(seq)),) if seq >= 0 and self.tracer is not None else ()
+
+    def _trace_drop(self, seq: int) -> None:
+        """A traced step never sent (the recorder took it back, `Recorder.unsent`): no row."""
+        if seq >= 0 and self.tracer is not None:
+            self.tracer.open.pop(seq, None)
+
+    def _trace_end(self, seq: int, t: float, a: Answer, ended: bool) -> None:
+        """Traced step `seq`'s row: where it began (its connect, else its send), its phases and outcome; `ended`:
+        the recorder counted its end (else, ended after the close, it stays unfinished)."""
+        tracer = self.tracer
+        if seq < 0 or tracer is None or seq not in tracer.open:
+            return
+        marks, t_end = a.trace or {}, now()
+        t_sent = marks.get("t_sent", t)
+        tracer.sent(seq, t, marks.get("t_connect", t_sent), 0)
+        began = (marks.get("t_connect", math.nan), t_sent, marks.get("t_written", t_sent), a.t_first, t_end)
+        tracer.ended(seq, a.kind, t_end, a.status, a.nbytes, began if a.status else None, ended)
 
     def _record_answer(self, counted: bool, t: float, a: Answer, page: int) -> None:
         trace = a.trace or {}

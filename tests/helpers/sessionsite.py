@@ -2,7 +2,7 @@
 dashboard only a logged-in user sees (with a nonce for its form), and comments posted with that nonce.
 
 It runs aiohttp in a thread of its own, on 127.0.0.1, and keeps what it accepted (`comments`) so a test can
-check that a journey's writes arrived.
+check that a journey's writes arrived, and each request's traceparent header (`traceparents`).
 """
 
 from __future__ import annotations
@@ -25,6 +25,8 @@ class Site:
     sessions: dict[str, dict[str, str]] = field(default_factory=dict)
     comments: list[str] = field(default_factory=list)
     logins: int = 0
+    traceparents: list[str] = field(default_factory=list)
+    """Each request's traceparent header, in the order they came (--trace)."""
 
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
@@ -72,7 +74,13 @@ def _app(site: Site) -> web.Application:
     async def whoami(request: web.Request) -> web.Response:
         return web.Response(text=f"sid header {request.headers.get('X-Sid', '')}")
 
-    app = web.Application()
+    @web.middleware
+    async def traced(request: web.Request, handler):  # type: ignore[no-untyped-def]
+        if "traceparent" in request.headers:
+            site.traceparents.append(request.headers["traceparent"])
+        return await handler(request)
+
+    app = web.Application(middlewares=[traced])
     app.add_routes([web.get("/login", login_form), web.post("/login", login), web.get("/dash", dash),
                     web.post("/comment", comment), web.get("/whoami", whoami), web.get("/", whoami)])
     return app

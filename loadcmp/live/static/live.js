@@ -20,7 +20,7 @@
 
   function reset() {
     S = { hello: null, trials: new Map(), current: null, progress: null, ended: null, causes: [], alerts: [],
-          running: null };
+          running: null, parts: new Map() };
     for (const k of Object.keys(charts)) { charts[k].destroy(); delete charts[k]; }
     document.getElementById("client-charts").innerHTML = "";
     document.getElementById("server-charts").innerHTML = "";
@@ -42,7 +42,7 @@
     switch (ev.type) {
       case "hello": {  // a new run (seeds runs several on one page): its trials only
         if (S.hello) Object.assign(S, { trials: new Map(), current: null, progress: null, ended: null, causes: [],
-                                        alerts: [], running: null });
+                                        alerts: [], running: null, parts: new Map() });
         S.hello = ev; document.getElementById("title").textContent = ev.title;
         break;
       }
@@ -67,6 +67,7 @@
         break;
       }
       case "stored": stored(ev); break;
+      case "parts": S.parts.set(ev.key.server, ev); break;  // --trace: a label's last joined trial
       case "progress": S.progress = ev; break;
       case "end": S.ended = ev; S.running = null; break;
     }
@@ -320,9 +321,26 @@
       `<th>state</th><th>score</th><th></th></tr>${rows}</table><div>${esc(t.text)}</div>`;
   }
 
+  // --trace: each label's last joined trial, its p50 and p99 and each part's share of p99 (the report's table)
+  function drawParts() {
+    const ps = [...S.parts.values()];
+    document.getElementById("parts-section").hidden = !ps.length;
+    if (!ps.length) return;
+    const names = [...new Map(ps.flatMap((p) => p.parts.map((x) => [x.part, x.name]))).entries()];
+    const pct = (v) => `${Math.round(v * 100)}%`;
+    const ms = (v) => (v == null ? "–" : `${v.toFixed(1)} ms`);
+    document.getElementById("parts").innerHTML = `<tr><th>server</th><th>${unit() === "r" ? "req/s" : "clients"}` +
+      `</th><th>trial</th><th>matched</th><th>p50</th><th>p99</th>${names.map(([, n]) => `<th>${esc(n)}</th>`).join("")}` +
+      `</tr>` + ps.map((p) => { const by = new Map(p.parts.map((x) => [x.part, x.p99]));
+        return `<tr data-server="${esc(p.key.server)}"><td>${esc(p.key.server)}</td><td>${p.key.level.toLocaleString()}` +
+          `</td><td>${p.key.trial}</td><td>${pct(p.matched)}</td><td>${ms(p.p50_ms)}</td><td>${ms(p.p99_ms)}</td>` +
+          names.map(([k]) => `<td data-part="${esc(k)}">${pct(by.get(k) || 0)}</td>`).join("") + `</tr>`; }).join("");
+  }
+
   function draw() {
     drawTrials();
     drawProgress();
+    drawParts();
     const t = S.current && S.trials.get(S.current);
     document.getElementById("trial-name").textContent = t ? nameOf(t.key) : "";
     if (t) {
