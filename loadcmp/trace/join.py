@@ -1,7 +1,8 @@
 """After a trial: the servers' trace lines joined to the client's rows (requests.parquet) by trace id.
 
 Each client row gets its front server's line (the program that took the request: nginx, Caddy, lighttpd or
-Apache) and its upstream's (php-fpm, or Apache behind nginx), then its parts (`breakdown.split`). What does not
+Apache), its upstream's (php-fpm, or Apache behind nginx) and its database's (the queries MariaDB ran for it, where
+an app's data logs them), then its parts (`breakdown.split`). What does not
 match is counted by why: a client row with an answer and no line (the log dropped it, or it was rotated away), a
 client row without an answer and no line (the request never reached the server), a line without a client row (a
 warm-up request, or one the client kept no row of).
@@ -16,7 +17,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from .breakdown import PARTS, COLUMN, split
-from .serverlogs import FRONTS, ServerLine
+from .serverlogs import DATABASES, FRONTS, ServerLine
 
 KEYS = ("label", "level", "trial")
 """What names a trial in requests.parquet and parts.parquet."""
@@ -26,6 +27,7 @@ NO_LINE_UNANSWERED = "no answer and no server line (the request never reached th
 NO_ROW_WARMUP = "a server line with no client row, before the window (a warm-up request)"
 NO_ROW = "a server line with no client row (a request the client kept no row of)"
 UPSTREAM_ONLY = "an upstream line whose front logged nothing"
+DB_ONLY = "a database line whose request no web server logged"
 
 
 def client_ids(requests: pd.DataFrame) -> pd.Series:
@@ -52,12 +54,16 @@ class Joined:
 
 
 def servers_by_id(lines: Iterable[ServerLine]) -> tuple[pd.DataFrame, Counter[str]]:
-    """Per trace id: its front's program, whole time and upstream time, and its upstream's program and time;
-    upstream lines without a front line counted."""
+    """Per trace id: its front's program, whole time and upstream time, its upstream's program and time, and its
+    database's time and queries (NaN and 0 where no database logged it); upstream and database lines without a
+    front line counted."""
     fronts: dict[str, ServerLine] = {}
     ups: dict[str, ServerLine] = {}
+    dbs: dict[str, ServerLine] = {}
     for ln in lines:
-        if ln.program in FRONTS:
+        if ln.program in DATABASES:
+            dbs[ln.trace_id] = ln
+        elif ln.program in FRONTS:
             cur = fronts.get(ln.trace_id)
             if cur is None or FRONTS.index(ln.program) < FRONTS.index(cur.program):
                 if cur is not None:  # nginx in front of Apache: Apache is its upstream
@@ -68,10 +74,13 @@ def servers_by_id(lines: Iterable[ServerLine]) -> tuple[pd.DataFrame, Counter[st
         else:
             ups[ln.trace_id] = ln
     missing = Counter({UPSTREAM_ONLY: n} if (n := len(set(ups) - set(fronts))) else {})
+    if n := len(set(dbs) - set(fronts)):
+        missing[DB_ONLY] = n
     rows = [{"trace_id": t, "front": f.program, "front_ms": f.total_ms, "front_up_ms": f.upstream_ms,
              "front_at": f.at, "upstream": u.program if (u := ups.get(t)) else "",
-             "up_ms": u.total_ms if u else float("nan")} for t, f in fronts.items()]
-    cols = ["trace_id", "front", "front_ms", "front_up_ms", "front_at", "upstream", "up_ms"]
+             "up_ms": u.total_ms if u else float("nan"), "db_ms": d.total_ms if (d := dbs.get(t)) else float("nan"),
+             "db_queries": d.queries if d else 0} for t, f in fronts.items()]
+    cols = ["trace_id", "front", "front_ms", "front_up_ms", "front_at", "upstream", "up_ms", "db_ms", "db_queries"]
     return pd.DataFrame(rows, columns=cols), missing
 
 
@@ -83,9 +92,10 @@ def join(requests: pd.DataFrame, lines: Iterable[ServerLine], window: tuple[floa
     both = req.merge(servers, on="trace_id", how="left")
     both["front"] = both["front"].fillna("")
     both["upstream"] = both["upstream"].fillna("")
+    both["db_queries"] = both["db_queries"].fillna(0).astype("int32")
     parts = split(both)
-    keep = [c for c in (*KEYS, "trace_id", "t_start", "latency_ms", "status", "kind", "proto", "front", "upstream")
-            if c in both.columns]
+    keep = [c for c in (*KEYS, "trace_id", "t_start", "latency_ms", "status", "kind", "proto", "front", "upstream",
+                        "db_queries") if c in both.columns]
     out = pd.concat([both[keep], parts], axis=1)
     lost = out["front"].eq("")
     unmatched[NO_LINE_ANSWERED] += int((lost & (out["status"] > 0)).sum())
@@ -100,4 +110,4 @@ def join(requests: pd.DataFrame, lines: Iterable[ServerLine], window: tuple[floa
 def empty_parts() -> pd.DataFrame:
     """parts.parquet's columns, no rows."""
     return pd.DataFrame(columns=[*KEYS, "trace_id", "t_start", "latency_ms", "status", "kind", "proto", "front",
-                                 "upstream", *[COLUMN[p] for p in PARTS], "over"])
+                                 "upstream", "db_queries", *[COLUMN[p] for p in PARTS], "over"])
