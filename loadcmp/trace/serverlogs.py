@@ -11,7 +11,6 @@ wrote (tests/fixtures/trace/) through these parsers, so the two cannot drift apa
 
 from __future__ import annotations
 
-import contextlib
 import json
 import math
 import re
@@ -175,11 +174,14 @@ def parse(program: str, role: str, lines: Iterable[str]) -> Parsed:
     for line in lines:
         if not line.strip():
             continue
-        if line.split()[0] == "#" and program in DATABASES:
-            with contextlib.suppress(ValueError, IndexError):
-                if note := _history(line.split()):
-                    out.notes.append(note)
+        if program in DATABASES and line.split()[0] == "#":  # the head line: its history full or not
+            try:
+                note = _history(line.split())
+            except (ValueError, IndexError):
+                out.unreadable += 1
                 continue
+            out.notes += [note] if note else []
+            continue
         try:
             got = parse_line(program, line, role)
         except ValueError:
