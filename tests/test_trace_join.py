@@ -1,6 +1,7 @@
 """The join of the servers' trace lines to the client's rows, on lines each stack wrote (tests/fixtures/trace/:
 200 requests from 4 keep-alive clients to /sleep.php?ms=2, every tenth without a traceparent; captured with the
-stacks' own templates, override `trace` on) and client rows built with requests.parquet's columns."""
+stacks' own templates, override `trace` on; wordpress-nginx: a WordPress page with its database's lines, see
+tests/test_trace_db.py) and client rows built with requests.parquet's columns."""
 
 from __future__ import annotations
 

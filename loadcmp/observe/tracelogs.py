@@ -1,7 +1,8 @@
 """--trace: each role's trace logs read in its container after the window, then emptied for the next trial.
 
 The stacks' templates write them (`loadcmp.trace.serverlogs.LOG_GLOB`) when the override `trace` is on; nginx
-buffers its lines a second, so the read waits that out first, and lighttpd is told to flush its own. Emptying
+buffers its lines a second, so the read waits that out first, and lighttpd is told to flush its own; a role's
+own scripts (`serverlogs.DUMPS`: an app's database, from what it keeps in memory) write theirs. Emptying
 the files (not removing them: the servers keep them open, appending) leaves a kept server's next trial only its
 own lines.
 """
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 from ..errors import LabError
 from ..lab.containers import Deployment
 from ..lab.dockerapi import demuxed_of
-from ..trace.serverlogs import FLUSH, LOG_GLOB, Parsed, ServerLine, parse, program_of
+from ..trace.serverlogs import DUMPS, FLUSH, LOG_GLOB, Parsed, ServerLine, parse, program_of
 
 FLUSH_S = 1.2
 """nginx's `flush=1s` and a margin: its buffered lines are in the file after this."""
@@ -22,10 +23,13 @@ FLUSH_S = 1.2
 MAX_BYTES = 256 << 20
 """The most read of one trace log (about 2.5 million nginx lines)."""
 
-READ = ('{flush}for f in {glob}; do [ -f "$f" ] || continue; printf "=== %s\\n" "$f"; tail -c {max} "$f"; '
+READ = ('{dumps}{flush}for f in {glob}; do [ -f "$f" ] || continue; printf "=== %s\\n" "$f"; tail -c {max} "$f"; '
         ': > "$f"; done')
-"""Run in each role's container: the buffering programs told to flush, then every trace log, headed by its path, then
-emptied."""
+"""Run in each role's container: the role's own scripts that write a trace log run, the buffering programs told to
+flush, then every trace log, headed by its path, then emptied."""
+
+DUMP = 'for s in {dumps}; do [ -f "$s" ] && sh "$s"; done; '.replace("{dumps}", DUMPS)
+"""Each of a role's scripts that write its trace log (`serverlogs.DUMPS`), run first."""
 
 
 def flush_first() -> str:
@@ -63,7 +67,8 @@ def read_trace_lines(dep: Deployment, wait: float = FLUSH_S) -> TraceLines:
 
     time.sleep(wait)
     out = TraceLines()
-    script = READ.replace("{flush}", flush_first()).replace("{glob}", LOG_GLOB).replace("{max}", str(MAX_BYTES))
+    script = (READ.replace("{dumps}", DUMP).replace("{flush}", flush_first()).replace("{glob}", LOG_GLOB)
+              .replace("{max}", str(MAX_BYTES)))
     for role in dep.stack.roles:
         try:
             res = dep.container_of(role.name).exec_run(["sh", "-c", script], demux=True)
@@ -79,6 +84,7 @@ def read_trace_lines(dep: Deployment, wait: float = FLUSH_S) -> TraceLines:
             out.lines += got.lines
             out.unreadable += got.unreadable
             out.untraced += got.untraced
+            out.warnings += [f"--trace: {role.name}: {n}" for n in got.notes]
     if not out.lines:
         out.warnings.append("--trace: no server wrote a trace line in this trial (is its config the stack's own, "
                             "with the trace log?)")

@@ -13,7 +13,7 @@ import pandas as pd
 
 from ..store import traceparts
 from ..store.reader import Results
-from ..trace.breakdown import COLUMN, PARTS, SHORT, shares, words
+from ..trace.breakdown import COLUMN, PARTS, SHORT, UPSTREAM_WORDS, shares, words
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -22,8 +22,9 @@ LEGEND = ("Share of p99: each part's mean over the slowest 1 % of the traced req
           "mean. client queue: behind a busy client before it was sent; listen queue + network: what no server "
           "logged of the client's time (unexplained); web server: the front server's own time less its upstream's; "
           "upstream queue: the wait for a php-fpm worker (or the Apache back end), where the front timed its "
-          "upstream; upstream: PHP's (or the back end's) own time. Matched: the answered requests a server "
-          "logged. Parts come from times each measured on one side.")
+          "upstream; upstream: PHP's (or the back end's) own time, less the database's; database: the database's "
+          "own time for the request's queries, where the app's data logs it (MariaDB's performance_schema). "
+          "Matched: the answered requests a server logged. Parts come from times each measured on one side.")
 SLOWEST = 20
 SLOWEST_LEGEND = (f"The {SLOWEST} slowest traced requests of the run, each part in ms (– where no server logged it); "
                   "the trace id finds its lines in the servers' trace logs and in a tracing back end "
@@ -41,7 +42,8 @@ def parts_of(data: Results) -> pd.DataFrame | None:
         if df is None or df.empty:
             continue
         names = {old: new for new, (r, old) in data.origin.items() if r is run}
-        frames.append(df.assign(label=df["label"].map(lambda x, n=names: n.get(x, x))))
+        missing = {COLUMN[p]: float("nan") for p in PARTS if COLUMN[p] not in df}  # a part a folder predates
+        frames.append(df.assign(label=df["label"].map(lambda x, n=names: n.get(x, x)), **missing))
     return pd.concat(frames, ignore_index=True) if frames else None
 
 
@@ -105,12 +107,33 @@ def lines(data: Results, parts: pd.DataFrame | None = None) -> list[str]:
         p50, s50 = _biggest(shares(g, lat, 0.5))
         out.append(f"{lab} at {lev:,} clients: {s99:.0%} of its p99 ({lat.quantile(0.99):,.1f} ms) "
                    f"{words(p99, up)}{_evidence(data, lab, lev, p99)}; of its p50, {s50:.0%} {words(p50, up)}.")
+        if said := _database(data, lab, g, up):
+            out.append(f"{lab} at {lev:,} clients: {said}")
         if (n := int(g["over"].sum())):
             whose = "request's servers" if n == 1 else "requests' servers"
             out.append(f"{lab} at {lev:,} clients: {n:,} {whose} said more time than the client saw (a log line "
                        f"written after the answer left); marked, the listen queue counted negative.")
     out += unmatched_lines(data)
     return out
+
+
+def _database(data: Results, label: str, cell: pd.DataFrame, upstream: str) -> str:
+    """The database's part of a cell, from its own figures (its share of p99 and p50, its queries a request); for an
+    app whose database logged none of the cell's requests, that its part is unknown, not zero ('' where no app ran
+    and no database logged)."""
+    if cell["database_ms"].notna().any():
+        lat = cell["latency_ms"].astype(float)
+        p99, p50 = (shares(cell, lat, q).get("database", 0.0) for q in (0.99, 0.5))
+        known = cell[cell["database_ms"].notna()]
+        n, ms = known["db_queries"].astype(float).mean(), known["database_ms"].astype(float).mean()
+        return (f"the database's own figures: {p99:.0%} of its p99 and {p50:.0%} of its p50 were in its queries "
+                f"({n:,.0f} a request, {ms:,.1f} ms in all on average).")
+    got = data.info(label)
+    app = got[1].get("app") if got else None
+    if not app:
+        return ""
+    return (f"the database's part is unknown (the app {app} logs no database time per request); it is inside "
+            f"{UPSTREAM_WORDS.get(upstream, upstream or 'the upstream')}'s part.")
 
 
 def _evidence(data: Results, label: str, level: int, part: str) -> str:

@@ -7,10 +7,10 @@ it, the servers' own lines of it, and the two joined into the parts of its time.
     rows.py        one row per traced request: the pure-Python engines' buffer, the compiled loops' rows read from
                    C, the columns a trial keeps, and those as requests.parquet's table (the store writes it)
     serverlogs.py  each stack's trace log (/tmp/loadcmp-trace-<program>.log, written by its templates when the
-                   override `trace` is on): its lines parsed into the server's own timings; the line a user's own
-                   config must add
-    breakdown.py   a request's time split into parts, from differences each measured on one side; the parts'
-                   names and words
+                   override `trace` is on), and an app's database's (its own time per traced request): its lines
+                   parsed into the server's own timings; the line a user's own config must add
+    breakdown.py   a request's time split into parts, from differences each measured on one side (the database's
+                   out of PHP's, where it is known); the parts' names and words
     join.py        after a trial, the servers' lines joined to the client's rows by trace id; what is unmatched
                    on either side counted and named
     otlp.py        the joined requests as OTLP spans (client -> server -> PHP), sent with opentelemetry-sdk

@@ -2,7 +2,9 @@
 
 With the override `trace` on (`--trace`), every stack's templates add an access log at
 /tmp/loadcmp-trace-<program>.log (nginx, apache, fpm, caddy, lighttpd) whose fields are the ones parsed here, in
-that order; the trial reads those files in each role's container after its window (`observe.tracelogs`). The
+that order; the trial reads those files in each role's container after its window (`observe.tracelogs`). An app's
+database writes one too (mariadb: its own time per traced request, from what it keeps in memory), by a script
+of the app's data run in its container first (`DUMPS`). The
 format lives in two places, the templates and the parsers below; tests/test_trace_join.py reads lines each stack
 wrote (tests/fixtures/trace/) through these parsers, so the two cannot drift apart unseen.
 """
@@ -20,7 +22,11 @@ LOG_GLOB = "/tmp/loadcmp-trace-*.log"
 
 NAN = math.nan
 
-TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$")
+TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-[0-9a-f]{16}-[0-9a-f]{2}$|^([0-9a-f]{32})$")
+
+DUMPS = "/etc/loadcmp/loadcmp-trace-*.sh"
+"""A role's scripts (rendered from its data) that write its trace log from what a program keeps in memory (MariaDB's
+performance_schema), run in its container before its trace logs are read."""
 
 FLUSH: dict[str, str] = {"lighttpd": "pkill -HUP -x lighttpd"}
 """What makes a program write out the lines it buffers, run before its trace log is read: lighttpd flushes its
@@ -31,6 +37,8 @@ FRONTS = ("nginx", "caddy", "lighttpd", "apache")
 nginx in front of Apache)."""
 UPSTREAMS = ("fpm",)
 """The programs that only ever serve behind another."""
+DATABASES = ("mariadb",)
+"""The programs that time the queries a request's upstream ran (an app's database): a part of the upstream's time."""
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,8 @@ class ServerLine:
     status: int = 0
     cpu_pct: float = NAN
     mem_bytes: float = NAN
+    queries: int = 0
+    """A database's line: the request's queries it ran (its total_ms is their time summed)."""
 
 
 @dataclass
@@ -61,12 +71,14 @@ class Parsed:
     """Lines of requests that carried no traceparent (fpm logs every request; a sampled run's others)."""
     unreadable: int = 0
     """Lines in no format the parser knows (cut by a full disk, a log rotated mid-line)."""
+    notes: list[str] = field(default_factory=list)
+    """What the log says of itself that the join should know (a database's history that was full)."""
 
 
 def trace_id(traceparent: str) -> str | None:
-    """The 32 hex trace id of a W3C traceparent, or None."""
+    """The 32 hex trace id of a W3C traceparent (or the bare id, as a database's trace log keeps it), or None."""
     m = TRACEPARENT.match(traceparent.strip().lower())
-    return m[1] if m else None
+    return (m[1] or m[2]) if m else None
 
 
 def _ms(s: str, scale: float = 1000.0) -> float:
@@ -98,6 +110,20 @@ def _lighttpd(f: list[str], role: str) -> ServerLine:
     return ServerLine(f[0], "lighttpd", role, float(f[1]) / 1000, float(f[2]) / 1000, status=int(f[3]))
 
 
+def _mariadb(f: list[str], role: str) -> ServerLine:
+    # trace id, statements, their time summed (ms), the longest (ms) (the app's trace-mariadb.sh.j2)
+    return ServerLine(f[0], "mariadb", role, NAN, float(f[2]), queries=int(f[1]))
+
+
+def _history(f: list[str]) -> str | None:
+    """A database's first line, `# <statements kept> <most kept>`: said when its history was full (the oldest
+    statements of the trial were dropped before they were read)."""
+    kept, most = int(f[1]), int(f[2])
+    return (f"mariadb's statement history was full ({kept:,} statements kept): the trial's oldest queries were "
+            "dropped before they were read, so some requests show less database time than they had") \
+        if kept >= most else None
+
+
 def _caddy(line: str, role: str) -> ServerLine | None:
     """Caddy's JSON access log: request>headers>Traceparent, duration (seconds), ts, status."""
     doc = json.loads(line)
@@ -109,7 +135,8 @@ def _caddy(line: str, role: str) -> ServerLine | None:
 
 
 FIELDS: dict[str, tuple[int, Callable[[list[str], str], ServerLine]]] = {
-    "nginx": (9, _nginx), "apache": (6, _apache), "fpm": (7, _fpm), "lighttpd": (5, _lighttpd)}
+    "nginx": (9, _nginx), "apache": (6, _apache), "fpm": (7, _fpm), "lighttpd": (5, _lighttpd),
+    "mariadb": (4, _mariadb)}
 """Each plain format's field count and parser."""
 
 
@@ -138,7 +165,7 @@ def parse_line(program: str, line: str, role: str) -> ServerLine | None:
     if tid is None:
         return None
     return ServerLine(tid, got.program, got.role, got.at, got.total_ms, got.upstream_connect_ms, got.upstream_ms,
-                      got.status, got.cpu_pct, got.mem_bytes)
+                      got.status, got.cpu_pct, got.mem_bytes, got.queries)
 
 
 def parse(program: str, role: str, lines: Iterable[str]) -> Parsed:
@@ -146,6 +173,14 @@ def parse(program: str, role: str, lines: Iterable[str]) -> Parsed:
     out = Parsed()
     for line in lines:
         if not line.strip():
+            continue
+        if program in DATABASES and line.split()[0] == "#":  # the head line: its history full or not
+            try:
+                note = _history(line.split())
+            except (ValueError, IndexError):
+                out.unreadable += 1
+                continue
+            out.notes += [note] if note else []
             continue
         try:
             got = parse_line(program, line, role)
