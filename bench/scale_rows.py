@@ -11,9 +11,10 @@ requests answered, none failed, the counts exact), the client's and the proxy's 
 memory (resident set, sampled twice a second from /proc: the client's processes and the proxy's apart), and whether
 either was flagged as the bottleneck (client-bound, network-bound). A benchmark, not a test: it asserts nothing.
 
-The client raises its own open-file limit to the hard one (`load.run.limits.raise_nofile`); the proxy holds two
-descriptors per user (the user's connection and its own to nginx), so 10,000 users need the hard limit at 20,000 or
-more (the stacks run with 20000).
+The client raises its own open-file limit to the hard one (`load.run.limits.raise_nofile`), and so does this script
+for the proxy it starts. The proxy holds two descriptors per user (the user's connection and its own to nginx) and a
+few of its own (PROXY_FILES), so 10,000 users need a hard limit above 20,000: below it the proxy's last connections
+fail, and their users reset and retry (said before the row, and in its failures).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import PY, pinned
 
+PROXY_FILES = 64
+"""Open files the proxy keeps besides its users' (its listeners, its API, epoll, Go's runtime): a margin."""
 PROXY = "toxiproxy"
 """The start of the proxy's process name (/proc/PID/comm: `toxiproxy-serv`)."""
 
@@ -128,9 +131,9 @@ def on_nginx(clients: int, t: int, warmup: int, page: str) -> None:
     from loadcmp.lab import stacks as st
 
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    if hard != resource.RLIM_INFINITY and hard < 2 * clients:
-        print(f"  note: the open-file limit is {hard:,} (hard): the proxy holds two per user, {2 * clients:,} for "
-              f"{clients:,} users, so its last connections may be refused")
+    if hard != resource.RLIM_INFINITY and hard < 2 * clients + PROXY_FILES:
+        print(f"note: the open-file limit is {hard:,} (hard): the proxy holds two per user, {2 * clients:,} for "
+              f"{clients:,} users and its own besides, so its last connections fail")
     resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))  # inherited by loadcmp and its proxy
     overrides = st.parse_overrides(["nginx.worker_processes=1", "nginx.worker_connections=20000",
                                     "nginx.keepalive_requests=100000000"])
