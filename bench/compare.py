@@ -43,6 +43,11 @@ rounds of A B, then B A (the bar: the mix at >= 0.95x one page), over HTTP/1.1 (
 Then the trace rows (`trace_rows`): the same engine with `--trace-sample 1` against it untraced, in rounds of A B,
 then B A (the bar: traced >= 0.95x), and the bytes per request of the requests.parquet each traced run writes
 (`--rows trace`).
+
+Last, the scale row (`scale_rows`): `--net 4g --think 5s -k -c 10000` against the same nginx, 10,000 users each
+idling 5 s between requests on a kept-alive connection through Toxiproxy: whether every user was served, the
+client's and the proxy's CPU per request and peak memory, and whether either was flagged as the bottleneck
+(`--rows scale`).
 """
 
 from __future__ import annotations
@@ -256,13 +261,14 @@ def main() -> None:
     ap.add_argument("--big", type=int, default=15000)
     ap.add_argument("--live", action="store_true", help="also run loadcmp with --live and a headless Chromium on "
                     "its page, in the same rounds")
-    ap.add_argument("--rows", default="http,https,h2,mix,mix-h2,trace", help="which rows: http (and the big closed "
-                    "loop), https, h2 (h2 and h2c against h2load), mix (a 3-page mix against one page), mix-h2 (the "
-                    "same over h2), trace (--trace-sample 1 against untraced), comma-separated (default all six)")
+    ap.add_argument("--rows", default="http,https,h2,mix,mix-h2,trace,scale", help="which rows: http (and the big "
+                    "closed loop), https, h2 (h2 and h2c against h2load), mix (a 3-page mix against one page), mix-h2 "
+                    "(the same over h2), trace (--trace-sample 1 against untraced), scale (10,000 users through 4g, "
+                    "thinking 5 s), comma-separated (default all seven)")
     args = ap.parse_args()
     rows_asked = set(args.rows.split(","))
-    if not rows_asked or rows_asked - {"http", "https", "h2", "mix", "mix-h2", "trace"}:
-        sys.exit(f"--rows {args.rows}: give http, https, h2, mix, mix-h2, trace or several, comma-separated")
+    if not rows_asked or rows_asked - {"http", "https", "h2", "mix", "mix-h2", "trace", "scale"}:
+        sys.exit(f"--rows {args.rows}: give http, https, h2, mix, mix-h2, trace, scale or several, comma-separated")
     if args.live:
         if not Path(CHROMIUM).exists():
             sys.exit(f"--live needs {CHROMIUM}: run `make setup`")
@@ -297,6 +303,10 @@ def main() -> None:
             import trace_rows
 
             trace_rows.on_nginx(levels[:1], args.time, args.rounds)
+        if "scale" in rows_asked:
+            import scale_rows
+
+            scale_rows.on_nginx(10000, 20, 15, args.page)
     if BROWSER:
         BROWSER[0].close()
 

@@ -42,7 +42,8 @@ class CellStates:
     limit: tuple[str, int] | None  #: the setting that caps busy workers, and its value
 
 
-def _limit(data: Results, server: str) -> tuple[str, int] | None:
+def limit_of(data: Results, server: str) -> tuple[str, int] | None:
+    """The setting that caps a label's busy workers (its stack's `busy_limit`) and its value as the label ran it."""
     found = data.info(server)
     key = found[1].get("busy_limit") if found else None
     settings = (found[1].get("settings") or {}) if found else {}
@@ -64,7 +65,7 @@ def cell_states(data: Results, server: str, level: int) -> CellStates | None:
     busy = rows["busy_workers"].dropna() if "busy_workers" in rows else rows.iloc[0:0]
     unread = int(rows[UNREAD].fillna(0).sum()) if UNREAD in rows else 0
     peak = float(cast(float, busy.max())) if len(busy) else None
-    return CellStates(states, len(rows), unread, peak, _limit(data, server))
+    return CellStates(states, len(rows), unread, peak, limit_of(data, server))
 
 
 def _n(v: float) -> str:

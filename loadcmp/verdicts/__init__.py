@@ -2,6 +2,7 @@
 
     checks.py    what a check can look at: metrics, units, operators, a metric over trials
     eventmetrics.py  what an action's events cost as a check's figure (`reload.failed`), per trial
+    busymetrics.py   busy workers as a check's figure (`busy_workers`, `busy_share`), per trial
     smoke.py     smoke checks, baselines, JUnit and summaries
     findings.py  the findings grammar (levels, server against server)
     judge.py     findings judged on stored results: verdicts and the rule for few trials

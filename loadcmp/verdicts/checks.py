@@ -15,6 +15,7 @@ from collections.abc import Callable
 from ..errors import UsageError
 from ..records import LoadSummary, ServerMetrics, TrialRecord
 from ..units import duration_value, ms, size_value
+from .busymetrics import BUSY_METRICS, is_busy
 from .eventmetrics import check_event_metric, is_event, split
 from .eventmetrics import kind as event_kind
 
@@ -38,6 +39,7 @@ METRICS: dict[str, tuple[str, str]] = {
     "resumed_share": ("ratio", "share of the TLS handshakes that resumed a session (https)"),
     "handshakes_per_core": ("", "TLS handshakes per second per core of server CPU (https)"),
     "completion": ("ratio", "journeys completed / journeys started and ended (--journey)"),
+    **BUSY_METRICS,  # from server.parquet's seconds, per trial (`busymetrics`)
 }
 """Metric -> (kind, meaning). The kind sets the scale: ratio 0..1, time in ms, bytes, or a plain number."""
 THROUGHPUT = frozenset({"rps", "handshakes"})
@@ -142,8 +144,8 @@ def measure(metric: str, q: float | None, trials: list[TrialRecord]) -> float | 
     from ..store.reader import metrics_of, pooled_latency  # numpy and pandas: only when results are read
 
     ran = [t for t in trials if t.get("result")]
-    if not ran or metric == "capacity" or is_event(metric):  # a search's figure; an event's is its stored
-        return None  # seconds' (`eventmetrics`), not the trial record's
+    if not ran or metric == "capacity" or is_event(metric) or is_busy(metric):  # a search's figure; an event's and
+        return None  # the busy workers' are the stored seconds' (`eventmetrics`, `busymetrics`), not the trial record's
     res: list[LoadSummary] = [t["result"] for t in ran]
     if metric == "failed_rate":
         done = sum(r["started"] - r["unfinished"] for r in res)

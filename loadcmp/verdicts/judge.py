@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict
 
+from . import busymetrics
 from .checks import OPS, THROUGHPUT, kind_of, show
 from .eventmetrics import counted, exact, is_event, per_trial
 from .findings import Finding, FindingCheck, Side, labels
@@ -303,6 +304,8 @@ def _unready(res: Results, sides: list[tuple[str, int, Estimate]], metric: str, 
         if e.n == 0:
             if is_event(m) and (why := per_trial(res, m, s, lv)[1]):
                 return why  # no event of that action, or one that failed
+            if busymetrics.is_busy(m) and (why := busymetrics.per_trial(res, m, s, lv)[1]):
+                return why  # no busy workers counted, or no limit to scale them by
             return f"no data for {s}" + (f" at {lv}" if lv != sides[0][1] else "")
     short = [f"{s} {min(got):,}" for s, lv, _ in sides
              if (got := [r["users_reached"] for t in res.cell(s, lv)
@@ -343,6 +346,8 @@ def _estimate(res: Results, side: Side, server: str, level: int) -> Estimate:
 
     if is_event(side.metric):  # from the trials' stored seconds; a recovery never back is no interval's value
         return estimate(side.metric, [v for v in per_trial(res, side.metric, server, level)[0] if math.isfinite(v)])
+    if busymetrics.is_busy(side.metric):  # each trial's peak from its stored seconds
+        return estimate(side.metric, busymetrics.per_trial(res, side.metric, server, level)[0])
     vals = [measure(side.metric, side.q, [t]) for t in res.cell(server, level)]
     return estimate(side.metric, [v for v in vals if v is not None and math.isfinite(v)])
 

@@ -7,7 +7,8 @@ in an experiment file's `[smoke] checks` list:
     reload.failed==0   reload_php.unanswered==0   reload.recovery<2s
 
 An event's figure (`reload.failed`: `loadcmp.verdicts.eventmetrics`) is pooled over a label's events of that
-action; a run with none of them, or one whose event failed, fails the check in one line saying so.
+action; a run with none of them, or one whose event failed, fails the check in one line saying so. A busy
+workers' figure (`busy_share>=99%`: `loadcmp.verdicts.busymetrics`) is a label's peak over its levels and trials.
 
 `p99` is short for `p(99)` (as `p95`, `p99.9`).
 
@@ -35,6 +36,8 @@ from .. import units
 from .checks import METRICS as METRICS  # re-exported: the metrics a smoke check names
 from .checks import OPS, check_metric, show
 from .checks import threshold as _threshold
+from . import busymetrics
+from .busymetrics import is_busy
 from .eventmetrics import is_event, pooled
 from .retry import rests_on
 from ..errors import Problems, UsageError
@@ -140,7 +143,8 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
         for c in checks:
             if not c.applies(label):
                 continue
-            v, why = _event_value(res, label, c) if is_event(c.metric) else (measure(c, mine), None)
+            stored = is_event(c.metric) or is_busy(c.metric)  # from the stored seconds, not the trial records
+            v, why = _event_value(res, label, c) if stored else (measure(c, mine), None)
             if v is None:
                 reason = why or next((t.get("reason") for t in mine if t.get("reason")), "nothing was measured")
                 out.append(Verdict(label, c.name, None, "n/a", False, f"{label}: {c.name}: not measured ({reason})"))
@@ -159,7 +163,7 @@ def evaluate(res: Results, checks: list[Check]) -> list[Verdict]:
 
 def _event_value(res: Results, label: str, c: Check) -> tuple[float | None, str | None]:
     """An event check's value over a label's events of its action, or why there is none."""
-    got = pooled(res, c.metric, label)
+    got = busymetrics.pooled(res, c.metric, label) if is_busy(c.metric) else pooled(res, c.metric, label)
     return (None, got) if isinstance(got, str) else (got, None)
 
 
