@@ -5,6 +5,7 @@ to what the rate or the think asks, never as absolute times."""
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 
@@ -97,9 +98,12 @@ def load(url: str, pacing: Pacing | None, clients: int = 4, duration: float = 1.
 
 
 def accounted(result: Result) -> dict:
-    doc = result_doc(result)
+    return accounted_doc(dict(result_doc(result)))
+
+
+def accounted_doc(doc: dict) -> dict:
     assert check_invariant(doc), doc
-    return dict(doc)
+    return doc
 
 
 # --- the values ------------------------------------------------------------------------------------------------
@@ -219,11 +223,31 @@ def test_slowloris_gets_the_servers_timeout_named(pages: PageServer) -> None:
     assert doc["status_codes"].get("408", 0) >= 1, doc
 
 
+@pytest.mark.parametrize("keepalive", [True, False])
+def test_think_over_https_runs_in_the_loop_asked_at_the_thinks_rate(tls_faulty, loop_path: str,  # type: ignore[no-untyped-def]
+                                                                     keepalive: bool) -> None:
+    """Over https a think runs in the compiled TLS loop (`_ctls.TLSLoop`, a `_cthink.ThinkLoop`), as over http: each
+    client asks once a think, on its kept connection (-k) or on a new one, shaken hands again, after each think; the
+    think is not in the latency, and every request is accounted for."""
+    clients, think = 8, 0.1
+    args = [tls_faulty.url("/ok"), "--insecure", "-c", str(clients), "-t", "1.5", "--warmup", "0.3",
+            "--think", f"{think}s±20ms", "--json", "-k" if keepalive else "--no-keepalive"]
+    res = CliRunner().invoke(cli, ["bench", *args])
+    assert res.exit_code == 0, res.output
+    doc = accounted_doc(json.loads(res.stdout))
+    assert doc["engine_path"] == loop_path, doc["engine_path"]
+    assert doc["ok"] >= clients and not doc["failed"], doc
+    assert 0.7 < doc["rps"] / (clients / think) < 1.2, doc["rps"]
+    assert doc["latency_ms"]["p50"] / 1000 < think / 2  # the think is not in the latency
+
+
 @pytest.mark.usefixtures("loop_path")
 def test_over_https_each_behaviour_is_accounted(tls_faulty) -> None:  # type: ignore[no-untyped-def]
-    """Over https a client behaviour runs on the Python loop's transports (`h1/paced.py`), whichever loop is asked."""
+    """Over https a think runs in the loop asked (compiled: `_ctls.TLSLoop`), a paced write or read on the Python
+    loop's transports (`h1/paced.py`) whichever loop is asked."""
     target = make_target(tls_faulty.url("/ok"), keepalive=True, tls=TlsOptions(True, None, 0.0))
-    for pacing, most in ((Pacing("200ms"), 3 * 2 / 0.2), (Pacing(send_rate="2kbit", read_rate="2kbit"), None)):
+    for pacing, most in ((Pacing("200ms"), 3 * 2 / 0.2), (Pacing(send_rate="2kbit", read_rate="2kbit"), None),
+                         (Pacing("200ms", read_rate="2kbit"), None)):
         doc = accounted(run_load(LoadSpec(target, Closed(3), 1.0, pacing=pacing)))
         assert doc["ok"] >= 3 and not doc["failed"], doc
         assert most is None or doc["started"] <= most + 3, doc
