@@ -7,8 +7,8 @@
 without a behaviour runs `CLoop` itself, unchanged. A write's next chunk and a read's next chunk are each a timer of
 the running loop (`ThinkLoop._later`, as a think is): a paced client sends few bytes a second, so a Python call per
 chunk costs nothing beside its wait. A timer that a later pause, or a closed connection, has made stale does nothing.
-Over https these run on the Python loop's transports (`paced.py`): a trickle and a held read are of the socket's
-bytes, which TLS's records would cut and count otherwise.
+Over https these run on the Python loop's transports (`paced.py`): a trickle and a held read pace the socket's own
+bytes (a chunk's send, a peek), which over TLS are records that OpenSSL writes and reads whole.
 """
 
 from libc.errno cimport errno, EAGAIN, EINTR, ENOTCONN
