@@ -1,4 +1,5 @@
-"""Builds the compiled modules: the fast engine's closed loop (loadcmp/load/h1/_cloop.pyx),
+"""Builds the compiled modules: the fast engine's closed loop (loadcmp/load/h1/_cloop.pyx; its think, _cthink.pyx,
+and its clients' other behaviours, _cpaced.pyx),
 what it records of each request (_ctally.pyx), its https (_ctls.pyx, OpenSSL from C), and the h2
 engine (_ch2link.pyx, _ch2conn.pyx and _ch2.pyx, libnghttp2 from C), all on one base (_cbase.pyx);
 everything else about the package is in pyproject.toml.
@@ -87,11 +88,12 @@ def extensions() -> list[Extension]:
     trace = at("_ctrace.h", "_ctrace.pxd")
     base = at("_cbase.pxd", "_csys.pxd", "_cnet.h", "_chttp.h") + tally + trace
     cloop = at("_cloop.pxd") + base
+    think = at("_cthink.pxd") + cloop
     tls = at("_cssl.pxd", "_ctls.h")
     exts = [compiled("core", "_ctally", tally), compiled("core", "_cbase", base), compiled("h1", "_cloop", cloop),
-            compiled("h1", "_cpaced", cloop)]
+            compiled("h1", "_cthink", think), compiled("h1", "_cpaced", think)]
     if openssl_headers():
-        exts.append(compiled("h1", "_ctls", cloop + tls, "ssl", "crypto"))
+        exts.append(compiled("h1", "_ctls", think + tls, "ssl", "crypto"))
     else:
         print("loadcmp: OpenSSL's headers (libssl-dev) were not found: https runs the pure-Python loop",
               file=sys.stderr)

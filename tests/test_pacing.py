@@ -5,8 +5,11 @@ to what the rate or the think asks, never as absolute times."""
 from __future__ import annotations
 
 import asyncio
+import json
+import ssl
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -19,7 +22,7 @@ from loadcmp.load.record.recorder import Result
 from loadcmp.load.record.summary import check_invariant, result_doc
 from loadcmp.load.run.workers import run_load
 from loadcmp.load.schedules import Closed
-from loadcmp.load.target import TlsOptions, make_target
+from loadcmp.load.target import PLAIN, TlsOptions, make_target
 
 HEADER_TIMEOUT_S = 0.5
 """The server's time for a request's head, as Apache's RequestReadTimeout and nginx's client_header_timeout."""
@@ -30,9 +33,10 @@ KEEPALIVE_TIMEOUT_S = 0.03
 class PageServer:
     """HTTP/1.1 on 127.0.0.1 in a thread: `/big?n=N` answers N bytes, a POST reads its body first, anything else
     answers 2 bytes (`/brief` then closes the connection once idle KEEPALIVE_TIMEOUT_S); a head not read within
-    HEADER_TIMEOUT_S gets a 408 and the connection closed."""
+    HEADER_TIMEOUT_S gets a 408 and the connection closed. Over https with `ssl_context`."""
 
-    def __init__(self) -> None:
+    def __init__(self, ssl_context: ssl.SSLContext | None = None) -> None:
+        self.ssl = ssl_context
         self.loop = asyncio.new_event_loop()
         self.port = 0
         self._ready = threading.Event()
@@ -44,11 +48,12 @@ class PageServer:
         return self
 
     def url(self, path: str) -> str:
-        return f"http://127.0.0.1:{self.port}{path}"
+        return f"{'https' if self.ssl else 'http'}://127.0.0.1:{self.port}{path}"
 
     def _run(self) -> None:
         asyncio.set_event_loop(self.loop)
-        server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024))
+        server = self.loop.run_until_complete(asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=1024,
+                                                                        ssl=self.ssl))
         self.port = server.sockets[0].getsockname()[1]
         self._ready.set()
         self.loop.run_forever()
@@ -90,16 +95,29 @@ def pages() -> Iterator[PageServer]:
     s.stop()
 
 
+@pytest.fixture(scope="module")
+def tls_pages(tls_cert: tuple[Path, Path]) -> Iterator[PageServer]:
+    ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ctx.load_cert_chain(*tls_cert)
+    s = PageServer(ctx).start()
+    yield s
+    s.stop()
+
+
 def load(url: str, pacing: Pacing | None, clients: int = 4, duration: float = 1.2, method: str = "GET",
          body: str | None = None, timeout: float = 10.0) -> Result:
-    target = make_target(url, method=method, body=body, keepalive=True)
+    tls = TlsOptions(True, None, 0.0) if url.startswith("https") else PLAIN  # the tests' self-signed certificate
+    target = make_target(url, method=method, body=body, keepalive=True, tls=tls)
     return run_load(LoadSpec(target, Closed(clients), duration, timeout=timeout, pacing=pacing))
 
 
 def accounted(result: Result) -> dict:
-    doc = result_doc(result)
+    return accounted_doc(dict(result_doc(result)))
+
+
+def accounted_doc(doc: dict) -> dict:
     assert check_invariant(doc), doc
-    return dict(doc)
+    return doc
 
 
 # --- the values ------------------------------------------------------------------------------------------------
@@ -180,9 +198,11 @@ def test_think_lowers_the_rate_by_the_expected_factor(pages: PageServer) -> None
 
 
 @pytest.mark.usefixtures("loop_path")
-def test_a_connection_closed_during_the_think_is_opened_again_after_it(pages: PageServer) -> None:
-    """The server's keep-alive timeout ends the connection mid-think: the client connects again when its think
-    ends, and the rate is the think's as on a kept connection, with no failure."""
+@pytest.mark.parametrize("scheme", ["http", "https"])
+def test_a_connection_closed_during_the_think_is_opened_again_after_it(scheme: str, request) -> None:  # type: ignore[no-untyped-def]
+    """The server's keep-alive timeout ends the connection mid-think (over https with its close_notify): the client
+    connects again when its think ends, and the rate is the think's as on a kept connection, with no failure."""
+    pages = request.getfixturevalue("pages" if scheme == "http" else "tls_pages")
     clients, think = 4, 0.1
     kept = accounted(load(pages.url("/ok"), Pacing(f"{think}s"), clients))
     closed = accounted(load(pages.url("/brief"), Pacing(f"{think}s"), clients))
@@ -219,11 +239,31 @@ def test_slowloris_gets_the_servers_timeout_named(pages: PageServer) -> None:
     assert doc["status_codes"].get("408", 0) >= 1, doc
 
 
+@pytest.mark.parametrize("keepalive", [True, False])
+def test_think_over_https_runs_in_the_loop_asked_at_the_thinks_rate(tls_faulty, loop_path: str,  # type: ignore[no-untyped-def]
+                                                                     keepalive: bool) -> None:
+    """Over https a think runs in the compiled TLS loop (`_ctls.TLSLoop`, a `_cthink.ThinkLoop`), as over http: each
+    client asks once a think, on its kept connection (-k) or on a new one, shaken hands again, after each think; the
+    think is not in the latency, and every request is accounted for."""
+    clients, think = 8, 0.1
+    args = [tls_faulty.url("/ok"), "--insecure", "-c", str(clients), "-t", "1.5", "--warmup", "0.3",
+            "--think", f"{think}s±20ms", "--json", "-k" if keepalive else "--no-keepalive"]
+    res = CliRunner().invoke(cli, ["bench", *args])
+    assert res.exit_code == 0, res.output
+    doc = accounted_doc(json.loads(res.stdout))
+    assert doc["engine_path"] == loop_path, doc["engine_path"]
+    assert doc["ok"] >= clients and not doc["failed"], doc
+    assert 0.7 < doc["rps"] / (clients / think) < 1.2, doc["rps"]
+    assert doc["latency_ms"]["p50"] / 1000 < think / 2  # the think is not in the latency
+
+
 @pytest.mark.usefixtures("loop_path")
 def test_over_https_each_behaviour_is_accounted(tls_faulty) -> None:  # type: ignore[no-untyped-def]
-    """Over https a client behaviour runs on the Python loop's transports (`h1/paced.py`), whichever loop is asked."""
+    """Over https a think runs in the loop asked (compiled: `_ctls.TLSLoop`), a paced write or read on the Python
+    loop's transports (`h1/paced.py`) whichever loop is asked."""
     target = make_target(tls_faulty.url("/ok"), keepalive=True, tls=TlsOptions(True, None, 0.0))
-    for pacing, most in ((Pacing("200ms"), 3 * 2 / 0.2), (Pacing(send_rate="2kbit", read_rate="2kbit"), None)):
+    for pacing, most in ((Pacing("200ms"), 3 * 2 / 0.2), (Pacing(send_rate="2kbit", read_rate="2kbit"), None),
+                         (Pacing("200ms", read_rate="2kbit"), None)):
         doc = accounted(run_load(LoadSpec(target, Closed(3), 1.0, pacing=pacing)))
         assert doc["ok"] >= 3 and not doc["failed"], doc
         assert most is None or doc["started"] <= most + 3, doc

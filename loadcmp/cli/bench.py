@@ -204,8 +204,8 @@ def _load(plan: BenchPlan, stopper: Stopper, feed: Watchers | None = None) -> tu
         used = len(cluster["workers"]) if cluster is not None else plan.workers
         if netp is not None:
             netp.end_window()
-    path = engine_path(spec.engine, sched.kind == "closed" and not (spec.pacing and target.scheme == "https"),
-                       target.scheme == "https", target.proto)  # a client behaviour over https: Python's transports
+    path = engine_path(spec.engine, sched.kind == "closed" and not (spec.pacing and spec.pacing.paced_io and  # over
+                       target.scheme == "https"), target.scheme == "https", target.proto)  # https: Python's transports
     doc = result_doc(result, {
         "url": plan.url, "engine": spec.engine, "workers": used,
         "schedule": {**sched.describe(), "keepalive": target.keepalive},

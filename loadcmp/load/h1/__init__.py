@@ -9,9 +9,13 @@
     _cloop.pyx    the compiled closed loop (Cython, with _cloop.pxd and its HTTP/1 response reader _chttp.h), a
                   CBase of core/; its stub _cloop.pyi
     paced.py      the Python loop's client behaviours (`..pacing`): a request trickled, a response held back
-    _cpaced.pyx   PacedLoop: the compiled loop's, a CLoop that thinks and paces over http; its stub _cpaced.pyi
-    _ctls.pyx     TLSLoop: https in the compiled loop, a CLoop whose virtual C methods speak TLS (OpenSSL from C,
-                  ../tls/_ctls.h); built where OpenSSL's headers are; its stub _ctls.pyi
+    _cthink.pyx   ThinkLoop: a CLoop whose clients think (--think), with each client's timers of the running loop
+                  (with _cthink.pxd); PacedLoop and TLSLoop build on it; its stub _cthink.pyi
+    _cpaced.pyx   PacedLoop: the compiled loop's behaviours over http, a ThinkLoop that also paces its writes and
+                  reads; its stub _cpaced.pyi
+    _ctls.pyx     TLSLoop: https in the compiled loop, a ThinkLoop whose virtual C methods speak TLS (OpenSSL from
+                  C, ../tls/_ctls.h); built where OpenSSL's headers are; its stub _ctls.pyi
 
-Imports go one way: engine -> conn -> paced, rawclient, loops -> _ctls, _cpaced -> _cloop -> ../tls, ../core.
+Imports go one way: engine -> conn -> paced, rawclient, loops -> _ctls, _cpaced -> _cthink -> _cloop -> ../tls,
+../core.
 """

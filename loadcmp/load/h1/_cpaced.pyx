@@ -1,11 +1,14 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""The compiled closed loop's clients that behave like people (`load.pacing`): `PacedLoop` is `_cloop.CLoop` with
-think time, a paced write (`--send-rate`, slowloris) and a paced read (`--read-rate`), over http.
+"""The compiled closed loop's clients that behave like people (`load.pacing`) over http: `PacedLoop` is
+`_cthink.ThinkLoop` (a `CLoop` with think time) with a paced write (`--send-rate`, slowloris) and a paced read
+(`--read-rate`).
 
 `CLoop` calls these through hooks that are empty there and run only when their fields are set (here), so a load
-without a behaviour runs `CLoop` itself, unchanged. A think, a write's next chunk and a read's next chunk are each a
-timer of the running loop (`_later`): a paced client sends few bytes a second, so a Python call per chunk costs
-nothing beside its wait. A timer that a later pause, or a closed connection, has made stale does nothing.
+without a behaviour runs `CLoop` itself, unchanged. A write's next chunk and a read's next chunk are each a timer of
+the running loop (`ThinkLoop._later`, as a think is): a paced client sends few bytes a second, so a Python call per
+chunk costs nothing beside its wait. A timer that a later pause, or a closed connection, has made stale does nothing.
+Over https these run on the Python loop's transports (`paced.py`): a trickle and a held read pace the socket's own
+bytes (a chunk's send, a peek), which over TLS are records that OpenSSL writes and reads whole.
 """
 
 from libc.errno cimport errno, EAGAIN, EINTR, ENOTCONN
@@ -14,6 +17,7 @@ from libc.stdlib cimport calloc, free
 
 from ..core._cbase cimport now
 from ._cloop cimport *
+from ._cthink cimport ThinkLoop
 from ..core._csys cimport *
 
 cdef extern from "<sys/socket.h>":
@@ -25,38 +29,34 @@ cdef int ONE = 1
 include "_cbuilt.pxi"
 
 
-cdef class PacedLoop(CLoop):
+cdef class PacedLoop(ThinkLoop):
     """Every client of one engine's closed loop over http, behaving as `engine.spec.pacing` asks."""
 
     cdef double send_gap, read_bps
-    cdef object pacing, think_rng
-    cdef uint32_t *ptok  # by client: the pause its pending timer belongs to (a later one makes it stale)
     cdef Py_ssize_t *sent  # by client: the request's bytes written so far (--send-rate)
     cdef Py_ssize_t *held  # by client: the bytes peeked at and left in its socket until the rate has carried them
 
     def __init__(self, engine, int clients, loop):
-        CLoop.__init__(self, engine, clients, loop)
-        self._pacing(engine)
+        ThinkLoop.__init__(self, engine, clients, loop)  # the think, when one is asked
+        self._pacing()
 
     def __dealloc__(self):
-        free(self.ptok); free(self.sent); free(self.held)
+        free(self.sent); free(self.held)
 
-    cdef void _pacing(self, engine):
-        """What the spec asks of each client; the per-client arrays only when something is asked."""
-        p = self.pacing = engine.spec.pacing
+    cdef void _pacing(self):
+        """The paced write and read the spec asks of each client; the per-client arrays only when something is
+        asked."""
+        p = self.pacing
         if p is None:
             return
-        self.think_s = p.think_s
-        self.think_rng = p.rng(engine.spec.worker_index)
         if p.send_bps:
             self.send_chunk, self.send_gap = p.send_step()
         if p.read_bps:
             self.read_bps = p.read_bps
             self.read_chunk, self.rcvbuf = p.read_step()
-        self.ptok = <uint32_t *>calloc(self.n, sizeof(uint32_t))
         self.sent = <Py_ssize_t *>calloc(self.n, sizeof(Py_ssize_t))
         self.held = <Py_ssize_t *>calloc(self.n, sizeof(Py_ssize_t))
-        if not (self.ptok and self.sent and self.held):
+        if not (self.sent and self.held):
             raise MemoryError()
 
     cdef void _paced_socket(self, Client *c) except *:
@@ -66,44 +66,6 @@ cdef class PacedLoop(CLoop):
             setsockopt(c.fd, IPPROTO_TCP, TCP_NODELAY, &ONE, sizeof(int))
         if self.rcvbuf:
             setsockopt(c.fd, SOL_SOCKET, SO_RCVBUF, &self.rcvbuf, sizeof(int))
-
-    cdef void _later(self, Client *c, double at, fn) except *:
-        """`fn(i, gen, tok)` at `at`; a newer pause of the client, or its connection closed, makes it stale."""
-        cdef int i = c - self.clients
-        self.ptok[i] += 1
-        self.loop.call_later(max(0.0, at - now()), fn, i, c.gen, self.ptok[i])
-
-    cdef bint _think(self, Client *c, bint keep) except *:
-        """--think after an answer: the client idles (its kept connection open, else closed now), then `_thought`
-        sends its next request; False when the load has stopped."""
-        if self.stopped:
-            return False
-        if not keep and c.fd >= 0:
-            self._close(c)
-            c.gen += 1
-        elif c.registered == PAUSED:
-            self._watch(c, EPOLLIN)  # a paced reader's idle connection: its close is seen
-        c.phase = THINKING
-        self._later(c, now() + self.pacing.think_delay(self.think_rng), self._thought)
-        return True
-
-    def _thought(self, int i, uint32_t gen, uint32_t tok):
-        cdef Client *c = &self.clients[i]
-        try:
-            if self.stopped or c.phase != THINKING or self.ptok[i] != tok:
-                return
-            c.phase = IDLE
-            if c.fd >= 0:
-                self._again(c, now())  # its latency runs from now: the think is not in it
-            else:
-                self._start(c)
-        except BaseException as e:
-            self._crash(e)
-
-    cdef void _idle_event(self, Client *c) except *:
-        """The server closed (or wrote on) a connection idle in its think: closed; the client connects again after."""
-        self._close(c)
-        c.gen += 1
 
     cdef bint _trickle(self, Client *c, bint early) except *:
         """--send-rate: the request's first chunk now, the rest `send_gap` apart (`_trickled`), the answer watched for

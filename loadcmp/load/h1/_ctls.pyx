@@ -1,6 +1,8 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
 """The compiled closed loop over https: `TLSLoop`, a `CLoop` whose connections speak TLS through
-OpenSSL called from C (`_ctls.h`), with or without keep-alive, and no Python per request.
+OpenSSL called from C (`_ctls.h`), with or without keep-alive, and no Python per request. It is a
+`_cthink.ThinkLoop`, so its clients think when `--think` asks (a kept connection idles between its
+requests, else the next one connects and shakes hands again); without a think none of that runs.
 
 It overrides only what TLS changes (the base's C methods are virtual): `_send` runs the handshake
 on a new connection before it writes the request with SSL_write; `_readable` reads with SSL_read
@@ -26,6 +28,7 @@ from libc.stdlib cimport calloc, free
 
 from ..core._cbase cimport now
 from ._cloop cimport *
+from ._cthink cimport ThinkLoop
 from ..core._csys cimport *
 from ..tls._cssl cimport *
 
@@ -45,7 +48,7 @@ cdef void free_all(SSL **pool, int n) noexcept:
         free(pool)
 
 
-cdef class TLSLoop(CLoop):
+cdef class TLSLoop(ThinkLoop):
     """Every client of one engine's closed loop over https."""
 
     cdef tls_t tls
@@ -56,7 +59,7 @@ cdef class TLSLoop(CLoop):
     cdef long long offers  # new connections made while a session was saved
 
     def __init__(self, engine, int clients, loop):
-        CLoop.__init__(self, engine, clients, loop)
+        ThinkLoop.__init__(self, engine, clients, loop)  # the think, when one is asked
         target = engine.target
         self.ssl = <SSL **>calloc(clients, sizeof(SSL *))
         self.spare = <SSL **>calloc(clients, sizeof(SSL *))
