@@ -76,7 +76,8 @@ class Protocol:
         if scheme in self.schemes:
             return None
         if self.tls == "required":
-            return f"--proto {self.name} needs an https:// URL; {url} is plain http ({_plain()})"
+            hint = _plain() if self.transport == "tcp" else f"{self.words} runs over QUIC, which is always encrypted"
+            return f"--proto {self.name} needs an https:// URL; {url} is plain http ({hint})"
         return f"--proto {self.name} runs over plain http only; {url} is https ({_over_tls()})"
 
     def tls_error(self, label: str, tls: bool) -> str | None:

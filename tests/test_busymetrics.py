@@ -82,3 +82,14 @@ def test_smoke_checks_take_the_peak_over_the_run(tmp_path):
 def test_a_busy_metric_takes_no_percentile():
     with pytest.raises(UsageError, match="only p\\(N\\) takes a number"):
         parse_check("nginx:busy_share(99) < 1")
+
+
+def test_a_share_is_held_to_one_when_the_status_page_counts_past_the_limit(tmp_path):
+    # a restart's old workers still finishing can count past MaxRequestWorkers for a second
+    folder = three_trials(tmp_path / "r")
+    df = pd.read_parquet(folder / "server.parquet")
+    df.loc[(df.server == "apache-prefork") & (df.level == 10) & (df.second == 0), "busy_workers"] = 170.0
+    df.to_parquet(folder / "server.parquet")
+    res = load_results(folder)
+    assert busymetrics.per_trial(res, "busy_workers", "apache-prefork", 10) == ([170.0] * 3, None)
+    assert busymetrics.per_trial(res, "busy_share", "apache-prefork", 10) == ([1.0] * 3, None)

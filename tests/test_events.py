@@ -334,6 +334,40 @@ def test_an_unpause_that_never_returns_fails_the_event_in_one_line_and_the_run_g
     assert "\n" not in doc["said"] and doc["end_s"] - doc["start_s"] < 2, doc
 
 
+class _LatePause(_Paused):
+    """A container whose pause the engine carries out only after loadcmp gave it up."""
+
+    id = "0" * 64
+
+    def pause(self) -> None:
+        self.did.append("pause")
+        time.sleep(0.6)
+        self.attrs = {"State": {"Status": "paused"}}
+
+    def unpause(self) -> None:
+        self.did.append("unpause")
+        self.attrs = {"State": {"Status": "running"}}
+
+
+def test_a_pause_given_up_and_carried_out_late_is_undone(monkeypatch):
+    from loadcmp.events import bounded
+
+    monkeypatch.setattr(bounded, "PAUSE_S", 0.3)
+    dep = _Dep()
+    dep.c = _LatePause()
+    f = fire.Firer(dep, fire.plan(("0.05s pause web 0.1s",), catalog().get("nginx"), 60.0), time.monotonic(),
+                   time.time())
+    f.start()
+    time.sleep(0.2)
+    [doc] = f.finish()
+    assert not doc["ok"] and doc["said"].startswith("docker pause of the web container did not return"), doc
+    t = time.monotonic()
+    while dep.c.attrs["State"]["Status"] != "running" or "unpause" not in dep.c.did:
+        assert time.monotonic() - t < 5, dep.c.did  # the late pause was left in place
+        time.sleep(0.05)
+    assert dep.c.did == ["pause", "unpause"], dep.c.did
+
+
 def test_a_docker_call_is_given_up_after_its_limit_and_its_own_error_comes_through():
     from loadcmp.events import bounded
 

@@ -69,6 +69,8 @@ def test_good_checks(text: str, left: Side, op: str, value: float, right: Side |
         ("speed > 5", "unknown metric 'speed'"),
         ("p(99) < 500", "give the time a unit"),
         ("rps > 5ms", "'ms' is not a unit of rps"),
+        ("busy_share >= 2", "busy_share is a share, 0..1 (or 0%..100%)"),
+        ("failed_rate < 150%", "failed_rate is a share"),
         ("nginx rps > 5", "the left side 'nginx rps' is not a metric"),
         ("nginx:rps > 1.5x apache-prefork:rps", "1.5 * apache-prefork:rps"),
         ("ngi*nx:rps > 5", "the left side"),

@@ -84,6 +84,8 @@ def test_scheme_and_tls_refusals() -> None:
     h1, h2, h2c, h3 = map(protocols.get, ("h1", "h2", "h2c", "h3"))
     assert h2.scheme_error("http", "http://x/") == ("--proto h2 needs an https:// URL; http://x/ is plain http "
                                                     "(use --proto h2c)")
+    assert h3.scheme_error("http", "http://x/") == ("--proto h3 needs an https:// URL; http://x/ is plain http "
+                                                    "(h3 (HTTP/3) runs over QUIC, which is always encrypted)")
     assert h2c.scheme_error("https", "https://x/") == ("--proto h2c runs over plain http only; https://x/ is https "
                                                        "(use --proto h2 or h3)")
     assert h1.scheme_error("http", "") is h1.scheme_error("https", "") is h3.scheme_error("https", "") is None

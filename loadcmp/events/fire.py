@@ -96,9 +96,37 @@ def _pause(dep: Deployment, a: Action, cut: threading.Event) -> tuple[bool, str 
             back, why, _ = _back(dep, a, bounded.PAUSE_S * 2)
             if not back and c.attrs.get("State", {}).get("Status") == "paused":  # thawed, but Docker's state not
                 back, why, _ = _unpaused(dep, a)
+            if call == c.pause:
+                _unpause_late(dep, a)
             return False, f"{e}; {thawed}" + ("" if back else f"; {why}"), ""
         cut.wait(hold)
     return _back(dep, a)
+
+
+LATE_PAUSE_S = 60.0
+"""How long a pause given up is watched for: the engine may still carry it out in its own thread after that."""
+
+
+def _unpause_late(dep: Deployment, a: Action, watch: float = LATE_PAUSE_S) -> None:
+    """A pause given up may still be carried out by the engine later: for `watch` seconds a thread looks at the
+    container, and one Docker then calls paused is thawed and unpaused again, so that it is not left paused for
+    the trials after this one."""
+    def run() -> None:
+        until = clock() + watch
+        while clock() < until:
+            time.sleep(0.2)
+            c = dep.container_of(a.role)
+            try:
+                with engine_errors(dep.host.name):
+                    bounded.call(f"docker inspect of the {a.role} container", c.reload, bounded.PAUSE_S)
+            except LabError:
+                continue
+            if c.attrs.get("State", {}).get("Status") == "paused":
+                bounded.thaw(id_of(c))
+                _unpaused(dep, a)
+                return
+
+    threading.Thread(target=run, name=f"loadcmp-event-unpause-{a.role}", daemon=True).start()
 
 
 def _unpaused(dep: Deployment, a: Action) -> tuple[bool, str | None, str]:

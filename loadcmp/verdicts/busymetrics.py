@@ -74,7 +74,8 @@ def per_trial(res: Results, metric: str, server: str, level: int) -> tuple[list[
     peaks = [p for t in trials if (p := _peak(res, server, level, t, limit)) is not None]
     if not peaks:
         return [], f"{server}'s status pages counted no busy workers at {level}"
-    return ([p / limit for p in peaks] if metric == "busy_share" and limit else peaks), None
+    # A restart's old workers still finishing can count past the limit for a second: the share is held to 1 (all held).
+    return ([min(1.0, p / limit) for p in peaks] if metric == "busy_share" and limit else peaks), None
 
 
 def pooled(res: Results, metric: str, server: str) -> float | str:

@@ -76,7 +76,10 @@ def threshold(text: str, metric: str, number: float, unit: str) -> float:
     """The check's value in the metric's own scale: ratio 0..1, milliseconds, bytes or a plain count."""
     kind = kind_of(metric)
     if kind == "ratio" and unit in ("%", ""):
-        return number / 100 if unit == "%" else number
+        share = number / 100 if unit == "%" else number
+        if not 0 <= share <= 1:
+            raise UsageError(f"check {text!r}: {metric} is a share, 0..1 (or 0%..100%)")
+        return share
     if kind == "time":
         if unit == "":
             raise UsageError(f"check {text!r}: give the time a unit (us, ms, s, m or h), e.g. {metric}<500ms")
