@@ -116,3 +116,22 @@ def test_a_receiver_that_is_not_there_takes_nothing(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     parts = join.join(requests_frame("nginx", tmp_path).head(2), lines_of("nginx"), (0, 1e12)).parts
     assert otlp.export(parts, otlp.parse_target(f"otlp://127.0.0.1:{port}"), timeout=1.0) == (6, 0)
+
+
+def test_an_export_with_no_label_traced_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    f = tmp_path / "exp.toml"
+    f.write_text('[variants.plain]\nstack = "nginx"\ntrace = false\n\n[variants.other]\nstack = "caddy"\n')
+    for args in (["--server", "nginx"], [str(f)], [str(f), "--server", "plain"]):
+        res = CliRunner().invoke(cli, ["run", *args, "--trace-export", "otlp://127.0.0.1:4317", "-t", "1s"])
+        assert res.exit_code == 2, res.output
+        assert "--trace-export otlp://127.0.0.1:4317: no label of this run is traced; add --trace" in res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    f.write_text(f.read_text().replace('stack = "caddy"\n', 'stack = "caddy"\ntrace = true\n'))
+    from loadcmp.cli.run import check_export_traces
+    from loadcmp.experiment.flags import build_spec
+
+    check_export_traces(build_spec(str(f), {}), "otlp://127.0.0.1:4317")  # one label traced: nothing refused
