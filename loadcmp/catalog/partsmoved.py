@@ -5,8 +5,8 @@ p99 (47.9 ms to 1.2 ms)").
 
 A part's time at a quantile is its share times that quantile's latency; the part named is the one whose time
 changed most, at p99 or at p50, whichever moved more. Where only one run knows the database's part (the other's
-database logged none of the cell's requests), it is counted in the upstream's on both sides, and said so. Read from each folder's parts.parquet
-(`store.traceparts`); nothing for a cell only one run traced.
+database logged none of the cell's requests), it is counted in the upstream's on both sides, and said so. Read
+from each folder's parts.parquet (`store.traceparts`); nothing for a cell only one run traced.
 """
 
 from __future__ import annotations

@@ -1,13 +1,14 @@
 """--trace-export otlp://HOST:PORT: the joined requests sent as OTLP spans over gRPC, with opentelemetry-sdk and its
 OTLP exporter (no protocol of our own).
 
-Each traced request is three spans under its own trace id (the id its traceparent carried): the client's (its
+Each traced request is three or four spans under its own trace id (the id its traceparent carried): the client's (its
 span id is the traceparent's parent id, so the servers' spans hang under it in any back end that also sees
 them), the front server's, where one logged it the upstream's (PHP) and, where the app's database logged it, the
 database's (under PHP's, its query count an attribute). The client span runs from the request's intended start
 for its latency; the server span starts once the client's phases and the unexplained part (the listen queue) are
 over and lasts the servers' parts, the database's included; the upstream span ends with the server's upstream
-time and holds its own time and the database's; the database's span ends with it. The durations are the measured ones; where a span starts within its parent is laid out from them.
+time and holds its own time and the database's; the database's span ends with it. The durations are the
+measured ones; where a span starts within its parent is laid out from them.
 """
 
 from __future__ import annotations
