@@ -69,3 +69,34 @@ def test_a_cell_only_one_run_traced_shows_no_parts(tmp_path: Path) -> None:
     assert res.exit_code == 0, res.output
     assert "Where the time went" not in res.output
     assert compare(a, FIXTURES / "run-2x2x3").parts == []
+
+
+def wordpress_run(folder: Path, tmp_path: Path, database: bool) -> Path:
+    """run-2x2x3 with nginx at 50 clients, trial 1, traced from the WordPress fixture's lines, its database's
+    lines kept or left out (a dump that failed: the database's part unknown)."""
+    from loadcmp.trace import join
+
+    from test_trace_join import lines_of, requests_frame
+
+    shutil.copytree(FIXTURES / "run-2x2x3", folder)
+    req = requests_frame("wordpress-nginx", tmp_path).assign(label="nginx", level=50, trial=1)
+    lines = [ln for ln in lines_of("wordpress-nginx") if database or ln.program != "mariadb"]
+    got = join.join(req, lines, (0, 1e12))
+    traceparts.add_parts(folder, traceparts.trial_match("nginx", 50, 1, got.parts, got.unmatched), got.parts)
+    return folder
+
+
+def test_a_database_part_only_one_run_knows_is_folded_into_the_upstream_and_moves_nothing(tmp_path: Path) -> None:
+    a = wordpress_run(tmp_path / "a", tmp_path, database=True)
+    b = wordpress_run(tmp_path / "b", tmp_path, database=False)
+    for first, second, who in ((a, b, "A"), (b, a, "B")):
+        (m,) = compare(first, second).parts
+        assert m.moved == "", m.sentence  # the same requests: only the unknown differs, and that is no move
+        assert "database" not in [r.part for r in m.parts]
+        up = next(r for r in m.parts if r.part == "upstream")
+        assert up.name == "upstream + database" and abs(up.a_p99 - up.b_p99) < 1e-9
+        assert f"Only {who} knows the database's part" in m.sentence, m.sentence
+    res = CliRunner().invoke(cli, ["compare", str(a), str(b)])
+    assert res.exit_code == 0 and "upstream + database" in res.output, res.output
+    (both,) = compare(a, wordpress_run(tmp_path / "c", tmp_path, database=True)).parts
+    assert "database" in [r.part for r in both.parts] and "Only" not in both.sentence

@@ -18,6 +18,7 @@ import pytest
 from click.testing import CliRunner
 
 from loadcmp.cli import cli
+from loadcmp.report import timeparts
 from loadcmp.report.tables import summary_doc
 from loadcmp.store.reader import load_results
 from loadcmp.store import traceparts
@@ -104,6 +105,7 @@ def test_the_report_gives_the_database_s_figures_or_says_they_are_unknown(tmp_pa
     assert ("| database |" in head) == db, head
     if db:
         assert "nginx at 50 clients: the database's own figures: " in section and " a request, " in section
+        assert "the database's part is unknown" not in section
     else:
         assert ("nginx at 50 clients: the database's part is unknown (the app laravel logs no database time per "
                 "request); it is inside php-fpm's part.") in section
@@ -111,3 +113,16 @@ def test_the_report_gives_the_database_s_figures_or_says_they_are_unknown(tmp_pa
     row = next(r for r in rows if r.get("time_parts"))
     assert ("database" in row["time_parts"]["p99"]) == db
     assert isinstance(pd.read_parquet(folder / "parts.parquet")["db_queries"].iloc[0], np.integer)
+
+
+def test_a_traced_app_whose_database_logged_none_of_a_cell_s_requests_is_not_said_to_log_none(tmp_path: Path) -> None:
+    folder = stored(tmp_path, False, "wordpress")  # WordPress's data has its trace log: its dump failed, say
+    out = tmp_path / "out"
+    res = CliRunner().invoke(cli, ["report", str(folder), "--out", str(out), "--format", "md"])
+    assert res.exit_code == 0, res.output
+    section = (out / "report.md").read_text().split("## Where the time went", 1)[1].split("\n## ", 1)[0]
+    assert ("nginx at 50 clients: the database's part is unknown (the app wordpress's database logged none of "
+            "these requests); it is inside php-fpm's part.") in section
+    assert "logs no database time" not in section
+    assert timeparts.database_logs("wordpress") is True and timeparts.database_logs("laravel") is False
+    assert timeparts.database_logs("no-such-app") is None

@@ -66,6 +66,35 @@ def test_each_request_arrives_as_client_server_and_php_spans(receiver, tmp_path:
         assert php_ms == pytest.approx(float(row["upstream_ms"]), abs=1e-3)
 
 
+def test_a_request_whose_database_logged_it_has_a_database_span_and_no_time_lost(receiver, tmp_path: Path) -> None:
+    got, port = receiver
+    req = requests_frame("wordpress-nginx", tmp_path).head(20)
+    parts = join.join(req, lines_of("wordpress-nginx"), (0, 1e12)).parts
+    known = parts["database_ms"].notna()
+    assert known.sum() >= 10
+    made, taken = otlp.export(parts, otlp.parse_target(f"otlp://127.0.0.1:{port}"))
+    assert made == taken == 3 * len(parts) + int(known.sum())
+    by_id = {s.span_id: s for s in got.spans}
+    dbs = [s for s in got.spans if s.name == "mariadb"]
+    assert len(dbs) == known.sum()
+    for db in dbs:
+        php = by_id[db.parent_span_id]
+        server = by_id[php.parent_span_id]
+        assert php.name == "fpm" and server.kind == server.SPAN_KIND_SERVER
+        assert php.start_time_unix_nano <= db.start_time_unix_nano <= db.end_time_unix_nano <= php.end_time_unix_nano
+        row = parts[parts["trace_id"] == db.trace_id.hex()].iloc[0]
+        attrs = {a.key: a.value for a in db.attributes}
+        assert attrs["loadcmp.db.queries"].int_value == int(row["db_queries"]) >= 10
+        # PHP's span holds its own time and the database's; the server's every server part
+        php_ms = (php.end_time_unix_nano - php.start_time_unix_nano) / 1e6
+        assert php_ms == pytest.approx(float(row["upstream_ms"] + row["database_ms"]), abs=1e-3)
+        db_ms = (db.end_time_unix_nano - db.start_time_unix_nano) / 1e6
+        assert db_ms == pytest.approx(float(row["database_ms"]), abs=1e-3)
+        server_ms = (server.end_time_unix_nano - server.start_time_unix_nano) / 1e6
+        want = sum(float(row[f"{p}_ms"]) for p in ("server", "upstream_wait", "upstream", "database"))
+        assert server_ms == pytest.approx(want, abs=1e-3)
+
+
 @pytest.mark.parametrize("url", ["http://127.0.0.1:4317", "otlp://127.0.0.1", "otlp://127.0.0.1:99999",
                                  "otlp://:4317", "otlp://a b:1"])
 def test_a_target_that_does_not_parse_is_refused_in_one_line(url: str) -> None:
@@ -87,3 +116,22 @@ def test_a_receiver_that_is_not_there_takes_nothing(tmp_path: Path) -> None:
         port = s.getsockname()[1]
     parts = join.join(requests_frame("nginx", tmp_path).head(2), lines_of("nginx"), (0, 1e12)).parts
     assert otlp.export(parts, otlp.parse_target(f"otlp://127.0.0.1:{port}"), timeout=1.0) == (6, 0)
+
+
+def test_an_export_with_no_label_traced_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from loadcmp.cli import cli
+
+    f = tmp_path / "exp.toml"
+    f.write_text('[variants.plain]\nstack = "nginx"\ntrace = false\n\n[variants.other]\nstack = "caddy"\n')
+    for args in (["--server", "nginx"], [str(f)], [str(f), "--server", "plain"]):
+        res = CliRunner().invoke(cli, ["run", *args, "--trace-export", "otlp://127.0.0.1:4317", "-t", "1s"])
+        assert res.exit_code == 2, res.output
+        assert "--trace-export otlp://127.0.0.1:4317: no label of this run is traced; add --trace" in res.output
+        assert "Traceback" not in res.output and len(res.output.strip().splitlines()) == 1
+    f.write_text(f.read_text().replace('stack = "caddy"\n', 'stack = "caddy"\ntrace = true\n'))
+    from loadcmp.cli.run import check_export_traces
+    from loadcmp.experiment.flags import build_spec
+
+    check_export_traces(build_spec(str(f), {}), "otlp://127.0.0.1:4317")  # one label traced: nothing refused

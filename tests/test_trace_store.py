@@ -98,3 +98,22 @@ def test_an_older_runs_single_files_are_read_and_moved_in(tmp_path: Path) -> Non
     traceparts.add_requests(folder, rows(5), "nginx", 4, 2)
     assert len(traceparts.read_requests(folder, "nginx", 4, 1)) == len(old)  # type: ignore[arg-type]
     assert len(traceparts.read_requests(folder, "nginx", 4, 2)) == 5  # type: ignore[arg-type]
+
+
+def test_a_trial_written_again_leaves_the_older_runs_file_without_its_rows(tmp_path: Path) -> None:
+    folder = tmp_path / "run"
+    folder.mkdir()
+    old = parts_of_fixture(tmp_path)
+    both = pd.concat([old, old.assign(trial=2)], ignore_index=True)
+    both.to_parquet(folder / traceparts.PARTS, index=False, compression="zstd")  # the single file of before
+    again = old.iloc[:10].assign(trial=2)
+    traceparts.add_parts(folder, traceparts.trial_match("nginx", 50, 2, again, {}), again)
+    table = pq.read_table(folder / traceparts.PARTS)  # the folder whole, as docs/tracing.md reads it
+    got = table.select(["trial"]).to_pandas().groupby("trial").size().to_dict()
+    assert got == {1: len(old), 2: 10}
+    legacy = pq.read_table(folder / traceparts.PARTS / trialfiles.LEGACY)
+    assert set(legacy.column("trial").to_pylist()) == {1} and legacy.num_rows == len(old)
+    assert [f.name for f in (folder / traceparts.PARTS).iterdir() if f.name.startswith(".")] == []
+    traceparts.add_parts(folder, traceparts.trial_match("nginx", 50, 1, again, {}), again.assign(trial=1))
+    assert not (folder / traceparts.PARTS / trialfiles.LEGACY).exists()  # nothing of it left: gone
+    assert pq.read_table(folder / traceparts.PARTS).num_rows == 20

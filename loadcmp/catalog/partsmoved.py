@@ -4,8 +4,9 @@ them), and the part whose time moved most, in one sentence ("nginx @ 16: the ups
 p99 (47.9 ms to 1.2 ms)").
 
 A part's time at a quantile is its share times that quantile's latency; the part named is the one whose time
-changed most, at p99 or at p50, whichever moved more. Read from each folder's parts.parquet
-(`store.traceparts`); nothing for a cell only one run traced.
+changed most, at p99 or at p50, whichever moved more. Where only one run knows the database's part (the other's
+database logged none of the cell's requests), it is counted in the upstream's on both sides, and said so. Read
+from each folder's parts.parquet (`store.traceparts`); nothing for a cell only one run traced.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ if TYPE_CHECKING:
     import pandas as pd
 
 QUANTILES = (("p50", 0.5), ("p99", 0.99))
+FOLDED_NAME = "upstream + database"
+"""The upstream's row where only one run knows the database's part (that run's database time folded back in)."""
 
 
 def parts_moved(a: Path, b: Path, cells: Iterable[tuple[str, int]], pair: tuple[str, str] | None = None
@@ -61,8 +64,12 @@ def _cell(label: str, level: int, a: tuple[dict[str, float], dict[str, dict[str,
     (ms_a, sh_a), (ms_b, sh_b) = a, b
     if not sh_a or not sh_b or not all(sh_a.values()) or not all(sh_b.values()):
         return None
-    rows = [PartShare(p, SHORT[p], *(s[q].get(p, 0.0) for q, _ in QUANTILES for s in (sh_a, sh_b)))
+    folded = _fold_database(sh_a, sh_b)
+    rows = [PartShare(p, FOLDED_NAME if folded and p == "upstream" else SHORT[p],
+                      *(s[q].get(p, 0.0) for q, _ in QUANTILES for s in (sh_a, sh_b)))
             for p in PARTS if any(s[q].get(p, 0.0) for q, _ in QUANTILES for s in (sh_a, sh_b))]
+    note = f" Only {folded} knows the database's part: it is counted in the upstream's on both sides." \
+        if folded else ""
 
     def time(side: tuple[dict[str, float], dict[str, dict[str, float]]], q: str, p: str) -> float:
         return side[1][q].get(p, 0.0) * side[0][q]
@@ -70,9 +77,26 @@ def _cell(label: str, level: int, a: tuple[dict[str, float], dict[str, dict[str,
     moves = [(abs(time(b, q, p) - time(a, q, p)), q, p) for q, _ in reversed(QUANTILES) for p in PARTS]
     size, q, p = max(moves, key=lambda m: m[0])
     where = f"{label} @ {level:,}"
-    if not size > 0:
+    if not size > 1e-6:  # ms: float noise (a part summed in another order) is no move
         return PartsMoved(label, level, ms_a["p50"], ms_b["p50"], ms_a["p99"], ms_b["p99"], rows, "",
-                          f"{where}: no part's time moved.")
-    sentence = (f"{where}: the {SHORT[p]} went from {sh_a[q].get(p, 0.0):.0%} to {sh_b[q].get(p, 0.0):.0%} of {q} "
-                f"({time(a, q, p):,.1f} ms to {time(b, q, p):,.1f} ms; {q} {ms_a[q]:,.1f} ms to {ms_b[q]:,.1f} ms).")
+                          f"{where}: no part's time moved.{note}")
+    name = FOLDED_NAME if folded and p == "upstream" else SHORT[p]
+    sentence = (f"{where}: the {name} went from {sh_a[q].get(p, 0.0):.0%} to {sh_b[q].get(p, 0.0):.0%} of {q} "
+                f"({time(a, q, p):,.1f} ms to {time(b, q, p):,.1f} ms; {q} {ms_a[q]:,.1f} ms to {ms_b[q]:,.1f} ms)."
+                f"{note}")
     return PartsMoved(label, level, ms_a["p50"], ms_b["p50"], ms_a["p99"], ms_b["p99"], rows, p, sentence)
+
+
+def _fold_database(sh_a: dict[str, dict[str, float]], sh_b: dict[str, dict[str, float]]) -> str:
+    """Where one run knows the database's part and the other does not (its database logged none of the cell's
+    requests, so that time is inside its upstream's), that run's database share is put back into its upstream's,
+    in place, so both compare like with like and no move is named that only the unknown made: which run ("A", "B")
+    was folded, or ""."""
+    known = [any("database" in s[q] for q, _ in QUANTILES) for s in (sh_a, sh_b)]
+    if known[0] == known[1]:
+        return ""
+    side = sh_a if known[0] else sh_b
+    for q, _ in QUANTILES:
+        db = side[q].pop("database", 0.0)
+        side[q]["upstream"] = side[q].get("upstream", 0.0) + db
+    return "A" if known[0] else "B"

@@ -16,7 +16,7 @@ from .live import LiveFlags, LivePage, live_options, watching, with_feed
 from .types import COUNT
 from .options import LoadFlags, SetupFlags, event_option, load_options, setup_options, writable
 from .traffic import TrafficFlags, traffic_options
-from ..errors import Interrupted, LoadcmpError, WrongProtocol
+from ..errors import Interrupted, LoadcmpError, UsageError, WrongProtocol
 from ..records import TrialRecord
 from ..experiment.spec import RunSpec
 from ..traffic.fits import journey_flag
@@ -275,11 +275,23 @@ def run(experiment: str | None, servers_: tuple[str, ...], trials: int | None, j
     given = {**load.given(), **setup.fields_with(servers_), **traffic.given(), **({"trials": trials} if trials else {}),
              **journey_flag(journey), **({"events": events} if events else {})}
     spec = build_spec(experiment, given)
+    if target is not None:
+        check_export_traces(spec, trace_export or "")
     with watching(live) as watch:
         outcome = sweep(spec, as_json=as_json, live=watch)
     if target is not None:
         export_spans(outcome.path, target)
     raise_for_status(outcome)
+
+
+def check_export_traces(spec: RunSpec, url: str) -> None:
+    """--trace-export where no label is traced (no --trace, or every label's `trace = false`): refused up front,
+    as it would have nothing to send."""
+    from ..experiment.tracing import traced
+
+    if not any(traced(spec, label) for label in spec.servers):
+        raise UsageError(f"--trace-export {url}: no label of this run is traced; add --trace (or `trace = true` in "
+                         "the file or a label's [variants.LABEL])")
 
 
 def export_spans(path: str, target: Target) -> None:

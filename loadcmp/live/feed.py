@@ -110,15 +110,17 @@ def mark(key: Mapping[str, Any], doc: EventDoc, running: bool) -> Event:
 
 def parts(match: TrialMatch) -> Event | None:
     """A traced trial's parts, from its join's figures (None: nothing matched): each part with any share of p50 or
-    p99, in the order a request goes through them, named as the report names them."""
+    p99, and each part it does not know (the database's, where none logged its requests) as null, not 0; in the
+    order a request goes through them (`order`: every part's, so the page orders its columns the same), named as
+    the report names them."""
     p50, p99 = match.get("p50") or {}, match.get("p99") or {}
     if not p99:
         return None
-    shown = [p for p in PARTS if p50.get(p, 0) or p99.get(p, 0)]
+    shown = [p for p in PARTS if p not in p99 or p50.get(p, 0) or p99.get(p, 0)]
     return {"type": "parts", "key": {"server": match["label"], "level": match["level"], "trial": match["trial"]},
             "matched": match["matched"] / max(match["answered"], 1), "p50_ms": match.get("p50_ms"),
-            "p99_ms": match.get("p99_ms"),
-            "parts": [{"part": p, "name": SHORT[p], "p50": p50.get(p, 0.0), "p99": p99.get(p, 0.0)} for p in shown]}
+            "p99_ms": match.get("p99_ms"), "order": list(PARTS),
+            "parts": [{"part": p, "name": SHORT[p], "p50": p50.get(p), "p99": p99.get(p)} for p in shown]}
 
 
 def progress(run: RunDoc, path: Path | str) -> Event:

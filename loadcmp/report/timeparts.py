@@ -119,8 +119,9 @@ def lines(data: Results, parts: pd.DataFrame | None = None) -> list[str]:
 
 def _database(data: Results, label: str, cell: pd.DataFrame, upstream: str) -> str:
     """The database's part of a cell, from its own figures (its share of p99 and p50, its queries a request); for an
-    app whose database logged none of the cell's requests, that its part is unknown, not zero ('' where no app ran
-    and no database logged)."""
+    app whose database logged none of the cell's requests, that its part is unknown, not zero, and why: its database
+    logs none (the app's data has no database trace log), or it logged none of these ('' where no app ran and no
+    database logged)."""
     if cell["database_ms"].notna().any():
         lat = cell["latency_ms"].astype(float)
         p99, p50 = (shares(cell, lat, q).get("database", 0.0) for q in (0.99, 0.5))
@@ -132,8 +133,30 @@ def _database(data: Results, label: str, cell: pd.DataFrame, upstream: str) -> s
     app = got[1].get("app") if got else None
     if not app:
         return ""
-    return (f"the database's part is unknown (the app {app} logs no database time per request); it is inside "
-            f"{UPSTREAM_WORDS.get(upstream, upstream or 'the upstream')}'s part.")
+    why = {True: f"the app {app}'s database logged none of these requests",
+           False: f"the app {app} logs no database time per request",
+           None: "no database logged these requests"}[database_logs(str(app))]
+    inside = UPSTREAM_WORDS.get(upstream, upstream or "the upstream")
+    return f"the database's part is unknown ({why}); it is inside {inside}'s part."
+
+
+def database_logs(app: str) -> bool | None:
+    """Whether the app's data has its database write a trace log (a role's script `trace.serverlogs.DUMPS` finds);
+    None where the app is not known here (a run made elsewhere)."""
+    from fnmatch import fnmatch
+
+    from ..errors import LoadcmpError
+    from ..lab.apps import catalog
+    from ..trace.serverlogs import DUMPS
+
+    try:
+        known = catalog().get(app)
+    except LoadcmpError:
+        return None
+    if known is None:
+        return None
+    files = [*known.files, *(f for role in known.roles for f in role.files)]
+    return any(fnmatch(f"/etc/loadcmp/{dest}", DUMPS) for dest, _ in files)
 
 
 def _evidence(data: Results, label: str, level: int, part: str) -> str:

@@ -9,7 +9,8 @@ capacity search or tune would rewrite it quadratically).
 A trial's file is written beside its place under a name that starts with a dot and renamed over it: readers (and
 pyarrow's datasets) skip such names, so they see a trial whole or not at all; a trial written again replaces its
 own file. An older run's requests.parquet, one file, is read as it is; the first trial added to it moves it into
-the folder as `legacy.parquet`, its rows of a trial written anew left out when read.
+the folder as `legacy.parquet`, and a trial written anew has its rows there taken out (the file rewritten beside it
+and renamed over it), so that pyarrow reading the folder whole sees each trial once.
 """
 
 from __future__ import annotations
@@ -61,7 +62,35 @@ def put(path: Path, key: Key, write: Callable[[str], object]) -> int:
     bytes after."""
     _as_folder(path)
     _atomic_write(path / file_name(*key), write)
+    _drop_legacy(path, key)
     return size(path)
+
+
+def _drop_legacy(path: Path, key: Key) -> None:
+    """The older run's rows of a trial just written again taken out of `LEGACY` (rewritten beside it and renamed
+    over it; removed when nothing is left), so the folder read whole as a parquet dataset holds each trial once.
+    Called after the trial's own file is in place: a reader meanwhile sees its rows twice, never not at all."""
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
+
+    legacy = path / LEGACY
+    if not legacy.exists():
+        return
+    try:
+        table = pq.read_table(legacy)
+    except (OSError, ValueError) as e:
+        raise StoreError(f"cannot read {legacy}: {e}") from None
+    if not set(KEYS) <= set(table.column_names):
+        return
+    mine = pc.and_(pc.and_(pc.equal(pc.cast(table["label"], "string"), key[0]), pc.equal(table["level"], key[1])),
+                   pc.equal(table["trial"], key[2]))
+    if not pc.any(mine).as_py():
+        return
+    rest = table.filter(pc.invert(mine))
+    if rest.num_rows == 0:
+        legacy.unlink()
+        return
+    _atomic_write(legacy, lambda tmp: pq.write_table(rest, tmp, compression="zstd"))
 
 
 def size(path: Path) -> int:

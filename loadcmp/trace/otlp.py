@@ -1,12 +1,14 @@
 """--trace-export otlp://HOST:PORT: the joined requests sent as OTLP spans over gRPC, with opentelemetry-sdk and its
 OTLP exporter (no protocol of our own).
 
-Each traced request is three spans under its own trace id (the id its traceparent carried): the client's (its
+Each traced request is three or four spans under its own trace id (the id its traceparent carried): the client's (its
 span id is the traceparent's parent id, so the servers' spans hang under it in any back end that also sees
-them), the front server's and, where one logged it, the upstream's (PHP). The client span runs from the
-request's intended start for its latency; the server span starts once the client's phases and the unexplained
-part (the listen queue) are over and lasts the servers' parts; the upstream span ends with the server's upstream
-time. The durations are the measured ones; where a span starts within its parent is laid out from them.
+them), the front server's, where one logged it the upstream's (PHP) and, where the app's database logged it, the
+database's (under PHP's, its query count an attribute). The client span runs from the request's intended start
+for its latency; the server span starts once the client's phases and the unexplained part (the listen queue) are
+over and lasts the servers' parts, the database's included; the upstream span ends with the server's upstream
+time and holds its own time and the database's; the database's span ends with it. The durations are the
+measured ones; where a span starts within its parent is laid out from them.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from ..errors import UsageError
 from .breakdown import COLUMN, PARTS
+from .serverlogs import DATABASES
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -80,19 +83,28 @@ def _ms(row: Any, part: str) -> float:
 
 
 def spans_of(row: Any) -> Iterator[tuple[str, str, float, float, int]]:
-    """A joined request's spans as (name, kind, start, end, parent's index or -1): client, server, upstream."""
+    """A joined request's spans as (name, kind, start, end, parent's index or -1): client, server, upstream and,
+    where its database logged the request, the database's (under the upstream: its queries ran inside it)."""
     t0 = float(row["t_start"]) - _ms(row, "queue") / 1000
     end = t0 + float(row["latency_ms"]) / 1000
     yield "client " + str(row.get("proto") or "http"), "client", t0, end, -1
     if not row["front"]:
         return
     before = sum(_ms(row, p) for p in ("queue", "connect", "handshake", "write", "unexplained")) / 1000
-    server = sum(_ms(row, p) for p in ("server", "upstream_wait", "upstream")) / 1000
+    own = _ms(row, "upstream") + _ms(row, "database")  # ms; the database's time is part of the upstream's
+    waited = _ms(row, "upstream_wait") + own  # summed outward, so no child ends past its parent by rounding
     s0 = t0 + max(before, 0.0)
-    yield str(row["front"]), "server", s0, s0 + server, 0
+    yield str(row["front"]), "server", s0, s0 + (_ms(row, "server") + waited) / 1000, 0
     if row["upstream"]:
-        u1 = s0 + (_ms(row, "upstream_wait") + _ms(row, "upstream")) / 1000
-        yield str(row["upstream"]), "internal", u1 - _ms(row, "upstream") / 1000, u1, 1
+        u1 = s0 + waited / 1000
+        yield str(row["upstream"]), "internal", u1 - own / 1000, u1, 1
+        if _known(row, "database"):  # laid out at the end of the upstream's time: where in it is not logged
+            yield DATABASES[0], "client", u1 - _ms(row, "database") / 1000, u1, 2
+
+
+def _known(row: Any, part: str) -> bool:
+    v = row.get(COLUMN[part])
+    return v is not None and v == v
 
 
 def _exporter(target: Target, timeout: float, taken: list[int]) -> Any:
@@ -134,7 +146,7 @@ def export(parts: pd.DataFrame, target: Target, timeout: float = 10.0) -> tuple[
             ids.span_ids = [_span_id(tid, i)]
             ctx = trace.set_span_in_context(opened[parent]) if parent >= 0 else None
             span = tracer.start_span(name, context=ctx, kind=kinds[kind], start_time=_ns(start),
-                                     attributes=_attributes(row, kind))
+                                     attributes=_attributes(row, name, kind))
             opened.append(span)
             span.end(end_time=_ns(end))
             sent += 1
@@ -143,8 +155,11 @@ def export(parts: pd.DataFrame, target: Target, timeout: float = 10.0) -> tuple[
     return sent, taken[0]
 
 
-def _attributes(row: Any, kind: str) -> dict[str, Any]:
-    """What a span says: the client's the request's label, level, status and every part (ms)."""
+def _attributes(row: Any, name: str, kind: str) -> dict[str, Any]:
+    """What a span says: the client's the request's label, level, status and every part (ms); the database's its
+    queries."""
+    if name in DATABASES:
+        return {"loadcmp.program": name, "db.system": name, "loadcmp.db.queries": int(row.get("db_queries") or 0)}
     if kind != "client":
         return {"loadcmp.program": str(row["front"] if kind == "server" else row["upstream"])}
     out: dict[str, Any] = {"loadcmp.label": str(row["label"]), "loadcmp.level": int(row["level"]),

@@ -326,7 +326,10 @@
     const ps = [...S.parts.values()];
     document.getElementById("parts-section").hidden = !ps.length;
     if (!ps.length) return;
-    const names = [...new Map(ps.flatMap((p) => p.parts.map((x) => [x.part, x.name]))).entries()];
+    // a column for each part some label spent time in, in the order a request goes through them; null: unknown
+    const order = ps[0].order || [];
+    const names = [...new Map(ps.flatMap((p) => p.parts.filter((x) => x.p50 || x.p99).map((x) => [x.part, x.name])))
+      .entries()].sort(([a], [b]) => order.indexOf(a) - order.indexOf(b));
     const pct = (v) => `${Math.round(v * 100)}%`;
     const ms = (v) => (v == null ? "–" : `${v.toFixed(1)} ms`);
     document.getElementById("parts").innerHTML = `<tr><th>server</th><th>${unit() === "r" ? "req/s" : "clients"}` +
@@ -334,7 +337,7 @@
       `</tr>` + ps.map((p) => { const by = new Map(p.parts.map((x) => [x.part, x.p99]));
         return `<tr data-server="${esc(p.key.server)}"><td>${esc(p.key.server)}</td><td>${p.key.level.toLocaleString()}` +
           `</td><td>${p.key.trial}</td><td>${pct(p.matched)}</td><td>${ms(p.p50_ms)}</td><td>${ms(p.p99_ms)}</td>` +
-          names.map(([k]) => `<td data-part="${esc(k)}">${pct(by.get(k) || 0)}</td>`).join("") + `</tr>`; }).join("");
+          names.map(([k]) => `<td data-part="${esc(k)}">${by.get(k) === null ? "–" : pct(by.get(k) || 0)}</td>`).join("") + `</tr>`; }).join("");
   }
 
   function draw() {
