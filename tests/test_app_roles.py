@@ -46,7 +46,8 @@ def test_the_wordpress_database_is_a_role_of_the_app():
     (db,) = app.roles
     assert db.name == "db" and db.apart and db.image.key == "app-wordpress-db" and db.image.parent is None
     assert db.image.dockerfile == WORDPRESS / "db" / "Dockerfile.db" and "{port}" in (db.ready or "")
-    assert dict(db.files) == {"my.cnf": "my.cnf.j2", "init.sql": "init.sql.j2"}
+    assert dict(db.files) == {"my.cnf": "my.cnf.j2", "init.sql": "init.sql.j2",
+                              "loadcmp-trace-mariadb.sh": "trace-mariadb.sh.j2"}  # --trace: MariaDB's own times
     assert app.tunables["db.max_connections"].default == 151  # Debian's
     assert app.tunables["db.innodb_buffer_pool_size"].default == "128M"
     (page,) = app.status
