@@ -279,8 +279,9 @@ def test_tls_resume_offers_a_saved_session_to_h2s_new_connections(servers, ca, c
     # eight to one in five here; nginx resumed 484 of 520 such h2 handshakes)
     if resume == 1.0:
         assert tls["resumed"] >= 0.7 * handshakes, (tls["full"], tls["resumed"])
-    else:  # half of them offer one (never more resumed), and most offers are taken
-        assert 0.3 * handshakes <= tls["resumed"] <= handshakes / 2 + 2, (tls["full"], tls["resumed"])
+    else:  # half of them offer one (never more resumed), and most offers are taken (one run in about twenty
+        # here: 46 of 168, this test server declining more of them in a 1 s run)
+        assert 0.25 * handshakes <= tls["resumed"] <= handshakes / 2 + 2, (tls["full"], tls["resumed"])
 
 
 @pytest.mark.parametrize("proto", ["h2", "h2c"])
